@@ -1,0 +1,141 @@
+"""The benchmark's typed configuration: one frozen record, validated when it is built.
+
+Configuration flows one way: ``params.yaml`` (or CLI flags) → :class:`BenchmarkConfig` →
+explicit keyword arguments of library functions.  No library function reads a file, an
+environment variable or ``params.yaml`` itself.  :func:`config_from_mapping` is the single
+place a parsed mapping becomes a config; it rejects unknown keys and names the key path of any
+bad value, so a typo in ``params.yaml`` cannot silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, get_args
+
+from faircode.errors import ConfigError, config_error
+
+__all__ = ["CONSTRAINTS", "BenchmarkConfig", "Constraint", "config_from_mapping"]
+
+Constraint = Literal[
+    "demographic_parity",
+    "equalized_odds",
+    "true_positive_rate_parity",
+    "false_positive_rate_parity",
+    "error_rate_parity",
+]
+CONSTRAINTS: tuple[str, ...] = get_args(Constraint)
+
+
+def _default_jobs() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchmarkConfig:
+    """Every knob of the S0-S4 grid and its statistics, with the benchmark's defaults.
+
+    Parameters
+    ----------
+    constraint
+        Fairness constraint of S3 (ExponentiatedGradient) and S4 (ThresholdOptimizer).
+        ThresholdOptimizer has no ``error_rate_parity``; with it, S4 cells are skipped and
+        the skip is recorded in ``run.json``.
+    eps
+        ExponentiatedGradient's allowed constraint violation.
+    max_iter
+        ExponentiatedGradient's iteration budget.
+    decision_threshold
+        S0-S2 predict 1 when ``predict_proba`` exceeds it (0.5 reproduces ``predict``).
+    n_resamples, n_permutations
+        Bootstrap resamples per CI and permutations per p-value.
+    confidence
+        Coverage of the percentile bootstrap intervals.
+    alpha
+        Benjamini-Hochberg false-discovery level for the ``significant`` column.
+    jobs
+        Worker processes for the strategy x model cells (results do not depend on it).
+    """
+
+    constraint: Constraint = "demographic_parity"
+    eps: float = 0.01
+    max_iter: int = 50
+    decision_threshold: float = 0.5
+    n_resamples: int = 2000
+    n_permutations: int = 2000
+    confidence: float = 0.95
+    alpha: float = 0.05
+    jobs: int = dataclasses.field(default_factory=_default_jobs)
+
+    def __post_init__(self) -> None:
+        where = "config"
+        if self.constraint not in CONSTRAINTS:
+            raise config_error(f"{where}.constraint", f"one of {', '.join(CONSTRAINTS)}",
+                               self.constraint)
+        _check_number(f"{where}.eps", self.eps, low=0.0, high=None, open_low=True)
+        _check_int(f"{where}.max_iter", self.max_iter, low=1)
+        _check_number(f"{where}.decision_threshold", self.decision_threshold, low=0.0, high=1.0,
+                      open_low=False)
+        _check_int(f"{where}.n_resamples", self.n_resamples, low=1)
+        _check_int(f"{where}.n_permutations", self.n_permutations, low=1)
+        _check_number(f"{where}.confidence", self.confidence, low=0.0, high=1.0, open_low=True,
+                      open_high=True)
+        _check_number(f"{where}.alpha", self.alpha, low=0.0, high=1.0, open_low=True,
+                      open_high=True)
+        _check_int(f"{where}.jobs", self.jobs, low=1)
+
+    def replace(self, **changes: object) -> BenchmarkConfig:
+        """Return a copy with ``changes`` applied (and validated)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def as_dict(self) -> dict[str, object]:
+        """The configuration as a plain mapping (for ``run.json`` and tracking)."""
+        return dataclasses.asdict(self)
+
+
+def config_from_mapping(data: object, *, where: str) -> BenchmarkConfig:
+    """Build a :class:`BenchmarkConfig` from a parsed mapping, e.g. a ``params.yaml`` section.
+
+    ``where`` names the source (``"params.yaml: benchmark"``); errors read
+    ``<where>.<key>: expected ..., got ... (type)``.  Unknown keys are rejected.
+    """
+    if not isinstance(data, Mapping):
+        raise config_error(where, "a mapping", data)
+    fields = {f.name for f in dataclasses.fields(BenchmarkConfig)}
+    for key in data:
+        if key not in fields:
+            raise config_error(f"{where}.{key}", f"a known key ({', '.join(sorted(fields))})",
+                               key)
+    try:
+        return BenchmarkConfig(**{str(k): v for k, v in data.items()})
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("config.", f"{where}.", 1)) from None
+
+
+def _check_int(where: str, value: object, *, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise config_error(where, "an integer", value)
+    if value < low:
+        raise config_error(where, f"an integer >= {low}", value)
+
+
+def _check_number(
+    where: str,
+    value: object,
+    *,
+    low: float,
+    high: float | None,
+    open_low: bool,
+    open_high: bool = False,
+) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise config_error(where, "a number", value)
+    too_low = value <= low if open_low else value < low
+    too_high = high is not None and (value >= high if open_high else value > high)
+    if too_low or too_high:
+        lo = "(" if open_low else "["
+        hi = ")" if open_high or high is None else "]"
+        bound = "inf" if high is None else f"{high:g}"
+        raise config_error(where, f"a number in {lo}{low:g}, {bound}{hi}", value)

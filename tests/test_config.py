@@ -1,0 +1,70 @@
+"""Tests for faircode.config: defaults, validation, and the params mapping."""
+
+from __future__ import annotations
+
+import pytest
+
+from faircode.config import CONSTRAINTS, BenchmarkConfig, config_from_mapping
+from faircode.errors import ConfigError
+
+
+def test_defaults_are_the_benchmark_defaults() -> None:
+    """The defaults are the ones the benchmark documents."""
+    config = BenchmarkConfig(jobs=1)
+    assert (config.constraint, config.eps, config.max_iter) == ("demographic_parity", 0.01, 50)
+    assert (config.decision_threshold, config.n_resamples, config.n_permutations) == (0.5, 2000,
+                                                                                       2000)
+    assert (config.confidence, config.alpha) == (0.95, 0.05)
+
+
+def test_config_is_frozen() -> None:
+    """A config cannot be changed after it is built."""
+    config = BenchmarkConfig(jobs=1)
+    with pytest.raises(AttributeError):
+        config.eps = 0.1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    ("changes", "fragment"),
+    [
+        ({"constraint": "parity"}, "config.constraint: expected one of demographic_parity"),
+        ({"eps": 0.0}, "config.eps: expected a number in (0, inf), got 0.0 (float)"),
+        ({"max_iter": 2.5}, "config.max_iter: expected an integer, got 2.5 (float)"),
+        ({"n_resamples": True}, "config.n_resamples: expected an integer, got True (bool)"),
+        ({"n_permutations": 0}, "config.n_permutations: expected an integer >= 1, got 0 (int)"),
+        ({"confidence": 1.0}, "config.confidence: expected a number in (0, 1), got 1.0 (float)"),
+        ({"alpha": "0.05"}, "config.alpha: expected a number, got '0.05' (str)"),
+        ({"decision_threshold": 1.5}, "config.decision_threshold: expected a number in [0, 1]"),
+        ({"jobs": 0}, "config.jobs: expected an integer >= 1, got 0 (int)"),
+    ],
+)
+def test_invalid_values_are_rejected_with_key_and_value(changes: dict, fragment: str) -> None:
+    """Every invalid value is refused with its key, the expectation and the value's type."""
+    with pytest.raises(ConfigError) as info:
+        BenchmarkConfig(jobs=1).replace(**changes)
+    assert fragment in str(info.value)
+
+
+def test_mapping_rejects_unknown_keys_naming_the_source() -> None:
+    """A typo in params.yaml is an error that names the file and the key, not a silent default."""
+    with pytest.raises(ConfigError, match=r"^params.yaml: benchmark.n_resample: expected a known"):
+        config_from_mapping({"n_resample": 10}, where="params.yaml: benchmark")
+
+
+def test_mapping_errors_carry_the_source_key_path() -> None:
+    """Value errors from a mapping name the source's key path instead of 'config'."""
+    with pytest.raises(ConfigError, match=r"^params.yaml: benchmark.alpha: expected a number in"):
+        config_from_mapping({"alpha": 2}, where="params.yaml: benchmark")
+
+
+def test_mapping_builds_the_config() -> None:
+    """A valid mapping becomes the typed config, with defaults for what it leaves out."""
+    config = config_from_mapping({"constraint": "equalized_odds", "jobs": 1}, where="p")
+    assert config == BenchmarkConfig(constraint="equalized_odds", jobs=1)
+    assert set(CONSTRAINTS) >= {"demographic_parity", "error_rate_parity"}
+
+
+def test_mapping_must_be_a_mapping() -> None:
+    """A list where a mapping belongs is named as such."""
+    with pytest.raises(ConfigError, match=r"^p: expected a mapping, got \[1\] \(list\)"):
+        config_from_mapping([1], where="p")
