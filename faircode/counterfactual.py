@@ -1,0 +1,264 @@
+"""Counterfactual flip-rate audit: how often does a model's decision change under a perturbation?
+
+For each (axis, kind) of the caller's axes, every payload is perturbed (see :mod:`faircode.perturb`)
+and the model's decisions on the originals and on the perturbed payloads are compared.  The flip
+rate is the share of *changed* payloads (at least one pattern fired) whose decision differs, with
+a bootstrap percentile confidence interval.
+
+Deliberate design decisions
+---------------------------
+* **Unchanged payloads are never counted as "no flip".**  A payload on which no pattern fired
+  carries no evidence about the axis; it is reported in ``n_unchanged`` and excluded from the
+  rate.  With no changed payload the rates are NaN and ``note == "no_changed_rows"``.
+* **Vectorised bootstrap.**  Resampling the changed rows with replacement makes the flip count of
+  a resample ``Binomial(n_changed, rate)``; the resamples are drawn in one call, no loop.  A
+  percentile interval is degenerate (``[0, 0]``) when no row flipped — read ``n_changed`` with it.
+* **Batch prediction.**  :func:`flip_rate` calls ``predict`` once on the originals and once per
+  (axis, kind) on all perturbed payloads (unchanged ones included, so every batch has one row per
+  payload).
+* **Seeds.**  Result ``i`` (in result order) is resampled with
+  ``np.random.SeedSequence(seed, spawn_key=(i,))``; nothing touches numpy's global state.
+* **JSONL front end.**  :func:`load_axes` and :func:`perturb_jsonl` back the
+  ``faircode perturb`` command; every line is validated and perturbed before anything is returned,
+  so a malformed line never leaves a half-written output.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from faircode.errors import ConfigError, PerturbationError, config_error
+from faircode.perturb import AxisSpec, PerturbationKind, axis_from_config, perturb
+
+__all__ = ["FlipRateResult", "flip_rate", "flip_rates", "load_axes", "perturb_jsonl"]
+
+NO_CHANGED_ROWS = "no_changed_rows"
+
+Seed = int | np.random.SeedSequence
+
+
+@dataclass(frozen=True, slots=True)
+class FlipRateResult:
+    """Flip rate of one (axis, kind), its bootstrap CI, and the direction of the flips.
+
+    ``to_favourable`` / ``to_unfavourable`` are shares of the *changed* rows whose decision moved
+    from not-favourable to favourable / from favourable to not-favourable.
+    """
+
+    axis: str
+    kind: PerturbationKind
+    flip_rate: float
+    ci_low: float
+    ci_high: float
+    to_favourable: float
+    to_unfavourable: float
+    n_changed: int
+    n_unchanged: int
+    n_flipped: int
+    note: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, PerturbationKind):
+            raise TypeError(f"kind: expected a PerturbationKind, got {self.kind!r}")
+        if min(self.n_changed, self.n_unchanged, self.n_flipped) < 0:
+            raise ValueError("counts must be non-negative")
+        if self.n_flipped > self.n_changed:
+            raise ValueError(f"n_flipped={self.n_flipped} exceeds n_changed={self.n_changed}")
+        if self.n_changed == 0 and self.note != NO_CHANGED_ROWS:
+            raise ValueError(f"a result with no changed rows must carry note {NO_CHANGED_ROWS!r}")
+
+
+def flip_rates(
+    original: np.ndarray,
+    perturbed: np.ndarray,
+    changed: np.ndarray,
+    *,
+    axis: str,
+    kind: PerturbationKind,
+    seed: Seed,
+    favourable: int = 1,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+) -> FlipRateResult:
+    """Return the flip rate among changed rows with a bootstrap percentile confidence interval.
+
+    Parameters
+    ----------
+    original, perturbed
+        Decisions per row before and after the perturbation (1-D, same length).
+    changed
+        Boolean per row: did the perturbation edit the payload?  Only these rows count.
+    seed
+        Seed of ``np.random.default_rng`` for the bootstrap.
+    """
+    before = np.asarray(original)
+    after = np.asarray(perturbed)
+    mask = np.asarray(changed)
+    if before.ndim != 1 or before.shape != after.shape or before.shape != mask.shape:
+        raise ValueError(
+            f"original, perturbed and changed must be 1-D of one length, got shapes "
+            f"{before.shape}, {after.shape}, {mask.shape}"
+        )
+    if mask.dtype != np.bool_:
+        raise TypeError(f"changed: expected a boolean array, got dtype {mask.dtype}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence: expected a value in (0, 1), got {confidence!r}")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
+        raise ValueError(f"n_resamples: expected a positive int, got {n_resamples!r}")
+    n_changed = int(mask.sum())
+    n_unchanged = int(mask.size - n_changed)
+    if n_changed == 0:
+        nan = math.nan
+        return FlipRateResult(axis, kind, nan, nan, nan, nan, nan, 0, n_unchanged, 0,
+                              NO_CHANGED_ROWS)
+    b, a = before[mask], after[mask]
+    n_flipped = int(np.count_nonzero(b != a))
+    rate = n_flipped / n_changed
+    up = np.count_nonzero((b != favourable) & (a == favourable)) / n_changed
+    down = np.count_nonzero((b == favourable) & (a != favourable)) / n_changed
+    rng = np.random.default_rng(seed)
+    shares = rng.binomial(n_changed, rate, size=n_resamples) / n_changed
+    alpha = 1.0 - confidence
+    low, high = np.quantile(shares, [alpha / 2, 1 - alpha / 2])
+    return FlipRateResult(axis, kind, rate, float(low), float(high), float(up), float(down), n_changed,
+                          n_unchanged, n_flipped, "")
+
+
+def flip_rate(
+    predict: Callable[[list], Sequence[int]],
+    payloads: Sequence[object],
+    axes: Sequence[AxisSpec],
+    *,
+    seed: int,
+    favourable: int = 1,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+) -> tuple[FlipRateResult, ...]:
+    """Perturb every payload on every axis and return one flip-rate result per (axis, kind).
+
+    ``predict`` is called once on the list of originals and once per (axis, kind) on the list of
+    perturbed payloads; it must return one integer decision per payload.
+    """
+    rows = [perturb(p, axes) for p in payloads]  # raises on no axes before predict is called
+    if not rows:
+        raise ValueError("payloads: expected at least one payload, got none")
+    keys = [(p.axis, p.kind) for p in rows[0]]
+    n = len(rows)
+
+    def decide(batch: list) -> np.ndarray:
+        out = np.asarray(predict(batch))
+        if out.shape != (n,):
+            raise ValueError(f"predict returned shape {out.shape} for a batch of {n} payloads")
+        return out
+
+    before = decide(list(payloads))
+    results = []
+    for i, (axis, kind) in enumerate(keys):
+        after = decide([row[i].perturbed for row in rows])
+        changed = np.fromiter((row[i].changed for row in rows), dtype=bool, count=n)
+        results.append(
+            flip_rates(before, after, changed, axis=axis, kind=kind, favourable=favourable,
+                       n_resamples=n_resamples, confidence=confidence,
+                       seed=np.random.SeedSequence(seed, spawn_key=(i,)))
+        )
+    return tuple(results)
+
+
+def load_axes(path: Path) -> tuple[AxisSpec, ...]:
+    """Read axes from a YAML file: a list of axes or a mapping ``{axes: [...]}``.
+
+    Every error is a one-line :class:`~faircode.errors.ConfigError` naming the file and key path.
+    """
+    where = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot read axes file ({exc.strerror})") from exc
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{where}: invalid YAML{at}") from exc
+    if isinstance(doc, dict):
+        unknown = [k for k in doc if k != "axes"]
+        if unknown:
+            raise config_error(where, "only key axes; unknown key", unknown[0])
+        if "axes" not in doc:
+            raise ConfigError(f"{where}: axes: expected a list of axes, got nothing")
+        items, prefix = doc["axes"], "axes"
+    else:
+        items, prefix = doc, ""
+    if not isinstance(items, list):
+        raise config_error(f"{where}: {prefix}" if prefix else where,
+                           "a list of axes (or a mapping with key axes)", items)
+    if not items:
+        raise ConfigError(
+            f"{where}: {prefix or 'axes'}: expected at least one axis, got an empty list "
+            "(faircode ships no built-in axes; the caller must choose them)"
+        )
+    axes = tuple(axis_from_config(item, where=f"{where}: {prefix}[{i}]")
+                 for i, item in enumerate(items))
+    seen: dict[str, int] = {}
+    for i, axis in enumerate(axes):
+        if axis.name in seen:
+            raise ConfigError(f"{where}: {prefix}[{i}].name: duplicate axis name {axis.name!r} "
+                              f"(also {prefix}[{seen[axis.name]}])")
+        seen[axis.name] = i
+    return axes
+
+
+def perturb_jsonl(axes: Sequence[AxisSpec], lines: Iterable[str], *, source: str) -> list[dict]:
+    """Perturb each JSON-object line and return one record per (line, axis, kind).
+
+    A line's id is its ``"id"`` field if present (a string or integer), else its 1-based line
+    number; its payload is the ``"payload"`` field if present, else the whole object without
+    ``"id"`` (other fields beside ``"payload"`` are neither perturbed nor echoed).  Blank lines are
+    skipped.  Records are ``{"id", "axis", "kind", "fired": {pattern: n}, "changed",
+    "perturbed"}``.  A malformed line raises :class:`~faircode.errors.ConfigError` naming
+    ``source`` and the line number; nothing is returned unless every line is valid.
+    """
+    parsed: list[tuple[object, object]] = []
+    ids: dict[object, int] = {}
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{source}:{lineno}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{where}: expected a JSON object, got invalid JSON ({exc.msg} at "
+                              f"column {exc.colno})") from exc
+        if not isinstance(obj, dict):
+            raise config_error(where, "a JSON object", obj)
+        if "id" in obj:
+            pid = obj["id"]
+            if isinstance(pid, bool) or not isinstance(pid, str | int):
+                raise config_error(f"{where}: id", "a string or integer", pid)
+        else:
+            pid = lineno
+        if pid in ids:
+            raise ConfigError(f"{where}: id: duplicate id {pid!r} (also line {ids[pid]})")
+        ids[pid] = lineno
+        payload = obj["payload"] if "payload" in obj else {k: v for k, v in obj.items()
+                                                           if k != "id"}
+        parsed.append((pid, payload))
+    records: list[dict] = []
+    for pid, payload in parsed:
+        try:
+            perts = perturb(payload, axes)
+        except PerturbationError as exc:
+            raise ConfigError(f"{source}: {exc}") from exc
+        records.extend(
+            {"id": pid, "axis": p.axis, "kind": p.kind.value, "fired": dict(p.fired),
+             "changed": p.changed, "perturbed": p.perturbed}
+            for p in perts
+        )
+    return records
