@@ -1,0 +1,265 @@
+"""Resampling engine: exact, vectorised bootstrap and permutation on confusion counts.
+
+Every group-fairness metric faircode reports is a function of the two groups' 2×2 (y, ŷ)
+confusion counts, stored as a length-4 integer vector in the cell order
+``(TN, FP, FN, TP)`` (cell index ``2 * y + ŷ``; see :data:`CELLS`).  That makes two exact
+shortcuts possible, and this module implements both:
+
+* **Bootstrap** — resampling a group's rows with replacement at its own size is the same, in
+  distribution, as drawing its four cell counts from a multinomial with the observed cell
+  proportions.  :func:`bootstrap_counts` draws all resamples at once, at a cost independent of
+  the number of rows.
+* **Permutation** — shuffling group labels among the rows of a stratum (all rows, the ``y = 1``
+  rows, ...) leaves the stratum's pooled cell counts fixed and hands the disadvantaged group a
+  multivariate-hypergeometric draw of them.  :func:`permute_counts` draws every permutation at
+  once, one stratum at a time (at most two strata).
+
+Design decisions
+----------------
+* Randomness only from explicit :class:`numpy.random.Generator` objects built from
+  :func:`child_seed`, which derives a child :class:`~numpy.random.SeedSequence` by *appending* a
+  key to the parent's ``spawn_key`` without mutating it (unlike ``SeedSequence.spawn``).  A
+  stream therefore depends only on (master seed, key), never on the order or number of workers.
+* :func:`permutation_p_value` is two-sided on a non-negative statistic ``|T|`` and counts a
+  permuted ``|T*|`` as at least as extreme when ``|T*| >= |T| * (1 - 1e-9)``
+  (:data:`TIE_RTOL`): rates that are equal as rationals can differ by an ulp after subtraction,
+  and such floating-point ties must count as ties.  ``p = (1 + hits) / (1 + P)`` is never 0.
+* :func:`percentile_interval` drops resamples in which the statistic is undefined (NaN, e.g. a
+  tiny group whose ``y = 1`` subset was drawn empty) and takes the percentile interval of the
+  rest; the row-level reference in ``tests/reference.py`` does the same.
+* AUC uses DeLong's variance (one O(n log n) ranking pass) and a normal interval clipped to
+  [0, 1], so no resample loop is needed at all.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats as sps
+
+from faircode.errors import describe
+
+__all__ = [
+    "CELLS",
+    "TIE_RTOL",
+    "as_binary",
+    "as_mask",
+    "benjamini_hochberg",
+    "bootstrap_counts",
+    "check_confidence",
+    "check_lengths",
+    "check_positive_int",
+    "child_seed",
+    "confusion_counts",
+    "delong_auc",
+    "percentile_interval",
+    "permutation_p_value",
+    "permute_counts",
+]
+
+CELLS: tuple[str, ...] = ("TN", "FP", "FN", "TP")
+"""Names of the four confusion cells in storage order; cell index is ``2 * y + ŷ``."""
+
+TIE_RTOL: float = 1e-9
+"""Relative tolerance under which a permuted statistic counts as tying the observed one."""
+
+
+def child_seed(seed: int | np.random.SeedSequence, *key: int) -> np.random.SeedSequence:
+    """Return the child seed sequence of ``seed`` at ``key`` (appended to its spawn key).
+
+    An ``int`` seed is treated as ``np.random.SeedSequence(seed)``.  The parent is not mutated,
+    so ``child_seed(s, i, j)`` is the same stream however many times and in whatever order it is
+    asked for; it equals ``SeedSequence(master, spawn_key=(i, j))`` for an int master.
+    """
+    for position, part in enumerate(key):
+        if isinstance(part, bool) or not isinstance(part, numbers.Integral) or part < 0:
+            raise ValueError(
+                f"child_seed: key[{position}]: expected a non-negative int, got {describe(part)}"
+            )
+    extra = tuple(int(part) for part in key)
+    if isinstance(seed, np.random.SeedSequence):
+        return np.random.SeedSequence(
+            seed.entropy, spawn_key=tuple(seed.spawn_key) + extra, pool_size=seed.pool_size
+        )
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(
+            f"child_seed: seed: expected a non-negative int or SeedSequence, got {describe(seed)}"
+        )
+    return np.random.SeedSequence(int(seed), spawn_key=extra)
+
+
+def confusion_counts(y_true: ArrayLike, y_pred: ArrayLike) -> NDArray[np.int64]:
+    """Count the (TN, FP, FN, TP) cells of validated 0/1 arrays in one O(n) pass."""
+    cells = 2 * np.asarray(y_true, dtype=np.int64) + np.asarray(y_pred, dtype=np.int64)
+    return np.bincount(cells, minlength=4).astype(np.int64)
+
+
+def bootstrap_counts(
+    counts: NDArray[np.int64], *, n_resamples: int, rng: np.random.Generator
+) -> NDArray[np.int64]:
+    """Draw ``n_resamples`` bootstrap resamples of one group's cell counts, shape ``(B, 4)``.
+
+    A resample of ``n`` rows with replacement has multinomial cell counts with the observed
+    cell proportions; an empty group yields all-zero resamples without touching ``rng``.
+    """
+    counts = np.asarray(counts, dtype=np.int64)
+    total = int(counts.sum())
+    if total == 0:
+        return np.zeros((n_resamples, counts.shape[-1]), dtype=np.int64)
+    draws = rng.multinomial(total, counts / total, size=n_resamples)
+    return np.asarray(draws, dtype=np.int64)
+
+
+def permute_counts(
+    counts_d: NDArray[np.int64],
+    counts_a: NDArray[np.int64],
+    *,
+    strata: Sequence[Sequence[int]],
+    n_permutations: int,
+    rng: np.random.Generator,
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Draw group-label permutations within each stratum as cell counts, two ``(P, 4)`` arrays.
+
+    Within a stratum (a set of cell indices, e.g. ``(2, 3)`` for the ``y = 1`` rows) the group
+    labels are shuffled: the disadvantaged group keeps its stratum size and receives a
+    multivariate-hypergeometric draw of the pooled cells; the advantaged group gets the rest.
+    Cells outside every stratum keep their observed counts.
+    """
+    counts_d = np.asarray(counts_d, dtype=np.int64)
+    counts_a = np.asarray(counts_a, dtype=np.int64)
+    pooled = counts_d + counts_a
+    out_d = np.tile(counts_d, (n_permutations, 1))
+    out_a = np.tile(counts_a, (n_permutations, 1))
+    for stratum in strata:
+        index = np.asarray(stratum, dtype=np.intp)
+        colors = pooled[index]
+        draws = rng.multivariate_hypergeometric(
+            colors, int(counts_d[index].sum()), size=n_permutations
+        )
+        out_d[:, index] = draws
+        out_a[:, index] = colors - draws
+    return out_d, out_a
+
+
+def percentile_interval(samples: ArrayLike, *, confidence: float) -> tuple[float, float]:
+    """Return the percentile interval of the finite bootstrap ``samples`` at ``confidence``.
+
+    NaN resamples (statistic undefined in that resample) are dropped; with no finite resample
+    the interval is ``(nan, nan)``.  Quantiles use numpy's default linear interpolation.
+    """
+    check_confidence(confidence)
+    values = np.asarray(samples, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return (float("nan"), float("nan"))
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(values, [tail, 1.0 - tail])
+    return (float(low), float(high))
+
+
+def permutation_p_value(observed: float, permuted: ArrayLike, *, rtol: float = TIE_RTOL) -> float:
+    """Return the two-sided permutation p-value ``(1 + #{|T*| >= |T|}) / (1 + P)``.
+
+    ``observed`` and ``permuted`` are taken in absolute value; ``|T*|`` ties ``|T|`` within the
+    relative tolerance ``rtol``.  NaN permuted values never count; a NaN observed gives NaN.
+    """
+    stat = abs(float(observed))
+    if np.isnan(stat):
+        return float("nan")
+    values = np.abs(np.asarray(permuted, dtype=np.float64))
+    threshold = stat * (1.0 - rtol)
+    hits = int(np.count_nonzero(values >= threshold))
+    return (1.0 + hits) / (1.0 + values.size)
+
+
+def benjamini_hochberg(p_values: ArrayLike) -> NDArray[np.float64]:
+    """Return Benjamini–Hochberg q-values; NaN p-values stay NaN and are excluded from m.
+
+    The q-values are monotone in p and capped at 1 (``scipy.stats.false_discovery_control``).
+    """
+    p = np.asarray(p_values, dtype=np.float64)
+    if p.ndim != 1:
+        raise ValueError(f"benjamini_hochberg: p_values: expected a 1-D array, got ndim={p.ndim}")
+    finite = ~np.isnan(p)
+    if np.any((p[finite] < 0.0) | (p[finite] > 1.0)):
+        raise ValueError("benjamini_hochberg: p_values: expected values in [0, 1] or NaN")
+    q = np.full(p.shape, np.nan)
+    if finite.any():
+        q[finite] = sps.false_discovery_control(p[finite], method="bh")
+    return q
+
+
+def delong_auc(y_true: ArrayLike, y_score: ArrayLike) -> tuple[float, float]:
+    """Return the AUC and its DeLong variance from one midrank pass (O(n log n)).
+
+    With ``m`` positives and ``n`` negatives, the structural components are
+    ``V10_i = (R_i - R^+_i) / n`` for positive ``i`` (``R`` the midrank among all scores,
+    ``R^+`` among positives) and ``V01_j = 1 - (R_j - R^-_j) / m`` for negative ``j``; the AUC
+    is ``mean(V10)`` and its variance ``var(V10) / m + var(V01) / n``.  Either class with fewer
+    than two rows gives a NaN variance; either class empty gives a NaN AUC.
+    """
+    y = np.asarray(y_true, dtype=bool)
+    s = np.asarray(y_score, dtype=np.float64)
+    m = int(y.sum())
+    n = y.size - m
+    if m == 0 or n == 0:
+        return (float("nan"), float("nan"))
+    rank_all = sps.rankdata(s)
+    v10 = (rank_all[y] - sps.rankdata(s[y])) / n
+    v01 = 1.0 - (rank_all[~y] - sps.rankdata(s[~y])) / m
+    auc = float(v10.mean())
+    if m < 2 or n < 2:
+        return (auc, float("nan"))
+    variance = float(v10.var(ddof=1) / m + v01.var(ddof=1) / n)
+    return (auc, variance)
+
+
+def as_binary(name: str, values: ArrayLike) -> NDArray[np.int8]:
+    """Return ``values`` as an int8 array after checking it is 1-D and only 0/1 (or bool)."""
+    array = np.asarray(values)
+    if array.ndim != 1:
+        raise ValueError(f"{name}: expected a 1-D array of 0/1, got ndim={array.ndim}")
+    if array.dtype == np.bool_:
+        return array.astype(np.int8)
+    if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
+        raise ValueError(f"{name}: expected a 1-D array of 0/1, got dtype {array.dtype}")
+    bad = ~np.isin(array, (0, 1))
+    if bad.any():
+        where = int(np.flatnonzero(bad)[0])
+        raise ValueError(f"{name}[{where}]: expected 0 or 1, got {describe(array[where].item())}")
+    return array.astype(np.int8)
+
+
+def as_mask(name: str, values: ArrayLike) -> NDArray[np.bool_]:
+    """Return ``values`` as a 1-D boolean array; any other dtype is an error."""
+    array = np.asarray(values)
+    if array.ndim != 1 or array.dtype != np.bool_:
+        raise ValueError(
+            f"{name}: expected a 1-D boolean mask, got ndim={array.ndim} dtype {array.dtype}"
+        )
+    return array
+
+
+def check_lengths(**arrays: NDArray[np.generic]) -> None:
+    lengths = {name: int(array.shape[0]) for name, array in arrays.items()}
+    if len(set(lengths.values())) > 1:
+        shown = ", ".join(f"{name}={n}" for name, n in lengths.items())
+        raise ValueError(f"array lengths differ: expected equal lengths, got {shown}")
+
+
+def check_positive_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise ValueError(f"{name}: expected a positive int, got {describe(value)}")
+
+
+def check_confidence(confidence: float) -> None:
+    """Raise ``ValueError`` unless ``confidence`` is a float strictly between 0 and 1."""
+    if (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, numbers.Real)
+        or not 0.0 < float(confidence) < 1.0
+    ):
+        raise ValueError(f"confidence: expected a float in (0, 1), got {describe(confidence)}")

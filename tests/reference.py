@@ -1,0 +1,147 @@
+"""Slow, obviously-correct row-level reference for the resampling engine.
+
+Everything here works on rows: a bootstrap resample draws row indices with replacement within
+each group; a permutation shuffles the group labels of the rows in a stratum.  Metrics are
+written straight from their definitions as means over boolean row selections.  It shares no code
+with :mod:`faircode.stats` or :mod:`faircode.metrics`, and it is deliberately a Python loop over
+resamples — it is the yardstick the fast engine is tested and benchmarked against.
+
+Conventions shared with the engine (so they can be compared): a rate over an empty selection is
+NaN; the disparate-impact ratio is NaN when the advantaged rate is 0; equalized odds picks the
+TPR gap on a tie; the percentile interval ignores NaN resamples; the permutation statistic is
+``|value|`` except ``|log ratio|`` for disparate impact, and ``|T*|`` ties ``|T|`` within a
+relative 1e-9.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+STRATA: dict[str, tuple[str, ...]] = {
+    "demographic_parity_diff": ("all",),
+    "disparate_impact_ratio": ("all",),
+    "equal_opportunity_diff": ("y1",),
+    "equalized_odds_diff": ("y1", "y0"),
+    "predictive_parity_diff": ("yhat1",),
+    "accuracy_equality_diff": ("all",),
+}
+
+
+def _mean(values: NDArray[np.bool_]) -> float:
+    return float(values.mean()) if values.size else float("nan")
+
+
+def _rates(y: NDArray[np.int64], yhat: NDArray[np.int64]) -> dict[str, float]:
+    """Per-group rates of one group's rows, each over its own row subset."""
+    return {
+        "positive": _mean(yhat == 1),
+        "tpr": _mean(yhat[y == 1] == 1),
+        "fpr": _mean(yhat[y == 0] == 1),
+        "precision": _mean(y[yhat == 1] == 1),
+        "accuracy": _mean(y == yhat),
+    }
+
+
+def reference_metric(
+    metric: str, y: NDArray[np.int64], yhat: NDArray[np.int64], dis: NDArray[np.bool_]
+) -> float:
+    """Return ``metric`` (disadvantaged minus advantaged) computed directly from rows."""
+    d, a = _rates(y[dis], yhat[dis]), _rates(y[~dis], yhat[~dis])
+    if metric == "demographic_parity_diff":
+        return d["positive"] - a["positive"]
+    if metric == "disparate_impact_ratio":
+        if not a["positive"] > 0:
+            return float("nan")
+        return d["positive"] / a["positive"]
+    if metric == "equal_opportunity_diff":
+        return d["tpr"] - a["tpr"]
+    if metric == "equalized_odds_diff":
+        tgap, fgap = d["tpr"] - a["tpr"], d["fpr"] - a["fpr"]
+        if np.isnan(tgap) or np.isnan(fgap):
+            return float("nan")
+        return fgap if abs(fgap) > abs(tgap) else tgap
+    if metric == "predictive_parity_diff":
+        return d["precision"] - a["precision"]
+    if metric == "accuracy_equality_diff":
+        return d["accuracy"] - a["accuracy"]
+    raise ValueError(metric)
+
+
+def reference_statistic(
+    metric: str, y: NDArray[np.int64], yhat: NDArray[np.int64], dis: NDArray[np.bool_]
+) -> float:
+    """Return the permutation test statistic ``|T|`` of ``metric`` from rows."""
+    if metric == "disparate_impact_ratio":
+        rate_d, rate_a = _mean(yhat[dis] == 1), _mean(yhat[~dis] == 1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(abs(np.log(rate_d) - np.log(rate_a)))
+    return abs(reference_metric(metric, y, yhat, dis))
+
+
+def reference_bootstrap(
+    metric: str,
+    y: NDArray[np.int64],
+    yhat: NDArray[np.int64],
+    dis: NDArray[np.bool_],
+    *,
+    n_resamples: int,
+    rng: np.random.Generator,
+) -> NDArray[np.float64]:
+    """Resample rows with replacement within each group and recompute ``metric`` each time."""
+    idx_d, idx_a = np.flatnonzero(dis), np.flatnonzero(~dis)
+    out = np.empty(n_resamples)
+    for b in range(n_resamples):
+        take_d = rng.choice(idx_d, size=idx_d.size, replace=True) if idx_d.size else idx_d
+        take_a = rng.choice(idx_a, size=idx_a.size, replace=True) if idx_a.size else idx_a
+        rows = np.concatenate([take_d, take_a])
+        group = np.concatenate([np.ones(take_d.size, bool), np.zeros(take_a.size, bool)])
+        out[b] = reference_metric(metric, y[rows], yhat[rows], group)
+    return out
+
+
+def _stratum(name: str, y: NDArray[np.int64], yhat: NDArray[np.int64]) -> NDArray[np.bool_]:
+    if name == "all":
+        return np.ones(y.size, dtype=bool)
+    if name == "y1":
+        return y == 1
+    if name == "y0":
+        return y == 0
+    return yhat == 1
+
+
+def reference_permutation(
+    metric: str,
+    y: NDArray[np.int64],
+    yhat: NDArray[np.int64],
+    dis: NDArray[np.bool_],
+    *,
+    n_permutations: int,
+    rng: np.random.Generator,
+) -> NDArray[np.float64]:
+    """Shuffle group labels among each stratum's rows and recompute ``|T|`` each time."""
+    strata = [np.flatnonzero(_stratum(name, y, yhat)) for name in STRATA[metric]]
+    out = np.empty(n_permutations)
+    for b in range(n_permutations):
+        shuffled = dis.copy()
+        for rows in strata:
+            shuffled[rows] = rng.permutation(dis[rows])
+        out[b] = reference_statistic(metric, y, yhat, shuffled)
+    return out
+
+
+def reference_p_value(observed: float, permuted: NDArray[np.float64]) -> float:
+    """Two-sided permutation p-value ``(1 + #{|T*| >= |T|}) / (1 + P)``."""
+    if np.isnan(observed):
+        return float("nan")
+    hits = sum(1 for t in permuted if t >= abs(observed) * (1 - 1e-9))
+    return (1 + hits) / (1 + len(permuted))
+
+
+def reference_interval(samples: NDArray[np.float64], confidence: float) -> tuple[float, float]:
+    """Percentile interval of the non-NaN resamples."""
+    finite = np.sort(samples[np.isfinite(samples)])
+    if finite.size == 0:
+        return (float("nan"), float("nan"))
+    tail = (1 - confidence) / 2
+    return (float(np.quantile(finite, tail)), float(np.quantile(finite, 1 - tail)))

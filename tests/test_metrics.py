@@ -1,0 +1,396 @@
+"""Tests of the fairness, performance and intersectional metrics (faircode.metrics)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from reference import (
+    reference_bootstrap,
+    reference_interval,
+    reference_metric,
+    reference_p_value,
+    reference_permutation,
+    reference_statistic,
+)
+from scipy import stats as sps
+from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
+
+from faircode import metrics
+from faircode.metrics import FAIRNESS_METRICS, fairness_metrics
+
+NAN = float("nan")
+
+
+def rows(d: tuple[int, ...], a: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Build (y, ŷ, disadvantaged) rows from (TN, FP, FN, TP) counts of each group."""
+    cells = ((0, 0), (0, 1), (1, 0), (1, 1))
+    y, yhat, dis = [], [], []
+    for counts, flag in ((d, True), (a, False)):
+        for (yy, hh), k in zip(cells, counts, strict=True):
+            y += [yy] * k
+            yhat += [hh] * k
+            dis += [flag] * k
+    return np.array(y), np.array(yhat), np.array(dis, dtype=bool)
+
+
+# D: TN=2 FP=1 FN=1 TP=2 -> rate 3/6, TPR 2/3, FPR 1/3, precision 2/3, accuracy 4/6
+# A: TN=3 FP=1 FN=2 TP=2 -> rate 3/8, TPR 2/4, FPR 1/4, precision 2/3, accuracy 5/8
+TABLE = rows((2, 1, 1, 2), (3, 1, 2, 2))
+HAND = {
+    "demographic_parity_diff": 1 / 2 - 3 / 8,
+    "disparate_impact_ratio": (1 / 2) / (3 / 8),
+    "equal_opportunity_diff": 2 / 3 - 1 / 2,
+    "equalized_odds_diff": 2 / 3 - 1 / 2,  # TPR gap 1/6 beats FPR gap 1/12
+    "predictive_parity_diff": 0.0,
+    "accuracy_equality_diff": 4 / 6 - 5 / 8,
+}
+
+
+def by_name(results: tuple[metrics.MetricResult, ...]) -> dict[str, metrics.MetricResult]:
+    """Index results by metric name."""
+    return {r.metric: r for r in results}
+
+
+def test_results_come_in_declared_order() -> None:
+    """One result per FAIRNESS_METRICS entry, in that order."""
+    results = fairness_metrics(*TABLE, n_resamples=50, n_permutations=50, seed=1)
+    assert tuple(r.metric for r in results) == FAIRNESS_METRICS
+
+
+@pytest.mark.parametrize("metric", FAIRNESS_METRICS)
+def test_hand_computed_values(metric: str) -> None:
+    """Each metric's value on the small table equals the hand computation."""
+    result = by_name(fairness_metrics(*TABLE, n_resamples=50, n_permutations=50, seed=1))[metric]
+    assert result.value == pytest.approx(HAND[metric])
+    assert 0.0 < result.p_value <= 1.0
+
+
+def test_subset_sizes_and_small_sample_warning() -> None:
+    """n_* count the metric's subset rows; tiny groups raise the small-sample warning."""
+    r = by_name(fairness_metrics(*TABLE, n_resamples=20, n_permutations=20, seed=1))
+    assert (
+        r["equal_opportunity_diff"].n_disadvantaged,
+        r["equal_opportunity_diff"].n_advantaged,
+    ) == (3, 4)
+    assert (
+        r["predictive_parity_diff"].n_disadvantaged,
+        r["predictive_parity_diff"].n_advantaged,
+    ) == (3, 3)
+    assert (
+        r["demographic_parity_diff"].n_disadvantaged,
+        r["demographic_parity_diff"].n_advantaged,
+    ) == (6, 8)
+    assert all(x.small_sample_warning for x in r.values())
+    big = by_name(
+        fairness_metrics(
+            *rows((30, 30, 30, 30), (40, 30, 30, 30)), seed=1, n_resamples=20, n_permutations=20
+        )
+    )
+    assert not any(x.small_sample_warning for x in big.values())
+    # D has 29 rows with ŷ=1 (precision subset) but >= 30 in every other subset
+    border = by_name(
+        fairness_metrics(
+            *rows((40, 14, 40, 15), (40, 30, 30, 30)), seed=1, n_resamples=20, n_permutations=20
+        )
+    )
+    assert border["predictive_parity_diff"].small_sample_warning is True
+    assert not any(border[m].small_sample_warning for m in FAIRNESS_METRICS[:4])
+    # D has 29 rows with y=0: equalized odds warns, equal opportunity does not
+    eo = by_name(
+        fairness_metrics(
+            *rows((15, 14, 40, 40), (40, 30, 30, 30)), seed=1, n_resamples=20, n_permutations=20
+        )
+    )
+    assert eo["equalized_odds_diff"].small_sample_warning is True
+    assert eo["equal_opportunity_diff"].small_sample_warning is False
+
+
+def test_equalized_odds_picks_signed_fpr_gap() -> None:
+    """With a larger negative FPR gap the value is that signed gap and the note says fpr_gap."""
+    # D: TPR 1/2, FPR 1/4; A: TPR 1/2, FPR 3/4 -> TPR gap 0, FPR gap -1/2
+    r = by_name(
+        fairness_metrics(
+            *rows((3, 1, 1, 1), (1, 3, 1, 1)), n_resamples=20, n_permutations=20, seed=2
+        )
+    )["equalized_odds_diff"]
+    assert r.value == pytest.approx(-0.5)
+    assert r.note == "fpr_gap"
+
+
+def test_equalized_odds_tie_takes_tpr_gap() -> None:
+    """When |TPR gap| equals |FPR gap| the TPR gap is reported with note tpr_gap."""
+    # D: TPR 1, FPR 0; A: TPR 1/2, FPR 1/2 -> TPR gap +1/2, FPR gap -1/2
+    r = by_name(
+        fairness_metrics(
+            *rows((2, 0, 0, 2), (1, 1, 1, 1)), n_resamples=20, n_permutations=20, seed=2
+        )
+    )["equalized_odds_diff"]
+    assert r.value == pytest.approx(0.5)
+    assert r.note == "tpr_gap"
+
+
+def test_insufficient_data_when_a_group_subset_is_empty() -> None:
+    """No y=1 rows in D: EO and equalized odds are NaN with no CI, no p-value and the note."""
+    r = by_name(
+        fairness_metrics(
+            *rows((3, 2, 0, 0), (3, 1, 2, 2)), n_resamples=20, n_permutations=20, seed=3
+        )
+    )
+    for name in ("equal_opportunity_diff", "equalized_odds_diff"):
+        assert math.isnan(r[name].value) and math.isnan(r[name].p_value)
+        assert math.isnan(r[name].ci_low) and math.isnan(r[name].ci_high)
+        assert r[name].note == "insufficient_data"
+    assert r["demographic_parity_diff"].value == pytest.approx(2 / 5 - 3 / 8)
+
+
+def test_empty_group_gives_insufficient_data_everywhere() -> None:
+    """With no disadvantaged rows every metric is insufficient_data."""
+    results = fairness_metrics(*rows((0, 0, 0, 0), (3, 1, 2, 2)), seed=3)
+    assert all(r.note == "insufficient_data" and math.isnan(r.p_value) for r in results)
+    assert all(r.n_disadvantaged == 0 for r in results)
+
+
+def test_disparate_impact_undefined_when_advantaged_rate_is_zero() -> None:
+    """A zero advantaged positive rate gives DI NaN, NaN p-value and a note; no epsilon."""
+    r = by_name(
+        fairness_metrics(
+            *rows((2, 1, 1, 2), (3, 0, 2, 0)), n_resamples=20, n_permutations=20, seed=4
+        )
+    )
+    di = r["disparate_impact_ratio"]
+    assert math.isnan(di.value) and math.isnan(di.p_value) and math.isnan(di.ci_low)
+    assert di.note == "undefined_advantaged_rate_zero"
+    assert r["demographic_parity_diff"].value == pytest.approx(0.5)
+
+
+def test_strong_effect_has_minimal_p_value() -> None:
+    """A gap no permutation reaches gets p = 1/(P+1), never 0."""
+    r = by_name(
+        fairness_metrics(
+            *rows((0, 100, 0, 100), (100, 0, 100, 0)), n_resamples=20, n_permutations=99, seed=5
+        )
+    )["demographic_parity_diff"]
+    assert r.value == 1.0 and r.p_value == pytest.approx(0.01)
+
+
+def test_same_seed_is_bit_identical_and_seed_matters(rng: np.random.Generator) -> None:
+    """Same int or equivalent SeedSequence seed -> identical results; another seed differs."""
+    y, yhat, dis = rng.integers(0, 2, 300), rng.integers(0, 2, 300), rng.random(300) < 0.4
+    first = fairness_metrics(y, yhat, dis, n_resamples=200, n_permutations=200, seed=9)
+    again = fairness_metrics(
+        y, yhat, dis, n_resamples=200, n_permutations=200, seed=np.random.SeedSequence(9)
+    )
+    other = fairness_metrics(y, yhat, dis, n_resamples=200, n_permutations=200, seed=10)
+    assert first == again
+    assert [r.ci_low for r in first] != [r.ci_low for r in other]
+
+
+def test_metric_k_uses_child_seed_k(rng: np.random.Generator) -> None:
+    """Metric k's resamples come from child_seed(seed, k), independent of the other metrics."""
+    y, yhat, dis = rng.integers(0, 2, 200), rng.integers(0, 2, 200), rng.random(200) < 0.5
+    parent = np.random.SeedSequence(3, spawn_key=(1, 2))
+    mine = metrics.bootstrap_distribution(
+        "equal_opportunity_diff", y, yhat, dis, n_resamples=100, seed=parent
+    )
+    via_key = metrics.bootstrap_distribution(
+        "equal_opportunity_diff",
+        y,
+        yhat,
+        dis,
+        n_resamples=100,
+        seed=np.random.SeedSequence(3, spawn_key=(1, 2)),
+    )
+    other = metrics.bootstrap_distribution(
+        "demographic_parity_diff", y, yhat, dis, n_resamples=100, seed=parent
+    )
+    assert np.array_equal(mine, via_key) and not np.array_equal(mine, other)
+    low = np.quantile(mine, 0.025)
+    result = by_name(
+        fairness_metrics(y, yhat, dis, n_resamples=100, n_permutations=10, seed=parent)
+    )["equal_opportunity_diff"]
+    assert result.ci_low == pytest.approx(low)
+
+
+def test_row_order_does_not_matter(rng: np.random.Generator) -> None:
+    """Results depend only on the confusion counts, so shuffling rows changes nothing."""
+    y, yhat, dis = rng.integers(0, 2, 150), rng.integers(0, 2, 150), rng.random(150) < 0.3
+    order = rng.permutation(150)
+    assert fairness_metrics(
+        y, yhat, dis, n_resamples=100, n_permutations=100, seed=1
+    ) == fairness_metrics(
+        y[order], yhat[order], dis[order], n_resamples=100, n_permutations=100, seed=1
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (([0, 1], [0, 1, 1], np.array([True, False])), "lengths differ"),
+        (([0, 2], [0, 1], np.array([True, False])), r"y_true\[1\]"),
+        (([0, 1], [0, 1], np.array([1, 0])), "boolean mask"),
+    ],
+)
+def test_invalid_inputs_raise(args: tuple[object, ...], match: str) -> None:
+    """Unequal lengths, non-binary labels and non-boolean masks are clear ValueErrors."""
+    with pytest.raises(ValueError, match=match):
+        fairness_metrics(*args, seed=0)  # type: ignore[arg-type]
+
+
+def synthetic(
+    rng: np.random.Generator, n_d: int, n_a: int, flip_d0: float, flip_d1: float
+) -> tuple[np.ndarray, ...]:
+    """Labels with a group gap in base rate; D's flip rates differ by class, A's are 0.22."""
+    dis = np.r_[np.ones(n_d, bool), np.zeros(n_a, bool)]
+    y = (rng.random(n_d + n_a) < np.where(dis, 0.35, 0.45)).astype(int)
+    flip_rate = np.where(dis, np.where(y == 1, flip_d1, flip_d0), 0.22)
+    flip = rng.random(n_d + n_a) < flip_rate
+    return y, np.where(flip, 1 - y, y), dis
+
+
+# (n_d, n_a, D's flip rate for y=0, for y=1): moderate gaps so p-values are mid-range
+CASES = {
+    "balanced": (150, 180, 0.3, 0.3),
+    "unequal": (60, 400, 0.3, 0.3),
+    "tiny": (9, 120, 0.3, 0.3),
+    "fpr_driven": (200, 200, 0.32, 0.22),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_engine_agrees_with_row_level_reference(case: str) -> None:
+    """Bootstrap distributions (KS), CI endpoints and p-values agree with row resampling."""
+    y, yhat, dis = synthetic(np.random.default_rng(sorted(CASES).index(case)), *CASES[case])
+    b = 2500
+    for k, metric in enumerate(FAIRNESS_METRICS):
+        ref_rng = np.random.default_rng([k, 99])
+        fast = metrics.bootstrap_distribution(metric, y, yhat, dis, n_resamples=b, seed=k + 1)
+        slow = reference_bootstrap(metric, y, yhat, dis, n_resamples=b, rng=ref_rng)
+        fast, slow = fast[np.isfinite(fast)], slow[np.isfinite(slow)]
+        # undefined-resample fractions agree within 5 binomial standard errors (plus one count)
+        assert abs(fast.size - slow.size) <= 5 * math.sqrt(2 * b * 0.25) + 1
+        assert sps.ks_2samp(fast, slow).pvalue > 1e-3, metric
+        # each CI endpoint sits where expected in the other sample's CDF: F_ref(e) vs q
+        for q in (0.025, 0.975):
+            endpoint = np.quantile(fast, q)
+            below, at_or_below = np.mean(slow < endpoint), np.mean(slow <= endpoint)
+            tol = 5 * math.sqrt(q * (1 - q) * (1 / fast.size + 1 / slow.size))
+            assert below - tol <= q <= at_or_below + tol, (metric, q)
+        observed, permuted = metrics.permutation_distribution(
+            metric, y, yhat, dis, n_permutations=b, seed=k + 1
+        )
+        assert observed == pytest.approx(reference_statistic(metric, y, yhat, dis))
+        p_fast = metrics.stats.permutation_p_value(observed, permuted)
+        p_slow = reference_p_value(
+            observed, reference_permutation(metric, y, yhat, dis, n_permutations=b, rng=ref_rng)
+        )
+        pooled = (p_fast + p_slow) / 2
+        assert abs(p_fast - p_slow) <= 5 * math.sqrt(2 * pooled * (1 - pooled) / b) + 2 / b, metric
+
+
+def test_engine_and_reference_agree_on_empty_group() -> None:
+    """With an empty group both implementations give NaN and no interval."""
+    y, yhat, dis = rows((0, 0, 0, 0), (5, 2, 3, 4))
+    for metric in FAIRNESS_METRICS:
+        assert math.isnan(reference_metric(metric, y, yhat, dis))
+        assert math.isnan(
+            reference_interval(
+                reference_bootstrap(
+                    metric, y, yhat, dis, n_resamples=5, rng=np.random.default_rng(0)
+                ),
+                0.95,
+            )[0]
+        )
+    assert all(math.isnan(r.ci_low) for r in fairness_metrics(y, yhat, dis, seed=0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1), st.booleans()), max_size=60))
+def test_metric_bounds_and_p_values(table: list[tuple[int, int, bool]]) -> None:
+    """Differences lie in [-1, 1], DI >= 0, CIs are ordered, p in (0, 1] or NaN with the value."""
+    y = np.array([t[0] for t in table], dtype=int)
+    yhat = np.array([t[1] for t in table], dtype=int)
+    dis = np.array([t[2] for t in table], dtype=bool)
+    for r in fairness_metrics(y, yhat, dis, n_resamples=30, n_permutations=30, seed=0):
+        if math.isnan(r.value):
+            assert math.isnan(r.p_value) and r.note
+            continue
+        assert math.isfinite(r.value) and 0.0 < r.p_value <= 1.0
+        assert r.ci_low <= r.ci_high
+        if r.metric == "disparate_impact_ratio":
+            assert r.value >= 0.0 and r.ci_low >= 0.0
+        else:
+            assert -1.0 <= r.ci_low and r.ci_high <= 1.0 and -1.0 <= r.value <= 1.0
+        assert r.value == pytest.approx(reference_metric(r.metric, y, yhat, dis))
+
+
+def test_performance_values_match_sklearn(rng: np.random.Generator) -> None:
+    """Accuracy, AUC and F1 equal sklearn's, each with an interval around it."""
+    y = rng.integers(0, 2, 400)
+    score = rng.normal(size=400) + y
+    yhat = (score > 0.5).astype(int)
+    acc, auc, f1 = metrics.performance_metrics(y, yhat, score, n_resamples=500, seed=1)
+    assert (acc.metric, auc.metric, f1.metric) == ("accuracy", "auc", "f1")
+    assert acc.value == pytest.approx(accuracy_score(y, yhat))
+    assert auc.value == pytest.approx(roc_auc_score(y, score))
+    assert f1.value == pytest.approx(f1_score(y, yhat))
+    for r in (acc, auc, f1):
+        assert r.ci_low < r.value < r.ci_high and r.n == 400 and r.note == ""
+
+
+def test_performance_notes_without_scores_or_positives() -> None:
+    """No scores gives AUC note no_scores; no positives anywhere makes F1 undefined."""
+    y, yhat = np.zeros(10, int), np.zeros(10, int)
+    acc, auc, f1 = metrics.performance_metrics(y, yhat, None, n_resamples=20, seed=1)
+    assert acc.value == 1.0 and auc.note == "no_scores" and math.isnan(auc.value)
+    assert f1.note == "undefined_no_positives" and math.isnan(f1.value)
+    _, single, _ = metrics.performance_metrics(y, yhat, np.arange(10.0), seed=1)
+    assert single.note == "single_class"
+
+
+def intersection_rows(cells: dict[str, tuple[int, int]]) -> tuple[np.ndarray, ...]:
+    """Build (ŷ, a, b) from {cell: (rows, positives)} with cells dd, da, ad, aa."""
+    flags = {"dd": (True, True), "da": (True, False), "ad": (False, True), "aa": (False, False)}
+    yhat, a, b = [], [], []
+    for cell, (n, pos) in cells.items():
+        yhat += [1] * pos + [0] * (n - pos)
+        a += [flags[cell][0]] * n
+        b += [flags[cell][1]] * n
+    return np.array(yhat), np.array(a, bool), np.array(b, bool)
+
+
+def test_intersectional_gap_hand_table() -> None:
+    """Cell rates, the DD-vs-AA gap, the marginal gaps and superadditivity match by hand."""
+    # dd 8/10, da 3/10, ad 3/10, aa 2/10; gap_a = 11/20 - 5/20 = 0.3; same for b; gap 0.6
+    yhat, a, b = intersection_rows({"dd": (10, 8), "da": (10, 3), "ad": (10, 3), "aa": (10, 2)})
+    r = metrics.intersectional_gap(yhat, a, b, n_resamples=300, n_permutations=300, seed=1)
+    assert (r.n_dd, r.n_da, r.n_ad, r.n_aa) == (10, 10, 10, 10)
+    assert (r.rate_dd, r.rate_da, r.rate_ad, r.rate_aa) == pytest.approx((0.8, 0.3, 0.3, 0.2))
+    assert r.gap == pytest.approx(0.6)
+    assert (r.gap_a, r.gap_b) == pytest.approx((0.3, 0.3))
+    assert r.superadditive is False  # 0.6 is not > 0.3 + 0.3
+    assert r.ci_low <= r.gap <= r.ci_high and 0.0 < r.p_value < 0.05 and r.note == ""
+    # permutation among the 20 DD+AA rows with 10 positives: exact two-sided Fisher-type p-value
+    law = sps.hypergeom(M=20, n=10, N=10)
+    exact = law.cdf(2) + law.sf(7)  # |x/10 - (10-x)/10| >= 0.6  <=>  x <= 2 or x >= 8
+    assert abs(r.p_value - exact) < 5 * math.sqrt(exact * (1 - exact) / 300) + 2 / 300
+
+
+def test_intersectional_superadditive() -> None:
+    """Only the doubly-disadvantaged cell differs: the pair gap exceeds the sum of marginals."""
+    yhat, a, b = intersection_rows({"dd": (10, 9), "da": (30, 3), "ad": (30, 3), "aa": (30, 3)})
+    r = metrics.intersectional_gap(yhat, a, b, n_resamples=50, n_permutations=50, seed=1)
+    assert r.gap == pytest.approx(0.8) and r.superadditive is True
+
+
+def test_intersectional_empty_cell() -> None:
+    """An empty cell gives NaN gap, CI and p-value with note empty_intersectional_cell."""
+    yhat, a, b = intersection_rows({"dd": (0, 0), "da": (10, 3), "ad": (10, 3), "aa": (10, 2)})
+    r = metrics.intersectional_gap(yhat, a, b, seed=1)
+    assert r.note == "empty_intersectional_cell" and r.n_dd == 0
+    assert math.isnan(r.gap) and math.isnan(r.p_value) and math.isnan(r.ci_low)
+    assert math.isnan(r.rate_dd) and r.rate_aa == pytest.approx(0.2)
+    assert r.gap_a == pytest.approx(3 / 10 - 5 / 20) and r.superadditive is False
