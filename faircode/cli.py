@@ -1,0 +1,181 @@
+"""The ``faircode`` command line: ``data fetch`` and ``validate``; more subcommands plug in alike.
+
+Design decisions
+----------------
+* **One function per subcommand.**  Each ``_add_<command>(subparsers)`` registers its parser and
+  sets ``handler``; :data:`SUBCOMMANDS` lists them.  Adding a subcommand is one function plus one
+  entry in that tuple.
+* **Bad input is one line, exit 2.**  A :class:`~faircode.errors.FaircodeError` is printed as its
+  message on stderr; anything else is a bug and keeps its traceback.
+* **Unavailable data is a skip, not a failure**: the audit is reported as skipped with the
+  instructions to obtain it, and the exit code stays 0 if nothing else failed.
+* The CLI is the only place that reads the environment (``FAIRCODE_DATA_MIRROR``); the library
+  takes every input as an explicit argument.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from faircode.data import AuditData, load_audit
+from faircode.errors import DataUnavailableError, FaircodeError
+from faircode.fetch import fetch
+from faircode.manifest import Manifest, discover_manifests, load_manifest
+
+__all__ = ["SUBCOMMANDS", "main", "resolve_manifests"]
+
+MIRROR_ENV = "FAIRCODE_DATA_MIRROR"
+EXIT_OK, EXIT_USAGE = 0, 2
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def resolve_manifests(audits_dir: Path, names: Sequence[str]) -> list[Path]:
+    """Map AUDIT arguments (names, manifest paths or audit folders) to manifest paths."""
+    if not names:
+        found = discover_manifests(audits_dir)
+        if not found:
+            raise FaircodeError(f"{audits_dir}: expected audits/*/audit.yaml manifests, got none")
+        return found
+    paths = []
+    for name in names:
+        candidate = Path(name)
+        if candidate.is_file():
+            paths.append(candidate)
+        elif (candidate / "audit.yaml").is_file():
+            paths.append(candidate / "audit.yaml")
+        elif (audits_dir / name / "audit.yaml").is_file():
+            paths.append(audits_dir / name / "audit.yaml")
+        else:
+            known = ", ".join(p.parent.name for p in discover_manifests(audits_dir)) or "none"
+            raise FaircodeError(
+                f"AUDIT: expected an audit name in {audits_dir} ({known}) or a manifest path, "
+                f"got {name!r} (str)"
+            )
+    return paths
+
+
+def _each_manifest(args: argparse.Namespace, work: Callable[[Manifest], None]) -> int:
+    """Run ``work`` on every selected manifest; report errors and skips; return the exit code."""
+    failed = False
+    for path in resolve_manifests(Path(args.audits), args.audit):
+        try:
+            work(load_manifest(path))
+        except DataUnavailableError as exc:
+            print(f"skipped: {exc}")
+        except FaircodeError as exc:
+            print(str(exc), file=sys.stderr)
+            failed = True
+    return EXIT_USAGE if failed else EXIT_OK
+
+
+# ------------------------------------------------------------------------------ data fetch
+
+
+def _cmd_fetch(args: argparse.Namespace) -> int:
+    mirror_text = args.mirror or os.environ.get(MIRROR_ENV)
+    mirror = Path(mirror_text) if mirror_text else None
+
+    def work(manifest: Manifest) -> None:
+        target = manifest
+        if args.offline and manifest.dataset.source is not None:
+            source = replace(manifest.dataset.source, url=None, member=None)
+            target = replace(manifest, dataset=replace(manifest.dataset, source=source))
+        result = fetch(target, mirror=mirror, timeout=args.timeout, progress=sys.stderr.isatty())
+        note = "verified" if result.checked else "no sha256 declared, digest"
+        print(f"{manifest.name}: {result.status} {result.path} ({note} {result.sha256})")
+
+    return _each_manifest(args, work)
+
+
+def _add_data(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    data = subparsers.add_parser("data", help="manage the raw data files")
+    data_sub = data.add_subparsers(dest="data_command", required=True)
+    fetch_p = data_sub.add_parser(
+        "fetch", parents=[common], help="fetch and verify raw files (mirror or download)"
+    )
+    fetch_p.add_argument(
+        "--mirror", help=f"mirror directory <mirror>/<audit>/<file> (${MIRROR_ENV})"
+    )
+    fetch_p.add_argument("--timeout", type=float, default=60.0, help="download timeout, seconds")
+    fetch_p.add_argument("--offline", action="store_true", help="never download; mirror only")
+    fetch_p.set_defaults(handler=_cmd_fetch)
+
+
+# ------------------------------------------------------------------------------ validate
+
+
+def summary_lines(data: AuditData) -> list[str]:
+    """Render the validation summary of a prepared audit (no row-level values)."""
+    m, y = data.manifest, data.y
+    lines = [f"{m.name}: {m.title}  (sha256 {data.sha256[:12]}...)"]
+    lines += [f"  {step:<66} {n:>9,} rows" for step, n in data.steps]
+    lines.append(f"  label rate (label 1 = {_label_text(m)}): {y.mean():.4f}")
+    for attribute in m.protected_attributes:
+        dis = data.disadvantaged[attribute.name]
+        for group, mask in (("disadvantaged", dis), ("advantaged", ~dis)):
+            rate = float(y[mask].mean()) if mask.any() else float("nan")
+            size = int(mask.sum())
+            lines.append(
+                f"  {attribute.name:<16} {group:<14} {size:>9,} rows  label rate {rate:.4f}"
+            )
+    lines.append(f"  train {len(data.train_index):,} / test {len(data.test_index):,} rows")
+    return lines
+
+
+def _label_text(m: Manifest) -> str:
+    t = m.target
+    shown = {"binary": "true", "equals": repr(t.value), "isin": repr(list(t.values or ()))}
+    return f"{t.column} {shown.get(t.method, 'above median')}"
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    def work(manifest: Manifest) -> None:
+        print("\n".join(summary_lines(load_audit(manifest))))
+
+    return _each_manifest(args, work)
+
+
+def _add_validate(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser(
+        "validate", parents=[common], help="check manifests against their data and summarise"
+    )
+    parser.set_defaults(handler=_cmd_validate)
+
+
+SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], None], ...] = (
+    _add_data,
+    _add_validate,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser with every subcommand of :data:`SUBCOMMANDS`."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--audits", default="audits", help="folder of <name>/audit.yaml")
+    common.add_argument("audit", nargs="*", help="audit names or manifest paths (default: all)")
+    parser = argparse.ArgumentParser(prog="faircode", description=__doc__.splitlines()[0])
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for add in SUBCOMMANDS:
+        add(subparsers, common)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``faircode`` command line; return the exit code."""
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except FaircodeError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

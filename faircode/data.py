@@ -1,0 +1,347 @@
+"""Loading an audit's raw file into a prepared, encoded, split table — exactly as its manifest says.
+
+Pipeline (one function, :func:`load_audit`): read the named columns only → apply the row filters in
+order → derive the binary target (rows whose target cannot be derived are dropped) → build every
+protected attribute's disadvantaged mask (rows any attribute cannot classify are dropped) → encode
+every named column uniformly → stratified train/test split on the label.
+
+Design decisions
+----------------
+* **Personal data never enters memory.**  The CSV is read once with ``usecols`` = the manifest's
+  named columns; COMPAS names and dates of birth are never parsed, so they cannot reach a prepared
+  table, a result, a log or a report.
+* **Missing values are pandas' standard NA markers** (``""``, ``NA``, ``N/A``, ``NULL``, ``None``,
+  ``nan``, ...).  Sentinel strings that are not among them — ``"?"`` in Adult and the diabetes
+  data — are ordinary observed values; a manifest that wants them gone says so with a filter
+  (``race not_isin ["?"]``).  Under pandas 3 text columns arrive as the ``str`` dtype whose missing
+  value is ``NaN``; every comparison below is made NA-aware explicitly (NA never equals anything,
+  so ``isin``/``equals`` drop NA rows and ``not_isin``/``not_equals`` keep them).
+* **Values are compared by type family.**  On a numeric column a manifest value is compared as a
+  float (``1`` matches ``1.0``); on any other column both sides are compared as text, booleans as
+  ``True``/``False``.
+* **Thresholds split at the threshold**: ``below`` means ``x < threshold``, ``above`` means
+  ``x >= threshold`` (so ``[70-80)`` is ``above`` 70).  ``above_median`` is strictly greater than
+  the median of the filtered, derivable rows.
+* **Uniform encoding** (:class:`Encoder`): numeric columns stay numeric with the median filling
+  missing values; every other column becomes integer codes in sorted order of its observed text
+  values, with missing values as their own explicit category (code ``len(categories)``) and values
+  never seen at fit time (e.g. a counterfactual edit) mapped to :data:`UNSEEN_CODE` (``-1``).
+  The encoder is fitted on the prepared rows without the label.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from pandas.api.types import is_bool_dtype, is_numeric_dtype
+from sklearn.model_selection import train_test_split
+
+from faircode.errors import ChecksumError, DataError, DataUnavailableError
+from faircode.fetch import sha256_file, unavailable_message
+from faircode.manifest import Manifest, ProtectedAttribute, RowFilter, Scalar, Target
+
+__all__ = [
+    "UNSEEN_CODE",
+    "AuditData",
+    "Encoder",
+    "derive_target",
+    "disadvantaged_mask",
+    "filter_mask",
+    "load_audit",
+]
+
+UNSEEN_CODE = -1.0
+"""Code given to a categorical value that was not seen when the :class:`Encoder` was fitted."""
+
+_TRUE = frozenset({"true", "t", "yes", "y", "1", "1.0"})
+_FALSE = frozenset({"false", "f", "no", "n", "0", "0.0"})
+_LOWER_BOUND = re.compile(r"^\s*[\[(]\s*([-+]?\d+(?:\.\d+)?)")
+
+
+def _is_numeric(values: pd.Series) -> bool:
+    return bool(is_numeric_dtype(values) and not is_bool_dtype(values))
+
+
+def _text(value: object) -> str:
+    """Canonical text of a value for comparisons and category codes."""
+    return str(value)
+
+
+def _as_float(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def _isin(values: pd.Series, targets: Sequence[Scalar]) -> np.ndarray:
+    """Return the bool mask of non-missing ``values`` equal to one of ``targets``."""
+    present = values.notna().to_numpy()
+    if _is_numeric(values):
+        wanted = [f for f in (_as_float(t) for t in targets) if f is not None]
+        hit = np.isin(values.to_numpy(dtype=float, na_value=np.nan), wanted)
+    else:
+        hit = values.astype(object).map(_text).isin({_text(t) for t in targets}).to_numpy()
+    return np.asarray(hit & present, dtype=bool)
+
+
+def filter_mask(row_filter: RowFilter, values: pd.Series) -> np.ndarray:
+    """Return the bool mask of rows that ``row_filter`` keeps (missing never equals anything)."""
+    op, value = row_filter.operator, row_filter.value
+    if op == "notna":
+        return values.notna().to_numpy(dtype=bool)
+    targets: tuple[Scalar, ...] = value if isinstance(value, tuple) else (value,)  # type: ignore[assignment]
+    hit = _isin(values, targets)
+    return hit if op in ("isin", "equals") else ~hit
+
+
+def _binary(values: pd.Series, where: str) -> tuple[np.ndarray, np.ndarray]:
+    derivable = values.notna().to_numpy()
+    if is_bool_dtype(values):
+        return values.fillna(False).to_numpy(dtype=bool).astype(np.int8), derivable
+    if _is_numeric(values):
+        nums = values.to_numpy(dtype=float, na_value=np.nan)
+        bad = derivable & ~np.isin(nums, [0.0, 1.0])
+        if bad.any():
+            raise DataError(f"{where}: expected 0/1 values for method binary, got {nums[bad][0]!r}")
+        return np.where(derivable, nums, 0).astype(np.int8), derivable
+    text = values.astype(object).map(lambda v: _text(v).strip().lower())
+    is_true, is_false = text.isin(_TRUE).to_numpy(), text.isin(_FALSE).to_numpy()
+    bad = derivable & ~(is_true | is_false)
+    if bad.any():
+        got = values[bad].iloc[0]
+        raise DataError(f"{where}: expected true/false or 0/1 text for method binary, got {got!r}")
+    return is_true.astype(np.int8), derivable
+
+
+def derive_target(target: Target, values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(label int8, derivable bool)``; rows with a missing target are not derivable."""
+    where = f"target.column {target.column!r}"
+    if target.method == "binary":
+        return _binary(values, where)
+    derivable = values.notna().to_numpy(dtype=bool)
+    if target.method == "above_median":
+        if not _is_numeric(values):
+            raise DataError(
+                f"{where}: expected a numeric column for above_median, got {values.dtype}"
+            )
+        nums = values.to_numpy(dtype=float, na_value=np.nan)
+        if not derivable.any():
+            return np.zeros(len(values), np.int8), derivable
+        median = float(np.median(nums[derivable]))
+        return (derivable & (nums > median)).astype(np.int8), derivable
+    targets: tuple[Scalar, ...] = target.values or ()
+    if target.method == "equals" and target.value is not None:
+        targets = (target.value,)
+    return _isin(values, targets).astype(np.int8), derivable
+
+
+def _numbers(attribute: ProtectedAttribute, values: pd.Series) -> np.ndarray:
+    if _is_numeric(values):
+        return values.to_numpy(dtype=float, na_value=np.nan)
+    text = values.astype(object)
+    if attribute.type == "age_interval_threshold":
+        lower = text.map(lambda v: m.group(1) if (m := _LOWER_BOUND.match(_text(v))) else v)
+        text = lower.where(values.notna())
+    return pd.to_numeric(text, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
+def disadvantaged_mask(
+    attribute: ProtectedAttribute, values: pd.Series
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(disadvantaged, classified)`` bool masks of ``values`` for ``attribute``."""
+    if attribute.type == "categorical":
+        present = values.notna().to_numpy(dtype=bool)
+        dis_values, adv_values = attribute.disadvantaged_values, attribute.advantaged_values
+        dis = _isin(values, dis_values) if dis_values else None
+        adv = _isin(values, adv_values) if adv_values else None
+        if dis is not None and adv is not None:
+            return dis, dis | adv
+        if dis is not None:
+            return dis, present
+        assert adv is not None
+        return present & ~adv, present
+    nums = _numbers(attribute, values)
+    classified = ~np.isnan(nums)
+    threshold = float(attribute.threshold or 0.0)
+    with np.errstate(invalid="ignore"):
+        side = nums < threshold if attribute.disadvantaged == "below" else nums >= threshold
+    return classified & side, classified
+
+
+@dataclass(frozen=True)
+class Encoder:
+    """Uniform label-free encoding of every named column, fitted on the prepared rows."""
+
+    columns: tuple[str, ...]
+    kinds: Mapping[str, Literal["numeric", "categorical"]]
+    medians: Mapping[str, float]
+    categories: Mapping[str, tuple[str, ...]]
+
+    @classmethod
+    def fit(cls, raw: pd.DataFrame) -> Encoder:
+        """Fit on ``raw`` (numeric columns keep values, others get sorted category codes)."""
+        kinds: dict[str, Literal["numeric", "categorical"]] = {}
+        medians: dict[str, float] = {}
+        categories: dict[str, tuple[str, ...]] = {}
+        for col in raw.columns:
+            values = raw[col]
+            if _is_numeric(values):
+                kinds[col] = "numeric"
+                nums = values.to_numpy(dtype=float, na_value=np.nan)
+                medians[col] = float(np.nanmedian(nums)) if (~np.isnan(nums)).any() else 0.0
+            else:
+                kinds[col] = "categorical"
+                categories[col] = tuple(sorted({_text(v) for v in values.dropna()}))
+        return cls(tuple(raw.columns), kinds, medians, categories)
+
+    def transform(self, raw: pd.DataFrame) -> pd.DataFrame:
+        """Encode ``raw`` to float64 with the same columns and index; unseen values → -1."""
+        out: dict[str, np.ndarray] = {}
+        for col in self.columns:
+            if col not in raw.columns:
+                raise DataError(f"encoder: column {col!r}: expected in the frame, got none")
+            values = raw[col]
+            if self.kinds[col] == "numeric":
+                nums = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+                bad = np.isnan(nums) & values.notna().to_numpy()
+                if bad.any():
+                    got = values[bad].iloc[0]
+                    raise DataError(f"encoder: column {col!r}: expected a number, got {got!r}")
+                out[col] = np.where(np.isnan(nums), self.medians[col], nums)
+            else:
+                cats = self.categories[col]
+                lookup = {c: float(i) for i, c in enumerate(cats)}
+                codes = values.astype(object).map(
+                    lambda v, lk=lookup: lk.get(_text(v), UNSEEN_CODE)
+                )
+                codes = codes.where(values.notna(), float(len(cats)))
+                out[col] = codes.to_numpy(dtype=float)
+        return pd.DataFrame(out, index=raw.index, columns=list(self.columns), dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class AuditData:
+    """A prepared audit: raw named columns, encoded features, label, group masks and split."""
+
+    manifest: Manifest
+    raw: pd.DataFrame
+    X: pd.DataFrame
+    y: np.ndarray
+    disadvantaged: Mapping[str, np.ndarray]
+    train_index: np.ndarray
+    test_index: np.ndarray
+    encoder: Encoder
+    steps: tuple[tuple[str, int], ...]
+    sha256: str
+
+
+def _column_sources(manifest: Manifest) -> dict[str, str]:
+    """Map every named column to the first key path that names it."""
+    where: dict[str, str] = {}
+    for i, f in enumerate(manifest.row_filters):
+        where.setdefault(f.column, f"row_filters[{i}].column")
+    where.setdefault(manifest.target.column, "target.column")
+    for i, a in enumerate(manifest.protected_attributes):
+        where.setdefault(a.column, f"protected_attributes[{i}].column")
+    for key in ("core_features", "proxy_features"):
+        for i, col in enumerate(getattr(manifest, key)):
+            where.setdefault(col, f"{key}[{i}]")
+    return where
+
+
+def _read(manifest: Manifest, file: Path) -> pd.DataFrame:
+    header = [str(c) for c in pd.read_csv(file, nrows=0).columns]
+    for col, where in _column_sources(manifest).items():
+        if col not in header:
+            close = difflib.get_close_matches(col, header, n=3, cutoff=0.5)
+            hint = f"; closest: {', '.join(close)}" if close else ""
+            raise DataError(
+                f"{manifest.file}: {where}: expected a column of {file.name}, "
+                f"got {col!r} (str){hint}"
+            )
+    named = list(manifest.named_columns)
+    frame = pd.read_csv(file, usecols=named, low_memory=False)
+    return frame[named]
+
+
+def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
+    """Load, filter, label, classify, encode and split the audit's raw file."""
+    file = path if path is not None else manifest.dataset.path
+    if not file.is_file():
+        raise DataUnavailableError(unavailable_message(manifest, missing=file))
+    digest = sha256_file(file)
+    expected = manifest.dataset.sha256
+    if expected is not None and digest != expected:
+        raise ChecksumError(f"{file}: sha256: expected {expected}, got {digest}")
+    frame = _read(manifest, file)
+    steps: list[tuple[str, int]] = [("loaded", len(frame))]
+    keep = np.ones(len(frame), dtype=bool)
+    for i, row_filter in enumerate(manifest.row_filters, start=1):
+        keep &= filter_mask(row_filter, frame[row_filter.column])
+        steps.append((f"filter {i}: {row_filter.describe()}", int(keep.sum())))
+    frame = frame[keep].reset_index(drop=True)
+    label, derivable = derive_target(manifest.target, frame[manifest.target.column])
+    steps.append(("target derivable", int(derivable.sum())))
+    frame, label = frame[derivable].reset_index(drop=True), label[derivable]
+    masks: dict[str, np.ndarray] = {}
+    classified = np.ones(len(frame), dtype=bool)
+    for attribute in manifest.protected_attributes:
+        masks[attribute.name], ok = disadvantaged_mask(attribute, frame[attribute.column])
+        classified &= ok
+    steps.append(("classified by every attribute", int(classified.sum())))
+    frame = frame[classified].reset_index(drop=True)
+    y = label[classified].astype(np.int8)
+    masks = {name: mask[classified] for name, mask in masks.items()}
+    _check_prepared(manifest, y, masks)
+    encoder = Encoder.fit(frame)
+    try:
+        train, test = train_test_split(
+            np.arange(len(frame)),
+            test_size=manifest.test_size,
+            random_state=manifest.random_state,
+            stratify=y,
+        )
+    except ValueError as exc:
+        raise DataError(f"{manifest.file}: test_size: cannot split {len(y)} rows: {exc}") from None
+    return AuditData(
+        manifest=manifest,
+        raw=frame,
+        X=encoder.transform(frame),
+        y=y,
+        disadvantaged=masks,
+        train_index=np.sort(train),
+        test_index=np.sort(test),
+        encoder=encoder,
+        steps=tuple(steps),
+        sha256=digest,
+    )
+
+
+def _check_prepared(manifest: Manifest, y: np.ndarray, masks: Mapping[str, np.ndarray]) -> None:
+    """Raise :class:`DataError` for a one-class target or an empty group."""
+    if len(y) == 0:
+        raise DataError(f"{manifest.file}: row_filters: expected rows to remain, got 0 rows")
+    classes = np.unique(y)
+    if len(classes) < 2:
+        raise DataError(
+            f"{manifest.file}: target: expected two classes after filtering, "
+            f"got only label {int(classes[0])} ({len(y)} rows)"
+        )
+    for i, attribute in enumerate(manifest.protected_attributes):
+        dis = masks[attribute.name]
+        for group, size in (("disadvantaged", int(dis.sum())), ("advantaged", int((~dis).sum()))):
+            if size == 0:
+                raise DataError(
+                    f"{manifest.file}: protected_attributes[{i}] ({attribute.name}): expected a "
+                    f"non-empty {group} group after filtering, got 0 rows"
+                )

@@ -1,0 +1,555 @@
+"""The ``audit.yaml`` manifest: a typed, frozen, fully validated description of one audit.
+
+A manifest declares where an audit's raw file lives (and how to obtain and verify it), how rows are
+filtered, how the binary label is derived, which protected attributes are compared, and which
+columns are core features or proxies.  The schema is ``MANIFEST_SPEC.md``; this module is its only
+reader.
+
+Design decisions
+----------------
+* **Everything is checked at load time**, and every failure is one line naming the file, the key
+  path, what was expected and what arrived with its type (``faircode.errors.config_error``).
+  Nothing invalid is silently dropped or coerced: ``random_state: 42.0`` is an error, not 42.
+* **The allowed keys are a table** (``_TOP_KEYS``, ``_DATASET_KEYS``, ...).  Adding a key to the
+  schema is one line there plus its parser; a typo such as ``protected_attribute`` is rejected.
+* **YAML is read with a safe loader only**, and a key repeated in one mapping is an error (plain
+  ``yaml.safe_load`` keeps the last one silently).
+* **Paths are resolved against the manifest's own directory** and must stay inside the repository
+  root: the nearest ancestor holding ``.git`` or ``pyproject.toml`` (fallback: the manifest
+  directory's grandparent, i.e. the parent of ``audits/``).
+* Column-level checks (does the column exist, does the target yield two classes) need the data and
+  live in :mod:`faircode.data`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any, Literal, cast, get_args
+
+import yaml
+
+from faircode.errors import ManifestError, config_error
+
+__all__ = [
+    "AttributeType",
+    "DatasetSpec",
+    "Manifest",
+    "Operator",
+    "ProtectedAttribute",
+    "RowFilter",
+    "Scalar",
+    "Source",
+    "Target",
+    "TargetMethod",
+    "discover_manifests",
+    "load_manifest",
+    "repository_root",
+]
+
+Scalar = str | int | float | bool
+Operator = Literal["isin", "not_isin", "equals", "not_equals", "notna"]
+TargetMethod = Literal["binary", "equals", "isin", "above_median"]
+AttributeType = Literal["categorical", "numeric_threshold", "age_interval_threshold"]
+Side = Literal["below", "above"]
+
+OPERATORS: tuple[str, ...] = get_args(Operator)
+TARGET_METHODS: tuple[str, ...] = get_args(TargetMethod)
+ATTRIBUTE_TYPES: tuple[str, ...] = get_args(AttributeType)
+SIDES: tuple[str, ...] = get_args(Side)
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_SHA_RE = re.compile(r"^[0-9a-f]{64}$")
+
+# Allowed keys per mapping: key -> required?  Adding a schema key is one line here (plus parsing).
+_TOP_KEYS: dict[str, bool] = {
+    "name": True,
+    "title": False,
+    "dataset": True,
+    "random_state": False,
+    "test_size": False,
+    "row_filters": False,
+    "target": True,
+    "protected_attributes": True,
+    "core_features": True,
+    "proxy_features": False,
+}
+_DATASET_KEYS: dict[str, bool] = {"path": True, "sha256": False, "source": False}
+_SOURCE_KEYS: dict[str, bool] = {
+    "url": False,
+    "member": False,
+    "citation": False,
+    "license": False,
+    "instructions": False,
+}
+_FILTER_KEYS: dict[str, bool] = {"column": True, **{op: False for op in OPERATORS}}
+_TARGET_KEYS: dict[str, dict[str, bool]] = {
+    "binary": {},
+    "equals": {"value": True},
+    "isin": {"values": True},
+    "above_median": {},
+}
+_TARGET_COMMON: dict[str, bool] = {"column": True, "method": True, "favourable": False}
+_ATTRIBUTE_COMMON: dict[str, bool] = {"name": True, "type": True, "column": True}
+_ATTRIBUTE_KEYS: dict[str, dict[str, bool]] = {
+    "categorical": {"disadvantaged_values": False, "advantaged_values": False},
+    "numeric_threshold": {"threshold": True, "disadvantaged": True},
+    "age_interval_threshold": {"threshold": True, "disadvantaged": True},
+}
+
+
+def _bad(where: str, expected: str, got: object) -> ManifestError:
+    """Build a record-level error (records built in code, not from a file)."""
+    return cast(ManifestError, config_error(where, expected, got, cls=ManifestError))
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a raw file comes from and how to obtain it by hand if it cannot be downloaded."""
+
+    url: str | None = None
+    member: str | None = None
+    citation: str | None = None
+    license: str | None = None
+    instructions: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.member is not None and self.url is None:
+            raise _bad("source.member", "a url to extract it from", self.url)
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetSpec:
+    """The raw file: resolved absolute path, the path as written, expected digest, provenance."""
+
+    path: Path
+    declared_path: str
+    sha256: str | None = None
+    source: Source | None = None
+
+    def __post_init__(self) -> None:
+        if not self.path.is_absolute():
+            raise _bad("dataset.path", "a resolved absolute path", str(self.path))
+        if self.sha256 is not None and not _SHA_RE.match(self.sha256):
+            raise _bad("dataset.sha256", "64 lowercase hex digits", self.sha256)
+
+
+@dataclass(frozen=True, slots=True)
+class RowFilter:
+    """One row filter: keep rows of ``column`` satisfying ``operator`` with ``value``."""
+
+    column: str
+    operator: Operator
+    value: Scalar | tuple[Scalar, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.operator not in OPERATORS:
+            raise _bad("row_filters.operator", f"one of {', '.join(OPERATORS)}", self.operator)
+
+    def describe(self) -> str:
+        """Return a short human-readable form, e.g. ``race not_isin ['?']``."""
+        if self.operator == "notna":
+            return f"{self.column} notna"
+        shown = list(self.value) if isinstance(self.value, tuple) else self.value
+        return f"{self.column} {self.operator} {shown!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """How the binary label is derived, and which label is the favourable decision."""
+
+    column: str
+    method: TargetMethod
+    value: Scalar | None = None
+    values: tuple[Scalar, ...] | None = None
+    favourable: Literal[0, 1] = 1
+
+    def __post_init__(self) -> None:
+        if self.method not in TARGET_METHODS:
+            raise _bad("target.method", f"one of {', '.join(TARGET_METHODS)}", self.method)
+        if self.method == "equals" and self.value is None:
+            raise _bad("target.value", "a value for method equals", None)
+        if self.method == "isin" and not self.values:
+            raise _bad("target.values", "a non-empty list for method isin", self.values)
+        if self.favourable not in (0, 1) or isinstance(self.favourable, bool):
+            raise _bad("target.favourable", "0 or 1", self.favourable)
+
+
+@dataclass(frozen=True, slots=True)
+class ProtectedAttribute:
+    """One protected attribute and how its disadvantaged group is defined."""
+
+    name: str
+    type: AttributeType
+    column: str
+    disadvantaged_values: tuple[Scalar, ...] | None = None
+    advantaged_values: tuple[Scalar, ...] | None = None
+    threshold: float | None = None
+    disadvantaged: Side | None = None
+
+    def __post_init__(self) -> None:
+        if self.type not in ATTRIBUTE_TYPES:
+            raise _bad(f"{self.name}.type", f"one of {', '.join(ATTRIBUTE_TYPES)}", self.type)
+        if self.type == "categorical":
+            if not self.disadvantaged_values and not self.advantaged_values:
+                raise _bad(self.name, "disadvantaged_values and/or advantaged_values", None)
+        elif self.threshold is None or self.disadvantaged not in SIDES:
+            raise _bad(self.name, "a threshold and disadvantaged below/above", self.disadvantaged)
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """A validated audit manifest (see ``MANIFEST_SPEC.md``)."""
+
+    name: str
+    title: str
+    file: Path
+    dataset: DatasetSpec
+    random_state: int
+    test_size: float
+    row_filters: tuple[RowFilter, ...]
+    target: Target
+    protected_attributes: tuple[ProtectedAttribute, ...]
+    core_features: tuple[str, ...]
+    proxy_features: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.protected_attributes:
+            raise _bad(f"{self.file}: protected_attributes", "at least one attribute", ())
+        if not 0.0 < self.test_size < 1.0:
+            raise _bad(f"{self.file}: test_size", "a number in (0, 1)", self.test_size)
+
+    @property
+    def protected_columns(self) -> tuple[str, ...]:
+        """Columns of the protected attributes, unique, in declaration order."""
+        return tuple(dict.fromkeys(a.column for a in self.protected_attributes))
+
+    @property
+    def feature_columns(self) -> tuple[str, ...]:
+        """Protected columns, then core, then proxy features (the S0 feature set), unique."""
+        return tuple(
+            dict.fromkeys((*self.protected_columns, *self.core_features, *self.proxy_features))
+        )
+
+    @property
+    def named_columns(self) -> tuple[str, ...]:
+        """Every column the manifest names: features, then the target, then filter columns."""
+        filters = (f.column for f in self.row_filters)
+        return tuple(dict.fromkeys((*self.feature_columns, self.target.column, *filters)))
+
+
+# --------------------------------------------------------------------------------------------
+# Reading and validating
+# --------------------------------------------------------------------------------------------
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A safe YAML loader that rejects a key repeated within one mapping."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    loader.flatten_mapping(node)
+    seen: dict[Any, Any] = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            duplicate = key in seen
+        except TypeError:  # unhashable key: reported later as an unknown key
+            duplicate = False
+            key = repr(key)
+        if duplicate:
+            line = key_node.start_mark.line + 1
+            raise ManifestError(f"line {line}: key {key!r} appears twice in one mapping")
+        seen[key] = loader.construct_object(value_node, deep=True)
+    return seen
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+class _Checker:
+    """Typed accessors that raise one-line :class:`ManifestError` messages prefixed by the file."""
+
+    def __init__(self, file: Path) -> None:
+        self.file = file
+
+    def fail(self, where: str, expected: str, got: object) -> ManifestError:
+        return cast(
+            ManifestError, config_error(f"{self.file}: {where}", expected, got, cls=ManifestError)
+        )
+
+    def mapping(self, value: object, where: str, keys: Mapping[str, bool]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(where or "top level", "a mapping", value)
+        prefix = f"{where}." if where else ""
+        for key in value:
+            if key not in keys:
+                raise self.fail(f"{prefix}{key}", f"one of the keys {', '.join(keys)}", key)
+        for key, required in keys.items():
+            if required and key not in value:
+                raise ManifestError(
+                    f"{self.file}: {prefix}{key}: expected a value (required key), got nothing"
+                )
+        return value
+
+    def string(self, value: object, where: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            raise self.fail(where, "a non-empty string", value)
+        return value
+
+    def optional_string(self, value: object, where: str) -> str | None:
+        return None if value is None else self.string(value, where)
+
+    def scalar(self, value: object, where: str) -> Scalar:
+        if isinstance(value, float) and not math.isfinite(value):
+            raise self.fail(where, "a finite number, string or boolean", value)
+        if not isinstance(value, str | int | float | bool):
+            raise self.fail(where, "a string, number or boolean", value)
+        return value
+
+    def scalars(self, value: object, where: str) -> tuple[Scalar, ...]:
+        if not isinstance(value, list) or not value:
+            raise self.fail(where, "a non-empty list", value)
+        return tuple(self.scalar(v, f"{where}[{i}]") for i, v in enumerate(value))
+
+    def columns(self, value: object, where: str, *, allow_empty: bool) -> tuple[str, ...]:
+        if not isinstance(value, list) or (not value and not allow_empty):
+            raise self.fail(
+                where, "a list of column names" + ("" if allow_empty else " (non-empty)"), value
+            )
+        names = tuple(self.string(v, f"{where}[{i}]") for i, v in enumerate(value))
+        for i, name in enumerate(names):
+            if name in names[:i]:
+                raise self.fail(f"{where}[{i}]", "each column listed once", name)
+        return names
+
+    def number(self, value: object, where: str) -> float:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            raise self.fail(where, "a finite number", value)
+        return float(value)
+
+    def choice(self, value: object, where: str, options: tuple[str, ...]) -> str:
+        if not isinstance(value, str) or value not in options:
+            raise self.fail(where, f"one of {', '.join(options)}", value)
+        return value
+
+
+def repository_root(manifest_dir: Path) -> Path:
+    """Return the nearest ancestor of ``manifest_dir`` holding ``.git`` or ``pyproject.toml``."""
+    manifest_dir = manifest_dir.resolve()
+    for candidate in (manifest_dir, *manifest_dir.parents):
+        if (candidate / ".git").exists() or (candidate / "pyproject.toml").exists():
+            return candidate
+    return manifest_dir.parent.parent if manifest_dir.parent != manifest_dir else manifest_dir
+
+
+def _parse_dataset(c: _Checker, raw: object, root: Path) -> DatasetSpec:
+    data = c.mapping(raw, "dataset", _DATASET_KEYS)
+    declared = c.string(data["path"], "dataset.path")
+    if PurePosixPath(declared).is_absolute() or PureWindowsPath(declared).is_absolute():
+        raise c.fail("dataset.path", "a path relative to the manifest's directory", declared)
+    resolved = (c.file.parent / declared).resolve()
+    if not resolved.is_relative_to(root.resolve()):
+        raise c.fail("dataset.path", f"a path inside the repository {root}", declared)
+    sha = data.get("sha256")
+    if sha is not None and (not isinstance(sha, str) or not _SHA_RE.match(sha)):
+        raise c.fail("dataset.sha256", "64 lowercase hex digits", sha)
+    source = None
+    if data.get("source") is not None:
+        src = c.mapping(data["source"], "dataset.source", _SOURCE_KEYS)
+        fields = {k: c.optional_string(src.get(k), f"dataset.source.{k}") for k in _SOURCE_KEYS}
+        if fields["url"] is not None and not re.match(r"^(https?|file)://", fields["url"]):
+            raise c.fail("dataset.source.url", "an http(s):// or file:// URL", fields["url"])
+        if fields["member"] is not None and fields["url"] is None:
+            raise c.fail(
+                "dataset.source.member",
+                "a member only together with dataset.source.url",
+                fields["member"],
+            )
+        source = Source(**fields)
+    return DatasetSpec(path=resolved, declared_path=declared, sha256=sha, source=source)
+
+
+def _parse_filter(c: _Checker, raw: object, where: str) -> RowFilter:
+    data = c.mapping(raw, where, _FILTER_KEYS)
+    column = c.string(data["column"], f"{where}.column")
+    ops = [op for op in OPERATORS if op in data]
+    if len(ops) != 1:
+        raise c.fail(where, f"exactly one operator of {', '.join(OPERATORS)}", tuple(ops))
+    op = ops[0]
+    value: Scalar | tuple[Scalar, ...] | None
+    if op in ("isin", "not_isin"):
+        value = c.scalars(data[op], f"{where}.{op}")
+    elif op == "notna":
+        if data[op] is not True:
+            raise c.fail(f"{where}.notna", "true", data[op])
+        value = None
+    else:
+        value = c.scalar(data[op], f"{where}.{op}")
+    return RowFilter(column=column, operator=cast(Operator, op), value=value)
+
+
+def _parse_target(c: _Checker, raw: object) -> Target:
+    if not isinstance(raw, dict):
+        raise c.fail("target", "a mapping", raw)
+    method = c.choice(raw.get("method"), "target.method", TARGET_METHODS)
+    data = c.mapping(raw, "target", {**_TARGET_COMMON, **_TARGET_KEYS[method]})
+    favourable = data.get("favourable", 1)
+    if isinstance(favourable, bool) or favourable not in (0, 1):
+        raise c.fail("target.favourable", "0 or 1", favourable)
+    return Target(
+        column=c.string(data["column"], "target.column"),
+        method=cast(TargetMethod, method),
+        value=c.scalar(data["value"], "target.value") if method == "equals" else None,
+        values=c.scalars(data["values"], "target.values") if method == "isin" else None,
+        favourable=cast(Literal[0, 1], int(favourable)),
+    )
+
+
+def _parse_attribute(c: _Checker, raw: object, where: str) -> ProtectedAttribute:
+    if not isinstance(raw, dict):
+        raise c.fail(where, "a mapping", raw)
+    kind = c.choice(raw.get("type"), f"{where}.type", ATTRIBUTE_TYPES)
+    data = c.mapping(raw, where, {**_ATTRIBUTE_COMMON, **_ATTRIBUTE_KEYS[kind]})
+    name = c.string(data["name"], f"{where}.name")
+    column = c.string(data["column"], f"{where}.column")
+    if kind != "categorical":
+        return ProtectedAttribute(
+            name=name,
+            type=cast(AttributeType, kind),
+            column=column,
+            threshold=c.number(data["threshold"], f"{where}.threshold"),
+            disadvantaged=cast(
+                Side, c.choice(data["disadvantaged"], f"{where}.disadvantaged", SIDES)
+            ),
+        )
+    sides: dict[str, tuple[Scalar, ...] | None] = {}
+    for key in ("disadvantaged_values", "advantaged_values"):
+        sides[key] = c.scalars(data[key], f"{where}.{key}") if data.get(key) is not None else None
+    dis, adv = sides["disadvantaged_values"], sides["advantaged_values"]
+    if dis is None and adv is None:
+        raise c.fail(
+            f"{where}.disadvantaged_values", "disadvantaged_values and/or advantaged_values", None
+        )
+    if dis is not None and adv is not None:
+        both = {str(v) for v in dis} & {str(v) for v in adv}
+        if both:
+            raise c.fail(
+                f"{where}.advantaged_values",
+                "no value also in disadvantaged_values",
+                sorted(both)[0],
+            )
+    return ProtectedAttribute(
+        name=name,
+        type="categorical",
+        column=column,
+        disadvantaged_values=dis,
+        advantaged_values=adv,
+    )
+
+
+def _parse(c: _Checker, doc: dict[str, Any], root: Path) -> Manifest:
+    data = c.mapping(doc, "", _TOP_KEYS)
+    name = c.string(data["name"], "name")
+    if not _NAME_RE.match(name):
+        raise c.fail("name", "letters, digits, '_', '.', '-' (a folder-safe id)", name)
+    title = c.string(data["title"], "title") if data.get("title") is not None else name
+    random_state = data.get("random_state", 42)
+    if (
+        isinstance(random_state, bool)
+        or not isinstance(random_state, int)
+        or not 0 <= random_state < 2**32
+    ):
+        raise c.fail("random_state", "an integer in [0, 2**32)", random_state)
+    test_size = data.get("test_size", 0.2)
+    if (
+        isinstance(test_size, bool)
+        or not isinstance(test_size, int | float)
+        or not 0 < test_size < 1
+    ):
+        raise c.fail("test_size", "a number in (0, 1)", test_size)
+    raw_filters = data.get("row_filters") or []
+    if not isinstance(raw_filters, list):
+        raise c.fail("row_filters", "a list", raw_filters)
+    filters = tuple(_parse_filter(c, f, f"row_filters[{i}]") for i, f in enumerate(raw_filters))
+    target = _parse_target(c, data["target"])
+    raw_attrs = data["protected_attributes"]
+    if not isinstance(raw_attrs, list) or not raw_attrs:
+        raise c.fail("protected_attributes", "a non-empty list", raw_attrs)
+    attrs = tuple(
+        _parse_attribute(c, a, f"protected_attributes[{i}]") for i, a in enumerate(raw_attrs)
+    )
+    for i, attr in enumerate(attrs):
+        if attr.name in (a.name for a in attrs[:i]):
+            raise c.fail(
+                f"protected_attributes[{i}].name", "a name not used by another attribute", attr.name
+            )
+    core = c.columns(data["core_features"], "core_features", allow_empty=False)
+    proxy = c.columns(data.get("proxy_features") or [], "proxy_features", allow_empty=True)
+    protected = {a.column for a in attrs}
+    for key, cols in (("core_features", core), ("proxy_features", proxy)):
+        for i, col in enumerate(cols):
+            if key == "proxy_features" and col in core:
+                raise c.fail(f"{key}[{i}]", "a column not also in core_features", col)
+            if col in protected:
+                raise c.fail(
+                    f"{key}[{i}]", "a column that is not a protected attribute's column", col
+                )
+            if col == target.column:
+                raise c.fail(f"{key}[{i}]", "a column other than the target column", col)
+    if target.column in protected:
+        raise c.fail(
+            "target.column", "a column that is not a protected attribute's column", target.column
+        )
+    return Manifest(
+        name=name,
+        title=title,
+        file=c.file,
+        dataset=_parse_dataset(c, data["dataset"], root),
+        random_state=random_state,
+        test_size=float(test_size),
+        row_filters=filters,
+        target=target,
+        protected_attributes=attrs,
+        core_features=core,
+        proxy_features=proxy,
+    )
+
+
+def load_manifest(path: Path | str, *, root: Path | None = None) -> Manifest:
+    """Read and validate the manifest at ``path``; raise :class:`ManifestError` if invalid."""
+    file = Path(path)
+    c = _Checker(file)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"{file}: cannot be read: {exc.__class__.__name__}: {exc}") from None
+    if not text.strip():
+        raise c.fail("top level", "a YAML mapping", "") from None
+    try:
+        doc = yaml.load(text, Loader=_UniqueKeyLoader)
+    except ManifestError as exc:
+        raise ManifestError(f"{file}: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "top level"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ManifestError(
+            f"{file}: {where}: expected valid YAML, got a syntax error ({problem})"
+        ) from None
+    if doc is None:
+        raise c.fail("top level", "a YAML mapping", doc)
+    if not isinstance(doc, dict):
+        raise c.fail("top level", "a YAML mapping", doc)
+    return _parse(c, doc, root if root is not None else repository_root(file.parent))
+
+
+def discover_manifests(root: Path | str) -> list[Path]:
+    """Return ``<root>/*/audit.yaml`` (``root`` is the ``audits/`` folder), sorted."""
+    return sorted(Path(root).glob("*/audit.yaml"))

@@ -1,0 +1,107 @@
+"""Shared fixtures: the seeded ``rng``, the data ``mirror``, a Hypothesis profile, a repo copy.
+
+``audit_repo`` builds, once per session, a repository-like tmp directory (``pyproject.toml``,
+``audits/<name>/audit.yaml`` copied from the shipped manifests, ``data/raw/...``) and fetches the
+mirrored raw files into *that* directory — never into the real ``data/raw`` and never into the
+repository.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+from faircode.errors import DataUnavailableError
+from faircode.fetch import fetch
+from faircode.manifest import Manifest, discover_manifests, load_manifest
+
+REPO = Path(__file__).resolve().parent.parent
+AUDITS = REPO / "audits"
+
+settings.register_profile(
+    "faircode",
+    deadline=None,
+    max_examples=60,
+    suppress_health_check=(HealthCheck.too_slow,),
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "faircode"))
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    """Return the suite's only source of randomness, seeded."""
+    return np.random.default_rng(20261129)
+
+
+def mirror_dir() -> Path | None:
+    """Return the data mirror (``$FAIRCODE_DATA_MIRROR`` or ``<repo>/../shared/datasets``)."""
+    env = os.environ.get("FAIRCODE_DATA_MIRROR")
+    path = Path(env) if env else REPO.parent / "shared" / "datasets"
+    return path if path.is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def mirror() -> Path:
+    """Return the data mirror directory, or skip when none is available."""
+    path = mirror_dir()
+    if path is None:
+        pytest.skip("no data mirror (set FAIRCODE_DATA_MIRROR)")
+    return path
+
+
+@dataclass(frozen=True)
+class AuditRepo:
+    """A repo-like tmp directory with the shipped manifests and fetched mirrored data."""
+
+    root: Path
+    manifests: dict[str, Manifest]
+    unavailable: dict[str, str]
+
+    @property
+    def audits(self) -> Path:
+        return self.root / "audits"
+
+
+def copy_manifests(root: Path) -> None:
+    """Create a repo-like tree under ``root`` with copies of the shipped manifests (no data)."""
+    (root / "pyproject.toml").write_text("# test repository root\n")
+    for path in discover_manifests(AUDITS):
+        dest = root / "audits" / path.parent.name
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, dest / "audit.yaml")
+
+
+@pytest.fixture(scope="session")
+def audit_repo(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> AuditRepo:
+    """Return a repo copy whose mirrored raw files are fetched into tmp (offline: mirror only)."""
+    root = tmp_path_factory.mktemp("repo")
+    copy_manifests(root)
+    manifests: dict[str, Manifest] = {}
+    unavailable: dict[str, str] = {}
+    for path in discover_manifests(root / "audits"):
+        manifest = load_manifest(path)
+        manifests[manifest.name] = manifest
+        if (mirror / manifest.name).is_dir():
+            fetch(manifest, mirror=mirror)
+        else:
+            try:  # offline: without a mirror copy and without a url this must be "unavailable"
+                if manifest.dataset.source is None or manifest.dataset.source.url is None:
+                    fetch(manifest, mirror=mirror)
+            except DataUnavailableError as exc:
+                unavailable[manifest.name] = str(exc)
+    return AuditRepo(root=root, manifests=manifests, unavailable=unavailable)
+
+
+@pytest.fixture
+def fresh_repo(tmp_path: Path) -> Path:
+    """Return a repo-like tmp directory with copies of the shipped manifests and no data."""
+    root = tmp_path / "repo"
+    root.mkdir()
+    copy_manifests(root)
+    return root

@@ -1,0 +1,156 @@
+"""Tests of faircode.cli: ``data fetch`` and ``validate`` end to end, exit codes and messages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from faircode.cli import main
+from faircode.data import load_audit
+from faircode.manifest import load_manifest
+
+MIRRORED = (
+    "benefits_denial",
+    "compas",
+    "german_credit_lending",
+    "healthcare_readmission",
+    "insurance_denial",
+)
+UNAVAILABLE = ("ai_fair_recruitment", "tenant_screening")
+
+
+def test_fetch_from_mirror_fetches_five_and_skips_two(
+    fresh_repo: Path, mirror: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """fetch --mirror installs the five mirrored files verified and reports two as unavailable."""
+    code = main(
+        [
+            "data",
+            "fetch",
+            "--audits",
+            str(fresh_repo / "audits"),
+            "--mirror",
+            str(mirror),
+            "--offline",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    for name in MIRRORED:
+        line = next(x for x in out.splitlines() if x.startswith(f"{name}: "))
+        assert line.startswith(f"{name}: mirror ") and "(verified " in line
+        manifest = load_manifest(fresh_repo / "audits" / name / "audit.yaml")
+        assert manifest.dataset.path.is_file()
+        assert manifest.dataset.path.is_relative_to(fresh_repo)
+    for name in UNAVAILABLE:
+        manifest = load_manifest(fresh_repo / "audits" / name / "audit.yaml")
+        assert manifest.dataset.source is not None and manifest.dataset.source.instructions
+        first_words = " ".join(manifest.dataset.source.instructions.split()[:6])
+        assert f"skipped: {name}: dataset unavailable: {first_words}" in out
+        assert not manifest.dataset.path.exists()
+
+
+def test_fetch_reads_mirror_from_environment(
+    fresh_repo: Path,
+    mirror: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Without --mirror the FAIRCODE_DATA_MIRROR directory is used."""
+    monkeypatch.setenv("FAIRCODE_DATA_MIRROR", str(mirror))
+    code = main(["data", "fetch", "german_credit_lending", "--audits", str(fresh_repo / "audits")])
+    assert code == 0 and "german_credit_lending: mirror" in capsys.readouterr().out
+
+
+def test_fetch_accepts_a_manifest_path(
+    fresh_repo: Path, mirror: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An AUDIT argument may be a manifest path instead of a name."""
+    path = fresh_repo / "audits" / "insurance_denial" / "audit.yaml"
+    assert main(["data", "fetch", str(path), "--mirror", str(mirror)]) == 0
+    assert "insurance_denial: mirror" in capsys.readouterr().out
+
+
+def test_validate_prints_each_step_group_and_split(
+    audit_repo: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """validate prints rows per step, label rate, group sizes/rates and the split for an audit."""
+    code = main(["validate", "compas", "--audits", str(audit_repo.audits)])
+    out = capsys.readouterr().out
+    data = load_audit(audit_repo.manifests["compas"])
+    assert code == 0
+    for step, n in data.steps:
+        assert step in out and f"{n:,} rows" in out
+    dis = data.disadvantaged["race"]
+    assert f"{int(dis.sum()):,} rows  label rate {data.y[dis].mean():.4f}" in out
+    assert f"{int((~dis).sum()):,} rows  label rate {data.y[~dis].mean():.4f}" in out
+    assert f"{data.y.mean():.4f}" in out
+    assert f"train {len(data.train_index):,} / test {len(data.test_index):,} rows" in out
+    assert "FirstName" not in out
+
+
+def test_validate_all_reports_unavailable_as_skipped(
+    audit_repo: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """validate over every audit exits 0 and reports the two unobtainable datasets as skipped."""
+    code = main(["validate", "--audits", str(audit_repo.audits)])
+    out = capsys.readouterr().out
+    assert code == 0
+    for name in UNAVAILABLE:
+        assert f"skipped: {name}: dataset unavailable:" in out
+    for name in MIRRORED:
+        assert f"{name}: " in out and f"skipped: {name}" not in out
+
+
+def test_bad_manifest_exits_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An invalid manifest gives exit code 2 and exactly its one-line error on stderr."""
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "audits" / "bad" / "audit.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text("name: bad\nprotected_attribute: []\n")
+    code = main(["validate", "--audits", str(tmp_path / "audits")])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip() == (
+        f"{path}: protected_attribute: expected one of the keys name, title, dataset, "
+        "random_state, test_size, row_filters, target, protected_attributes, core_features, "
+        "proxy_features, got 'protected_attribute' (str)"
+    )
+    assert "Traceback" not in err
+
+
+def test_missing_column_exits_2_naming_closest_columns(
+    audit_repo: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A manifest naming an absent column fails validate with the closest column names."""
+    original = audit_repo.audits / "german_credit_lending" / "audit.yaml"
+    text = original.read_text().replace(
+        "proxy_features: [employment]", "proxy_features: [employmnt]"
+    )
+    broken = original.parent / "broken.yaml"
+    broken.write_text(text)
+    try:
+        code = main(["validate", str(broken)])
+    finally:
+        broken.unlink()
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "proxy_features[0]" in err and "'employmnt' (str); closest: employment" in err
+
+
+def test_unknown_audit_name_exits_2(fresh_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An AUDIT argument that is neither a known name nor a path exits 2 listing known audits."""
+    code = main(["validate", "nope", "--audits", str(fresh_repo / "audits")])
+    err = capsys.readouterr().err
+    assert code == 2 and "'nope' (str)" in err and "compas" in err
+
+
+def test_subcommand_is_required() -> None:
+    """Calling faircode without a subcommand is an argparse usage error (exit 2)."""
+    with pytest.raises(SystemExit) as info:
+        main([])
+    assert info.value.code == 2

@@ -1,0 +1,444 @@
+"""Tests of faircode.manifest: schema, defaults, records and every load-time error."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import given
+from hypothesis import strategies as st
+
+from faircode.errors import ManifestError
+from faircode.manifest import (
+    Manifest,
+    ProtectedAttribute,
+    Target,
+    discover_manifests,
+    load_manifest,
+    repository_root,
+)
+
+
+def valid_doc() -> dict[str, Any]:
+    """Return a valid manifest document exercising every section."""
+    return {
+        "name": "toy",
+        "title": "Toy audit",
+        "dataset": {
+            "path": "../../data/raw/toy/toy.csv",
+            "sha256": "a" * 64,
+            "source": {
+                "url": "https://example.org/toy.zip",
+                "member": "toy.csv",
+                "citation": "c",
+                "license": "l",
+                "instructions": "ask",
+            },
+        },
+        "random_state": 7,
+        "test_size": 0.25,
+        "row_filters": [
+            {"column": "group", "isin": ["a", "b"]},
+            {"column": "kind", "not_isin": ["?"]},
+            {"column": "flag", "equals": "yes"},
+            {"column": "other", "not_equals": 3},
+            {"column": "outcome", "notna": True},
+        ],
+        "target": {"column": "outcome", "method": "isin", "values": ["hi", "mid"], "favourable": 0},
+        "protected_attributes": [
+            {
+                "name": "grp",
+                "type": "categorical",
+                "column": "group",
+                "disadvantaged_values": ["a"],
+                "advantaged_values": ["b"],
+            },
+            {
+                "name": "age",
+                "type": "numeric_threshold",
+                "column": "age",
+                "threshold": 30,
+                "disadvantaged": "below",
+            },
+            {
+                "name": "band",
+                "type": "age_interval_threshold",
+                "column": "band",
+                "threshold": 70,
+                "disadvantaged": "above",
+            },
+        ],
+        "core_features": ["x1", "x2"],
+        "proxy_features": ["p1"],
+    }
+
+
+def write(root: Path, doc: object, *, text: str | None = None) -> Path:
+    """Write ``doc`` (or raw ``text``) as ``root/audits/toy/audit.yaml`` in a repo-like tree."""
+    (root / "pyproject.toml").write_text("")
+    path = root / "audits" / "toy" / "audit.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text if text is not None else yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def load_doc(tmp_path: Path, doc: object) -> Manifest:
+    """Write and load ``doc``."""
+    return load_manifest(write(tmp_path, doc))
+
+
+def test_valid_manifest_builds_typed_frozen_records(tmp_path: Path) -> None:
+    """Every section of a valid manifest becomes the corresponding typed record."""
+    m = load_doc(tmp_path, valid_doc())
+    assert (m.name, m.title, m.random_state, m.test_size) == ("toy", "Toy audit", 7, 0.25)
+    assert m.dataset.path == (tmp_path / "data/raw/toy/toy.csv").resolve()
+    assert m.dataset.declared_path == "../../data/raw/toy/toy.csv"
+    assert m.dataset.source is not None and m.dataset.source.member == "toy.csv"
+    assert [f.operator for f in m.row_filters] == [
+        "isin",
+        "not_isin",
+        "equals",
+        "not_equals",
+        "notna",
+    ]
+    assert m.row_filters[0].value == ("a", "b")
+    assert m.target == Target(column="outcome", method="isin", values=("hi", "mid"), favourable=0)
+    assert m.protected_attributes[1] == ProtectedAttribute(
+        name="age", type="numeric_threshold", column="age", threshold=30.0, disadvantaged="below"
+    )
+    assert m.core_features == ("x1", "x2") and m.proxy_features == ("p1",)
+    with pytest.raises(AttributeError):
+        m.name = "other"  # type: ignore[misc]
+
+
+def test_defaults_apply_when_optional_keys_are_absent(tmp_path: Path) -> None:
+    """title defaults to name, random_state 42, test_size 0.2, proxy_features and filters empty."""
+    doc = valid_doc()
+    for key in ("title", "random_state", "test_size", "proxy_features", "row_filters"):
+        del doc[key]
+    doc["target"] = {"column": "outcome", "method": "binary"}
+    del doc["dataset"]["sha256"], doc["dataset"]["source"]
+    m = load_doc(tmp_path, doc)
+    assert (m.title, m.random_state, m.test_size) == ("toy", 42, 0.2)
+    assert m.proxy_features == () and m.row_filters == ()
+    assert m.target.favourable == 1 and m.dataset.sha256 is None and m.dataset.source is None
+
+
+def test_named_and_protected_columns_are_unique_in_stable_order(tmp_path: Path) -> None:
+    """protected_columns and named_columns list each column once in declaration order."""
+    doc = valid_doc()
+    doc["protected_attributes"].append(
+        {"name": "grp2", "type": "categorical", "column": "group", "advantaged_values": ["b"]}
+    )
+    m = load_doc(tmp_path, doc)
+    assert m.protected_columns == ("group", "age", "band")
+    assert m.feature_columns == ("group", "age", "band", "x1", "x2", "p1")
+    assert m.named_columns == (
+        "group",
+        "age",
+        "band",
+        "x1",
+        "x2",
+        "p1",
+        "outcome",
+        "kind",
+        "flag",
+        "other",
+    )
+
+
+def _set(path: str, value: object) -> Callable[[dict[str, Any]], None]:
+    """Return a mutation setting the dotted/indexed ``path`` of a document to ``value``."""
+
+    def mutate(doc: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node: Any = doc
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node[part]
+        if last.isdigit():
+            node[int(last)] = value
+        else:
+            node[last] = value
+
+    return mutate
+
+
+def _delete(path: str) -> Callable[[dict[str, Any]], None]:
+    def mutate(doc: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node: Any = doc
+        for part in parents:
+            node = node[int(part)] if part.isdigit() else node[part]
+        del node[last]
+
+    return mutate
+
+
+# (id, mutation, key path the message must name, fragment of the expectation or received value)
+ERROR_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
+    ("unknown top key", _set("protected_attribute", []), "protected_attribute:", "one of the keys"),
+    ("unknown nested key", _set("target.valeu", 1), "target.valeu:", "'valeu' (str)"),
+    ("missing name", _delete("name"), "name:", "required"),
+    ("missing dataset path", _delete("dataset.path"), "dataset.path:", "required"),
+    ("missing target", _delete("target"), "target:", "required"),
+    ("name wrong type", _set("name", 3), "name:", "3 (int)"),
+    ("dataset not a mapping", _set("dataset", "x.csv"), "dataset:", "'x.csv' (str)"),
+    (
+        "unknown operator",
+        _set("row_filters.0", {"column": "g", "contains": "a"}),
+        "row_filters[0].contains:",
+        "one of the keys",
+    ),
+    (
+        "filter without operator",
+        _set("row_filters.0", {"column": "g"}),
+        "row_filters[0]:",
+        "exactly one operator",
+    ),
+    (
+        "filter with two operators",
+        _set("row_filters.0", {"column": "g", "isin": ["a"], "equals": "a"}),
+        "row_filters[0]:",
+        "('isin', 'equals') (tuple)",
+    ),
+    ("isin not a list", _set("row_filters.0.isin", "a"), "row_filters[0].isin:", "'a' (str)"),
+    ("notna false", _set("row_filters.4.notna", False), "row_filters[4].notna:", "False (bool)"),
+    ("filters not a list", _set("row_filters", {"column": "g"}), "row_filters:", "(dict)"),
+    ("unknown target method", _set("target.method", "median"), "target.method:", "'median' (str)"),
+    (
+        "equals without value",
+        _set("target", {"column": "o", "method": "equals"}),
+        "target.value:",
+        "required",
+    ),
+    (
+        "isin without values",
+        _set("target", {"column": "o", "method": "isin"}),
+        "target.values:",
+        "required",
+    ),
+    (
+        "binary with a value",
+        _set("target", {"column": "o", "method": "binary", "value": 1}),
+        "target.value:",
+        "one of the keys",
+    ),
+    ("favourable 2", _set("target.favourable", 2), "target.favourable:", "2 (int)"),
+    ("favourable bool", _set("target.favourable", True), "target.favourable:", "True (bool)"),
+    (
+        "unknown attribute type",
+        _set("protected_attributes.0.type", "categorial"),
+        "protected_attributes[0].type:",
+        "'categorial' (str)",
+    ),
+    (
+        "disadvantaged sideways",
+        _set("protected_attributes.1.disadvantaged", "left"),
+        "protected_attributes[1].disadvantaged:",
+        "below, above",
+    ),
+    (
+        "threshold as text",
+        _set("protected_attributes.1.threshold", "30"),
+        "protected_attributes[1].threshold:",
+        "'30' (str)",
+    ),
+    (
+        "threshold missing",
+        _delete("protected_attributes.2.threshold"),
+        "protected_attributes[2].threshold:",
+        "required",
+    ),
+    (
+        "categorical with no side",
+        _set("protected_attributes.0", {"name": "g", "type": "categorical", "column": "group"}),
+        "protected_attributes[0].disadvantaged_values:",
+        "advantaged_values",
+    ),
+    (
+        "same value both sides",
+        _set("protected_attributes.0.advantaged_values", ["b", "a"]),
+        "protected_attributes[0].advantaged_values:",
+        "'a' (str)",
+    ),
+    (
+        "threshold on categorical",
+        _set("protected_attributes.0.threshold", 3),
+        "protected_attributes[0].threshold:",
+        "one of the keys",
+    ),
+    (
+        "no protected attributes",
+        _set("protected_attributes", []),
+        "protected_attributes:",
+        "[] (list)",
+    ),
+    (
+        "duplicate attribute names",
+        _set("protected_attributes.1.name", "grp"),
+        "protected_attributes[1].name:",
+        "'grp' (str)",
+    ),
+    ("core and proxy", _set("proxy_features", ["x1"]), "proxy_features[0]:", "'x1' (str)"),
+    ("protected in core", _set("core_features", ["x1", "group"]), "core_features[1]:", "'group'"),
+    ("protected in proxy", _set("proxy_features", ["age"]), "proxy_features[0]:", "'age' (str)"),
+    ("target in core", _set("core_features", ["outcome"]), "core_features[0]:", "'outcome'"),
+    ("core repeated", _set("core_features", ["x1", "x1"]), "core_features[1]:", "'x1' (str)"),
+    ("core empty", _set("core_features", []), "core_features:", "[] (list)"),
+    ("test_size 1", _set("test_size", 1), "test_size:", "1 (int)"),
+    ("test_size 0", _set("test_size", 0.0), "test_size:", "0.0 (float)"),
+    ("test_size text", _set("test_size", "0.2"), "test_size:", "'0.2' (str)"),
+    ("random_state float", _set("random_state", 42.0), "random_state:", "42.0 (float)"),
+    ("random_state bool", _set("random_state", True), "random_state:", "True (bool)"),
+    ("random_state negative", _set("random_state", -1), "random_state:", "-1 (int)"),
+    ("absolute path", _set("dataset.path", "/etc/passwd"), "dataset.path:", "'/etc/passwd'"),
+    (
+        "escaping path",
+        _set("dataset.path", "../../../outside.csv"),
+        "dataset.path:",
+        "'../../../outside.csv'",
+    ),
+    ("bad sha256", _set("dataset.sha256", "ABC"), "dataset.sha256:", "'ABC' (str)"),
+    ("bad url", _set("dataset.source.url", "ftp://x"), "dataset.source.url:", "'ftp://x'"),
+    ("member without url", _delete("dataset.source.url"), "dataset.source.member:", "'toy.csv'"),
+    ("unknown source key", _set("dataset.source.licence", "x"), "dataset.source.licence:", "keys"),
+    ("bad name", _set("name", "../evil"), "name:", "'../evil' (str)"),
+]
+
+
+@pytest.mark.parametrize(
+    ("mutation", "key_path", "fragment"),
+    [case[1:] for case in ERROR_CASES],
+    ids=[case[0] for case in ERROR_CASES],
+)
+def test_invalid_manifest_names_file_key_path_and_value(
+    tmp_path: Path, mutation: Callable[[dict[str, Any]], None], key_path: str, fragment: str
+) -> None:
+    """Each schema violation raises one line naming the file, the key path and the value."""
+    doc = valid_doc()
+    mutation(doc)
+    path = write(tmp_path, doc)
+    with pytest.raises(ManifestError) as info:
+        load_manifest(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: ")
+    assert f": {key_path}" in message or message.startswith(f"{path}: {key_path}")
+    assert fragment in message
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("", "top level: expected a YAML mapping"),
+        ("   \n# only a comment\n", "top level: expected a YAML mapping"),
+        ("- a\n- b\n", "['a', 'b'] (list)"),
+        ("just text", "'just text' (str)"),
+        ("name: [unclosed\n", "expected valid YAML"),
+        ("name: a\nname: b\n", "key 'name' appears twice"),
+        ("!!python/object/apply:os.system ['echo hi']\n", "expected valid YAML"),
+    ],
+    ids=["empty", "comment only", "list", "scalar", "invalid yaml", "duplicate key", "unsafe tag"],
+)
+def test_unreadable_documents_are_one_line_errors(tmp_path: Path, text: str, fragment: str) -> None:
+    """Empty, non-mapping, invalid or unsafe YAML is a one-line ManifestError naming the file."""
+    path = write(tmp_path, None, text=text)
+    with pytest.raises(ManifestError) as info:
+        load_manifest(path)
+    assert str(info.value).startswith(str(path)) and fragment in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_file_is_a_manifest_error(tmp_path: Path) -> None:
+    """A manifest path that does not exist raises ManifestError naming it."""
+    with pytest.raises(ManifestError, match=r"nope\.yaml"):
+        load_manifest(tmp_path / "nope.yaml")
+
+
+def test_explicit_root_bounds_the_dataset_path(tmp_path: Path) -> None:
+    """With root= the dataset path must stay inside that root, not the detected one."""
+    path = write(tmp_path, valid_doc())
+    assert load_manifest(path, root=tmp_path).dataset.path.is_relative_to(tmp_path)
+    with pytest.raises(ManifestError, match=r"dataset\.path: expected a path inside"):
+        load_manifest(path, root=path.parent)
+
+
+def test_repository_root_prefers_marker_then_grandparent(tmp_path: Path) -> None:
+    """The root is the nearest ancestor with a marker, else the manifest dir's grandparent."""
+    audit = tmp_path / "a" / "audits" / "toy"
+    audit.mkdir(parents=True)
+    assert repository_root(audit) == tmp_path / "a"  # fallback: grandparent
+    (tmp_path / "a" / "audits" / "pyproject.toml").write_text("")
+    assert repository_root(audit) == tmp_path / "a" / "audits"
+    (tmp_path / "a" / "audits" / "pyproject.toml").unlink()
+    (tmp_path / "a" / "pyproject.toml").write_text("")
+    assert repository_root(audit) == tmp_path / "a"
+
+
+def test_discover_manifests_is_sorted_and_ignores_other_files(tmp_path: Path) -> None:
+    """discover_manifests returns <root>/*/audit.yaml sorted by folder."""
+    for name in ("b", "a", "c"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "b" / "audit.yaml").write_text("")
+    (tmp_path / "a" / "audit.yaml").write_text("")
+    (tmp_path / "c" / "other.yaml").write_text("")
+    assert discover_manifests(tmp_path) == [tmp_path / "a/audit.yaml", tmp_path / "b/audit.yaml"]
+
+
+# ---------------------------------------------------------------------------- properties
+
+_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.floats(allow_nan=True),
+    st.text(max_size=5),
+    st.lists(st.one_of(st.text(max_size=3), st.integers(0, 3), st.none()), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.integers(0, 2), max_size=2),
+)
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Return the path of every node of a document."""
+    out = [prefix]
+    if isinstance(node, dict):
+        for key, value in node.items():
+            out += _paths(value, (*prefix, key))
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            out += _paths(value, (*prefix, i))
+    return out
+
+
+@given(data=st.data())
+def test_random_mutations_load_or_raise_manifest_error(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject
+) -> None:
+    """Replacing, deleting or adding any node either loads or raises ManifestError, nothing else."""
+    doc = copy.deepcopy(valid_doc())
+    for _ in range(data.draw(st.integers(1, 3))):
+        paths = _paths(doc)
+        target = data.draw(st.sampled_from(paths))
+        action = data.draw(st.sampled_from(["replace", "delete", "add"]))
+        value = data.draw(_values)
+        if not target:
+            doc = value  # replace the whole document
+            break
+        parent: Any = doc
+        for part in target[:-1]:
+            parent = parent[part]
+        if action == "delete":
+            del parent[target[-1]]
+        elif action == "add" and isinstance(parent, dict):
+            parent[data.draw(st.sampled_from(["extra", "column", "value", "isin", "type"]))] = value
+        else:
+            parent[target[-1]] = value
+    root = tmp_path_factory.mktemp("prop")
+    try:
+        load_manifest(write(root, doc))
+    except ManifestError as exc:
+        assert "\n" not in str(exc)
