@@ -1,4 +1,4 @@
-"""The ``faircode`` command line: ``data fetch`` and ``validate``; more subcommands plug in alike.
+"""The ``faircode`` command line: ``data fetch``, ``validate``, ``run`` and ``perturb``.
 
 Design decisions
 ----------------
@@ -30,7 +30,7 @@ from faircode.manifest import Manifest, discover_manifests, load_manifest
 __all__ = ["SUBCOMMANDS", "main", "resolve_manifests"]
 
 MIRROR_ENV = "FAIRCODE_DATA_MIRROR"
-EXIT_OK, EXIT_USAGE = 0, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 Handler = Callable[[argparse.Namespace], int]
 
@@ -148,9 +148,109 @@ def _add_validate(subparsers: argparse._SubParsersAction, common: argparse.Argum
     parser.set_defaults(handler=_cmd_validate)
 
 
+# ------------------------------------------------------------------------------ run
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    from faircode import benchmark
+    from faircode.benchmark import CellResult, provenance, write_audit
+    from faircode.config import BenchmarkConfig
+    from faircode.strategies import STRATEGY_CODES
+
+    config = BenchmarkConfig()
+    overrides = {k: getattr(args, k) for k in ("n_resamples", "n_permutations", "jobs",
+                                                "constraint", "eps", "decision_threshold")}
+    config = config.replace(**{k: v for k, v in overrides.items() if v is not None})
+    out = Path(args.out)
+    record = provenance()
+    console = Console(stderr=True)
+    failed = False
+    for path in resolve_manifests(Path(args.audits), args.audit):
+        name = path.parent.name
+        try:
+            manifest = load_manifest(path)
+            name = manifest.name
+            data = load_audit(manifest)
+            with Progress("[progress.description]{task.description}", BarColumn(),
+                          MofNCompleteColumn(), TimeElapsedColumn(), console=console,
+                          transient=True) as bar:
+                task = bar.add_task(name, total=15)
+
+                def done(cell: CellResult, bar: Progress = bar, task: object = task,
+                         name: str = name) -> None:
+                    times = " ".join(f"{k} {v:.1f}s" for k, v in cell.seconds.items())
+                    what = cell.skipped or times
+                    bar.console.print(f"  {name} {STRATEGY_CODES[cell.strategy]} "
+                                      f"{cell.family.value}: {what}", soft_wrap=True)
+                    bar.advance(task)  # type: ignore[arg-type]
+
+                results = benchmark.run_audit(data, config=config, on_cell_done=done)
+            folder = write_audit(data, results, config=config, out_dir=out,
+                                 provenance_record=record)
+            print(f"{name}: wrote {folder}")
+        except DataUnavailableError as exc:
+            print(f"skipped: {exc}")
+        except FaircodeError as exc:
+            print(str(exc), file=sys.stderr)
+            failed = True
+        except Exception as exc:  # one audit's bug must not lose the others' results
+            print(f"{name}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            failed = True
+    return EXIT_FAILED if failed else EXIT_OK
+
+
+def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    from faircode.config import CONSTRAINTS
+
+    parser = subparsers.add_parser(
+        "run", parents=[common], help="run the S0-S4 x model grid and write results/<audit>/"
+    )
+    parser.add_argument("--out", default="results", help="results folder (default: results)")
+    parser.add_argument("--n-resamples", type=int, help="bootstrap resamples per CI (2000)")
+    parser.add_argument("--n-permutations", type=int, help="permutations per p-value (2000)")
+    parser.add_argument("--jobs", type=int, help="worker processes (default: all cores)")
+    parser.add_argument("--constraint", choices=CONSTRAINTS, help="S3/S4 fairness constraint")
+    parser.add_argument("--eps", type=float, help="ExponentiatedGradient eps (0.01)")
+    parser.add_argument("--decision-threshold", type=float, help="S0-S2 threshold (0.5)")
+    parser.set_defaults(handler=_cmd_run)
+
+
+# ------------------------------------------------------------------------------ perturb
+
+
+def _cmd_perturb(args: argparse.Namespace) -> int:
+    import json
+
+    from faircode.counterfactual import load_axes, perturb_jsonl
+
+    axes = load_axes(Path(args.axes))
+    source = Path(args.input)
+    try:
+        lines = source.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FaircodeError(f"{source}: cannot be read: {type(exc).__name__}: {exc}") from None
+    records = perturb_jsonl(axes, lines, source=str(source))  # every line checked first
+    sys.stdout.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    return EXIT_OK
+
+
+def _add_perturb(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser(
+        "perturb", help="perturb JSONL payloads with the axes of a YAML file (to stdout)"
+    )
+    parser.add_argument("--axes", required=True, help="YAML file of axes (a list or {axes: ...})")
+    parser.add_argument("input", help="JSONL file: one payload object per line")
+    parser.set_defaults(handler=_cmd_perturb)
+
+
 SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], None], ...] = (
     _add_data,
     _add_validate,
+    _add_run,
+    _add_perturb,
 )
 
 

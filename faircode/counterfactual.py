@@ -30,14 +30,25 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
+import pandas as pd
 import yaml
 
+from faircode.data import AuditData, disadvantaged_mask
 from faircode.errors import ConfigError, PerturbationError, config_error
-from faircode.perturb import AxisSpec, PerturbationKind, axis_from_config, perturb
+from faircode.perturb import AxisSpec, Perturbation, PerturbationKind, axis_from_config, perturb
 
-__all__ = ["FlipRateResult", "flip_rate", "flip_rates", "load_axes", "perturb_jsonl"]
+__all__ = [
+    "FlipRateResult",
+    "PerturbedRows",
+    "flip_rate",
+    "flip_rates",
+    "load_axes",
+    "perturb_jsonl",
+    "perturb_test_rows",
+]
 
 NO_CHANGED_ROWS = "no_changed_rows"
 
@@ -127,8 +138,8 @@ def flip_rates(
     shares = rng.binomial(n_changed, rate, size=n_resamples) / n_changed
     alpha = 1.0 - confidence
     low, high = np.quantile(shares, [alpha / 2, 1 - alpha / 2])
-    return FlipRateResult(axis, kind, rate, float(low), float(high), float(up), float(down), n_changed,
-                          n_unchanged, n_flipped, "")
+    return FlipRateResult(axis, kind, rate, float(low), float(high), float(up), float(down),
+                          n_changed, n_unchanged, n_flipped, "")
 
 
 def flip_rate(
@@ -262,3 +273,63 @@ def perturb_jsonl(axes: Sequence[AxisSpec], lines: Iterable[str], *, source: str
             for p in perts
         )
     return records
+
+
+@dataclass(frozen=True, slots=True)
+class PerturbedRows:
+    """A manifest axis applied to the raw test rows of an audit, re-encoded for prediction.
+
+    ``X`` is the whole test table after the edit, encoded with the audit's own fitted encoder;
+    ``sensitive`` is the first protected attribute's disadvantaged mask recomputed from the
+    edited values (S4 needs the sensitive feature at predict time: when an axis edits the
+    protected column itself, the post-processor sees the counterfactual group too; a row the
+    edit makes unclassifiable keeps its original group); ``changed`` marks the rows the edit
+    touched.
+    """
+
+    axis: str
+    kind: PerturbationKind
+    columns: tuple[str, ...]
+    X: pd.DataFrame
+    sensitive: np.ndarray
+    changed: np.ndarray
+
+
+def perturb_test_rows(data: AuditData) -> tuple[PerturbedRows, ...]:
+    """Apply every ``counterfactual_axes`` entry of the audit's manifest to its test rows.
+
+    Each row's values of the axis's ``columns`` form one record payload; explicit and proxy
+    substitutions give separate :class:`PerturbedRows` (explicit first), as :func:`perturb` does.
+    """
+    manifest = data.manifest
+    raw_test = data.raw.iloc[data.test_index].reset_index(drop=True)
+    first = manifest.protected_attributes[0]
+    original_sensitive = data.disadvantaged[first.name][data.test_index]
+    out: list[PerturbedRows] = []
+    for entry in manifest.counterfactual_axes:
+        columns = list(entry.columns)
+        records = [
+            {k: (None if _is_missing(v) else v) for k, v in row.items()}
+            for row in raw_test.loc[:, columns].to_dict("records")
+        ]
+        by_kind: dict[PerturbationKind, list[Perturbation]] = {}
+        for record in records:
+            for pert in perturb(record, [entry.axis]):
+                by_kind.setdefault(pert.kind, []).append(pert)
+        for kind, perts in by_kind.items():
+            edited = raw_test.copy()
+            for column in columns:
+                values = [cast(dict, p.perturbed)[column] for p in perts]
+                edited[column] = pd.Series(values, dtype=raw_test[column].dtype)
+            disadvantaged, classified = disadvantaged_mask(first, edited[first.column])
+            sensitive = np.where(classified, disadvantaged, original_sensitive)
+            out.append(PerturbedRows(
+                axis=entry.axis.name, kind=kind, columns=entry.columns,
+                X=data.encoder.transform(edited), sensitive=sensitive,
+                changed=np.fromiter((p.changed for p in perts), dtype=bool, count=len(perts)),
+            ))
+    return tuple(out)
+
+
+def _is_missing(value: object) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))

@@ -32,10 +32,12 @@ from typing import Any, Literal, cast, get_args
 
 import yaml
 
-from faircode.errors import ManifestError, config_error
+from faircode.errors import ConfigError, ManifestError, config_error
+from faircode.perturb import AxisSpec, axis_from_config
 
 __all__ = [
     "AttributeType",
+    "CounterfactualAxis",
     "DatasetSpec",
     "Manifest",
     "Operator",
@@ -75,6 +77,7 @@ _TOP_KEYS: dict[str, bool] = {
     "protected_attributes": True,
     "core_features": True,
     "proxy_features": False,
+    "counterfactual_axes": False,
 }
 _DATASET_KEYS: dict[str, bool] = {"path": True, "sha256": False, "source": False}
 _SOURCE_KEYS: dict[str, bool] = {
@@ -200,6 +203,18 @@ class ProtectedAttribute:
 
 
 @dataclass(frozen=True, slots=True)
+class CounterfactualAxis:
+    """A perturbation axis applied to the raw values of named ``columns`` of the test rows."""
+
+    axis: AxisSpec
+    columns: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.columns:
+            raise ValueError(f"counterfactual axis {self.axis.name!r}: no columns")
+
+
+@dataclass(frozen=True, slots=True)
 class Manifest:
     """A validated audit manifest (see ``MANIFEST_SPEC.md``)."""
 
@@ -214,6 +229,7 @@ class Manifest:
     protected_attributes: tuple[ProtectedAttribute, ...]
     core_features: tuple[str, ...]
     proxy_features: tuple[str, ...] = ()
+    counterfactual_axes: tuple[CounterfactualAxis, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.protected_attributes:
@@ -519,7 +535,43 @@ def _parse(c: _Checker, doc: dict[str, Any], root: Path) -> Manifest:
         protected_attributes=attrs,
         core_features=core,
         proxy_features=proxy,
+        counterfactual_axes=_parse_counterfactual_axes(
+            c, data.get("counterfactual_axes"), features=(*protected, *core, *proxy)
+        ),
     )
+
+
+def _parse_counterfactual_axes(
+    c: _Checker, raw: object, *, features: tuple[str, ...]
+) -> tuple[CounterfactualAxis, ...]:
+    """``counterfactual_axes``: a list of axes (see :func:`axis_from_config`) plus ``columns``."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise c.fail("counterfactual_axes", "a list of axes", raw)
+    axes: list[CounterfactualAxis] = []
+    for i, item in enumerate(raw):
+        where = f"counterfactual_axes[{i}]"
+        if not isinstance(item, dict):
+            raise c.fail(where, "a mapping with name, columns and substitutions", item)
+        if "columns" not in item:
+            raise ManifestError(
+                f"{c.file}: {where}.columns: expected a value (required key), got nothing"
+            )
+        columns = c.columns(item["columns"], f"{where}.columns", allow_empty=False)
+        for j, column in enumerate(columns):
+            if column not in features:
+                raise c.fail(f"{where}.columns[{j}]",
+                             "a protected, core or proxy column of this manifest", column)
+        rest = {k: v for k, v in item.items() if k != "columns"}
+        try:
+            axis = axis_from_config(rest, where=f"{c.file}: {where}")
+        except ConfigError as exc:
+            raise ManifestError(str(exc)) from None
+        if axis.name in (a.axis.name for a in axes):
+            raise c.fail(f"{where}.name", "a name not used by another axis", axis.name)
+        axes.append(CounterfactualAxis(axis, columns))
+    return tuple(axes)
 
 
 def load_manifest(path: Path | str, *, root: Path | None = None) -> Manifest:

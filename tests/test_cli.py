@@ -118,7 +118,7 @@ def test_bad_manifest_exits_2_with_one_line(
     assert err.strip() == (
         f"{path}: protected_attribute: expected one of the keys name, title, dataset, "
         "random_state, test_size, row_filters, target, protected_attributes, core_features, "
-        "proxy_features, got 'protected_attribute' (str)"
+        "proxy_features, counterfactual_axes, got 'protected_attribute' (str)"
     )
     assert "Traceback" not in err
 
@@ -154,3 +154,38 @@ def test_subcommand_is_required() -> None:
     with pytest.raises(SystemExit) as info:
         main([])
     assert info.value.code == 2
+
+
+def test_perturb_writes_one_jsonl_line_per_perturbation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`faircode perturb` edits every payload on every axis and writes JSON lines to stdout."""
+    import json
+
+    axes = tmp_path / "axes.yaml"
+    axes.write_text("axes:\n  - name: gender\n    substitutions:\n"
+                    "      - {pattern: he, replacement: she}\n"
+                    "      - {pattern: his, replacement: her}\n")
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "a", "payload": {"letter": "He lost his keys."}}\n'
+                      '{"id": "b", "payload": {"letter": "The manager agreed."}}\n')
+    assert main(["perturb", "--axes", str(axes), str(source)]) == 0
+    records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [r["id"] for r in records] == ["a", "b"]
+    assert records[0]["perturbed"] == {"letter": "She lost her keys."}
+    assert records[0]["fired"] == {"he": 1, "his": 1} and records[0]["changed"] is True
+    assert records[1]["changed"] is False and records[1]["fired"] == {}
+
+
+def test_perturb_malformed_line_exits_2_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A malformed JSONL line is named by its number; no output is half-written."""
+    axes = tmp_path / "axes.yaml"
+    axes.write_text("- name: g\n  substitutions: [{pattern: he, replacement: she}]\n")
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": 1, "payload": "he"}\n{"id": 2, "payload": \n')
+    assert main(["perturb", "--axes", str(axes), str(source)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert f"{source}:2:" in captured.err

@@ -442,3 +442,68 @@ def test_random_mutations_load_or_raise_manifest_error(
         load_manifest(write(root, doc))
     except ManifestError as exc:
         assert "\n" not in str(exc)
+
+
+# ------------------------------------------------------------------- counterfactual_axes
+
+
+def _with_axes(axes: object) -> dict[str, Any]:
+    doc = valid_doc()
+    doc["counterfactual_axes"] = axes
+    return doc
+
+
+def test_counterfactual_axes_become_axis_specs_with_columns(tmp_path: Path) -> None:
+    """Each axis entry becomes an AxisSpec (explicit and proxy kinds kept) bound to its columns."""
+    from faircode.perturb import PerturbationKind
+
+    m = load_doc(tmp_path, _with_axes([
+        {"name": "grp_swap", "columns": ["group"],
+         "substitutions": [{"pattern": "a", "replacement": "b"},
+                           {"pattern": "north", "replacement": "south", "kind": "proxy"}]},
+    ]))
+    (entry,) = m.counterfactual_axes
+    assert entry.columns == ("group",)
+    assert entry.axis.name == "grp_swap"
+    kinds = [s.kind for s in entry.axis.substitutions]
+    assert kinds == [PerturbationKind.EXPLICIT, PerturbationKind.PROXY]
+
+
+def test_manifest_without_axes_has_none(tmp_path: Path) -> None:
+    """The section is optional: a spec-only manifest has no counterfactual axes."""
+    assert load_doc(tmp_path, valid_doc()).counterfactual_axes == ()
+
+
+@pytest.mark.parametrize(
+    ("axes", "fragment"),
+    [
+        ({"name": "x"}, "counterfactual_axes: expected a list of axes, got {'name': 'x'} (dict)"),
+        ([{"name": "x", "substitutions": [{"pattern": "a", "replacement": "b"}]}],
+         "counterfactual_axes[0].columns: expected a value (required key), got nothing"),
+        ([{"name": "x", "columns": ["nope"],
+           "substitutions": [{"pattern": "a", "replacement": "b"}]}],
+         "counterfactual_axes[0].columns[0]: expected a protected, core or proxy column of this "
+         "manifest, got 'nope' (str)"),
+        ([{"name": "x", "columns": ["group"],
+           "substitutions": [{"pattern": "a", "replacement": "b", "kind": "implicit"}]}],
+         "counterfactual_axes[0].substitutions[0].kind: expected one of explicit, proxy, got "
+         "'implicit' (str)"),
+        ([{"name": "x", "columns": ["group"], "substitutions": []}],
+         "counterfactual_axes[0]"),
+        ([{"name": "x", "columns": ["group"], "substitutions": [{"pattern": "a",
+                                                                  "replacement": "b"}]},
+          {"name": "x", "columns": ["x1"], "substitutions": [{"pattern": "c",
+                                                               "replacement": "d"}]}],
+         "counterfactual_axes[1].name: expected a name not used by another axis, got 'x' (str)"),
+    ],
+)
+def test_invalid_counterfactual_axes_name_file_and_key_path(
+    tmp_path: Path, axes: object, fragment: str
+) -> None:
+    """A bad axis entry is a one-line ManifestError naming the file and the key path."""
+    with pytest.raises(ManifestError) as info:
+        load_doc(tmp_path, _with_axes(axes))
+    message = str(info.value)
+    assert message.startswith(str(tmp_path / "audits" / "toy" / "audit.yaml"))
+    assert fragment in message
+    assert "\n" not in message

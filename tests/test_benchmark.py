@@ -1,0 +1,130 @@
+"""End-to-end tests of the grid (faircode.benchmark) and `faircode run` on real mirrored data."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from faircode import benchmark
+from faircode.benchmark import FAIRNESS_COLUMNS, run_audit
+from faircode.cli import main
+from faircode.config import BenchmarkConfig
+from faircode.data import AuditData, load_audit
+from faircode.metrics import FAIRNESS_METRICS
+
+SMALL = {"n_resamples": 60, "n_permutations": 60}
+
+
+@pytest.fixture(scope="module")
+def insurance(audit_repo) -> AuditData:  # type: ignore[no-untyped-def]
+    """The prepared insurance audit (1,340 rows, two attributes)."""
+    return load_audit(audit_repo.manifests["insurance_denial"])
+
+
+def test_results_are_bit_identical_for_one_and_two_workers(insurance: AuditData) -> None:
+    """Child seeds are keyed by grid position, so the worker count cannot change any number."""
+    one = run_audit(insurance, config=BenchmarkConfig(jobs=1, **SMALL))
+    two = run_audit(insurance, config=BenchmarkConfig(jobs=2, **SMALL))
+    for table in ("fairness", "performance", "intersectional", "counterfactual"):
+        pd.testing.assert_frame_equal(getattr(one, table), getattr(two, table), check_exact=True)
+    assert len(one.fairness) == 5 * 3 * 2 * len(FAIRNESS_METRICS)
+    assert len(one.intersectional) == 5 * 3  # one attribute pair (age, gender) per cell
+
+
+def test_unsupported_constraint_skips_post_processing_and_says_so(insurance: AuditData) -> None:
+    """With error-rate parity, S4 cells are skipped (recorded), S0-S3 still run."""
+    results = run_audit(insurance, config=BenchmarkConfig(jobs=2, constraint="error_rate_parity",
+                                                          max_iter=10, **SMALL))
+    skipped = [c for c in results.cells if c.skipped]
+    assert [c.strategy.value for c in skipped] == ["post_processing"] * 3
+    assert "error_rate_parity" in skipped[0].skipped
+    assert set(results.fairness["strategy"]) == {
+        "baseline", "unawareness", "unawareness_proxy_removal", "in_processing"}
+
+
+def test_run_writes_complete_consistent_tables_for_german_credit(
+    audit_repo, tmp_path: Path, mirror: Path  # type: ignore[no-untyped-def]
+) -> None:
+    """`faircode run` writes every table with the documented columns, valid p/q and provenance."""
+    out = tmp_path / "results"
+    code = main(["run", "german_credit_lending", "--audits", str(audit_repo.audits),
+                 "--out", str(out), "--n-resamples", "80", "--n-permutations", "80",
+                 "--jobs", "2"])
+    assert code == 0
+    folder = out / "german_credit_lending"
+    fairness = pd.read_csv(folder / "fairness.csv", keep_default_na=False, na_values=[""])
+    assert tuple(fairness.columns) == FAIRNESS_COLUMNS
+    assert len(fairness) == 15 * len(FAIRNESS_METRICS)
+    defined = fairness["value"].notna()
+    p, q = fairness["p_value"], fairness["q_value"]
+    assert ((p[defined] > 0) & (p[defined] <= 1)).all()
+    assert (q[defined] >= p[defined] - 1e-12).all()
+    assert (fairness["significant"] == (q.fillna(1.0) < 0.05)).all()
+    assert ((fairness["ci_low"] <= fairness["ci_high"]) | ~defined).all()
+    # the test split: 20 % of 1,000 rows, stratified; age < 30 is the disadvantaged group
+    whole = fairness[fairness["metric"].isin(["demographic_parity_diff", "disparate_impact_ratio",
+                                              "accuracy_equality_diff"])]
+    assert set(whole["n_disadvantaged"] + whole["n_advantaged"]) == {200}
+    performance = pd.read_csv(folder / "performance.csv")
+    assert len(performance) == 15 * 3
+    s4_auc = performance.query("strategy == 'post_processing' and metric == 'auc'")
+    assert s4_auc["value"].isna().all()  # S4 gives decisions only
+    run = json.loads((folder / "run.json").read_text())
+    raw = mirror / "german_credit_lending" / "credit_customers.csv"
+    assert run["dataset"]["sha256"] == hashlib.sha256(raw.read_bytes()).hexdigest()
+    assert run["seeds"]["master"] == 42
+    assert run["config"]["n_resamples"] == 80
+    assert len(run["cells"]) == 15 and all("fit" in c["seconds"] for c in run["cells"])
+    assert set(run["versions"]) >= {"numpy", "pandas", "scikit-learn", "fairlearn"}
+
+
+def test_compas_counterfactual_flip_rates_by_channel(audit_repo) -> None:  # type: ignore[no-untyped-def]
+    """Race edits flip S0 decisions, never S1/S2 (race is not their feature); proxies differ."""
+    data = load_audit(audit_repo.manifests["compas"])
+    results = run_audit(data, config=BenchmarkConfig(jobs=2, max_iter=10, **SMALL))
+    cf = results.counterfactual
+    explicit = cf[cf["kind"] == "explicit"]
+    assert (explicit["n_changed"] > 0).all()
+    by_strategy = explicit.groupby("strategy")["flip_rate"]
+    assert by_strategy.min()["unawareness"] == 0.0 == by_strategy.max()["unawareness"]
+    assert by_strategy.max()["unawareness_proxy_removal"] == 0.0
+    assert by_strategy.min()["baseline"] > 0.1
+    proxy = cf[cf["kind"] == "proxy"].set_index(["strategy", "model"])["flip_rate"]
+    assert (proxy.loc["unawareness_proxy_removal"] == 0.0).all()  # CustodyStatus is not core
+    assert proxy.loc["unawareness"].max() > 0.1
+    # an edit of the race column reaches S4 through its sensitive feature
+    assert explicit.query("strategy == 'post_processing'")["flip_rate"].min() > 0
+    n_test = len(data.test_index)
+    assert ((cf["n_changed"] + cf["n_unchanged"]) == n_test).all()
+
+
+def test_one_failing_audit_loses_nothing_of_the_others(
+    audit_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A crash in one audit is named, exits non-zero, and the other audits' results are written."""
+    real = benchmark.run_audit
+
+    def flaky(data: AuditData, **kwargs: object) -> object:
+        if data.manifest.name == "german_credit_lending":
+            raise RuntimeError("simulated crash")
+        return real(data, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(benchmark, "run_audit", flaky)
+    out = tmp_path / "results"
+    code = main(["run", "german_credit_lending", "insurance_denial", "ai_fair_recruitment",
+                 "--audits", str(audit_repo.audits), "--out", str(out),
+                 "--n-resamples", "20", "--n-permutations", "20", "--jobs", "2"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "german_credit_lending: failed: RuntimeError: simulated crash" in captured.err
+    assert "skipped: ai_fair_recruitment: dataset unavailable" in captured.out
+    assert (out / "insurance_denial" / "fairness.csv").is_file()
+    assert not (out / "german_credit_lending").exists()
+    assert not list(out.glob(".*"))  # no half-written staging folder left behind
+    assert np.isfinite(pd.read_csv(out / "insurance_denial" / "fairness.csv")["value"]).any()
