@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import MIRRORED
 
 from faircode.data import load_audit
 from faircode.errors import DataUnavailableError
@@ -23,13 +24,6 @@ SEVEN = (
     "tenant_screening",
 )
 AUDITS = Path(__file__).resolve().parent.parent / "audits"
-MIRRORED = (
-    "benefits_denial",
-    "compas",
-    "german_credit_lending",
-    "healthcare_readmission",
-    "insurance_denial",
-)
 
 
 def test_seven_manifests_are_shipped_and_load() -> None:

@@ -6,18 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import MIRRORED
 
 from faircode.cli import main
 from faircode.data import load_audit
 from faircode.manifest import load_manifest
 
-MIRRORED = (
-    "benefits_denial",
-    "compas",
-    "german_credit_lending",
-    "healthcare_readmission",
-    "insurance_denial",
-)
 UNAVAILABLE = ("ai_fair_recruitment", "tenant_screening")
 
 
