@@ -315,9 +315,12 @@ def write_audit(
             ],
         }
         (staging / "run.json").write_text(json.dumps(run, indent=2) + "\n")
+        # Swap folders by renames only: the previous results survive until the new ones are in.
+        previous = staging.with_name(staging.name + ".previous")
         if final.exists():
-            shutil.rmtree(final)
+            os.replace(final, previous)
         os.replace(staging, final)
+        shutil.rmtree(previous, ignore_errors=True)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

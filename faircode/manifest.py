@@ -23,15 +23,14 @@ Design decisions
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal, cast, get_args
 
 import yaml
 
+from faircode._schema import Checker, Scalar, UniqueKeyLoader
 from faircode.errors import ConfigError, ManifestError, config_error
 from faircode.perturb import AxisSpec, axis_from_config
 
@@ -52,7 +51,6 @@ __all__ = [
     "repository_root",
 ]
 
-Scalar = str | int | float | bool
 Operator = Literal["isin", "not_isin", "equals", "not_equals", "notna"]
 TargetMethod = Literal["binary", "equals", "isin", "above_median"]
 AttributeType = Literal["categorical", "numeric_threshold", "age_interval_threshold"]
@@ -261,101 +259,6 @@ class Manifest:
 # --------------------------------------------------------------------------------------------
 
 
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """A safe YAML loader that rejects a key repeated within one mapping."""
-
-
-def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    seen: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        try:
-            duplicate = key in seen
-        except TypeError:  # unhashable key: reported later as an unknown key
-            duplicate = False
-            key = repr(key)
-        if duplicate:
-            line = key_node.start_mark.line + 1
-            raise ManifestError(f"line {line}: key {key!r} appears twice in one mapping")
-        seen[key] = loader.construct_object(value_node, deep=True)
-    return seen
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
-class _Checker:
-    """Typed accessors that raise one-line :class:`ManifestError` messages prefixed by the file."""
-
-    def __init__(self, file: Path) -> None:
-        self.file = file
-
-    def fail(self, where: str, expected: str, got: object) -> ManifestError:
-        return cast(
-            ManifestError, config_error(f"{self.file}: {where}", expected, got, cls=ManifestError)
-        )
-
-    def mapping(self, value: object, where: str, keys: Mapping[str, bool]) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(where or "top level", "a mapping", value)
-        prefix = f"{where}." if where else ""
-        for key in value:
-            if key not in keys:
-                raise self.fail(f"{prefix}{key}", f"one of the keys {', '.join(keys)}", key)
-        for key, required in keys.items():
-            if required and key not in value:
-                raise ManifestError(
-                    f"{self.file}: {prefix}{key}: expected a value (required key), got nothing"
-                )
-        return value
-
-    def string(self, value: object, where: str) -> str:
-        if not isinstance(value, str) or not value.strip():
-            raise self.fail(where, "a non-empty string", value)
-        return value
-
-    def optional_string(self, value: object, where: str) -> str | None:
-        return None if value is None else self.string(value, where)
-
-    def scalar(self, value: object, where: str) -> Scalar:
-        if isinstance(value, float) and not math.isfinite(value):
-            raise self.fail(where, "a finite number, string or boolean", value)
-        if not isinstance(value, str | int | float | bool):
-            raise self.fail(where, "a string, number or boolean", value)
-        return value
-
-    def scalars(self, value: object, where: str) -> tuple[Scalar, ...]:
-        if not isinstance(value, list) or not value:
-            raise self.fail(where, "a non-empty list", value)
-        return tuple(self.scalar(v, f"{where}[{i}]") for i, v in enumerate(value))
-
-    def columns(self, value: object, where: str, *, allow_empty: bool) -> tuple[str, ...]:
-        if not isinstance(value, list) or (not value and not allow_empty):
-            raise self.fail(
-                where, "a list of column names" + ("" if allow_empty else " (non-empty)"), value
-            )
-        names = tuple(self.string(v, f"{where}[{i}]") for i, v in enumerate(value))
-        for i, name in enumerate(names):
-            if name in names[:i]:
-                raise self.fail(f"{where}[{i}]", "each column listed once", name)
-        return names
-
-    def number(self, value: object, where: str) -> float:
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-        ):
-            raise self.fail(where, "a finite number", value)
-        return float(value)
-
-    def choice(self, value: object, where: str, options: tuple[str, ...]) -> str:
-        if not isinstance(value, str) or value not in options:
-            raise self.fail(where, f"one of {', '.join(options)}", value)
-        return value
-
-
 def repository_root(manifest_dir: Path) -> Path:
     """Return the nearest ancestor of ``manifest_dir`` holding ``.git`` or ``pyproject.toml``."""
     manifest_dir = manifest_dir.resolve()
@@ -365,7 +268,7 @@ def repository_root(manifest_dir: Path) -> Path:
     return manifest_dir.parent.parent if manifest_dir.parent != manifest_dir else manifest_dir
 
 
-def _parse_dataset(c: _Checker, raw: object, root: Path) -> DatasetSpec:
+def _parse_dataset(c: Checker, raw: object, root: Path) -> DatasetSpec:
     data = c.mapping(raw, "dataset", _DATASET_KEYS)
     declared = c.string(data["path"], "dataset.path")
     if PurePosixPath(declared).is_absolute() or PureWindowsPath(declared).is_absolute():
@@ -392,7 +295,7 @@ def _parse_dataset(c: _Checker, raw: object, root: Path) -> DatasetSpec:
     return DatasetSpec(path=resolved, declared_path=declared, sha256=sha, source=source)
 
 
-def _parse_filter(c: _Checker, raw: object, where: str) -> RowFilter:
+def _parse_filter(c: Checker, raw: object, where: str) -> RowFilter:
     data = c.mapping(raw, where, _FILTER_KEYS)
     column = c.string(data["column"], f"{where}.column")
     ops = [op for op in OPERATORS if op in data]
@@ -411,7 +314,7 @@ def _parse_filter(c: _Checker, raw: object, where: str) -> RowFilter:
     return RowFilter(column=column, operator=cast(Operator, op), value=value)
 
 
-def _parse_target(c: _Checker, raw: object) -> Target:
+def _parse_target(c: Checker, raw: object) -> Target:
     if not isinstance(raw, dict):
         raise c.fail("target", "a mapping", raw)
     method = c.choice(raw.get("method"), "target.method", TARGET_METHODS)
@@ -428,7 +331,7 @@ def _parse_target(c: _Checker, raw: object) -> Target:
     )
 
 
-def _parse_attribute(c: _Checker, raw: object, where: str) -> ProtectedAttribute:
+def _parse_attribute(c: Checker, raw: object, where: str) -> ProtectedAttribute:
     if not isinstance(raw, dict):
         raise c.fail(where, "a mapping", raw)
     kind = c.choice(raw.get("type"), f"{where}.type", ATTRIBUTE_TYPES)
@@ -470,7 +373,7 @@ def _parse_attribute(c: _Checker, raw: object, where: str) -> ProtectedAttribute
     )
 
 
-def _parse(c: _Checker, doc: dict[str, Any], root: Path) -> Manifest:
+def _parse(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
     data = c.mapping(doc, "", _TOP_KEYS)
     name = c.string(data["name"], "name")
     if not _NAME_RE.match(name):
@@ -542,7 +445,7 @@ def _parse(c: _Checker, doc: dict[str, Any], root: Path) -> Manifest:
 
 
 def _parse_counterfactual_axes(
-    c: _Checker, raw: object, *, features: tuple[str, ...]
+    c: Checker, raw: object, *, features: tuple[str, ...]
 ) -> tuple[CounterfactualAxis, ...]:
     """``counterfactual_axes``: a list of axes (see :func:`axis_from_config`) plus ``columns``."""
     if raw is None:
@@ -577,7 +480,7 @@ def _parse_counterfactual_axes(
 def load_manifest(path: Path | str, *, root: Path | None = None) -> Manifest:
     """Read and validate the manifest at ``path``; raise :class:`ManifestError` if invalid."""
     file = Path(path)
-    c = _Checker(file)
+    c = Checker(file)
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -585,7 +488,7 @@ def load_manifest(path: Path | str, *, root: Path | None = None) -> Manifest:
     if not text.strip():
         raise c.fail("top level", "a YAML mapping", "") from None
     try:
-        doc = yaml.load(text, Loader=_UniqueKeyLoader)
+        doc = yaml.load(text, Loader=UniqueKeyLoader)
     except ManifestError as exc:
         raise ManifestError(f"{file}: {exc}") from None
     except yaml.YAMLError as exc:

@@ -128,3 +128,25 @@ def test_one_failing_audit_loses_nothing_of_the_others(
     assert not (out / "german_credit_lending").exists()
     assert not list(out.glob(".*"))  # no half-written staging folder left behind
     assert np.isfinite(pd.read_csv(out / "insurance_denial" / "fairness.csv")["value"]).any()
+
+
+def test_rewriting_results_replaces_the_folder_and_leaves_no_staging(
+    insurance: AuditData, tmp_path: Path
+) -> None:
+    """A second write replaces the audit's folder whole; no temporary folder is left behind."""
+    from faircode.benchmark import AuditResults, write_audit
+
+    def results(value: float) -> AuditResults:
+        frame = pd.DataFrame({"audit": ["insurance_denial"], "value": [value]})
+        return AuditResults(frame, frame, frame, frame, cells=())
+
+    config = BenchmarkConfig(jobs=1)
+    write_audit(insurance, results(1.0), config=config, out_dir=tmp_path, provenance_record={})
+    (tmp_path / "insurance_denial" / "stale.txt").write_text("from an older run")
+    folder = write_audit(insurance, results(2.0), config=config, out_dir=tmp_path,
+                         provenance_record={})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["insurance_denial"]
+    assert not (folder / "stale.txt").exists()
+    assert pd.read_csv(folder / "fairness.csv")["value"].tolist() == [2.0]
+    run = json.loads((folder / "run.json").read_text())
+    assert run["rows"]["train"] + run["rows"]["test"] == len(insurance.y)
