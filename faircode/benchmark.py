@@ -289,8 +289,8 @@ def write_audit(
     staging = Path(tempfile.mkdtemp(prefix=f".{manifest.name}-", dir=out_dir))
     try:
         for name in ("fairness", "performance", "intersectional", "counterfactual"):
-            getattr(results, name).to_csv(staging / f"{name}.csv", index=False,
-                                          float_format="%.10g")
+            # default float formatting is the shortest exact repr: numbers round-trip
+            getattr(results, name).to_csv(staging / f"{name}.csv", index=False)
         run = {
             "audit": manifest.name,
             "title": manifest.title,

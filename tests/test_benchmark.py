@@ -133,7 +133,7 @@ def test_one_failing_audit_loses_nothing_of_the_others(
 def test_rewriting_results_replaces_the_folder_and_leaves_no_staging(
     insurance: AuditData, tmp_path: Path
 ) -> None:
-    """A second write replaces the audit's folder whole; no temporary folder is left behind."""
+    """A second write replaces the folder whole, leaves no temporary folder, keeps exact floats."""
     from faircode.benchmark import AuditResults, write_audit
 
     def results(value: float) -> AuditResults:
@@ -143,10 +143,11 @@ def test_rewriting_results_replaces_the_folder_and_leaves_no_staging(
     config = BenchmarkConfig(jobs=1)
     write_audit(insurance, results(1.0), config=config, out_dir=tmp_path, provenance_record={})
     (tmp_path / "insurance_denial" / "stale.txt").write_text("from an older run")
-    folder = write_audit(insurance, results(2.0), config=config, out_dir=tmp_path,
+    folder = write_audit(insurance, results(1 / 2001), config=config, out_dir=tmp_path,
                          provenance_record={})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["insurance_denial"]
     assert not (folder / "stale.txt").exists()
-    assert pd.read_csv(folder / "fairness.csv")["value"].tolist() == [2.0]
+    # numbers round-trip exactly (a p-value of 1/(1+P) must not be rounded below its floor)
+    assert pd.read_csv(folder / "fairness.csv")["value"].tolist() == [1 / 2001]
     run = json.loads((folder / "run.json").read_text())
     assert run["rows"]["train"] + run["rows"]["test"] == len(insurance.y)
