@@ -16,10 +16,11 @@ import time
 from pathlib import Path
 
 from faircode.benchmark import run_audit
+from faircode.cli import resolve_manifests
 from faircode.config import BenchmarkConfig
 from faircode.data import load_audit
 from faircode.errors import DataUnavailableError
-from faircode.manifest import discover_manifests, load_manifest
+from faircode.manifest import load_manifest
 
 
 def main() -> None:
@@ -32,9 +33,7 @@ def main() -> None:
     config = BenchmarkConfig(n_resamples=args.n_resamples, n_permutations=args.n_permutations)
     if args.jobs:
         config = config.replace(jobs=args.jobs)
-    paths = discover_manifests(Path("audits"))
-    if args.audits:
-        paths = [p for p in paths if p.parent.name in args.audits]
+    paths = resolve_manifests(Path("audits"), args.audits)
     print(f"B = {config.n_resamples}, P = {config.n_permutations}, jobs = {config.jobs}")
     header = f"{'audit':<24}{'rows':>8}{'wall s':>9}{'fit':>8}{'predict':>9}{'stats':>8}{'cf':>7}"
     print(header)

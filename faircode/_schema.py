@@ -3,7 +3,9 @@
 Private helpers of :mod:`faircode.manifest`: :class:`Checker` turns "is this value of the right
 shape?" into a :class:`~faircode.errors.ManifestError` whose one line names the file, the key
 path, the expectation and the value with its type; :class:`UniqueKeyLoader` is PyYAML's safe
-loader that also refuses a key repeated within one mapping (plain ``safe_load`` keeps the last).
+loader that also refuses a key repeated within one mapping (plain ``safe_load`` keeps the last);
+it raises :class:`~faircode.errors.ConfigError` and every YAML reader of faircode (manifests,
+axes files) uses it and prefixes the error with its file.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any, cast
 
 import yaml
 
-from faircode.errors import ManifestError, config_error
+from faircode.errors import ConfigError, ManifestError, config_error
 
 Scalar = str | int | float | bool
 
@@ -38,7 +40,7 @@ def _construct_mapping(loader: UniqueKeyLoader, node: yaml.MappingNode) -> dict[
             key = repr(key)
         if duplicate:
             line = key_node.start_mark.line + 1
-            raise ManifestError(f"line {line}: key {key!r} appears twice in one mapping")
+            raise ConfigError(f"line {line}: key {key!r} appears twice in one mapping")
         seen[key] = loader.construct_object(value_node, deep=True)
     return seen
 

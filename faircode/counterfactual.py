@@ -36,6 +36,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from faircode import stats
+from faircode._schema import UniqueKeyLoader
 from faircode.data import AuditData, disadvantaged_mask
 from faircode.errors import ConfigError, PerturbationError, config_error
 from faircode.perturb import AxisSpec, Perturbation, PerturbationKind, axis_from_config, perturb
@@ -119,10 +121,8 @@ def flip_rates(
         )
     if mask.dtype != np.bool_:
         raise TypeError(f"changed: expected a boolean array, got dtype {mask.dtype}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence: expected a value in (0, 1), got {confidence!r}")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
-        raise ValueError(f"n_resamples: expected a positive int, got {n_resamples!r}")
+    stats.check_confidence(confidence)
+    stats.check_positive_int("n_resamples", n_resamples)
     n_changed = int(mask.sum())
     n_unchanged = int(mask.size - n_changed)
     if n_changed == 0:
@@ -136,9 +136,8 @@ def flip_rates(
     down = np.count_nonzero((b == favourable) & (a != favourable)) / n_changed
     rng = np.random.default_rng(seed)
     shares = rng.binomial(n_changed, rate, size=n_resamples) / n_changed
-    alpha = 1.0 - confidence
-    low, high = np.quantile(shares, [alpha / 2, 1 - alpha / 2])
-    return FlipRateResult(axis, kind, rate, float(low), float(high), float(up), float(down),
+    low, high = stats.percentile_interval(shares, confidence=confidence)
+    return FlipRateResult(axis, kind, rate, low, high, float(up), float(down),
                           n_changed, n_unchanged, n_flipped, "")
 
 
@@ -193,7 +192,9 @@ def load_axes(path: Path) -> tuple[AxisSpec, ...]:
     except OSError as exc:
         raise ConfigError(f"{where}: cannot read axes file ({exc.strerror})") from exc
     try:
-        doc = yaml.safe_load(text)
+        doc = yaml.load(text, Loader=UniqueKeyLoader)
+    except ConfigError as exc:  # a repeated key would otherwise silently drop a substitution
+        raise ConfigError(f"{where}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""

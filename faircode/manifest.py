@@ -489,7 +489,7 @@ def load_manifest(path: Path | str, *, root: Path | None = None) -> Manifest:
         raise c.fail("top level", "a YAML mapping", "") from None
     try:
         doc = yaml.load(text, Loader=UniqueKeyLoader)
-    except ManifestError as exc:
+    except ConfigError as exc:  # a repeated key, from UniqueKeyLoader
         raise ManifestError(f"{file}: {exc}") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -287,6 +287,16 @@ def test_load_axes_missing_file(tmp_path: Path) -> None:
         load_axes(tmp_path / "nope.yaml")
 
 
+def test_load_axes_refuses_a_repeated_key(tmp_path: Path) -> None:
+    """A key written twice in one mapping is an error naming the file and line, not a silent drop."""
+    path = tmp_path / "axes.yaml"
+    path.write_text("- name: g\n  substitutions:\n    - pattern: he\n      replacement: she\n"
+                    "      replacement: they\n")
+    with pytest.raises(ConfigError) as info:
+        load_axes(path)
+    assert str(info.value) == f"{path}: line 5: key 'replacement' appears twice in one mapping"
+
+
 # --- perturb_jsonl --------------------------------------------------------------------------
 
 GENDER = AxisSpec("gender", (Substitution("he", "she"), Substitution("Greg", "Jamal", kind=PROXY)))
