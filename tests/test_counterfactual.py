@@ -288,7 +288,7 @@ def test_load_axes_missing_file(tmp_path: Path) -> None:
 
 
 def test_load_axes_refuses_a_repeated_key(tmp_path: Path) -> None:
-    """A key written twice in one mapping is an error naming the file and line, not a silent drop."""
+    """A key written twice in one mapping is an error naming file and line, not a silent drop."""
     path = tmp_path / "axes.yaml"
     path.write_text("- name: g\n  substitutions:\n    - pattern: he\n      replacement: she\n"
                     "      replacement: they\n")
