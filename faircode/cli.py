@@ -246,11 +246,41 @@ def _add_perturb(subparsers: argparse._SubParsersAction, common: argparse.Argume
     parser.set_defaults(handler=_cmd_perturb)
 
 
+# ------------------------------------------------------------------------------ report
+
+
+def _add_report(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    def handler(args: argparse.Namespace) -> int:
+        from faircode.benchmark import provenance
+        from faircode.report import write_report
+
+        lock = Path("dvc.lock")
+        outputs = write_report(
+            Path(args.results), audits_dir=Path(args.audits), only=tuple(args.audit),
+            metric=args.metric, model=args.model, provenance=provenance(),
+            dvc_lock=lock if lock.is_file() else None)
+        print(f"wrote {outputs.summary}, {len(outputs.tables)} tables, "
+              f"{len(outputs.figures)} figures (PNG+PDF), {len(outputs.plots)} plot files, "
+              f"{outputs.html}")
+        return EXIT_OK
+
+    parser = subparsers.add_parser(
+        "report", parents=[common],
+        help="summary.csv, paper tables, figures and report.html from a results folder")
+    parser.add_argument("--results", default="results", help="results folder (default: results)")
+    parser.add_argument("--metric", default="demographic_parity",
+                        help="fairness metric of the paper table and figures "
+                             "(default: demographic_parity)")
+    parser.add_argument("--model", help="one model family (default: every family)")
+    parser.set_defaults(handler=handler)
+
+
 SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], None], ...] = (
     _add_data,
     _add_validate,
     _add_run,
     _add_perturb,
+    _add_report,
 )
 
 

@@ -1,0 +1,287 @@
+"""The report's figures: matplotlib (Agg), PNG and PDF, sized for a 3.3-inch paper column.
+
+Design decisions
+----------------
+* Okabe-Ito colours (distinguishable under the common colour-vision deficiencies) and a second
+  channel for every colour: each model family also has its own marker, so a grey-scale print
+  still reads.  The heatmap uses the ColorBrewer ``PuOr`` diverging map centred on parity.
+* Drawn at print size (3.3 in wide, 7 pt text), never scaled down from a screen-sized figure.
+* A value that is not a number is written as "n/a" (or "uninf." for degenerate decisions) in
+  the plot, never drawn as a point at 0.
+* Deterministic files: no creation date in the PDF, no software tag in the PNG.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from faircode.report import (  # noqa: E402
+    MODELS,
+    STRATEGIES,
+    UNINFORMATIVE_NOTE,
+    metric_reference,
+    notes_of,
+    ordered,
+    strategy_code,
+)
+from faircode.report_tables import Context  # noqa: E402
+
+__all__ = ["FAMILY_STYLE", "OKABE_ITO", "FigureFile", "write_figures"]
+
+OKABE_ITO = {"black": "#000000", "orange": "#E69F00", "sky_blue": "#56B4E9",
+             "green": "#009E73", "yellow": "#F0E442", "blue": "#0072B2",
+             "vermillion": "#D55E00", "purple": "#CC79A7"}
+FAMILY_STYLE = {"logistic_regression": (OKABE_ITO["blue"], "o"),
+                "random_forest": (OKABE_ITO["orange"], "s"),
+                "gradient_boosting": (OKABE_ITO["purple"], "^")}
+_EXTRA_STYLE = [(OKABE_ITO["green"], "D"), (OKABE_ITO["vermillion"], "v"),
+                (OKABE_ITO["sky_blue"], "P")]
+STRATEGY_COLOURS = [OKABE_ITO[c] for c in ("black", "orange", "sky_blue", "green",
+                                             "vermillion", "blue", "purple")]
+WIDTH = 3.3
+RC = {"font.size": 7, "axes.labelsize": 7, "axes.titlesize": 7, "xtick.labelsize": 6.5,
+      "ytick.labelsize": 6.5, "legend.fontsize": 6.5, "lines.linewidth": 0.8,
+      "lines.markersize": 3.5, "axes.linewidth": 0.6, "xtick.major.width": 0.6,
+      "ytick.major.width": 0.6, "errorbar.capsize": 1.5, "font.family": "DejaVu Sans",
+      "pdf.fonttype": 42, "svg.hashsalt": "faircode", "axes.spines.top": False,
+      "axes.spines.right": False}
+SHORT = {"logistic_regression": "LR", "random_forest": "RF", "gradient_boosting": "GB"}
+
+
+@dataclass(frozen=True, slots=True)
+class FigureFile:
+    """One written figure: its PNG, its PDF and the caption the report prints under it."""
+
+    name: str
+    png: Path
+    pdf: Path
+    caption: str
+
+
+def family_style(model: str, models: list[str]) -> tuple[str, str]:
+    """Colour and marker of a model family (extra families get the spare Okabe-Ito colours)."""
+    if model in FAMILY_STYLE:
+        return FAMILY_STYLE[model]
+    extra = [m for m in models if m not in FAMILY_STYLE]
+    return _EXTRA_STYLE[extra.index(model) % len(_EXTRA_STYLE)]
+
+
+def _save(fig: Figure, out: Path, name: str, caption: str) -> FigureFile:
+    out.mkdir(parents=True, exist_ok=True)
+    png, pdf = out / f"{name}.png", out / f"{name}.pdf"
+    fig.savefig(png, dpi=300, bbox_inches="tight", pad_inches=0.02,
+                metadata={"Software": None})
+    fig.savefig(pdf, bbox_inches="tight", pad_inches=0.02,
+                metadata={"CreationDate": None, "Creator": "faircode", "Producer": None})
+    plt.close(fig)
+    return FigureFile(name, png, pdf, caption)
+
+
+def _uninformative(frame: pd.DataFrame) -> pd.Series:
+    return frame["note"].map(lambda n: UNINFORMATIVE_NOTE in notes_of(n))
+
+
+def _label(metric: str) -> str:
+    return metric.replace("_", " ")
+
+
+def by_strategy(ctx: Context, audit: str, out: Path) -> FigureFile | None:
+    """Per audit: strategies x families with CI error bars, one panel per attribute."""
+    frame = ctx.fairness[(ctx.fairness["audit"] == audit)
+                         & (ctx.fairness["metric"] == ctx.metric)
+                         & ctx.fairness["model"].isin(ctx.models)]
+    if frame.empty:
+        return None
+    attrs = ordered(frame["protected_attribute"], ())
+    strategies = ordered(frame["strategy"], STRATEGIES)
+    models = ordered(frame["model"], MODELS)
+    ref = metric_reference(ctx.metric)
+    fig, axes = plt.subplots(len(attrs), 1, figsize=(WIDTH, 0.5 + 1.25 * len(attrs)),
+                             sharex=True, squeeze=False)
+    offsets = np.linspace(-0.22, 0.22, len(models)) if len(models) > 1 else np.zeros(1)
+    for ax, attr in zip(axes[:, 0], attrs, strict=True):
+        ax.axhline(ref, color="0.6", lw=0.6, zorder=0)
+        sub = frame[frame["protected_attribute"] == attr]
+        for model, dx in zip(models, offsets, strict=True):
+            colour, marker = family_style(model, models)
+            rows = sub[sub["model"] == model].set_index("strategy").reindex(strategies)
+            bad = rows["note"].fillna("").map(lambda n: UNINFORMATIVE_NOTE in notes_of(n))
+            y = rows["value"].astype(float).where(~bad).to_numpy()
+            lo, hi = rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float)
+            x = np.arange(len(strategies)) + dx
+            err = np.vstack([y - lo, hi - y])
+            ax.errorbar(x, y, yerr=np.where(np.isnan(err), 0, err), fmt=marker, color=colour,
+                        ms=3.2, elinewidth=0.7, label=SHORT.get(model, model))
+            for xi, yi, b in zip(x, y, bad, strict=True):
+                if np.isnan(yi):
+                    ax.text(xi, 0.97, "uninf." if b else "n/a", transform=ax.get_xaxis_transform(),
+                            ha="center", va="top", fontsize=5, color="0.35", rotation=90)
+        ax.set_ylabel(attr)
+        ax.grid(axis="y", color="0.9", lw=0.5)
+    axes[-1, 0].set_xticks(range(len(strategies)), [strategy_code(s) for s in strategies])
+    axes[0, 0].legend(ncols=len(models), loc="lower left", bbox_to_anchor=(0, 1.0),
+                      frameon=False, handletextpad=0.2, columnspacing=0.8, borderaxespad=0.2)
+    fig.supylabel(_label(ctx.metric), fontsize=7, x=0.0)
+    fig.align_ylabels(axes[:, 0])
+    pct = f"{ctx.confidence:.0%}"
+    return _save(fig, out, f"{audit}_{ctx.metric}_by_strategy",
+                 f"{audit}: {ctx.metric} per strategy and model family ({pct} bootstrap CIs; "
+                 f"grey line: parity).")
+
+
+def heatmap(ctx: Context, out: Path) -> FigureFile | None:
+    """Cross-audit heatmap: audit x attribute rows, strategy columns, mean gap over families."""
+    frame = ctx.fairness[(ctx.fairness["metric"] == ctx.metric)
+                         & ctx.fairness["model"].isin(ctx.models)]
+    frame = frame.assign(v=frame["value"].where(~_uninformative(frame)))
+    if frame.empty:
+        return None
+    strategies = ordered(frame["strategy"], STRATEGIES)
+    grid = frame.pivot_table(index=["audit", "protected_attribute"], columns="strategy",
+                             values="v", aggfunc="mean", sort=False)
+    grid = grid.reindex(columns=strategies)
+    ref = metric_reference(ctx.metric)
+    values = grid.to_numpy(float) - ref
+    span = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
+    span = span or 1.0
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.45 + 0.2 * len(grid)))
+    cmap = matplotlib.colormaps["PuOr"].copy()
+    cmap.set_bad("0.85")
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=-span, vmax=span,
+                      aspect="auto")
+    for (i, j), v in np.ndenumerate(values):
+        dark = not np.isnan(v) and abs(v) > 0.6 * span
+        ax.text(j, i, "n/a" if np.isnan(v) else f"{v + ref:.2f}", ha="center", va="center",
+                fontsize=5.5, color="white" if dark else "black")
+    ax.set_xticks(range(len(strategies)), [strategy_code(s) for s in strategies])
+    ax.xaxis.tick_top()
+    ax.set_yticks(range(len(grid)), [f"{a} · {b}" for a, b in grid.index])
+    ax.tick_params(length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
+    bar.ax.tick_params(labelsize=5.5, length=2)
+    if ref:
+        bar.ax.set_yticks(bar.get_ticks(), [f"{t + ref:.2f}" for t in bar.get_ticks()])
+    bar.set_label(_label(ctx.metric), fontsize=6)
+    what = "mean over " + (f"{len(ctx.models)} model families" if len(ctx.models) > 1
+                           else ctx.models[0])
+    return _save(fig, out, f"heatmap_{ctx.metric}",
+                 f"{ctx.metric} by audit, attribute and strategy ({what}; grey: n/a).")
+
+
+def floor_figure(ctx: Context, floor: pd.DataFrame, out: Path) -> FigureFile | None:
+    """|S3|-|S2| and |S4|-|S2| with conservative intervals, per audit x attribute x family."""
+    floor = floor[floor["model"].isin(ctx.models)] if not floor.empty else floor
+    if floor.empty:
+        return None
+    pairs = list(dict.fromkeys(zip(floor["audit"], floor["protected_attribute"], strict=True)))
+    strategies = ordered(floor["strategy"], STRATEGIES)
+    models = ordered(floor["model"], MODELS)
+    slots = [(s, m) for s in strategies for m in models]
+    offsets = np.linspace(-0.3, 0.3, len(slots)) if len(slots) > 1 else np.zeros(1)
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.7 + 0.42 * len(pairs)))
+    ax.axvline(0, color="0.5", lw=0.6, zorder=0)
+    index = floor.set_index(["audit", "protected_attribute", "strategy", "model"])
+    colours = {s: STRATEGY_COLOURS[STRATEGIES.index(s)] if s in STRATEGIES else "0.3"
+               for s in strategies}
+    for (s, m), dy in zip(slots, offsets, strict=True):
+        keys = [(a, b, s, m) for a, b in pairs]
+        rows = index.reindex(keys)
+        y = np.arange(len(pairs)) + dy
+        x = rows["difference"].to_numpy(float)
+        err = np.vstack([x - rows["low"].to_numpy(float), rows["high"].to_numpy(float) - x])
+        ax.errorbar(x, y, xerr=np.where(np.isnan(err), 0, err), fmt=family_style(m, models)[1],
+                    color=colours[s], ms=2.8, elinewidth=0.6, capsize=1.0)
+        for yi, xi in zip(y, x, strict=True):
+            if np.isnan(xi):
+                ax.text(0.99, yi, "n/a", transform=ax.get_yaxis_transform(), ha="right",
+                        va="center", fontsize=5, color="0.35")
+    ax.set_yticks(range(len(pairs)), [f"{a} · {b}" for a, b in pairs])
+    ax.invert_yaxis()
+    ax.set_xlabel(f"|S_m| − |S2| ({_label(ctx.metric)}; < 0: closer to parity than S2)")
+    ax.grid(axis="x", color="0.9", lw=0.5)
+    from matplotlib.lines import Line2D
+    handles = [Line2D([], [], color=colours[s], marker="s", ls="", ms=3.5,
+                      label=f"{strategy_code(s)} − S2") for s in strategies]
+    handles += [Line2D([], [], color="0.3", marker=family_style(m, models)[1], ls="", ms=3,
+                       label=SHORT.get(m, m)) for m in models]
+    ax.legend(handles=handles, ncols=len(handles), loc="lower left", bbox_to_anchor=(0, 1.0),
+              frameon=False, handletextpad=0.1, columnspacing=0.6, borderaxespad=0.2)
+    cover = 1 - 2 * (1 - ctx.confidence)
+    return _save(fig, out, f"residual_floor_{ctx.metric}",
+                 f"Residual floor of {ctx.metric}: mitigated distance from parity minus S2's, "
+                 f"with conservative intervals (coverage >= {cover:.0%}); an interval through 0 "
+                 "means not distinguishable from S2.")
+
+
+def tradeoff(ctx: Context, audit: str, out: Path) -> FigureFile | None:
+    """Per audit: accuracy against distance from parity, strategies by colour, families by marker."""
+    perf = ctx.inputs.performance
+    perf = perf[(perf["audit"] == audit) & (perf["metric"] == "accuracy")
+                & perf["model"].isin(ctx.models)]
+    fair = ctx.fairness[(ctx.fairness["audit"] == audit) & (ctx.fairness["metric"] == ctx.metric)
+                        & ctx.fairness["model"].isin(ctx.models)]
+    if perf.empty or fair.empty:
+        return None
+    ref = metric_reference(ctx.metric)
+    attrs = ordered(fair["protected_attribute"], ())
+    strategies = ordered(fair["strategy"], STRATEGIES)
+    models = ordered(fair["model"], MODELS)
+    fig, axes = plt.subplots(1, len(attrs), figsize=(WIDTH, 1.75), sharey=True, squeeze=False)
+    acc = perf.set_index(["strategy", "model"])
+    for ax, attr in zip(axes[0], attrs, strict=True):
+        sub = fair[fair["protected_attribute"] == attr].set_index(["strategy", "model"])
+        for s in strategies:
+            for m in models:
+                if (s, m) not in sub.index or (s, m) not in acc.index:
+                    continue
+                f, a = sub.loc[(s, m)], acc.loc[(s, m)]
+                if UNINFORMATIVE_NOTE in notes_of(f["note"]) or pd.isna(f["value"]):
+                    continue
+                x = abs(float(f["value"]) - ref)
+                lo = min(abs(f["ci_low"] - ref), abs(f["ci_high"] - ref))
+                lo = 0.0 if f["ci_low"] - ref <= 0 <= f["ci_high"] - ref else lo
+                hi = max(abs(f["ci_low"] - ref), abs(f["ci_high"] - ref))
+                xerr = [[max(x - lo, 0)], [max(hi - x, 0)]] if np.isfinite([lo, hi]).all() \
+                    else None
+                yerr = [[a["value"] - a["ci_low"]], [a["ci_high"] - a["value"]]]
+                colour = STRATEGY_COLOURS[STRATEGIES.index(s)] if s in STRATEGIES else "0.3"
+                ax.errorbar([x], [a["value"]], xerr=xerr, yerr=yerr,
+                            fmt=family_style(m, models)[1], color=colour, ms=3,
+                            elinewidth=0.4, capsize=0, alpha=0.9)
+        ax.set_title(attr, pad=2)
+        ax.set_xlabel(f"|{_label(ctx.metric)}" + (" − 1|" if ref else "|"))
+        ax.grid(color="0.92", lw=0.5)
+        ax.set_xlim(left=0)
+    axes[0, 0].set_ylabel("accuracy")
+    from matplotlib.lines import Line2D
+    handles = [Line2D([], [], color=STRATEGY_COLOURS[STRATEGIES.index(s)] if s in STRATEGIES
+                      else "0.3", marker="s", ls="", ms=3.5, label=strategy_code(s))
+               for s in strategies]
+    handles += [Line2D([], [], color="0.3", marker=family_style(m, models)[1], ls="", ms=3,
+                       label=SHORT.get(m, m)) for m in models]
+    fig.legend(handles=handles, ncols=len(handles), loc="lower center",
+               bbox_to_anchor=(0.5, 1.0), frameon=False, handletextpad=0.1, columnspacing=0.6)
+    return _save(fig, out, f"{audit}_tradeoff_{ctx.metric}",
+                 f"{audit}: accuracy against distance from parity of {ctx.metric}, per strategy "
+                 f"(colour) and model family (marker), with {ctx.confidence:.0%} CIs.")
+
+
+def write_figures(ctx: Context, *, floor: pd.DataFrame, out: Path) -> tuple[FigureFile, ...]:
+    """Write every figure (PNG and PDF) into ``out``; return them in report order."""
+    with matplotlib.rc_context(RC):
+        figures = [heatmap(ctx, out), floor_figure(ctx, floor, out)]
+        for audit in ctx.inputs.runs:
+            figures += [by_strategy(ctx, audit, out), tradeoff(ctx, audit, out)]
+    return tuple(f for f in figures if f is not None)
