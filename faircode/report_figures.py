@@ -21,6 +21,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
@@ -79,10 +80,9 @@ def family_style(model: str, models: list[str]) -> tuple[str, str]:
 def _save(fig: Figure, out: Path, name: str, caption: str) -> FigureFile:
     out.mkdir(parents=True, exist_ok=True)
     png, pdf = out / f"{name}.png", out / f"{name}.pdf"
-    fig.savefig(png, dpi=300, bbox_inches="tight", pad_inches=0.02,
-                metadata={"Software": None})
-    fig.savefig(pdf, bbox_inches="tight", pad_inches=0.02,
-                metadata={"CreationDate": None, "Creator": "faircode", "Producer": None})
+    # constrained layout, no bbox "tight": the file keeps the exact column width
+    fig.savefig(png, dpi=300, metadata={"Software": None})
+    fig.savefig(pdf, metadata={"CreationDate": None, "Creator": "faircode", "Producer": None})
     plt.close(fig)
     return FigureFile(name, png, pdf, caption)
 
@@ -93,6 +93,16 @@ def _uninformative(frame: pd.DataFrame) -> pd.Series:
 
 def _label(metric: str) -> str:
     return metric.replace("_", " ")
+
+
+def _row_label(audit: str, attribute: str) -> str:
+    """Two lines, so long audit names do not widen a column-width figure."""
+    return f"{audit}\n{attribute}"
+
+
+def _fmt(x: float) -> str:
+    text = f"{x:.2f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
 def by_strategy(ctx: Context, audit: str, out: Path) -> FigureFile | None:
@@ -106,8 +116,8 @@ def by_strategy(ctx: Context, audit: str, out: Path) -> FigureFile | None:
     strategies = ordered(frame["strategy"], STRATEGIES)
     models = ordered(frame["model"], MODELS)
     ref = metric_reference(ctx.metric)
-    fig, axes = plt.subplots(len(attrs), 1, figsize=(WIDTH, 0.5 + 1.25 * len(attrs)),
-                             sharex=True, squeeze=False)
+    fig, axes = plt.subplots(len(attrs), 1, figsize=(WIDTH, 0.5 + 1.2 * len(attrs)),
+                             sharex=True, squeeze=False, layout="constrained")
     offsets = np.linspace(-0.22, 0.22, len(models)) if len(models) > 1 else np.zeros(1)
     for ax, attr in zip(axes[:, 0], attrs, strict=True):
         ax.axhline(ref, color="0.6", lw=0.6, zorder=0)
@@ -126,13 +136,14 @@ def by_strategy(ctx: Context, audit: str, out: Path) -> FigureFile | None:
                 if np.isnan(yi):
                     ax.text(xi, 0.97, "uninf." if b else "n/a", transform=ax.get_xaxis_transform(),
                             ha="center", va="top", fontsize=5, color="0.35", rotation=90)
-        ax.set_ylabel(attr)
+        ax.set_title(attr, loc="left", pad=2, fontsize=7)
         ax.grid(axis="y", color="0.9", lw=0.5)
+        ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(4))
     axes[-1, 0].set_xticks(range(len(strategies)), [strategy_code(s) for s in strategies])
-    axes[0, 0].legend(ncols=len(models), loc="lower left", bbox_to_anchor=(0, 1.0),
-                      frameon=False, handletextpad=0.2, columnspacing=0.8, borderaxespad=0.2)
-    fig.supylabel(_label(ctx.metric), fontsize=7, x=0.0)
-    fig.align_ylabels(axes[:, 0])
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), ncols=len(models),
+               loc="outside upper right", frameon=False, handletextpad=0.2,
+               columnspacing=0.8)
+    fig.supylabel(_label(ctx.metric), fontsize=7)
     pct = f"{ctx.confidence:.0%}"
     return _save(fig, out, f"{audit}_{ctx.metric}_by_strategy",
                  f"{audit}: {ctx.metric} per strategy and model family ({pct} bootstrap CIs; "
@@ -152,24 +163,26 @@ def heatmap(ctx: Context, out: Path) -> FigureFile | None:
     grid = grid.reindex(columns=strategies)
     ref = metric_reference(ctx.metric)
     values = grid.to_numpy(float) - ref
-    span = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
-    span = span or 1.0
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.45 + 0.2 * len(grid)))
+    # colour saturates at the 90th percentile of |gap| (arrows on the bar say so); every
+    # cell prints its exact value, so one extreme cell cannot wash out the rest
+    finite = np.abs(values[np.isfinite(values)])
+    span = float(max(np.quantile(finite, 0.9), 0.02)) if finite.size else 1.0
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.55 + 0.27 * len(grid)), layout="constrained")
     cmap = matplotlib.colormaps["PuOr"].copy()
     cmap.set_bad("0.85")
     image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=-span, vmax=span,
                       aspect="auto")
     for (i, j), v in np.ndenumerate(values):
         dark = not np.isnan(v) and abs(v) > 0.6 * span
-        ax.text(j, i, "n/a" if np.isnan(v) else f"{v + ref:.2f}", ha="center", va="center",
+        ax.text(j, i, "n/a" if np.isnan(v) else _fmt(v + ref), ha="center", va="center",
                 fontsize=5.5, color="white" if dark else "black")
     ax.set_xticks(range(len(strategies)), [strategy_code(s) for s in strategies])
     ax.xaxis.tick_top()
-    ax.set_yticks(range(len(grid)), [f"{a} · {b}" for a, b in grid.index])
+    ax.set_yticks(range(len(grid)), [_row_label(a, b) for a, b in grid.index], fontsize=5.5)
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)
-    bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
+    bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02, extend="both")
     bar.ax.tick_params(labelsize=5.5, length=2)
     if ref:
         bar.ax.set_yticks(bar.get_ticks(), [f"{t + ref:.2f}" for t in bar.get_ticks()])
@@ -190,7 +203,7 @@ def floor_figure(ctx: Context, floor: pd.DataFrame, out: Path) -> FigureFile | N
     models = ordered(floor["model"], MODELS)
     slots = [(s, m) for s in strategies for m in models]
     offsets = np.linspace(-0.3, 0.3, len(slots)) if len(slots) > 1 else np.zeros(1)
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.7 + 0.42 * len(pairs)))
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.9 + 0.4 * len(pairs)), layout="constrained")
     ax.axvline(0, color="0.5", lw=0.6, zorder=0)
     index = floor.set_index(["audit", "protected_attribute", "strategy", "model"])
     colours = {s: STRATEGY_COLOURS[STRATEGIES.index(s)] if s in STRATEGIES else "0.3"
@@ -207,17 +220,17 @@ def floor_figure(ctx: Context, floor: pd.DataFrame, out: Path) -> FigureFile | N
             if np.isnan(xi):
                 ax.text(0.99, yi, "n/a", transform=ax.get_yaxis_transform(), ha="right",
                         va="center", fontsize=5, color="0.35")
-    ax.set_yticks(range(len(pairs)), [f"{a} · {b}" for a, b in pairs])
+    ax.set_yticks(range(len(pairs)), [_row_label(a, b) for a, b in pairs], fontsize=5.5)
     ax.invert_yaxis()
-    ax.set_xlabel(f"|S_m| − |S2| ({_label(ctx.metric)}; < 0: closer to parity than S2)")
+    ax.set_xlabel(f"|S_m| − |S2|, {_label(ctx.metric)}\n(< 0: S_m closer to parity than S2)")
     ax.grid(axis="x", color="0.9", lw=0.5)
     from matplotlib.lines import Line2D
     handles = [Line2D([], [], color=colours[s], marker="s", ls="", ms=3.5,
                       label=f"{strategy_code(s)} − S2") for s in strategies]
     handles += [Line2D([], [], color="0.3", marker=family_style(m, models)[1], ls="", ms=3,
                        label=SHORT.get(m, m)) for m in models]
-    ax.legend(handles=handles, ncols=len(handles), loc="lower left", bbox_to_anchor=(0, 1.0),
-              frameon=False, handletextpad=0.1, columnspacing=0.6, borderaxespad=0.2)
+    fig.legend(handles=handles, ncols=len(handles), loc="outside upper center",
+               frameon=False, handletextpad=0.1, columnspacing=0.6)
     cover = 1 - 2 * (1 - ctx.confidence)
     return _save(fig, out, f"residual_floor_{ctx.metric}",
                  f"Residual floor of {ctx.metric}: mitigated distance from parity minus S2's, "
@@ -238,9 +251,14 @@ def tradeoff(ctx: Context, audit: str, out: Path) -> FigureFile | None:
     attrs = ordered(fair["protected_attribute"], ())
     strategies = ordered(fair["strategy"], STRATEGIES)
     models = ordered(fair["model"], MODELS)
-    fig, axes = plt.subplots(1, len(attrs), figsize=(WIDTH, 1.75), sharey=True, squeeze=False)
+    ncols = min(2, len(attrs))
+    nrows = -(-len(attrs) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(WIDTH, 0.55 + 1.35 * nrows), sharey=True,
+                             squeeze=False, layout="constrained")
+    for ax in axes.flat[len(attrs):]:
+        ax.set_visible(False)
     acc = perf.set_index(["strategy", "model"])
-    for ax, attr in zip(axes[0], attrs, strict=True):
+    for ax, attr in zip(axes.flat, attrs, strict=False):
         sub = fair[fair["protected_attribute"] == attr].set_index(["strategy", "model"])
         for s in strategies:
             for m in models:
@@ -260,19 +278,20 @@ def tradeoff(ctx: Context, audit: str, out: Path) -> FigureFile | None:
                 ax.errorbar([x], [a["value"]], xerr=xerr, yerr=yerr,
                             fmt=family_style(m, models)[1], color=colour, ms=3,
                             elinewidth=0.4, capsize=0, alpha=0.9)
-        ax.set_title(attr, pad=2)
-        ax.set_xlabel(f"|{_label(ctx.metric)}" + (" − 1|" if ref else "|"))
+        ax.set_title(attr, loc="left", pad=2)
         ax.grid(color="0.92", lw=0.5)
         ax.set_xlim(left=0)
-    axes[0, 0].set_ylabel("accuracy")
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(3))
+    fig.supxlabel(f"|{_label(ctx.metric)}" + (" − 1|" if ref else "|"), fontsize=7)
+    fig.supylabel("accuracy", fontsize=7)
     from matplotlib.lines import Line2D
     handles = [Line2D([], [], color=STRATEGY_COLOURS[STRATEGIES.index(s)] if s in STRATEGIES
                       else "0.3", marker="s", ls="", ms=3.5, label=strategy_code(s))
                for s in strategies]
     handles += [Line2D([], [], color="0.3", marker=family_style(m, models)[1], ls="", ms=3,
                        label=SHORT.get(m, m)) for m in models]
-    fig.legend(handles=handles, ncols=len(handles), loc="lower center",
-               bbox_to_anchor=(0.5, 1.0), frameon=False, handletextpad=0.1, columnspacing=0.6)
+    fig.legend(handles=handles, ncols=len(handles), loc="outside upper center",
+               frameon=False, handletextpad=0.1, columnspacing=0.5)
     return _save(fig, out, f"{audit}_tradeoff_{ctx.metric}",
                  f"{audit}: accuracy against distance from parity of {ctx.metric}, per strategy "
                  f"(colour) and model family (marker), with {ctx.confidence:.0%} CIs.")

@@ -301,21 +301,26 @@ def floor_table(ctx: Context, floor: pd.DataFrame) -> Table:
 # ------------------------------------------------------------------------------ renderers
 
 
+def _md(text: str) -> str:
+    """Escape the Markdown table delimiter."""
+    return text.replace("|", "\\|")
+
+
 def _md_cell(cell: Cell) -> str:
     text = f"{cell.text} {cell.interval}".strip() + (SIGNIFICANT if cell.significant else "")
-    return text + "".join(f"<sup>{n}</sup>" for n in cell.notes)
+    return _md(text) + "".join(f"<sup>{n}</sup>" for n in cell.notes)
 
 
 def to_markdown(table: Table) -> str:
     """GitHub-flavoured Markdown: caption, one pipe table, legend and footnotes."""
-    head = [*table.stub, *table.columns]
-    lines = [f"**{table.caption}**", "", "| " + " | ".join(head) + " |",
+    head = [_md(h) for h in (*table.stub, *table.columns)]
+    lines = [f"**{_md(table.caption)}**", "", "| " + " | ".join(head) + " |",
              "|" + "|".join([":--"] * len(table.stub) + [":-:"] * len(table.columns)) + "|"]
     for title, rows in table.sections:
         if len(table.sections) > 1 or title:
             lines.append(f"| **{title}** |" + " |" * (len(head) - 1))
         for stub, cells in rows:
-            lines.append("| " + " | ".join([*stub, *map(_md_cell, cells)]) + " |")
+            lines.append("| " + " | ".join([*map(_md, stub), *map(_md_cell, cells)]) + " |")
     lines += ["", table.legend]
     lines += [f"<sup>{letter}</sup> {text}  " for letter, text in table.footnotes]
     return "\n".join(lines).rstrip() + "\n"
