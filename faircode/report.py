@@ -3,15 +3,15 @@
 :func:`write_report` reads only what the grid left on disk -- ``<results>/<audit>/`` with the
 four CSVs and ``run.json``, or ``unavailable.json`` -- and writes ``summary.csv``, the paper
 tables (Markdown and booktabs LaTeX), the figures, the DVC plot files and ``report.html``.
-Rendering lives in :mod:`faircode.report_tables`, :mod:`faircode.report_figures` and
-:mod:`faircode.report_html`; this module holds the data model and the statistics of the report.
+Reading lives in :mod:`faircode.report_inputs`; rendering in :mod:`faircode.report_tables`,
+:mod:`faircode.report_figures` and :mod:`faircode.report_html`; this module holds the report's
+statistics and writes the outputs.
 
 Design decisions
 ----------------
-* **Names come from the data.**  Metrics, strategies, models, attributes and optional columns
-  are read from the CSVs; the only built-in name is the default metric ``demographic_parity``,
-  matched to ``demographic_parity_diff`` by :func:`resolve_metric` (exact name, or the one
-  metric named ``<name>_<suffix>``).  Known strategies and families only fix the column order.
+* **Names come from the data** (:mod:`faircode.report_inputs`); the only built-in metric name
+  is the default ``demographic_parity``, matched to ``demographic_parity_diff`` by
+  :func:`resolve_metric` (exact name, or the one metric named ``<name>_<suffix>``).
 * **One benchmark-wide Benjamini-Hochberg family** (:func:`benchmark_q_values`): every
   fairness p-value of every audit, each null hypothesis once, plus the intersectional tests
   listed in :data:`INTERSECTIONAL_P_COLUMNS` when present.  A metric whose permutation test
@@ -34,8 +34,7 @@ Design decisions
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,10 +43,21 @@ import numpy as np
 import pandas as pd
 
 from faircode.errors import ConfigError, DataError, FaircodeError, config_error, describe
-from faircode.manifest import discover_manifests, load_manifest
-from faircode.models import ModelFamily
+from faircode.report_inputs import (
+    MODELS,
+    STRATEGIES,
+    UNINFORMATIVE_NOTE,
+    ReportInputs,
+    UnavailableAudit,
+    load_results,
+    metric_reference,
+    notes_of,
+    ordered,
+    resolve_metric,
+    strategy_code,
+)
 from faircode.stats import benjamini_hochberg
-from faircode.strategies import STRATEGY_CODES, Strategy
+from faircode.strategies import Strategy
 
 __all__ = [
     "DEFAULT_METRIC",
@@ -57,11 +67,13 @@ __all__ = [
     "ReportInputs",
     "ReportOutputs",
     "UnavailableAudit",
+    "abs_bounds",
     "benchmark_q_values",
+    "floor_counts",
     "load_results",
     "metric_reference",
-    "resolve_metric",
     "residual_floor",
+    "resolve_metric",
     "summarise",
     "write_report",
 ]
@@ -71,19 +83,8 @@ SHARED_NULL_TESTS: Mapping[str, str] = {"disparate_impact": "demographic_parity"
 """Metric (name or ``<name>_*``) -> the metric whose null hypothesis its p-value tests."""
 INTERSECTIONAL_P_COLUMNS: tuple[str, ...] = ("p_value", "interaction_p_value")
 """Columns of ``intersectional.csv`` whose p-values join the benchmark-wide family if present."""
-UNINFORMATIVE_NOTE = "degenerate_decisions"
 REFERENCE, MITIGATED = Strategy.UNAWARENESS_PROXY_REMOVAL.value, (
     Strategy.IN_PROCESSING.value, Strategy.POST_PROCESSING.value)
-TABLES = ("fairness", "performance", "intersectional", "counterfactual")
-_REQUIRED: dict[str, tuple[str, ...]] = {
-    "fairness": ("audit", "strategy", "model", "protected_attribute", "metric", "value",
-                 "ci_low", "ci_high", "p_value", "note"),
-    "performance": ("audit", "strategy", "model", "metric", "value", "ci_low", "ci_high", "note"),
-    "intersectional": ("audit", "strategy", "model", "attribute_a", "attribute_b", "gap",
-                       "ci_low", "ci_high", "p_value", "note"),
-    "counterfactual": ("audit", "strategy", "model", "axis", "kind", "flip_rate", "ci_low",
-                       "ci_high", "note"),
-}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -116,39 +117,6 @@ class ReportConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class UnavailableAudit:
-    """An audit without results: why, and how to obtain its data."""
-
-    audit: str
-    reason: str
-    instructions: str = ""
-    attributes: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        for name in ("audit", "reason", "instructions"):
-            if not isinstance(getattr(self, name), str):
-                raise DataError(f"UnavailableAudit.{name}: expected a string, "
-                                f"got {describe(getattr(self, name))}")
-
-
-@dataclass(frozen=True, slots=True)
-class ReportInputs:
-    """Every audit's tables concatenated, the run records, and the unavailable audits."""
-
-    fairness: pd.DataFrame
-    performance: pd.DataFrame
-    intersectional: pd.DataFrame
-    counterfactual: pd.DataFrame
-    runs: Mapping[str, Mapping[str, Any]]
-    unavailable: tuple[UnavailableAudit, ...] = ()
-
-    @property
-    def audits(self) -> tuple[str, ...]:
-        """Every audit, with results or not, sorted by name."""
-        return tuple(sorted({*self.runs, *(u.audit for u in self.unavailable)}))
-
-
-@dataclass(frozen=True, slots=True)
 class ReportOutputs:
     """Where :func:`write_report` wrote each output."""
 
@@ -158,134 +126,6 @@ class ReportOutputs:
     plots: tuple[Path, ...]
     html: Path
     extra: tuple[Path, ...] = field(default=())
-
-
-# ------------------------------------------------------------------------------ loading
-
-
-def _read_csv(path: Path, table: str) -> pd.DataFrame:
-    try:
-        frame = pd.read_csv(path, keep_default_na=True)
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: cannot be read as CSV: {type(exc).__name__}: {exc}") from None
-    missing = [c for c in _REQUIRED[table] if c not in frame.columns]
-    if missing:
-        raise DataError(f"{path}: expected columns {', '.join(_REQUIRED[table])}, "
-                        f"got {describe(list(frame.columns))}; missing {', '.join(missing)}")
-    frame["note"] = frame["note"].fillna("").astype(str)
-    return frame
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: cannot be read as JSON: {type(exc).__name__}: {exc}") from None
-    if not isinstance(data, dict):
-        raise DataError(f"{path}: expected a JSON object, got {describe(data)}")
-    return data
-
-
-def load_results(results: Path, *, audits_dir: Path | None = None,
-                 only: Sequence[str] = ()) -> ReportInputs:
-    """Read every ``<results>/<audit>/`` folder, plus unavailable audits.
-
-    An audit folder holds either ``run.json`` and the four CSVs, or ``unavailable.json``
-    (``{"audit", "reason", "instructions"}``).  With ``audits_dir``, an ``<name>/audit.yaml``
-    there without a results folder is listed as unavailable with its manifest's source
-    instructions.  ``only`` restricts the report to the named audits.
-    """
-    if not results.is_dir():
-        raise DataError(f"{results}: expected a results folder of <audit>/ subfolders, "
-                        "got no such directory")
-    frames: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
-    runs: dict[str, dict[str, Any]] = {}
-    unavailable: dict[str, UnavailableAudit] = {}
-    for folder in sorted(p for p in results.iterdir() if p.is_dir()):
-        if only and folder.name not in only:
-            continue
-        if (folder / "run.json").is_file():
-            runs[folder.name] = _read_json(folder / "run.json")
-            for table in TABLES:
-                path = folder / f"{table}.csv"
-                if not path.is_file():
-                    raise DataError(f"{folder}: expected {table}.csv beside run.json, got none")
-                frames[table].append(_read_csv(path, table))
-        elif (folder / "unavailable.json").is_file():
-            data = _read_json(folder / "unavailable.json")
-            where = folder / "unavailable.json"
-            if not isinstance(data.get("reason"), str):
-                raise DataError(f"{where}: reason: expected a string, "
-                                f"got {describe(data.get('reason'))}")
-            unavailable[folder.name] = UnavailableAudit(
-                audit=str(data.get("audit", folder.name)), reason=data["reason"],
-                instructions=str(data.get("instructions") or ""))
-    if audits_dir is not None and audits_dir.is_dir():
-        for path in discover_manifests(audits_dir):
-            name = path.parent.name
-            if (only and name not in only) or name in runs:
-                continue
-            try:
-                manifest = load_manifest(path)
-            except FaircodeError as exc:
-                unavailable.setdefault(name, UnavailableAudit(name, f"invalid manifest: {exc}"))
-                continue
-            source = manifest.dataset.source
-            known = unavailable.get(name)
-            unavailable[name] = UnavailableAudit(
-                audit=name,
-                reason=known.reason if known else "no results in the results folder",
-                instructions=(known.instructions if known and known.instructions else
-                              (source.instructions or source.url or "") if source else ""),
-                attributes=tuple(a.name for a in manifest.protected_attributes))
-    if not runs and not unavailable:
-        raise DataError(f"{results}: expected <audit>/run.json or <audit>/unavailable.json, "
-                        "got none")
-    return ReportInputs(
-        **{t: (pd.concat(frames[t], ignore_index=True) if frames[t] else
-               pd.DataFrame(columns=list(_REQUIRED[t]))) for t in TABLES},
-        runs=runs, unavailable=tuple(unavailable[k] for k in sorted(unavailable)))
-
-
-def resolve_metric(name: str, available: Iterable[str], *, where: str = "--metric") -> str:
-    """Return the metric of ``available`` named ``name`` or, failing that, ``name_<suffix>``."""
-    names = sorted(set(available))
-    if name in names:
-        return name
-    matches = [m for m in names if m.startswith(name + "_")]
-    if len(matches) == 1:
-        return matches[0]
-    raise FaircodeError(f"{where}: expected one of {', '.join(names) or '(no metrics)'}, "
-                        f"got {describe(name)}")
-
-
-def metric_reference(metric: str) -> float:
-    """The parity value of ``metric``: 1 for a ratio (``*_ratio``), else 0."""
-    return 1.0 if metric.endswith("_ratio") else 0.0
-
-
-def ordered(values: Iterable[str], known: Sequence[str]) -> list[str]:
-    """``values`` deduplicated, known names in ``known`` order first, the others as met."""
-    seen = list(dict.fromkeys(str(v) for v in values))
-    return [k for k in known if k in seen] + [v for v in seen if v not in known]
-
-
-STRATEGIES = tuple(s.value for s in Strategy)
-MODELS = tuple(m.value for m in ModelFamily)
-
-
-def strategy_code(strategy: str) -> str:
-    """``S0``..``S4`` for a known strategy, else the name itself."""
-    try:
-        return STRATEGY_CODES[Strategy(strategy)]
-    except ValueError:
-        return strategy
-
-
-def notes_of(note: object) -> set[str]:
-    """The tokens of a note cell (``;``, ``,`` or space separated)."""
-    text = "" if note is None or (isinstance(note, float) and np.isnan(note)) else str(note)
-    return {t for t in text.replace(";", " ").replace(",", " ").split() if t}
 
 
 # ------------------------------------------------------------------------------ statistics
@@ -331,12 +171,14 @@ def benchmark_q_values(
         lookup = {(*k, str(m)): v for *k, m, v in zip(
             *(fairness[c] for c in key), fairness["metric"], q_fair, strict=True)}
         metrics = fairness["metric"].astype(str).unique()
+        shared = q_fair.to_numpy(dtype=float, copy=True)
         for i in np.flatnonzero(duplicate):
             row = fairness.iloc[i]
             names = [m for m in metrics
                      if m == partner[i] or m.startswith(str(partner[i]) + "_")]
             found = [lookup.get((*(row[c] for c in key), m)) for m in names]
-            q_fair.iloc[i] = next((v for v in found if v is not None), np.nan)
+            shared[i] = next((float(v) for v in found if v is not None), np.nan)
+        q_fair = pd.Series(shared, index=fairness.index, name="q_benchmark")
     inter = pd.DataFrame(index=intersectional.index)
     start = len(p)
     for c in columns:
@@ -377,7 +219,7 @@ def summarise(fairness: pd.DataFrame, *, q_benchmark: pd.Series, alpha: float) -
     return out
 
 
-def _abs_bounds(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def abs_bounds(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Bounds of ``|x|`` for ``x`` in ``[low, high]`` (NaN stays NaN)."""
     lo = np.where((low <= 0) & (high >= 0), 0.0, np.minimum(np.abs(low), np.abs(high)))
     hi = np.maximum(np.abs(low), np.abs(high))
@@ -398,19 +240,22 @@ def residual_floor(fairness: pd.DataFrame, *, metric: str) -> pd.DataFrame:
     for c in ("value", "ci_low", "ci_high"):
         rows[c] = rows[c].astype(float).where(~bad) - ref
     rows["dist"] = rows["value"].abs()
-    rows["lo"], rows["hi"] = _abs_bounds(rows["ci_low"].to_numpy(float),
+    rows["uninformative"] = bad
+    rows["lo"], rows["hi"] = abs_bounds(rows["ci_low"].to_numpy(float),
                                          rows["ci_high"].to_numpy(float))
     key = ["audit", "protected_attribute", "model"]
-    base = rows[rows["strategy"] == REFERENCE].set_index(key)[["dist", "lo", "hi", "note"]]
+    base = rows[rows["strategy"] == REFERENCE].set_index(key)[
+        ["dist", "lo", "hi", "note", "uninformative"]]
     out = []
     for strategy in MITIGATED:
-        m = rows[rows["strategy"] == strategy].join(base, on=key, rsuffix="_ref", how="inner")
+        m = rows[rows["strategy"] == strategy].merge(
+            base, left_on=key, right_index=True, suffixes=("", "_ref"), how="inner")
         out.append(pd.DataFrame({
             "audit": m["audit"], "protected_attribute": m["protected_attribute"],
             "model": m["model"], "strategy": strategy, "metric": metric,
             "difference": m["dist"] - m["dist_ref"], "low": m["lo"] - m["hi_ref"],
             "high": m["hi"] - m["lo_ref"],
-            "note": np.where(bad.reindex(m.index, fill_value=False), UNINFORMATIVE_NOTE,
+            "note": np.where(m["uninformative"] | m["uninformative_ref"], UNINFORMATIVE_NOTE,
                              (m["note"] + " " + m["note_ref"]).str.strip()),
         }))
     result = pd.concat(out, ignore_index=True) if out else pd.DataFrame()
@@ -418,8 +263,7 @@ def residual_floor(fairness: pd.DataFrame, *, metric: str) -> pd.DataFrame:
         return result
     defined = result[["low", "high"]].notna().all(axis=1)
     distinguishable = ((result["low"] > 0) | (result["high"] < 0)).astype("boolean")
-    distinguishable[~defined] = pd.NA
-    result["distinguishable"] = distinguishable
+    result["distinguishable"] = distinguishable.mask(~defined)
     return result
 
 
@@ -525,5 +369,6 @@ def write_report(
         context, summary=summary, floor=floor, counts=floor_counts(floor),
         intersectional=intersectional, figures=figures, provenance=provenance or {},
         dvc_lock=dvc_lock, out=results / "report.html")
-    return ReportOutputs(summary=summary_path, tables=tables, figures=figures, plots=plots,
+    return ReportOutputs(summary=summary_path, tables=tables,
+                         figures=tuple(p for f in figures for p in (f.png, f.pdf)), plots=plots,
                          html=html, extra=(floor_path,))

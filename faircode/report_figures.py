@@ -15,18 +15,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
-import matplotlib.ticker  # noqa: E402
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+import matplotlib.pyplot as plt
+import matplotlib.ticker
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
 
-from faircode.report import (  # noqa: E402
+from faircode.report import abs_bounds
+from faircode.report_inputs import (
     MODELS,
     STRATEGIES,
     UNINFORMATIVE_NOTE,
@@ -35,7 +37,7 @@ from faircode.report import (  # noqa: E402
     ordered,
     strategy_code,
 )
-from faircode.report_tables import Context  # noqa: E402
+from faircode.report_tables import Context
 
 __all__ = ["FAMILY_STYLE", "OKABE_ITO", "FigureFile", "write_figures"]
 
@@ -50,7 +52,8 @@ _EXTRA_STYLE = [(OKABE_ITO["green"], "D"), (OKABE_ITO["vermillion"], "v"),
 STRATEGY_COLOURS = [OKABE_ITO[c] for c in ("black", "orange", "sky_blue", "green",
                                              "vermillion", "blue", "purple")]
 WIDTH = 3.3
-RC = {"font.size": 7, "axes.labelsize": 7, "axes.titlesize": 7, "xtick.labelsize": 6.5,
+RC: dict[str, Any] = {
+      "font.size": 7, "axes.labelsize": 7, "axes.titlesize": 7, "xtick.labelsize": 6.5,
       "ytick.labelsize": 6.5, "legend.fontsize": 6.5, "lines.linewidth": 0.8,
       "lines.markersize": 3.5, "axes.linewidth": 0.6, "xtick.major.width": 0.6,
       "ytick.major.width": 0.6, "errorbar.capsize": 1.5, "font.family": "DejaVu Sans",
@@ -129,9 +132,9 @@ def by_strategy(ctx: Context, audit: str, out: Path) -> FigureFile | None:
             y = rows["value"].astype(float).where(~bad).to_numpy()
             lo, hi = rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float)
             x = np.arange(len(strategies)) + dx
-            err = np.vstack([y - lo, hi - y])
-            ax.errorbar(x, y, yerr=np.where(np.isnan(err), 0, err), fmt=marker, color=colour,
-                        ms=3.2, elinewidth=0.7, label=SHORT.get(model, model))
+            # intervals drawn as segments: a percentile CI need not contain its estimate
+            ax.vlines(x, lo, hi, color=colour, lw=0.7)
+            ax.plot(x, y, marker, color=colour, ms=3.2, label=SHORT.get(model, model))
             for xi, yi, b in zip(x, y, bad, strict=True):
                 if np.isnan(yi):
                     ax.text(xi, 0.97, "uninf." if b else "n/a", transform=ax.get_xaxis_transform(),
@@ -168,8 +171,7 @@ def heatmap(ctx: Context, out: Path) -> FigureFile | None:
     finite = np.abs(values[np.isfinite(values)])
     span = float(max(np.quantile(finite, 0.9), 0.02)) if finite.size else 1.0
     fig, ax = plt.subplots(figsize=(WIDTH, 0.55 + 0.27 * len(grid)), layout="constrained")
-    cmap = matplotlib.colormaps["PuOr"].copy()
-    cmap.set_bad("0.85")
+    cmap = matplotlib.colormaps["PuOr"].with_extremes(bad="0.85")
     image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=-span, vmax=span,
                       aspect="auto")
     for (i, j), v in np.ndenumerate(values):
@@ -213,9 +215,9 @@ def floor_figure(ctx: Context, floor: pd.DataFrame, out: Path) -> FigureFile | N
         rows = index.reindex(keys)
         y = np.arange(len(pairs)) + dy
         x = rows["difference"].to_numpy(float)
-        err = np.vstack([x - rows["low"].to_numpy(float), rows["high"].to_numpy(float) - x])
-        ax.errorbar(x, y, xerr=np.where(np.isnan(err), 0, err), fmt=family_style(m, models)[1],
-                    color=colours[s], ms=2.8, elinewidth=0.6, capsize=1.0)
+        ax.hlines(y, rows["low"].to_numpy(float), rows["high"].to_numpy(float),
+                  color=colours[s], lw=0.6)
+        ax.plot(x, y, family_style(m, models)[1], color=colours[s], ms=2.8)
         for yi, xi in zip(y, x, strict=True):
             if np.isnan(xi):
                 ax.text(0.99, yi, "n/a", transform=ax.get_yaxis_transform(), ha="right",
@@ -239,7 +241,7 @@ def floor_figure(ctx: Context, floor: pd.DataFrame, out: Path) -> FigureFile | N
 
 
 def tradeoff(ctx: Context, audit: str, out: Path) -> FigureFile | None:
-    """Per audit: accuracy against distance from parity, strategies by colour, families by marker."""
+    """Per audit: accuracy against distance from parity; strategy by colour, family by marker."""
     perf = ctx.inputs.performance
     perf = perf[(perf["audit"] == audit) & (perf["metric"] == "accuracy")
                 & perf["model"].isin(ctx.models)]
@@ -257,27 +259,22 @@ def tradeoff(ctx: Context, audit: str, out: Path) -> FigureFile | None:
                              squeeze=False, layout="constrained")
     for ax in axes.flat[len(attrs):]:
         ax.set_visible(False)
-    acc = perf.set_index(["strategy", "model"])
+    accuracy = perf[["strategy", "model", "value", "ci_low", "ci_high"]]
     for ax, attr in zip(axes.flat, attrs, strict=False):
-        sub = fair[fair["protected_attribute"] == attr].set_index(["strategy", "model"])
-        for s in strategies:
-            for m in models:
-                if (s, m) not in sub.index or (s, m) not in acc.index:
-                    continue
-                f, a = sub.loc[(s, m)], acc.loc[(s, m)]
-                if UNINFORMATIVE_NOTE in notes_of(f["note"]) or pd.isna(f["value"]):
-                    continue
-                x = abs(float(f["value"]) - ref)
-                lo = min(abs(f["ci_low"] - ref), abs(f["ci_high"] - ref))
-                lo = 0.0 if f["ci_low"] - ref <= 0 <= f["ci_high"] - ref else lo
-                hi = max(abs(f["ci_low"] - ref), abs(f["ci_high"] - ref))
-                xerr = [[max(x - lo, 0)], [max(hi - x, 0)]] if np.isfinite([lo, hi]).all() \
-                    else None
-                yerr = [[a["value"] - a["ci_low"]], [a["ci_high"] - a["value"]]]
-                colour = STRATEGY_COLOURS[STRATEGIES.index(s)] if s in STRATEGIES else "0.3"
-                ax.errorbar([x], [a["value"]], xerr=xerr, yerr=yerr,
-                            fmt=family_style(m, models)[1], color=colour, ms=3,
-                            elinewidth=0.4, capsize=0, alpha=0.9)
+        sub = fair[(fair["protected_attribute"] == attr) & ~_uninformative(fair)]
+        both = sub.merge(accuracy, on=["strategy", "model"], suffixes=("", "_acc"))
+        dist = both["value"].to_numpy(float) - ref
+        lo, hi = abs_bounds(both["ci_low"].to_numpy(float) - ref,
+                             both["ci_high"].to_numpy(float) - ref)
+        y = both["value_acc"].to_numpy(float)
+        for i, (s, m) in enumerate(zip(both["strategy"], both["model"], strict=True)):
+            if np.isnan(dist[i]):
+                continue
+            colour = STRATEGY_COLOURS[STRATEGIES.index(s)] if s in STRATEGIES else "0.3"
+            ax.hlines(y[i], lo[i], hi[i], color=colour, lw=0.4, alpha=0.9)
+            ax.vlines(abs(dist[i]), both["ci_low_acc"].iloc[i], both["ci_high_acc"].iloc[i],
+                      color=colour, lw=0.4, alpha=0.9)
+            ax.plot([abs(dist[i])], [y[i]], family_style(m, models)[1], color=colour, ms=3)
         ax.set_title(attr, loc="left", pad=2)
         ax.grid(color="0.92", lw=0.5)
         ax.set_xlim(left=0)
@@ -299,7 +296,7 @@ def tradeoff(ctx: Context, audit: str, out: Path) -> FigureFile | None:
 
 def write_figures(ctx: Context, *, floor: pd.DataFrame, out: Path) -> tuple[FigureFile, ...]:
     """Write every figure (PNG and PDF) into ``out``; return them in report order."""
-    with matplotlib.rc_context(RC):
+    with matplotlib.rc_context(RC):  # type: ignore[arg-type]  # keys are valid rcParams
         figures = [heatmap(ctx, out), floor_figure(ctx, floor, out)]
         for audit in ctx.inputs.runs:
             figures += [by_strategy(ctx, audit, out), tradeoff(ctx, audit, out)]

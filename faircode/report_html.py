@@ -101,13 +101,15 @@ def _figure(fig: FigureFile, i: int) -> str:
 def _floor_sentence(counts: pd.DataFrame) -> str:
     if counts.empty:
         return "<p>No audit has both S2 and a mitigated strategy for this metric.</p>"
-    items = "".join(
-        f"<li>{_esc(r.strategy)} · {_esc(r.model)}: not distinguishable from S2 in "
-        f"<b>{r.audits_not_distinguishable} of {r.audits}</b> audits "
-        f"({r.pairs_not_distinguishable} of {r.pairs} audit × attribute pairs"
-        + (f"; {r.n_undefined} n/a" if r.n_undefined else "") + ")</li>"
-        for r in counts.itertuples())
-    return f"<ul>{items}</ul>"
+    items = []
+    for r in counts.to_dict("records"):
+        undefined = int(r["n_undefined"])
+        items.append(
+            f"<li>{_esc(r['strategy'])} · {_esc(r['model'])}: not distinguishable from S2 in "
+            f"<b>{int(r['audits_not_distinguishable'])} of {int(r['audits'])}</b> audits "
+            f"({int(r['pairs_not_distinguishable'])} of {int(r['pairs'])} audit × attribute "
+            "pairs" + (f"; {undefined} n/a" if undefined else "") + ")</li>")
+    return f"<ul>{''.join(items)}</ul>"
 
 
 def _provenance(ctx: Context, record: Mapping[str, Any], dvc_lock: Path | None) -> str:

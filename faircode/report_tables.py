@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from faircode.report import (
+from faircode.report_inputs import (
     STRATEGIES,
     UNINFORMATIVE_NOTE,
     ReportInputs,
@@ -182,8 +182,8 @@ def _grid(ctx: Context, frame: pd.DataFrame, *, row_keys: Sequence[str], value: 
             if audit in unavailable:
                 u = unavailable[audit]
                 letter = fn(f"{audit} unavailable: {u.reason}")
-                labels = [(a,) for a in u.attributes] if row_keys == ["protected_attribute"] \
-                    else []
+                labels: list[tuple[str, ...]] = [(a,) for a in u.attributes] \
+                    if row_keys == ["protected_attribute"] else []
                 for label in labels or [("--",) * len(row_keys)]:
                     rows.append(((audit, *label), tuple(
                         Cell("n/a", notes=(letter,), numeric=False) for _ in strategies)))
@@ -344,34 +344,50 @@ def _tex_cell(cell: Cell) -> str:
         f"{tex_escape(cell.text)}" + (f"\\textsuperscript{{{marks}}}" if marks else "")
     if not cell.interval:
         return main
-    return (r"\begin{tabular}[t]{@{}c@{}}" + main + r"\\ {\scriptsize $"
-            + cell.interval.replace("n/a", r"\mathrm{n/a}") + r"$}\end{tabular}")
+    interval = cell.interval.replace("n/a", r"\mathrm{n/a}").replace(", ", ",")
+    return r"\begin{tabular}[t]{@{}c@{}}" + main + r"\\ $" + interval + r"$\end{tabular}"
 
 
 def to_latex(table: Table) -> str:
-    """A booktabs ``table`` float; needs only ``\\usepackage{booktabs}``."""
-    n = len(table.stub) + len(table.columns)
-    head = " & ".join(tex_escape(h) for h in (*table.stub, *table.columns))
-    lines = ["% faircode report table; needs \\usepackage{booktabs}",
-             r"\begin{table}[htbp]", r"\centering", r"\scriptsize",
-             r"\setlength{\tabcolsep}{3pt}",
-             f"\\caption{{{tex_escape(table.caption)}}}",
-             f"\\label{{tab:faircode-{table.name.replace('_', '-')}}}",
-             r"\begin{tabular}{" + "l" * len(table.stub) + "c" * len(table.columns) + "}",
-             r"\toprule", head + r" \\", r"\midrule"]
-    for i, (title, rows) in enumerate(table.sections):
-        if i:
-            lines.append(r"\midrule")
-        if len(table.sections) > 1 or title:
-            lines.append(f"\\multicolumn{{{n}}}{{l}}{{\\textit{{{tex_escape(title)}}}}} \\\\")
+    """One booktabs ``table*`` float per section (model family); needs only ``booktabs``.
+
+    ``table*`` spans both columns of a two-column paper and is a plain float in one column.
+
+    The first stub column (the audit) becomes a bold group row, so the body has one label
+    column and stays within a single-column text width.
+    """
+    n = len(table.stub) - 1 + len(table.columns)
+    head = " & ".join(tex_escape(h) for h in (*table.stub[1:], *table.columns))
+    out = ["% faircode report table; needs \\usepackage{booktabs}"]
+    for title, rows in table.sections:
+        suffix = f" ({title})" if title else ""
+        label = table.name + (f"-{title}" if title else "")
+        lines = [r"\begin{table*}[htbp]", r"\centering", r"\scriptsize",
+                 r"\setlength{\tabcolsep}{2.5pt}",
+                 f"\\caption{{{tex_escape(table.caption + suffix)}}}",
+                 f"\\label{{tab:faircode-{label.replace('_', '-')}}}",
+                 r"\begin{tabular}{" + "l" * (len(table.stub) - 1) + "c" * len(table.columns)
+                 + "}", r"\toprule", head + r" \\", r"\midrule"]
+        group = None
+        used: list[str] = []
         for stub, cells in rows:
-            lines.append(" & ".join([*map(tex_escape, stub), *map(_tex_cell, cells)]) + r" \\")
-    lines += [r"\bottomrule", r"\end{tabular}", "",
-              r"\smallskip\par\raggedright " + tex_escape(table.legend).replace(
-                  "$<$ ", "$<$ ").replace(SIGNIFICANT, "$^{*}$", 1)]
-    lines += [f"\\par $^{{{letter}}}$ {tex_escape(text)}" for letter, text in table.footnotes]
-    lines += [r"\end{table}"]
-    return "\n".join(lines) + "\n"
+            if stub[0] != group:
+                if group is not None:
+                    lines.append(r"\addlinespace")
+                group = stub[0]
+                lines.append(f"\\multicolumn{{{n}}}{{l}}{{\\textbf{{{tex_escape(group)}}}}}"
+                             r" \\")
+            used += [m for c in cells for m in c.notes if m not in used]
+            lines.append(" & ".join([*(r"\quad " + tex_escape(x) for x in stub[1:]),
+                                     *map(_tex_cell, cells)]) + r" \\")
+        lines += [r"\bottomrule", r"\end{tabular}", "",
+                  r"\smallskip\par\raggedright "
+                  + tex_escape(table.legend).replace(SIGNIFICANT, "$^{*}$", 1)]
+        lines += [f"\\par $^{{{letter}}}$ {tex_escape(text)}"
+                  for letter, text in table.footnotes if letter in used]
+        lines += [r"\end{table*}", ""]
+        out += lines
+    return "\n".join(out)
 
 
 def _html_cell(cell: Cell) -> str:

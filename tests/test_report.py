@@ -1,0 +1,433 @@
+"""Tests of faircode.report: summary, benchmark-wide BH, residual floor, tables, figures, HTML."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from faircode.benchmark import (
+    COUNTERFACTUAL_COLUMNS,
+    FAIRNESS_COLUMNS,
+    INTERSECTIONAL_COLUMNS,
+    PERFORMANCE_COLUMNS,
+)
+from faircode.cli import main
+from faircode.errors import FaircodeError
+from faircode.report import (
+    benchmark_q_values,
+    floor_counts,
+    load_results,
+    residual_floor,
+    resolve_metric,
+    summarise,
+    write_report,
+)
+from faircode.stages import report as report_stage
+
+STRATEGIES = ("baseline", "unawareness", "unawareness_proxy_removal", "in_processing",
+              "post_processing")
+MODELS = ("logistic_regression", "random_forest", "gradient_boosting")
+DP, DI, EO = "demographic_parity_diff", "disparate_impact_ratio", "equal_opportunity_diff"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update",
+                  "--disable-sync", "--disable-quic", "--host-resolver-rules=MAP * ~NOTFOUND")
+
+
+# ------------------------------------------------------------------------------ synthetic results
+
+
+def _fairness_rows(audit: str, attributes: tuple[str, ...]) -> list[dict[str, object]]:
+    rows = []
+    for a, attr in enumerate(attributes):
+        for s, strategy in enumerate(STRATEGIES):
+            for m, model in enumerate(MODELS):
+                dp = (-0.20, -0.15, -0.10, -0.05, -0.02)[s] + 0.01 * m + 0.005 * a
+                for metric, value in ((DP, dp), (DI, 1 + dp), (EO, dp / 2)):
+                    rows.append({
+                        "audit": audit, "strategy": strategy, "model": model,
+                        "protected_attribute": attr, "metric": metric, "value": value,
+                        "ci_low": value - 0.03, "ci_high": value + 0.03,
+                        "p_value": 0.001 if abs(dp) > 0.08 else 0.3, "q_value": np.nan,
+                        "significant": False, "n_disadvantaged": 100, "n_advantaged": 100,
+                        "small_sample_warning": False, "note": ""})
+    return rows
+
+
+def write_audit_folder(root: Path, audit: str, attributes: tuple[str, ...]) -> Path:
+    """Write a hand-made ``<root>/<audit>/`` with today's four CSVs and a run.json."""
+    folder = root / audit
+    folder.mkdir(parents=True)
+    pd.DataFrame(_fairness_rows(audit, attributes), columns=FAIRNESS_COLUMNS).to_csv(
+        folder / "fairness.csv", index=False)
+    perf = [{"audit": audit, "strategy": s, "model": m, "metric": k, "value": 0.8 - 0.01 * i,
+             "ci_low": 0.75 - 0.01 * i, "ci_high": 0.85 - 0.01 * i, "n": 200, "note": ""}
+            for i, s in enumerate(STRATEGIES) for m in MODELS for k in ("accuracy", "auc", "f1")]
+    pd.DataFrame(perf, columns=PERFORMANCE_COLUMNS).to_csv(folder / "performance.csv",
+                                                           index=False)
+    inter = []
+    if len(attributes) > 1:
+        inter = [{"audit": audit, "strategy": s, "model": m, "attribute_a": attributes[0],
+                  "attribute_b": attributes[1], "gap": -0.1, "ci_low": -0.2, "ci_high": 0.0,
+                  "p_value": 0.04, "note": ""} for s in STRATEGIES for m in MODELS]
+    pd.DataFrame(inter, columns=INTERSECTIONAL_COLUMNS).to_csv(folder / "intersectional.csv",
+                                                               index=False)
+    flips = [{"audit": audit, "strategy": s, "model": m, "axis": axis, "kind": kind,
+              "columns": "c", "flip_rate": 0.1 * (i + 1) / 5, "ci_low": 0.0, "ci_high": 0.3,
+              "n_changed": 50, "note": ""}
+             for i, s in enumerate(STRATEGIES) for m in MODELS
+             for axis, kind in (("swap", "explicit"), ("proxy_swap", "proxy"))]
+    pd.DataFrame(flips, columns=COUNTERFACTUAL_COLUMNS).to_csv(folder / "counterfactual.csv",
+                                                               index=False)
+    run = {"audit": audit, "manifest_sha256": "m" * 64,
+           "dataset": {"path": f"data/raw/{audit}.csv", "sha256": "d" * 64},
+           "config": {"alpha": 0.05, "confidence": 0.95, "n_resamples": 200},
+           "seeds": {"master": 42}, "rows": {"train": 800, "test": 200},
+           "git_commit": "c" * 40, "git_dirty": False, "versions": {"python": "3.11"},
+           "cells": []}
+    (folder / "run.json").write_text(json.dumps(run))
+    return folder
+
+
+def edit_fairness(folder: Path, *, where: dict[str, str], **changes: object) -> None:
+    """Change the fairness rows of ``folder`` that match ``where``."""
+    frame = pd.read_csv(folder / "fairness.csv")
+    match = np.logical_and.reduce([frame[k] == v for k, v in where.items()])
+    assert match.any()
+    for column, value in changes.items():
+        frame[column] = frame[column].astype(object)
+        frame.loc[match, column] = value
+    frame.to_csv(folder / "fairness.csv", index=False)
+
+
+@pytest.fixture
+def results(tmp_path: Path) -> Path:
+    """Return a results folder with two hand-made audits and one unavailable one."""
+    root = tmp_path / "results"
+    write_audit_folder(root, "audit_a", ("sex", "age"))
+    write_audit_folder(root, "audit_b", ("race",))
+    (root / "audit_c").mkdir()
+    (root / "audit_c" / "unavailable.json").write_text(json.dumps(
+        {"audit": "audit_c", "reason": "licence forbids redistribution",
+         "instructions": "Request the file from the data owner."}))
+    return root
+
+
+@pytest.fixture(scope="module")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Return a results folder after one full ``write_report`` (shared, read-only)."""
+    root = tmp_path_factory.mktemp("rendered") / "results"
+    write_audit_folder(root, "audit_a", ("sex", "age"))
+    write_audit_folder(root, "audit_b", ("race",))
+    edit_fairness(root / "audit_b", where={"strategy": "post_processing",
+                                          "model": "gradient_boosting", "metric": DP},
+                  value=np.nan, ci_low=np.nan, ci_high=np.nan, p_value=np.nan,
+                  note="insufficient_data")
+    edit_fairness(root / "audit_b", where={"strategy": "in_processing",
+                                          "model": "random_forest", "metric": DP},
+                  value=0.0, ci_low=0.0, ci_high=0.0, p_value=1.0, note="degenerate_decisions")
+    write_report(root, provenance={"git_commit": "e" * 40})
+    return root
+
+
+def _table_row(markdown: str, audit: str, attribute: str, section: str) -> list[str]:
+    lines = markdown.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith(f"| **{section}**"))
+    for line in lines[start + 1:]:
+        if line.startswith("| **"):
+            break
+        cells = [c.strip() for c in line.strip("|").split(" | ")]
+        if cells[:2] == [audit, attribute]:
+            return cells
+    raise AssertionError(f"no row {audit} / {attribute} in section {section}")
+
+
+# ------------------------------------------------------------------------------ statistics
+
+
+def _fairness_frame(rows: list[tuple[str, str, float, str]]) -> pd.DataFrame:
+    return pd.DataFrame([{"audit": a, "strategy": "baseline", "model": "logistic_regression",
+                          "protected_attribute": "sex", "metric": m, "p_value": p, "note": n}
+                         for a, m, p, n in rows])
+
+
+def test_benchmark_q_values_match_hand_computed_bh() -> None:
+    """One BH family over both audits: DI takes DP's q, NaN p is no test, intersectional joins."""
+    fairness = _fairness_frame([("A", DP, 0.01, ""), ("A", DI, 0.02, ""), ("A", EO, 0.04, ""),
+                                ("B", DP, 0.03, ""), ("B", EO, np.nan, "insufficient_data")])
+    inter = pd.DataFrame({"p_value": [0.20]})
+    q_fair, q_inter = benchmark_q_values(fairness, inter)
+    # m = 4 tests {0.01, 0.04, 0.03, 0.20}: raw k-th q = p * 4 / k = 0.04, 0.06, 0.0533, 0.2;
+    # the running minimum from the top gives 0.04, 0.0533, 0.0533, 0.2.
+    np.testing.assert_allclose(q_fair.to_numpy(), [0.04, 0.04, 0.16 / 3, 0.16 / 3, np.nan])
+    np.testing.assert_allclose(q_inter["q_benchmark"].to_numpy(), [0.20])
+
+
+def test_benchmark_q_values_add_interaction_tests_when_present() -> None:
+    """An ``interaction_p_value`` column joins the family, so m grows from 2 to 3."""
+    fairness = _fairness_frame([("A", DP, 0.01, ""), ("B", DP, 0.02, "")])
+    inter = pd.DataFrame({"p_value": [np.nan], "interaction_p_value": [0.03]})
+    q_fair, q_inter = benchmark_q_values(fairness, inter)
+    np.testing.assert_allclose(q_fair.to_numpy(), [0.03, 0.03])
+    np.testing.assert_allclose(q_inter["interaction_q_benchmark"].to_numpy(), [0.03])
+
+
+def test_summarise_matches_hand_computed_aggregates() -> None:
+    """Mean/min/max over families with a value; raw and BH counts; the missing family named."""
+    fairness = pd.DataFrame({
+        "audit": "A", "strategy": "baseline", "protected_attribute": "sex", "metric": DP,
+        "model": list(MODELS), "value": [-0.10, -0.20, np.nan],
+        "p_value": [0.01, 0.20, np.nan], "note": ["", "", "insufficient_data"]})
+    out = summarise(fairness, q_benchmark=pd.Series([0.04, 0.06, np.nan]), alpha=0.05)
+    row = out.iloc[0]
+    assert (row["n_models"], row["n_estimated"]) == (3, 2)
+    assert row["mean"] == pytest.approx(-0.15)
+    assert (row["min"], row["max"]) == (pytest.approx(-0.20), pytest.approx(-0.10))
+    assert (row["n_significant_raw"], row["n_significant_bh"]) == (1, 1)
+    assert row["note"] == "gradient_boosting: insufficient_data"
+
+
+def test_summarise_leaves_uninformative_cells_out_of_the_mean() -> None:
+    """A degenerate_decisions cell is counted as uninformative, never averaged in as 0."""
+    fairness = pd.DataFrame({
+        "audit": "A", "strategy": "baseline", "protected_attribute": "sex", "metric": DP,
+        "model": list(MODELS[:2]), "value": [-0.10, 0.0], "p_value": [0.5, 1.0],
+        "note": ["", "degenerate_decisions"]})
+    row = summarise(fairness, q_benchmark=pd.Series([0.5, 1.0]), alpha=0.05).iloc[0]
+    assert row["mean"] == pytest.approx(-0.10) and row["n_uninformative"] == 1
+
+
+def test_resolve_metric_matches_a_unique_prefix_and_rejects_unknown_names() -> None:
+    """demographic_parity resolves to demographic_parity_diff; a typo names the choices."""
+    assert resolve_metric("demographic_parity", [DP, DI]) == DP
+    with pytest.raises(FaircodeError, match=r"--metric: expected one of .*got 'dp' \(str\)"):
+        resolve_metric("dp", [DP, DI])
+
+
+def test_residual_floor_interval_is_the_hand_computed_interval_arithmetic() -> None:
+    """|S3|-|S2| = -0.08 in [-0.15, 0.00] (not distinguishable); S4's excludes 0."""
+    fairness = pd.DataFrame({
+        "audit": "A", "protected_attribute": "sex", "model": "logistic_regression",
+        "metric": DP, "note": "",
+        "strategy": ["unawareness_proxy_removal", "in_processing", "post_processing"],
+        "value": [-0.10, 0.02, 0.0], "ci_low": [-0.15, -0.01, -0.01],
+        "ci_high": [-0.05, 0.05, 0.01]})
+    floor = residual_floor(fairness, metric=DP).set_index("strategy")
+    # |S2| in [0.05, 0.15]; |S3| in [0, 0.05]; |S4| in [0, 0.01]
+    assert floor.loc["in_processing", ["difference", "low", "high"]].tolist() == \
+        pytest.approx([-0.08, -0.15, 0.0])
+    assert floor.loc["post_processing", ["difference", "low", "high"]].tolist() == \
+        pytest.approx([-0.10, -0.15, -0.04])
+    assert not floor.loc["in_processing", "distinguishable"]
+    assert floor.loc["post_processing", "distinguishable"]
+    counts = floor_counts(floor.reset_index()).set_index("strategy")
+    assert counts.loc["in_processing", "audits_not_distinguishable"] == 1
+    assert counts.loc["post_processing", "audits_not_distinguishable"] == 0
+
+
+def test_residual_floor_measures_a_ratio_from_one() -> None:
+    """For disparate impact the distance from parity is |ratio - 1|."""
+    fairness = pd.DataFrame({
+        "audit": "A", "protected_attribute": "sex", "model": "logistic_regression",
+        "metric": DI, "note": "", "strategy": ["unawareness_proxy_removal", "in_processing"],
+        "value": [0.8, 0.95], "ci_low": [0.7, 0.9], "ci_high": [0.9, 1.0]})
+    floor = residual_floor(fairness, metric=DI)
+    assert floor["difference"].iloc[0] == pytest.approx(-0.15)
+
+
+# ------------------------------------------------------------------------------ outputs
+
+
+def test_write_report_writes_every_output(rendered: Path) -> None:
+    """summary, four tables (md+tex), PNG+PDF figures, plot data and report.html exist."""
+    for name in ("summary.csv", "paper_table.md", "paper_table.tex", "performance_table.md",
+                 "counterfactual_table.tex", "residual_floor_table.md", "report.html"):
+        assert (rendered / name).is_file(), name
+    pngs = sorted(p.stem for p in (rendered / "figures").glob("*.png"))
+    assert pngs == sorted(p.stem for p in (rendered / "figures").glob("*.pdf"))
+    assert {f"heatmap_{DP}", f"residual_floor_{DP}", f"audit_a_{DP}_by_strategy",
+            f"audit_b_tradeoff_{DP}"} <= set(pngs)
+    plot = pd.read_csv(rendered / "plots" / DP / "audit_a.sex.csv")
+    assert plot.columns.tolist() == ["strategy", "strategy_index", "strategy_code", *MODELS]
+    assert plot["strategy_code"].tolist() == ["S0", "S1", "S2", "S3", "S4"]
+
+
+def test_figures_are_drawn_at_column_width(rendered: Path) -> None:
+    """Every PNG is 3.3 inches wide at 300 dpi (990 px), never scaled from a screen figure."""
+    from PIL import Image
+
+    for png in (rendered / "figures").glob("*.png"):
+        with Image.open(png) as image:
+            assert image.size[0] == 990, png.name
+
+
+def test_paper_table_cell_shows_gap_interval_and_benchmark_significance(rendered: Path) -> None:
+    """audit_a / sex / S0 / LR reads -0.200 [-0.230, -0.170]* in the Markdown table."""
+    row = _table_row((rendered / "paper_table.md").read_text(), "audit_a", "sex",
+                     "logistic_regression")
+    assert row[2] == "-0.200 [-0.230, -0.170]*"
+    assert row[4] == "-0.100 [-0.130, -0.070]*"
+    assert row[5] == "-0.050 [-0.080, -0.020]"
+
+
+def test_undefined_cells_are_n_a_or_uninformative_with_a_footnote(rendered: Path) -> None:
+    """insufficient_data is n/a and degenerate decisions 'uninformative', each footnoted."""
+    text = (rendered / "paper_table.md").read_text()
+    rf = _table_row(text, "audit_b", "race", "random_forest")
+    gb = _table_row(text, "audit_b", "race", "gradient_boosting")
+    uninformative = re.fullmatch(r"uninformative<sup>(\w+)</sup>", rf[5])
+    na = re.fullmatch(r"n/a<sup>(\w+)</sup>", gb[6])
+    assert uninformative and na
+    assert f"<sup>{na.group(1)}</sup> insufficient data" in text
+    assert f"<sup>{uninformative.group(1)}</sup> uninformative: degenerate" in text
+
+
+def test_changing_one_result_changes_the_table_cell_and_the_summary(results: Path) -> None:
+    """Editing one fairness value moves its paper-table cell and its summary mean."""
+    write_report(results)
+    where = {"strategy": "baseline", "model": "logistic_regression",
+             "protected_attribute": "sex", "metric": DP}
+    edit_fairness(results / "audit_a", where=where, value=-0.5)
+    write_report(results)
+    row = _table_row((results / "paper_table.md").read_text(), "audit_a", "sex",
+                     "logistic_regression")
+    assert row[2] == "-0.500 [-0.230, -0.170]*"
+    summary = pd.read_csv(results / "summary.csv")
+    cell = summary[(summary["audit"] == "audit_a") & (summary["strategy"] == "baseline")
+                   & (summary["protected_attribute"] == "sex") & (summary["metric"] == DP)]
+    # families: -0.5 (edited), -0.19, -0.18
+    assert cell["mean"].item() == pytest.approx((-0.5 - 0.19 - 0.18) / 3)
+    assert cell["min"].item() == pytest.approx(-0.5)
+
+
+def test_unavailable_audits_are_listed_with_reason_and_instructions(
+    results: Path, fresh_repo: Path
+) -> None:
+    """unavailable.json and manifests without results appear in the table and the page."""
+    write_report(results, audits_dir=fresh_repo / "audits")
+    inputs = load_results(results, audits_dir=fresh_repo / "audits")
+    names = {u.audit for u in inputs.unavailable}
+    assert {"audit_c", "compas", "tenant_screening"} <= names
+    page = (results / "report.html").read_text()
+    assert "licence forbids redistribution" in page
+    assert "Request the file from the data owner." in page
+    tenant = next(u for u in inputs.unavailable if u.audit == "tenant_screening")
+    assert tenant.instructions and tenant.instructions[:40] in page
+    text = (results / "paper_table.md").read_text()
+    assert re.search(r"\| compas \| race \| n/a<sup>\w+</sup> \|", text)
+
+
+def test_model_option_restricts_tables_to_one_family(results: Path) -> None:
+    """--model keeps one section; an unknown family is a one-line error, exit 2."""
+    assert main(["report", "--results", str(results), "--audits", str(results / "none"),
+                 "--model", "random_forest"]) == 0
+    text = (results / "paper_table.md").read_text()
+    assert "**random_forest**" in text and "logistic_regression" not in text
+    assert main(["report", "--results", str(results), "--audits", str(results / "none"),
+                 "--model", "svm"]) == 2
+
+
+def test_latex_table_compiles_with_booktabs(rendered: Path, tmp_path: Path) -> None:
+    """The .tex fragments compile in a booktabs document (structure checked without pdflatex)."""
+    for name in ("paper_table", "performance_table", "counterfactual_table",
+                 "residual_floor_table"):
+        tex = (rendered / f"{name}.tex").read_text()
+        assert tex.isascii()
+        assert tex.count(r"\begin{tabular}") == tex.count(r"\end{tabular}")
+        assert tex.count(r"\toprule") == tex.count(r"\bottomrule") == 3
+        pdflatex = shutil.which("pdflatex")
+        if pdflatex is None:
+            continue
+        doc = tmp_path / f"{name}-doc.tex"
+        doc.write_text("\\documentclass[twocolumn]{article}\n\\usepackage{booktabs}\n"
+                       f"\\begin{{document}}\n{tex}\\end{{document}}\n")
+        run = subprocess.run([pdflatex, "-interaction=nonstopmode", "-halt-on-error",
+                              doc.name], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=120)
+        assert run.returncode == 0, run.stdout[-2000:]
+        assert "Overfull" not in run.stdout
+
+
+def test_stage_reads_the_report_section_of_params(results: Path, tmp_path: Path) -> None:
+    """params.yaml report.metric selects the metric; an unknown key exits 2."""
+    params = tmp_path / "params.yaml"
+    params.write_text("report:\n  metric: equal_opportunity\n")
+    args = ["--params", str(params), "--results", str(results), "--audits", str(tmp_path)]
+    assert report_stage.main(args) == 0
+    assert EO in (results / "paper_table.md").read_text().splitlines()[0]
+    params.write_text("report:\n  metrc: x\n")
+    assert report_stage.main(args) == 2
+
+
+# ------------------------------------------------------------------------------ the rendered page
+
+
+def page_requests(net_log: Path) -> list[str]:
+    """URLs the page itself asked for over a network (browser housekeeping excluded)."""
+    log = json.loads(net_log.read_text())
+    start = log["constants"]["logEventTypes"]["URL_REQUEST_START_JOB"]
+    urls = []
+    for event in log["events"]:
+        params = event.get("params", {})
+        if event["type"] != start or "url" not in params:
+            continue
+        local = params["url"].split(":", 1)[0] in ("file", "data", "blob", "about", "chrome")
+        if not local and params.get("initiator") != "not an origin":
+            urls.append(params["url"])
+    return urls
+
+
+def render(page: Path, workdir: Path) -> tuple[dict[str, object], list[str]]:
+    """Render ``page`` in headless Chromium: the in-page check record and the page's requests.
+
+    Also writes ``<page stem>.png`` (a screenshot) next to the page.
+    """
+    if not CHROMIUM.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{CHROMIUM} is missing; CI must install chromium")
+        pytest.skip(f"{CHROMIUM} is not installed")
+    net_log = workdir / "net-log.json"
+    common = [str(CHROMIUM), *CHROMIUM_FLAGS, f"--user-data-dir={workdir / 'profile'}",
+              "--virtual-time-budget=10000"]
+    dom = subprocess.run([*common, f"--log-net-log={net_log}", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=180, check=True).stdout
+    subprocess.run([*common, "--window-size=1280,2400",
+                    f"--screenshot={page.with_suffix('.png')}", page.as_uri()],
+                   capture_output=True, timeout=180, check=True)
+    found = re.search(r'<pre id="render-check">(.*?)</pre>', dom, re.S)
+    assert found, "the page's load handler did not run"
+    return json.loads(found.group(1)), page_requests(net_log)
+
+
+def test_report_renders_in_chromium_with_every_figure_and_no_request(
+    rendered: Path, tmp_path: Path
+) -> None:
+    """Headless Chromium loads every inline figure, shows the tables, requests nothing."""
+    page = tmp_path / "report.html"
+    shutil.copy(rendered / "report.html", page)
+    check, requests = render(page, tmp_path)
+    images = check["images"]
+    assert isinstance(images, list)
+    assert len(images) == len(list((rendered / "figures").glob("*.png")))
+    for image in images:
+        assert image["complete"] and image["width"] > 0 and image["height"] > 0, image
+    assert check["tables"] == 4
+    assert check["resources"] == [] and requests == []
+    assert page.with_suffix(".png").stat().st_size > 0
+
+
+def test_chromium_check_sees_an_external_request(tmp_path: Path) -> None:
+    """The request check is not vacuous: a page with a remote image is caught."""
+    page = tmp_path / "bad.html"
+    page.write_text('<html><body><img src="http://example.invalid/x.png">'
+                    '<pre id="render-check">{}</pre></body></html>')
+    _, requests = render(page, tmp_path)
+    assert requests == ["http://example.invalid/x.png"]
