@@ -271,9 +271,9 @@ def tradeoff(ctx: Context, audit: str, out: Path) -> FigureFile | None:
             if np.isnan(dist[i]):
                 continue
             colour = STRATEGY_COLOURS[STRATEGIES.index(s)] if s in STRATEGIES else "0.3"
-            ax.hlines(y[i], lo[i], hi[i], color=colour, lw=0.4, alpha=0.9)
+            ax.hlines(y[i], lo[i], hi[i], color=colour, lw=0.4, alpha=0.6)
             ax.vlines(abs(dist[i]), both["ci_low_acc"].iloc[i], both["ci_high_acc"].iloc[i],
-                      color=colour, lw=0.4, alpha=0.9)
+                      color=colour, lw=0.4, alpha=0.6)
             ax.plot([abs(dist[i])], [y[i]], family_style(m, models)[1], color=colour, ms=3)
         ax.set_title(attr, loc="left", pad=2)
         ax.grid(color="0.92", lw=0.5)

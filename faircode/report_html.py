@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from faircode.report_figures import FigureFile
+from faircode.report_inputs import strategy_code
 from faircode.report_tables import Context, all_tables, num, to_html
 
 __all__ = ["CSP", "write_html"]
@@ -105,7 +106,8 @@ def _floor_sentence(counts: pd.DataFrame) -> str:
     for r in counts.to_dict("records"):
         undefined = int(r["n_undefined"])
         items.append(
-            f"<li>{_esc(r['strategy'])} · {_esc(r['model'])}: not distinguishable from S2 in "
+            f"<li>{_esc(strategy_code(str(r['strategy'])))} ({_esc(r['strategy'])}) · "
+            f"{_esc(r['model'])}: not distinguishable from S2 in "
             f"<b>{int(r['audits_not_distinguishable'])} of {int(r['audits'])}</b> audits "
             f"({int(r['pairs_not_distinguishable'])} of {int(r['pairs'])} audit × attribute "
             "pairs" + (f"; {undefined} n/a" if undefined else "") + ")</li>")

@@ -225,7 +225,7 @@ def paper_table(ctx: Context) -> Table:
 
     columns, sections = _grid(ctx, frame, row_keys=["protected_attribute"], value="value",
                               rows_of=rows_of, fn=fn, skip=_skip_reason(ctx))
-    return Table("paper_table", f"{ctx.metric} (disadvantaged vs advantaged) by strategy",
+    return Table("paper_table", f"{ctx.metric} by audit, attribute and strategy",
                  ("audit", "attribute"), columns, sections,
                  _legend(ctx, f"{ctx.metric} estimate"), fn.items())
 

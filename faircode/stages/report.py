@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from faircode._schema import UniqueKeyLoader
 from faircode.benchmark import provenance
 from faircode.errors import ConfigError, FaircodeError
 from faircode.report import ReportConfig, write_report
@@ -30,10 +31,13 @@ def main(argv: list[str] | None = None) -> int:
         params_path = Path(args.params)
         section = None
         if params_path.is_file():
-            try:
-                params = yaml.safe_load(params_path.read_text(encoding="utf-8")) or {}
+            try:  # the strict loader: a repeated key is an error, never silently dropped
+                params = yaml.load(params_path.read_text(encoding="utf-8"),
+                                   Loader=UniqueKeyLoader) or {}
+            except ConfigError as exc:
+                raise ConfigError(f"{params_path}: {exc}") from None
             except yaml.YAMLError as exc:
-                raise ConfigError(f"{params_path}: not valid YAML: {exc}") from None
+                raise ConfigError(f"{params_path}: invalid YAML: {exc}") from None
             section = params.get("report") if isinstance(params, dict) else None
         config = ReportConfig.from_mapping(section, where=f"{params_path}: report")
         lock = Path(args.dvc_lock)
