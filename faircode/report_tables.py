@@ -155,10 +155,8 @@ def estimate_cell(row: pd.Series | None, *, value: str, fn: _Footnotes, alpha: f
         interval = f"[{num(low)}, {num(high)}]"
     q = float(row.get("q_benchmark", np.nan))
     if "powered" in row.index and str(row["powered"]).strip().lower() in ("false", "0"):
-        mde = row.get("mde", np.nan)
-        notes.append(fn("underpowered: the minimum detectable effect (mde column) exceeds the "
-                        "design's target" if pd.isna(mde) else
-                        "underpowered: |gap| below the minimum detectable effect (mde column)"))
+        notes.append(fn("not powered (powered = False in fairness.csv; its mde column gives "
+                        "the minimum detectable effect)"))
     return Cell(num(x), interval, significant=bool(q < alpha), notes=tuple(notes))
 
 

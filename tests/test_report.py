@@ -98,12 +98,13 @@ def write_audit_folder(root: Path, audit: str, attributes: tuple[str, ...]) -> P
 
 
 def edit_fairness(folder: Path, *, where: dict[str, str], **changes: object) -> None:
-    """Change the fairness rows of ``folder`` that match ``where``."""
+    """Change (or add) columns of the fairness rows of ``folder`` that match ``where``."""
     frame = pd.read_csv(folder / "fairness.csv")
     match = np.logical_and.reduce([frame[k] == v for k, v in where.items()])
     assert match.any()
-    for column, value in changes.items():
-        frame[column] = frame[column].astype(object)
+    for column, value in changes.items():  # a new column is NaN elsewhere
+        frame[column] = frame[column].astype(object) if column in frame else \
+            pd.Series(np.nan, index=frame.index, dtype=object)
         frame.loc[match, column] = value
     frame.to_csv(folder / "fairness.csv", index=False)
 
@@ -288,6 +289,20 @@ def test_undefined_cells_are_n_a_or_uninformative_with_a_footnote(rendered: Path
     assert uninformative and na
     assert f"<sup>{na.group(1)}</sup> insufficient data" in text
     assert f"<sup>{uninformative.group(1)}</sup> uninformative: degenerate" in text
+
+
+def test_optional_columns_are_shown_when_present(results: Path) -> None:
+    """powered = False footnotes its cell; an extra column such as tpr_gap reaches the page."""
+    where = {"strategy": "baseline", "model": "logistic_regression",
+             "protected_attribute": "sex", "metric": DP}
+    edit_fairness(results / "audit_a", where=where, powered=False, mde=0.4, tpr_gap=0.123456)
+    write_report(results)
+    text = (results / "paper_table.md").read_text()
+    cell = _table_row(text, "audit_a", "sex", "logistic_regression")[2]
+    letter = re.fullmatch(r"-0\.200 \[-0\.230, -0\.170\]\*<sup>(\w+)</sup>", cell)
+    assert letter and f"<sup>{letter.group(1)}</sup> not powered" in text
+    page = (results / "report.html").read_text()
+    assert "<th>tpr_gap</th>" in page and "0.1235" in page
 
 
 def test_changing_one_result_changes_the_table_cell_and_the_summary(results: Path) -> None:
