@@ -34,6 +34,7 @@ Design decisions
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -337,6 +338,8 @@ def write_report(
 ) -> ReportOutputs:
     """Write summary, tables, figures, DVC plot data and ``report.html`` into ``results``.
 
+    ``results/figures`` and ``results/plots`` belong to the report and are rewritten whole.
+
     ``provenance`` is the report code's own record (``benchmark.provenance()``); ``dvc_lock``
     the ``dvc.lock`` whose sha256 the page prints (both optional).
     """
@@ -363,6 +366,8 @@ def write_report(
                                     models=tuple([model] if model else models), alpha=alpha,
                                     confidence=confidence)
     tables = report_tables.write_tables(context, floor=floor, out=results)
+    for generated in ("figures", "plots"):  # wholly the report's: no stale file survives
+        shutil.rmtree(results / generated, ignore_errors=True)
     figures = report_figures.write_figures(context, floor=floor, out=results / "figures")
     plots = write_plot_data(inputs, out=results / "plots")
     html = report_html.write_html(

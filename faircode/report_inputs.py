@@ -127,7 +127,9 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
     frames: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
     runs: dict[str, dict[str, Any]] = {}
     unavailable: dict[str, UnavailableAudit] = {}
-    for folder in sorted(p for p in results.iterdir() if p.is_dir()):
+    # hidden folders are the grid's staging copies (see benchmark.write_audit), never results
+    for folder in sorted(p for p in results.iterdir()
+                         if p.is_dir() and not p.name.startswith(".")):
         if only and folder.name not in only:
             continue
         if (folder / "run.json").is_file():
