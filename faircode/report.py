@@ -50,9 +50,9 @@ from faircode.report_inputs import (
     UNINFORMATIVE_NOTE,
     ReportInputs,
     UnavailableAudit,
+    is_uninformative,
     load_results,
     metric_reference,
-    notes_of,
     ordered,
     resolve_metric,
     strategy_code,
@@ -196,10 +196,11 @@ def summarise(fairness: pd.DataFrame, *, q_benchmark: pd.Series, alpha: float) -
     benchmark-wide ``q < alpha``; ``note`` lists each family without a value and why.
     """
     frame = fairness.assign(q_benchmark=q_benchmark)
-    informative = ~frame["note"].map(lambda n: UNINFORMATIVE_NOTE in notes_of(n))
+    informative = ~is_uninformative(frame["note"])
     frame["usable"] = frame["value"].where(informative)
     frame["sig_raw"] = frame["p_value"].lt(alpha) & informative
     frame["sig_bh"] = frame["q_benchmark"].lt(alpha) & informative
+    frame["uninformative"] = ~informative
     frame["why"] = np.where(
         ~informative, frame["model"] + ": uninformative",
         np.where(frame["value"].isna(), frame["model"] + ": "
@@ -210,11 +211,9 @@ def summarise(fairness: pd.DataFrame, *, q_benchmark: pd.Series, alpha: float) -
         n_models=("model", "nunique"), n_estimated=("usable", "count"),
         mean=("usable", "mean"), min=("usable", "min"), max=("usable", "max"),
         n_significant_raw=("sig_raw", "sum"), n_significant_bh=("sig_bh", "sum"),
-        n_uninformative=("usable", lambda s: int(s.isna().sum())),
+        n_uninformative=("uninformative", "sum"),
         note=("why", lambda s: "; ".join(x for x in s if x)),
     ).reset_index()
-    out["n_uninformative"] = grouped["note"].agg(
-        lambda s: int(sum(UNINFORMATIVE_NOTE in notes_of(n) for n in s))).to_numpy()
     out.insert(2, "strategy_code", out["strategy"].map(strategy_code))
     out["alpha"] = alpha
     return out
@@ -237,7 +236,7 @@ def residual_floor(fairness: pd.DataFrame, *, metric: str) -> pd.DataFrame:
     """
     ref = metric_reference(metric)
     rows = fairness[fairness["metric"] == metric].copy()
-    bad = rows["note"].map(lambda n: UNINFORMATIVE_NOTE in notes_of(n))
+    bad = is_uninformative(rows["note"])
     for c in ("value", "ci_low", "ci_high"):
         rows[c] = rows[c].astype(float).where(~bad) - ref
     rows["dist"] = rows["value"].abs()

@@ -31,9 +31,8 @@ from faircode.report import abs_bounds
 from faircode.report_inputs import (
     MODELS,
     STRATEGIES,
-    UNINFORMATIVE_NOTE,
+    is_uninformative,
     metric_reference,
-    notes_of,
     ordered,
     strategy_code,
 )
@@ -90,10 +89,6 @@ def _save(fig: Figure, out: Path, name: str, caption: str) -> FigureFile:
     return FigureFile(name, png, pdf, caption)
 
 
-def _uninformative(frame: pd.DataFrame) -> pd.Series:
-    return frame["note"].map(lambda n: UNINFORMATIVE_NOTE in notes_of(n))
-
-
 def _label(metric: str) -> str:
     return metric.replace("_", " ")
 
@@ -128,7 +123,7 @@ def by_strategy(ctx: Context, audit: str, out: Path) -> FigureFile | None:
         for model, dx in zip(models, offsets, strict=True):
             colour, marker = family_style(model, models)
             rows = sub[sub["model"] == model].set_index("strategy").reindex(strategies)
-            bad = rows["note"].fillna("").map(lambda n: UNINFORMATIVE_NOTE in notes_of(n))
+            bad = is_uninformative(rows["note"])
             y = rows["value"].astype(float).where(~bad).to_numpy()
             lo, hi = rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float)
             x = np.arange(len(strategies)) + dx
@@ -157,7 +152,7 @@ def heatmap(ctx: Context, out: Path) -> FigureFile | None:
     """Cross-audit heatmap: audit x attribute rows, strategy columns, mean gap over families."""
     frame = ctx.fairness[(ctx.fairness["metric"] == ctx.metric)
                          & ctx.fairness["model"].isin(ctx.models)]
-    frame = frame.assign(v=frame["value"].where(~_uninformative(frame)))
+    frame = frame.assign(v=frame["value"].where(~is_uninformative(frame["note"])))
     if frame.empty:
         return None
     strategies = ordered(frame["strategy"], STRATEGIES)
@@ -261,7 +256,7 @@ def tradeoff(ctx: Context, audit: str, out: Path) -> FigureFile | None:
         ax.set_visible(False)
     accuracy = perf[["strategy", "model", "value", "ci_low", "ci_high"]]
     for ax, attr in zip(axes.flat, attrs, strict=False):
-        sub = fair[(fair["protected_attribute"] == attr) & ~_uninformative(fair)]
+        sub = fair[(fair["protected_attribute"] == attr) & ~is_uninformative(fair["note"])]
         both = sub.merge(accuracy, on=["strategy", "model"], suffixes=("", "_acc"))
         dist = both["value"].to_numpy(float) - ref
         lo, hi = abs_bounds(both["ci_low"].to_numpy(float) - ref,

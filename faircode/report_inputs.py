@@ -34,6 +34,7 @@ __all__ = [
     "UNINFORMATIVE_NOTE",
     "ReportInputs",
     "UnavailableAudit",
+    "is_uninformative",
     "load_results",
     "metric_reference",
     "notes_of",
@@ -208,6 +209,11 @@ def strategy_code(strategy: str) -> str:
         return STRATEGY_CODES[Strategy(strategy)]
     except ValueError:
         return strategy
+
+
+def is_uninformative(notes: pd.Series) -> pd.Series:
+    """Whether each note marks a cell as uninformative (:data:`UNINFORMATIVE_NOTE`)."""
+    return notes.map(lambda n: UNINFORMATIVE_NOTE in notes_of(n)).astype(bool)
 
 
 def notes_of(note: object) -> set[str]:

@@ -135,9 +135,9 @@ def _reason(note: str) -> str:
     return f"not estimated ({note})" if note else "not estimated (no reason recorded)"
 
 
-def estimate_cell(row: pd.Series | None, *, value: str, fn: _Footnotes, alpha: float,
+def estimate_cell(row: pd.Series | None, *, value: str, fn: _Footnotes,
                   missing: str = "no result row for this cell") -> Cell:
-    """Render one result row: estimate [interval], significance by ``q_benchmark``, footnotes."""
+    """Render one result row: estimate [interval], the row's ``mark`` (``*``), footnotes."""
     if row is None:
         return Cell("n/a", notes=(fn(missing),), numeric=False)
     note = str(row.get("note", ""))
@@ -153,11 +153,10 @@ def estimate_cell(row: pd.Series | None, *, value: str, fn: _Footnotes, alpha: f
         notes.append(fn(NO_INTERVAL))
     else:
         interval = f"[{num(low)}, {num(high)}]"
-    q = float(row.get("q_benchmark", np.nan))
     if "powered" in row.index and str(row["powered"]).strip().lower() in ("false", "0"):
         notes.append(fn("not powered (powered = False in fairness.csv; its mde column gives "
                         "the minimum detectable effect)"))
-    return Cell(num(x), interval, significant=bool(q < alpha), notes=tuple(notes))
+    return Cell(num(x), interval, significant=bool(row.get("mark", False)), notes=tuple(notes))
 
 
 def _lookup(frame: pd.DataFrame, keys: Sequence[str]) -> dict[tuple[str, ...], pd.Series]:
@@ -189,7 +188,7 @@ def _grid(ctx: Context, frame: pd.DataFrame, *, row_keys: Sequence[str], value: 
             for label in rows_of(audit):
                 cells = tuple(estimate_cell(
                     lookup.get((model, audit, *label, s)), value=value, fn=fn,
-                    alpha=ctx.alpha, missing=skip(audit, s, model)) for s in strategies)
+                    missing=skip(audit, s, model)) for s in strategies)
                 rows.append(((audit, *label), cells))
         sections.append((model, tuple(rows)))
     return tuple(strategy_code(s) for s in strategies), tuple(sections)
@@ -216,6 +215,7 @@ def paper_table(ctx: Context) -> Table:
     """Rows audit x attribute, columns S0-S4: the gap of ``ctx.metric`` per model family."""
     fn = _Footnotes()
     frame = ctx.fairness[ctx.fairness["metric"] == ctx.metric]
+    frame = frame.assign(mark=frame["q_benchmark"].lt(ctx.alpha))
 
     def rows_of(audit: str) -> list[tuple[str, ...]]:
         sub = frame[frame["audit"] == audit]
@@ -231,7 +231,7 @@ def paper_table(ctx: Context) -> Table:
 def performance_table(ctx: Context) -> Table:
     """Rows audit x performance metric, columns S0-S4, per model family."""
     fn = _Footnotes()
-    frame = ctx.inputs.performance.assign(q_benchmark=np.nan)
+    frame = ctx.inputs.performance
     metrics = ordered(frame["metric"], ("accuracy", "auc", "f1"))
 
     def rows_of(audit: str) -> list[tuple[str, ...]]:
@@ -249,7 +249,7 @@ def performance_table(ctx: Context) -> Table:
 def counterfactual_table(ctx: Context) -> Table:
     """Rows audit x axis (channel), columns S0-S4: counterfactual flip rates per family."""
     fn = _Footnotes()
-    frame = ctx.inputs.counterfactual.assign(q_benchmark=np.nan)
+    frame = ctx.inputs.counterfactual
     frame = frame.assign(axis_kind=frame["axis"].astype(str) + " (" + frame["kind"].astype(str)
                          + ")")
     audits = set(frame["audit"])
@@ -273,7 +273,7 @@ def floor_table(ctx: Context, floor: pd.DataFrame) -> Table:
     """Rows audit x attribute, columns |S3|-|S2| and |S4|-|S2| with the conservative interval."""
     fn = _Footnotes()
     frame = floor.rename(columns={"difference": "value", "low": "ci_low", "high": "ci_high"})
-    frame = frame.assign(q_benchmark=np.where(frame["distinguishable"].fillna(False), 0.0, 1.0))
+    frame = frame.assign(mark=frame["distinguishable"].fillna(False).astype(bool))
     strategies = ordered(frame["strategy"], STRATEGIES) if not frame.empty else []
     lookup = _lookup(frame, ["model", "audit", "protected_attribute", "strategy"])
     sections = []
@@ -282,7 +282,7 @@ def floor_table(ctx: Context, floor: pd.DataFrame) -> Table:
         for audit, attr in dict.fromkeys(zip(frame["audit"], frame["protected_attribute"],
                                              strict=True)):
             cells = tuple(estimate_cell(lookup.get((model, audit, attr, s)), value="value",
-                                        fn=fn, alpha=0.5) for s in strategies)
+                                        fn=fn) for s in strategies)
             rows.append(((audit, attr), cells))
         sections.append((model, tuple(rows)))
     cover = 1 - 2 * (1 - ctx.confidence)
