@@ -78,7 +78,7 @@ def replicate(
     rng: np.random.Generator, *, units: int, sigma: float, alphas: tuple[float, float],
     resamples: int, null: bool,
 ) -> tuple[tuple[float, float], tuple[float, float], float, float, float]:
-    """Row interval, cluster interval, design effect, row p-value, cluster p-value (NaN if not null)."""
+    """Row CI, cluster CI, design effect, row and cluster p-values (NaN unless null)."""
     types = stats.unit_types(draw_units(rng, units, sigma, alphas))
     pooled = types.pooled()
     row = parity_gap(np.stack(
