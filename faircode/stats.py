@@ -340,7 +340,7 @@ class UnitTypes:
 
     def mixed_units(self) -> int:
         """Return the number of units with rows in more than one group."""
-        several = np.array([bin(int(p)).count("1") > 1 for p in self.pattern], dtype=bool)
+        several = (self.counts.sum(axis=2) > 0).sum(axis=1) > 1
         return int(self.multiplicity[several].sum())
 
 

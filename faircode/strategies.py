@@ -187,7 +187,6 @@ def calibration_split(
                 f"disadvantaged={bool(code % 2)} has {n} training row(s); stratifying the "
                 f"{1 - fraction:.0%}/{fraction:.0%} split needs at least 2"
             )
-    positions = np.arange(len(strata))
     if groups is not None:
         _, codes = np.unique(np.asarray(groups), return_inverse=True)
         try:
@@ -200,7 +199,7 @@ def calibration_split(
                 f"post_processing calibration split: cannot split the training units: {exc}"
             ) from None
     fit_idx, cal_idx = train_test_split(
-        positions, test_size=fraction, stratify=strata, random_state=random_state
+        np.arange(len(strata)), test_size=fraction, stratify=strata, random_state=random_state
     )
     return np.sort(fit_idx), np.sort(cal_idx)
 

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference import reference_cluster_bootstrap
 from scipy import stats as sps
 from sklearn.metrics import roc_auc_score
 
@@ -189,8 +190,6 @@ def test_as_binary_and_mask_validate() -> None:
 
 
 # ------------------------------------------------------------------ cluster (unit) resampling
-
-from reference import reference_cluster_bootstrap  # noqa: E402
 
 
 def _dp(counts: np.ndarray) -> np.ndarray:
