@@ -132,6 +132,7 @@ def _run_cell(
         strategy, family,
         X=data.X.iloc[train], y=y_train, sensitive=data.disadvantaged[first][train],
         manifest=manifest, config=config,
+        groups=None if data.unit is None else data.unit[train],
     )
     t1 = time.perf_counter()
     predict_seed = int(child_seed(master, Stream.PREDICTION, s, m).generate_state(1)[0])

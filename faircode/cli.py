@@ -22,6 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
+
 from faircode.data import AuditData, load_audit
 from faircode.errors import DataUnavailableError, FaircodeError
 from faircode.fetch import fetch
@@ -125,6 +127,15 @@ def summary_lines(data: AuditData) -> list[str]:
                 f"  {attribute.name:<16} {group:<14} {size:>9,} rows  label rate {rate:.4f}"
             )
     lines.append(f"  train {len(data.train_index):,} / test {len(data.test_index):,} rows")
+    if data.unit is not None:
+        sizes = np.bincount(data.unit)
+        shared = np.intersect1d(data.unit[data.train_index], data.unit[data.test_index]).size
+        lines.append(
+            f"  units ({m.unit}): {sizes.size:,}; {int(sizes[sizes > 1].sum()):,} rows in "
+            f"{int((sizes > 1).sum()):,} repeated units (at most {int(sizes.max())} rows); "
+            f"train {np.unique(data.unit[data.train_index]).size:,} / test "
+            f"{np.unique(data.unit[data.test_index]).size:,} units, {shared} in both"
+        )
     return lines
 
 

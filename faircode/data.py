@@ -27,6 +27,12 @@ Design decisions
   values, with missing values as their own explicit category (code ``len(categories)``) and values
   never seen at fit time (e.g. a counterfactual edit) mapped to :data:`UNSEEN_CODE` (``-1``).
   The encoder is fitted on the prepared rows without the label.
+* **Units** (``dataset.unit``): the unit column is read and carried per row as integer codes
+  (:attr:`AuditData.unit`, in order of first appearance), never encoded into ``X``.  A missing
+  unit value is an error, not a dropped row.  The ``first_by`` filter keeps, among the rows still
+  kept, each unit's row with the smallest order value (missing order values last; ties by file
+  order).  With a unit the train/test split is by unit (:func:`grouped_split`); without one it is
+  exactly the row split it always was.
 """
 
 from __future__ import annotations
@@ -54,6 +60,8 @@ __all__ = [
     "derive_target",
     "disadvantaged_mask",
     "filter_mask",
+    "first_per_unit",
+    "grouped_split",
     "load_audit",
 ]
 
@@ -102,6 +110,65 @@ def filter_mask(row_filter: RowFilter, values: pd.Series) -> np.ndarray:
     targets: tuple[Scalar, ...] = value if isinstance(value, tuple) else (value,)  # type: ignore[assignment]
     hit = _isin(values, targets)
     return hit if op in ("isin", "equals") else ~hit
+
+
+def first_per_unit(units: pd.Series, order: pd.Series, keep: np.ndarray) -> np.ndarray:
+    """Return the mask keeping, among ``keep`` rows, each unit's row with the smallest ``order``.
+
+    Missing order values sort last; ties keep the earlier row.  Rows outside ``keep`` stay out.
+    """
+    keep = np.asarray(keep, dtype=bool)
+    rows = np.flatnonzero(keep)
+    frame = pd.DataFrame({"u": units.to_numpy()[rows], "o": order.to_numpy()[rows], "r": rows})
+    frame = frame.sort_values(["o", "r"], kind="stable", na_position="last")
+    first = frame.drop_duplicates("u", keep="first")["r"].to_numpy()
+    out = np.zeros(len(keep), dtype=bool)
+    out[first] = True
+    return out
+
+
+def _unit_strata(units: np.ndarray, keys: Sequence[np.ndarray]) -> np.ndarray:
+    """One stratum code per unit from its 0/1 ``keys``: per key all-0, all-1 or mixed.
+
+    If some stratum then has fewer than two units, each key falls back to its majority value per
+    unit (mean >= 0.5), which with singleton units is exactly the row's value.
+    """
+    n_units = int(units.max()) + 1 if units.size else 0
+    sizes = np.bincount(units, minlength=n_units)
+    means = [np.bincount(units, weights=k, minlength=n_units) / sizes for k in keys]
+    fine = np.zeros(n_units, dtype=np.int64)
+    coarse = np.zeros(n_units, dtype=np.int64)
+    for mean in means:
+        fine = fine * 3 + np.where(mean == 0, 0, np.where(mean == 1, 1, 2))
+        coarse = coarse * 2 + (mean >= 0.5)
+    _, fine_sizes = np.unique(fine, return_counts=True)
+    return fine if fine_sizes.min(initial=2) >= 2 else coarse
+
+
+def grouped_split(
+    units: np.ndarray,
+    keys: Sequence[np.ndarray],
+    *,
+    test_size: float,
+    random_state: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Split row positions into (train, test) so that no unit is on both sides.
+
+    ``units`` are integer unit codes ``0..U-1`` per row; units are split with sklearn's
+    ``train_test_split`` at ``test_size`` (a fraction of units), stratified on each unit's
+    pattern of the 0/1 ``keys`` (all 0, all 1, mixed; see :func:`_unit_strata`).  When every
+    unit is one row and codes follow row order this is exactly the stratified row split.
+    Raises ``ValueError`` (from sklearn) when the units cannot be split so.
+    """
+    units = np.asarray(units, dtype=np.int64)
+    strata = _unit_strata(units, [np.asarray(k, dtype=np.float64) for k in keys])
+    _, test_u = train_test_split(
+        np.arange(strata.size), test_size=test_size, random_state=random_state, stratify=strata
+    )
+    in_test = np.zeros(strata.size, dtype=bool)
+    in_test[test_u] = True
+    rows = np.arange(units.size)
+    return np.sort(rows[~in_test[units]]), np.sort(rows[in_test[units]])
 
 
 def _binary(values: pd.Series, where: str) -> tuple[np.ndarray, np.ndarray]:
@@ -243,13 +310,19 @@ class AuditData:
     encoder: Encoder
     steps: tuple[tuple[str, int], ...]
     sha256: str
+    unit: np.ndarray | None = None
+    """Integer unit code per row (``0..U-1``, order of first appearance); None without a unit."""
 
 
 def _column_sources(manifest: Manifest) -> dict[str, str]:
     """Map every named column to the first key path that names it."""
     where: dict[str, str] = {}
+    if manifest.unit is not None:
+        where.setdefault(manifest.unit, "dataset.unit")
     for i, f in enumerate(manifest.row_filters):
         where.setdefault(f.column, f"row_filters[{i}].column")
+        if f.operator == "first_by":
+            where.setdefault(str(f.value), f"row_filters[{i}].first_by")
     where.setdefault(manifest.target.column, "target.column")
     for i, a in enumerate(manifest.protected_attributes):
         where.setdefault(a.column, f"protected_attributes[{i}].column")
@@ -287,7 +360,10 @@ def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
     steps: list[tuple[str, int]] = [("loaded", len(frame))]
     keep = np.ones(len(frame), dtype=bool)
     for i, row_filter in enumerate(manifest.row_filters, start=1):
-        keep &= filter_mask(row_filter, frame[row_filter.column])
+        if row_filter.operator == "first_by":
+            keep &= first_per_unit(frame[row_filter.column], frame[str(row_filter.value)], keep)
+        else:
+            keep &= filter_mask(row_filter, frame[row_filter.column])
         steps.append((f"filter {i}: {row_filter.describe()}", int(keep.sum())))
     frame = frame[keep].reset_index(drop=True)
     label, derivable = derive_target(manifest.target, frame[manifest.target.column])
@@ -303,14 +379,20 @@ def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
     y = label[classified].astype(np.int8)
     masks = {name: mask[classified] for name, mask in masks.items()}
     _check_prepared(manifest, y, masks)
-    encoder = Encoder.fit(frame)
+    unit = _unit_codes(manifest, frame)
+    encoder = Encoder.fit(frame.drop(columns=list(_unit_only_columns(manifest))))
     try:
-        train, test = train_test_split(
-            np.arange(len(frame)),
-            test_size=manifest.test_size,
-            random_state=manifest.random_state,
-            stratify=y,
-        )
+        if unit is None:
+            train, test = train_test_split(
+                np.arange(len(frame)),
+                test_size=manifest.test_size,
+                random_state=manifest.random_state,
+                stratify=y,
+            )
+        else:
+            train, test = grouped_split(
+                unit, [y], test_size=manifest.test_size, random_state=manifest.random_state
+            )
     except ValueError as exc:
         raise DataError(f"{manifest.file}: test_size: cannot split {len(y)} rows: {exc}") from None
     return AuditData(
@@ -324,7 +406,32 @@ def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
         encoder=encoder,
         steps=tuple(steps),
         sha256=digest,
+        unit=unit,
     )
+
+
+def _unit_only_columns(manifest: Manifest) -> tuple[str, ...]:
+    """Columns named only as the unit or a ``first_by`` order: read, never encoded."""
+    others = {*manifest.feature_columns, manifest.target.column}
+    others |= {f.column for f in manifest.row_filters if f.operator != "first_by"}
+    unit_side = [manifest.unit] if manifest.unit is not None else []
+    unit_side += [str(f.value) for f in manifest.row_filters if f.operator == "first_by"]
+    return tuple(c for c in dict.fromkeys(unit_side) if c not in others)
+
+
+def _unit_codes(manifest: Manifest, frame: pd.DataFrame) -> np.ndarray | None:
+    """Integer codes of the prepared rows' units; a missing unit value is a :class:`DataError`."""
+    if manifest.unit is None:
+        return None
+    values = frame[manifest.unit]
+    missing = int(values.isna().sum())
+    if missing:
+        raise DataError(
+            f"{manifest.file}: dataset.unit: expected a unit in every prepared row of column "
+            f"{manifest.unit!r}, got {missing} missing (add a notna filter to drop them)"
+        )
+    codes, _ = pd.factorize(values, sort=False)
+    return np.asarray(codes, dtype=np.int64)
 
 
 def _check_prepared(manifest: Manifest, y: np.ndarray, masks: Mapping[str, np.ndarray]) -> None:

@@ -19,6 +19,12 @@ Design decisions
   directory's grandparent, i.e. the parent of ``audits/``).
 * Column-level checks (does the column exist, does the target yield two classes) need the data and
   live in :mod:`faircode.data`.
+* **Repeated people** (``docs/manifest-units.md``): ``dataset.unit`` names the column that
+  identifies an independent unit (a person, a patient).  It is read, never a feature, target or
+  protected column.  One-row-per-unit designs use the positional row filter
+  ``{column: <unit>, first_by: <order column>}``, which keeps, among the rows still kept, each
+  unit's row with the smallest order value; a filter, not a dataset option, so its place in the
+  filter sequence (and the row count after it) is explicit.
 """
 
 from __future__ import annotations
@@ -51,7 +57,7 @@ __all__ = [
     "repository_root",
 ]
 
-Operator = Literal["isin", "not_isin", "equals", "not_equals", "notna"]
+Operator = Literal["isin", "not_isin", "equals", "not_equals", "notna", "first_by"]
 TargetMethod = Literal["binary", "equals", "isin", "above_median"]
 AttributeType = Literal["categorical", "numeric_threshold", "age_interval_threshold"]
 Side = Literal["below", "above"]
@@ -77,7 +83,9 @@ _TOP_KEYS: dict[str, bool] = {
     "proxy_features": False,
     "counterfactual_axes": False,
 }
-_DATASET_KEYS: dict[str, bool] = {"path": True, "sha256": False, "source": False}
+_DATASET_KEYS: dict[str, bool] = {
+    "path": True, "sha256": False, "source": False, "unit": False
+}
 _SOURCE_KEYS: dict[str, bool] = {
     "url": False,
     "member": False,
@@ -129,6 +137,7 @@ class DatasetSpec:
     declared_path: str
     sha256: str | None = None
     source: Source | None = None
+    unit: str | None = None
 
     def __post_init__(self) -> None:
         if not self.path.is_absolute():
@@ -153,6 +162,8 @@ class RowFilter:
         """Return a short human-readable form, e.g. ``race not_isin ['?']``."""
         if self.operator == "notna":
             return f"{self.column} notna"
+        if self.operator == "first_by":
+            return f"first row per {self.column} by {self.value}"
         shown = list(self.value) if isinstance(self.value, tuple) else self.value
         return f"{self.column} {self.operator} {shown!r}"
 
@@ -248,10 +259,19 @@ class Manifest:
         )
 
     @property
+    def unit(self) -> str | None:
+        """The column identifying an independent unit (``dataset.unit``), or None."""
+        return self.dataset.unit
+
+    @property
     def named_columns(self) -> tuple[str, ...]:
-        """Every column the manifest names: features, then the target, then filter columns."""
+        """Every column named: features, target, filter columns, the unit, ``first_by`` orders."""
         filters = (f.column for f in self.row_filters)
-        return tuple(dict.fromkeys((*self.feature_columns, self.target.column, *filters)))
+        orders = (str(f.value) for f in self.row_filters if f.operator == "first_by")
+        unit = () if self.unit is None else (self.unit,)
+        return tuple(
+            dict.fromkeys((*self.feature_columns, self.target.column, *filters, *unit, *orders))
+        )
 
 
 # --------------------------------------------------------------------------------------------
@@ -292,7 +312,10 @@ def _parse_dataset(c: Checker, raw: object, root: Path) -> DatasetSpec:
                 fields["member"],
             )
         source = Source(**fields)
-    return DatasetSpec(path=resolved, declared_path=declared, sha256=sha, source=source)
+    unit = c.optional_string(data.get("unit"), "dataset.unit")
+    return DatasetSpec(
+        path=resolved, declared_path=declared, sha256=sha, source=source, unit=unit
+    )
 
 
 def _parse_filter(c: Checker, raw: object, where: str) -> RowFilter:
@@ -309,6 +332,8 @@ def _parse_filter(c: Checker, raw: object, where: str) -> RowFilter:
         if data[op] is not True:
             raise c.fail(f"{where}.notna", "true", data[op])
         value = None
+    elif op == "first_by":
+        value = c.string(data[op], f"{where}.first_by")
     else:
         value = c.scalar(data[op], f"{where}.{op}")
     return RowFilter(column=column, operator=cast(Operator, op), value=value)
@@ -426,11 +451,13 @@ def _parse(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
         raise c.fail(
             "target.column", "a column that is not a protected attribute's column", target.column
         )
+    dataset = _parse_dataset(c, data["dataset"], root)
+    _check_unit(c, dataset.unit, filters, (*protected, *core, *proxy, target.column))
     return Manifest(
         name=name,
         title=title,
         file=c.file,
-        dataset=_parse_dataset(c, data["dataset"], root),
+        dataset=dataset,
         random_state=random_state,
         test_size=float(test_size),
         row_filters=filters,
@@ -442,6 +469,28 @@ def _parse(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
             c, data.get("counterfactual_axes"), features=(*protected, *core, *proxy)
         ),
     )
+
+
+def _check_unit(
+    c: Checker, unit: str | None, filters: tuple[RowFilter, ...], used: tuple[str, ...]
+) -> None:
+    """The unit is never a feature, protected or target column; ``first_by`` dedupes the unit."""
+    if unit is not None and unit in used:
+        raise c.fail(
+            "dataset.unit", "a column that is not a feature, protected or target column", unit
+        )
+    for i, f in enumerate(filters):
+        if f.operator != "first_by":
+            continue
+        if unit is None:
+            raise c.fail(
+                f"row_filters[{i}].first_by", "a dataset.unit declared to deduplicate by", None
+            )
+        if f.column != unit:
+            raise c.fail(f"row_filters[{i}].column", f"the unit column {unit!r}", f.column)
+        if f.value == unit:
+            raise c.fail(f"row_filters[{i}].first_by", "an order column other than the unit",
+                         f.value)
 
 
 def _parse_counterfactual_axes(

@@ -26,7 +26,9 @@ Design decisions:
 * S4 calibrates its thresholds on rows the base model never saw.  Calibrating on the rows the
   model was fitted on overfits: on German credit the post-processed parity gap is +0.22 instead
   of +0.07.  The calibration split is stratified on label x group and needs at least two rows in
-  every combination.  S4 gives decisions only (no score, so no AUC).
+  every combination.  With a unit (``groups``) the calibration split is by unit: no unit has rows
+  in both parts (:func:`faircode.data.grouped_split`).  S4 gives decisions only (no score, so no
+  AUC).
 * Randomised predictors (S3, S4) draw one uniform per row, in row order, from the seed passed to
   :meth:`FittedStrategy.predict`.  Predicting an original and a counterfactually perturbed copy
   of the same rows with the same seed therefore uses common random numbers: a decision flips
@@ -55,6 +57,7 @@ from fairlearn.reductions import (
 from sklearn.model_selection import train_test_split
 
 from faircode.config import BenchmarkConfig
+from faircode.data import grouped_split
 from faircode.errors import DataError
 from faircode.manifest import Manifest
 from faircode.models import ModelFamily, make_model, sample_weight_name
@@ -166,12 +169,14 @@ def _mixture_probability(model: ExponentiatedGradient, features: pd.DataFrame) -
 
 def calibration_split(
     y: np.ndarray, sensitive: np.ndarray, *, random_state: int,
-    fraction: float = CALIBRATION_FRACTION,
+    fraction: float = CALIBRATION_FRACTION, groups: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Split training rows into (model-fit, threshold-calibration) positions for S4.
 
     Stratified on label x group; every one of the four combinations must have >= 2 rows,
-    otherwise a :class:`DataError` names the combination and its size.
+    otherwise a :class:`DataError` names the combination and its size.  ``groups`` (a unit id
+    per row) splits by unit instead, stratified on each unit's label and group pattern; without
+    it the split is the row split it always was.
     """
     strata = np.asarray(y, dtype=np.int64) * 2 + np.asarray(sensitive, dtype=np.int64)
     counts = np.bincount(strata, minlength=4)
@@ -182,9 +187,19 @@ def calibration_split(
                 f"disadvantaged={bool(code % 2)} has {n} training row(s); stratifying the "
                 f"{1 - fraction:.0%}/{fraction:.0%} split needs at least 2"
             )
-    positions = np.arange(len(strata))
+    if groups is not None:
+        _, codes = np.unique(np.asarray(groups), return_inverse=True)
+        try:
+            return grouped_split(
+                codes.reshape(-1), [np.asarray(y), np.asarray(sensitive)],
+                test_size=fraction, random_state=random_state,
+            )
+        except ValueError as exc:
+            raise DataError(
+                f"post_processing calibration split: cannot split the training units: {exc}"
+            ) from None
     fit_idx, cal_idx = train_test_split(
-        positions, test_size=fraction, stratify=strata, random_state=random_state
+        np.arange(len(strata)), test_size=fraction, stratify=strata, random_state=random_state
     )
     return np.sort(fit_idx), np.sort(cal_idx)
 
@@ -198,11 +213,13 @@ def fit_strategy(
     sensitive: np.ndarray,
     manifest: Manifest,
     config: BenchmarkConfig,
+    groups: np.ndarray | None = None,
 ) -> FittedStrategy:
     """Fit one strategy x model cell on the training rows ``X``, ``y``.
 
     ``sensitive`` is the training rows' disadvantaged mask of the manifest's *first* protected
-    attribute (S3/S4 only).  Every estimator is seeded with the manifest's ``random_state``.
+    attribute (S3/S4 only); ``groups``, the rows' unit ids, makes S4's calibration split by unit.
+    Every estimator is seeded with the manifest's ``random_state``.
     """
     strategy, family = Strategy(strategy), ModelFamily(family)
     columns = feature_columns(strategy, manifest)
@@ -227,7 +244,7 @@ def fit_strategy(
         if not supports_constraint(strategy, config.constraint):
             raise DataError(f"post_processing: ThresholdOptimizer cannot enforce "
                             f"{config.constraint!r}")
-        fit_idx, cal_idx = calibration_split(y, sens, random_state=seed)
+        fit_idx, cal_idx = calibration_split(y, sens, random_state=seed, groups=groups)
         base = make_model(family, random_state=seed)
         base.fit(features.iloc[fit_idx], y[fit_idx])
         estimator = ThresholdOptimizer(

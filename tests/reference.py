@@ -145,3 +145,35 @@ def reference_interval(samples: NDArray[np.float64], confidence: float) -> tuple
         return (float("nan"), float("nan"))
     tail = (1 - confidence) / 2
     return (float(np.quantile(finite, tail)), float(np.quantile(finite, 1 - tail)))
+
+
+def reference_cluster_bootstrap(
+    metric: str,
+    y: NDArray[np.int64],
+    yhat: NDArray[np.int64],
+    dis: NDArray[np.bool_],
+    unit: NDArray[np.int64],
+    *,
+    n_resamples: int,
+    rng: np.random.Generator,
+) -> NDArray[np.float64]:
+    """Resample whole units (their rows) with replacement and recompute ``metric`` each time.
+
+    Units are resampled within strata of the groups they have rows in (only disadvantaged, only
+    advantaged, both), each at its own number of units — rows keep their own group label.
+    """
+    ids = np.unique(unit)
+    rows_of = {int(u): np.flatnonzero(unit == u) for u in ids}
+    strata: dict[tuple[bool, bool], list[int]] = {}
+    for u, rows in rows_of.items():
+        key = (bool(dis[rows].any()), bool((~dis[rows]).any()))
+        strata.setdefault(key, []).append(u)
+    out = np.empty(n_resamples)
+    for b in range(n_resamples):
+        taken: list[NDArray[np.int64]] = []
+        for members in strata.values():
+            for u in rng.choice(members, size=len(members), replace=True):
+                taken.append(rows_of[int(u)])
+        rows = np.concatenate(taken)
+        out[b] = reference_metric(metric, y[rows], yhat[rows], dis[rows])
+    return out

@@ -183,3 +183,33 @@ def test_perturb_malformed_line_exits_2_and_writes_nothing(
     captured = capsys.readouterr()
     assert captured.out == ""
     assert f"{source}:2:" in captured.err
+
+
+def test_missing_unit_column_exits_2_with_one_line(
+    audit_repo: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A manifest whose dataset.unit is not a column of the file: one line naming it, exit 2."""
+    original = audit_repo.audits / "compas" / "audit.yaml"
+    broken = original.parent / "broken.yaml"
+    broken.write_text(original.read_text().replace("unit: Person_ID", "unit: PersonID"))
+    try:
+        code = main(["validate", str(broken)])
+    finally:
+        broken.unlink()
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert err.strip().endswith(
+        "dataset.unit: expected a column of compas-scores-raw.csv, got 'PersonID' (str); "
+        "closest: Person_ID"
+    )
+
+
+def test_validate_reports_units_and_that_none_crosses_the_split(
+    audit_repo: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """validate compas prints its people, repeated people, and 0 shared between train and test."""
+    code = main(["validate", str(audit_repo.audits / "compas" / "audit.yaml")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "units (Person_ID): 14,832; 2,697 rows in 1,289 repeated units" in out
+    assert out.rstrip().endswith("units, 0 in both")

@@ -16,6 +16,8 @@ from faircode.data import (
     derive_target,
     disadvantaged_mask,
     filter_mask,
+    first_per_unit,
+    grouped_split,
     load_audit,
 )
 from faircode.errors import ChecksumError, DataError, DataUnavailableError
@@ -28,6 +30,7 @@ from faircode.manifest import (
     Target,
     load_manifest,
 )
+from faircode.strategies import calibration_split
 
 
 def cat(dis: tuple[Scalar, ...] | None, adv: tuple[Scalar, ...] | None) -> ProtectedAttribute:
@@ -352,3 +355,123 @@ def test_compas_rows_match_an_independent_pandas_count(audit_repo: Any) -> None:
     expected_rate = filtered["ScoreText"].isin(["High", "Medium"]).sum() / len(data.y)
     assert data.y.mean() == pytest.approx(expected_rate)
     assert {"FirstName", "LastName", "DateOfBirth"}.isdisjoint(data.raw.columns)
+
+
+# ------------------------------------------------------------------------- units
+
+
+def test_first_per_unit_keeps_each_units_smallest_order_among_kept_rows() -> None:
+    """Per unit the kept row with the smallest order wins; NaN orders last; ties by row order."""
+    units = pd.Series(["p", "p", "q", "q", "r", "r", "s"])
+    order = pd.Series([3.0, 1.0, np.nan, 5.0, 2.0, 2.0, 9.0])
+    keep = np.array([True, True, True, True, True, True, False])
+    assert first_per_unit(units, order, keep).tolist() == [
+        False, True, False, True, True, False, False
+    ]
+    keep[1] = False  # p's first row was filtered out before: its next row is the first
+    assert first_per_unit(units, order, keep).tolist()[:2] == [True, False]
+
+
+UNIT_CSV = "person,visit,group,age,score,x,outcome\n" + "".join(
+    f"{p},{v},{'a' if p % 2 else 'b'},{20 + p},{(p * 7 + v) % 5}.5,u,"
+    f"{'hi' if (p + v) % 3 else 'lo'}\n"
+    for p in range(40) for v in range(1 + p % 3)
+)
+
+
+def unit_manifest(tmp_path: Path, **changes: object) -> Manifest:
+    """The toy manifest over a file of 40 people with 1-3 visits each, unit = person."""
+    manifest = toy_manifest(tmp_path, **changes)
+    (tmp_path / "toy.csv").write_text(UNIT_CSV)
+    return manifest
+
+
+def test_unit_split_puts_no_unit_on_both_sides(tmp_path: Path) -> None:
+    """With dataset.unit every person's rows are all in train or all in test."""
+    data = load_audit(unit_manifest(tmp_path, dataset={"path": "../toy.csv", "unit": "person"}))
+    assert data.unit is not None and len(np.unique(data.unit)) == 40
+    assert np.intersect1d(data.unit[data.train_index], data.unit[data.test_index]).size == 0
+    assert sorted([*data.train_index, *data.test_index]) == list(range(len(data.y)))
+    assert 0 < len(data.test_index) < len(data.y)
+
+
+def test_unit_column_is_read_but_never_encoded(tmp_path: Path) -> None:
+    """The unit column is in raw (as the manifest names it) but not in X."""
+    data = load_audit(unit_manifest(tmp_path, dataset={"path": "../toy.csv", "unit": "person"}))
+    assert "person" in data.raw.columns and "person" not in data.X.columns
+
+
+def test_first_by_filter_leaves_one_row_per_unit_and_its_count(tmp_path: Path) -> None:
+    """first_by keeps each person's first visit; the step reports the rows left."""
+    data = load_audit(unit_manifest(
+        tmp_path,
+        dataset={"path": "../toy.csv", "unit": "person"},
+        row_filters=[{"column": "person", "first_by": "visit"}],
+    ))
+    assert data.steps[1] == ("filter 1: first row per person by visit", 40)
+    assert data.raw["visit"].tolist() == [0] * 40
+    assert np.bincount(data.unit).tolist() == [1] * 40
+
+
+def test_without_unit_the_split_is_the_stratified_row_split(tmp_path: Path) -> None:
+    """No unit: train/test are exactly sklearn's stratified split of the row positions."""
+    from sklearn.model_selection import train_test_split
+
+    data = load_audit(toy_manifest(tmp_path))
+    train, test = train_test_split(np.arange(10), test_size=0.25, random_state=42, stratify=data.y)
+    assert data.unit is None
+    assert np.array_equal(data.test_index, np.sort(test))
+    assert np.array_equal(data.train_index, np.sort(train))
+
+
+def test_single_row_units_split_exactly_like_rows(tmp_path: Path) -> None:
+    """A unit that is one row per unit gives the identical split and X as no unit at all."""
+    plain = load_audit(toy_manifest(tmp_path))
+    united = load_audit(toy_manifest(tmp_path, dataset={"path": "../toy.csv", "unit": "id"}))
+    assert np.array_equal(plain.test_index, united.test_index)
+    assert plain.X.equals(united.X) and np.array_equal(plain.y, united.y)
+
+
+def test_missing_unit_value_is_a_data_error(tmp_path: Path) -> None:
+    """A prepared row without a unit is an error naming dataset.unit, not a dropped row."""
+    m = toy_manifest(
+        tmp_path, dataset={"path": "../toy.csv", "unit": "score"}, core_features=["x"],
+        proxy_features=[],
+    )
+    with pytest.raises(DataError, match=r"dataset.unit: expected a unit in every prepared row"):
+        load_audit(m)
+
+
+def test_missing_unit_column_names_the_key_path(tmp_path: Path) -> None:
+    """A unit column absent from the file is a one-line DataError naming dataset.unit."""
+    m = toy_manifest(tmp_path, dataset={"path": "../toy.csv", "unit": "person_id"})
+    with pytest.raises(DataError) as info:
+        load_audit(m)
+    assert str(info.value) == (
+        f"{m.file}: dataset.unit: expected a column of toy.csv, got 'person_id' (str)"
+    )
+
+
+def test_grouped_split_stratifies_units_by_label_pattern() -> None:
+    """Units all-0, all-1 and mixed each go to test in proportion, and none is split."""
+    units = np.repeat(np.arange(60), 2)
+    y = np.concatenate([np.zeros(40), np.ones(40), np.tile([0, 1], 20)])
+    train, test = grouped_split(units, [y], test_size=0.25, random_state=0)
+    assert np.intersect1d(units[train], units[test]).size == 0
+    test_units = np.unique(units[test])
+    assert [int(((test_units >= lo) & (test_units < lo + 20)).sum()) for lo in (0, 20, 40)] == [
+        5, 5, 5
+    ]
+
+
+def test_compas_split_and_calibration_never_share_a_person(audit_repo: Any) -> None:
+    """On the real COMPAS data no Person_ID is in train and test, or in S4 fit and calibration."""
+    data = load_audit(audit_repo.manifests["compas"])
+    person = data.raw["Person_ID"].to_numpy()
+    train, test = data.train_index, data.test_index
+    assert np.intersect1d(person[train], person[test]).size == 0
+    assert len(np.unique(person)) == 14832 and len(person) == 16240
+    fit, cal = calibration_split(
+        data.y[train], data.disadvantaged["race"][train], random_state=42, groups=data.unit[train]
+    )
+    assert np.intersect1d(person[train][fit], person[train][cal]).size == 0

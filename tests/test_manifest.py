@@ -16,6 +16,7 @@ from faircode.errors import ManifestError
 from faircode.manifest import (
     Manifest,
     ProtectedAttribute,
+    RowFilter,
     Target,
     discover_manifests,
     load_manifest,
@@ -507,3 +508,50 @@ def test_invalid_counterfactual_axes_name_file_and_key_path(
     assert message.startswith(str(tmp_path / "audits" / "toy" / "audit.yaml"))
     assert fragment in message
     assert "\n" not in message
+
+
+# ------------------------------------------------------------------------- units
+
+
+def test_unit_and_first_by_filter_are_parsed_and_named(tmp_path: Path) -> None:
+    """dataset.unit and a first_by filter load, and both columns are named, the order last."""
+    doc = valid_doc()
+    doc["dataset"]["unit"] = "person"
+    doc["row_filters"].insert(0, {"column": "person", "first_by": "visit"})
+    m = load_doc(tmp_path, doc)
+    assert m.unit == "person"
+    assert m.row_filters[0] == RowFilter("person", "first_by", "visit")
+    assert m.row_filters[0].describe() == "first row per person by visit"
+    assert m.named_columns[-1] == "visit" and m.named_columns.count("person") == 1
+    assert "person" not in m.feature_columns
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d["dataset"].update(unit="x1"),
+         "dataset.unit: expected a column that is not a feature, protected or target column, "
+         "got 'x1' (str)"),
+        (lambda d: d["dataset"].update(unit=3),
+         "dataset.unit: expected a non-empty string, got 3 (int)"),
+        (lambda d: d["row_filters"].append({"column": "person", "first_by": "visit"}),
+         "row_filters[5].first_by: expected a dataset.unit declared to deduplicate by, got None "
+         "(NoneType)"),
+        (lambda d: (d["dataset"].update(unit="person"),
+                    d["row_filters"].append({"column": "group", "first_by": "visit"})),
+         "row_filters[5].column: expected the unit column 'person', got 'group' (str)"),
+        (lambda d: (d["dataset"].update(unit="person"),
+                    d["row_filters"].append({"column": "person", "first_by": ["visit"]})),
+         "row_filters[5].first_by: expected a non-empty string, got ['visit'] (list)"),
+    ],
+)
+def test_bad_unit_declarations_are_one_line_errors(
+    tmp_path: Path, change: Any, message: str
+) -> None:
+    """A unit that is a feature, a first_by without unit or on another column is refused."""
+    doc = valid_doc()
+    change(doc)
+    path = write(tmp_path, doc)
+    with pytest.raises(ManifestError) as info:
+        load_manifest(path)
+    assert str(info.value) == f"{path}: {message}"

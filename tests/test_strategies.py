@@ -133,3 +133,14 @@ def test_threshold_optimizer_has_no_error_rate_parity() -> None:
     assert not supports_constraint(Strategy.POST_PROCESSING, "error_rate_parity")
     assert supports_constraint(Strategy.IN_PROCESSING, "error_rate_parity")
     assert supports_constraint(Strategy.POST_PROCESSING, "equalized_odds")
+
+
+def test_calibration_split_by_unit_puts_no_unit_in_both_parts(rng: np.random.Generator) -> None:
+    """S4's fit and calibration parts share no unit when groups are given."""
+    units = np.repeat(np.arange(300), rng.integers(1, 4, size=300))
+    y = (rng.random(units.size) < 0.4).astype(np.int64)
+    sens = np.repeat(rng.random(300) < 0.5, np.bincount(units)).astype(np.int64)
+    fit, cal = calibration_split(y, sens, random_state=1, groups=units)
+    assert np.intersect1d(units[fit], units[cal]).size == 0
+    assert sorted([*fit, *cal]) == list(range(units.size))
+    assert 0.2 < len(cal) / units.size < 0.4
