@@ -1,0 +1,611 @@
+"""MLflow tracking: sync the results on disk into an MLflow store, once per pipeline state.
+
+:func:`sync_results` reads ``<results>/<audit>/`` folders exactly as the grid wrote them
+(four CSVs and ``run.json``, or ``unavailable.json``) and logs one **parent run** for the whole
+state and one **child run** per audit x strategy x model x protected attribute, per
+intersectional pair and per counterfactual axis x channel.
+
+Design decisions
+----------------
+* **The only module that imports mlflow, lazily.**  ``import faircode`` never loads mlflow; it is
+  imported inside the functions that talk to a store.
+* **Reads what is on disk, never re-runs anything.**  Tables are read as text and every numeric
+  (or ``True``/``False``) column becomes a metric ``<metric>.<column>`` (``<column>`` for tables
+  without a ``metric`` column); other non-empty text cells become tags.  No metric list is
+  hard-coded, so new rows (``tpr_gap``) and columns (``mde``) are logged without a change here.
+  A number is logged as ``float(cell)``: the CSVs hold shortest exact reprs, so a logged value
+  equals the CSV's.  An empty cell is logged as NaN, never dropped.
+* **Idempotent by content.**  The state's digest is sha256 over the config and every file of
+  every audit folder (``run.json`` without its ``seconds`` timings and ``jobs`` worker count,
+  which differ between runs of the same state and change no number).  The parent carries it
+  as tag ``faircode.digest``; a second sync of the same state finds it and logs nothing.
+  Whether DVC runs or skips the command, a state is logged once.
+* **A crash never duplicates.**  A parent is tagged ``faircode.sync_state=incomplete`` when
+  created and ``complete`` as its last write; a child is ``FINISHED`` only after all its writes.
+  A later sync of that state keeps the finished children of the incomplete parent, deletes the
+  unfinished ones, logs the missing ones and completes the parent.
+* **Fast by batching.**  A child costs four store calls (create with its tags, one
+  ``log_batch`` of params and metrics, one ``log_inputs``, terminate), whatever its metric count.
+* **Failures are one line.**  Anything the store or server does wrong becomes a
+  :class:`TrackingError` whose message says why and how to re-sync; results on disk are only
+  read, so they are intact.  Malformed results are a :class:`ResultsError` (bad input).
+* The tracking URI, experiment name, DVC and git details are explicit arguments: this module
+  reads no environment variable and discovers no project root.  The CLI and the ``track`` stage
+  gather them (the default store is ``sqlite:///<project root>/mlflow.db``, absolute, so a DVC
+  experiment run in a temporary copy logs into the project's store).
+* MLflow's dataset digest column holds at most 36 characters: a dataset input's digest is the
+  first 36 hex digits of the raw file's sha256; the full sha256 is the input's ``sha256`` tag and
+  the child's ``dataset_sha256`` tag.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from faircode.errors import FaircodeError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mlflow.tracking import MlflowClient
+
+__all__ = [
+    "DEFAULT_EXPERIMENT",
+    "ChildRun",
+    "ResultsError",
+    "SyncContext",
+    "SyncReport",
+    "TrackingError",
+    "collect_children",
+    "default_tracking_uri",
+    "results_digest",
+    "runs_url",
+    "sync_results",
+]
+
+DEFAULT_EXPERIMENT = "faircode"
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+TABLES = ("fairness", "performance", "intersectional", "counterfactual")
+# The columns that identify the child run a row belongs to, per table.
+_CHILD_KEYS = {
+    "fairness": ("protected_attribute",),
+    "intersectional": ("attribute_a", "attribute_b"),
+    "counterfactual": ("axis", "kind"),
+}
+_CELL = ("audit", "strategy", "model")
+_PARAM_KEYS = ("constraint", "eps", "max_iter", "decision_threshold", "n_resamples",
+               "n_permutations", "confidence", "alpha")
+_DEGENERATE = "degenerate_decisions"
+_BATCH_METRICS, _BATCH_PARAMS_TAGS = 1000, 100
+
+
+class ResultsError(FaircodeError):
+    """The results folder does not hold what the grid writes (missing file, bad table)."""
+
+
+class TrackingError(Exception):
+    """The tracking store or server failed; the message is one line saying why and what to do."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SyncContext:
+    """Pipeline-state details the caller gathered (git, DVC); every field is optional.
+
+    Parameters
+    ----------
+    git_commit, git_dirty
+        The code's commit and whether tracked files differed from it.
+    dvc_lock_sha256
+        sha256 of ``dvc.lock``, when the state was produced by the pipeline.
+    dvc_exp_name, dvc_exp_baseline
+        The DVC experiment's name and baseline commit, when run by ``dvc exp run``.
+    versions
+        Package versions to tag (``versions.<package>``).
+    """
+
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    dvc_lock_sha256: str | None = None
+    dvc_exp_name: str | None = None
+    dvc_exp_baseline: str | None = None
+    versions: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("git_commit", "dvc_lock_sha256", "dvc_exp_name", "dvc_exp_baseline"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"SyncContext.{name}: expected a str or None, got {value!r}")
+
+    def tags(self) -> dict[str, str]:
+        """The parent-run tags these details become (absent ones are left out)."""
+        tags = {"git_commit": self.git_commit, "dvc_lock_sha256": self.dvc_lock_sha256,
+                "dvc_exp_name": self.dvc_exp_name, "dvc_exp_baseline": self.dvc_exp_baseline,
+                "git_dirty": None if self.git_dirty is None else str(self.git_dirty).lower()}
+        tags.update({f"versions.{k}": v for k, v in self.versions.items()})
+        return {k: str(v) for k, v in tags.items() if v is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class ChildRun:
+    """Everything one child run logs: identity, tags, params and metrics."""
+
+    key: str
+    audit: str
+    name: str
+    tags: Mapping[str, str]
+    params: Mapping[str, str]
+    metrics: Mapping[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReport:
+    """What a sync did: ``status`` is ``logged``, ``completed`` (a crashed one) or ``unchanged``."""
+
+    status: str
+    digest: str
+    experiment_id: str
+    parent_run_id: str
+    children_logged: int
+    children_total: int
+    skipped: Mapping[str, str]
+    seconds: float
+
+
+def default_tracking_uri(project_root: Path) -> str:
+    """The embedded store ``sqlite:///<absolute project root>/mlflow.db``."""
+    return f"sqlite:///{(Path(project_root).resolve() / 'mlflow.db').as_posix()}"
+
+
+def runs_url(server: str, experiment_id: str) -> str:
+    """The MLflow UI's runs table of an experiment (the "Model training" view, not GenAI)."""
+    return f"{server.rstrip('/')}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+
+
+# ------------------------------------------------------------------------------ reading results
+
+
+def _audit_folders(results: Path) -> list[Path]:
+    if not results.is_dir():
+        raise ResultsError(f"{results}: expected a results folder of <audit>/ folders, "
+                           "got no such directory")
+    folders = sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")
+                     and ((p / "run.json").is_file() or (p / "unavailable.json").is_file()))
+    if not folders:
+        raise ResultsError(f"{results}: expected <audit>/run.json or <audit>/unavailable.json, "
+                           "got none")
+    return folders
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ResultsError(f"{path}: expected JSON, got {type(exc).__name__}: {exc}") from None
+
+
+_NOT_RESULTS = frozenset({"seconds", "jobs"})  # timings and worker count change no number
+
+
+def _drop_volatile(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_volatile(v) for k, v in value.items() if k not in _NOT_RESULTS}
+    if isinstance(value, list):
+        return [_drop_volatile(v) for v in value]
+    return value
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()
+
+
+def results_digest(results: Path, *, config: Mapping[str, Any] | None = None) -> str:
+    """sha256 of the config and every file of every audit folder.
+
+    ``run.json`` enters without its ``seconds`` (timings) and ``jobs`` (worker count) keys: they
+    differ between two runs of the same state and change no number.
+    """
+    h = hashlib.sha256(b"faircode-tracking-v1\0")
+    h.update(_canonical(dict(config or {})) + b"\0")
+    for folder in _audit_folders(results):
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            h.update(path.relative_to(results).as_posix().encode() + b"\0")
+            data = (_canonical(_drop_volatile(_read_json(path))) if path.name == "run.json"
+                    else path.read_bytes())
+            h.update(hashlib.sha256(data).digest())
+    return h.hexdigest()
+
+
+def _sanitise(key: str) -> str:
+    """A metric/param/tag key MLflow accepts: ``[A-Za-z0-9_.- ]``, at most 250 characters."""
+    clean = re.sub(r"[^\w.\- ]", "_", key, flags=re.ASCII).strip(" ") or "_"
+    return ("_" + clean if clean.startswith(".") else clean)[:250]
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path}: expected a CSV table, got {type(exc).__name__}: "
+                           f"{exc}") from None
+
+
+def _numeric_columns(frame: pd.DataFrame, skip: tuple[str, ...]) -> dict[str, list[float]]:
+    """Columns whose every non-empty cell is a number or a boolean, as floats (empty = NaN)."""
+    out: dict[str, list[float]] = {}
+    for column in frame.columns:
+        if column in skip or column == "note":
+            continue
+        cells = frame[column].tolist()
+        filled = [c for c in cells if c != ""]
+        if not filled:
+            continue
+        if all(c in ("True", "False") for c in filled):
+            out[column] = [float("nan") if c == "" else float(c == "True") for c in cells]
+            continue
+        try:
+            out[column] = [float("nan") if c == "" else float(c) for c in cells]
+        except ValueError:
+            continue
+    return out
+
+
+@dataclass
+class _Draft:
+    audit: str
+    name: str
+    tags: dict[str, str]
+    params: dict[str, str]
+    metrics: dict[str, float] = field(default_factory=dict)
+    notes: set[str] = field(default_factory=set)
+
+
+def _add_rows(draft: _Draft, frame: pd.DataFrame, numeric: dict[str, list[float]],
+              rows: list[int], *, table: str, keys: tuple[str, ...], path: Path) -> None:
+    text = [c for c in frame.columns if c not in keys and c not in numeric and c != "metric"]
+    for i in rows:
+        prefix = str(frame["metric"].iat[i]) + "." if "metric" in frame.columns else ""
+        for column, values in numeric.items():
+            key = _sanitise(prefix + column)
+            if key in draft.metrics:
+                raise ResultsError(f"{path}: row {i + 2}: expected one value of {key!r} per "
+                                   f"{'/'.join(keys)}, got a second one")
+            draft.metrics[key] = values[i]
+        for column in text:
+            cell = str(frame[column].iat[i])
+            if cell:
+                draft.tags[_sanitise(f"{table}.{prefix}{column}")] = cell[:8000]
+                if column == "note":
+                    draft.notes.update(n.strip() for n in re.split(r"[;,]", cell) if n.strip())
+
+
+def collect_children(results: Path) -> tuple[list[ChildRun], dict[str, str]]:
+    """Every child run the results on disk describe, and the unavailable audits' reasons."""
+    children: list[ChildRun] = []
+    skipped: dict[str, str] = {}
+    for folder in _audit_folders(results):
+        if not (folder / "run.json").is_file():
+            info = _read_json(folder / "unavailable.json")
+            reason = info.get("reason") or info.get("message") if isinstance(info, dict) else None
+            skipped[folder.name] = str(reason or json.dumps(info))[:8000]
+            continue
+        children.extend(_audit_children(folder))
+    return children, skipped
+
+
+def _audit_children(folder: Path) -> list[ChildRun]:
+    run = _read_json(folder / "run.json")
+    if not isinstance(run, dict) or not isinstance(run.get("config"), dict):
+        raise ResultsError(f"{folder / 'run.json'}: config: expected a mapping, got "
+                           f"{type(run.get('config') if isinstance(run, dict) else run).__name__}")
+    audit = str(run.get("audit", folder.name))
+    config = run["config"]
+    params = {k: str(config[k]) for k in _PARAM_KEYS if k in config}
+    params.update({k: str(v) for k, v in config.items() if k not in params and k != "jobs"})
+    seeds = run.get("seeds") or {}
+    params["seed"] = str(seeds.get("master", ""))
+    dataset = run.get("dataset") or {}
+    base_tags = {"audit": audit, "dataset_sha256": str(dataset.get("sha256", "")),
+                 "manifest_sha256": str(run.get("manifest_sha256", ""))}
+    frames = {}
+    for table in TABLES:
+        path = folder / f"{table}.csv"
+        if not path.is_file():
+            raise ResultsError(f"{path}: expected the {table} table, got no such file")
+        frame = _read_table(path)
+        missing = [c for c in (*_CELL, *_CHILD_KEYS.get(table, ())) if c not in frame.columns]
+        if missing:
+            raise ResultsError(f"{path}: expected columns {', '.join(missing)}, got "
+                               f"{', '.join(frame.columns)}")
+        frames[table] = frame
+    drafts: dict[str, _Draft] = {}
+    for table in ("fairness", "intersectional", "counterfactual"):
+        frame, keys = frames[table], (*_CELL, *_CHILD_KEYS[table])
+        numeric = _numeric_columns(frame, keys)
+        groups: dict[Any, Any] = frame.groupby(list(keys), sort=False).indices
+        for values, rows in groups.items():
+            ident = dict(zip(keys, values, strict=True))
+            key = "|".join((table, *(str(v) for v in values)))
+            extra = " | ".join(str(ident[k]) for k in _CHILD_KEYS[table])
+            tags = {**base_tags, "table": table, **{k: str(v) for k, v in ident.items()}}
+            if table == "fairness":
+                tags["attribute"] = ident["protected_attribute"]
+            draft = drafts.setdefault(key, _Draft(
+                audit, f"{audit} | {ident['strategy']} | {ident['model']} | {extra}",
+                tags, dict(params)))
+            _add_rows(draft, frame, numeric, list(rows), table=table, keys=keys,
+                      path=folder / f"{table}.csv")
+    perf = frames["performance"]
+    perf_numeric = _numeric_columns(perf, _CELL)
+    perf_rows = perf.groupby(list(_CELL), sort=False).indices
+    for draft in drafts.values():
+        cell = (draft.tags["audit"], draft.tags["strategy"], draft.tags["model"])
+        if draft.tags["table"] == "fairness" and cell in perf_rows:
+            _add_rows(draft, perf, perf_numeric, list(perf_rows[cell]), table="performance",
+                      keys=_CELL, path=folder / "performance.csv")
+    return [_finish(key, draft) for key, draft in drafts.items()]
+
+
+def _finish(key: str, draft: _Draft) -> ChildRun:
+    informative = _DEGENERATE not in draft.notes
+    what = {"fairness": "group-fairness metrics with CIs, p- and q-values, and performance",
+            "intersectional": "intersectional gap", "counterfactual": "counterfactual flip rate"}
+    text = f"{draft.name}: {what[draft.tags['table']]}."
+    if not informative:
+        text = f"uninformative ({_DEGENERATE}): {text}"
+    tags = {**draft.tags, "informative": str(informative).lower(),
+            "mlflow.note.content": text, "faircode.child_key": key}
+    if draft.notes:
+        tags["notes"] = ", ".join(sorted(draft.notes))
+    return ChildRun(key, draft.audit, draft.name, tags, draft.params, draft.metrics)
+
+
+def _datasets(results: Path) -> dict[str, tuple[str, str]]:
+    """audit -> (declared raw-file path, sha256) from each run.json."""
+    out = {}
+    for folder in _audit_folders(results):
+        if (folder / "run.json").is_file():
+            dataset = _read_json(folder / "run.json").get("dataset") or {}
+            if dataset.get("sha256"):
+                out[folder.name] = (str(dataset.get("path", "")), str(dataset["sha256"]))
+    return out
+
+
+def _recorded_config(results: Path) -> dict[str, Any]:
+    """The config each run.json records: shared if every audit agrees, else per audit."""
+    configs = {f.name: _read_json(f / "run.json").get("config") or {}
+               for f in _audit_folders(results) if (f / "run.json").is_file()}
+    distinct = {json.dumps(c, sort_keys=True) for c in configs.values()}
+    if len(distinct) == 1:
+        return dict(next(iter(configs.values())))
+    return configs
+
+
+# ------------------------------------------------------------------------------ logging
+
+
+def _flatten(value: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+    for key, item in value.items():
+        if isinstance(item, Mapping):
+            yield from _flatten(item, f"{prefix}{key}.")
+        else:
+            yield _sanitise(f"{prefix}{key}"), str(item)[:6000]
+
+
+def _check_server(uri: str, timeout: float) -> None:
+    if not uri.startswith(("http://", "https://")):
+        return
+    try:
+        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout) as answer:
+            answer.read()
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise TrackingError(f"server {uri} unreachable: {reason}") from None
+
+
+def _input(audit: str, path: str, sha256: str) -> Any:
+    import warnings
+
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
+    from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.entities import Dataset, DatasetInput, InputTag
+
+    with warnings.catch_warnings():  # two local-file source classes match a path; either is right
+        warnings.simplefilter("ignore", UserWarning)
+        source = resolve_dataset_source(path or f"{audit}.raw")
+    dataset = MetaDataset(source, name=audit, digest=sha256[:36])  # type: ignore[abstract]
+    return DatasetInput(Dataset(**dataset.to_dict()), tags=[
+        InputTag("mlflow.data.context", "raw"), InputTag("sha256", sha256)])
+
+
+def _log(client: MlflowClient, run_id: str, *, params: Mapping[str, str],
+         metrics: Mapping[str, float], tags: Mapping[str, str] | None = None) -> None:
+    from mlflow.entities import Metric, Param, RunTag
+
+    now = int(time.time() * 1000)
+    small = [Param(k, v) for k, v in params.items()] + [
+        RunTag(k, v) for k, v in (tags or {}).items()]
+    big = [Metric(k, v, now, 0) for k, v in metrics.items()]
+    while small or big:
+        chunk_small, small = small[:_BATCH_PARAMS_TAGS], small[_BATCH_PARAMS_TAGS:]
+        chunk_big, big = big[:_BATCH_METRICS], big[_BATCH_METRICS:]
+        client.log_batch(run_id,
+                         metrics=chunk_big,
+                         params=[p for p in chunk_small if isinstance(p, Param)],
+                         tags=[t for t in chunk_small if isinstance(t, RunTag)])
+
+
+def _experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
+    found = client.get_experiment_by_name(name)
+    if found is None:
+        experiment_id = client.create_experiment(name, artifact_location=artifact_location,
+                                                 tags=dict([EXPERIMENT_KIND]))
+    else:
+        experiment_id = found.experiment_id
+        if found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
+            client.set_experiment_tag(experiment_id, *EXPERIMENT_KIND)
+    return str(experiment_id)
+
+
+def _search(client: MlflowClient, experiment_id: str, filter_string: str) -> list[Any]:
+    runs: list[Any] = []
+    token = None
+    while True:
+        page = client.search_runs([experiment_id], filter_string, max_results=1000,
+                                  order_by=["attributes.start_time ASC"], page_token=token)
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+def sync_results(
+    results: Path,
+    *,
+    tracking_uri: str,
+    experiment: str = DEFAULT_EXPERIMENT,
+    config: Mapping[str, Any] | None = None,
+    context: SyncContext | None = None,
+    artifact_location: str | None = None,
+    health_timeout: float = 5.0,
+) -> SyncReport:
+    """Log the results on disk as one parent run and its children, unless already logged.
+
+    Parameters
+    ----------
+    results
+        Folder of ``<audit>/`` result folders.
+    tracking_uri
+        MLflow store or server (``sqlite:///...``, ``http://host:port``).
+    experiment
+        Experiment name; created tagged ``mlflow.experimentKind=custom_model_development``.
+    config
+        The whole typed config of the pipeline state (the parent's params; part of the digest).
+    context
+        Git and DVC details for the parent's tags.
+    artifact_location
+        Artifact root of a newly created experiment (absolute; the default store's caller passes
+        ``<project root>/mlartifacts``).
+    health_timeout
+        Seconds to wait for an HTTP server's ``/health`` before giving up.
+
+    Raises
+    ------
+    ResultsError
+        The results folder does not hold what the grid writes.
+    TrackingError
+        The store or server failed; nothing on disk was changed.
+    """
+    started = time.perf_counter()
+    results = Path(results)
+    digest = results_digest(results, config=config)
+    children, skipped = collect_children(results)
+    try:
+        _check_server(tracking_uri, health_timeout)
+        import mlflow
+        from mlflow.tracking import MlflowClient
+
+        try:
+            client = MlflowClient(tracking_uri=tracking_uri)
+            return _sync(client, results, digest, children, skipped, experiment=experiment,
+                         config=_recorded_config(results) if config is None else config,
+                         context=context or SyncContext(),
+                         artifact_location=artifact_location, started=started)
+        except mlflow.exceptions.MlflowException as exc:
+            raise TrackingError(_one_line(exc)) from None
+    except TrackingError:
+        raise
+    except Exception as exc:  # a store driver or HTTP error: still one line, results intact
+        raise TrackingError(f"{type(exc).__name__}: {_one_line(exc)}") from None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(getattr(exc, "message", exc)).split())
+    return text[:300] + ("..." if len(text) > 300 else "")
+
+
+def _sync(client: MlflowClient, results: Path, digest: str, children: list[ChildRun],
+          skipped: Mapping[str, str], *, experiment: str, config: Mapping[str, Any],
+          context: SyncContext, artifact_location: str | None, started: float) -> SyncReport:
+    from mlflow.entities import RunStatus
+
+    experiment_id = _experiment(client, experiment, artifact_location)
+    parents = _search(client, experiment_id, f"tags.`faircode.digest` = '{digest}'")
+    complete = [r for r in parents if r.data.tags.get("faircode.sync_state") == "complete"]
+    keep = complete[0] if complete else (parents[0] if parents else None)
+    for extra in parents:  # a concurrent or crashed duplicate: never leave two of one state
+        if extra is not keep:
+            for child in _search(client, experiment_id,
+                                 f"tags.`mlflow.parentRunId` = '{extra.info.run_id}'"):
+                client.delete_run(child.info.run_id)
+            client.delete_run(extra.info.run_id)
+
+    def report(status: str, parent_id: str, logged: int) -> SyncReport:
+        return SyncReport(status, digest, experiment_id, parent_id, logged, len(children),
+                          dict(skipped), time.perf_counter() - started)
+
+    if complete:
+        return report("unchanged", complete[0].info.run_id, 0)
+    done: set[str] = set()
+    if keep is not None:
+        parent_id, status = keep.info.run_id, "completed"
+        for child in _search(client, experiment_id, f"tags.`mlflow.parentRunId` = '{parent_id}'"):
+            key = child.data.tags.get("faircode.child_key")
+            if child.info.status == "FINISHED" and key and key not in done:
+                done.add(key)
+            else:
+                client.delete_run(child.info.run_id)
+    else:
+        status = "logged"
+        parent_id = _create_parent(client, experiment_id, results, digest, children, skipped,
+                                   config=config, context=context)
+    inputs = {a: _input(a, p, s) for a, (p, s) in _datasets(results).items()}
+    logged = 0
+    for child in children:
+        if child.key in done:
+            continue
+        run = client.create_run(experiment_id, tags={**child.tags, "faircode.digest": digest,
+                                                     "mlflow.parentRunId": parent_id},
+                                run_name=child.name)
+        run_id = run.info.run_id
+        _log(client, run_id, params=child.params, metrics=child.metrics)
+        if child.audit in inputs:
+            client.log_inputs(run_id, datasets=[inputs[child.audit]])
+        client.set_terminated(run_id, RunStatus.to_string(RunStatus.FINISHED))
+        logged += 1
+    for folder in _audit_folders(results):
+        client.log_artifacts(parent_id, str(folder), f"results/{folder.name}")
+    client.set_tag(parent_id, "faircode.sync_state", "complete")
+    client.set_terminated(parent_id, RunStatus.to_string(RunStatus.FINISHED))
+    return report(status, parent_id, logged)
+
+
+def _create_parent(client: MlflowClient, experiment_id: str, results: Path, digest: str,
+                   children: list[ChildRun], skipped: Mapping[str, str], *,
+                   config: Mapping[str, Any], context: SyncContext) -> str:
+    audits = sorted({c.audit for c in children})
+    name = f"{context.dvc_exp_name or 'state'} {digest[:10]}"
+    tags = {"faircode.digest": digest, "faircode.sync_state": "incomplete",
+            "faircode.children_expected": str(len(children)), "audits": ", ".join(audits),
+            "params_sha256": hashlib.sha256(_canonical(dict(config))).hexdigest(),
+            "results": str(results.resolve()), **context.tags(),
+            **{_sanitise(f"unavailable.{a}"): r for a, r in skipped.items()},
+            "mlflow.note.content": (
+                f"faircode state {digest[:10]}: {len(children)} child runs over "
+                f"{', '.join(audits) or 'no audit'}"
+                + (f"; unavailable: {', '.join(sorted(skipped))}" if skipped else ""))}
+    parent = client.create_run(experiment_id, tags=tags, run_name=name)
+    parent_id = parent.info.run_id
+    _log(client, parent_id, params=dict(_flatten(config)), metrics={})
+    inputs = [_input(a, p, s) for a, (p, s) in _datasets(results).items()]
+    if inputs:
+        client.log_inputs(parent_id, datasets=inputs)
+    return str(parent_id)
