@@ -25,7 +25,8 @@ Design decisions
   A later sync of that state keeps the finished children of the incomplete parent, deletes the
   unfinished ones, logs the missing ones and completes the parent.
 * **Fast by batching.**  A child costs four store calls (create with its tags, one
-  ``log_batch`` of params and metrics, one ``log_inputs``, terminate), whatever its metric count.
+  ``log_batch`` of params and metrics, one ``log_inputs``, terminate), whatever its metric count;
+  a few threads overlap the children's round trips.
 * **Failures are one line.**  Anything the store or server does wrong becomes a
   :class:`TrackingError` whose message says why and how to re-sync; results on disk are only
   read, so they are intact.  Malformed results are a :class:`ResultsError` (bad input).
@@ -47,6 +48,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -476,6 +478,7 @@ def sync_results(
     context: SyncContext | None = None,
     artifact_location: str | None = None,
     health_timeout: float = 5.0,
+    workers: int = 4,
 ) -> SyncReport:
     """Log the results on disk as one parent run and its children, unless already logged.
 
@@ -496,6 +499,9 @@ def sync_results(
         ``<project root>/mlartifacts``).
     health_timeout
         Seconds to wait for an HTTP server's ``/health`` before giving up.
+    workers
+        Threads logging child runs concurrently (the store's round trips overlap; each child is
+        still its own four calls, so a failure leaves at most ``workers`` unfinished children).
 
     Raises
     ------
@@ -504,6 +510,8 @@ def sync_results(
     TrackingError
         The store or server failed; nothing on disk was changed.
     """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers: expected an integer >= 1, got {workers!r}")
     started = time.perf_counter()
     results = Path(results)
     digest = results_digest(results, config=config)
@@ -518,7 +526,8 @@ def sync_results(
             return _sync(client, results, digest, children, skipped, experiment=experiment,
                          config=_recorded_config(results) if config is None else config,
                          context=context or SyncContext(),
-                         artifact_location=artifact_location, started=started)
+                         artifact_location=artifact_location, started=started,
+                         workers=workers)
         except mlflow.exceptions.MlflowException as exc:
             raise TrackingError(_one_line(exc)) from None
     except TrackingError:
@@ -534,11 +543,13 @@ def _one_line(exc: BaseException) -> str:
 
 def _sync(client: MlflowClient, results: Path, digest: str, children: list[ChildRun],
           skipped: Mapping[str, str], *, experiment: str, config: Mapping[str, Any],
-          context: SyncContext, artifact_location: str | None, started: float) -> SyncReport:
+          context: SyncContext, artifact_location: str | None, started: float,
+          workers: int) -> SyncReport:
     from mlflow.entities import RunStatus
 
     experiment_id = _experiment(client, experiment, artifact_location)
-    parents = _search(client, experiment_id, f"tags.`faircode.digest` = '{digest}'")
+    parents = [r for r in _search(client, experiment_id, f"tags.`faircode.digest` = '{digest}'")
+               if "mlflow.parentRunId" not in r.data.tags]
     complete = [r for r in parents if r.data.tags.get("faircode.sync_state") == "complete"]
     keep = complete[0] if complete else (parents[0] if parents else None)
     for extra in parents:  # a concurrent or crashed duplicate: never leave two of one state
@@ -568,23 +579,29 @@ def _sync(client: MlflowClient, results: Path, digest: str, children: list[Child
         parent_id = _create_parent(client, experiment_id, results, digest, children, skipped,
                                    config=config, context=context)
     inputs = {a: _input(a, p, s) for a, (p, s) in _datasets(results).items()}
-    logged = 0
-    for child in children:
-        if child.key in done:
-            continue
-        run = client.create_run(experiment_id, tags={**child.tags, "faircode.digest": digest,
-                                                     "mlflow.parentRunId": parent_id},
-                                run_name=child.name)
+    finished = RunStatus.to_string(RunStatus.FINISHED)
+
+    def log_child(child: ChildRun) -> None:
+        run = client.create_run(experiment_id, run_name=child.name, tags={
+            **child.tags, "faircode.parent_digest": digest, "mlflow.parentRunId": parent_id})
         run_id = run.info.run_id
         _log(client, run_id, params=child.params, metrics=child.metrics)
         if child.audit in inputs:
             client.log_inputs(run_id, datasets=[inputs[child.audit]])
-        client.set_terminated(run_id, RunStatus.to_string(RunStatus.FINISHED))
-        logged += 1
+        client.set_terminated(run_id, finished)
+
+    todo = [c for c in children if c.key not in done]
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:  # the first failure cancels what has not started; started children may stay RUNNING
+        for future in [pool.submit(log_child, c) for c in todo]:
+            future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+    logged = len(todo)
     for folder in _audit_folders(results):
         client.log_artifacts(parent_id, str(folder), f"results/{folder.name}")
     client.set_tag(parent_id, "faircode.sync_state", "complete")
-    client.set_terminated(parent_id, RunStatus.to_string(RunStatus.FINISHED))
+    client.set_terminated(parent_id, finished)
     return report(status, parent_id, logged)
 
 
