@@ -327,6 +327,7 @@ def _sync(client: MlflowClient, results: Path, digest: str, children: list[Child
     if complete:
         return report("unchanged", complete[0].info.run_id, 0)
     done: set[str] = set()
+    inputs = {a: _input(a, p, s) for a, (p, s) in datasets(results).items()}
     if keep is not None:
         parent_id, status = keep.info.run_id, "completed"
         for child in _search(client, experiment_id, f"tags.`mlflow.parentRunId` = '{parent_id}'"):
@@ -338,8 +339,7 @@ def _sync(client: MlflowClient, results: Path, digest: str, children: list[Child
     else:
         status = "logged"
         parent_id = _create_parent(client, experiment_id, results, digest, children, skipped,
-                                   config=config, context=context)
-    inputs = {a: _input(a, p, s) for a, (p, s) in datasets(results).items()}
+                                   config=config, context=context, inputs=list(inputs.values()))
     finished = RunStatus.to_string(RunStatus.FINISHED)
 
     def log_child(child: ChildRun) -> None:
@@ -368,7 +368,7 @@ def _sync(client: MlflowClient, results: Path, digest: str, children: list[Child
 
 def _create_parent(client: MlflowClient, experiment_id: str, results: Path, digest: str,
                    children: list[ChildRun], skipped: Mapping[str, str], *,
-                   config: Mapping[str, Any], context: SyncContext) -> str:
+                   config: Mapping[str, Any], context: SyncContext, inputs: list[Any]) -> str:
     audits = sorted({c.audit for c in children})
     name = f"{context.dvc_exp_name or 'state'} {digest[:10]}"
     tags = {"faircode.digest": digest, "faircode.sync_state": "incomplete",
@@ -383,7 +383,6 @@ def _create_parent(client: MlflowClient, experiment_id: str, results: Path, dige
     parent = client.create_run(experiment_id, tags=tags, run_name=name)
     parent_id = parent.info.run_id
     _log(client, parent_id, params=dict(_flatten(config)), metrics={})
-    inputs = [_input(a, p, s) for a, (p, s) in datasets(results).items()]
     if inputs:
         client.log_inputs(parent_id, datasets=inputs)
     return str(parent_id)
