@@ -51,14 +51,14 @@ def build(template: Path, out: Path, *, attributes: int, axes: int, seed: int) -
         folder = out / audit
         folder.mkdir(parents=True)
         fairness = pd.concat([first.assign(protected_attribute=a) for a in names])
-        pairs = pd.concat([inter.assign(attribute_a=a, attribute_b=b)
-                           for a, b in itertools.combinations(names, 2)])
+        pairs = pd.concat([inter.iloc[:0], *(inter.assign(attribute_a=a, attribute_b=b)
+                                             for a, b in itertools.combinations(names, 2))])
         cf = pd.DataFrame([
             {"strategy": s, "model": m, "axis": f"axis{k}", "kind": kind, "columns": "c",
              **dict(zip(COUNTERFACTUAL_COLUMNS[6:-1], rng.uniform(size=8), strict=True)),
              "note": ""}
             for s, m in cells.itertuples(index=False) for k in range(axes)
-            for kind in ("explicit", "proxy")])
+            for kind in ("explicit", "proxy")], columns=list(COUNTERFACTUAL_COLUMNS[1:]))
         for name, frame in (("fairness", fairness), ("performance", perf),
                             ("intersectional", pairs), ("counterfactual", cf)):
             frame.assign(audit=audit).to_csv(folder / f"{name}.csv", index=False)

@@ -43,6 +43,7 @@ Design decisions
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import time
 import urllib.error
 import urllib.request
@@ -50,7 +51,7 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from faircode._runs import (
     ChildRun,
@@ -63,6 +64,7 @@ from faircode._runs import (
     results_digest,
     sanitise,
 )
+from faircode.errors import describe
 
 if TYPE_CHECKING:  # pragma: no cover
     from mlflow.tracking import MlflowClient
@@ -84,6 +86,7 @@ __all__ = [
 DEFAULT_EXPERIMENT = "faircode"
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 _BATCH_METRICS, _BATCH_PARAMS_TAGS = 1000, 100
+SyncStatus = Literal["logged", "completed", "unchanged"]
 
 
 class TrackingError(Exception):
@@ -117,7 +120,8 @@ class SyncContext:
         for name in ("git_commit", "dvc_lock_sha256", "dvc_exp_name", "dvc_exp_baseline"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
-                raise TypeError(f"SyncContext.{name}: expected a str or None, got {value!r}")
+                raise TypeError(f"SyncContext.{name}: expected a str or None, got "
+                                f"{describe(value)}")
 
     def tags(self) -> dict[str, str]:
         """The parent-run tags these details become (absent ones are left out)."""
@@ -132,7 +136,7 @@ class SyncContext:
 class SyncReport:
     """What a sync did: ``status`` is ``logged``, ``completed`` (a crashed one) or ``unchanged``."""
 
-    status: str
+    status: SyncStatus
     digest: str
     experiment_id: str
     parent_run_id: str
@@ -320,16 +324,17 @@ def _sync(client: MlflowClient, results: Path, digest: str, children: list[Child
                 client.delete_run(child.info.run_id)
             client.delete_run(extra.info.run_id)
 
-    def report(status: str, parent_id: str, logged: int) -> SyncReport:
+    def report(status: SyncStatus, parent_id: str, logged: int) -> SyncReport:
         return SyncReport(status, digest, experiment_id, parent_id, logged, len(children),
                           dict(skipped), time.perf_counter() - started)
 
     if complete:
         return report("unchanged", complete[0].info.run_id, 0)
     done: set[str] = set()
+    status: SyncStatus = "completed" if keep is not None else "logged"
     inputs = {a: _input(a, p, s) for a, (p, s) in datasets(results).items()}
     if keep is not None:
-        parent_id, status = keep.info.run_id, "completed"
+        parent_id = keep.info.run_id
         for child in _search(client, experiment_id, f"tags.`mlflow.parentRunId` = '{parent_id}'"):
             key = child.data.tags.get("faircode.child_key")
             if child.info.status == "FINISHED" and key and key not in done:
@@ -337,7 +342,6 @@ def _sync(client: MlflowClient, results: Path, digest: str, children: list[Child
             else:
                 client.delete_run(child.info.run_id)
     else:
-        status = "logged"
         parent_id = _create_parent(client, experiment_id, results, digest, children, skipped,
                                    config=config, context=context, inputs=list(inputs.values()))
     finished = RunStatus.to_string(RunStatus.FINISHED)
@@ -375,6 +379,7 @@ def _create_parent(client: MlflowClient, experiment_id: str, results: Path, dige
             "faircode.children_expected": str(len(children)), "audits": ", ".join(audits),
             "params_sha256": hashlib.sha256(canonical(dict(config))).hexdigest(),
             "results": str(results.resolve()), **context.tags(),
+            "versions.mlflow": importlib.metadata.version("mlflow"),
             **{sanitise(f"unavailable.{a}"): r for a, r in skipped.items()},
             "mlflow.note.content": (
                 f"faircode state {digest[:10]}: {len(children)} child runs over "
