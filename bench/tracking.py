@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--template", default="/tmp/tracking-results")
     parser.add_argument("--attributes", type=int, default=4)
     parser.add_argument("--axes", type=int, default=5)
-    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--naive-sample", type=int, default=30)
     parser.add_argument("--seed", type=int, default=20261129)
     args = parser.parse_args(argv)
