@@ -286,12 +286,37 @@ def _add_report(subparsers: argparse._SubParsersAction, common: argparse.Argumen
     parser.set_defaults(handler=handler)
 
 
+# ------------------------------------------------------------------------------ track
+
+
+def _add_track(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """``faircode track``: sync results/ into MLflow once per state; exit 0, 2 bad results,
+    3 tracking failed (results intact, one line saying how to re-sync)."""
+
+    def handler(args: argparse.Namespace) -> int:
+        from faircode.stages.track import track
+
+        root = Path(os.environ.get("DVC_ROOT") or Path.cwd())
+        return track(Path(args.results), root=root, env=os.environ,
+                     tracking_uri=args.tracking_uri, experiment=args.experiment)
+
+    parser = subparsers.add_parser(
+        "track", help="log results/ to MLflow (idempotent; exit 3 when tracking fails)"
+    )
+    parser.add_argument("--results", default="results", help="results folder (default: results)")
+    parser.add_argument("--tracking-uri", help="MLflow store or server ($MLFLOW_TRACKING_URI, "
+                        "default sqlite:///<project root>/mlflow.db)")
+    parser.add_argument("--experiment", default="faircode", help="experiment (default faircode)")
+    parser.set_defaults(handler=handler)
+
+
 SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], None], ...] = (
     _add_data,
     _add_validate,
     _add_run,
     _add_perturb,
     _add_report,
+    _add_track,
 )
 
 

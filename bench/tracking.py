@@ -1,0 +1,130 @@
+"""Benchmark: how long ``faircode track`` takes to log a five-audit state (~1,500 child runs).
+
+The tables are synthetic but realistic: each audit's rows are the rows of a real small run
+(``faircode run german_credit_lending insurance_denial --n-resamples 100 --n-permutations 100
+--out TEMPLATE``), replicated per strategy x model cell to ``--attributes`` attributes, their
+pairs and ``--axes`` counterfactual axes x 2 channels.  Defaults: 5 audits x 15 cells x
+(4 attributes + 6 pairs + 5 axes x 2) = 1,500 children.
+
+It logs into a fresh embedded SQLite store (what ``dvc repro`` uses by default), once batched
+(``log_batch``; ``--workers`` threads) and, for a ratio, a sample of children the naive way
+(one call per metric/param/tag).  Then it times the second, unchanged sync.  Timings are of one
+run on whatever the machine is doing; quote the ratios.
+
+Usage: ``PYTHONPATH=. python bench/tracking.py --template /tmp/tracking-results``
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from faircode.benchmark import COUNTERFACTUAL_COLUMNS
+from faircode.tracking import collect_children, sync_results
+
+AUDITS = ("benefits_denial", "compas", "german_credit_lending", "healthcare_readmission",
+          "insurance_denial")
+
+
+def build(template: Path, out: Path, *, attributes: int, axes: int, seed: int) -> None:
+    """Write five audits replicating ``template``'s real rows (see the module docstring)."""
+    rng = np.random.default_rng(seed)
+    source = next(p for p in sorted(template.iterdir())
+                  if (p / "intersectional.csv").is_file()
+                  and len(pd.read_csv(p / "intersectional.csv")))
+    fair = pd.read_csv(source / "fairness.csv", dtype=str, keep_default_na=False)
+    first = fair[fair["protected_attribute"] == fair["protected_attribute"].iat[0]]
+    inter = pd.read_csv(source / "intersectional.csv", dtype=str, keep_default_na=False)
+    inter = inter.drop_duplicates(["strategy", "model"])
+    perf = pd.read_csv(source / "performance.csv", dtype=str, keep_default_na=False)
+    cells = perf[["strategy", "model"]].drop_duplicates()
+    names = [f"attr{i}" for i in range(attributes)]
+    for audit in AUDITS:
+        folder = out / audit
+        folder.mkdir(parents=True)
+        fairness = pd.concat([first.assign(protected_attribute=a) for a in names])
+        pairs = pd.concat([inter.iloc[:0], *(inter.assign(attribute_a=a, attribute_b=b)
+                                             for a, b in itertools.combinations(names, 2))])
+        cf = pd.DataFrame([
+            {"strategy": s, "model": m, "axis": f"axis{k}", "kind": kind, "columns": "c",
+             **dict(zip(COUNTERFACTUAL_COLUMNS[6:-1], rng.uniform(size=8), strict=True)),
+             "note": ""}
+            for s, m in cells.itertuples(index=False) for k in range(axes)
+            for kind in ("explicit", "proxy")], columns=list(COUNTERFACTUAL_COLUMNS[1:]))
+        for name, frame in (("fairness", fairness), ("performance", perf),
+                            ("intersectional", pairs), ("counterfactual", cf)):
+            frame.assign(audit=audit).to_csv(folder / f"{name}.csv", index=False)
+        run = (source / "run.json").read_text().replace(f'"{source.name}"', f'"{audit}"')
+        (folder / "run.json").write_text(run)
+
+
+def naive(uri: str, results: Path, sample: int) -> float:
+    """Seconds per child when every metric, param and tag is its own call."""
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.create_experiment("naive")
+    children = collect_children(results)[0][:sample]
+    started = time.perf_counter()
+    for child in children:
+        run_id = client.create_run(experiment, run_name=child.name).info.run_id
+        for key, value in child.tags.items():
+            client.set_tag(run_id, key, value)
+        for key, text in child.params.items():
+            client.log_param(run_id, key, text)
+        for key, number in child.metrics.items():
+            client.log_metric(run_id, key, number)
+        client.set_terminated(run_id)
+    return (time.perf_counter() - started) / len(children)
+
+
+def main(argv: list[str]) -> int:
+    """Build the tables, time the batched sync, the unchanged re-sync and the naive sample."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--template", default="/tmp/tracking-results")
+    parser.add_argument("--attributes", type=int, default=4)
+    parser.add_argument("--axes", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--naive-sample", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=20261129)
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="bench-tracking-"))
+    try:
+        results = work / "results"
+        build(Path(args.template), results, attributes=args.attributes, axes=args.axes,
+              seed=args.seed)
+        uri = f"sqlite:///{work / 'mlflow.db'}"
+        started = time.perf_counter()
+        from mlflow.tracking import MlflowClient  # import + schema creation, timed apart
+
+        MlflowClient(tracking_uri=uri).search_experiments()
+        setup = time.perf_counter() - started
+        first = sync_results(results, tracking_uri=uri, artifact_location=(work / "a").as_uri(),
+                             workers=args.workers)
+        again = sync_results(results, tracking_uri=uri, workers=args.workers)
+        per_naive = naive(uri, results, args.naive_sample)
+        per_batch = first.seconds / first.children_logged
+        print(f"children {first.children_logged} (5 audits x 15 cells x ({args.attributes} "
+              f"attributes + {args.attributes * (args.attributes - 1) // 2} pairs + {args.axes} "
+              f"axes x 2 channels))")
+        print(f"mlflow import + new store: {setup:.1f}s (once)")
+        print(f"first sync (batched, {args.workers} threads): {first.seconds:.1f}s "
+              f"= {1000 * per_batch:.0f} ms/child")
+        print(f"second sync (unchanged): {again.seconds:.1f}s, status {again.status}")
+        print(f"naive (one call per value, {args.naive_sample} children): "
+              f"{1000 * per_naive:.0f} ms/child = {per_naive / per_batch:.1f}x the batched")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

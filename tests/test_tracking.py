@@ -1,0 +1,411 @@
+"""Tests for faircode.tracking against a real ``mlflow server`` on 127.0.0.1 (one per session).
+
+The results are synthetic but shaped exactly like the grid's (benchmark's *_COLUMNS, run.json),
+plus what other changes add (a ``tpr_gap`` row, an ``mde`` column, a ``degenerate_decisions``
+note, an ``unavailable.json``), so the sync is shown to log them without knowing them.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import math
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from faircode import cli
+from faircode.benchmark import (
+    COUNTERFACTUAL_COLUMNS,
+    FAIRNESS_COLUMNS,
+    INTERSECTIONAL_COLUMNS,
+    PERFORMANCE_COLUMNS,
+)
+from faircode.tracking import (
+    SyncContext,
+    TrackingError,
+    results_digest,
+    sync_results,
+)
+
+pytestmark = pytest.mark.integration
+
+AUDITS = ("alpha_lending", "beta_insurance")
+STRATEGIES = ("baseline", "reweighing")
+MODELS = ("logistic_regression", "random_forest")
+ATTRIBUTES = ("age", "sex")
+AXES = ("gender",)
+KINDS = ("explicit", "proxy")
+METRICS = ("demographic_parity_diff", "equal_opportunity_diff", "tpr_gap")
+# per audit: a child per cell x attribute, per cell x pair, per cell x axis x channel
+CHILDREN_PER_AUDIT = len(STRATEGIES) * len(MODELS) * (len(ATTRIBUTES) + 1 + len(AXES) * len(KINDS))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[str]:
+    """Start ``mlflow server`` (temp SQLite store and artifact root, one worker); stop it after."""
+    root = Path(tempfile.mkdtemp(prefix="faircode-mlflow-"))
+    port = _free_port()
+    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+           "MLFLOW_DISABLE_TELEMETRY": "true"}
+    log = (root / "server.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
+         "--workers", "1", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
+         "--artifacts-destination", str(root / "artifacts")],
+        env=env, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=2):
+                    break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"mlflow server did not start: {(root / 'server.log').read_text()}")
+                time.sleep(0.5)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def client(server: str):
+    """An MlflowClient of the session's server."""
+    from mlflow.tracking import MlflowClient
+
+    return MlflowClient(tracking_uri=server)
+
+
+def write_results(out: Path, *, seed: int, threshold: float = 0.5) -> Path:
+    """Write two synthetic audits' results and one unavailable audit under ``out``."""
+    rng = np.random.default_rng(seed)
+    for audit in AUDITS:
+        folder = out / audit
+        folder.mkdir(parents=True)
+        fair, perf, inter, cf = [], [], [], []
+        for s in STRATEGIES:
+            for m in MODELS:
+                cell = {"audit": audit, "strategy": s, "model": m}
+                for a in ATTRIBUTES:
+                    for metric in METRICS:
+                        low, high = sorted(rng.normal(0, 0.1, 2))
+                        note = "degenerate_decisions" if (s, m, a) == (
+                            "reweighing", "random_forest", "sex") else ""
+                        fair.append({**cell, "protected_attribute": a, "metric": metric,
+                                     "value": (low + high) / 2, "ci_low": low, "ci_high": high,
+                                     "p_value": rng.uniform(), "q_value": rng.uniform(),
+                                     "significant": bool(rng.uniform() < 0.3),
+                                     "n_disadvantaged": int(rng.integers(20, 200)),
+                                     "n_advantaged": int(rng.integers(20, 200)),
+                                     "small_sample_warning": False, "note": note,
+                                     "mde": rng.uniform(0, 0.2)})
+                fair[-1]["p_value"] = float("nan")  # an undefined p-value stays an empty cell
+                for metric in ("accuracy", "auc", "f1"):
+                    perf.append({**cell, "metric": metric, "value": rng.uniform(0.6, 0.8),
+                                 "ci_low": 0.55, "ci_high": 0.85, "n": 200, "note": ""})
+                inter.append({**cell, "attribute_a": "age", "attribute_b": "sex",
+                              **{c: rng.uniform() for c in INTERSECTIONAL_COLUMNS[5:-2]},
+                              "superadditive": True, "note": ""})
+                for axis in AXES:
+                    for kind in KINDS:
+                        cf.append({**cell, "axis": axis, "kind": kind, "columns": "sex",
+                                   **{c: rng.uniform() for c in COUNTERFACTUAL_COLUMNS[6:-1]},
+                                   "note": ""})
+        for name, rows, columns in (
+            ("fairness", fair, (*FAIRNESS_COLUMNS, "mde")),
+            ("performance", perf, PERFORMANCE_COLUMNS),
+            ("intersectional", inter, INTERSECTIONAL_COLUMNS),
+            ("counterfactual", cf, COUNTERFACTUAL_COLUMNS),
+        ):
+            pd.DataFrame(rows, columns=list(columns)).to_csv(folder / f"{name}.csv", index=False)
+        sha = hashlib.sha256(audit.encode()).hexdigest()
+        run = {"audit": audit, "manifest_sha256": hashlib.sha256(b"m" + audit.encode()).hexdigest(),
+               "dataset": {"path": f"data/raw/{audit}/raw.csv", "sha256": sha},
+               "seeds": {"master": 42},
+               "config": {"constraint": "demographic_parity", "eps": 0.01, "max_iter": 50,
+                          "decision_threshold": threshold, "n_resamples": 100,
+                          "n_permutations": 100, "confidence": 0.95, "alpha": 0.05, "jobs": 2},
+               "cells": [{"strategy": "baseline", "seconds": {"fit": rng.uniform()}}]}
+        (folder / "run.json").write_text(json.dumps(run, indent=2))
+    gone = out / "gamma_hiring"
+    gone.mkdir()
+    (gone / "unavailable.json").write_text(json.dumps(
+        {"audit": "gamma_hiring", "available": False, "message": "no verified copy of raw.csv"}))
+    return out
+
+
+def _files(results: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(results)): p.read_bytes() for p in results.rglob("*") if p.is_file()}
+
+
+def _children(client, parent_id: str) -> list:
+    return client.search_runs([client.get_run(parent_id).info.experiment_id],
+                              f"tags.`mlflow.parentRunId` = '{parent_id}'", max_results=1000)
+
+
+def _parents(client, experiment_id: str, digest: str) -> list:
+    return client.search_runs([experiment_id], f"tags.`faircode.digest` = '{digest}' and "
+                              "tags.`faircode.sync_state` != ''", max_results=1000)
+
+
+@pytest.fixture(scope="module")
+def synced(server: str, tmp_path_factory: pytest.TempPathFactory):
+    """The first sync of the two audits over HTTP: (results folder, report)."""
+    results = write_results(tmp_path_factory.mktemp("state") / "results", seed=1)
+    report = sync_results(results, tracking_uri=server, experiment="faircode-test",
+                          context=SyncContext(git_commit="abc123", git_dirty=False,
+                                              dvc_exp_name="exp-one"))
+    return results, report
+
+
+def _csv_expectation(results: Path, run) -> dict[str, float]:
+    """The metrics a child must hold, read from the CSVs with the csv module."""
+    tags = run.data.tags
+    table = tags["table"]
+    keys = {"fairness": ("protected_attribute",), "intersectional": ("attribute_a", "attribute_b"),
+            "counterfactual": ("axis", "kind")}[table]
+    wanted = {"audit": tags["audit"], "strategy": tags["strategy"], "model": tags["model"],
+              **{k: tags[k] for k in keys}}
+    sources = [(table, wanted)]
+    if table == "fairness":
+        sources.append(("performance", {k: wanted[k] for k in ("audit", "strategy", "model")}))
+    expected: dict[str, float] = {}
+    for name, match in sources:
+        with (results / tags["audit"] / f"{name}.csv").open() as handle:
+            for row in csv.DictReader(handle):
+                if any(row[k] != v for k, v in match.items()):
+                    continue
+                prefix = f"{row['metric']}." if "metric" in row else ""
+                for column, cell in row.items():
+                    if column in (*match, "metric", "note", "columns", *keys):
+                        continue
+                    if cell in ("True", "False"):
+                        expected[prefix + column] = float(cell == "True")
+                    elif column != "kind":
+                        expected[prefix + column] = float(cell) if cell else math.nan
+    return expected
+
+
+def test_sync_logs_one_child_per_key(client, synced) -> None:
+    """The parent gets exactly one child per audit x cell x attribute / pair / axis x channel."""
+    _, report = synced
+    children = _children(client, report.parent_run_id)
+    assert len(children) == CHILDREN_PER_AUDIT * len(AUDITS) == 40
+    assert len({c.data.tags["faircode.child_key"] for c in children}) == 40
+    assert {c.info.status for c in children} == {"FINISHED"}
+
+
+def test_every_metric_equals_the_csv(client, synced) -> None:
+    """Every child's metrics are exactly the CSV cells (NaN for an empty cell), nothing more."""
+    results, report = synced
+    for child in _children(client, report.parent_run_id):
+        expected = _csv_expectation(results, child)
+        got = child.data.metrics
+        assert set(got) == set(expected), child.info.run_name
+        for key, value in expected.items():
+            assert (math.isnan(value) and math.isnan(got[key])) or got[key] == value, key
+
+
+def test_new_rows_and_columns_are_logged(client, synced) -> None:
+    """A metric row and a column the sync was never told about arrive as metrics."""
+    _, report = synced
+    child = next(c for c in _children(client, report.parent_run_id)
+                 if c.data.tags["table"] == "fairness")
+    assert {"tpr_gap.value", "tpr_gap.mde", "accuracy.ci_low", "tpr_gap.n_advantaged"} <= set(
+        child.data.metrics)
+
+
+def test_child_tags_params_and_name(client, synced) -> None:
+    """A fairness child carries the four keys in its name, the sha256 tags and the config params."""
+    _, report = synced
+    child = next(c for c in _children(client, report.parent_run_id)
+                 if c.data.tags.get("attribute") == "sex" and c.data.tags["audit"] == AUDITS[1]
+                 and c.data.tags["strategy"] == "baseline" and c.data.tags["model"] == MODELS[0])
+    tags, params = child.data.tags, child.data.params
+    assert child.info.run_name == f"{AUDITS[1]} | baseline | {MODELS[0]} | sex"
+    assert tags["dataset_sha256"] == hashlib.sha256(AUDITS[1].encode()).hexdigest()
+    assert tags["manifest_sha256"] == hashlib.sha256(b"m" + AUDITS[1].encode()).hexdigest()
+    assert tags["informative"] == "true"
+    assert params["decision_threshold"] == "0.5" and params["seed"] == "42"
+    assert params["n_resamples"] == "100" and params["constraint"] == "demographic_parity"
+
+
+def test_degenerate_cell_is_uninformative(client, synced) -> None:
+    """A cell noted degenerate_decisions is tagged informative=false and described so."""
+    _, report = synced
+    flagged = [c for c in _children(client, report.parent_run_id)
+               if c.data.tags["informative"] == "false"]
+    assert len(flagged) == len(AUDITS)
+    assert all(c.data.tags["mlflow.note.content"].startswith("uninformative") for c in flagged)
+    assert {c.data.tags["attribute"] for c in flagged} == {"sex"}
+
+
+def test_dataset_inputs_carry_the_sha256(client, synced) -> None:
+    """Parent and children have the raw dataset as input, digest and tag from its sha256."""
+    _, report = synced
+    parent = client.get_run(report.parent_run_id)
+    assert {d.dataset.name for d in parent.inputs.dataset_inputs} == set(AUDITS)
+    child = _children(client, report.parent_run_id)[0]
+    (given,) = child.inputs.dataset_inputs
+    sha = hashlib.sha256(child.data.tags["audit"].encode()).hexdigest()
+    assert given.dataset.digest == sha[:36]
+    assert {t.key: t.value for t in given.tags}["sha256"] == sha
+
+
+def test_parent_tags_and_experiment_kind(client, synced) -> None:
+    """The parent is tagged with git, DVC, unavailable audits; the experiment is "custom model"."""
+    _, report = synced
+    tags = client.get_run(report.parent_run_id).data.tags
+    assert tags["git_commit"] == "abc123" and tags["dvc_exp_name"] == "exp-one"
+    assert tags["unavailable.gamma_hiring"] == "no verified copy of raw.csv"
+    assert tags["faircode.sync_state"] == "complete"
+    experiment = client.get_experiment(report.experiment_id)
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+
+
+def test_second_sync_adds_nothing(client, server, synced) -> None:
+    """Syncing the same state again logs no run."""
+    results, report = synced
+    before = len(client.search_runs([report.experiment_id], max_results=1000))
+    again = sync_results(results, tracking_uri=server, experiment="faircode-test")
+    assert (again.status, again.parent_run_id) == ("unchanged", report.parent_run_id)
+    assert len(client.search_runs([report.experiment_id], max_results=1000)) == before
+
+
+def test_changed_threshold_adds_one_parent(client, server, synced, tmp_path) -> None:
+    """A state with one number and the threshold changed adds one parent and its children."""
+    results, report = synced
+    changed = tmp_path / "results"
+    shutil.copytree(results, changed)
+    fairness = changed / AUDITS[0] / "fairness.csv"
+    text = fairness.read_text().splitlines()
+    cells = text[1].split(",")
+    cells[5] = "0.123456789"
+    fairness.write_text("\n".join([text[0], ",".join(cells), *text[2:]]) + "\n")
+    run = json.loads((changed / AUDITS[0] / "run.json").read_text())
+    run["config"]["decision_threshold"] = 0.3
+    (changed / AUDITS[0] / "run.json").write_text(json.dumps(run))
+    parents_before = client.search_runs([report.experiment_id], "tags.`faircode.sync_state` != ''")
+    new = sync_results(changed, tracking_uri=server, experiment="faircode-test")
+    parents = client.search_runs([report.experiment_id], "tags.`faircode.sync_state` != ''")
+    assert new.status == "logged" and len(parents) == len(parents_before) + 1
+    children = _children(client, new.parent_run_id)
+    assert len(children) == 40
+    first = next(c for c in children if c.info.run_name == f"{AUDITS[0]} | baseline | "
+                 f"{MODELS[0]} | age")
+    assert first.data.metrics["demographic_parity_diff.value"] == 0.123456789
+    assert first.data.params["decision_threshold"] == "0.3"
+
+
+def test_server_down_then_back(client, server, tmp_path, capsys) -> None:
+    """Server down: results intact, one line, exit 3; server back: one sync logs it once."""
+    results = write_results(tmp_path / "results", seed=3)
+    before = _files(results)
+    dead = f"http://127.0.0.1:{_free_port()}"
+    code = cli.main(["track", "--results", str(results), "--tracking-uri", dead,
+                     "--experiment", "faircode-down"])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert err.count("\n") == 1 and err.startswith("tracking failed:")
+    assert f"faircode track --results {results} --tracking-uri {dead}" in err
+    assert _files(results) == before
+    assert cli.main(["track", "--results", str(results), "--tracking-uri", server,
+                     "--experiment", "faircode-down"]) == 0
+    assert cli.main(["track", "--results", str(results), "--tracking-uri", server,
+                     "--experiment", "faircode-down"]) == 0
+    experiment = client.get_experiment_by_name("faircode-down").experiment_id
+    assert len(_parents(client, experiment, results_digest(results))) == 1
+    assert len(client.search_runs([experiment], max_results=1000)) == 41
+
+
+def test_half_written_parent_is_completed(client, server, tmp_path,
+                                          monkeypatch) -> None:
+    """A sync that dies mid-way is completed by the next one, with no duplicate child or parent."""
+    from mlflow.tracking import MlflowClient
+
+    results = write_results(tmp_path / "results", seed=4)
+    original = MlflowClient.set_terminated
+    calls = {"n": 0}
+    lock = threading.Lock()
+
+    def dying(self, run_id, *args, **kwargs):
+        with lock:
+            calls["n"] += 1
+            if calls["n"] > 7:
+                raise ConnectionError("connection reset by peer")
+        return original(self, run_id, *args, **kwargs)
+
+    monkeypatch.setattr(MlflowClient, "set_terminated", dying)
+    with pytest.raises(TrackingError, match="connection reset"):
+        sync_results(results, tracking_uri=server, experiment="faircode-crash")
+    monkeypatch.setattr(MlflowClient, "set_terminated", original)
+    experiment = client.get_experiment_by_name("faircode-crash").experiment_id
+    runs = client.search_runs([experiment], max_results=1000)
+    assert sum(r.info.status == "FINISHED" for r in runs) == 7  # the parent is still RUNNING
+    assert len(runs) > 1 + 7  # at least one child was left RUNNING
+    done = sync_results(results, tracking_uri=server, experiment="faircode-crash")
+    assert (done.status, done.children_logged) == ("completed", 40 - 7)
+    (parent,) = _parents(client, experiment, done.digest)
+    children = _children(client, parent.info.run_id)
+    assert len(children) == 40 and {c.info.status for c in children} == {"FINISHED"}
+    assert len({c.data.tags["faircode.child_key"] for c in children}) == 40
+
+
+def test_digest_ignores_timings_not_numbers(tmp_path) -> None:
+    """Timings and worker count do not change the digest; a number or the config does."""
+    results = write_results(tmp_path / "results", seed=5)
+    digest = results_digest(results)
+    run_json = results / AUDITS[0] / "run.json"
+    run = json.loads(run_json.read_text())
+    run["cells"][0]["seconds"]["fit"] = 99.0
+    run["config"]["jobs"] = 64
+    run_json.write_text(json.dumps(run))
+    assert results_digest(results) == digest
+    assert results_digest(results, config={"models": {"decision_threshold": 0.3}}) != digest
+    performance = results / AUDITS[1] / "performance.csv"
+    performance.write_text(performance.read_text().replace("0.55", "0.56", 1))
+    assert results_digest(results) != digest
+
+
+def test_missing_results_is_exit_2(tmp_path, capsys) -> None:
+    """A results folder that does not exist is one line and exit code 2, before any tracking."""
+    code = cli.main(["track", "--results", str(tmp_path / "nope"), "--tracking-uri",
+                     "http://127.0.0.1:9"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "no such directory" in err
+
+
+def test_import_does_not_load_mlflow() -> None:
+    """Importing faircode.tracking and the CLI loads no mlflow module."""
+    code = ("import sys, faircode.tracking, faircode.cli, faircode.stages.track\n"
+            "print(any(m.split('.')[0] == 'mlflow' for m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})
+    assert out.stdout.strip() == "False"
