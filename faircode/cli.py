@@ -156,8 +156,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from faircode import benchmark
-    from faircode.benchmark import CellResult, provenance, write_audit
+    from faircode.benchmark import provenance, write_audit
     from faircode.config import BenchmarkConfig
+    from faircode.predictions import CellPredictions
     from faircode.strategies import STRATEGY_CODES
 
     config = BenchmarkConfig()
@@ -179,7 +180,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                           transient=True) as bar:
                 task = bar.add_task(name, total=15)
 
-                def done(cell: CellResult, bar: Progress = bar, task: object = task,
+                def done(cell: CellPredictions, bar: Progress = bar, task: object = task,
                          name: str = name) -> None:
                     times = " ".join(f"{k} {v:.1f}s" for k, v in cell.seconds.items())
                     what = cell.skipped or times
