@@ -151,6 +151,16 @@ def test_mitigation_change_reruns_fit_and_evaluate_not_prepare(repo: Repo) -> No
         repo.restore()
 
 
+def test_jobs_change_reruns_nothing(repo: Repo) -> None:
+    """run.jobs changes no number, so it is not a tracked param: nothing but the check re-runs."""
+    repo.write_params(run={"jobs": 1})
+    try:
+        assert json.loads(repo.dvc("status", "--json").stdout) == {
+            "check-params": ["always changed"]}
+    finally:
+        repo.restore()
+
+
 def test_exp_run_sets_a_param_and_exp_show_lists_it(repo: Repo) -> None:
     """`dvc exp run -S` re-runs evaluate only and `dvc exp show --json` lists its param."""
     try:
