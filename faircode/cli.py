@@ -167,19 +167,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from faircode import benchmark
-    from faircode.benchmark import CellResult, provenance, write_audit
-    from faircode.config import BenchmarkConfig
+    from faircode.benchmark import provenance, write_audit
+    from faircode.config import Params, load_params
+    from faircode.predictions import CellPredictions
     from faircode.strategies import STRATEGY_CODES
 
-    config = BenchmarkConfig()
+    # params.yaml (optional) -> config, then the flags override it: the same object either way
+    params = load_params(Path(args.params)) if args.params else Params()
     overrides = {k: getattr(args, k) for k in ("n_resamples", "n_permutations", "jobs",
                                                 "constraint", "eps", "decision_threshold")}
-    config = config.replace(**{k: v for k, v in overrides.items() if v is not None})
+    config = params.config.replace(**{k: v for k, v in overrides.items() if v is not None})
+    names = args.audit or list(params.audits)
     out = Path(args.out)
     record = provenance()
     console = Console(stderr=True)
     failed = False
-    for path in resolve_manifests(Path(args.audits), args.audit):
+    for path in resolve_manifests(Path(args.audits), names):
         name = path.parent.name
         try:
             manifest = load_manifest(path)
@@ -190,7 +193,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                           transient=True) as bar:
                 task = bar.add_task(name, total=15)
 
-                def done(cell: CellResult, bar: Progress = bar, task: object = task,
+                def done(cell: CellPredictions, bar: Progress = bar, task: object = task,
                          name: str = name) -> None:
                     times = " ".join(f"{k} {v:.1f}s" for k, v in cell.seconds.items())
                     what = cell.skipped or times
@@ -220,6 +223,8 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "run", parents=[common], help="run the S0-S4 x model grid and write results/<audit>/"
     )
     parser.add_argument("--out", default="results", help="results folder (default: results)")
+    parser.add_argument("--params", help="params.yaml to start from (flags override its keys; "
+                                         "its audits apply when no AUDIT is given)")
     parser.add_argument("--n-resamples", type=int, help="bootstrap resamples per CI (2000)")
     parser.add_argument("--n-permutations", type=int, help="permutations per p-value (2000)")
     parser.add_argument("--jobs", type=int, help="worker processes (default: all cores)")

@@ -5,6 +5,13 @@ explicit keyword arguments of library functions.  No library function reads a fi
 environment variable or ``params.yaml`` itself.  :func:`config_from_mapping` is the single
 place a parsed mapping becomes a config; it rejects unknown keys and names the key path of any
 bad value, so a typo in ``params.yaml`` cannot silently fall back to a default.
+
+``params.yaml`` is split by concern (:data:`PARAM_KEYS`): ``audits``, ``mitigation.*``,
+``models.*``, ``stats.*``, ``run.*``.  :func:`params_from_mapping` maps each ``section.key`` to its
+config field and hands the flat result to :func:`config_from_mapping`, so the pipeline and the
+``faircode run`` flags build the very same :class:`BenchmarkConfig`.  Adding a param is one line
+in :data:`PARAM_KEYS` (plus the field).  ``run.jobs: null`` means "every core"; no other key may
+be null.
 """
 
 from __future__ import annotations
@@ -12,12 +19,25 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal, get_args
+
+import yaml
 
 from faircode.errors import ConfigError, config_error
 
-__all__ = ["CONSTRAINTS", "BenchmarkConfig", "Constraint", "config_from_mapping"]
+__all__ = [
+    "CONSTRAINTS",
+    "PARAM_KEYS",
+    "BenchmarkConfig",
+    "Constraint",
+    "Params",
+    "config_from_mapping",
+    "config_from_params",
+    "load_params",
+    "params_from_mapping",
+]
 
 Constraint = Literal[
     "demographic_parity",
@@ -112,6 +132,109 @@ def config_from_mapping(data: object, *, where: str) -> BenchmarkConfig:
         return BenchmarkConfig(**{str(k): v for k, v in data.items()})
     except ConfigError as exc:
         raise ConfigError(str(exc).replace("config.", f"{where}.", 1)) from None
+
+
+PARAM_KEYS: dict[str, str] = {
+    "mitigation.constraint": "constraint",
+    "mitigation.eps": "eps",
+    "mitigation.max_iter": "max_iter",
+    "models.decision_threshold": "decision_threshold",
+    "stats.n_resamples": "n_resamples",
+    "stats.n_permutations": "n_permutations",
+    "stats.confidence": "confidence",
+    "stats.alpha": "alpha",
+    "run.jobs": "jobs",
+}
+"""``params.yaml`` key path -> :class:`BenchmarkConfig` field (one line per param)."""
+
+_NULL_MEANS_DEFAULT = frozenset({"run.jobs"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Params:
+    """A validated ``params.yaml``: its audits (empty = every shipped audit) and the config."""
+
+    audits: tuple[str, ...] = ()
+    config: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+
+    def __post_init__(self) -> None:
+        for i, name in enumerate(self.audits):
+            if not isinstance(name, str) or not name:
+                raise config_error(f"audits[{i}]", "an audit name", name)
+        if len(set(self.audits)) != len(self.audits):
+            raise config_error("audits", "distinct audit names", list(self.audits))
+
+
+def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
+    """Validate a parsed ``params.yaml`` and return its :class:`Params`.
+
+    Every section and key must be known (:data:`PARAM_KEYS`); errors read
+    ``<where>: <section>.<key>: expected ..., got ... (type)``.
+    """
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise config_error(where, "a mapping of sections", data)
+    sections: dict[str, set[str]] = {}
+    for path in PARAM_KEYS:
+        section, key = path.split(".", 1)
+        sections.setdefault(section, set()).add(key)
+    audits: tuple[str, ...] = ()
+    flat: dict[str, object] = {}
+    for section, body in data.items():
+        if section == "audits":
+            if not isinstance(body, list):
+                raise config_error(f"{where}: audits", "a list of audit names", body)
+            audits = tuple(body)
+            continue
+        if section not in sections:
+            known = ", ".join(["audits", *sections])
+            raise config_error(f"{where}: {section}", f"a known section ({known})", section)
+        if not isinstance(body, Mapping):
+            raise config_error(f"{where}: {section}", "a mapping", body)
+        for key, value in body.items():
+            path = f"{section}.{key}"
+            if path not in PARAM_KEYS:
+                known = ", ".join(sorted(sections[section]))
+                raise config_error(f"{where}: {path}", f"a known key of {section} ({known})", key)
+            if value is None and path in _NULL_MEANS_DEFAULT:
+                continue
+            flat[PARAM_KEYS[path]] = value
+    field_to_path = {f: p for p, f in PARAM_KEYS.items()}
+    try:
+        return Params(audits=audits, config=BenchmarkConfig(**flat))  # type: ignore[arg-type]
+    except ConfigError as exc:
+        text = str(exc)
+        for name, path in field_to_path.items():
+            if text.startswith(f"config.{name}:"):
+                text = f"{where}: {path}" + text[len(f"config.{name}"):]
+                break
+        else:
+            text = f"{where}: {text}"
+        raise ConfigError(text) from None
+
+
+def config_from_params(data: object, *, where: str = "params.yaml") -> BenchmarkConfig:
+    """The :class:`BenchmarkConfig` of a parsed ``params.yaml`` (:func:`params_from_mapping`)."""
+    return params_from_mapping(data, where=where).config
+
+
+def load_params(path: Path) -> Params:
+    """Read and validate the ``params.yaml`` at ``path`` (a repeated key is an error too)."""
+    from faircode._schema import UniqueKeyLoader
+
+    where = str(path)
+    try:
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=UniqueKeyLoader)
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot be read ({exc.strerror})") from None
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{where}: invalid YAML{at}") from None
+    return params_from_mapping(doc, where=where)
 
 
 def _check_int(where: str, value: object, *, low: int) -> None:

@@ -213,3 +213,16 @@ def test_validate_reports_units_and_that_none_crosses_the_split(
     assert code == 0
     assert "units (Person_ID): 14,832; 2,697 rows in 1,289 repeated units" in out
     assert out.rstrip().endswith("units, 0 in both")
+
+
+def test_run_with_a_misspelt_params_key_exits_2_naming_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`faircode run --params` validates params.yaml first: one line naming the key, exit 2."""
+    params = tmp_path / "params.yaml"
+    params.write_text("stats:\n  n_resampels: 10\n")
+    code = main(["run", "--params", str(params), "--out", str(tmp_path / "out")])
+    assert code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"{params}: stats.n_resampels: expected a known key of stats (alpha, "
+                   "confidence, n_permutations, n_resamples), got 'n_resampels' (str)"]

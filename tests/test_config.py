@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from faircode.config import CONSTRAINTS, BenchmarkConfig, config_from_mapping
+from faircode.config import (
+    CONSTRAINTS,
+    PARAM_KEYS,
+    BenchmarkConfig,
+    config_from_mapping,
+    config_from_params,
+    load_params,
+    params_from_mapping,
+)
 from faircode.errors import ConfigError
 
 
@@ -68,3 +78,78 @@ def test_mapping_must_be_a_mapping() -> None:
     """A list where a mapping belongs is named as such."""
     with pytest.raises(ConfigError, match=r"^p: expected a mapping, got \[1\] \(list\)"):
         config_from_mapping([1], where="p")
+
+
+PARAMS_YAML = {
+    "audits": ["compas"],
+    "mitigation": {"constraint": "equalized_odds", "eps": 0.02, "max_iter": 7},
+    "models": {"decision_threshold": 0.3},
+    "stats": {"n_resamples": 11, "n_permutations": 12, "confidence": 0.9, "alpha": 0.1},
+    "run": {"jobs": 3},
+}
+
+
+def test_params_sections_build_the_same_config_as_flags() -> None:
+    """Every params.yaml key lands in its BenchmarkConfig field (the object the CLI flags build)."""
+    params = params_from_mapping(PARAMS_YAML)
+    assert params.audits == ("compas",)
+    assert params.config == BenchmarkConfig(
+        constraint="equalized_odds", eps=0.02, max_iter=7, decision_threshold=0.3,
+        n_resamples=11, n_permutations=12, confidence=0.9, alpha=0.1, jobs=3)
+    assert config_from_params(PARAMS_YAML) == params.config
+
+
+def test_every_config_field_has_one_params_key() -> None:
+    """PARAM_KEYS maps each config field from exactly one section.key."""
+    fields = sorted(f.name for f in dataclasses.fields(BenchmarkConfig))
+    assert sorted(PARAM_KEYS.values()) == fields
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"stats": {"n_resampels": 10}},
+         r"^params.yaml: stats.n_resampels: expected a known key of stats \(alpha, confidence, "
+         r"n_permutations, n_resamples\), got 'n_resampels' \(str\)$"),
+        ({"stat": {"n_resamples": 10}},
+         r"^params.yaml: stat: expected a known section \(audits, mitigation, models, stats, "
+         r"run\), got 'stat' \(str\)$"),
+        ({"stats": {"n_resamples": "many"}},
+         r"^params.yaml: stats.n_resamples: expected an integer, got 'many' \(str\)$"),
+        ({"models": {"decision_threshold": 2}},
+         r"^params.yaml: models.decision_threshold: expected a number in \[0, 1\], got 2 \(int\)$"),
+        ({"models": [0.5]}, r"^params.yaml: models: expected a mapping, got \[0.5\] \(list\)$"),
+        ({"audits": "compas"},
+         r"^params.yaml: audits: expected a list of audit names, got 'compas' \(str\)$"),
+        ({"audits": ["a", "a"]}, r"^params.yaml: audits: expected distinct audit names"),
+        ({"stats": {"n_resamples": None}},
+         r"^params.yaml: stats.n_resamples: expected an integer, got None"),
+    ],
+)
+def test_bad_params_name_the_key_path(params: dict, message: str) -> None:
+    """Unknown sections/keys and wrong values are one line naming params.yaml's key path."""
+    with pytest.raises(ConfigError, match=message):
+        params_from_mapping(params)
+
+
+def test_null_jobs_means_every_core() -> None:
+    """run.jobs: null keeps the all-cores default (the only key that may be null)."""
+    assert params_from_mapping({"run": {"jobs": None}}).config.jobs >= 1
+
+
+def test_load_params_rejects_a_repeated_key(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A key written twice in params.yaml is an error, not a silent last-one-wins."""
+    path = tmp_path / "params.yaml"
+    path.write_text("stats:\n  n_resamples: 10\n  n_resamples: 20\n")
+    with pytest.raises(ConfigError, match=r"params.yaml: .*n_resamples"):
+        load_params(path)
+
+
+def test_shipped_params_yaml_is_valid_and_lists_every_audit() -> None:
+    """The committed params.yaml loads and names every shipped audit."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    params = load_params(root / "params.yaml")
+    assert sorted(params.audits) == sorted(p.parent.name for p in root.glob("audits/*/audit.yaml"))
+    assert params.config == BenchmarkConfig(jobs=params.config.jobs)

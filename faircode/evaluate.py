@@ -1,0 +1,358 @@
+"""The evaluate step of the grid: decisions and predictions in, the four result tables out.
+
+:func:`evaluate_audit` scores each cell of an :class:`~faircode.predictions.AuditPredictions`
+(from :func:`faircode.benchmark.fit_audit`, in memory or loaded from ``data/predictions/``) with
+
+* the six group-fairness metrics for every protected attribute (bootstrap CI + permutation p),
+* accuracy / AUC / F1 with CIs,
+* the intersectional demographic-parity gap for every pair of attributes,
+* the counterfactual flip rate of every manifest axis (explicit and proxy channels apart).
+
+S0-S2 decide ``score > decision_threshold`` here; S3/S4 keep the randomised decisions drawn at
+fit time.  Benjamini-Hochberg q-values are then computed across every fairness test of the audit
+(the per-attribute metrics and the intersectional gaps together), and ``significant`` is
+``q < alpha``.  :func:`write_audit` writes ``<out>/<audit>/`` (four CSVs + ``run.json``).
+
+Every statistic draws from the child stream of its grid position (:class:`Stream`), so the
+numbers do not depend on ``jobs`` or on whether the fit ran in this process.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import itertools
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from joblib import Parallel, delayed
+
+from faircode.config import BenchmarkConfig
+from faircode.counterfactual import flip_rates
+from faircode.errors import DataError
+from faircode.metrics import fairness_metrics, intersectional_gap, performance_metrics
+from faircode.models import ModelFamily
+from faircode.predictions import AuditPredictions, CellPredictions, Stream
+from faircode.prepared import AuditLike, PreparedAudit
+from faircode.stats import benjamini_hochberg, child_seed
+from faircode.strategies import Strategy
+
+__all__ = [
+    "AuditResults",
+    "CellResult",
+    "evaluate_audit",
+    "parity_plot",
+    "provenance",
+    "summary",
+    "write_audit",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class CellResult:
+    """Every row one strategy x model cell contributes, and where its time went."""
+
+    strategy: Strategy
+    family: ModelFamily
+    fairness: tuple[dict[str, Any], ...] = ()
+    performance: tuple[dict[str, Any], ...] = ()
+    intersectional: tuple[dict[str, Any], ...] = ()
+    counterfactual: tuple[dict[str, Any], ...] = ()
+    seconds: dict[str, float] = field(default_factory=dict)
+    skipped: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class AuditResults:
+    """The four result tables of one audit and the per-cell record that produced them."""
+
+    fairness: pd.DataFrame
+    performance: pd.DataFrame
+    intersectional: pd.DataFrame
+    counterfactual: pd.DataFrame
+    cells: tuple[CellResult, ...]
+
+
+def evaluate_audit(
+    data: PreparedAudit, predictions: AuditPredictions, *, config: BenchmarkConfig
+) -> AuditResults:
+    """Score every cell of ``predictions`` on ``data``; return the four tables.
+
+    Reads ``decision_threshold``, ``n_resamples``, ``n_permutations``, ``confidence``, ``alpha``
+    and ``jobs`` of ``config``.
+    """
+    if predictions.audit != data.manifest.name:
+        raise DataError(f"predictions of {predictions.audit!r} cannot be evaluated on "
+                        f"{data.manifest.name!r}")
+    if predictions.dataset_sha256 and predictions.dataset_sha256 != data.sha256:
+        raise DataError(f"{data.manifest.name}: predictions: dataset_sha256: expected "
+                        f"{data.sha256}, got {predictions.dataset_sha256}; re-run fit")
+    cells = predictions.cells
+    jobs = min(config.jobs, max(1, len(cells)))
+    results = Parallel(n_jobs=jobs)(delayed(_score_cell)(data, c, config) for c in cells)
+    return _assemble(data, results, config)
+
+
+def _score_cell(data: PreparedAudit, cell: CellPredictions, config: BenchmarkConfig) -> CellResult:
+    """Score one cell's predictions (runs in a worker process)."""
+    strategy, family = cell.strategy, cell.family
+    if cell.skipped:
+        return CellResult(strategy, family, seconds=dict(cell.seconds), skipped=cell.skipped)
+    manifest = data.manifest
+    master = manifest.random_state
+    s, m = list(Strategy).index(strategy), list(ModelFamily).index(family)
+    test = data.test_index
+    y_test = data.y[test]
+    y_pred, flipped = cell.decisions(config.decision_threshold)
+    y_score = cell.test_score
+
+    t2 = time.perf_counter()
+    label = {"strategy": strategy.value, "model": family.value}
+    fairness: list[dict[str, Any]] = []
+    attributes = manifest.protected_attributes
+    for a, attribute in enumerate(attributes):
+        for result in fairness_metrics(
+            y_test, y_pred, data.disadvantaged[attribute.name][test],
+            n_resamples=config.n_resamples, n_permutations=config.n_permutations,
+            confidence=config.confidence, seed=child_seed(master, Stream.FAIRNESS, s, m, a),
+        ):
+            fairness.append({**label, "protected_attribute": attribute.name,
+                             **dataclasses.asdict(result)})
+    performance = [
+        {**label, **dataclasses.asdict(result)}
+        for result in performance_metrics(
+            y_test, y_pred, y_score, n_resamples=config.n_resamples,
+            confidence=config.confidence, seed=child_seed(master, Stream.PERFORMANCE, s, m),
+        )
+    ]
+    intersectional: list[dict[str, Any]] = []
+    for p, (a, b) in enumerate(itertools.combinations(range(len(attributes)), 2)):
+        pair = intersectional_gap(
+            y_pred, data.disadvantaged[attributes[a].name][test],
+            data.disadvantaged[attributes[b].name][test],
+            n_resamples=config.n_resamples, n_permutations=config.n_permutations,
+            confidence=config.confidence, seed=child_seed(master, Stream.INTERSECTIONAL, s, m, p),
+        )
+        intersectional.append({**label, "attribute_a": attributes[a].name,
+                               "attribute_b": attributes[b].name, **dataclasses.asdict(pair)})
+    t3 = time.perf_counter()
+
+    counterfactual: list[dict[str, Any]] = []
+    for k, (rows, y_flip) in enumerate(zip(data.perturbed, flipped, strict=True)):
+        flips = flip_rates(
+            y_pred, y_flip, rows.changed, axis=rows.axis, kind=rows.kind,
+            favourable=manifest.target.favourable, n_resamples=config.n_resamples,
+            confidence=config.confidence, seed=child_seed(master, Stream.COUNTERFACTUAL, s, m, k),
+        )
+        record = dataclasses.asdict(flips)
+        record["kind"] = flips.kind.value
+        counterfactual.append({**label, "columns": " ".join(rows.columns), **record})
+    t4 = time.perf_counter()
+    fit = cell.seconds
+    return CellResult(
+        strategy, family, tuple(fairness), tuple(performance), tuple(intersectional),
+        tuple(counterfactual),
+        seconds={"fit": fit.get("fit", 0.0), "predict": fit.get("predict", 0.0),
+                 "statistics": t3 - t2,
+                 "counterfactual": fit.get("counterfactual", 0.0) + t4 - t3},
+    )
+
+
+FAIRNESS_COLUMNS = (
+    "audit", "strategy", "model", "protected_attribute", "metric", "value", "ci_low", "ci_high",
+    "p_value", "q_value", "significant", "n_disadvantaged", "n_advantaged",
+    "small_sample_warning", "note",
+)
+PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "metric", "value", "ci_low", "ci_high", "n",
+                       "note")
+INTERSECTIONAL_COLUMNS = (
+    "audit", "strategy", "model", "attribute_a", "attribute_b", "gap", "ci_low", "ci_high",
+    "p_value", "q_value", "significant", "gap_a", "gap_b", "n_dd", "n_da", "n_ad", "n_aa",
+    "rate_dd", "rate_da", "rate_ad", "rate_aa", "superadditive", "note",
+)
+COUNTERFACTUAL_COLUMNS = (
+    "audit", "strategy", "model", "axis", "kind", "columns", "flip_rate", "ci_low", "ci_high",
+    "to_favourable", "to_unfavourable", "n_changed", "n_unchanged", "n_flipped", "note",
+)
+
+
+def _assemble(
+    data: AuditLike, results: Sequence[CellResult], config: BenchmarkConfig
+) -> AuditResults:
+    audit = data.manifest.name
+    fairness = _frame(audit, [row for r in results for row in r.fairness], FAIRNESS_COLUMNS)
+    intersectional = _frame(audit, [row for r in results for row in r.intersectional],
+                            INTERSECTIONAL_COLUMNS)
+    # One family of tests per audit: every per-attribute metric and every intersectional gap.
+    p_values = np.concatenate([
+        fairness["p_value"].to_numpy(dtype=float) if len(fairness) else np.empty(0),
+        intersectional["p_value"].to_numpy(dtype=float) if len(intersectional) else np.empty(0),
+    ])
+    q_values = benjamini_hochberg(p_values)
+    for frame, q in ((fairness, q_values[: len(fairness)]),
+                     (intersectional, q_values[len(fairness):])):
+        frame["q_value"] = q
+        frame["significant"] = np.nan_to_num(q, nan=1.0) < config.alpha
+    return AuditResults(
+        fairness=fairness,
+        performance=_frame(audit, [row for r in results for row in r.performance],
+                           PERFORMANCE_COLUMNS),
+        intersectional=intersectional,
+        counterfactual=_frame(audit, [row for r in results for row in r.counterfactual],
+                              COUNTERFACTUAL_COLUMNS),
+        cells=tuple(results),
+    )
+
+
+def _frame(audit: str, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame:
+    """Rows as a frame with exactly ``columns`` (q_value/significant filled in later)."""
+    frame = pd.DataFrame(rows, columns=[c for c in columns
+                                        if c not in ("audit", "q_value", "significant")])
+    frame.insert(0, "audit", audit)
+    return frame.reindex(columns=list(columns))
+
+
+def provenance(*, repo: Path | None = None) -> dict[str, Any]:
+    """Package versions and the git commit of the code that produced a result."""
+    import platform
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions: dict[str, str] = {"python": platform.python_version()}
+    for package in ("faircode", "numpy", "scipy", "pandas", "scikit-learn", "fairlearn", "joblib"):
+        try:
+            versions[package] = version(package)
+        except PackageNotFoundError:  # pragma: no cover - every one is a dependency
+            versions[package] = "unknown"
+    commit, dirty = None, None
+    root = repo if repo is not None else Path(__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
+                                text=True, check=True, timeout=10).stdout.strip()
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                                cwd=root, capture_output=True, text=True, check=True,
+                                timeout=10).stdout
+        dirty = bool(status.strip())
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return {"versions": versions, "git_commit": commit, "git_dirty": dirty}
+
+
+def write_audit(
+    data: AuditLike,
+    results: AuditResults,
+    *,
+    config: BenchmarkConfig,
+    out_dir: Path,
+    provenance_record: dict[str, Any],
+) -> Path:
+    """Write ``<out_dir>/<audit>/`` (four CSVs + ``run.json``) atomically; return the folder.
+
+    Everything is written to a sibling temporary folder which then replaces the audit's folder,
+    so a failure never leaves a half-written result beside complete ones.
+    """
+    manifest = data.manifest
+    final = out_dir / manifest.name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{manifest.name}-", dir=out_dir))
+    try:
+        for name in ("fairness", "performance", "intersectional", "counterfactual"):
+            # default float formatting is the shortest exact repr: numbers round-trip
+            getattr(results, name).to_csv(staging / f"{name}.csv", index=False)
+        run = {
+            "audit": manifest.name,
+            "title": manifest.title,
+            "manifest": str(manifest.file),
+            "manifest_sha256": hashlib.sha256(manifest.file.read_bytes()).hexdigest(),
+            "dataset": {"path": manifest.dataset.declared_path, "sha256": data.sha256,
+                        "sha256_declared": manifest.dataset.sha256},
+            "rows": {"steps": [list(step) for step in data.steps],
+                     "train": len(data.train_index), "test": len(data.test_index)},
+            "seeds": {"master": manifest.random_state,
+                      "scheme": "SeedSequence(master, spawn_key=(stream, strategy, model, "
+                                "index)); streams " + ", ".join(
+                                    f"{s.value}={s.name.lower()}" for s in Stream),
+                      "models": manifest.random_state},
+            "config": config.as_dict(),
+            **provenance_record,
+            "cells": [
+                {"strategy": c.strategy.value, "model": c.family.value,
+                 "seconds": {k: round(v, 4) for k, v in c.seconds.items()},
+                 **({"skipped": c.skipped} if c.skipped else {})}
+                for c in results.cells
+            ],
+        }
+        (staging / "run.json").write_text(json.dumps(run, indent=2) + "\n")
+        # Swap folders by renames only: the previous results survive until the new ones are in.
+        previous = staging.with_name(staging.name + ".previous")
+        if final.exists():
+            os.replace(final, previous)
+        os.replace(staging, final)
+        shutil.rmtree(previous, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return final
+
+
+SUMMARY_STRATEGIES = (Strategy.BASELINE, Strategy.UNAWARENESS_PROXY_REMOVAL)
+PARITY_METRIC = "demographic_parity_diff"
+
+
+def _parity(results: AuditResults) -> pd.DataFrame:
+    """The first protected attribute's parity gap per cell (grid order)."""
+    fairness = results.fairness
+    if not len(fairness):
+        return pd.DataFrame(columns=["strategy", "model", "parity_gap"])
+    first = fairness["protected_attribute"].iloc[0]
+    rows = fairness[(fairness["protected_attribute"] == first)
+                    & (fairness["metric"] == PARITY_METRIC)]
+    return rows.loc[:, ["strategy", "model", "value"]].rename(columns={"value": "parity_gap"})
+
+
+def summary(results: AuditResults) -> dict[str, Any]:
+    """The pipeline's DVC metrics of one audit: S0 and S2 parity gap and accuracy per model.
+
+    The parity gap is the first protected attribute's ``demographic_parity_diff``.
+    """
+    parity = _parity(results).set_index(["strategy", "model"])["parity_gap"]
+    perf = results.performance
+    accuracy = perf[perf["metric"] == "accuracy"].set_index(["strategy", "model"])["value"]
+    out: dict[str, Any] = {}
+    codes = {s: f"S{i}" for i, s in enumerate(Strategy)}
+    for strategy in SUMMARY_STRATEGIES:
+        out[codes[strategy]] = {
+            family.value: {"parity_gap": _number(parity.get((strategy.value, family.value))),
+                           "accuracy": _number(accuracy.get((strategy.value, family.value)))}
+            for family in ModelFamily
+        }
+    return out
+
+
+def _number(value: object) -> float | None:
+    """A JSON-safe float (None for a missing or undefined value)."""
+    if value is None or pd.isna(value):  # type: ignore[call-overload]
+        return None
+    return float(value)  # type: ignore[arg-type]
+
+
+def parity_plot(results: AuditResults | None) -> pd.DataFrame:
+    """Plot data for ``dvc plots``: one row per cell, ``cell`` (e.g. ``S0 random_forest``),
+    ``strategy``, ``model``, ``parity_gap``; empty (header only) for ``None``."""
+    columns = ["cell", "strategy", "model", "parity_gap"]
+    if results is None:
+        return pd.DataFrame(columns=columns)
+    frame = _parity(results)
+    codes = {s.value: f"S{i}" for i, s in enumerate(Strategy)}
+    frame.insert(0, "cell", [f"{codes[s]} {m}" for s, m in zip(frame["strategy"], frame["model"],
+                                                               strict=True)])
+    return frame.reset_index(drop=True).loc[:, columns]

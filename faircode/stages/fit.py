@@ -1,0 +1,47 @@
+"""Stage ``fit@<audit>``: fit the 15 strategy x model cells and store their predictions under
+``data/predictions/<audit>/`` (see :mod:`faircode.predictions` for the layout).
+
+Reads ``mitigation.*`` (tracked by DVC) and ``run.jobs`` (deliberately not tracked: the worker
+count changes no number, so changing it must not refit).
+
+Usage: ``python -m faircode.stages.fit AUDIT PREPARED_DIR OUT_DIR``
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from faircode.benchmark import fit_audit
+from faircode.config import load_params
+from faircode.manifest import load_manifest
+from faircode.predictions import CellPredictions, save_predictions
+from faircode.prepared import load_prepared
+from faircode.stages import PARAMS, carry_unavailable, manifest_path, run_stage
+from faircode.strategies import STRATEGY_CODES
+
+
+def _progress(cell: CellPredictions) -> None:
+    what = cell.skipped or " ".join(f"{k} {v:.1f}s" for k, v in cell.seconds.items())
+    print(f"  {STRATEGY_CODES[cell.strategy]} {cell.family.value}: {what}", flush=True)
+
+
+def main(argv: list[str]) -> None:
+    """Fit audit ``argv[0]`` on the prepared table ``argv[1]``; write ``argv[2]``."""
+    audit, prepared_dir, out = argv[0], Path(argv[1]), Path(argv[2])
+
+    def work() -> None:
+        config = load_params(PARAMS).config
+        if carry_unavailable(prepared_dir, out, audit=audit):
+            return
+        data = load_prepared(prepared_dir, manifest=load_manifest(manifest_path(audit)))
+        predictions = fit_audit(data, config=config, on_cell_done=_progress)
+        save_predictions(predictions, out, test_index=data.test_index,
+                         train_index=data.train_index)
+        print(f"{audit}: predictions in {out}")
+
+    run_stage(work)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,197 @@
+"""Integration tests of the DVC pipeline (dvc.yaml) in a temporary git repository.
+
+Two small audits (german_credit_lending, insurance_denial) at small B/P and a two-iteration
+ExponentiatedGradient budget; the stages run the repository's own faircode (copied in), and
+the data comes from the mirror.  Without a mirror the module is skipped locally and fails in
+CI (``CI=true``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import mirror_dir
+
+pytestmark = pytest.mark.integration
+
+AUDITS = ("german_credit_lending", "insurance_denial")
+PARAMS = {
+    "audits": list(AUDITS),
+    "mitigation": {"constraint": "demographic_parity", "eps": 0.01, "max_iter": 2},
+    "models": {"decision_threshold": 0.5},
+    "stats": {"n_resamples": 50, "n_permutations": 50, "confidence": 0.95, "alpha": 0.05},
+    "run": {"jobs": 2},
+}
+REPO = Path(__file__).resolve().parent.parent
+RUNNING = re.compile(r"Running stage '([^']+)'")
+
+
+def _env(root: Path, mirror: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
+    env["PYTHONPATH"] = str(root)
+    env["FAIRCODE_DATA_MIRROR"] = str(mirror)
+    env["PYTHONWARNINGS"] = "ignore"
+    return env
+
+
+class Repo:
+    """A temporary git + DVC repository with the pipeline and two audits."""
+
+    def __init__(self, root: Path, mirror: Path) -> None:
+        self.root, self.env = root, _env(root, mirror)
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(list(args), cwd=self.root, env=self.env, capture_output=True,
+                              text=True, timeout=900)
+        if check and done.returncode != 0:
+            raise AssertionError(f"{args} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+        return done
+
+    def dvc(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self.run(sys.executable, "-m", "dvc", *args, check=check)
+
+    def ran(self, *args: str) -> set[str]:
+        """Run ``dvc repro``/``dvc exp run`` and return the stages DVC says it ran."""
+        return set(RUNNING.findall(self.dvc(*args).stdout))
+
+    def write_params(self, **changes: dict) -> None:
+        params = {k: (dict(v) if isinstance(v, dict) else v) for k, v in PARAMS.items()}
+        for section, values in changes.items():
+            params[section] = {**params[section], **values}
+        (self.root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+
+    def restore(self) -> None:
+        self.run("git", "checkout", "--", ".")
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
+    """A committed repository on which `dvc repro` has run once."""
+    mirror = mirror_dir()
+    if mirror is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("no data mirror in CI (set FAIRCODE_DATA_MIRROR)")
+        pytest.skip("no data mirror (set FAIRCODE_DATA_MIRROR)")
+    root = tmp_path_factory.mktemp("pipeline")
+    shutil.copytree(REPO / "faircode", root / "faircode",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for name in AUDITS:
+        shutil.copytree(REPO / "audits" / name, root / "audits" / name)
+    for name in ("dvc.yaml", ".dvcignore", ".gitignore", "pyproject.toml", ".dvc/config"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / name, root / name)
+    found = Repo(root, mirror)
+    found.write_params()
+    found.run("git", "init", "-q")
+    found.run("git", "config", "user.email", "pipeline-test@example.org")
+    found.run("git", "config", "user.name", "pipeline test")
+    found.dvc("config", "--local", "remote.local.url", str(root.parent / "remote"))
+    found.run("git", "add", "-A")
+    found.run("git", "commit", "-qm", "pipeline")
+    found.dvc("repro")
+    found.run("git", "add", "-A")
+    found.run("git", "commit", "-qm", "results")
+    return found
+
+
+def test_repro_writes_results_metrics_and_plots(repo: Repo) -> None:
+    """`dvc repro` writes the four tables, run.json, a metrics summary and plot data per audit."""
+    for audit in AUDITS:
+        folder = repo.root / "results" / audit
+        assert sorted(p.name for p in folder.iterdir()) == [
+            "counterfactual.csv", "fairness.csv", "intersectional.csv", "performance.csv",
+            "run.json"]
+        run = json.loads((folder / "run.json").read_text())
+        assert run["config"]["n_resamples"] == 50 and run["config"]["max_iter"] == 2
+        metrics = json.loads((repo.root / "results" / "metrics" / f"{audit}.json").read_text())
+        assert set(metrics) == {"S0", "S2"}
+        assert 0 <= metrics["S0"]["logistic_regression"]["accuracy"] <= 1
+    shown = json.loads(repo.dvc("metrics", "show", "--json").stdout)
+    assert "results/metrics/german_credit_lending.json" in json.dumps(shown)
+
+
+def test_second_repro_reruns_nothing(repo: Repo) -> None:
+    """A repro of an unchanged state runs only the always-run params check."""
+    assert repo.ran("repro") == {"check-params"}
+
+
+def test_threshold_change_reruns_evaluate_only_and_changes_results(repo: Repo) -> None:
+    """A new decision threshold re-runs evaluate (not fit/prepare/fetch) and moves the numbers."""
+    before = (repo.root / "results" / "german_credit_lending" / "fairness.csv").read_text()
+    repo.write_params(models={"decision_threshold": 0.3})
+    try:
+        status = json.loads(repo.dvc("status", "--json").stdout)
+        assert {s for s in status if s != "check-params"} == {f"evaluate@{a}" for a in AUDITS}
+        assert repo.ran("repro") == {"check-params"} | {f"evaluate@{a}" for a in AUDITS}
+        after = (repo.root / "results" / "german_credit_lending" / "fairness.csv").read_text()
+        assert after != before
+    finally:
+        repo.restore()
+
+
+def test_mitigation_change_reruns_fit_and_evaluate_not_prepare(repo: Repo) -> None:
+    """A mitigation change marks fit changed (evaluate follows on its new predictions), never
+    fetch or prepare."""
+    repo.write_params(mitigation={"eps": 0.05})
+    try:
+        status = json.loads(repo.dvc("status", "--json").stdout)
+        assert {s for s in status if s != "check-params"} == {f"fit@{a}" for a in AUDITS}
+        dag = repo.dvc("dag", "--dot", "evaluate@german_credit_lending").stdout
+        assert "fit@german_credit_lending" in dag
+    finally:
+        repo.restore()
+
+
+def test_jobs_change_reruns_nothing(repo: Repo) -> None:
+    """run.jobs changes no number, so it is not a tracked param: nothing but the check re-runs."""
+    repo.write_params(run={"jobs": 1})
+    try:
+        assert json.loads(repo.dvc("status", "--json").stdout) == {
+            "check-params": ["always changed"]}
+    finally:
+        repo.restore()
+
+
+def test_exp_run_sets_a_param_and_exp_show_lists_it(repo: Repo) -> None:
+    """`dvc exp run -S` re-runs evaluate only and `dvc exp show --json` lists its param."""
+    try:
+        ran = repo.ran("exp", "run", "-n", "thr07", "-S", "models.decision_threshold=0.7")
+        assert ran == {"check-params"} | {f"evaluate@{a}" for a in AUDITS}
+        shown = repo.dvc("exp", "show", "--json").stdout
+        assert "thr07" in shown
+        assert re.search(r'"decision_threshold":\s*0\.7', shown)
+    finally:
+        repo.restore()
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"stats": {"n_resampels": 10}},
+         "params.yaml: stats.n_resampels: expected a known key of stats"),
+        ({"stats": {"n_resamples": "many"}},
+         "params.yaml: stats.n_resamples: expected an integer, got 'many' (str)"),
+    ],
+)
+def test_bad_params_stop_the_repro_with_one_line_naming_the_key(
+    repo: Repo, changes: dict, message: str
+) -> None:
+    """An unknown key or a wrong type stops `dvc repro` with the one-line error naming the key."""
+    repo.write_params(**changes)
+    try:
+        done = repo.dvc("repro", check=False)
+        assert done.returncode != 0
+        lines = [line for line in done.stderr.splitlines() if line.startswith("params.yaml:")]
+        assert len(lines) == 1 and lines[0].startswith(message)
+        assert not RUNNING.findall(done.stdout)[1:]  # nothing ran after the check
+    finally:
+        repo.restore()

@@ -1,0 +1,106 @@
+"""Tests for the fit/evaluate split: the prepared and predictions stores round-trip exactly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from faircode.benchmark import fit_audit, run_audit
+from faircode.config import BenchmarkConfig
+from faircode.data import load_audit
+from faircode.evaluate import evaluate_audit
+from faircode.models import ModelFamily
+from faircode.predictions import CellPredictions, load_predictions, save_predictions
+from faircode.prepared import load_prepared, prepare, save_prepared
+from faircode.strategies import Strategy
+
+TABLES = ("fairness", "performance", "intersectional", "counterfactual")
+
+
+@pytest.fixture(scope="module")
+def compas_config() -> BenchmarkConfig:
+    return BenchmarkConfig(jobs=2, max_iter=2, n_resamples=30, n_permutations=30)
+
+
+def test_fit_save_load_evaluate_equals_run_audit(
+    audit_repo, tmp_path: Path, compas_config: BenchmarkConfig  # type: ignore[no-untyped-def]
+) -> None:
+    """Fitting, storing, reloading and evaluating gives exactly run_audit's tables (compas,
+    whose counterfactual sets exercise every store)."""
+    data = load_audit(audit_repo.manifests["compas"])
+    expected = run_audit(data, config=compas_config)
+    save_prepared(prepare(data), tmp_path / "prepared")
+    prepared = load_prepared(tmp_path / "prepared", manifest=data.manifest)
+    predictions = fit_audit(prepared, config=compas_config)
+    save_predictions(predictions, tmp_path / "predictions", test_index=prepared.test_index,
+                     train_index=prepared.train_index)
+    loaded = load_predictions(tmp_path / "predictions")
+    got = evaluate_audit(load_prepared(tmp_path / "prepared", manifest=data.manifest), loaded,
+                         config=compas_config)
+    assert len(expected.counterfactual) > 0
+    for table in TABLES:
+        pd.testing.assert_frame_equal(getattr(got, table), getattr(expected, table),
+                                      check_exact=True)
+
+
+def test_prepared_store_round_trips_every_field(audit_repo, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """Features, labels, masks, split and counterfactual sets come back unchanged."""
+    data = load_audit(audit_repo.manifests["compas"])
+    original = prepare(data)
+    save_prepared(original, tmp_path)
+    back = load_prepared(tmp_path, manifest=data.manifest)
+    pd.testing.assert_frame_equal(back.X, original.X, check_exact=True)
+    assert np.array_equal(back.y, original.y) and back.y.dtype == np.int8
+    assert np.array_equal(back.test_index, data.test_index)
+    assert np.array_equal(back.train_index, data.train_index)
+    assert list(back.disadvantaged) == list(original.disadvantaged)
+    for name, mask in original.disadvantaged.items():
+        assert np.array_equal(back.disadvantaged[name], mask)
+    assert [(p.axis, p.kind, p.columns) for p in back.perturbed] == [
+        (p.axis, p.kind, p.columns) for p in original.perturbed]
+    for a, b in zip(back.perturbed, original.perturbed, strict=True):
+        pd.testing.assert_frame_equal(a.X, b.X.reset_index(drop=True), check_exact=True)
+        assert np.array_equal(a.changed, b.changed) and np.array_equal(a.sensitive, b.sensitive)
+    assert (back.steps, back.sha256) == (data.steps, data.sha256)
+
+
+def test_threshold_applies_to_scores_but_not_to_randomised_decisions() -> None:
+    """S0-S2 decide score > threshold at evaluate time; a stored S3/S4 decision is kept."""
+    score = np.array([0.2, 0.5, 0.7])
+    s0 = CellPredictions(Strategy.BASELINE, ModelFamily.RANDOM_FOREST, test_score=score)
+    assert s0.decisions(0.5)[0].tolist() == [0, 0, 1]
+    assert s0.decisions(0.1)[0].tolist() == [1, 1, 1]
+    drawn = np.array([1, 0, 0], dtype=np.int8)
+    s3 = CellPredictions(Strategy.IN_PROCESSING, ModelFamily.RANDOM_FOREST, test_score=score,
+                         test_decision=drawn)
+    assert s3.decisions(0.1)[0].tolist() == [1, 0, 0]
+
+
+def test_predictions_store_keeps_train_scores_and_skips(tmp_path: Path) -> None:
+    """Training scores and a skipped cell's reason survive the store; S4 has no score."""
+    cells = (
+        CellPredictions(Strategy.BASELINE, ModelFamily.LOGISTIC_REGRESSION,
+                        test_score=np.array([0.25, 0.75]), train_score=np.array([0.1, 0.2, 0.9]),
+                        counterfactual_score=(np.array([0.5, 0.125]),),
+                        counterfactual_decision=(None,), seconds={"fit": 1.0}),
+        CellPredictions(Strategy.POST_PROCESSING, ModelFamily.LOGISTIC_REGRESSION,
+                        test_decision=np.array([1, 0], dtype=np.int8),
+                        counterfactual_score=(None,),
+                        counterfactual_decision=(np.array([0, 0], dtype=np.int8),)),
+        CellPredictions(Strategy.POST_PROCESSING, ModelFamily.RANDOM_FOREST, skipped="no"),
+    )
+    from faircode.predictions import AuditPredictions
+
+    save_predictions(AuditPredictions("a", cells, {"eps": 0.01}), tmp_path,
+                     test_index=np.array([1, 3]), train_index=np.array([0, 2, 4]))
+    back = load_predictions(tmp_path)
+    assert back.cells[0].train_score.tolist() == [0.1, 0.2, 0.9]  # type: ignore[union-attr]
+    assert back.cells[0].counterfactual_score[0].tolist() == [0.5, 0.125]  # type: ignore[union-attr]
+    assert back.cells[0].test_decision is None
+    assert back.cells[1].test_score is None and back.cells[1].train_score is None
+    assert back.cells[1].counterfactual_decision[0].tolist() == [0, 0]  # type: ignore[union-attr]
+    assert back.cells[2].skipped == "no" and back.config == {"eps": 0.01}
+    assert pd.read_parquet(tmp_path / "test.parquet")["row"].tolist() == [1, 3, 1, 3]

@@ -1,0 +1,72 @@
+"""Tests for the thin DVC stage entry points (in-process, no DVC): unavailable data and params."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from faircode.stages import check_params, evaluate, fetch, fit, prepare
+
+AUDIT = "ai_fair_recruitment"  # shipped without a mirror copy and without a URL
+
+
+def test_unavailable_audit_flows_to_a_results_note(
+    fresh_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An audit without data writes a note at fetch that every stage carries to results/."""
+    monkeypatch.chdir(fresh_repo)
+    monkeypatch.setenv("FAIRCODE_DATA_MIRROR", str(tmp_path / "empty-mirror"))
+    (fresh_repo / "params.yaml").write_text("audits: [ai_fair_recruitment]\n")
+    fetch.main([AUDIT])
+    raw, prepared, predictions = (Path("data") / d / AUDIT for d in ("raw", "prepared",
+                                                                     "predictions"))
+    note = json.loads((raw / "unavailable.json").read_text())
+    assert note["available"] is False and "dataset unavailable" in note["message"]
+    prepare.main([AUDIT, str(raw), str(prepared)])
+    fit.main([AUDIT, str(prepared), str(predictions)])
+    evaluate.main([AUDIT, str(prepared), str(predictions), "results"])
+    assert sorted(p.name for p in (Path("results") / AUDIT).iterdir()) == ["unavailable.json"]
+    final = json.loads((Path("results") / AUDIT / "unavailable.json").read_text())
+    assert final["message"] == note["message"]
+    assert json.loads((Path("results/metrics") / f"{AUDIT}.json").read_text()) == {
+        "available": False}
+
+
+def test_check_params_exits_2_with_the_key_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A misspelt key stops the check with exit code 2 and one line naming it."""
+    monkeypatch.chdir(tmp_path)
+    Path("params.yaml").write_text("stats:\n  n_resampels: 10\n")
+    with pytest.raises(SystemExit) as info:
+        check_params.main(["data/params.ok"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("params.yaml: stats.n_resampels: expected a known")
+    assert not Path("data/params.ok").exists()
+
+
+def test_check_params_output_is_constant_for_any_valid_params(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Valid params of any value give the same marker bytes, so nothing downstream re-runs."""
+    monkeypatch.chdir(tmp_path)
+    outputs = []
+    for threshold in (0.3, 0.7):
+        Path("params.yaml").write_text(f"models:\n  decision_threshold: {threshold}\n")
+        check_params.main(["data/params.ok"])
+        outputs.append(Path("data/params.ok").read_bytes())
+    assert outputs[0] == outputs[1]
+
+
+def test_default_mirror_resolves_from_the_project_outside_an_experiment_copy(
+    tmp_path: Path,
+) -> None:
+    """Inside .dvc/tmp/exps/<run>/ the default mirror is still <project>/../shared/datasets."""
+    project = tmp_path / "faircode"
+    copy = project / ".dvc" / "tmp" / "exps" / "tmpabc"
+    copy.mkdir(parents=True)
+    expected = (tmp_path / "shared" / "datasets").resolve()
+    assert fetch.default_mirror(copy) == expected == fetch.default_mirror(project)
