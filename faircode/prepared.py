@@ -12,8 +12,8 @@ Store layout (the contract other steps rely on)
     encoder's order), one row per prepared row, row ``i`` = prepared position ``i``.
 ``rows.parquet``
     ``y`` (int8 label), ``split`` (``"train"`` | ``"test"``) and one bool column
-    ``disadvantaged:<attribute>`` per protected attribute, in manifest order; same rows as
-    ``features.parquet``.
+    ``disadvantaged:<attribute>`` per protected attribute, in manifest order, and ``unit`` (int64
+    unit code) when the manifest declares ``dataset.unit``; same rows as ``features.parquet``.
 ``counterfactual.parquet``
     Every perturbed test-row set stacked: ``set`` (int, index into ``meta.json``'s
     ``counterfactual``), ``row`` (prepared position of the test row), ``sensitive`` (bool: the
@@ -86,6 +86,8 @@ class AuditLike(Protocol):
     def steps(self) -> tuple[tuple[str, int], ...]: ...
     @property
     def sha256(self) -> str: ...
+    @property
+    def unit(self) -> np.ndarray | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +104,7 @@ class PreparedAudit:
     steps: tuple[tuple[str, int], ...]
     sha256: str
     perturbed: tuple[PerturbedRows, ...]
+    unit: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.X)
@@ -123,7 +126,7 @@ def prepare(data: AuditData) -> PreparedAudit:
     return PreparedAudit(
         manifest=data.manifest, X=data.X, y=data.y, disadvantaged=dict(data.disadvantaged),
         train_index=data.train_index, test_index=data.test_index, steps=data.steps,
-        sha256=data.sha256, perturbed=perturb_test_rows(data),
+        sha256=data.sha256, perturbed=perturb_test_rows(data), unit=data.unit,
     )
 
 
@@ -136,6 +139,8 @@ def save_prepared(prepared: PreparedAudit, folder: Path) -> None:
     rows = pd.DataFrame({"y": prepared.y.astype(np.int8), "split": split.astype(str)})
     for name, mask in prepared.disadvantaged.items():
         rows[MASK_PREFIX + name] = np.asarray(mask, dtype=bool)
+    if prepared.unit is not None:
+        rows["unit"] = np.asarray(prepared.unit, dtype=np.int64)
     rows.to_parquet(folder / ROWS, index=False)
     frames = []
     for k, rows_k in enumerate(prepared.perturbed):
@@ -186,4 +191,5 @@ def load_prepared(folder: Path, *, manifest: Manifest) -> PreparedAudit:
         train_index=np.flatnonzero(split == "train"), test_index=test_index,
         steps=tuple((str(s), int(n)) for s, n in meta["steps"]), sha256=meta["dataset_sha256"],
         perturbed=tuple(perturbed),
+        unit=rows["unit"].to_numpy(dtype=np.int64) if "unit" in rows.columns else None,
     )
