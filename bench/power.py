@@ -13,7 +13,12 @@ the grid uses: :func:`faircode.stats.permute_counts` (group labels permuted with
 strata, ``--permutations`` draws), the statistic from :func:`faircode.metrics.metric_values`
 (``|gap|``; ``|log ratio|`` for disparate impact; ``max(|TPR gap|, |FPR gap|)`` for equalized
 odds) and :func:`faircode.stats.permutation_p_value`.  The printed ``power`` is the share of
-audits with ``p < alpha``; its Monte-Carlo s.e. is ``√(π(1−π)/audits)`` at ``π = --power``.
+audits with ``p < alpha``; its Monte-Carlo s.e. is ``√(π(1−π)/audits)`` at ``π = --power``, and
+``z`` is ``(power − π)/s.e.``.  For demographic parity (groups up to 1,000 rows together) the
+table adds ``exact``, the power of the same test as ``P → ∞`` summed exactly (no Monte-Carlo
+error; :func:`exact_power`) at the reported MDE, and ``mde_z``/``exact_z``, the plain
+normal-approximation MDE (``continuity=False``) and the exact power there — how close the
+z-approximation alone is to the permutation test's real power.
 
 Sizes include the shipped audits' smallest test groups: german_credit_lending (200 test rows,
 age ≈ 74 / 126, with ≈ 27 / 33 ``y = 0`` rows) and insurance_denial (267 test rows,
@@ -138,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"alpha={args.alpha} power={args.power} audits={args.audits} "
           f"permutations={args.permutations} seed={args.seed} (Monte-Carlo s.e. {se:.3f})")
     print(f"{'metric':<24}{'n_d':>6}{'n_a':>6}{'p_a':>6}{'mde':>9}{'p_d':>8}{'power':>8}"
-          f"{'z':>6}{'exact':>8}")
+          f"{'z':>6}{'exact':>8}{'mde_z':>9}{'exact_z':>8}")
     row = 0
     for metric in ("demographic_parity_diff", "disparate_impact_ratio"):
         for (n_d, n_a), p_a in itertools.product(sizes, rates):
@@ -162,8 +167,14 @@ def main(argv: list[str] | None = None) -> None:
                                   audits=args.audits, permutations=args.permutations,
                                   seed=child_seed(args.seed, row))
             z = (got - args.power) / se
-            exact = (f"{exact_power(n_d, n_a, p_d, base, alpha=args.alpha):>8.3f}"
-                     if metric == "demographic_parity_diff" and n_d + n_a <= 1000 else "")
+            exact = ""
+            if metric == "demographic_parity_diff" and n_d + n_a <= 1000:
+                plain, _ = minimum_detectable_gap(metric, counts_d, counts_a, alpha=args.alpha,
+                                                  power=args.power, min_size=1, continuity=False)
+                p_z = harder_side(base, float(plain))
+                exact = (f"{exact_power(n_d, n_a, p_d, base, alpha=args.alpha):>8.3f}"
+                         f"{float(plain):>9.4f}"
+                         f"{exact_power(n_d, n_a, p_z, base, alpha=args.alpha):>8.3f}")
             print(f"{metric:<24}{n_d:>6}{n_a:>6}{base:>6.2f}{float(mde):>9.4f}{p_d:>8.4f}"
                   f"{got:>8.3f}{z:>6.1f}{exact}")
     # equalized odds: TPR on the y = 1 rows, FPR on the y = 0 rows; the gap in either component
