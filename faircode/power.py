@@ -38,8 +38,9 @@ Definitions
   ``σ0_k = √(p̄_k(1−p̄_k)(1/n_dk + 1/n_ak))`` at the pooled rate ``p̄_k`` (the permutation
   test conditions on it; the non-carrying component's pooled rate is its advantaged rate), the
   critical value ``c`` from ``(2Φ(c/σ0_tpr) − 1)(2Φ(c/σ0_fpr) − 1) = 1 − alpha``, and the
-  carrying component's alternative s.d. ``√(p_d(1−p_d)/n_d + p_a(1−p_a)/n_a)``.  Harder side and
-  worst component, as above.
+  carrying component's alternative s.d. ``√(p_d(1−p_d)/n_d + p_a(1−p_a)/n_a)``, plus that
+  component's continuity correction.  Harder side and worst component, as above; the result is
+  always larger than both component MDEs.
 * **Disparate impact** is on the ``|log ratio|`` scale.  Its permutation test shuffles the same
   stratum (all rows) as demographic parity, so the detectable disadvantaged rates are the same
   ``p_±``; the MDE is ``max(log(p_+/p_a), log(p_a/p_−))``.  A delta-method standard error is
@@ -59,8 +60,9 @@ Design decisions
   Benjamini–Hochberg q-values at the same ``alpha``, which is stricter, so this MDE is a lower
   bound on the gap a BH-significant finding needs; it answers "could this one test see it?".
 * Everything is vectorised over a leading axis of comparisons; the only loops are over the fixed
-  number of bisection steps.  The check against faircode's own count-level permutation test is
-  ``bench/power.py`` (and a fast version in ``tests/test_power.py``).
+  numbers of bisection and Newton steps (and equalized odds' two components x two sides).  The
+  check against faircode's own count-level permutation test is ``bench/power.py`` (and a fast
+  version in ``tests/test_power.py``).
 """
 
 from __future__ import annotations
