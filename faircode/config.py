@@ -75,6 +75,9 @@ class BenchmarkConfig:
         Coverage of the percentile bootstrap intervals.
     alpha
         Benjamini-Hochberg false-discovery level for the ``significant`` column.
+    power
+        Target power of the minimum detectable gap (``mde``/``powered`` columns), at the
+        two-sided level ``alpha``; see :mod:`faircode.power`.
     jobs
         Worker processes for the strategy x model cells (results do not depend on it).
     """
@@ -87,6 +90,7 @@ class BenchmarkConfig:
     n_permutations: int = 2000
     confidence: float = 0.95
     alpha: float = 0.05
+    power: float = 0.8
     jobs: int = dataclasses.field(default_factory=_default_jobs)
 
     def __post_init__(self) -> None:
@@ -103,6 +107,8 @@ class BenchmarkConfig:
         _check_number(f"{where}.confidence", self.confidence, low=0.0, high=1.0, open_low=True,
                       open_high=True)
         _check_number(f"{where}.alpha", self.alpha, low=0.0, high=1.0, open_low=True,
+                      open_high=True)
+        _check_number(f"{where}.power", self.power, low=0.0, high=1.0, open_low=True,
                       open_high=True)
         _check_int(f"{where}.jobs", self.jobs, low=1)
 

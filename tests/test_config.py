@@ -24,7 +24,7 @@ def test_defaults_are_the_benchmark_defaults() -> None:
     assert (config.constraint, config.eps, config.max_iter) == ("demographic_parity", 0.01, 50)
     assert (config.decision_threshold, config.n_resamples, config.n_permutations) == (0.5, 2000,
                                                                                        2000)
-    assert (config.confidence, config.alpha) == (0.95, 0.05)
+    assert (config.confidence, config.alpha, config.power) == (0.95, 0.05, 0.8)
 
 
 def test_config_is_frozen() -> None:
@@ -46,6 +46,8 @@ def test_config_is_frozen() -> None:
         ({"alpha": "0.05"}, "config.alpha: expected a number, got '0.05' (str)"),
         ({"decision_threshold": 1.5}, "config.decision_threshold: expected a number in [0, 1]"),
         ({"jobs": 0}, "config.jobs: expected an integer >= 1, got 0 (int)"),
+        ({"power": 1.0}, "config.power: expected a number in (0, 1), got 1.0 (float)"),
+        ({"power": "0.8"}, "config.power: expected a number, got '0.8' (str)"),
     ],
 )
 def test_invalid_values_are_rejected_with_key_and_value(changes: dict, fragment: str) -> None:
