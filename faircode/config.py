@@ -149,6 +149,7 @@ PARAM_KEYS: dict[str, str] = {
     "stats.n_permutations": "n_permutations",
     "stats.confidence": "confidence",
     "stats.alpha": "alpha",
+    "stats.power": "power",
     "run.jobs": "jobs",
 }
 """``params.yaml`` key path -> :class:`BenchmarkConfig` field (one line per param)."""
