@@ -40,6 +40,7 @@ from joblib import Parallel, delayed
 from faircode.config import BenchmarkConfig
 from faircode.counterfactual import flip_rates
 from faircode.errors import DataError
+from faircode.manifest import repository_root
 from faircode.metrics import fairness_metrics, intersectional_gap, performance_metrics
 from faircode.models import ModelFamily
 from faircode.predictions import AuditPredictions, CellPredictions, Stream
@@ -222,6 +223,14 @@ def _frame(audit: str, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> 
     return frame.reindex(columns=list(columns))
 
 
+def _relative_manifest(file: Path) -> str:
+    """The manifest's path relative to its repository (results never carry a machine's path)."""
+    try:
+        return file.resolve().relative_to(repository_root(file.parent)).as_posix()
+    except ValueError:
+        return file.name
+
+
 def provenance(*, repo: Path | None = None) -> dict[str, Any]:
     """Package versions and the git commit of the code that produced a result."""
     import platform
@@ -271,7 +280,7 @@ def write_audit(
         run = {
             "audit": manifest.name,
             "title": manifest.title,
-            "manifest": str(manifest.file),
+            "manifest": _relative_manifest(manifest.file),
             "manifest_sha256": hashlib.sha256(manifest.file.read_bytes()).hexdigest(),
             "dataset": {"path": manifest.dataset.declared_path, "sha256": data.sha256,
                         "sha256_declared": manifest.dataset.sha256},

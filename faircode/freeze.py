@@ -20,7 +20,7 @@ Design decisions
 * **Bit for bit first, then the size of each drift.**  Every results file is compared by sha256;
   a CSV that differs is then compared cell by cell and each differing cell is reported with its
   frozen value, its new value and the absolute difference.  ``run.json`` is compared without its
-  volatile keys (wall-clock seconds, the git commit and dirty flag of the re-run).
+  volatile keys (wall-clock seconds, the worker count, the git commit and dirty flag of the re-run).
 * The library takes every input explicitly (the project root, the dvc command, the environment of
   the re-run); only the CLI reads the process environment.
 """
@@ -62,7 +62,7 @@ __all__ = [
 
 FREEZES_DIR = "freezes"
 RESULTS_DIR = "results"
-VOLATILE_RUN_KEYS = frozenset({"seconds", "git_commit", "git_dirty"})
+VOLATILE_RUN_KEYS = frozenset({"seconds", "git_commit", "git_dirty", "jobs"})
 """``run.json`` keys whose values legitimately differ between two runs of the same state."""
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
