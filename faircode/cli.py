@@ -315,6 +315,91 @@ def _add_track(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.set_defaults(handler=handler)
 
 
+# ------------------------------------------------------------------------------ freeze / verify
+
+
+def _pipeline_env(root: Path) -> dict[str, str]:
+    """The environment of a re-run: this interpreter's bin first on PATH (DVC stages call
+    ``python``), and the data mirror as an absolute path when it is not set."""
+    from faircode.stages.fetch import default_mirror
+
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env.setdefault(MIRROR_ENV, str(default_mirror(root)))
+    return env
+
+
+def _add_freeze(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """``faircode freeze NAME``: record, commit and tag the state behind cited numbers."""
+
+    def handler(args: argparse.Namespace) -> int:
+        from faircode.freeze import freeze, list_freezes
+
+        root = Path.cwd()
+        if args.list:
+            for record in list_freezes(root=root):
+                print(f"{record['name']:<24} {record['created']}  "
+                      f"commit {str(record['git_commit'])[:12]}  {record['files']} results files")
+            return EXIT_OK
+        if not args.name:
+            raise FaircodeError("freeze NAME: expected a name (or --list), got nothing")
+        path = freeze(args.name, root=root, dvc=(sys.executable, "-m", "dvc"),
+                      env=_pipeline_env(root))
+        print(f"froze {args.name}: {path.relative_to(root.resolve())} committed and tagged "
+              f"{args.name}; anyone can re-derive it with `faircode verify {args.name}`")
+        return EXIT_OK
+
+    parser = subparsers.add_parser(
+        "freeze", help="record, commit and tag the exact state behind cited numbers",
+        description="Example: faircode freeze v0.1-paper   (then: git push --follow-tags)")
+    parser.add_argument("name", nargs="?", help="the state's name, also its git tag")
+    parser.add_argument("--list", action="store_true", help="list the frozen states")
+    parser.set_defaults(handler=handler)
+
+
+def _add_verify(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """``faircode verify NAME``: re-derive a frozen state; exit 0 identical, 1 on drift."""
+
+    def handler(args: argparse.Namespace) -> int:
+        from faircode.freeze import check_committed, verify
+
+        root = Path.cwd()
+        env = _pipeline_env(root)
+        if args.committed is not None:
+            audits = list(args.committed)
+            command = [sys.executable, "-m", "faircode.cli", "run", "--params", args.params,
+                       *audits]
+            drift, files = check_committed(audits, root=root, command=command, env=env)
+            for cell in drift:
+                print(f"drift: {cell.describe()}")
+            print(f"{' '.join(audits)}: {files} results files re-derived; "
+                  f"{'identical' if not drift else f'{len(drift)} number(s) drift'}")
+            return EXIT_OK if not drift else EXIT_FAILED
+        if not args.name:
+            raise FaircodeError("verify NAME: expected a frozen state's name, got nothing")
+        report = verify(args.name, root=root, env=env,
+                        command=(sys.executable, "-m", "dvc", "repro", "--force"))
+        for line in report.environment:
+            print(f"environment differs: {line}")
+        for cell in report.drift:
+            print(f"drift: {cell.describe()}")
+        verdict = ("identical, bit for bit" if report.identical
+                   else f"{len(report.drift)} number(s) drift")
+        print(f"{args.name} (commit {report.commit[:12]}): {report.identical_files} of "
+              f"{report.files} results files identical; {verdict} ({report.seconds:.0f} s)")
+        return EXIT_OK if report.identical else EXIT_FAILED
+
+    parser = subparsers.add_parser(
+        "verify", help="re-run a frozen state from its commit and compare every number",
+        description="Example: faircode verify v0.1-paper   (exit 0 identical, 1 on drift)")
+    parser.add_argument("name", nargs="?", help="a frozen state (freezes/NAME.json)")
+    parser.add_argument("--committed", nargs="*", metavar="AUDIT",
+                        help="instead: re-run these audits at params.yaml and compare with the "
+                             "committed results/ (the CI drift check)")
+    parser.add_argument("--params", default="params.yaml", help="params file for --committed")
+    parser.set_defaults(handler=handler)
+
+
 SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], None], ...] = (
     _add_data,
     _add_validate,
@@ -322,6 +407,8 @@ SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser
     _add_perturb,
     _add_report,
     _add_track,
+    _add_freeze,
+    _add_verify,
 )
 
 

@@ -52,6 +52,7 @@ __all__ = [
     "CellDrift",
     "FreezeError",
     "VerifyReport",
+    "check_committed",
     "compare_results",
     "environment",
     "freeze",
@@ -450,3 +451,43 @@ def verify(
             _git(root, "worktree", "remove", "--force", str(work), check=False)
             _git(root, "worktree", "prune", check=False)
             shutil.rmtree(base, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------ drift check
+
+
+def check_committed(
+    audits: Sequence[str],
+    *,
+    root: Path,
+    command: Sequence[str],
+    env: Mapping[str, str] | None = None,
+) -> tuple[list[CellDrift], int]:
+    """Re-run ``audits`` and compare with the committed ``results/<audit>/``: ``(drift, files)``.
+
+    ``command`` is the run command without its output folder (e.g. ``python -m faircode.cli run
+    --params params.yaml AUDIT ...``); ``--out <temporary folder>`` is appended.  The committed
+    numbers can then never drift from what the code produces: CI fails on any drift.
+    """
+    root = root.resolve()
+    with tempfile.TemporaryDirectory(prefix="faircode-drift-") as tmp:
+        out = Path(tmp) / "results"
+        try:
+            done = subprocess.run([*command, "--out", str(out)], cwd=root, capture_output=True,
+                                  text=True, env=dict(env) if env else None, timeout=6 * 3600)
+        except (OSError, subprocess.SubprocessError) as exc:
+            raise FreezeError(f"drift check: cannot run {' '.join(command)}: {exc}") from None
+        if done.returncode != 0:
+            lines = (done.stderr or done.stdout).strip().splitlines()
+            raise FreezeError(f"drift check: {' '.join(command)} failed (exit {done.returncode})"
+                              f": {lines[-1] if lines else ''}")
+        drift: list[CellDrift] = []
+        files = 0
+        for audit in audits:
+            committed = root / RESULTS_DIR / audit
+            if not committed.is_dir():
+                raise FreezeError(f"{RESULTS_DIR}/{audit}: expected committed results, got none")
+            found, _, n = compare_results(committed, out / audit, label=f"{RESULTS_DIR}/{audit}")
+            drift.extend(found)
+            files += n
+    return drift, files

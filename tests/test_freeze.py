@@ -10,6 +10,7 @@ import pytest
 
 from faircode.freeze import (
     FreezeError,
+    check_committed,
     compare_results,
     environment,
     environment_differences,
@@ -218,3 +219,29 @@ def test_verify_reports_environment_before_numbers(repo: Path) -> None:
     path.write_text(json.dumps(record))
     report = verify("v1", root=repo, command=("true",))
     assert any(line.startswith("numpy: frozen 0.0.1, now ") for line in report.environment)
+
+
+def test_drift_check_passes_on_identical_and_names_an_edited_number(tmp_path: Path) -> None:
+    """The CI drift check: a re-run equal to the committed results passes; one edited committed
+    number is reported as exactly that cell."""
+    rerun = _results(tmp_path / "rerun")  # what "the code" produces
+    root = tmp_path / "repo"
+    _results(root / "results")  # the committed results, identical at first
+    copy = ("sh", "-c", 'mkdir -p "$2" && cp -r "$0"/. "$2"', str(rerun))
+    assert check_committed(["german"], root=root, command=copy) == ([], 2)
+    committed = root / "results" / "german" / "fairness.csv"
+    committed.write_text(committed.read_text().replace("-0.125,-0.25", "-0.126,-0.25"))
+    drift, files = check_committed(["german"], root=root, command=copy)
+    assert files == 2
+    assert [d.describe() for d in drift] == [
+        "results/german/fairness.csv: row 2 (baseline logistic_regression age "
+        "demographic_parity): value: frozen -0.126, now -0.125 (|diff| 0.001)"
+    ]
+
+
+def test_drift_check_refuses_missing_committed_results(tmp_path: Path) -> None:
+    """An audit with no committed results folder is an error, not a pass."""
+    rerun = _results(tmp_path / "rerun")
+    copy = ("sh", "-c", 'mkdir -p "$2" && cp -r "$0"/. "$2"', str(rerun))
+    with pytest.raises(FreezeError, match="expected committed results"):
+        check_committed(["german"], root=tmp_path, command=copy)
