@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from faircode.benchmark import COUNTERFACTUAL_COLUMNS
+from faircode.evaluate import COUNTERFACTUAL_COLUMNS
 from faircode.tracking import collect_children, sync_results
 
 AUDITS = ("benefits_denial", "compas", "german_credit_lending", "healthcare_readmission",

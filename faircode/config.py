@@ -33,6 +33,7 @@ __all__ = [
     "BenchmarkConfig",
     "Constraint",
     "Params",
+    "ReportConfig",
     "config_from_mapping",
     "config_from_params",
     "load_params",
@@ -158,11 +159,41 @@ _NULL_MEANS_DEFAULT = frozenset({"run.jobs"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ReportConfig:
+    """The ``report`` section of ``params.yaml``: which metric and model family to show."""
+
+    metric: str = "demographic_parity"
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.metric, str) or not self.metric:
+            raise config_error("report.metric", "a metric name", self.metric)
+        if self.model is not None and not isinstance(self.model, str):
+            raise config_error("report.model", "a model family name or null", self.model)
+
+    @classmethod
+    def from_mapping(cls, data: object, *, where: str) -> ReportConfig:
+        """Build from a parsed mapping; unknown keys are rejected with their key path."""
+        if data is None:
+            return cls()
+        if not isinstance(data, Mapping):
+            raise config_error(where, "a mapping", data)
+        for key in data:
+            if key not in ("metric", "model"):
+                raise config_error(f"{where}.{key}", "a known key (metric, model)", key)
+        try:
+            return cls(**{str(k): v for k, v in data.items()})
+        except ConfigError as exc:
+            raise ConfigError(str(exc).replace("report.", f"{where}.", 1)) from None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Params:
     """A validated ``params.yaml``: its audits (empty = every shipped audit) and the config."""
 
     audits: tuple[str, ...] = ()
     config: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
 
     def __post_init__(self) -> None:
         for i, name in enumerate(self.audits):
@@ -187,6 +218,7 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
         section, key = path.split(".", 1)
         sections.setdefault(section, set()).add(key)
     audits: tuple[str, ...] = ()
+    report = ReportConfig()
     flat: dict[str, object] = {}
     for section, body in data.items():
         if section == "audits":
@@ -194,8 +226,11 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
                 raise config_error(f"{where}: audits", "a list of audit names", body)
             audits = tuple(body)
             continue
+        if section == "report":
+            report = ReportConfig.from_mapping(body, where=f"{where}: report")
+            continue
         if section not in sections:
-            known = ", ".join(["audits", *sections])
+            known = ", ".join(["audits", *sections, "report"])
             raise config_error(f"{where}: {section}", f"a known section ({known})", section)
         if not isinstance(body, Mapping):
             raise config_error(f"{where}: {section}", "a mapping", body)
@@ -209,7 +244,8 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
             flat[PARAM_KEYS[path]] = value
     field_to_path = {f: p for p, f in PARAM_KEYS.items()}
     try:
-        return Params(audits=audits, config=BenchmarkConfig(**flat))  # type: ignore[arg-type]
+        return Params(audits=audits, config=BenchmarkConfig(**flat),  # type: ignore[arg-type]
+                      report=report)
     except ConfigError as exc:
         text = str(exc)
         for name, path in field_to_path.items():

@@ -43,7 +43,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from faircode.errors import ConfigError, DataError, FaircodeError, config_error, describe
+from faircode.config import ReportConfig
+from faircode.errors import DataError, FaircodeError, describe
 from faircode.report_inputs import (
     MODELS,
     STRATEGIES,
@@ -86,35 +87,6 @@ INTERSECTIONAL_P_COLUMNS: tuple[str, ...] = ("p_value", "interaction_p_value")
 """Columns of ``intersectional.csv`` whose p-values join the benchmark-wide family if present."""
 REFERENCE, MITIGATED = Strategy.UNAWARENESS_PROXY_REMOVAL.value, (
     Strategy.IN_PROCESSING.value, Strategy.POST_PROCESSING.value)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ReportConfig:
-    """The ``report`` section of ``params.yaml``: which metric and model family to show."""
-
-    metric: str = DEFAULT_METRIC
-    model: str | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.metric, str) or not self.metric:
-            raise config_error("report.metric", "a metric name", self.metric)
-        if self.model is not None and not isinstance(self.model, str):
-            raise config_error("report.model", "a model family name or null", self.model)
-
-    @classmethod
-    def from_mapping(cls, data: object, *, where: str) -> ReportConfig:
-        """Build from a parsed mapping; unknown keys are rejected with their key path."""
-        if data is None:
-            return cls()
-        if not isinstance(data, Mapping):
-            raise config_error(where, "a mapping", data)
-        for key in data:
-            if key not in ("metric", "model"):
-                raise config_error(f"{where}.{key}", "a known key (metric, model)", key)
-        try:
-            return cls(**{str(k): v for k, v in data.items()})
-        except ConfigError as exc:
-            raise ConfigError(str(exc).replace("report.", f"{where}.", 1)) from None
 
 
 @dataclass(frozen=True, slots=True)

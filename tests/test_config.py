@@ -112,10 +112,10 @@ def test_every_config_field_has_one_params_key() -> None:
     [
         ({"stats": {"n_resampels": 10}},
          r"^params.yaml: stats.n_resampels: expected a known key of stats \(alpha, confidence, "
-         r"n_permutations, n_resamples\), got 'n_resampels' \(str\)$"),
+         r"n_permutations, n_resamples, power\), got 'n_resampels' \(str\)$"),
         ({"stat": {"n_resamples": 10}},
          r"^params.yaml: stat: expected a known section \(audits, mitigation, models, stats, "
-         r"run\), got 'stat' \(str\)$"),
+         r"run, report\), got 'stat' \(str\)$"),
         ({"stats": {"n_resamples": "many"}},
          r"^params.yaml: stats.n_resamples: expected an integer, got 'many' \(str\)$"),
         ({"models": {"decision_threshold": 2}},

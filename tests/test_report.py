@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from faircode.benchmark import (
+from faircode.evaluate import (
     COUNTERFACTUAL_COLUMNS,
     FAIRNESS_COLUMNS,
     INTERSECTIONAL_COLUMNS,

@@ -28,7 +28,7 @@ import pandas as pd
 import pytest
 
 from faircode import cli
-from faircode.benchmark import (
+from faircode.evaluate import (
     COUNTERFACTUAL_COLUMNS,
     FAIRNESS_COLUMNS,
     INTERSECTIONAL_COLUMNS,

@@ -1,8 +1,8 @@
 """DVC stage ``report``: summary, paper tables, figures, plot data and report.html.
 
 ``python -m faircode.stages.report --params params.yaml --results results --audits audits``
-reads the ``report`` section of params.yaml (``metric``, ``model``; absent means the defaults)
-and calls :func:`faircode.report.write_report`.  No statistics here.
+reads the ``report`` section of params.yaml (``metric``, ``model``; absent means the defaults;
+the whole file is validated) and calls :func:`faircode.report.write_report`.  No statistics here.
 """
 
 from __future__ import annotations
@@ -11,12 +11,10 @@ import argparse
 import sys
 from pathlib import Path
 
-import yaml
-
-from faircode._schema import UniqueKeyLoader
 from faircode.benchmark import provenance
-from faircode.errors import ConfigError, FaircodeError
-from faircode.report import ReportConfig, write_report
+from faircode.config import ReportConfig, load_params
+from faircode.errors import FaircodeError
+from faircode.report import write_report
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,17 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         params_path = Path(args.params)
-        section = None
-        if params_path.is_file():
-            try:  # the strict loader: a repeated key is an error, never silently dropped
-                params = yaml.load(params_path.read_text(encoding="utf-8"),
-                                   Loader=UniqueKeyLoader) or {}
-            except ConfigError as exc:
-                raise ConfigError(f"{params_path}: {exc}") from None
-            except yaml.YAMLError as exc:
-                raise ConfigError(f"{params_path}: invalid YAML: {exc}") from None
-            section = params.get("report") if isinstance(params, dict) else None
-        config = ReportConfig.from_mapping(section, where=f"{params_path}: report")
+        config = load_params(params_path).report if params_path.is_file() else ReportConfig()
         lock = Path(args.dvc_lock)
         outputs = write_report(Path(args.results), audits_dir=Path(args.audits),
                                metric=config.metric, model=config.model,

@@ -56,22 +56,23 @@ def track(results: Path, *, root: Path, env: Mapping[str, str], tracking_uri: st
 
 def main(argv: list[str]) -> int:
     """DVC entry point: ``[--strict] [RESULTS]``, config from ``params.yaml`` (if present)."""
-    import yaml
-
-    from faircode._schema import UniqueKeyLoader
+    from faircode.config import load_params
     from faircode.errors import FaircodeError
 
     strict = "--strict" in argv
     results = Path(([a for a in argv if a != "--strict"] or ["results"])[0])
     params = Path("params.yaml")
     try:
-        config = yaml.load(params.read_text(), Loader=UniqueKeyLoader) if params.is_file() else None
-        if isinstance(config, dict):
-            config = {k: v for k, v in config.items() if k != "run"}
+        config = None
+        if params.is_file():  # validated like every stage; the worker count changes no number
+            loaded = load_params(params)
+            config = {"audits": list(loaded.audits),
+                      **{k: v for k, v in loaded.config.as_dict().items() if k != "jobs"},
+                      "report": {"metric": loaded.report.metric, "model": loaded.report.model}}
         code = track(results, root=Path(os.environ.get("DVC_ROOT") or Path.cwd()), env=os.environ,
                      config=config)
-    except (FaircodeError, yaml.YAMLError) as exc:
-        print(f"{params}: {exc}" if isinstance(exc, yaml.YAMLError) else exc, file=sys.stderr)
+    except FaircodeError as exc:
+        print(exc, file=sys.stderr)
         return 2
     return code if strict or code != EXIT_TRACKING else 0
 
