@@ -8,6 +8,12 @@ training rows, predicts the test rows, and scores each cell with
 * the intersectional demographic-parity gap for every pair of attributes,
 * the counterfactual flip rate of every manifest axis (explicit and proxy channels apart).
 
+The audit's operating point (:mod:`faircode.decision`) is resolved once: the manifest's
+``decision`` block, else ``threshold`` at ``config.decision_threshold``.  S0-S2 decide at the
+rule's cutoff, fixed on the training rows; S3/S4 are fitted with the rule's objective.  Every
+cell's selection rate (overall and per group), balanced accuracy and majority baseline join
+``performance.csv``; a degenerate cell's fairness rows carry the note ``degenerate_decisions``.
+
 Benjamini-Hochberg q-values are then computed across every fairness test of the audit (the
 per-attribute metrics and the intersectional gaps together), and ``significant`` is ``q < alpha``.
 
@@ -42,6 +48,13 @@ from joblib import Parallel, delayed
 from faircode.config import BenchmarkConfig
 from faircode.counterfactual import PerturbedRows, flip_rates, perturb_test_rows
 from faircode.data import AuditData
+from faircode.decision import (
+    DEGENERATE_NOTE,
+    decision_cutoff,
+    is_degenerate,
+    operating_point_metrics,
+    resolve_rule,
+)
 from faircode.metrics import fairness_metrics, intersectional_gap, performance_metrics
 from faircode.models import ModelFamily
 from faircode.stats import benjamini_hochberg, child_seed
@@ -58,6 +71,7 @@ class Stream(IntEnum):
     INTERSECTIONAL = 2
     COUNTERFACTUAL = 3
     PREDICTION = 4
+    DECISIONS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +86,8 @@ class CellResult:
     counterfactual: tuple[dict[str, Any], ...] = ()
     seconds: dict[str, float] = field(default_factory=dict)
     skipped: str = ""
+    degenerate: bool = False
+    decision: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,15 +142,24 @@ def _run_cell(
     first = manifest.protected_attributes[0].name
     train, test = data.train_index, data.test_index
     y_train, y_test = data.y[train], data.y[test]
+    rule = resolve_rule(manifest.decision, default_threshold=config.decision_threshold)
 
     t0 = time.perf_counter()
     fitted = fit_strategy(
         strategy, family,
         X=data.X.iloc[train], y=y_train, sensitive=data.disadvantaged[first][train],
-        manifest=manifest, config=config,
+        manifest=manifest, config=config, decision=rule,
     )
-    t1 = time.perf_counter()
     predict_seed = int(child_seed(master, Stream.PREDICTION, s, m).generate_state(1)[0])
+    if fitted.scored:  # S0-S2: the rule's cutoff, fixed on the training rows
+        train_scores = None
+        if rule.rule == "top_fraction":
+            _, train_scores = fitted.predict(data.X.iloc[train],
+                                             sensitive=data.disadvantaged[first][train],
+                                             random_state=predict_seed)
+        fitted = fitted.with_cutoff(
+            decision_cutoff(rule, train_scores=train_scores, train_labels=y_train))
+    t1 = time.perf_counter()
     x_test = data.X.iloc[test]
     y_pred, y_score = fitted.predict(
         x_test, sensitive=data.disadvantaged[first][test], random_state=predict_seed
@@ -142,23 +167,43 @@ def _run_cell(
     t2 = time.perf_counter()
 
     label = {"strategy": strategy.value, "model": family.value}
-    fairness: list[dict[str, Any]] = []
     attributes = manifest.protected_attributes
+    points = operating_point_metrics(
+        y_test, y_pred, {a.name: data.disadvantaged[a.name][test] for a in attributes},
+        n_resamples=config.n_resamples, confidence=config.confidence,
+        seed=child_seed(master, Stream.DECISIONS, s, m),
+    )
+    point = {p.metric: p.value for p in points if not p.protected_attribute}
+    degenerate = is_degenerate(
+        selection_rate=point["selection_rate"], balanced_accuracy=point["balanced_accuracy"],
+        min_selection_rate=config.degenerate_min_selection_rate,
+        max_selection_rate=config.degenerate_max_selection_rate,
+        balanced_accuracy_margin=config.degenerate_balanced_accuracy_margin,
+    )
+    decision = {**rule.as_dict(), "objective": fitted.objective,
+                "selection_rate": point["selection_rate"],
+                "balanced_accuracy": point["balanced_accuracy"], "degenerate": degenerate}
+    if fitted.scored:
+        decision.update(cutoff=fitted.decision_threshold, inclusive=fitted.inclusive)
+    fairness: list[dict[str, Any]] = []
     for a, attribute in enumerate(attributes):
         for result in fairness_metrics(
             y_test, y_pred, data.disadvantaged[attribute.name][test],
             n_resamples=config.n_resamples, n_permutations=config.n_permutations,
             confidence=config.confidence, seed=child_seed(master, Stream.FAIRNESS, s, m, a),
         ):
-            fairness.append({**label, "protected_attribute": attribute.name,
-                             **dataclasses.asdict(result)})
+            row = {**label, "protected_attribute": attribute.name,
+                   **dataclasses.asdict(result)}
+            if degenerate:
+                row["note"] = ";".join(n for n in (row["note"], DEGENERATE_NOTE) if n)
+            fairness.append(row)
     performance = [
         {**label, **dataclasses.asdict(result)}
         for result in performance_metrics(
             y_test, y_pred, y_score, n_resamples=config.n_resamples,
             confidence=config.confidence, seed=child_seed(master, Stream.PERFORMANCE, s, m),
         )
-    ]
+    ] + [{**label, **dataclasses.asdict(p)} for p in points]
     intersectional: list[dict[str, Any]] = []
     for p, (a, b) in enumerate(itertools.combinations(range(len(attributes)), 2)):
         pair = intersectional_gap(
@@ -188,6 +233,7 @@ def _run_cell(
         tuple(counterfactual),
         seconds={"fit": t1 - t0, "predict": t2 - t1, "statistics": t3 - t2,
                  "counterfactual": t4 - t3},
+        degenerate=degenerate, decision=decision,
     )
 
 
@@ -196,8 +242,8 @@ FAIRNESS_COLUMNS = (
     "p_value", "q_value", "significant", "n_disadvantaged", "n_advantaged",
     "small_sample_warning", "note",
 )
-PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "metric", "value", "ci_low", "ci_high", "n",
-                       "note")
+PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "protected_attribute", "metric", "value",
+                       "ci_low", "ci_high", "n", "note")
 INTERSECTIONAL_COLUMNS = (
     "audit", "strategy", "model", "attribute_a", "attribute_b", "gap", "ci_low", "ci_high",
     "p_value", "q_value", "significant", "gap_a", "gap_b", "n_dd", "n_da", "n_ad", "n_aa",
@@ -306,10 +352,17 @@ def write_audit(
                                     f"{s.value}={s.name.lower()}" for s in Stream),
                       "models": manifest.random_state},
             "config": config.as_dict(),
+            "decision": {
+                **resolve_rule(manifest.decision,
+                               default_threshold=config.decision_threshold).as_dict(),
+                "source": ("manifest decision block" if manifest.decision is not None
+                           else "config decision_threshold"),
+            },
             **provenance_record,
             "cells": [
                 {"strategy": c.strategy.value, "model": c.family.value,
                  "seconds": {k: round(v, 4) for k, v in c.seconds.items()},
+                 **({"decision": c.decision} if c.decision else {}),
                  **({"skipped": c.skipped} if c.skipped else {})}
                 for c in results.cells
             ],

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from faircode.decision import check_degenerate_bounds
 from faircode.errors import ConfigError, config_error
 
 __all__ = ["CONSTRAINTS", "BenchmarkConfig", "Constraint", "config_from_mapping"]
@@ -57,6 +58,11 @@ class BenchmarkConfig:
         Benjamini-Hochberg false-discovery level for the ``significant`` column.
     jobs
         Worker processes for the strategy x model cells (results do not depend on it).
+    degenerate_min_selection_rate, degenerate_max_selection_rate
+        A cell flagging fewer (more) than this share of test rows is degenerate.
+    degenerate_balanced_accuracy_margin
+        A cell whose balanced accuracy is within this of 0.5 (inclusive) is degenerate
+        (:func:`faircode.decision.is_degenerate`).
     """
 
     constraint: Constraint = "demographic_parity"
@@ -68,6 +74,9 @@ class BenchmarkConfig:
     confidence: float = 0.95
     alpha: float = 0.05
     jobs: int = dataclasses.field(default_factory=_default_jobs)
+    degenerate_min_selection_rate: float = 0.01
+    degenerate_max_selection_rate: float = 0.99
+    degenerate_balanced_accuracy_margin: float = 0.02
 
     def __post_init__(self) -> None:
         where = "config"
@@ -85,6 +94,11 @@ class BenchmarkConfig:
         _check_number(f"{where}.alpha", self.alpha, low=0.0, high=1.0, open_low=True,
                       open_high=True)
         _check_int(f"{where}.jobs", self.jobs, low=1)
+        check_degenerate_bounds(
+            min_selection_rate=self.degenerate_min_selection_rate,
+            max_selection_rate=self.degenerate_max_selection_rate,
+            balanced_accuracy_margin=self.degenerate_balanced_accuracy_margin, where=where,
+        )
 
     def replace(self, **changes: object) -> BenchmarkConfig:
         """Return a copy with ``changes`` applied (and validated)."""

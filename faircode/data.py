@@ -26,7 +26,10 @@ Design decisions
   missing values; every other column becomes integer codes in sorted order of its observed text
   values, with missing values as their own explicit category (code ``len(categories)``) and values
   never seen at fit time (e.g. a counterfactual edit) mapped to :data:`UNSEEN_CODE` (``-1``).
-  The encoder is fitted on the prepared rows without the label.
+  The encoder is fitted on the prepared rows' *feature* columns only (protected, core, proxy):
+  ``AuditData.X`` never holds the target's source column (nor a filter-only column), so no
+  strategy can train on the label by mistake; the manifest already refuses the target as a
+  feature.  Each column is encoded on its own, so leaving the others out changes no code.
 """
 
 from __future__ import annotations
@@ -303,7 +306,7 @@ def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
     y = label[classified].astype(np.int8)
     masks = {name: mask[classified] for name, mask in masks.items()}
     _check_prepared(manifest, y, masks)
-    encoder = Encoder.fit(frame)
+    encoder = Encoder.fit(frame.loc[:, list(manifest.feature_columns)])
     try:
         train, test = train_test_split(
             np.arange(len(frame)),
