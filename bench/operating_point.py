@@ -1,0 +1,95 @@
+"""Where each audit's cells decide: selection-rate and F1 ranges, degenerate cells, parity gaps.
+
+Run from the repository root after `faircode data fetch`:
+
+    .venv/bin/python bench/operating_point.py AUDIT [--rule threshold|base_rate|top_fraction]
+        [--fraction F] [--max-iter N] [--n-resamples B] [--n-permutations P] [--jobs N]
+        [--out DIR]
+
+Without ``--rule`` the audit's own operating point is used (its manifest's ``decision`` block,
+else the global threshold); ``--rule`` overrides it, so before/after can be compared on one
+split.  ``--max-iter`` lowers ExponentiatedGradient's budget (S3) where a full run is too slow
+for a quick check; the output says which budget was used.  Prints, across the audit's cells, the
+range of the selection rate and of F1, the degenerate cells, and the demographic-parity gap with
+its CI per strategy x model for the first protected attribute; with ``--out`` the result tables
+and run.json are written too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from pathlib import Path
+
+from faircode.benchmark import provenance, run_audit, write_audit
+from faircode.cli import resolve_manifests
+from faircode.config import BenchmarkConfig
+from faircode.data import load_audit
+from faircode.decision import DecisionRule
+from faircode.manifest import load_manifest
+from faircode.strategies import STRATEGY_CODES, Strategy
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("audit")
+    parser.add_argument("--rule", choices=("threshold", "base_rate", "top_fraction"))
+    parser.add_argument("--threshold", type=float, default=0.5)
+    parser.add_argument("--fraction", type=float, default=None)
+    parser.add_argument("--max-iter", type=int, default=50)
+    parser.add_argument("--n-resamples", type=int, default=200)
+    parser.add_argument("--n-permutations", type=int, default=200)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args()
+    config = BenchmarkConfig(n_resamples=args.n_resamples, n_permutations=args.n_permutations,
+                             max_iter=args.max_iter, jobs=args.jobs)
+    manifest = load_manifest(resolve_manifests(Path("audits"), [args.audit])[0])
+    if args.rule is not None:
+        rule = DecisionRule(args.rule, threshold=args.threshold if args.rule == "threshold"
+                            else None, fraction=args.fraction)
+        manifest = dataclasses.replace(manifest, decision=rule)
+    data = load_audit(manifest)
+    start = time.perf_counter()
+    results = run_audit(data, config=config)
+    wall = time.perf_counter() - start
+    if args.out is not None:
+        write_audit(data, results, config=config, out_dir=args.out,
+                    provenance_record=provenance())
+    perf = results.performance
+    rule_text = manifest.decision.as_dict() if manifest.decision else (
+        f"threshold {config.decision_threshold} (global)")
+    print(f"{manifest.name}: rule {rule_text}; B = {config.n_resamples}, "
+          f"P = {config.n_permutations}, S3 max_iter = {config.max_iter}, jobs = {config.jobs}; "
+          f"grid wall time {wall:.0f} s")
+    for metric in ("selection_rate", "f1", "balanced_accuracy", "accuracy"):
+        values = perf[(perf["metric"] == metric) & perf["protected_attribute"].isna()]["value"]
+        print(f"  {metric:<18} range across cells {values.min():.4f} - {values.max():.4f}")
+    base = perf[perf["metric"] == "majority_baseline_accuracy"]["value"].iloc[0]
+    print(f"  majority-class baseline accuracy {base:.4f}")
+    degenerate = [f"{STRATEGY_CODES[c.strategy]} {c.family.value}" for c in results.cells
+                  if c.degenerate]
+    print(f"  degenerate cells: {', '.join(degenerate) if degenerate else 'none'}")
+    first = manifest.protected_attributes[0].name
+    fair = results.fairness
+    for attribute in [a.name for a in manifest.protected_attributes]:
+        rows = fair[(fair["metric"] == "demographic_parity_diff")
+                    & (fair["protected_attribute"] == attribute)]
+        mark = " (S3/S4's sensitive feature)" if attribute == first else ""
+        print(f"  demographic parity gap, {attribute}{mark}:")
+        for row in rows.itertuples():
+            code = STRATEGY_CODES[Strategy(row.strategy)]
+            print(f"    {code} {row.model:<20} {row.value:+.4f} [{row.ci_low:+.4f}, "
+                  f"{row.ci_high:+.4f}] q {row.q_value:.3g} {row.note}")
+    for cell in results.cells:
+        code = STRATEGY_CODES[cell.strategy]
+        objective = cell.decision.get("objective", "")
+        cutoff = cell.decision.get("cutoff")
+        where = f"cutoff {cutoff:.4f}" if cutoff is not None else objective
+        print(f"  {code} {cell.family.value:<20} selection {cell.decision['selection_rate']:.4f}"
+              f"  {where}  fit {cell.seconds['fit']:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
