@@ -15,6 +15,8 @@ def test_defaults_are_the_benchmark_defaults() -> None:
     assert (config.decision_threshold, config.n_resamples, config.n_permutations) == (0.5, 2000,
                                                                                        2000)
     assert (config.confidence, config.alpha) == (0.95, 0.05)
+    assert (config.degenerate_min_selection_rate, config.degenerate_max_selection_rate,
+            config.degenerate_balanced_accuracy_margin) == (0.01, 0.99, 0.02)
 
 
 def test_config_is_frozen() -> None:
@@ -36,6 +38,14 @@ def test_config_is_frozen() -> None:
         ({"alpha": "0.05"}, "config.alpha: expected a number, got '0.05' (str)"),
         ({"decision_threshold": 1.5}, "config.decision_threshold: expected a number in [0, 1]"),
         ({"jobs": 0}, "config.jobs: expected an integer >= 1, got 0 (int)"),
+        ({"degenerate_min_selection_rate": -0.1},
+         "config.degenerate_min_selection_rate: expected a number in [0, 1], got -0.1 (float)"),
+        ({"degenerate_max_selection_rate": 0.005},
+         "config.degenerate_max_selection_rate: expected a number above "
+         "degenerate_min_selection_rate (0.01), got 0.005 (float)"),
+        ({"degenerate_balanced_accuracy_margin": 0.5},
+         "config.degenerate_balanced_accuracy_margin: expected a number in [0, 0.5), got 0.5"),
+        ({"degenerate_max_selection_rate": "1"}, "got '1' (str)"),
     ],
 )
 def test_invalid_values_are_rejected_with_key_and_value(changes: dict, fragment: str) -> None:
