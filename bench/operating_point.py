@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import time
 from pathlib import Path
 
@@ -57,10 +58,20 @@ def main() -> None:
         manifest = dataclasses.replace(manifest, decision=rule)
     data = load_audit(manifest)
     start = time.perf_counter()
-    if args.families:  # a partial grid: the chosen families' cells, assembled like run_audit's
+    if args.families or config.jobs == 1:
+        # cell by cell, each reported as it ends (the same cells and seeds as run_audit's)
         perturbed = perturb_test_rows(data)
-        cells = [_run_cell(data, s, m, perturbed, config) for s in Strategy
-                 for m in ModelFamily if m.value in args.families]
+        families = args.families or [f.value for f in ModelFamily]
+        cells = []
+        for strategy in Strategy:
+            for family in ModelFamily:
+                if family.value in families:
+                    cell = _run_cell(data, strategy, family, perturbed, config)
+                    cells.append(cell)
+                    print(f"  done {STRATEGY_CODES[strategy]} {family.value}: "
+                          f"selection {cell.decision.get('selection_rate', float('nan')):.4f}, "
+                          f"degenerate {cell.degenerate}, fit {cell.seconds.get('fit', 0):.0f} s",
+                          file=sys.stderr, flush=True)
         results = _assemble(data, cells, config)
     else:
         results = run_audit(data, config=config)
@@ -76,7 +87,8 @@ def main() -> None:
           f"families {' '.join(args.families) if args.families else 'all'}; "
           f"grid wall time {wall:.0f} s")
     for metric in ("selection_rate", "f1", "balanced_accuracy", "accuracy"):
-        values = perf[(perf["metric"] == metric) & perf["protected_attribute"].isna()]["value"]
+        whole = perf["protected_attribute"].fillna("") == ""
+        values = perf[(perf["metric"] == metric) & whole]["value"]
         print(f"  {metric:<18} range across cells {values.min():.4f} - {values.max():.4f}")
     base = perf[perf["metric"] == "majority_baseline_accuracy"]["value"].iloc[0]
     print(f"  majority-class baseline accuracy {base:.4f}")
