@@ -83,9 +83,9 @@ class DecisionRule:
         for key, value, wanted in (("threshold", self.threshold, "threshold"),
                                    ("fraction", self.fraction, "top_fraction")):
             if self.rule == wanted:
-                is_number = isinstance(value, int | float) and not isinstance(value, bool)
-                inside = is_number and (0.0 < value < 1.0 if key == "fraction"  # type: ignore[operator]
-                                        else 0.0 <= value <= 1.0)  # type: ignore[operator]
+                number = value if isinstance(value, int | float) else None
+                inside = number is not None and not isinstance(number, bool) and (
+                    0.0 < number < 1.0 if key == "fraction" else 0.0 <= number <= 1.0)
                 if not inside:
                     span = "(0, 1)" if key == "fraction" else "[0, 1]"
                     raise config_error(f"decision.{key}", f"a number in {span}", value)
@@ -267,7 +267,7 @@ def operating_point_metrics(
         low, high = stats.percentile_interval(fn(draws), confidence=confidence)
         out.append(OperatingPoint(name, value, low, high, n))
     for attribute, mask in groups.items():
-        dis = np.asarray(mask, dtype=bool)
+        dis = stats.as_mask(attribute, mask)
         stats.check_lengths(y_pred=yhat, disadvantaged=dis)
         for side, rows in (("disadvantaged", dis), ("advantaged", ~dis)):
             size = int(rows.sum())

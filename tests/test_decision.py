@@ -92,7 +92,8 @@ def test_non_finite_scores_are_refused() -> None:
     ("kwargs", "fragment"),
     [
         ({"rule": "median"}, "decision.rule: expected one of threshold, base_rate, top_fraction"),
-        ({"rule": "top_fraction", "fraction": 1.0}, "decision.fraction: expected a number in (0, 1)"),
+        ({"rule": "top_fraction", "fraction": 1.0},
+         "decision.fraction: expected a number in (0, 1)"),
         ({"rule": "top_fraction"}, "decision.fraction: expected a number in (0, 1), got None"),
         ({"rule": "threshold"}, "decision.threshold: expected a number in [0, 1], got None"),
         ({"rule": "base_rate", "fraction": 0.2}, "decision.fraction: expected nothing for rule"),
@@ -169,7 +170,9 @@ def test_operating_point_metrics_match_hand_computed_values() -> None:
         assert p.ci_low <= p.value <= p.ci_high and p.n == 10
 
 
-def test_selection_rate_interval_agrees_with_a_row_level_bootstrap(rng: np.random.Generator) -> None:
+def test_selection_rate_interval_agrees_with_a_row_level_bootstrap(
+    rng: np.random.Generator,
+) -> None:
     """The count-level CI of the selection rate matches resampling rows (independent reference)."""
     y_true = rng.integers(0, 2, 400)
     y_pred = (rng.random(400) < 0.3).astype(int)

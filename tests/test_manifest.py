@@ -349,7 +349,12 @@ ERROR_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
         "decision.fraction:",
         "required",
     ),
-    ("threshold missing", _set("decision", {"rule": "threshold"}), "decision.threshold:", "required"),
+    (
+        "decision threshold missing",
+        _set("decision", {"rule": "threshold"}),
+        "decision.threshold:",
+        "required",
+    ),
     (
         "threshold as text",
         _set("decision", {"rule": "threshold", "threshold": "0.3"}),
