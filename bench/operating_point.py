@@ -4,14 +4,15 @@ Run from the repository root after `faircode data fetch`:
 
     .venv/bin/python bench/operating_point.py AUDIT [--rule threshold|base_rate|top_fraction]
         [--fraction F] [--max-iter N] [--n-resamples B] [--n-permutations P] [--jobs N]
-        [--families FAMILY ...] [--out DIR]
+        [--families FAMILY ...] [--strategies S ...] [--out DIR]
 
 Without ``--rule`` the audit's own operating point is used (its manifest's ``decision`` block,
 else the global threshold); ``--rule`` overrides it, so before/after can be compared on one
 split.  ``--max-iter`` lowers ExponentiatedGradient's budget (S3) where a full run is too slow
 for a quick check, and ``--families`` restricts the grid to some model families (e.g. only
-``logistic_regression`` on a ~100k-row audit on a busy machine); the output says which budget and
-families were used.  Prints, across the audit's cells, the
+``logistic_regression`` on a ~100k-row audit on a busy machine) and ``--strategies`` to some
+strategies; the output says which budget, families and strategies were used.  A partial grid's
+q-values are adjusted over its own tests only.  Prints, across the audit's cells, the
 range of the selection rate and of F1, the degenerate cells, and the demographic-parity gap with
 its CI per strategy x model for the first protected attribute; with ``--out`` the result tables
 and run.json are written too.
@@ -47,6 +48,7 @@ def main() -> None:
     parser.add_argument("--n-permutations", type=int, default=200)
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--families", nargs="+", choices=[f.value for f in ModelFamily])
+    parser.add_argument("--strategies", nargs="+", choices=[s.value for s in Strategy])
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     config = BenchmarkConfig(n_resamples=args.n_resamples, n_permutations=args.n_permutations,
@@ -58,18 +60,22 @@ def main() -> None:
         manifest = dataclasses.replace(manifest, decision=rule)
     data = load_audit(manifest)
     start = time.perf_counter()
-    if args.families or config.jobs == 1:
+    if args.families or args.strategies or config.jobs == 1:
         # cell by cell, each reported as it ends (the same cells and seeds as run_audit's)
         perturbed = perturb_test_rows(data)
         families = args.families or [f.value for f in ModelFamily]
+        strategies = args.strategies or [s.value for s in Strategy]
         cells = []
-        for strategy in Strategy:
+        for strategy in (s for s in Strategy if s.value in strategies):
             for family in ModelFamily:
                 if family.value in families:
                     cell = _run_cell(data, strategy, family, perturbed, config)
                     cells.append(cell)
+                    f1 = next((r["value"] for r in cell.performance if r["metric"] == "f1"),
+                              float("nan"))
                     print(f"  done {STRATEGY_CODES[strategy]} {family.value}: "
                           f"selection {cell.decision.get('selection_rate', float('nan')):.4f}, "
+                          f"F1 {f1:.4f}, "
                           f"degenerate {cell.degenerate}, fit {cell.seconds.get('fit', 0):.0f} s",
                           file=sys.stderr, flush=True)
         results = _assemble(data, cells, config)
@@ -84,7 +90,8 @@ def main() -> None:
         f"threshold {config.decision_threshold} (global)")
     print(f"{manifest.name}: rule {rule_text}; B = {config.n_resamples}, "
           f"P = {config.n_permutations}, S3 max_iter = {config.max_iter}, jobs = {config.jobs}, "
-          f"families {' '.join(args.families) if args.families else 'all'}; "
+          f"families {' '.join(args.families) if args.families else 'all'}, "
+          f"strategies {' '.join(args.strategies) if args.strategies else 'all'}; "
           f"grid wall time {wall:.0f} s")
     for metric in ("selection_rate", "f1", "balanced_accuracy", "accuracy"):
         whole = perf["protected_attribute"].fillna("") == ""
