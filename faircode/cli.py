@@ -182,6 +182,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     record = provenance()
     console = Console(stderr=True)
     failed = False
+    degenerate: dict[str, list[str]] = {}
     for path in resolve_manifests(Path(args.audits), names):
         name = path.parent.name
         try:
@@ -205,6 +206,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
             folder = write_audit(data, results, config=config, out_dir=out,
                                  provenance_record=record)
             print(f"{name}: wrote {folder}")
+            degenerate[name] = [
+                f"{STRATEGY_CODES[c.strategy]} {c.family.value} (selection rate "
+                f"{c.decision['selection_rate']:.4f}, balanced accuracy "
+                f"{c.decision['balanced_accuracy']:.4f})"
+                for c in results.cells if c.degenerate
+            ]
         except DataUnavailableError as exc:
             print(f"skipped: {exc}")
         except FaircodeError as exc:
@@ -213,6 +220,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         except Exception as exc:  # one audit's bug must not lose the others' results
             print(f"{name}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             failed = True
+    if degenerate:
+        print("degenerate decisions (uninformative cells: their gaps are not findings):")
+        for name, cells in degenerate.items():
+            print(f"  {name}: " + ("; ".join(cells) if cells else "none"))
     return EXIT_FAILED if failed else EXIT_OK
 
 

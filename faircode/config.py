@@ -25,6 +25,7 @@ from typing import Literal, get_args
 
 import yaml
 
+from faircode.decision import check_degenerate_bounds
 from faircode.errors import ConfigError, config_error
 
 __all__ = [
@@ -81,6 +82,11 @@ class BenchmarkConfig:
         two-sided level ``alpha``; see :mod:`faircode.power`.
     jobs
         Worker processes for the strategy x model cells (results do not depend on it).
+    degenerate_min_selection_rate, degenerate_max_selection_rate
+        A cell flagging fewer (more) than this share of test rows is degenerate.
+    degenerate_balanced_accuracy_margin
+        A cell whose balanced accuracy is within this of 0.5 (inclusive) is degenerate
+        (:func:`faircode.decision.is_degenerate`).
     """
 
     constraint: Constraint = "demographic_parity"
@@ -93,6 +99,9 @@ class BenchmarkConfig:
     alpha: float = 0.05
     power: float = 0.8
     jobs: int = dataclasses.field(default_factory=_default_jobs)
+    degenerate_min_selection_rate: float = 0.01
+    degenerate_max_selection_rate: float = 0.99
+    degenerate_balanced_accuracy_margin: float = 0.02
 
     def __post_init__(self) -> None:
         where = "config"
@@ -112,6 +121,11 @@ class BenchmarkConfig:
         _check_number(f"{where}.power", self.power, low=0.0, high=1.0, open_low=True,
                       open_high=True)
         _check_int(f"{where}.jobs", self.jobs, low=1)
+        check_degenerate_bounds(
+            min_selection_rate=self.degenerate_min_selection_rate,
+            max_selection_rate=self.degenerate_max_selection_rate,
+            balanced_accuracy_margin=self.degenerate_balanced_accuracy_margin, where=where,
+        )
 
     def replace(self, **changes: object) -> BenchmarkConfig:
         """Return a copy with ``changes`` applied (and validated)."""
@@ -151,6 +165,9 @@ PARAM_KEYS: dict[str, str] = {
     "stats.confidence": "confidence",
     "stats.alpha": "alpha",
     "stats.power": "power",
+    "degenerate.min_selection_rate": "degenerate_min_selection_rate",
+    "degenerate.max_selection_rate": "degenerate_max_selection_rate",
+    "degenerate.balanced_accuracy_margin": "degenerate_balanced_accuracy_margin",
     "run.jobs": "jobs",
 }
 """``params.yaml`` key path -> :class:`BenchmarkConfig` field (one line per param)."""

@@ -26,7 +26,10 @@ Design decisions
   missing values; every other column becomes integer codes in sorted order of its observed text
   values, with missing values as their own explicit category (code ``len(categories)``) and values
   never seen at fit time (e.g. a counterfactual edit) mapped to :data:`UNSEEN_CODE` (``-1``).
-  The encoder is fitted on the prepared rows without the label.
+  The encoder is fitted on the prepared rows' *feature* columns only (protected, core, proxy):
+  ``AuditData.X`` never holds the target's source column (nor a filter-only column), so no
+  strategy can train on the label by mistake; the manifest already refuses the target as a
+  feature.  Each column is encoded on its own, so leaving the others out changes no code.
 * **Units** (``dataset.unit``): the unit column is read and carried per row as integer codes
   (:attr:`AuditData.unit`, in order of first appearance), never encoded into ``X``.  A missing
   unit value is an error, not a dropped row.  The ``first_by`` filter keeps, among the rows still
@@ -380,7 +383,7 @@ def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
     masks = {name: mask[classified] for name, mask in masks.items()}
     _check_prepared(manifest, y, masks)
     unit = _unit_codes(manifest, frame)
-    encoder = Encoder.fit(frame.drop(columns=list(_unit_only_columns(manifest))))
+    encoder = Encoder.fit(frame.loc[:, list(manifest.feature_columns)])
     try:
         if unit is None:
             train, test = train_test_split(
@@ -408,15 +411,6 @@ def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
         sha256=digest,
         unit=unit,
     )
-
-
-def _unit_only_columns(manifest: Manifest) -> tuple[str, ...]:
-    """Columns named only as the unit or a ``first_by`` order: read, never encoded."""
-    others = {*manifest.feature_columns, manifest.target.column}
-    others |= {f.column for f in manifest.row_filters if f.operator != "first_by"}
-    unit_side = [manifest.unit] if manifest.unit is not None else []
-    unit_side += [str(f.value) for f in manifest.row_filters if f.operator == "first_by"]
-    return tuple(c for c in dict.fromkeys(unit_side) if c not in others)
 
 
 def _unit_codes(manifest: Manifest, frame: pd.DataFrame) -> np.ndarray | None:

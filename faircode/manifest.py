@@ -37,6 +37,7 @@ from typing import Any, Literal, cast, get_args
 import yaml
 
 from faircode._schema import Checker, Scalar, UniqueKeyLoader
+from faircode.decision import RULES, DecisionRule, Rule
 from faircode.errors import ConfigError, ManifestError, config_error
 from faircode.perturb import AxisSpec, axis_from_config
 
@@ -44,6 +45,7 @@ __all__ = [
     "AttributeType",
     "CounterfactualAxis",
     "DatasetSpec",
+    "DecisionRule",
     "Manifest",
     "Operator",
     "ProtectedAttribute",
@@ -82,6 +84,7 @@ _TOP_KEYS: dict[str, bool] = {
     "core_features": True,
     "proxy_features": False,
     "counterfactual_axes": False,
+    "decision": False,
 }
 _DATASET_KEYS: dict[str, bool] = {
     "path": True, "sha256": False, "source": False, "unit": False
@@ -101,6 +104,11 @@ _TARGET_KEYS: dict[str, dict[str, bool]] = {
     "above_median": {},
 }
 _TARGET_COMMON: dict[str, bool] = {"column": True, "method": True, "favourable": False}
+_DECISION_KEYS: dict[str, dict[str, bool]] = {
+    "threshold": {"threshold": True},
+    "base_rate": {},
+    "top_fraction": {"fraction": True},
+}
 _ATTRIBUTE_COMMON: dict[str, bool] = {"name": True, "type": True, "column": True}
 _ATTRIBUTE_KEYS: dict[str, dict[str, bool]] = {
     "categorical": {"disadvantaged_values": False, "advantaged_values": False},
@@ -239,6 +247,7 @@ class Manifest:
     core_features: tuple[str, ...]
     proxy_features: tuple[str, ...] = ()
     counterfactual_axes: tuple[CounterfactualAxis, ...] = ()
+    decision: DecisionRule | None = None
 
     def __post_init__(self) -> None:
         if not self.protected_attributes:
@@ -468,6 +477,7 @@ def _parse(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
         counterfactual_axes=_parse_counterfactual_axes(
             c, data.get("counterfactual_axes"), features=(*protected, *core, *proxy)
         ),
+        decision=_parse_decision(c, data["decision"]) if "decision" in data else None,
     )
 
 
@@ -491,6 +501,28 @@ def _check_unit(
         if f.value == unit:
             raise c.fail(f"row_filters[{i}].first_by", "an order column other than the unit",
                          f.value)
+
+
+def _parse_decision(c: Checker, raw: object) -> DecisionRule:
+    """``decision``: the audit's operating point (see :mod:`faircode.decision`).
+
+    ``threshold`` needs ``threshold`` in [0, 1]; ``top_fraction`` needs ``fraction`` in (0, 1);
+    ``base_rate`` takes nothing else.  Absent, the global ``decision_threshold`` applies.
+    """
+    if not isinstance(raw, dict):
+        raise c.fail("decision", "a mapping with a rule", raw)
+    rule = c.choice(raw.get("rule"), "decision.rule", RULES)
+    data = c.mapping(raw, "decision", {"rule": True, **_DECISION_KEYS[rule]})
+    values: dict[str, float] = {}
+    for key, low, high in (("threshold", "[0", "1]"), ("fraction", "(0", "1)")):
+        if key in data:
+            value = data[key]
+            inside = isinstance(value, int | float) and not isinstance(value, bool) and (
+                (0 <= value <= 1) if key == "threshold" else (0 < value < 1))
+            if not inside:
+                raise c.fail(f"decision.{key}", f"a number in {low}, {high}", value)
+            values[key] = float(value)
+    return DecisionRule(cast(Rule, rule), **values)
 
 
 def _parse_counterfactual_axes(

@@ -23,6 +23,17 @@ Design decisions:
   seed.  Its score is the mixture probability ``Σ_t w_t h_t(x)`` -- the chance that the
   randomised classifier says 1 -- computed from the public ``predictors_`` and ``weights_``.
   It ranks rows well enough for an AUC but it is **not a calibrated probability** of the label.
+* **Operating point** (:mod:`faircode.decision`).  Under the default ``threshold`` rule S3 and
+  S4 optimise accuracy, fairlearn's defaults, exactly as before.  Under ``base_rate`` or
+  ``top_fraction`` they are fitted for a comparable, balanced operating point instead of
+  silently deciding for the majority class: S3's objective is
+  ``ErrorRate(costs={"fp": 2p, "fn": 2(1 - p)})`` with ``p`` the training label rate
+  (:func:`error_costs`) -- fairlearn's error ``c_FP·P[ŷ=1, y=0] + c_FN·P[ŷ=0, y=1]`` then equals
+  ``2p(1-p)·(FPR + FNR)``, i.e. balanced error, its Bayes-optimal cutoff is ``P(y=1|x) > p``
+  (the ``base_rate`` rule), and the costs sum to 2 like the default ``{1, 1}``, so the objective
+  keeps the scale ``eps`` is set against; S4's is ``objective="balanced_accuracy_score"``.
+  :attr:`FittedStrategy.objective` records which was used.  S0-S2 are fitted identically under
+  every rule; only their cutoff moves (:meth:`FittedStrategy.with_cutoff`).
 * S4 calibrates its thresholds on rows the base model never saw.  Calibrating on the rows the
   model was fitted on overfits: on German credit the post-processed parity gap is +0.22 instead
   of +0.07.  The calibration split is stratified on label x group and needs at least two rows in
@@ -38,7 +49,7 @@ Design decisions:
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -49,6 +60,7 @@ from fairlearn.postprocessing import ThresholdOptimizer
 from fairlearn.reductions import (
     DemographicParity,
     EqualizedOdds,
+    ErrorRate,
     ErrorRateParity,
     ExponentiatedGradient,
     FalsePositiveRateParity,
@@ -58,6 +70,7 @@ from sklearn.model_selection import train_test_split
 
 from faircode.config import BenchmarkConfig
 from faircode.data import grouped_split
+from faircode.decision import Cutoff, DecisionRule
 from faircode.errors import DataError
 from faircode.manifest import Manifest
 from faircode.models import ModelFamily, make_model, sample_weight_name
@@ -67,6 +80,7 @@ __all__ = [
     "FittedStrategy",
     "Strategy",
     "calibration_split",
+    "error_costs",
     "feature_columns",
     "fit_strategy",
     "supports_constraint",
@@ -134,6 +148,19 @@ class FittedStrategy:
     columns: tuple[str, ...]
     estimator: Any
     decision_threshold: float
+    inclusive: bool = False
+    objective: str = ""
+
+    @property
+    def scored(self) -> bool:
+        """Whether decisions are a cutoff on a deterministic score (S0-S2), so a rule applies."""
+        return self.strategy not in (Strategy.IN_PROCESSING, Strategy.POST_PROCESSING)
+
+    def with_cutoff(self, cutoff: Cutoff) -> FittedStrategy:
+        """Return a copy deciding ``score >= / > cutoff`` (S0-S2 only; S3/S4 are unaffected)."""
+        if not self.scored:
+            raise ValueError(f"{self.strategy.value}: decisions are not a cutoff on a score")
+        return replace(self, decision_threshold=cutoff.value, inclusive=cutoff.inclusive)
 
     def predict(
         self, X: pd.DataFrame, *, sensitive: np.ndarray, random_state: int
@@ -155,7 +182,9 @@ class FittedStrategy:
             )
             return np.asarray(decisions, dtype=np.int8), None
         score = self.estimator.predict_proba(features)[:, 1]
-        return (score > self.decision_threshold).astype(np.int8), score
+        flagged = score >= self.decision_threshold if self.inclusive else (
+            score > self.decision_threshold)
+        return flagged.astype(np.int8), score
 
 
 def _mixture_probability(model: ExponentiatedGradient, features: pd.DataFrame) -> np.ndarray:
@@ -165,6 +194,12 @@ def _mixture_probability(model: ExponentiatedGradient, features: pd.DataFrame) -
         if weight > 0:
             score += weight * np.asarray(predictor.predict(features), dtype=float)
     return score
+
+
+def error_costs(y: np.ndarray) -> dict[str, float]:
+    """S3's cost-sensitive error costs from the training label rate ``p``: fp 2p, fn 2(1-p)."""
+    p = float(np.mean(np.asarray(y, dtype=np.float64)))
+    return {"fp": 2.0 * p, "fn": 2.0 * (1.0 - p)}
 
 
 def calibration_split(
@@ -214,22 +249,32 @@ def fit_strategy(
     manifest: Manifest,
     config: BenchmarkConfig,
     groups: np.ndarray | None = None,
+    decision: DecisionRule | None = None,
 ) -> FittedStrategy:
     """Fit one strategy x model cell on the training rows ``X``, ``y``.
 
     ``sensitive`` is the training rows' disadvantaged mask of the manifest's *first* protected
     attribute (S3/S4 only); ``groups``, the rows' unit ids, makes S4's calibration split by unit.
     Every estimator is seeded with the manifest's ``random_state``.
+    ``decision`` is the audit's resolved rule; None or ``threshold`` keeps S3/S4's accuracy
+    objectives, any other rule gives them the balanced ones (module docstring).  S0-S2 decide
+    at ``config.decision_threshold`` until :meth:`FittedStrategy.with_cutoff` moves them.
     """
     strategy, family = Strategy(strategy), ModelFamily(family)
     columns = feature_columns(strategy, manifest)
     features = X.loc[:, list(columns)]
     seed = manifest.random_state
     sens = np.asarray(sensitive, dtype=np.int8)
+    balanced = decision is not None and not decision.default_objective
+    objective = ""
     if strategy is Strategy.IN_PROCESSING:
+        costs = error_costs(y) if balanced else None
+        objective = "error_rate" if costs is None else (
+            f"error_rate(costs={{fp: {costs['fp']!r}, fn: {costs['fn']!r}}})")
         estimator: Any = ExponentiatedGradient(
             make_model(family, random_state=seed),
             _REDUCTION_MOMENTS[config.constraint](),
+            objective=None if costs is None else ErrorRate(costs=costs),
             eps=config.eps,
             max_iter=config.max_iter,
             sample_weight_name=sample_weight_name(family),
@@ -247,9 +292,11 @@ def fit_strategy(
         fit_idx, cal_idx = calibration_split(y, sens, random_state=seed, groups=groups)
         base = make_model(family, random_state=seed)
         base.fit(features.iloc[fit_idx], y[fit_idx])
+        objective = "balanced_accuracy_score" if balanced else "accuracy_score"
         estimator = ThresholdOptimizer(
             estimator=base,
             constraints=_THRESHOLD_CONSTRAINTS[config.constraint],
+            objective=objective,
             prefit=True,
             predict_method="predict_proba",
         )
@@ -257,4 +304,5 @@ def fit_strategy(
     else:
         estimator = make_model(family, random_state=seed)
         estimator.fit(features, y)
-    return FittedStrategy(strategy, family, columns, estimator, config.decision_threshold)
+    return FittedStrategy(strategy, family, columns, estimator, config.decision_threshold,
+                          objective=objective)

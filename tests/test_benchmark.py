@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -11,10 +12,11 @@ import pandas as pd
 import pytest
 
 from faircode import benchmark
-from faircode.benchmark import FAIRNESS_COLUMNS, run_audit
+from faircode.benchmark import FAIRNESS_COLUMNS, PERFORMANCE_COLUMNS, run_audit
 from faircode.cli import main
 from faircode.config import BenchmarkConfig
 from faircode.data import AuditData, load_audit
+from faircode.decision import DEGENERATE_NOTE, DecisionRule
 from faircode.metrics import FAIRNESS_METRICS
 
 SMALL = {"n_resamples": 60, "n_permutations": 60}
@@ -48,7 +50,8 @@ def test_unsupported_constraint_skips_post_processing_and_says_so(insurance: Aud
 
 
 def test_run_writes_complete_consistent_tables_for_german_credit(
-    audit_repo, tmp_path: Path, mirror: Path  # type: ignore[no-untyped-def]
+    audit_repo, tmp_path: Path, mirror: Path,  # type: ignore[no-untyped-def]
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """`faircode run` writes every table with the documented columns, valid p/q and provenance."""
     out = tmp_path / "results"
@@ -71,7 +74,9 @@ def test_run_writes_complete_consistent_tables_for_german_credit(
                                               "accuracy_equality_diff"])]
     assert set(whole["n_disadvantaged"] + whole["n_advantaged"]) == {200}
     performance = pd.read_csv(folder / "performance.csv")
-    assert len(performance) == 15 * 3
+    assert tuple(performance.columns) == PERFORMANCE_COLUMNS
+    # accuracy, AUC, F1 + selection rate, balanced accuracy, baseline + 2 group rates for age
+    assert len(performance) == 15 * 8
     s4_auc = performance.query("strategy == 'post_processing' and metric == 'auc'")
     assert s4_auc["value"].isna().all()  # S4 gives decisions only
     run = json.loads((folder / "run.json").read_text())
@@ -81,6 +86,12 @@ def test_run_writes_complete_consistent_tables_for_german_credit(
     assert run["config"]["n_resamples"] == 80
     assert len(run["cells"]) == 15 and all("fit" in c["seconds"] for c in run["cells"])
     assert set(run["versions"]) >= {"numpy", "pandas", "scikit-learn", "fairlearn"}
+    assert run["decision"] == {"rule": "threshold", "threshold": 0.5,
+                               "source": "config decision_threshold"}
+    listed = [f"{c['strategy']} {c['model']}" for c in run["cells"] if c["decision"]["degenerate"]]
+    summary = capsys.readouterr().out.split("degenerate decisions")[1]
+    line = next(x for x in summary.splitlines() if "german_credit_lending:" in x)
+    assert line.count("(selection rate") == len(listed)
 
 
 def test_compas_counterfactual_flip_rates_by_channel(audit_repo) -> None:  # type: ignore[no-untyped-def]
@@ -151,3 +162,35 @@ def test_rewriting_results_replaces_the_folder_and_leaves_no_staging(
     assert pd.read_csv(folder / "fairness.csv")["value"].tolist() == [1 / 2001]
     run = json.loads((folder / "run.json").read_text())
     assert run["rows"]["train"] + run["rows"]["test"] == len(insurance.y)
+
+
+def test_degenerate_cells_carry_the_note_on_every_fairness_row(insurance: AuditData) -> None:
+    """With bounds no cell can meet, every cell is degenerate and each fairness row says so."""
+    config = BenchmarkConfig(jobs=2, max_iter=10, degenerate_min_selection_rate=0.98, **SMALL)
+    results = run_audit(insurance, config=config)
+    assert all(c.degenerate for c in results.cells)
+    notes = results.fairness["note"].fillna("")
+    assert notes.str.endswith(DEGENERATE_NOTE).all()
+    # an existing note is kept beside it
+    eodds = notes[results.fairness["metric"] == "equalized_odds_diff"]
+    assert eodds.str.match(r"^(tpr|fpr)_gap;degenerate_decisions$").all()
+
+
+def test_base_rate_rule_moves_s0_s2_cutoffs_and_s3_s4_objectives(insurance: AuditData) -> None:
+    """Under base_rate, S0-S2 cut at the training label rate; S3/S4 record balanced objectives."""
+    manifest = dataclasses.replace(insurance.manifest, decision=DecisionRule("base_rate"))
+    data = dataclasses.replace(insurance, manifest=manifest)
+    results = run_audit(data, config=BenchmarkConfig(jobs=2, max_iter=10, **SMALL))
+    p = float(insurance.y[insurance.train_index].mean())
+    for cell in results.cells:
+        if cell.strategy.value in ("in_processing", "post_processing"):
+            assert "cutoff" not in cell.decision
+            expected = ("balanced_accuracy_score" if cell.strategy.value == "post_processing"
+                        else f"error_rate(costs={{fp: {2 * p!r}, fn: {2 * (1 - p)!r}}})")
+            assert cell.decision["objective"] == expected
+        else:
+            assert cell.decision["cutoff"] == p and cell.decision["inclusive"] is False
+    perf = results.performance
+    rate = perf.query("strategy == 'baseline' and model == 'logistic_regression' "
+                      "and metric == 'selection_rate'")["value"].iloc[0]
+    assert 0 < rate < 1

@@ -112,7 +112,7 @@ def test_bad_manifest_exits_2_with_one_line(
     assert err.strip() == (
         f"{path}: protected_attribute: expected one of the keys name, title, dataset, "
         "random_state, test_size, row_filters, target, protected_attributes, core_features, "
-        "proxy_features, counterfactual_axes, got 'protected_attribute' (str)"
+        "proxy_features, counterfactual_axes, decision, got 'protected_attribute' (str)"
     )
     assert "Traceback" not in err
 
@@ -134,6 +134,35 @@ def test_missing_column_exits_2_naming_closest_columns(
     err = capsys.readouterr().err
     assert code == 2
     assert "proxy_features[0]" in err and "'employmnt' (str); closest: employment" in err
+
+
+@pytest.mark.parametrize(
+    ("block", "expected"),
+    [
+        ("decision: {rule: median}",
+         "decision.rule: expected one of threshold, base_rate, top_fraction, got 'median' (str)"),
+        ("decision: {rule: top_fraction, fraction: 1.5}",
+         "decision.fraction: expected a number in (0, 1), got 1.5 (float)"),
+        ("decision: {rule: threshold}",
+         "decision.threshold: expected a value (required key), got nothing"),
+        ("decision: {rule: base_rate, fraction: 0.1}",
+         "decision.fraction: expected one of the keys rule, got 'fraction' (str)"),
+    ],
+)
+def test_bad_decision_block_exits_2_with_one_line(
+    audit_repo: Any, block: str, expected: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """validate refuses a bad decision block with exit 2 and one line naming file and key."""
+    original = audit_repo.audits / "german_credit_lending" / "audit.yaml"
+    broken = original.parent / "broken.yaml"
+    broken.write_text(original.read_text() + "\n" + block + "\n")
+    try:
+        code = main(["validate", str(broken)])
+    finally:
+        broken.unlink()
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.strip() == f"{broken}: {expected}"
 
 
 def test_unknown_audit_name_exits_2(fresh_repo: Path, capsys: pytest.CaptureFixture[str]) -> None:

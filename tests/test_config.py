@@ -25,6 +25,8 @@ def test_defaults_are_the_benchmark_defaults() -> None:
     assert (config.decision_threshold, config.n_resamples, config.n_permutations) == (0.5, 2000,
                                                                                        2000)
     assert (config.confidence, config.alpha, config.power) == (0.95, 0.05, 0.8)
+    assert (config.degenerate_min_selection_rate, config.degenerate_max_selection_rate,
+            config.degenerate_balanced_accuracy_margin) == (0.01, 0.99, 0.02)
 
 
 def test_config_is_frozen() -> None:
@@ -48,6 +50,14 @@ def test_config_is_frozen() -> None:
         ({"jobs": 0}, "config.jobs: expected an integer >= 1, got 0 (int)"),
         ({"power": 1.0}, "config.power: expected a number in (0, 1), got 1.0 (float)"),
         ({"power": "0.8"}, "config.power: expected a number, got '0.8' (str)"),
+        ({"degenerate_min_selection_rate": -0.1},
+         "config.degenerate_min_selection_rate: expected a number in [0, 1], got -0.1 (float)"),
+        ({"degenerate_max_selection_rate": 0.005},
+         "config.degenerate_max_selection_rate: expected a number above "
+         "degenerate_min_selection_rate (0.01), got 0.005 (float)"),
+        ({"degenerate_balanced_accuracy_margin": 0.5},
+         "config.degenerate_balanced_accuracy_margin: expected a number in [0, 0.5), got 0.5"),
+        ({"degenerate_max_selection_rate": "1"}, "got '1' (str)"),
     ],
 )
 def test_invalid_values_are_rejected_with_key_and_value(changes: dict, fragment: str) -> None:
@@ -115,7 +125,7 @@ def test_every_config_field_has_one_params_key() -> None:
          r"n_permutations, n_resamples, power\), got 'n_resampels' \(str\)$"),
         ({"stat": {"n_resamples": 10}},
          r"^params.yaml: stat: expected a known section \(audits, mitigation, models, stats, "
-         r"run, report\), got 'stat' \(str\)$"),
+         r"degenerate, run, report\), got 'stat' \(str\)$"),
         ({"stats": {"n_resamples": "many"}},
          r"^params.yaml: stats.n_resamples: expected an integer, got 'many' \(str\)$"),
         ({"models": {"decision_threshold": 2}},

@@ -286,8 +286,14 @@ def test_load_audit_never_reads_unnamed_columns(tmp_path: Path) -> None:
     """Columns the manifest does not name (here: id, name) never reach raw or X."""
     data = load_audit(toy_manifest(tmp_path))
     assert list(data.raw.columns) == ["group", "age", "score", "x", "outcome"]
-    assert list(data.X.columns) == list(data.raw.columns)
+    assert list(data.X.columns) == ["group", "age", "score", "x"]
     assert "Ann" not in data.raw.to_string()
+
+
+def test_target_source_column_is_not_in_x(tmp_path: Path) -> None:
+    """X holds the feature columns only: the target's source column stays out of it."""
+    data = load_audit(toy_manifest(tmp_path))
+    assert "outcome" not in data.X.columns and "outcome" not in data.encoder.columns
 
 
 def test_load_audit_encodes_with_median_fill(tmp_path: Path) -> None:

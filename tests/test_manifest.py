@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from faircode.errors import ManifestError
 from faircode.manifest import (
+    DecisionRule,
     Manifest,
     ProtectedAttribute,
     RowFilter,
@@ -127,6 +128,25 @@ def test_defaults_apply_when_optional_keys_are_absent(tmp_path: Path) -> None:
     assert (m.title, m.random_state, m.test_size) == ("toy", 42, 0.2)
     assert m.proxy_features == () and m.row_filters == ()
     assert m.target.favourable == 1 and m.dataset.sha256 is None and m.dataset.source is None
+
+
+@pytest.mark.parametrize(
+    ("block", "expected"),
+    [
+        (None, None),
+        ({"rule": "threshold", "threshold": 0.3}, DecisionRule("threshold", threshold=0.3)),
+        ({"rule": "base_rate"}, DecisionRule("base_rate")),
+        ({"rule": "top_fraction", "fraction": 0.112}, DecisionRule("top_fraction", fraction=0.112)),
+    ],
+)
+def test_decision_block_becomes_a_rule(
+    tmp_path: Path, block: dict[str, Any] | None, expected: DecisionRule | None
+) -> None:
+    """Each rule parses to its record; without a block the manifest declares none."""
+    doc = valid_doc()
+    if block is not None:
+        doc["decision"] = block
+    assert load_doc(tmp_path, doc).decision == expected
 
 
 def test_named_and_protected_columns_are_unique_in_stable_order(tmp_path: Path) -> None:
@@ -308,6 +328,52 @@ ERROR_CASES: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
     ("member without url", _delete("dataset.source.url"), "dataset.source.member:", "'toy.csv'"),
     ("unknown source key", _set("dataset.source.licence", "x"), "dataset.source.licence:", "keys"),
     ("bad name", _set("name", "../evil"), "name:", "'../evil' (str)"),
+    ("target in proxy", _set("proxy_features", ["outcome"]), "proxy_features[0]:", "'outcome'"),
+    ("decision not a mapping", _set("decision", "base_rate"), "decision:", "'base_rate' (str)"),
+    ("decision unknown rule", _set("decision", {"rule": "top"}), "decision.rule:", "'top' (str)"),
+    ("decision without rule", _set("decision", {"fraction": 0.1}), "decision.rule:", "None"),
+    (
+        "fraction 1",
+        _set("decision", {"rule": "top_fraction", "fraction": 1}),
+        "decision.fraction:",
+        "(0, 1), got 1 (int)",
+    ),
+    (
+        "fraction 0",
+        _set("decision", {"rule": "top_fraction", "fraction": 0.0}),
+        "decision.fraction:",
+        "0.0 (float)",
+    ),
+    (
+        "fraction missing",
+        _set("decision", {"rule": "top_fraction"}),
+        "decision.fraction:",
+        "required",
+    ),
+    (
+        "decision threshold missing",
+        _set("decision", {"rule": "threshold"}),
+        "decision.threshold:",
+        "required",
+    ),
+    (
+        "threshold as text",
+        _set("decision", {"rule": "threshold", "threshold": "0.3"}),
+        "decision.threshold:",
+        "'0.3' (str)",
+    ),
+    (
+        "threshold above 1",
+        _set("decision", {"rule": "threshold", "threshold": 1.5}),
+        "decision.threshold:",
+        "[0, 1], got 1.5 (float)",
+    ),
+    (
+        "unknown decision key",
+        _set("decision", {"rule": "base_rate", "cutoff": 0.1}),
+        "decision.cutoff:",
+        "one of the keys rule",
+    ),
 ]
 
 

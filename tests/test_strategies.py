@@ -5,14 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from fairlearn.postprocessing import ThresholdOptimizer
+from fairlearn.reductions import ErrorRate
 
 from faircode.config import BenchmarkConfig
 from faircode.data import AuditData, load_audit
+from faircode.decision import Cutoff, DecisionRule
 from faircode.errors import DataError
 from faircode.models import ModelFamily, make_model
 from faircode.strategies import (
     Strategy,
     calibration_split,
+    error_costs,
     feature_columns,
     fit_strategy,
     supports_constraint,
@@ -144,3 +147,71 @@ def test_calibration_split_by_unit_puts_no_unit_in_both_parts(rng: np.random.Gen
     assert np.intersect1d(units[fit], units[cal]).size == 0
     assert sorted([*fit, *cal]) == list(range(units.size))
     assert 0.2 < len(cal) / units.size < 0.4
+
+
+def test_no_strategy_trains_on_the_target_column(audit_repo) -> None:  # type: ignore[no-untyped-def]
+    """No strategy's columns and no column of X is the target's source column (no leakage)."""
+    for manifest in audit_repo.manifests.values():
+        for strategy in Strategy:
+            assert manifest.target.column not in feature_columns(strategy, manifest)
+    german = load_audit(audit_repo.manifests["german_credit_lending"])
+    assert german.manifest.target.column not in german.X.columns
+    assert list(german.X.columns) == list(german.manifest.feature_columns)
+
+
+def test_default_rule_keeps_the_accuracy_objectives(german: AuditData) -> None:
+    """Without a rule (or with threshold) S3 uses fairlearn's default error, S4 accuracy."""
+    s3 = fit_strategy(Strategy.IN_PROCESSING, ModelFamily.LOGISTIC_REGRESSION, config=CONFIG,
+                      decision=DecisionRule("threshold", threshold=0.5), **_train(german))
+    s4 = fit_strategy(Strategy.POST_PROCESSING, ModelFamily.LOGISTIC_REGRESSION, config=CONFIG,
+                      **_train(german))
+    assert s3.estimator.objective is None and s3.objective == "error_rate"
+    assert s4.estimator.objective == "accuracy_score" == s4.objective
+
+
+@pytest.mark.parametrize("rule", [DecisionRule("base_rate"),
+                                  DecisionRule("top_fraction", fraction=0.3)])
+def test_non_default_rule_gives_s3_costs_and_s4_balanced_accuracy(
+    german: AuditData, rule: DecisionRule
+) -> None:
+    """Under base_rate/top_fraction S3 gets ErrorRate(fp 2p, fn 2(1-p)), S4 balanced accuracy."""
+    train = _train(german)
+    p = float(train["y"].mean())  # German credit: 0.7 of the training rows are 'good'
+    s3 = fit_strategy(Strategy.IN_PROCESSING, ModelFamily.LOGISTIC_REGRESSION, config=CONFIG,
+                      decision=rule, **train)
+    objective = s3.estimator.objective
+    assert isinstance(objective, ErrorRate)
+    assert objective.fp_cost == pytest.approx(2 * p) and objective.fn_cost == pytest.approx(
+        2 * (1 - p))
+    assert objective.fp_cost == pytest.approx(1.4)
+    assert "error_rate(costs=" in s3.objective
+    s4 = fit_strategy(Strategy.POST_PROCESSING, ModelFamily.LOGISTIC_REGRESSION, config=CONFIG,
+                      decision=rule, **train)
+    assert s4.estimator.objective == "balanced_accuracy_score" == s4.objective
+
+
+def test_error_costs_follow_the_training_label_rate() -> None:
+    """A label rate of 1/4 gives fp cost 0.5 and fn cost 1.5 (their ratio puts the cutoff at p)."""
+    assert error_costs(np.array([1, 0, 0, 0])) == {"fp": 0.5, "fn": 1.5}
+
+
+def test_with_cutoff_moves_s0_to_an_inclusive_cutoff(german: AuditData) -> None:
+    """A score cutoff from a rule replaces the threshold; inclusive means score >= cutoff."""
+    fitted = fit_strategy(Strategy.BASELINE, ModelFamily.LOGISTIC_REGRESSION, config=CONFIG,
+                          **_train(german))
+    X = german.X.iloc[german.test_index]
+    _, score = fitted.predict(X, sensitive=np.zeros(len(X)), random_state=0)
+    assert score is not None
+    at = float(np.sort(score)[100])
+    moved = fitted.with_cutoff(Cutoff(at, inclusive=True))
+    decisions, _ = moved.predict(X, sensitive=np.zeros(len(X)), random_state=0)
+    assert np.array_equal(decisions, (score >= at).astype(np.int8))
+    assert int(decisions.sum()) == int((score >= at).sum()) >= 100
+
+
+def test_with_cutoff_refuses_randomised_strategies(german: AuditData) -> None:
+    """S4's decisions are not a cutoff on a score, so a rule's cutoff cannot be put on it."""
+    fitted = fit_strategy(Strategy.POST_PROCESSING, ModelFamily.LOGISTIC_REGRESSION,
+                          config=CONFIG, **_train(german))
+    with pytest.raises(ValueError, match="not a cutoff"):
+        fitted.with_cutoff(Cutoff(0.3, inclusive=False))
