@@ -8,8 +8,11 @@ training rows, predicts the test rows, and scores each cell with
 * the intersectional demographic-parity gap for every pair of attributes,
 * the counterfactual flip rate of every manifest axis (explicit and proxy channels apart).
 
-Benjamini-Hochberg q-values are then computed across every fairness test of the audit (the
-per-attribute metrics and the intersectional gaps together), and ``significant`` is ``q < alpha``.
+Labels and decisions are oriented once by the manifest's ``target.favourable``
+(:func:`faircode.metrics.orient`) before any group metric.  Benjamini-Hochberg q-values are then
+computed across every fairness test of the audit (:func:`faircode.metrics.audit_q_values`: each
+per-attribute null once, the intersectional gaps and interactions), and ``significant`` is
+``q < alpha``.
 
 Reproducibility: one master seed, the manifest's ``random_state``.  Each stochastic step draws
 from its own child stream ``SeedSequence(master, spawn_key=(stream, strategy, model, ...))``
@@ -35,16 +38,23 @@ from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
 from faircode.config import BenchmarkConfig
 from faircode.counterfactual import PerturbedRows, flip_rates, perturb_test_rows
 from faircode.data import AuditData
-from faircode.metrics import fairness_metrics, intersectional_gap, performance_metrics
+from faircode.metrics import (
+    FAIRNESS_COLUMNS,
+    INTERSECTIONAL_COLUMNS,
+    audit_q_values,
+    fairness_metrics,
+    intersectional_gap,
+    orient,
+    performance_metrics,
+)
 from faircode.models import ModelFamily
-from faircode.stats import benjamini_hochberg, child_seed
+from faircode.stats import child_seed
 from faircode.strategies import Strategy, fit_strategy, supports_constraint
 
 __all__ = ["AuditResults", "CellResult", "Stream", "provenance", "run_audit", "write_audit"]
@@ -142,11 +152,13 @@ def _run_cell(
     t2 = time.perf_counter()
 
     label = {"strategy": strategy.value, "model": family.value}
+    # every group metric counts the favourable outcome (negative = disadvantaged worse off)
+    y_fav, yhat_fav = orient(y_test, y_pred, favourable=manifest.target.favourable)
     fairness: list[dict[str, Any]] = []
     attributes = manifest.protected_attributes
     for a, attribute in enumerate(attributes):
         for result in fairness_metrics(
-            y_test, y_pred, data.disadvantaged[attribute.name][test],
+            y_fav, yhat_fav, data.disadvantaged[attribute.name][test],
             n_resamples=config.n_resamples, n_permutations=config.n_permutations,
             confidence=config.confidence, seed=child_seed(master, Stream.FAIRNESS, s, m, a),
         ):
@@ -162,9 +174,8 @@ def _run_cell(
     intersectional: list[dict[str, Any]] = []
     for p, (a, b) in enumerate(itertools.combinations(range(len(attributes)), 2)):
         pair = intersectional_gap(
-            y_pred, data.disadvantaged[attributes[a].name][test],
-            data.disadvantaged[attributes[b].name][test],
-            n_resamples=config.n_resamples, n_permutations=config.n_permutations,
+            yhat_fav, data.disadvantaged[attributes[a].name][test],
+            data.disadvantaged[attributes[b].name][test], n_permutations=config.n_permutations,
             confidence=config.confidence, seed=child_seed(master, Stream.INTERSECTIONAL, s, m, p),
         )
         intersectional.append({**label, "attribute_a": attributes[a].name,
@@ -172,12 +183,11 @@ def _run_cell(
     t3 = time.perf_counter()
 
     counterfactual: list[dict[str, Any]] = []
-    for k, rows in enumerate(perturbed):
+    for rows in perturbed:
         y_flip, _ = fitted.predict(rows.X, sensitive=rows.sensitive, random_state=predict_seed)
         flips = flip_rates(
             y_pred, y_flip, rows.changed, axis=rows.axis, kind=rows.kind,
-            favourable=manifest.target.favourable, n_resamples=config.n_resamples,
-            confidence=config.confidence, seed=child_seed(master, Stream.COUNTERFACTUAL, s, m, k),
+            favourable=manifest.target.favourable, confidence=config.confidence,
         )
         record = dataclasses.asdict(flips)
         record["kind"] = flips.kind.value
@@ -191,18 +201,8 @@ def _run_cell(
     )
 
 
-FAIRNESS_COLUMNS = (
-    "audit", "strategy", "model", "protected_attribute", "metric", "value", "ci_low", "ci_high",
-    "p_value", "q_value", "significant", "n_disadvantaged", "n_advantaged",
-    "small_sample_warning", "note",
-)
 PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "metric", "value", "ci_low", "ci_high", "n",
                        "note")
-INTERSECTIONAL_COLUMNS = (
-    "audit", "strategy", "model", "attribute_a", "attribute_b", "gap", "ci_low", "ci_high",
-    "p_value", "q_value", "significant", "gap_a", "gap_b", "n_dd", "n_da", "n_ad", "n_aa",
-    "rate_dd", "rate_da", "rate_ad", "rate_aa", "superadditive", "note",
-)
 COUNTERFACTUAL_COLUMNS = (
     "audit", "strategy", "model", "axis", "kind", "columns", "flip_rate", "ci_low", "ci_high",
     "to_favourable", "to_unfavourable", "n_changed", "n_unchanged", "n_flipped", "note",
@@ -216,16 +216,8 @@ def _assemble(
     fairness = _frame(audit, [row for r in results for row in r.fairness], FAIRNESS_COLUMNS)
     intersectional = _frame(audit, [row for r in results for row in r.intersectional],
                             INTERSECTIONAL_COLUMNS)
-    # One family of tests per audit: every per-attribute metric and every intersectional gap.
-    p_values = np.concatenate([
-        fairness["p_value"].to_numpy(dtype=float) if len(fairness) else np.empty(0),
-        intersectional["p_value"].to_numpy(dtype=float) if len(intersectional) else np.empty(0),
-    ])
-    q_values = benjamini_hochberg(p_values)
-    for frame, q in ((fairness, q_values[: len(fairness)]),
-                     (intersectional, q_values[len(fairness):])):
-        frame["q_value"] = q
-        frame["significant"] = np.nan_to_num(q, nan=1.0) < config.alpha
+    # One BH family per audit: each fairness null once, every DD-vs-AA gap and interaction.
+    fairness, intersectional = audit_q_values(fairness, intersectional, alpha=config.alpha)
     return AuditResults(
         fairness=fairness,
         performance=_frame(audit, [row for r in results for row in r.performance],
