@@ -167,7 +167,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     record = provenance()
     console = Console(stderr=True)
-    failed = False
+    failed, bad_input = False, False
     for path in resolve_manifests(Path(args.audits), args.audit):
         name = path.parent.name
         try:
@@ -193,13 +193,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"{name}: wrote {folder}")
         except DataUnavailableError as exc:
             print(f"skipped: {exc}")
-        except FaircodeError as exc:
+        except FaircodeError as exc:  # bad input (manifest, data): exit 2 as everywhere
             print(str(exc), file=sys.stderr)
-            failed = True
+            bad_input = True
         except Exception as exc:  # one audit's bug must not lose the others' results
             print(f"{name}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             failed = True
-    return EXIT_FAILED if failed else EXIT_OK
+    return EXIT_USAGE if bad_input else EXIT_FAILED if failed else EXIT_OK
 
 
 def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
