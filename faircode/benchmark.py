@@ -159,7 +159,7 @@ def _run_cell(
     for a, attribute in enumerate(attributes):
         for result in fairness_metrics(
             y_fav, yhat_fav, data.disadvantaged[attribute.name][test],
-            n_resamples=config.n_resamples, n_permutations=config.n_permutations,
+            n_permutations=config.n_permutations,
             confidence=config.confidence, seed=child_seed(master, Stream.FAIRNESS, s, m, a),
         ):
             fairness.append({**label, "protected_attribute": attribute.name,

@@ -59,14 +59,14 @@ def by_name(results: tuple[metrics.MetricResult, ...]) -> dict[str, metrics.Metr
 
 def test_results_come_in_declared_order() -> None:
     """One result per FAIRNESS_METRICS entry, in that order."""
-    results = fairness_metrics(*TABLE, n_resamples=50, n_permutations=50, seed=1)
+    results = fairness_metrics(*TABLE, n_permutations=50, seed=1)
     assert tuple(r.metric for r in results) == FAIRNESS_METRICS
 
 
 @pytest.mark.parametrize("metric", FAIRNESS_METRICS)
 def test_hand_computed_values(metric: str) -> None:
     """Each metric's value on the small table equals the hand computation."""
-    result = by_name(fairness_metrics(*TABLE, n_resamples=50, n_permutations=50, seed=1))[metric]
+    result = by_name(fairness_metrics(*TABLE, n_permutations=50, seed=1))[metric]
     assert result.value == pytest.approx(HAND[metric])
 
 
@@ -77,8 +77,7 @@ def test_demographic_parity_p_value_is_the_exact_permutation_p() -> None:
     law = sps.hypergeom(M=22, n=10, N=10)
     exact = float(law.cdf(2) + law.sf(6))
     p = by_name(
-        fairness_metrics(*rows((3, 0, 0, 7), (9, 0, 0, 3)), n_resamples=10,
-                         n_permutations=4000, seed=3)
+        fairness_metrics(*rows((3, 0, 0, 7), (9, 0, 0, 3)), n_permutations=4000, seed=3)
     )["demographic_parity_diff"].p_value
     assert abs(p - exact) < 5 * math.sqrt(exact * (1 - exact) / 4000) + 1 / 4000
 
@@ -88,7 +87,7 @@ def test_orientation_by_the_favourable_label() -> None:
     y, yhat, dis = TABLE
     y_f, yhat_f = metrics.orient(y, yhat, favourable=0)
     assert np.array_equal(y_f, 1 - y) and np.array_equal(yhat_f, 1 - yhat)
-    r = by_name(fairness_metrics(y_f, yhat_f, dis, n_resamples=20, n_permutations=20, seed=1))
+    r = by_name(fairness_metrics(y_f, yhat_f, dis, n_permutations=20, seed=1))
     # favourable-decision rates: D 3/6, A 5/8; among y_f = 1 (raw y = 0): D 2/3, A 3/4
     assert r["demographic_parity_diff"].value == pytest.approx(3 / 6 - 5 / 8)
     assert r["disparate_impact_ratio"].value == pytest.approx((3 / 6) / (5 / 8))
@@ -101,13 +100,13 @@ def test_orientation_by_the_favourable_label() -> None:
 
 
 @pytest.mark.parametrize("metric", [m for m in FAIRNESS_METRICS if m != "equalized_odds_diff"])
-def test_closed_form_intervals_match_independent_formulas(metric: str) -> None:
+def test_score_intervals_match_independent_formulas(metric: str) -> None:
     """Score-interval metrics use Newcombe's limits of their subset rates, DI Katz's limits."""
     from statsmodels.stats.proportion import confint_proportions_2indep
 
     # D: TN=20 FP=9 FN=6 TP=14 ; A: TN=41 FP=12 FN=9 TP=30
     y, yhat, dis = rows((20, 9, 6, 14), (41, 12, 9, 30))
-    r = by_name(fairness_metrics(y, yhat, dis, n_resamples=20, n_permutations=20, seed=1))[metric]
+    r = by_name(fairness_metrics(y, yhat, dis, n_permutations=20, seed=1))[metric]
     x_n = {  # (successes, trials) of D then A over the metric's subset
         "demographic_parity_diff": (23, 49, 42, 92),
         "disparate_impact_ratio": (23, 49, 42, 92),
@@ -126,7 +125,7 @@ def test_closed_form_intervals_match_independent_formulas(metric: str) -> None:
 
 def test_subset_sizes_and_small_sample_warning() -> None:
     """n_* count the metric's subset rows; tiny groups raise the small-sample warning."""
-    r = by_name(fairness_metrics(*TABLE, n_resamples=20, n_permutations=20, seed=1))
+    r = by_name(fairness_metrics(*TABLE, n_permutations=20, seed=1))
     assert (
         r["equal_opportunity_diff"].n_disadvantaged,
         r["equal_opportunity_diff"].n_advantaged,
@@ -142,21 +141,21 @@ def test_subset_sizes_and_small_sample_warning() -> None:
     assert all(x.small_sample_warning for x in r.values())
     big = by_name(
         fairness_metrics(
-            *rows((30, 30, 30, 30), (40, 30, 30, 30)), seed=1, n_resamples=20, n_permutations=20
+            *rows((30, 30, 30, 30), (40, 30, 30, 30)), seed=1, n_permutations=20
         )
     )
     assert not any(x.small_sample_warning for x in big.values())
     # exactly 30 rows in every subset of both groups: no warning anywhere (the bound is "< 30")
     edge = by_name(
         fairness_metrics(
-            *rows((15, 15, 15, 15), (15, 15, 15, 15)), seed=1, n_resamples=20, n_permutations=20
+            *rows((15, 15, 15, 15), (15, 15, 15, 15)), seed=1, n_permutations=20
         )
     )
     assert not any(x.small_sample_warning for x in edge.values())
     # D has 29 rows with ŷ=1 (precision subset) but >= 30 in every other subset
     border = by_name(
         fairness_metrics(
-            *rows((40, 14, 40, 15), (40, 30, 30, 30)), seed=1, n_resamples=20, n_permutations=20
+            *rows((40, 14, 40, 15), (40, 30, 30, 30)), seed=1, n_permutations=20
         )
     )
     assert border["predictive_parity_diff"].small_sample_warning is True
@@ -164,7 +163,7 @@ def test_subset_sizes_and_small_sample_warning() -> None:
     # D has 29 rows with y=0: equalized odds warns, equal opportunity does not
     eo = by_name(
         fairness_metrics(
-            *rows((15, 14, 40, 40), (40, 30, 30, 30)), seed=1, n_resamples=20, n_permutations=20
+            *rows((15, 14, 40, 40), (40, 30, 30, 30)), seed=1, n_permutations=20
         )
     )
     assert eo["equalized_odds_diff"].small_sample_warning is True
@@ -176,7 +175,7 @@ def test_equalized_odds_is_the_larger_absolute_gap() -> None:
     # D: TPR 1/2, FPR 1/4; A: TPR 1/2, FPR 3/4 -> TPR gap 0, FPR gap -1/2
     r = by_name(
         fairness_metrics(
-            *rows((3, 1, 1, 1), (1, 3, 1, 1)), n_resamples=20, n_permutations=20, seed=2
+            *rows((3, 1, 1, 1), (1, 3, 1, 1)), n_permutations=20, seed=2
         )
     )["equalized_odds_diff"]
     assert r.value == pytest.approx(0.5)
@@ -188,7 +187,7 @@ def test_equalized_odds_tie_takes_tpr_gap() -> None:
     # D: TPR 1, FPR 0; A: TPR 1/2, FPR 1/2 -> TPR gap +1/2, FPR gap -1/2
     r = by_name(
         fairness_metrics(
-            *rows((2, 0, 0, 2), (1, 1, 1, 1)), n_resamples=20, n_permutations=20, seed=2
+            *rows((2, 0, 0, 2), (1, 1, 1, 1)), n_permutations=20, seed=2
         )
     )["equalized_odds_diff"]
     assert r.value == pytest.approx(0.5)
@@ -201,7 +200,7 @@ def test_equalized_odds_interval_and_p_value_agree_on_opposite_gaps(
     """Opposite gaps of similar size: the interval is of the magnitude, so it excludes 0."""
     # D: TPR 0.55, FPR 0.25; A: TPR 0.45, FPR 0.35 -> gaps +0.10 and -0.10 on 2,000 rows each
     y, yhat, dis = rows((750, 250, 450, 550), (650, 350, 550, 450))
-    r = by_name(fairness_metrics(y, yhat, dis, n_resamples=400, n_permutations=400, seed=7))
+    r = by_name(fairness_metrics(y, yhat, dis, n_permutations=400, seed=7))
     eo = r["equalized_odds_diff"]
     assert eo.value == pytest.approx(0.1) and eo.ci_low > 0.0 and eo.p_value < 0.01
     assert eo.ci_low <= eo.value <= eo.ci_high
@@ -212,7 +211,7 @@ def test_equalized_odds_interval_and_p_value_agree_on_opposite_gaps(
 def test_same_null_metrics_report_their_twins_p_value(rng: np.random.Generator) -> None:
     """DI reports demographic parity's p-value and tpr_gap equal opportunity's."""
     y, yhat, dis = rng.integers(0, 2, 300), rng.integers(0, 2, 300), rng.random(300) < 0.4
-    r = by_name(fairness_metrics(y, yhat, dis, n_resamples=50, n_permutations=300, seed=4))
+    r = by_name(fairness_metrics(y, yhat, dis, n_permutations=300, seed=4))
     assert r["disparate_impact_ratio"].p_value == r["demographic_parity_diff"].p_value
     assert r["tpr_gap"].p_value == r["equal_opportunity_diff"].p_value
     assert r["fpr_gap"].p_value != r["equal_opportunity_diff"].p_value
@@ -222,7 +221,7 @@ def test_insufficient_data_when_a_group_subset_is_empty() -> None:
     """No y=1 rows in D: EO and equalized odds are NaN with no CI, no p-value and the note."""
     r = by_name(
         fairness_metrics(
-            *rows((3, 2, 0, 0), (3, 1, 2, 2)), n_resamples=20, n_permutations=20, seed=3
+            *rows((3, 2, 0, 0), (3, 1, 2, 2)), n_permutations=20, seed=3
         )
     )
     for name in ("equal_opportunity_diff", "equalized_odds_diff"):
@@ -243,7 +242,7 @@ def test_disparate_impact_undefined_when_advantaged_rate_is_zero() -> None:
     """A zero advantaged positive rate gives DI NaN, NaN p-value and a note; no epsilon."""
     r = by_name(
         fairness_metrics(
-            *rows((2, 1, 1, 2), (3, 0, 2, 0)), n_resamples=20, n_permutations=20, seed=4
+            *rows((2, 1, 1, 2), (3, 0, 2, 0)), n_permutations=20, seed=4
         )
     )
     di = r["disparate_impact_ratio"]
@@ -256,7 +255,7 @@ def test_strong_effect_has_minimal_p_value() -> None:
     """A gap no permutation reaches gets p = 1/(P+1), never 0."""
     r = by_name(
         fairness_metrics(
-            *rows((0, 100, 0, 100), (100, 0, 100, 0)), n_resamples=20, n_permutations=99, seed=5
+            *rows((0, 100, 0, 100), (100, 0, 100, 0)), n_permutations=99, seed=5
         )
     )["demographic_parity_diff"]
     assert r.value == 1.0 and r.p_value == pytest.approx(0.01)
@@ -265,13 +264,13 @@ def test_strong_effect_has_minimal_p_value() -> None:
 def test_same_seed_is_bit_identical_and_seed_matters(rng: np.random.Generator) -> None:
     """Same int or equivalent SeedSequence seed -> identical results; another seed differs."""
     y, yhat, dis = rng.integers(0, 2, 300), rng.integers(0, 2, 300), rng.random(300) < 0.4
-    first = fairness_metrics(y, yhat, dis, n_resamples=200, n_permutations=200, seed=9)
+    first = fairness_metrics(y, yhat, dis, n_permutations=200, seed=9)
     again = fairness_metrics(
-        y, yhat, dis, n_resamples=200, n_permutations=200, seed=np.random.SeedSequence(9)
+        y, yhat, dis, n_permutations=200, seed=np.random.SeedSequence(9)
     )
-    other = fairness_metrics(y, yhat, dis, n_resamples=200, n_permutations=200, seed=10)
+    other = fairness_metrics(y, yhat, dis, n_permutations=200, seed=10)
     assert first == again
-    assert [r.ci_low for r in first] != [r.ci_low for r in other]
+    assert [r.p_value for r in first] != [r.p_value for r in other]
 
 
 @pytest.mark.parametrize("metric", [m for m in FAIRNESS_METRICS if m not in metrics.SAME_NULL])
@@ -299,13 +298,13 @@ def test_metric_k_permutes_with_spawn_key_k_1(metric: str, rng: np.random.Genera
     stat = np.abs(metrics.metric_values(metric, pd_, pa_))
     observed = abs(float(metrics.metric_values(metric, d, a)))
     expected = (1 + np.sum(stat >= observed * (1 - 1e-9))) / 301
-    result = by_name(fairness_metrics(y, yhat, dis, n_resamples=10, n_permutations=300,
+    result = by_name(fairness_metrics(y, yhat, dis, n_permutations=300,
                                       seed=2024))[metric]
     assert result.p_value == pytest.approx(expected)
 
 
-def test_equalized_odds_bootstraps_with_spawn_key_3_0(rng: np.random.Generator) -> None:
-    """Equalized odds' CI is the percentile interval of multinomials from spawn_key (3, 0)."""
+def test_bootstrap_distribution_uses_spawn_key_k_0(rng: np.random.Generator) -> None:
+    """Equalized odds' bootstrap resamples are multinomials drawn from spawn_key (3, 0), D first."""
     y, yhat, dis = rng.integers(0, 2, 200), rng.integers(0, 2, 200), rng.random(200) < 0.5
     d = np.bincount(2 * y[dis] + yhat[dis], minlength=4)
     a = np.bincount(2 * y[~dis] + yhat[~dis], minlength=4)
@@ -319,11 +318,32 @@ def test_equalized_odds_bootstraps_with_spawn_key_3_0(rng: np.random.Generator) 
     def fpr(c: np.ndarray) -> np.ndarray:
         return c[:, 1] / (c[:, 0] + c[:, 1])
 
-    boot = np.maximum(np.abs(tpr(bd) - tpr(ba)), np.abs(fpr(bd) - fpr(ba)))
-    result = by_name(fairness_metrics(y, yhat, dis, n_resamples=500, n_permutations=10,
-                                      seed=77))["equalized_odds_diff"]
-    assert (result.ci_low, result.ci_high) == pytest.approx(tuple(np.quantile(boot, [0.025,
-                                                                                     0.975])))
+    expected = np.maximum(np.abs(tpr(bd) - tpr(ba)), np.abs(fpr(bd) - fpr(ba)))
+    got = metrics.bootstrap_distribution("equalized_odds_diff", y, yhat, dis, n_resamples=500,
+                                         seed=77)
+    np.testing.assert_allclose(got, expected)
+
+
+@pytest.mark.parametrize(
+    ("d", "a", "straddles"),
+    [((20, 9, 6, 14), (41, 12, 9, 30), True), ((750, 250, 450, 550), (650, 350, 550, 450), False)],
+)
+def test_equalized_odds_interval_is_max_of_absolute_gap_intervals(
+    d: tuple[int, ...], a: tuple[int, ...], straddles: bool
+) -> None:
+    """The interval of max(|TPR gap|, |FPR gap|) combines the two gaps' Newcombe intervals."""
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    def abs_interval(low: float, high: float) -> tuple[float, float]:
+        inner = 0.0 if low <= 0.0 <= high else min(abs(low), abs(high))
+        return inner, max(abs(low), abs(high))
+
+    tpr = confint_proportions_2indep(d[3], d[2] + d[3], a[3], a[2] + a[3], method="newcomb")
+    fpr = confint_proportions_2indep(d[1], d[0] + d[1], a[1], a[0] + a[1], method="newcomb")
+    (lt, ut), (lf, uf) = abs_interval(*tpr), abs_interval(*fpr)
+    r = by_name(fairness_metrics(*rows(d, a), n_permutations=20, seed=1))["equalized_odds_diff"]
+    assert (r.ci_low, r.ci_high) == pytest.approx((max(lt, lf), max(ut, uf)))
+    assert (r.ci_low == 0.0) is straddles and r.ci_method == "newcombe_max_abs"
 
 
 def test_row_order_does_not_matter(rng: np.random.Generator) -> None:
@@ -331,9 +351,9 @@ def test_row_order_does_not_matter(rng: np.random.Generator) -> None:
     y, yhat, dis = rng.integers(0, 2, 150), rng.integers(0, 2, 150), rng.random(150) < 0.3
     order = rng.permutation(150)
     assert fairness_metrics(
-        y, yhat, dis, n_resamples=100, n_permutations=100, seed=1
+        y, yhat, dis, n_permutations=100, seed=1
     ) == fairness_metrics(
-        y[order], yhat[order], dis[order], n_resamples=100, n_permutations=100, seed=1
+        y[order], yhat[order], dis[order], n_permutations=100, seed=1
     )
 
 
@@ -425,12 +445,11 @@ def test_metric_bounds_and_p_values(table: list[tuple[int, int, bool]]) -> None:
     y = np.array([t[0] for t in table], dtype=int)
     yhat = np.array([t[1] for t in table], dtype=int)
     dis = np.array([t[2] for t in table], dtype=bool)
-    for r in fairness_metrics(y, yhat, dis, n_resamples=30, n_permutations=30, seed=0):
+    for r in fairness_metrics(y, yhat, dis, n_permutations=30, seed=0):
         if math.isnan(r.value):
             assert math.isnan(r.p_value) and r.note
             continue
-        if r.ci_method != "bootstrap_percentile":  # MOVER and Katz limits bracket the estimate
-            assert r.ci_low <= r.value + 1e-12 and r.value - 1e-12 <= r.ci_high
+        assert r.ci_low <= r.value + 1e-12 and r.value - 1e-12 <= r.ci_high  # bracket the value
         if r.metric == "disparate_impact_ratio":
             assert r.ci_low >= 0.0
         elif r.metric == "equalized_odds_diff":
