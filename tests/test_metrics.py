@@ -633,3 +633,25 @@ def test_audit_q_values_twin_is_matched_within_its_cell_and_attribute() -> None:
     empty = pd.DataFrame({"p_value": [], "interaction_p_value": []})
     f, _ = metrics.audit_q_values(fairness, empty, alpha=0.05)
     np.testing.assert_allclose(f["q_value"], [0.002, 0.002, 0.9, 0.9])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"y_pred": np.array([0, 2, 1])}, r"^y_pred\[1\]: expected 0 or 1, got 2"),
+        ({"disadvantaged_a": np.array([1, 0, 1])}, "^disadvantaged_a: expected a 1-D boolean"),
+        ({"disadvantaged_b": np.array([1, 0, 1])}, "^disadvantaged_b: expected a 1-D boolean"),
+        ({"y_pred": np.array([0, 1])}, "^array lengths differ: .*y_pred=2"),
+        ({"n_permutations": 0}, "^n_permutations: expected a positive int, got 0"),
+        ({"confidence": 1.5}, "^confidence: expected a float in"),
+    ],
+)
+def test_intersectional_gap_rejects_bad_input(kwargs: dict[str, object], match: str) -> None:
+    """Each bad argument is a ValueError naming that argument."""
+    args: dict[str, object] = {
+        "y_pred": np.array([0, 1, 1]), "disadvantaged_a": np.array([True, False, True]),
+        "disadvantaged_b": np.array([True, True, False]), "seed": 0,
+    }
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        metrics.intersectional_gap(**args)  # type: ignore[arg-type]
