@@ -31,6 +31,7 @@ from joblib import Parallel, delayed
 from faircode.config import BenchmarkConfig
 from faircode.counterfactual import PerturbedRows
 from faircode.data import AuditData
+from faircode.decision import resolve_rule
 from faircode.evaluate import (
     FAIRNESS_COLUMNS,
     AuditResults,
@@ -128,6 +129,7 @@ def _fit_cell(
         strategy, family, X=data.X.iloc[train], y=data.y[train], sensitive=first[train],
         manifest=manifest, config=config,
         groups=None if data.unit is None else data.unit[train],
+        decision=resolve_rule(manifest.decision, default_threshold=config.decision_threshold),
     )
     t1 = time.perf_counter()
     seed = int(child_seed(manifest.random_state, Stream.PREDICTION, s, m).generate_state(1)[0])
@@ -145,4 +147,5 @@ def _fit_cell(
         train_score=train_score, counterfactual_score=tuple(cf_score),
         counterfactual_decision=tuple(cf_decision),
         seconds={"fit": t1 - t0, "predict": t2 - t1, "counterfactual": t3 - t2},
+        objective=fitted.objective,
     )

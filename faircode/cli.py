@@ -181,7 +181,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     record = provenance()
     console = Console(stderr=True)
-    failed = False
+    failed, bad_input = False, False
     degenerate: dict[str, list[str]] = {}
     for path in resolve_manifests(Path(args.audits), names):
         name = path.parent.name
@@ -214,9 +214,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
             ]
         except DataUnavailableError as exc:
             print(f"skipped: {exc}")
-        except FaircodeError as exc:
+        except FaircodeError as exc:  # bad input (manifest, data): exit 2 as everywhere
             print(str(exc), file=sys.stderr)
-            failed = True
+            bad_input = True
         except Exception as exc:  # one audit's bug must not lose the others' results
             print(f"{name}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             failed = True
@@ -224,7 +224,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print("degenerate decisions (uninformative cells: their gaps are not findings):")
         for name, cells in degenerate.items():
             print(f"  {name}: " + ("; ".join(cells) if cells else "none"))
-    return EXIT_FAILED if failed else EXIT_OK
+    return EXIT_USAGE if bad_input else EXIT_FAILED if failed else EXIT_OK
 
 
 def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -8,10 +8,17 @@
 * the intersectional demographic-parity gap for every pair of attributes,
 * the counterfactual flip rate of every manifest axis (explicit and proxy channels apart).
 
-S0-S2 decide ``score > decision_threshold`` here; S3/S4 keep the randomised decisions drawn at
-fit time.  Benjamini-Hochberg q-values are then computed across every fairness test of the audit
-(the per-attribute metrics and the intersectional gaps together), and ``significant`` is
-``q < alpha``.  :func:`write_audit` writes ``<out>/<audit>/`` (four CSVs + ``run.json``).
+The audit's operating point (:mod:`faircode.decision`) is resolved here: the manifest's
+``decision`` block, else ``threshold`` at ``config.decision_threshold``; S0-S2 decide at the rule's
+cutoff, fixed on the training rows, and S3/S4 keep the randomised decisions drawn at fit time
+(fitted with the rule's objective).  Every cell's selection rate (overall and per group),
+balanced accuracy and majority baseline join ``performance.csv``; a degenerate cell's fairness
+rows carry the note ``degenerate_decisions``.  Labels and decisions are oriented once by the
+manifest's ``target.favourable`` (:func:`faircode.metrics.orient`) before any group metric.
+Benjamini-Hochberg q-values are computed across every fairness test of the audit
+(:func:`faircode.metrics.audit_q_values`: each per-attribute null once, the intersectional gaps
+and interactions), and ``significant`` is ``q < alpha``.  :func:`write_audit` writes
+``<out>/<audit>/`` (four CSVs + ``run.json``).
 
 Every statistic draws from the child stream of its grid position (:class:`Stream`), so the
 numbers do not depend on ``jobs`` or on whether the fit ran in this process.
@@ -33,19 +40,33 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
 from faircode.config import BenchmarkConfig
 from faircode.counterfactual import flip_rates
+from faircode.decision import (
+    DEGENERATE_NOTE,
+    decision_cutoff,
+    is_degenerate,
+    operating_point_metrics,
+    resolve_rule,
+)
 from faircode.errors import DataError
 from faircode.manifest import repository_root
-from faircode.metrics import fairness_metrics, intersectional_gap, performance_metrics
+from faircode.metrics import (
+    FAIRNESS_COLUMNS,
+    INTERSECTIONAL_COLUMNS,
+    audit_q_values,
+    fairness_metrics,
+    intersectional_gap,
+    orient,
+    performance_metrics,
+)
 from faircode.models import ModelFamily
 from faircode.predictions import AuditPredictions, CellPredictions, Stream
 from faircode.prepared import AuditLike, PreparedAudit
-from faircode.stats import benjamini_hochberg, child_seed
+from faircode.stats import child_seed
 from faircode.strategies import Strategy
 
 __all__ = [
@@ -71,6 +92,8 @@ class CellResult:
     counterfactual: tuple[dict[str, Any], ...] = ()
     seconds: dict[str, float] = field(default_factory=dict)
     skipped: str = ""
+    degenerate: bool = False
+    decision: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,34 +137,60 @@ def _score_cell(data: PreparedAudit, cell: CellPredictions, config: BenchmarkCon
     s, m = list(Strategy).index(strategy), list(ModelFamily).index(family)
     test = data.test_index
     y_test = data.y[test]
-    y_pred, flipped = cell.decisions(config.decision_threshold)
+    # The audit's operating point, fixed on the training rows (S0-S2; S3/S4 keep their draws).
+    rule = resolve_rule(manifest.decision, default_threshold=config.decision_threshold)
+    cutoff = decision_cutoff(
+        rule, train_scores=cell.train_score if rule.rule == "top_fraction" else None,
+        train_labels=data.y[data.train_index])
+    y_pred, flipped = cell.decisions(cutoff)
     y_score = cell.test_score
+    # every group metric counts the favourable outcome (negative = disadvantaged worse off)
+    y_fav, yhat_fav = orient(y_test, y_pred, favourable=manifest.target.favourable)
 
     t2 = time.perf_counter()
     label = {"strategy": strategy.value, "model": family.value}
-    fairness: list[dict[str, Any]] = []
     attributes = manifest.protected_attributes
+    points = operating_point_metrics(
+        y_test, y_pred, {a.name: data.disadvantaged[a.name][test] for a in attributes},
+        n_resamples=config.n_resamples, confidence=config.confidence,
+        seed=child_seed(master, Stream.DECISIONS, s, m),
+    )
+    point = {p.metric: p.value for p in points if not p.protected_attribute}
+    degenerate = is_degenerate(
+        selection_rate=point["selection_rate"], balanced_accuracy=point["balanced_accuracy"],
+        min_selection_rate=config.degenerate_min_selection_rate,
+        max_selection_rate=config.degenerate_max_selection_rate,
+        balanced_accuracy_margin=config.degenerate_balanced_accuracy_margin,
+    )
+    decision = {**rule.as_dict(), "objective": cell.objective,
+                "selection_rate": point["selection_rate"],
+                "balanced_accuracy": point["balanced_accuracy"], "degenerate": degenerate}
+    if cell.test_decision is None:
+        decision.update(cutoff=cutoff.value, inclusive=cutoff.inclusive)
+    fairness: list[dict[str, Any]] = []
     for a, attribute in enumerate(attributes):
         for result in fairness_metrics(
-            y_test, y_pred, data.disadvantaged[attribute.name][test],
-            n_resamples=config.n_resamples, n_permutations=config.n_permutations,
+            y_fav, yhat_fav, data.disadvantaged[attribute.name][test],
+            n_permutations=config.n_permutations,
             confidence=config.confidence, seed=child_seed(master, Stream.FAIRNESS, s, m, a),
         ):
-            fairness.append({**label, "protected_attribute": attribute.name,
-                             **dataclasses.asdict(result)})
+            row = {**label, "protected_attribute": attribute.name,
+                   **dataclasses.asdict(result)}
+            if degenerate:
+                row["note"] = ";".join(n for n in (row["note"], DEGENERATE_NOTE) if n)
+            fairness.append(row)
     performance = [
         {**label, **dataclasses.asdict(result)}
         for result in performance_metrics(
             y_test, y_pred, y_score, n_resamples=config.n_resamples,
             confidence=config.confidence, seed=child_seed(master, Stream.PERFORMANCE, s, m),
         )
-    ]
+    ] + [{**label, **dataclasses.asdict(p)} for p in points]
     intersectional: list[dict[str, Any]] = []
     for p, (a, b) in enumerate(itertools.combinations(range(len(attributes)), 2)):
         pair = intersectional_gap(
-            y_pred, data.disadvantaged[attributes[a].name][test],
-            data.disadvantaged[attributes[b].name][test],
-            n_resamples=config.n_resamples, n_permutations=config.n_permutations,
+            yhat_fav, data.disadvantaged[attributes[a].name][test],
+            data.disadvantaged[attributes[b].name][test], n_permutations=config.n_permutations,
             confidence=config.confidence, seed=child_seed(master, Stream.INTERSECTIONAL, s, m, p),
         )
         intersectional.append({**label, "attribute_a": attributes[a].name,
@@ -149,11 +198,10 @@ def _score_cell(data: PreparedAudit, cell: CellPredictions, config: BenchmarkCon
     t3 = time.perf_counter()
 
     counterfactual: list[dict[str, Any]] = []
-    for k, (rows, y_flip) in enumerate(zip(data.perturbed, flipped, strict=True)):
+    for rows, y_flip in zip(data.perturbed, flipped, strict=True):
         flips = flip_rates(
             y_pred, y_flip, rows.changed, axis=rows.axis, kind=rows.kind,
-            favourable=manifest.target.favourable, n_resamples=config.n_resamples,
-            confidence=config.confidence, seed=child_seed(master, Stream.COUNTERFACTUAL, s, m, k),
+            favourable=manifest.target.favourable, confidence=config.confidence,
         )
         record = dataclasses.asdict(flips)
         record["kind"] = flips.kind.value
@@ -166,21 +214,12 @@ def _score_cell(data: PreparedAudit, cell: CellPredictions, config: BenchmarkCon
         seconds={"fit": fit.get("fit", 0.0), "predict": fit.get("predict", 0.0),
                  "statistics": t3 - t2,
                  "counterfactual": fit.get("counterfactual", 0.0) + t4 - t3},
+        degenerate=degenerate, decision=decision,
     )
 
 
-FAIRNESS_COLUMNS = (
-    "audit", "strategy", "model", "protected_attribute", "metric", "value", "ci_low", "ci_high",
-    "p_value", "q_value", "significant", "n_disadvantaged", "n_advantaged",
-    "small_sample_warning", "note",
-)
-PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "metric", "value", "ci_low", "ci_high", "n",
-                       "note")
-INTERSECTIONAL_COLUMNS = (
-    "audit", "strategy", "model", "attribute_a", "attribute_b", "gap", "ci_low", "ci_high",
-    "p_value", "q_value", "significant", "gap_a", "gap_b", "n_dd", "n_da", "n_ad", "n_aa",
-    "rate_dd", "rate_da", "rate_ad", "rate_aa", "superadditive", "note",
-)
+PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "protected_attribute", "metric",
+                       "value", "ci_low", "ci_high", "n", "note")
 COUNTERFACTUAL_COLUMNS = (
     "audit", "strategy", "model", "axis", "kind", "columns", "flip_rate", "ci_low", "ci_high",
     "to_favourable", "to_unfavourable", "n_changed", "n_unchanged", "n_flipped", "note",
@@ -194,16 +233,8 @@ def _assemble(
     fairness = _frame(audit, [row for r in results for row in r.fairness], FAIRNESS_COLUMNS)
     intersectional = _frame(audit, [row for r in results for row in r.intersectional],
                             INTERSECTIONAL_COLUMNS)
-    # One family of tests per audit: every per-attribute metric and every intersectional gap.
-    p_values = np.concatenate([
-        fairness["p_value"].to_numpy(dtype=float) if len(fairness) else np.empty(0),
-        intersectional["p_value"].to_numpy(dtype=float) if len(intersectional) else np.empty(0),
-    ])
-    q_values = benjamini_hochberg(p_values)
-    for frame, q in ((fairness, q_values[: len(fairness)]),
-                     (intersectional, q_values[len(fairness):])):
-        frame["q_value"] = q
-        frame["significant"] = np.nan_to_num(q, nan=1.0) < config.alpha
+    # One BH family per audit: each fairness null once, every DD-vs-AA gap and interaction.
+    fairness, intersectional = audit_q_values(fairness, intersectional, alpha=config.alpha)
     return AuditResults(
         fairness=fairness,
         performance=_frame(audit, [row for r in results for row in r.performance],
@@ -292,10 +323,17 @@ def write_audit(
                                     f"{s.value}={s.name.lower()}" for s in Stream),
                       "models": manifest.random_state},
             "config": config.as_dict(),
+            "decision": {
+                **resolve_rule(manifest.decision,
+                               default_threshold=config.decision_threshold).as_dict(),
+                "source": ("manifest decision block" if manifest.decision is not None
+                           else "config decision_threshold"),
+            },
             **provenance_record,
             "cells": [
                 {"strategy": c.strategy.value, "model": c.family.value,
                  "seconds": {k: round(v, 4) for k, v in c.seconds.items()},
+                 **({"decision": c.decision} if c.decision else {}),
                  **({"skipped": c.skipped} if c.skipped else {})}
                 for c in results.cells
             ],

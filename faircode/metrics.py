@@ -1,31 +1,48 @@
-"""Group-fairness and performance metrics with bootstrap CIs and permutation p-values.
+"""Group-fairness and performance metrics: values, intervals, permutation p-values, BH family.
 
-Every fairness metric is "disadvantaged minus advantaged" (ratio for disparate impact) and is
-written once, as a vectorised function of the two groups' confusion counts — arrays of shape
-``(..., 4)`` in the cell order ``(TN, FP, FN, TP)`` of :mod:`faircode.stats`, with a leading
-resample axis.  The same function gives the point estimate, every bootstrap resample and every
-permutation statistic, so composite metrics (equalized odds' larger gap, the ratio) are
-re-selected inside each resample.
+The metric definitions live in :mod:`faircode._metric_defs` (vectorised functions of the two
+groups' confusion counts); this module turns them into results.  Labels and decisions must be
+oriented first with :func:`orient` (1 = the manifest's favourable outcome), so that for every
+metric and every audit **a negative value means the disadvantaged group is worse off** (for
+disparate impact: a ratio below 1; equalized odds is an unsigned magnitude, read its signed
+components ``tpr_gap``/``fpr_gap``).
+
+Intervals (column ``ci_method``)
+--------------------------------
+* ``demographic_parity_diff``, ``equal_opportunity_diff``, ``tpr_gap``, ``fpr_gap``,
+  ``predictive_parity_diff``, ``accuracy_equality_diff``: Newcombe's hybrid score interval
+  (method 10) for the difference of the two groups' proportions over the metric's subset.
+* ``disparate_impact_ratio``: Katz's log interval for a ratio of proportions (lower limit 0 and
+  a 1/2 continuity correction when the disadvantaged group has no favourable decision).
+* ``equalized_odds_diff``: an interval of ``max(|TPR gap|, |FPR gap|)`` itself, the endpoint-wise
+  maximum of the intervals of ``|TPR gap|`` and ``|FPR gap|`` implied by their Newcombe
+  intervals (see :mod:`faircode._metric_defs`).
+The percentile bootstrap covered 0.88–0.95 for the differences and 0.83–0.88 for equalized odds
+on groups of 25–40 rows; these intervals keep ≥ 0.94 there (``bench/coverage.py``, table in the
+README).  No interval is random; the bootstrap engine (:func:`bootstrap_distribution`) remains
+the count-level resampler for diagnostics and for resampling schemes that need it.
 
 Design decisions
 ----------------
 * A metric's *subsets* are the row sets its group rates are defined on (all rows; ``y = 1``;
-  ``ŷ = 1``; ``y = 1`` and ``y = 0`` for equalized odds).  A group with an empty subset gives
-  value NaN, no CI, no p-value and note ``insufficient_data``; ``small_sample_warning`` is set
-  when either group has fewer than 30 rows in any of the metric's subsets;
-  ``n_disadvantaged``/``n_advantaged`` count the rows of the union of the subsets.
+  ``ŷ = 1``; ``y = 0``; ``y = 1`` and ``y = 0`` for equalized odds).  A group with an empty
+  subset gives value NaN, no CI, no p-value and note ``insufficient_data``;
+  ``small_sample_warning`` is set when either group has fewer than :data:`SMALL_SAMPLE` rows in
+  any of the metric's subsets; ``n_disadvantaged``/``n_advantaged`` count the rows of the union
+  of the subsets.
 * Permutations shuffle group labels within each subset (the strata) and use the statistic
-  ``|value|`` — for equalized odds ``max(|TPR gap|, |FPR gap|)``, each from its own stratum —
-  except disparate impact, which uses ``|log ratio|``.
+  ``|value|`` (equalized odds: its own value, each gap from its own stratum).  Disparate impact
+  and ``tpr_gap`` test the null of demographic parity and of equal opportunity respectively
+  (:data:`SAME_NULL`) and report that twin's p-value, drawn once; :func:`audit_q_values` counts
+  each such null once in the Benjamini–Hochberg family.
 * Disparate impact is NaN with note ``undefined_advantaged_rate_zero`` when the advantaged
-  positive rate is 0; no epsilon is added.  Resamples where the ratio is undefined are dropped
-  from the percentile interval (see :func:`faircode.stats.percentile_interval`).
-* Equalized odds takes the TPR gap on an exact tie of absolute values; its note names the gap
-  chosen (``tpr_gap`` or ``fpr_gap``).
+  favourable rate is 0; no epsilon is added.
+* Equalized odds' note names the larger gap (``tpr_gap`` or ``fpr_gap``; ``tpr_gap`` on a tie).
 * Seeds: fairness metric ``k`` (its index in :data:`FAIRNESS_METRICS`) uses
-  ``child_seed(seed, k)``, whose children ``0`` and ``1`` drive the bootstrap and the permutation
-  test, so changing ``n_resamples`` never changes a p-value.  Performance metric ``k`` uses
-  ``child_seed(seed, k)``; the intersectional gap uses ``child_seed(seed, 0)``/``(seed, 1)``.
+  ``child_seed(seed, k)``, whose children ``0`` and ``1`` drive the bootstrap diagnostic and the
+  permutation test.  Performance metric ``k`` uses
+  ``child_seed(seed, k)``.  The resampling is count-based throughout (counts in, statistic over
+  a leading resample axis out), so any other resampler of counts can feed the same functions.
 """
 
 from __future__ import annotations
@@ -33,151 +50,72 @@ from __future__ import annotations
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
-from scipy import stats as sps
+import pandas as pd
+from numpy.typing import ArrayLike
 
+from faircode import _metric_defs as defs
 from faircode import stats
+from faircode._intersectional import IntersectionalResult, interaction_test, intersectional_gap
+from faircode._metric_defs import FAIRNESS_METRICS, SAME_NULL, Interval, metric_values, orient
 from faircode.errors import describe
 
 __all__ = [
+    "FAIRNESS_COLUMNS",
     "FAIRNESS_METRICS",
+    "INTERSECTIONAL_COLUMNS",
     "PERFORMANCE_METRICS",
+    "SAME_NULL",
     "SMALL_SAMPLE",
     "IntersectionalResult",
+    "Interval",
     "MetricResult",
     "PerformanceResult",
+    "audit_q_values",
     "bootstrap_distribution",
     "fairness_metrics",
+    "interaction_test",
     "intersectional_gap",
     "metric_values",
+    "orient",
     "performance_metrics",
     "permutation_distribution",
 ]
 
-FAIRNESS_METRICS: tuple[str, ...] = (
-    "demographic_parity_diff",
-    "disparate_impact_ratio",
-    "equal_opportunity_diff",
-    "equalized_odds_diff",
-    "predictive_parity_diff",
-    "accuracy_equality_diff",
-)
 PERFORMANCE_METRICS: tuple[str, ...] = ("accuracy", "auc", "f1")
 SMALL_SAMPLE: int = 30
 """A group with fewer rows than this in a metric's subset raises ``small_sample_warning``."""
 
-_TN, _FP, _FN, _TP = 0, 1, 2, 3
 _DI_UNDEFINED = "undefined_advantaged_rate_zero"
-_ALL = (_TN, _FP, _FN, _TP)
-_Counts = NDArray[np.int64]
-_Floats = NDArray[np.float64]
 
+FAIRNESS_COLUMNS: tuple[str, ...] = (
+    "audit", "strategy", "model", "protected_attribute", "metric", "value", "ci_low", "ci_high",
+    "ci_method", "p_value", "q_value", "significant", "n_disadvantaged", "n_advantaged",
+    "small_sample_warning", "note",
+)
+"""Columns of an audit's fairness table (one row per cell x attribute x metric)."""
 
-def _ratio(num: ArrayLike, den: ArrayLike) -> _Floats:
-    """Divide elementwise, NaN where the denominator is 0."""
-    num_f = np.asarray(num, dtype=np.float64)
-    den_f = np.asarray(den, dtype=np.float64)
-    out = np.full(np.broadcast(num_f, den_f).shape, np.nan)
-    np.divide(num_f, den_f, out=out, where=den_f > 0)
-    return out
-
-
-def _positive_rate(c: _Counts) -> _Floats:
-    return _ratio(c[..., _FP] + c[..., _TP], c.sum(axis=-1))
-
-
-def _tpr(c: _Counts) -> _Floats:
-    return _ratio(c[..., _TP], c[..., _TP] + c[..., _FN])
-
-
-def _fpr(c: _Counts) -> _Floats:
-    return _ratio(c[..., _FP], c[..., _FP] + c[..., _TN])
-
-
-def _precision(c: _Counts) -> _Floats:
-    return _ratio(c[..., _TP], c[..., _TP] + c[..., _FP])
-
-
-def _accuracy(c: _Counts) -> _Floats:
-    return _ratio(c[..., _TN] + c[..., _TP], c.sum(axis=-1))
-
-
-def _dp(d: _Counts, a: _Counts) -> _Floats:
-    return _positive_rate(d) - _positive_rate(a)
-
-
-def _di(d: _Counts, a: _Counts) -> _Floats:
-    rate_a = _positive_rate(a)
-    return _ratio(_positive_rate(d), np.where(rate_a > 0, rate_a, 0.0))
-
-
-def _abs_log_di(d: _Counts, a: _Counts) -> _Floats:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.abs(np.log(_positive_rate(d)) - np.log(_positive_rate(a)))
-
-
-def _eo(d: _Counts, a: _Counts) -> _Floats:
-    return _tpr(d) - _tpr(a)
-
-
-def _eodds_gaps(d: _Counts, a: _Counts) -> tuple[_Floats, _Floats]:
-    return _tpr(d) - _tpr(a), _fpr(d) - _fpr(a)
-
-
-def _eodds(d: _Counts, a: _Counts) -> _Floats:
-    tgap, fgap = _eodds_gaps(d, a)
-    chosen = np.where(np.abs(fgap) > np.abs(tgap), fgap, tgap)
-    return np.where(np.isnan(tgap) | np.isnan(fgap), np.nan, chosen)
-
-
-def _pp(d: _Counts, a: _Counts) -> _Floats:
-    return _precision(d) - _precision(a)
-
-
-def _acc(d: _Counts, a: _Counts) -> _Floats:
-    return _accuracy(d) - _accuracy(a)
-
-
-def _absolute(fn: Callable[[_Counts, _Counts], _Floats]) -> Callable[[_Counts, _Counts], _Floats]:
-    return lambda d, a: np.abs(fn(d, a))
-
-
-@dataclass(frozen=True, slots=True)
-class _Spec:
-    """How one fairness metric is computed, subset and permuted."""
-
-    value: Callable[[_Counts, _Counts], _Floats]
-    statistic: Callable[[_Counts, _Counts], _Floats]
-    subsets: tuple[tuple[int, ...], ...]
-
-
-_SPECS: dict[str, _Spec] = {
-    "demographic_parity_diff": _Spec(_dp, _absolute(_dp), (_ALL,)),
-    "disparate_impact_ratio": _Spec(_di, _abs_log_di, (_ALL,)),
-    "equal_opportunity_diff": _Spec(_eo, _absolute(_eo), ((_FN, _TP),)),
-    "equalized_odds_diff": _Spec(_eodds, _absolute(_eodds), ((_FN, _TP), (_TN, _FP))),
-    "predictive_parity_diff": _Spec(_pp, _absolute(_pp), ((_FP, _TP),)),
-    "accuracy_equality_diff": _Spec(_acc, _absolute(_acc), (_ALL,)),
-}
-
-
-def metric_values(metric: str, counts_d: ArrayLike, counts_a: ArrayLike) -> _Floats:
-    """Evaluate fairness ``metric`` on confusion counts of shape ``(..., 4)`` (NaN if undefined)."""
-    spec = _spec(metric)
-    return spec.value(np.asarray(counts_d, np.int64), np.asarray(counts_a, np.int64))
+INTERSECTIONAL_COLUMNS: tuple[str, ...] = (
+    "audit", "strategy", "model", "attribute_a", "attribute_b",
+    "gap", "ci_low", "ci_high", "p_value", "q_value", "significant",
+    "interaction", "interaction_ci_low", "interaction_ci_high", "interaction_p_value",
+    "interaction_q_value", "interaction_significant",
+    "gap_a", "gap_b", "n_dd", "n_da", "n_ad", "n_aa", "rate_dd", "rate_da", "rate_ad", "rate_aa",
+    "note",
+)
+"""Columns of an audit's intersectional table (one row per cell x pair of attributes)."""
 
 
 @dataclass(frozen=True, slots=True)
 class MetricResult:
-    """One fairness metric for one attribute: value, percentile CI and permutation p-value."""
+    """One fairness metric for one attribute: value, CI (and its method), permutation p-value."""
 
     metric: str
     value: float
     ci_low: float
     ci_high: float
+    ci_method: str
     p_value: float
     n_disadvantaged: int
     n_advantaged: int
@@ -185,7 +123,12 @@ class MetricResult:
     note: str
 
     def __post_init__(self) -> None:
-        _spec(self.metric)
+        defs.spec(self.metric)
+        if self.ci_method not in {i.value for i in Interval}:
+            raise ValueError(
+                f"MetricResult: ci_method: expected one of {', '.join(i.value for i in Interval)}"
+                f", got {describe(self.ci_method)}"
+            )
         _check_counts(
             "MetricResult", n_disadvantaged=self.n_disadvantaged, n_advantaged=self.n_advantaged
         )
@@ -217,75 +160,58 @@ class PerformanceResult:
         _check_counts("PerformanceResult", n=self.n)
 
 
-@dataclass(frozen=True, slots=True)
-class IntersectionalResult:
-    """Demographic-parity gap of the doubly-disadvantaged vs the doubly-advantaged cell."""
-
-    gap: float
-    ci_low: float
-    ci_high: float
-    p_value: float
-    gap_a: float
-    gap_b: float
-    n_dd: int
-    n_da: int
-    n_ad: int
-    n_aa: int
-    rate_dd: float
-    rate_da: float
-    rate_ad: float
-    rate_aa: float
-    superadditive: bool
-    note: str
-
-    def __post_init__(self) -> None:
-        _check_counts(
-            "IntersectionalResult", n_dd=self.n_dd, n_da=self.n_da, n_ad=self.n_ad, n_aa=self.n_aa
-        )
-        if np.isnan(self.gap) and not np.isnan(self.p_value):
-            raise ValueError("IntersectionalResult: p_value must be NaN when gap is NaN")
-
-
 def fairness_metrics(
     y_true: ArrayLike,
     y_pred: ArrayLike,
     disadvantaged: ArrayLike,
     *,
-    n_resamples: int = 2000,
     n_permutations: int = 2000,
     confidence: float = 0.95,
     seed: int | np.random.SeedSequence,
 ) -> tuple[MetricResult, ...]:
-    """Compute every fairness metric with CI and p-value, in :data:`FAIRNESS_METRICS` order."""
+    """Compute every fairness metric with CI and p-value, in :data:`FAIRNESS_METRICS` order.
+
+    ``y_true`` and ``y_pred`` must be oriented (:func:`orient`): 1 is the favourable outcome.
+    """
     counts_d, counts_a = _group_counts(y_true, y_pred, disadvantaged)
-    stats.check_positive_int("n_resamples", n_resamples)
     stats.check_positive_int("n_permutations", n_permutations)
     stats.check_confidence(confidence)
+    p_values: dict[str, float] = {}
+
+    def p_value_of(null: str) -> float:
+        if null not in p_values:
+            observed, permuted = _permutation(null, counts_d, counts_a, n_permutations, seed)
+            p_values[null] = stats.permutation_p_value(observed, permuted)
+        return p_values[null]
+
     results = []
-    for k, metric in enumerate(FAIRNESS_METRICS):
-        spec = _SPECS[metric]
+    for metric in FAIRNESS_METRICS:
+        spec = defs.SPECS[metric]
         sizes_d = [int(counts_d[list(s)].sum()) for s in spec.subsets]
         sizes_a = [int(counts_a[list(s)].sum()) for s in spec.subsets]
         union = sorted({cell for subset in spec.subsets for cell in subset})
         n_d, n_a = int(counts_d[union].sum()), int(counts_a[union].sum())
         small = min(sizes_d + sizes_a) < SMALL_SAMPLE
         value = float(spec.value(counts_d, counts_a))
+        method = spec.interval.value
         if min(sizes_d + sizes_a) == 0 or np.isnan(value):
             # an empty subset, or else disparate impact with a zero advantaged rate
             why = "insufficient_data" if min(sizes_d + sizes_a) == 0 else _DI_UNDEFINED
             nan = float("nan")
-            results.append(MetricResult(metric, nan, nan, nan, nan, n_d, n_a, small, why))
+            results.append(MetricResult(metric, nan, nan, nan, method, nan, n_d, n_a, small, why))
             continue
-        stream = stats.child_seed(seed, k)
-        boot = _bootstrap_values(spec, counts_d, counts_a, n_resamples, stream)
-        low, high = stats.percentile_interval(boot, confidence=confidence)
-        permuted = _permutation_stats(spec, counts_d, counts_a, n_permutations, stream)
-        p_value = stats.permutation_p_value(float(spec.statistic(counts_d, counts_a)), permuted)
+        low_a, high_a = defs.closed_form_interval(
+            metric, counts_d, counts_a, confidence=confidence
+        )
+        low, high = float(low_a), float(high_a)
+        p_value = p_value_of(SAME_NULL.get(metric, metric))
         note = ""
         if metric == "equalized_odds_diff":
-            tgap, _ = _eodds_gaps(counts_d, counts_a)
-            note = "tpr_gap" if value == float(tgap) else "fpr_gap"
-        results.append(MetricResult(metric, value, low, high, p_value, n_d, n_a, small, note))
+            tgap = abs(float(defs.SPECS["tpr_gap"].value(counts_d, counts_a)))
+            note = "tpr_gap" if tgap >= value else "fpr_gap"
+        results.append(
+            MetricResult(metric, value, low, high, method, p_value, n_d, n_a, small, note)
+        )
     return tuple(results)
 
 
@@ -297,10 +223,14 @@ def bootstrap_distribution(
     *,
     n_resamples: int = 2000,
     seed: int | np.random.SeedSequence,
-) -> _Floats:
-    """Return the bootstrap resamples of ``metric`` that :func:`fairness_metrics` draws."""
+) -> defs.Floats:
+    """Return bootstrap resamples of ``metric`` from its stream ``child_seed(seed, k, 0)``.
+
+    A diagnostic of the count-level engine (the reported intervals are closed-form): each group
+    is resampled at its own size as a multinomial of its cell counts.
+    """
     counts_d, counts_a = _group_counts(y_true, y_pred, disadvantaged)
-    spec = _spec(metric)
+    spec = defs.spec(metric)
     stream = stats.child_seed(seed, FAIRNESS_METRICS.index(metric))
     return _bootstrap_values(spec, counts_d, counts_a, n_resamples, stream)
 
@@ -313,13 +243,15 @@ def permutation_distribution(
     *,
     n_permutations: int = 2000,
     seed: int | np.random.SeedSequence,
-) -> tuple[float, _Floats]:
-    """Return the observed statistic and the permuted ones that :func:`fairness_metrics` draws."""
+) -> tuple[float, defs.Floats]:
+    """Return the observed statistic and the permuted ones behind ``metric``'s p-value.
+
+    For a metric in :data:`SAME_NULL` these are its twin's (the test it reports).
+    """
     counts_d, counts_a = _group_counts(y_true, y_pred, disadvantaged)
-    spec = _spec(metric)
-    stream = stats.child_seed(seed, FAIRNESS_METRICS.index(metric))
-    observed = float(spec.statistic(counts_d, counts_a))
-    return observed, _permutation_stats(spec, counts_d, counts_a, n_permutations, stream)
+    defs.spec(metric)
+    null = SAME_NULL.get(metric, metric)
+    return _permutation(null, counts_d, counts_a, n_permutations, seed)
 
 
 def performance_metrics(
@@ -347,7 +279,7 @@ def performance_metrics(
     n, nan = int(y.size), float("nan")
 
     def bootstrapped(
-        k: int, name: str, fn: Callable[[_Counts], _Floats], bad: str
+        k: int, name: str, fn: Callable[[defs.Counts], defs.Floats], bad: str
     ) -> PerformanceResult:
         value = float(fn(counts))
         if np.isnan(value):
@@ -357,11 +289,13 @@ def performance_metrics(
         low, high = stats.percentile_interval(draws, confidence=confidence)
         return PerformanceResult(name, value, low, high, n, "")
 
-    accuracy = bootstrapped(0, "accuracy", _accuracy, "insufficient_data")
+    accuracy = bootstrapped(0, "accuracy", defs.accuracy, "insufficient_data")
     f1 = bootstrapped(
         2,
         "f1",
-        lambda c: _ratio(2 * c[..., _TP], 2 * c[..., _TP] + c[..., _FP] + c[..., _FN]),
+        lambda c: defs.ratio(
+            2 * c[..., defs.TP], 2 * c[..., defs.TP] + c[..., defs.FP] + c[..., defs.FN]
+        ),
         "undefined_no_positives",
     )
     if y_score is None:
@@ -379,82 +313,59 @@ def performance_metrics(
         elif np.isnan(variance):
             auc = PerformanceResult("auc", value, nan, nan, n, "too_few_for_variance")
         else:
-            half = float(sps.norm.ppf(0.5 + confidence / 2.0)) * float(np.sqrt(variance))
+            half = stats.z_quantile(confidence) * float(np.sqrt(variance))
             auc = PerformanceResult(
                 "auc", value, max(0.0, value - half), min(1.0, value + half), n, ""
             )
     return (accuracy, auc, f1)
 
 
-def intersectional_gap(
-    y_pred: ArrayLike,
-    disadvantaged_a: ArrayLike,
-    disadvantaged_b: ArrayLike,
-    *,
-    n_resamples: int = 2000,
-    n_permutations: int = 2000,
-    confidence: float = 0.95,
-    seed: int | np.random.SeedSequence,
-) -> IntersectionalResult:
-    """Compare the doubly-disadvantaged cell's positive rate with the doubly-advantaged one's.
+def audit_q_values(
+    fairness: pd.DataFrame, intersectional: pd.DataFrame, *, alpha: float
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Return copies of an audit's two tables with Benjamini–Hochberg q-values and flags.
 
-    ``gap = rate_dd − rate_aa`` with a bootstrap CI (each cell resampled at its own size) and a
-    permutation p-value (cell labels shuffled among the DD and AA rows); ``gap_a``/``gap_b`` are
-    each attribute's demographic-parity gap over all rows.  ``superadditive`` is
-    ``|gap| > |gap_a| + |gap_b|``.  If any of the four cells is empty the gap, CI and p-value are
-    NaN with note ``empty_intersectional_cell`` (the marginal gaps and non-empty rates remain).
+    The audit's family is every fairness p-value whose metric is not in :data:`SAME_NULL`, every
+    intersectional DD-vs-AA ``p_value`` and every ``interaction_p_value``, pooled into one BH
+    adjustment (NaN p-values are left out).  A :data:`SAME_NULL` metric gets the q-value of its
+    twin row (same strategy, model and attribute).  ``significant`` is ``q_value < alpha``,
+    ``interaction_significant`` is ``interaction_q_value < alpha``.
     """
-    yhat = stats.as_binary("y_pred", y_pred)
-    mask_a = stats.as_mask("disadvantaged_a", disadvantaged_a)
-    mask_b = stats.as_mask("disadvantaged_b", disadvantaged_b)
-    stats.check_lengths(y_pred=yhat, disadvantaged_a=mask_a, disadvantaged_b=mask_b)
-    stats.check_positive_int("n_resamples", n_resamples)
-    stats.check_positive_int("n_permutations", n_permutations)
-    stats.check_confidence(confidence)
-
-    def cell(mask: NDArray[np.bool_]) -> _Counts:  # ŷ counts as (TN, FP) cells of y = 0 rows
-        positives = int(yhat[mask].sum())
-        return np.array([int(mask.sum()) - positives, positives, 0, 0], dtype=np.int64)
-
-    dd, da = cell(mask_a & mask_b), cell(mask_a & ~mask_b)
-    ad, aa = cell(~mask_a & mask_b), cell(~mask_a & ~mask_b)
-    gap_a = float(_dp(dd + da, ad + aa))
-    gap_b = float(_dp(dd + ad, da + aa))
-    groups = {"dd": dd, "da": da, "ad": ad, "aa": aa}
-    cells: dict[str, Any] = {f"n_{k}": int(c.sum()) for k, c in groups.items()}
-    cells |= {f"rate_{k}": float(_positive_rate(c)) for k, c in groups.items()}
-    nan = float("nan")
-    if min(int(c.sum()) for c in groups.values()) == 0:
-        return IntersectionalResult(
-            nan,
-            nan,
-            nan,
-            nan,
-            gap_a,
-            gap_b,
-            **cells,
-            superadditive=False,
-            note="empty_intersectional_cell",
-        )
-    gap = float(_dp(dd, aa))
-    spec = _SPECS["demographic_parity_diff"]
-    boot = _bootstrap_values(spec, dd, aa, n_resamples, seed)
-    low, high = stats.percentile_interval(boot, confidence=confidence)
-    permuted = _permutation_stats(spec, dd, aa, n_permutations, seed)
-    p_value = stats.permutation_p_value(abs(gap), permuted)
-    superadditive = bool(abs(gap) > abs(gap_a) + abs(gap_b))
-    return IntersectionalResult(
-        gap, low, high, p_value, gap_a, gap_b, **cells, superadditive=superadditive, note=""
-    )
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
+        raise ValueError(f"alpha: expected a float in (0, 1), got {describe(alpha)}")
+    fairness, inter = fairness.copy(), intersectional.copy()
+    own = ~fairness["metric"].isin(list(SAME_NULL)).to_numpy()
+    p_own = fairness["p_value"].to_numpy(dtype=float)[own]
+    p_gap = inter["p_value"].to_numpy(dtype=float)
+    p_int = inter["interaction_p_value"].to_numpy(dtype=float)
+    q = stats.benjamini_hochberg(np.concatenate([p_own, p_gap, p_int]))
+    q_fair = np.full(len(fairness), np.nan)
+    q_fair[own] = q[: own.sum()]
+    keys = [c for c in ("audit", "strategy", "model", "protected_attribute") if c in fairness]
+    key_rows = list(fairness[keys].itertuples(index=False, name=None))
+    metrics = fairness["metric"].to_numpy()
+    lookup = {(m, key): q_fair[i] for i, (m, key) in enumerate(zip(metrics, key_rows, strict=True))}
+    for i, (metric, key) in enumerate(zip(metrics, key_rows, strict=True)):
+        if metric in SAME_NULL:
+            q_fair[i] = lookup.get((SAME_NULL[metric], key), np.nan)
+    q_gap = q[own.sum() : own.sum() + len(inter)]
+    q_int = q[own.sum() + len(inter) :]
+    fairness["q_value"] = q_fair
+    fairness["significant"] = np.nan_to_num(q_fair, nan=1.0) < alpha
+    inter["q_value"] = q_gap
+    inter["significant"] = np.nan_to_num(q_gap, nan=1.0) < alpha
+    inter["interaction_q_value"] = q_int
+    inter["interaction_significant"] = np.nan_to_num(q_int, nan=1.0) < alpha
+    return fairness, inter
 
 
 def _bootstrap_values(
-    spec: _Spec,
-    counts_d: _Counts,
-    counts_a: _Counts,
+    spec: defs.Spec,
+    counts_d: defs.Counts,
+    counts_a: defs.Counts,
     n_resamples: int,
     stream: int | np.random.SeedSequence,
-) -> _Floats:
+) -> defs.Floats:
     """Bootstrap both groups independently from ``child_seed(stream, 0)``; metric per resample."""
     rng = np.random.default_rng(stats.child_seed(stream, 0))
     boot_d = stats.bootstrap_counts(counts_d, n_resamples=n_resamples, rng=rng)
@@ -462,24 +373,26 @@ def _bootstrap_values(
     return spec.value(boot_d, boot_a)
 
 
-def _permutation_stats(
-    spec: _Spec,
-    counts_d: _Counts,
-    counts_a: _Counts,
+def _permutation(
+    metric: str,
+    counts_d: defs.Counts,
+    counts_a: defs.Counts,
     n_permutations: int,
-    stream: int | np.random.SeedSequence,
-) -> _Floats:
-    """Permute group labels within each stratum from ``child_seed(stream, 1)``; statistic each."""
-    rng = np.random.default_rng(stats.child_seed(stream, 1))
+    seed: int | np.random.SeedSequence,
+) -> tuple[float, defs.Floats]:
+    """Observed ``|T|`` and permuted ``|T*|`` of ``metric`` from ``child_seed(seed, k, 1)``."""
+    spec = defs.SPECS[metric]
+    stream = stats.child_seed(seed, FAIRNESS_METRICS.index(metric), 1)
+    rng = np.random.default_rng(stream)
     perm_d, perm_a = stats.permute_counts(
         counts_d, counts_a, strata=spec.subsets, n_permutations=n_permutations, rng=rng
     )
-    return spec.statistic(perm_d, perm_a)
+    return float(spec.statistic(counts_d, counts_a)), spec.statistic(perm_d, perm_a)
 
 
 def _group_counts(
     y_true: ArrayLike, y_pred: ArrayLike, disadvantaged: ArrayLike
-) -> tuple[_Counts, _Counts]:
+) -> tuple[defs.Counts, defs.Counts]:
     """Validate the three arrays and return the (D, A) confusion counts."""
     y = stats.as_binary("y_true", y_true)
     yhat = stats.as_binary("y_pred", y_pred)
@@ -494,11 +407,3 @@ def _check_counts(where: str, **counts: object) -> None:
     for name, value in counts.items():
         if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
             raise ValueError(f"{where}: {name}: expected a non-negative int, got {describe(value)}")
-
-
-def _spec(metric: str) -> _Spec:
-    if metric not in _SPECS:
-        raise ValueError(
-            f"metric: expected one of {', '.join(FAIRNESS_METRICS)}, got {describe(metric)}"
-        )
-    return _SPECS[metric]

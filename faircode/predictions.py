@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from faircode.decision import Cutoff
 from faircode.errors import DataError
 from faircode.models import ModelFamily
 from faircode.strategies import Strategy
@@ -69,6 +70,7 @@ class Stream(IntEnum):
     INTERSECTIONAL = 2
     COUNTERFACTUAL = 3
     PREDICTION = 4
+    DECISIONS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +91,7 @@ class CellPredictions:
     counterfactual_decision: tuple[np.ndarray | None, ...] = ()
     seconds: dict[str, float] = field(default_factory=dict)
     skipped: str = ""
+    objective: str = ""
 
     def __post_init__(self) -> None:
         if not self.skipped and self.test_score is None and self.test_decision is None:
@@ -97,19 +100,20 @@ class CellPredictions:
         if len(self.counterfactual_score) != len(self.counterfactual_decision):
             raise ValueError("counterfactual scores and decisions differ in number of sets")
 
-    def decisions(self, threshold: float) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
-        """The test rows' and each counterfactual set's decisions at ``threshold`` (int8)."""
-        test = _decide(self.test_score, self.test_decision, threshold)
-        flipped = tuple(_decide(s, d, threshold) for s, d in
+    def decisions(self, cutoff: Cutoff) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
+        """The test rows' and each counterfactual set's decisions (int8): S0-S2 scores at the
+        audit's ``cutoff`` (:mod:`faircode.decision`), S3/S4 their randomised decisions."""
+        test = _decide(self.test_score, self.test_decision, cutoff)
+        flipped = tuple(_decide(s, d, cutoff) for s, d in
                         zip(self.counterfactual_score, self.counterfactual_decision, strict=True))
         return test, flipped
 
 
-def _decide(score: np.ndarray | None, decision: np.ndarray | None, threshold: float) -> np.ndarray:
+def _decide(score: np.ndarray | None, decision: np.ndarray | None, cutoff: Cutoff) -> np.ndarray:
     if decision is not None:
         return decision
     assert score is not None
-    return (score > threshold).astype(np.int8)
+    return cutoff.apply(score)
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +161,8 @@ def save_predictions(predictions: AuditPredictions, folder: Path, *, test_index:
         "audit": predictions.audit, "manifest_sha256": predictions.manifest_sha256,
         "dataset_sha256": predictions.dataset_sha256, "config": predictions.config,
         "cells": [{"strategy": c.strategy.value, "model": c.family.value, "seconds": c.seconds,
-                   "skipped": c.skipped, "score": c.test_score is not None,
+                   "skipped": c.skipped, "objective": c.objective,
+                   "score": c.test_score is not None,
                    "decision": c.test_decision is not None} for c in predictions.cells],
     }
     (folder / CELLS).write_text(json.dumps(record, indent=2) + "\n")
@@ -191,7 +196,7 @@ def load_predictions(folder: Path) -> AuditPredictions:
             train_score=_column(groups["train"][key], "score", c["score"]),
             counterfactual_score=tuple(_column(p, "score", c["score"]) for p in pieces),
             counterfactual_decision=tuple(_column(p, "decision", c["decision"]) for p in pieces),
-            seconds=c["seconds"],
+            seconds=c["seconds"], objective=c.get("objective", ""),
         ))
     return AuditPredictions(audit=record["audit"], cells=tuple(cells), config=record["config"],
                             manifest_sha256=record["manifest_sha256"],

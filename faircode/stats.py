@@ -29,6 +29,14 @@ Design decisions
   rest; the row-level reference in ``tests/reference.py`` does the same.
 * AUC uses DeLong's variance (one O(n log n) ranking pass) and a normal interval clipped to
   [0, 1], so no resample loop is needed at all.
+* Closed-form score intervals for proportions, vectorised over any leading axes of counts:
+  :func:`wilson_interval` (one proportion), :func:`newcombe_interval` (a difference of two
+  independent proportions, Newcombe's 1998 hybrid score method 10), :func:`mover_interval`
+  (any linear contrast of independent proportions: the MOVER-Wilson generalisation of method 10,
+  used for the intersectional interaction) and :func:`katz_ratio_interval` (a ratio of two
+  proportions, Katz's log method).  They do not collapse to a point at 0 or all successes and
+  keep nominal coverage on groups of a few dozen rows, where the percentile bootstrap does not
+  (``bench/coverage.py``).
 """
 
 from __future__ import annotations
@@ -62,11 +70,16 @@ __all__ = [
     "confusion_counts",
     "delong_auc",
     "design_effect",
+    "katz_ratio_interval",
+    "mover_interval",
+    "newcombe_interval",
     "percentile_interval",
     "permutation_p_value",
     "permute_counts",
     "unit_counts",
     "unit_types",
+    "wilson_interval",
+    "z_quantile",
 ]
 
 CELLS: tuple[str, ...] = ("TN", "FP", "FN", "TP")
@@ -224,6 +237,94 @@ def delong_auc(y_true: ArrayLike, y_score: ArrayLike) -> tuple[float, float]:
         return (auc, float("nan"))
     variance = float(v10.var(ddof=1) / m + v01.var(ddof=1) / n)
     return (auc, variance)
+
+
+def z_quantile(confidence: float) -> float:
+    """Return the two-sided standard-normal quantile ``Φ⁻¹(1/2 + confidence/2)`` (1.96 at 95 %)."""
+    check_confidence(confidence)
+    return float(sps.norm.ppf(0.5 + confidence / 2.0))
+
+
+def wilson_interval(
+    successes: ArrayLike, trials: ArrayLike, *, confidence: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Return the Wilson score interval of ``successes / trials``, elementwise (NaN if trials 0).
+
+    ``centre = (x + z²/2) / (n + z²)`` and ``half = z·sqrt(x(n − x)/n + z²/4) / (n + z²)``.
+    """
+    z = z_quantile(confidence)
+    x = np.asarray(successes, dtype=np.float64)
+    n = np.asarray(trials, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        centre = (x + z * z / 2.0) / (n + z * z)
+        half = z * np.sqrt(np.maximum(x * (n - x), 0.0) / n + z * z / 4.0) / (n + z * z)
+    low = np.where(n > 0, np.clip(centre - half, 0.0, 1.0), np.nan)
+    high = np.where(n > 0, np.clip(centre + half, 0.0, 1.0), np.nan)
+    return low, high
+
+
+def mover_interval(
+    successes: ArrayLike, trials: ArrayLike, weights: Sequence[float], *, confidence: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Return the MOVER-Wilson interval of ``Σ_j w_j · x_j / n_j`` over the last axis.
+
+    With ``θ_j = w_j p_j`` and ``[l_j, u_j]`` the Wilson interval of ``w_j p_j`` (limits swapped
+    for a negative weight), ``L = Σθ − sqrt(Σ(θ_j − l_j)²)`` and ``U = Σθ + sqrt(Σ(u_j − θ_j)²)``
+    (Zou & Donner 2008).  For weights ``(1, −1)`` this is Newcombe's hybrid score interval.
+    """
+    x = np.asarray(successes, dtype=np.float64)
+    n = np.asarray(trials, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    lo, hi = wilson_interval(x, n, confidence=confidence)
+    p = _safe_rate(x, n)
+    theta = w * p
+    lower_j = np.where(w >= 0, w * lo, w * hi)
+    upper_j = np.where(w >= 0, w * hi, w * lo)
+    estimate = theta.sum(axis=-1)
+    low = estimate - np.sqrt(((theta - lower_j) ** 2).sum(axis=-1))
+    high = estimate + np.sqrt(((upper_j - theta) ** 2).sum(axis=-1))
+    return low, high
+
+
+def newcombe_interval(
+    x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike, *, confidence: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Return Newcombe's hybrid score interval (method 10) for ``x1/n1 − x2/n2``, elementwise.
+
+    ``δ − sqrt((p1 − l1)² + (u2 − p2)²)`` to ``δ + sqrt((u1 − p1)² + (p2 − l2)²)`` with
+    ``[l_i, u_i]`` the Wilson interval of ``p_i``; NaN where a denominator is 0.
+    """
+    x = np.stack(np.broadcast_arrays(np.asarray(x1, np.float64), np.asarray(x2, np.float64)), -1)
+    n = np.stack(np.broadcast_arrays(np.asarray(n1, np.float64), np.asarray(n2, np.float64)), -1)
+    return mover_interval(x, n, (1.0, -1.0), confidence=confidence)
+
+
+def katz_ratio_interval(
+    x1: ArrayLike, n1: ArrayLike, x2: ArrayLike, n2: ArrayLike, *, confidence: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Return Katz's log interval for the ratio ``(x1/n1) / (x2/n2)``, elementwise.
+
+    ``exp(log R ± z·sqrt(1/x1 − 1/n1 + 1/x2 − 1/n2))``.  With ``x1 = 0`` the lower limit is 0
+    and the upper limit uses ``x1 = 1/2`` (the usual continuity correction); with ``x2 = 0`` or
+    an empty group the ratio is undefined and the interval NaN.
+    """
+    z = z_quantile(confidence)
+    a, m = np.asarray(x1, np.float64), np.asarray(n1, np.float64)
+    b, k = np.asarray(x2, np.float64), np.asarray(n2, np.float64)
+    defined = (b > 0) & (m > 0) & (k > 0)
+    a_c = np.where(a > 0, a, 0.5)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_ratio = np.log(a_c / m) - np.log(b / k)
+        se = np.sqrt(1.0 / a_c - 1.0 / m + 1.0 / b - 1.0 / k)
+        low = np.where(a > 0, np.exp(log_ratio - z * se), 0.0)
+        high = np.exp(log_ratio + z * se)
+    return np.where(defined, low, np.nan), np.where(defined, high, np.nan)
+
+
+def _safe_rate(x: NDArray[np.float64], n: NDArray[np.float64]) -> NDArray[np.float64]:
+    out = np.full(np.broadcast(x, n).shape, np.nan)
+    np.divide(x, n, out=out, where=n > 0)
+    return out
 
 
 def as_binary(name: str, values: ArrayLike) -> NDArray[np.int8]:

@@ -66,10 +66,17 @@ def mirror_dir() -> Path | None:
 
 @pytest.fixture(scope="session")
 def mirror() -> Path:
-    """Return the data mirror directory, or skip when none is available."""
+    """Return the data mirror directory; skip without one, but fail in CI (``CI=true``).
+
+    A CI run that silently skipped every data test would report green without testing the
+    audits, so there a missing mirror is an error.
+    """
     path = mirror_dir()
     if path is None:
-        pytest.skip("no data mirror (set FAIRCODE_DATA_MIRROR)")
+        message = "no data mirror (set FAIRCODE_DATA_MIRROR)"
+        if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
+            pytest.fail(f"{message}; CI=true requires the mirror", pytrace=False)
+        pytest.skip(message)
     return path
 
 

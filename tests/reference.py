@@ -6,11 +6,12 @@ written straight from their definitions as means over boolean row selections.  I
 with :mod:`faircode.stats` or :mod:`faircode.metrics`, and it is deliberately a Python loop over
 resamples — it is the yardstick the fast engine is tested and benchmarked against.
 
-Conventions shared with the engine (so they can be compared): a rate over an empty selection is
-NaN; the disparate-impact ratio is NaN when the advantaged rate is 0; equalized odds picks the
-TPR gap on a tie; the percentile interval ignores NaN resamples; the permutation statistic is
-``|value|`` except ``|log ratio|`` for disparate impact, and ``|T*|`` ties ``|T|`` within a
-relative 1e-9.
+Conventions shared with the engine (so they can be compared): labels are already oriented
+(1 = favourable); a rate over an empty selection is NaN; the disparate-impact ratio is NaN when
+the advantaged rate is 0; equalized odds is ``max(|TPR gap|, |FPR gap|)``; the percentile
+interval ignores NaN resamples; the permutation statistic is ``|value|``, and disparate impact and
+``tpr_gap`` are tested by demographic parity's and equal opportunity's permutations (same null);
+``|T*|`` ties ``|T|`` within a relative 1e-9.
 """
 
 from __future__ import annotations
@@ -25,6 +26,12 @@ STRATA: dict[str, tuple[str, ...]] = {
     "equalized_odds_diff": ("y1", "y0"),
     "predictive_parity_diff": ("yhat1",),
     "accuracy_equality_diff": ("all",),
+    "tpr_gap": ("y1",),
+    "fpr_gap": ("y0",),
+}
+SAME_NULL = {
+    "disparate_impact_ratio": "demographic_parity_diff",
+    "tpr_gap": "equal_opportunity_diff",
 }
 
 
@@ -54,13 +61,15 @@ def reference_metric(
         if not a["positive"] > 0:
             return float("nan")
         return d["positive"] / a["positive"]
-    if metric == "equal_opportunity_diff":
+    if metric in ("equal_opportunity_diff", "tpr_gap"):
         return d["tpr"] - a["tpr"]
+    if metric == "fpr_gap":
+        return d["fpr"] - a["fpr"]
     if metric == "equalized_odds_diff":
         tgap, fgap = d["tpr"] - a["tpr"], d["fpr"] - a["fpr"]
         if np.isnan(tgap) or np.isnan(fgap):
             return float("nan")
-        return fgap if abs(fgap) > abs(tgap) else tgap
+        return max(abs(tgap), abs(fgap))
     if metric == "predictive_parity_diff":
         return d["precision"] - a["precision"]
     if metric == "accuracy_equality_diff":
@@ -71,12 +80,8 @@ def reference_metric(
 def reference_statistic(
     metric: str, y: NDArray[np.int64], yhat: NDArray[np.int64], dis: NDArray[np.bool_]
 ) -> float:
-    """Return the permutation test statistic ``|T|`` of ``metric`` from rows."""
-    if metric == "disparate_impact_ratio":
-        rate_d, rate_a = _mean(yhat[dis] == 1), _mean(yhat[~dis] == 1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return float(abs(np.log(rate_d) - np.log(rate_a)))
-    return abs(reference_metric(metric, y, yhat, dis))
+    """Return the permutation test statistic ``|T|`` behind ``metric``'s p-value, from rows."""
+    return abs(reference_metric(SAME_NULL.get(metric, metric), y, yhat, dis))
 
 
 def reference_bootstrap(
@@ -120,7 +125,8 @@ def reference_permutation(
     rng: np.random.Generator,
 ) -> NDArray[np.float64]:
     """Shuffle group labels among each stratum's rows and recompute ``|T|`` each time."""
-    strata = [np.flatnonzero(_stratum(name, y, yhat)) for name in STRATA[metric]]
+    strata = [np.flatnonzero(_stratum(name, y, yhat)) for name in STRATA[SAME_NULL.get(metric,
+                                                                                         metric)]]
     out = np.empty(n_permutations)
     for b in range(n_permutations):
         shuffled = dis.copy()

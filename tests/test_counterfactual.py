@@ -37,70 +37,56 @@ def test_flip_rates_hand_computed() -> None:
     after = np.array([0, 1, 1, 1, 1, 0])
     changed = np.array([True, True, True, False, True, True])
     # changed rows: 1->0 (unfav), 1->1, 0->1 (fav), 1->1, 0->0; the unchanged 0->1 is excluded
-    r = flip_rates(before, after, changed, axis="g", kind=EXPLICIT, seed=0)
+    r = flip_rates(before, after, changed, axis="g", kind=EXPLICIT)
     assert (r.n_changed, r.n_unchanged, r.n_flipped) == (5, 1, 2)
     assert r.flip_rate == pytest.approx(2 / 5)
     assert (r.to_favourable, r.to_unfavourable) == (pytest.approx(1 / 5), pytest.approx(1 / 5))
     assert r.note == ""
-    assert r.ci_low <= r.flip_rate <= r.ci_high
 
 
 def test_favourable_label_sets_direction() -> None:
     """With favourable=0 a 1->0 flip counts as a move to the favourable decision."""
     r = flip_rates(np.array([1, 1]), np.array([0, 1]), np.array([True, True]), axis="g",
-                   kind=EXPLICIT, seed=0, favourable=0)
+                   kind=EXPLICIT, favourable=0)
     assert (r.to_favourable, r.to_unfavourable) == (0.5, 0.0)
 
 
-def test_bootstrap_ci_is_binomial_percentile(rng: np.random.Generator) -> None:
-    """The CI equals the percentiles of Binomial(n_changed, rate) draws from default_rng(seed)."""
-    before = rng.integers(0, 2, 200)
-    after = np.where(rng.random(200) < 0.3, 1 - before, before)
-    changed = np.ones(200, dtype=bool)
-    r = flip_rates(before, after, changed, axis="g", kind=EXPLICIT, seed=11, n_resamples=500,
-                   confidence=0.9)
-    draws = np.random.default_rng(11).binomial(200, r.flip_rate, size=500) / 200
-    assert (r.ci_low, r.ci_high) == tuple(np.quantile(draws, [0.05, 0.95]))
+def beta_limits(k: int, n: int, confidence: float) -> tuple[float, float]:
+    """Clopper–Pearson limits written as beta quantiles (independent of binomtest)."""
+    from scipy import stats as sps
+
+    tail = (1 - confidence) / 2
+    low = 0.0 if k == 0 else float(sps.beta.ppf(tail, k, n - k + 1))
+    high = 1.0 if k == n else float(sps.beta.ppf(1 - tail, k + 1, n - k))
+    return low, high
 
 
-def test_bootstrap_ci_agrees_with_row_resampling_reference(rng: np.random.Generator) -> None:
-    """The vectorised CI agrees with a slow loop that resamples rows with replacement."""
-    n = 300
-    before = rng.integers(0, 2, n)
-    after = np.where(rng.random(n) < 0.2, 1 - before, before)
-    changed = np.ones(n, dtype=bool)
-    r = flip_rates(before, after, changed, axis="g", kind=EXPLICIT, seed=1, n_resamples=4000)
-    flips = before != after
-    ref = [flips[rng.integers(0, n, n)].mean() for _ in range(4000)]
-    low, high = np.quantile(ref, [0.025, 0.975])
-    assert r.ci_low == pytest.approx(low, abs=0.012)
-    assert r.ci_high == pytest.approx(high, abs=0.012)
-
-
-def test_same_seed_same_result_different_seed_differs() -> None:
-    """The bootstrap is reproducible from its seed and depends on it."""
-    before, after = np.array([0, 1] * 50), np.array([0, 0] * 50)
-    changed = np.ones(100, dtype=bool)
-    a, b, c = (flip_rates(before, after, changed, axis="g", kind=EXPLICIT, seed=s,
-                          n_resamples=50) for s in (5, 5, 6))
-    assert a == b
-    assert (a.ci_low, a.ci_high) != (c.ci_low, c.ci_high)
+@pytest.mark.parametrize(("k", "n", "confidence"), [(1, 1444, 0.95), (3, 1804, 0.95),
+                                                     (57, 200, 0.9), (200, 200, 0.95)])
+def test_ci_is_clopper_pearson(k: int, n: int, confidence: float) -> None:
+    """The interval equals the exact Clopper–Pearson limits (beta quantiles)."""
+    before = np.zeros(n, int)
+    after = np.r_[np.ones(k, int), np.zeros(n - k, int)]
+    r = flip_rates(before, after, np.ones(n, bool), axis="g", kind=EXPLICIT,
+                   confidence=confidence)
+    assert (r.ci_low, r.ci_high) == pytest.approx(beta_limits(k, n, confidence), rel=1e-9)
 
 
 def test_no_changed_rows_gives_nan_and_note() -> None:
     """With no changed row the rates are NaN and the note says why."""
     r = flip_rates(np.array([0, 1]), np.array([1, 0]), np.array([False, False]), axis="g",
-                   kind=PROXY, seed=0)
+                   kind=PROXY)
     assert r.note == "no_changed_rows"
     assert (r.n_changed, r.n_unchanged, r.n_flipped) == (0, 2, 0)
     assert all(math.isnan(x) for x in (r.flip_rate, r.ci_low, r.ci_high, r.to_favourable))
 
 
-def test_zero_flips_give_zero_width_ci_at_zero() -> None:
-    """When no changed row flips, rate and percentile CI are all exactly 0."""
-    r = flip_rates(np.ones(10, int), np.ones(10, int), np.ones(10, bool), axis="g",
-                   kind=EXPLICIT, seed=0)
-    assert (r.flip_rate, r.ci_low, r.ci_high) == (0.0, 0.0, 0.0)
+def test_zero_flips_give_the_exact_upper_bound() -> None:
+    """No flip among n changed rows gives [0, 1 − 0.025^(1/n)], not a zero-width interval."""
+    n = 1444
+    r = flip_rates(np.ones(n, int), np.ones(n, int), np.ones(n, bool), axis="g", kind=EXPLICIT)
+    assert (r.flip_rate, r.ci_low) == (0.0, 0.0)
+    assert r.ci_high == pytest.approx(1 - 0.025 ** (1 / n))  # 0.00255: the "rule of three" / n
 
 
 @pytest.mark.parametrize(
@@ -109,13 +95,12 @@ def test_zero_flips_give_zero_width_ci_at_zero() -> None:
         ({"changed": np.array([1, 0])}, TypeError, "boolean"),
         ({"perturbed": np.array([1, 0, 1])}, ValueError, "1-D of one length"),
         ({"confidence": 1.0}, ValueError, "confidence"),
-        ({"n_resamples": 0}, ValueError, "n_resamples"),
     ],
 )
 def test_flip_rates_validates_inputs(kwargs: dict, error: type, message: str) -> None:
     """Mismatched shapes, non-boolean masks and bad parameters are rejected."""
     args: dict[str, Any] = {"original": np.array([1, 0]), "perturbed": np.array([0, 0]),
-            "changed": np.array([True, True]), "axis": "g", "kind": EXPLICIT, "seed": 0}
+            "changed": np.array([True, True]), "axis": "g", "kind": EXPLICIT}
     args.update(kwargs)
     with pytest.raises(error, match=message):
         flip_rates(**args)
@@ -142,7 +127,7 @@ def test_flip_rate_batches_and_results() -> None:
             AxisSpec("h", (Substitution("x", "y"),))]
     payloads = ["he runs", "Greg runs", "she runs", "he and Greg"]
     model = CountingModel()
-    results = flip_rate(model, payloads, axes, seed=1, n_resamples=100)
+    results = flip_rate(model, payloads, axes)
     assert model.batches[0] == payloads
     assert len(model.batches) == 1 + 3
     assert model.batches[1] == ["she runs", "Greg runs", "she runs", "she and Greg"]
@@ -153,36 +138,36 @@ def test_flip_rate_batches_and_results() -> None:
     assert other.note == "no_changed_rows"
 
 
-def test_flip_rate_uses_spawned_seed_per_result() -> None:
-    """Result i is bootstrapped with SeedSequence(seed, spawn_key=(i,))."""
+def test_flip_rate_results_equal_flip_rates_per_axis() -> None:
+    """Each result of flip_rate is flip_rates on that axis's before/after decisions."""
     axes = [AxisSpec("a", (Substitution("he", "she"),)),
             AxisSpec("b", (Substitution("it", "she"),))]
     payloads = ["he", "he z", "it", "it z", "we"] * 50
-    results = flip_rate(CountingModel(), payloads, axes, seed=42, n_resamples=50)
-    assert [r.flip_rate for r in results] == [0.5, 0.5]  # so the CI depends on the seed
+    results = flip_rate(CountingModel(), payloads, axes, confidence=0.9)
+    assert [r.flip_rate for r in results] == [0.5, 0.5]
     model = CountingModel()
     before = np.asarray(model(payloads))
     for i, r in enumerate(results):
         sub = axes[i].substitutions[0]
         after = np.asarray(model([p.replace(sub.pattern, "she") for p in payloads]))
         changed = np.array([p.split()[0] == sub.pattern for p in payloads])
-        expected = flip_rates(before, after, changed, axis=r.axis, kind=EXPLICIT,
-                              n_resamples=50, seed=np.random.SeedSequence(42, spawn_key=(i,)))
+        expected = flip_rates(before, after, changed, axis=r.axis, kind=EXPLICIT, confidence=0.9)
         assert r == expected
+        assert (r.ci_low, r.ci_high) == pytest.approx(beta_limits(50, 100, 0.9))
 
 
 def test_flip_rate_without_axes_raises_before_predicting() -> None:
     """flip_rate with no axes raises the no-built-in-axes error and never calls predict."""
     model = CountingModel()
     with pytest.raises(PerturbationError, match="no built-in axis list"):
-        flip_rate(model, ["he"], [], seed=0)
+        flip_rate(model, ["he"], [])
     assert model.batches == []
 
 
 def test_flip_rate_checks_prediction_length() -> None:
     """A predict function returning the wrong number of decisions is rejected."""
     with pytest.raises(ValueError, match="shape"):
-        flip_rate(lambda batch: [1], ["he", "she"], [SWAP], seed=0)
+        flip_rate(lambda batch: [1], ["he", "she"], [SWAP])
 
 
 # --- text classifier demonstration ----------------------------------------------------------
@@ -218,7 +203,7 @@ def trained_flip_rate(rng: np.random.Generator, *, leak: bool) -> FlipRateResult
     x_test, _ = letters(rng, 300, leak=leak)
     model = make_pipeline(CountVectorizer(), LogisticRegression(max_iter=1000))
     model.fit(x_train, y_train)
-    (result,) = flip_rate(model.predict, x_test, [SWAP], seed=0)
+    (result,) = flip_rate(model.predict, x_test, [SWAP])
     return result
 
 
@@ -231,11 +216,11 @@ def test_leaky_classifier_flips_under_gender_swap(rng: np.random.Generator) -> N
 
 
 def test_non_leaky_classifier_does_not_flip(rng: np.random.Generator) -> None:
-    """A classifier trained with pronouns independent of the label barely flips; CI covers 0."""
+    """A classifier trained with pronouns independent of the label barely flips; CI is exact."""
     r = trained_flip_rate(rng, leak=False)
     assert r.n_changed == 300
     assert r.flip_rate < 0.02
-    assert r.ci_low <= 0.0 <= r.ci_high
+    assert (r.ci_low, r.ci_high) == pytest.approx(beta_limits(r.n_flipped, 300, 0.95))
 
 
 # --- load_axes ------------------------------------------------------------------------------

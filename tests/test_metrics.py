@@ -44,9 +44,11 @@ HAND = {
     "demographic_parity_diff": 1 / 2 - 3 / 8,
     "disparate_impact_ratio": (1 / 2) / (3 / 8),
     "equal_opportunity_diff": 2 / 3 - 1 / 2,
-    "equalized_odds_diff": 2 / 3 - 1 / 2,  # TPR gap 1/6 beats FPR gap 1/12
+    "equalized_odds_diff": 2 / 3 - 1 / 2,  # max(|TPR gap| 1/6, |FPR gap| 1/12)
     "predictive_parity_diff": 0.0,
     "accuracy_equality_diff": 4 / 6 - 5 / 8,
+    "tpr_gap": 2 / 3 - 1 / 2,
+    "fpr_gap": 1 / 3 - 1 / 4,
 }
 
 
@@ -57,21 +59,73 @@ def by_name(results: tuple[metrics.MetricResult, ...]) -> dict[str, metrics.Metr
 
 def test_results_come_in_declared_order() -> None:
     """One result per FAIRNESS_METRICS entry, in that order."""
-    results = fairness_metrics(*TABLE, n_resamples=50, n_permutations=50, seed=1)
+    results = fairness_metrics(*TABLE, n_permutations=50, seed=1)
     assert tuple(r.metric for r in results) == FAIRNESS_METRICS
 
 
 @pytest.mark.parametrize("metric", FAIRNESS_METRICS)
 def test_hand_computed_values(metric: str) -> None:
     """Each metric's value on the small table equals the hand computation."""
-    result = by_name(fairness_metrics(*TABLE, n_resamples=50, n_permutations=50, seed=1))[metric]
+    result = by_name(fairness_metrics(*TABLE, n_permutations=50, seed=1))[metric]
     assert result.value == pytest.approx(HAND[metric])
-    assert 0.0 < result.p_value <= 1.0
+
+
+def test_demographic_parity_p_value_is_the_exact_permutation_p() -> None:
+    """The permutation p approaches the exact two-sided hypergeometric p-value."""
+    # D: 7 of 10 favourable, A: 3 of 12; pooled 10 of 22.  |x/10 - (10-x)/12| >= 54/120
+    # <=> |22x - 100| >= 54 <=> x >= 7 or x <= 2
+    law = sps.hypergeom(M=22, n=10, N=10)
+    exact = float(law.cdf(2) + law.sf(6))
+    p = by_name(
+        fairness_metrics(*rows((3, 0, 0, 7), (9, 0, 0, 3)), n_permutations=4000, seed=3)
+    )["demographic_parity_diff"].p_value
+    assert abs(p - exact) < 5 * math.sqrt(exact * (1 - exact) / 4000) + 1 / 4000
+
+
+def test_orientation_by_the_favourable_label() -> None:
+    """With favourable = 0 every metric counts the 0 decisions: the gaps are those of 1 − y."""
+    y, yhat, dis = TABLE
+    y_f, yhat_f = metrics.orient(y, yhat, favourable=0)
+    assert np.array_equal(y_f, 1 - y) and np.array_equal(yhat_f, 1 - yhat)
+    r = by_name(fairness_metrics(y_f, yhat_f, dis, n_permutations=20, seed=1))
+    # favourable-decision rates: D 3/6, A 5/8; among y_f = 1 (raw y = 0): D 2/3, A 3/4
+    assert r["demographic_parity_diff"].value == pytest.approx(3 / 6 - 5 / 8)
+    assert r["disparate_impact_ratio"].value == pytest.approx((3 / 6) / (5 / 8))
+    assert r["equal_opportunity_diff"].value == pytest.approx(2 / 3 - 3 / 4)
+    assert r["fpr_gap"].value == pytest.approx(1 / 3 - 1 / 2)
+    same = metrics.orient(y, yhat, favourable=1)
+    assert np.array_equal(same[0], y) and np.array_equal(same[1], yhat)
+    with pytest.raises(ValueError, match="favourable: expected 0 or 1"):
+        metrics.orient(y, yhat, favourable=2)
+
+
+@pytest.mark.parametrize("metric", [m for m in FAIRNESS_METRICS if m != "equalized_odds_diff"])
+def test_score_intervals_match_independent_formulas(metric: str) -> None:
+    """Score-interval metrics use Newcombe's limits of their subset rates, DI Katz's limits."""
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    # D: TN=20 FP=9 FN=6 TP=14 ; A: TN=41 FP=12 FN=9 TP=30
+    y, yhat, dis = rows((20, 9, 6, 14), (41, 12, 9, 30))
+    r = by_name(fairness_metrics(y, yhat, dis, n_permutations=20, seed=1))[metric]
+    x_n = {  # (successes, trials) of D then A over the metric's subset
+        "demographic_parity_diff": (23, 49, 42, 92),
+        "disparate_impact_ratio": (23, 49, 42, 92),
+        "equal_opportunity_diff": (14, 20, 30, 39),
+        "tpr_gap": (14, 20, 30, 39),
+        "fpr_gap": (9, 29, 12, 53),
+        "predictive_parity_diff": (14, 23, 30, 42),
+        "accuracy_equality_diff": (34, 49, 71, 92),
+    }[metric]
+    is_ratio = metric == "disparate_impact_ratio"
+    compare, method = ("ratio", "log") if is_ratio else ("diff", "newcomb")
+    expected = confint_proportions_2indep(*x_n, method=method, compare=compare, alpha=0.05)
+    assert (r.ci_low, r.ci_high) == pytest.approx(expected, rel=1e-9)
+    assert r.ci_method == ("katz_log" if compare == "ratio" else "newcombe_hybrid_score")
 
 
 def test_subset_sizes_and_small_sample_warning() -> None:
     """n_* count the metric's subset rows; tiny groups raise the small-sample warning."""
-    r = by_name(fairness_metrics(*TABLE, n_resamples=20, n_permutations=20, seed=1))
+    r = by_name(fairness_metrics(*TABLE, n_permutations=20, seed=1))
     assert (
         r["equal_opportunity_diff"].n_disadvantaged,
         r["equal_opportunity_diff"].n_advantaged,
@@ -87,14 +141,21 @@ def test_subset_sizes_and_small_sample_warning() -> None:
     assert all(x.small_sample_warning for x in r.values())
     big = by_name(
         fairness_metrics(
-            *rows((30, 30, 30, 30), (40, 30, 30, 30)), seed=1, n_resamples=20, n_permutations=20
+            *rows((30, 30, 30, 30), (40, 30, 30, 30)), seed=1, n_permutations=20
         )
     )
     assert not any(x.small_sample_warning for x in big.values())
+    # exactly 30 rows in every subset of both groups: no warning anywhere (the bound is "< 30")
+    edge = by_name(
+        fairness_metrics(
+            *rows((15, 15, 15, 15), (15, 15, 15, 15)), seed=1, n_permutations=20
+        )
+    )
+    assert not any(x.small_sample_warning for x in edge.values())
     # D has 29 rows with ŷ=1 (precision subset) but >= 30 in every other subset
     border = by_name(
         fairness_metrics(
-            *rows((40, 14, 40, 15), (40, 30, 30, 30)), seed=1, n_resamples=20, n_permutations=20
+            *rows((40, 14, 40, 15), (40, 30, 30, 30)), seed=1, n_permutations=20
         )
     )
     assert border["predictive_parity_diff"].small_sample_warning is True
@@ -102,42 +163,65 @@ def test_subset_sizes_and_small_sample_warning() -> None:
     # D has 29 rows with y=0: equalized odds warns, equal opportunity does not
     eo = by_name(
         fairness_metrics(
-            *rows((15, 14, 40, 40), (40, 30, 30, 30)), seed=1, n_resamples=20, n_permutations=20
+            *rows((15, 14, 40, 40), (40, 30, 30, 30)), seed=1, n_permutations=20
         )
     )
     assert eo["equalized_odds_diff"].small_sample_warning is True
     assert eo["equal_opportunity_diff"].small_sample_warning is False
 
 
-def test_equalized_odds_picks_signed_fpr_gap() -> None:
-    """With a larger negative FPR gap the value is that signed gap and the note says fpr_gap."""
+def test_equalized_odds_is_the_larger_absolute_gap() -> None:
+    """With a larger negative FPR gap the value is its magnitude and the note says fpr_gap."""
     # D: TPR 1/2, FPR 1/4; A: TPR 1/2, FPR 3/4 -> TPR gap 0, FPR gap -1/2
     r = by_name(
         fairness_metrics(
-            *rows((3, 1, 1, 1), (1, 3, 1, 1)), n_resamples=20, n_permutations=20, seed=2
+            *rows((3, 1, 1, 1), (1, 3, 1, 1)), n_permutations=20, seed=2
         )
     )["equalized_odds_diff"]
-    assert r.value == pytest.approx(-0.5)
+    assert r.value == pytest.approx(0.5)
     assert r.note == "fpr_gap"
 
 
 def test_equalized_odds_tie_takes_tpr_gap() -> None:
-    """When |TPR gap| equals |FPR gap| the TPR gap is reported with note tpr_gap."""
+    """When |TPR gap| equals |FPR gap| the value is that magnitude with note tpr_gap."""
     # D: TPR 1, FPR 0; A: TPR 1/2, FPR 1/2 -> TPR gap +1/2, FPR gap -1/2
     r = by_name(
         fairness_metrics(
-            *rows((2, 0, 0, 2), (1, 1, 1, 1)), n_resamples=20, n_permutations=20, seed=2
+            *rows((2, 0, 0, 2), (1, 1, 1, 1)), n_permutations=20, seed=2
         )
     )["equalized_odds_diff"]
     assert r.value == pytest.approx(0.5)
     assert r.note == "tpr_gap"
 
 
+def test_equalized_odds_interval_and_p_value_agree_on_opposite_gaps(
+    rng: np.random.Generator,
+) -> None:
+    """Opposite gaps of similar size: the interval is of the magnitude, so it excludes 0."""
+    # D: TPR 0.55, FPR 0.25; A: TPR 0.45, FPR 0.35 -> gaps +0.10 and -0.10 on 2,000 rows each
+    y, yhat, dis = rows((750, 250, 450, 550), (650, 350, 550, 450))
+    r = by_name(fairness_metrics(y, yhat, dis, n_permutations=400, seed=7))
+    eo = r["equalized_odds_diff"]
+    assert eo.value == pytest.approx(0.1) and eo.ci_low > 0.0 and eo.p_value < 0.01
+    assert eo.ci_low <= eo.value <= eo.ci_high
+    assert r["tpr_gap"].value == pytest.approx(0.1) and r["tpr_gap"].ci_low > 0
+    assert r["fpr_gap"].value == pytest.approx(-0.1) and r["fpr_gap"].ci_high < 0
+
+
+def test_same_null_metrics_report_their_twins_p_value(rng: np.random.Generator) -> None:
+    """DI reports demographic parity's p-value and tpr_gap equal opportunity's."""
+    y, yhat, dis = rng.integers(0, 2, 300), rng.integers(0, 2, 300), rng.random(300) < 0.4
+    r = by_name(fairness_metrics(y, yhat, dis, n_permutations=300, seed=4))
+    assert r["disparate_impact_ratio"].p_value == r["demographic_parity_diff"].p_value
+    assert r["tpr_gap"].p_value == r["equal_opportunity_diff"].p_value
+    assert r["fpr_gap"].p_value != r["equal_opportunity_diff"].p_value
+
+
 def test_insufficient_data_when_a_group_subset_is_empty() -> None:
     """No y=1 rows in D: EO and equalized odds are NaN with no CI, no p-value and the note."""
     r = by_name(
         fairness_metrics(
-            *rows((3, 2, 0, 0), (3, 1, 2, 2)), n_resamples=20, n_permutations=20, seed=3
+            *rows((3, 2, 0, 0), (3, 1, 2, 2)), n_permutations=20, seed=3
         )
     )
     for name in ("equal_opportunity_diff", "equalized_odds_diff"):
@@ -158,7 +242,7 @@ def test_disparate_impact_undefined_when_advantaged_rate_is_zero() -> None:
     """A zero advantaged positive rate gives DI NaN, NaN p-value and a note; no epsilon."""
     r = by_name(
         fairness_metrics(
-            *rows((2, 1, 1, 2), (3, 0, 2, 0)), n_resamples=20, n_permutations=20, seed=4
+            *rows((2, 1, 1, 2), (3, 0, 2, 0)), n_permutations=20, seed=4
         )
     )
     di = r["disparate_impact_ratio"]
@@ -171,7 +255,7 @@ def test_strong_effect_has_minimal_p_value() -> None:
     """A gap no permutation reaches gets p = 1/(P+1), never 0."""
     r = by_name(
         fairness_metrics(
-            *rows((0, 100, 0, 100), (100, 0, 100, 0)), n_resamples=20, n_permutations=99, seed=5
+            *rows((0, 100, 0, 100), (100, 0, 100, 0)), n_permutations=99, seed=5
         )
     )["demographic_parity_diff"]
     assert r.value == 1.0 and r.p_value == pytest.approx(0.01)
@@ -180,39 +264,86 @@ def test_strong_effect_has_minimal_p_value() -> None:
 def test_same_seed_is_bit_identical_and_seed_matters(rng: np.random.Generator) -> None:
     """Same int or equivalent SeedSequence seed -> identical results; another seed differs."""
     y, yhat, dis = rng.integers(0, 2, 300), rng.integers(0, 2, 300), rng.random(300) < 0.4
-    first = fairness_metrics(y, yhat, dis, n_resamples=200, n_permutations=200, seed=9)
+    first = fairness_metrics(y, yhat, dis, n_permutations=200, seed=9)
     again = fairness_metrics(
-        y, yhat, dis, n_resamples=200, n_permutations=200, seed=np.random.SeedSequence(9)
+        y, yhat, dis, n_permutations=200, seed=np.random.SeedSequence(9)
     )
-    other = fairness_metrics(y, yhat, dis, n_resamples=200, n_permutations=200, seed=10)
+    other = fairness_metrics(y, yhat, dis, n_permutations=200, seed=10)
     assert first == again
-    assert [r.ci_low for r in first] != [r.ci_low for r in other]
+    assert [r.p_value for r in first] != [r.p_value for r in other]
 
 
-def test_metric_k_uses_child_seed_k(rng: np.random.Generator) -> None:
-    """Metric k's resamples come from child_seed(seed, k), independent of the other metrics."""
+@pytest.mark.parametrize("metric", [m for m in FAIRNESS_METRICS if m not in metrics.SAME_NULL])
+def test_metric_k_permutes_with_spawn_key_k_1(metric: str, rng: np.random.Generator) -> None:
+    """Metric k's p-value comes from SeedSequence(seed, spawn_key=(k, 1)) hypergeometric draws."""
     y, yhat, dis = rng.integers(0, 2, 200), rng.integers(0, 2, 200), rng.random(200) < 0.5
-    parent = np.random.SeedSequence(3, spawn_key=(1, 2))
-    mine = metrics.bootstrap_distribution(
-        "equal_opportunity_diff", y, yhat, dis, n_resamples=100, seed=parent
-    )
-    via_key = metrics.bootstrap_distribution(
-        "equal_opportunity_diff",
-        y,
-        yhat,
-        dis,
-        n_resamples=100,
-        seed=np.random.SeedSequence(3, spawn_key=(1, 2)),
-    )
-    other = metrics.bootstrap_distribution(
-        "demographic_parity_diff", y, yhat, dis, n_resamples=100, seed=parent
-    )
-    assert np.array_equal(mine, via_key) and not np.array_equal(mine, other)
-    low = np.quantile(mine, 0.025)
-    result = by_name(
-        fairness_metrics(y, yhat, dis, n_resamples=100, n_permutations=10, seed=parent)
-    )["equal_opportunity_diff"]
-    assert result.ci_low == pytest.approx(low)
+    k = FAIRNESS_METRICS.index(metric)
+    d = np.bincount(2 * y[dis] + yhat[dis], minlength=4)
+    a = np.bincount(2 * y[~dis] + yhat[~dis], minlength=4)
+    strata = {  # the documented strata, in the documented order
+        "demographic_parity_diff": [(0, 1, 2, 3)],
+        "equal_opportunity_diff": [(2, 3)],
+        "equalized_odds_diff": [(2, 3), (0, 1)],
+        "predictive_parity_diff": [(1, 3)],
+        "accuracy_equality_diff": [(0, 1, 2, 3)],
+        "fpr_gap": [(0, 1)],
+    }[metric]
+    draw = np.random.default_rng(np.random.SeedSequence(2024, spawn_key=(k, 1)))
+    pd_, pa_ = np.tile(d, (300, 1)), np.tile(a, (300, 1))
+    for stratum in strata:
+        cells = list(stratum)
+        pooled = d[cells] + a[cells]
+        got = draw.multivariate_hypergeometric(pooled, int(d[cells].sum()), size=300)
+        pd_[:, cells], pa_[:, cells] = got, pooled - got
+    stat = np.abs(metrics.metric_values(metric, pd_, pa_))
+    observed = abs(float(metrics.metric_values(metric, d, a)))
+    expected = (1 + np.sum(stat >= observed * (1 - 1e-9))) / 301
+    result = by_name(fairness_metrics(y, yhat, dis, n_permutations=300,
+                                      seed=2024))[metric]
+    assert result.p_value == pytest.approx(expected)
+
+
+def test_bootstrap_distribution_uses_spawn_key_k_0(rng: np.random.Generator) -> None:
+    """Equalized odds' bootstrap resamples are multinomials drawn from spawn_key (3, 0), D first."""
+    y, yhat, dis = rng.integers(0, 2, 200), rng.integers(0, 2, 200), rng.random(200) < 0.5
+    d = np.bincount(2 * y[dis] + yhat[dis], minlength=4)
+    a = np.bincount(2 * y[~dis] + yhat[~dis], minlength=4)
+    draw = np.random.default_rng(np.random.SeedSequence(77, spawn_key=(3, 0)))
+    bd = draw.multinomial(d.sum(), d / d.sum(), size=500)
+    ba = draw.multinomial(a.sum(), a / a.sum(), size=500)
+
+    def tpr(c: np.ndarray) -> np.ndarray:
+        return c[:, 3] / (c[:, 2] + c[:, 3])
+
+    def fpr(c: np.ndarray) -> np.ndarray:
+        return c[:, 1] / (c[:, 0] + c[:, 1])
+
+    expected = np.maximum(np.abs(tpr(bd) - tpr(ba)), np.abs(fpr(bd) - fpr(ba)))
+    got = metrics.bootstrap_distribution("equalized_odds_diff", y, yhat, dis, n_resamples=500,
+                                         seed=77)
+    np.testing.assert_allclose(got, expected)
+
+
+@pytest.mark.parametrize(
+    ("d", "a", "straddles"),
+    [((20, 9, 6, 14), (41, 12, 9, 30), True), ((750, 250, 450, 550), (650, 350, 550, 450), False)],
+)
+def test_equalized_odds_interval_is_max_of_absolute_gap_intervals(
+    d: tuple[int, ...], a: tuple[int, ...], straddles: bool
+) -> None:
+    """The interval of max(|TPR gap|, |FPR gap|) combines the two gaps' Newcombe intervals."""
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    def abs_interval(low: float, high: float) -> tuple[float, float]:
+        inner = 0.0 if low <= 0.0 <= high else min(abs(low), abs(high))
+        return inner, max(abs(low), abs(high))
+
+    tpr = confint_proportions_2indep(d[3], d[2] + d[3], a[3], a[2] + a[3], method="newcomb")
+    fpr = confint_proportions_2indep(d[1], d[0] + d[1], a[1], a[0] + a[1], method="newcomb")
+    (lt, ut), (lf, uf) = abs_interval(*tpr), abs_interval(*fpr)
+    r = by_name(fairness_metrics(*rows(d, a), n_permutations=20, seed=1))["equalized_odds_diff"]
+    assert (r.ci_low, r.ci_high) == pytest.approx((max(lt, lf), max(ut, uf)))
+    assert (r.ci_low == 0.0) is straddles and r.ci_method == "newcombe_max_abs"
 
 
 def test_row_order_does_not_matter(rng: np.random.Generator) -> None:
@@ -220,9 +351,9 @@ def test_row_order_does_not_matter(rng: np.random.Generator) -> None:
     y, yhat, dis = rng.integers(0, 2, 150), rng.integers(0, 2, 150), rng.random(150) < 0.3
     order = rng.permutation(150)
     assert fairness_metrics(
-        y, yhat, dis, n_resamples=100, n_permutations=100, seed=1
+        y, yhat, dis, n_permutations=100, seed=1
     ) == fairness_metrics(
-        y[order], yhat[order], dis[order], n_resamples=100, n_permutations=100, seed=1
+        y[order], yhat[order], dis[order], n_permutations=100, seed=1
     )
 
 
@@ -310,20 +441,21 @@ def test_engine_and_reference_agree_on_empty_group() -> None:
 @settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 1), st.integers(0, 1), st.booleans()), max_size=60))
 def test_metric_bounds_and_p_values(table: list[tuple[int, int, bool]]) -> None:
-    """Differences lie in [-1, 1], DI >= 0, CIs are ordered, p in (0, 1] or NaN with the value."""
+    """Values match the reference; score intervals contain the value and stay within bounds."""
     y = np.array([t[0] for t in table], dtype=int)
     yhat = np.array([t[1] for t in table], dtype=int)
     dis = np.array([t[2] for t in table], dtype=bool)
-    for r in fairness_metrics(y, yhat, dis, n_resamples=30, n_permutations=30, seed=0):
+    for r in fairness_metrics(y, yhat, dis, n_permutations=30, seed=0):
         if math.isnan(r.value):
             assert math.isnan(r.p_value) and r.note
             continue
-        assert math.isfinite(r.value) and 0.0 < r.p_value <= 1.0
-        assert r.ci_low <= r.ci_high
+        assert r.ci_low <= r.value + 1e-12 and r.value - 1e-12 <= r.ci_high  # bracket the value
         if r.metric == "disparate_impact_ratio":
-            assert r.value >= 0.0 and r.ci_low >= 0.0
+            assert r.ci_low >= 0.0
+        elif r.metric == "equalized_odds_diff":
+            assert 0.0 <= r.ci_low and r.ci_high <= 1.0
         else:
-            assert -1.0 <= r.ci_low and r.ci_high <= 1.0 and -1.0 <= r.value <= 1.0
+            assert -1.0 - 1e-12 <= r.ci_low and r.ci_high <= 1.0 + 1e-12
         assert r.value == pytest.approx(reference_metric(r.metric, y, yhat, dis))
 
 
@@ -339,6 +471,22 @@ def test_performance_values_match_sklearn(rng: np.random.Generator) -> None:
     assert f1.value == pytest.approx(f1_score(y, yhat))
     for r in (acc, auc, f1):
         assert r.ci_low < r.value < r.ci_high and r.n == 400 and r.note == ""
+
+
+@pytest.mark.parametrize(("confidence", "z"), [(0.95, 1.959963984540054),
+                                               (0.80, 1.2815515655446004)])
+def test_auc_interval_is_two_sided_normal(
+    confidence: float, z: float, rng: np.random.Generator
+) -> None:
+    """AUC ± z·se with z the two-sided quantile and se from the O(mn) DeLong definition."""
+    y = rng.integers(0, 2, 120)
+    score = rng.normal(size=120) + 0.3 * y
+    _, auc, _ = metrics.performance_metrics(y, (score > 0).astype(int), score, seed=1,
+                                            n_resamples=20, confidence=confidence)
+    pos, neg = score[y == 1], score[y == 0]
+    kernel = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])
+    se = math.sqrt(kernel.mean(1).var(ddof=1) / pos.size + kernel.mean(0).var(ddof=1) / neg.size)
+    assert (auc.ci_low, auc.ci_high) == pytest.approx((auc.value - z * se, auc.value + z * se))
 
 
 def test_performance_notes_without_scores_or_positives() -> None:
@@ -363,34 +511,147 @@ def intersection_rows(cells: dict[str, tuple[int, int]]) -> tuple[np.ndarray, ..
 
 
 def test_intersectional_gap_hand_table() -> None:
-    """Cell rates, the DD-vs-AA gap, the marginal gaps and superadditivity match by hand."""
+    """Cell rates, the DD-vs-AA gap, the marginal gaps and the interaction match by hand."""
     # dd 8/10, da 3/10, ad 3/10, aa 2/10; gap_a = 11/20 - 5/20 = 0.3; same for b; gap 0.6
     yhat, a, b = intersection_rows({"dd": (10, 8), "da": (10, 3), "ad": (10, 3), "aa": (10, 2)})
-    r = metrics.intersectional_gap(yhat, a, b, n_resamples=300, n_permutations=300, seed=1)
+    r = metrics.intersectional_gap(yhat, a, b, n_permutations=300, seed=1)
     assert (r.n_dd, r.n_da, r.n_ad, r.n_aa) == (10, 10, 10, 10)
     assert (r.rate_dd, r.rate_da, r.rate_ad, r.rate_aa) == pytest.approx((0.8, 0.3, 0.3, 0.2))
     assert r.gap == pytest.approx(0.6)
     assert (r.gap_a, r.gap_b) == pytest.approx((0.3, 0.3))
-    assert r.superadditive is False  # 0.6 is not > 0.3 + 0.3
-    assert r.ci_low <= r.gap <= r.ci_high and 0.0 < r.p_value < 0.05 and r.note == ""
+    assert r.interaction == pytest.approx(0.8 - 0.3 - 0.3 + 0.2)
+    assert r.note == ""
     # permutation among the 20 DD+AA rows with 10 positives: exact two-sided Fisher-type p-value
     law = sps.hypergeom(M=20, n=10, N=10)
     exact = law.cdf(2) + law.sf(7)  # |x/10 - (10-x)/10| >= 0.6  <=>  x <= 2 or x >= 8
     assert abs(r.p_value - exact) < 5 * math.sqrt(exact * (1 - exact) / 300) + 2 / 300
 
 
-def test_intersectional_superadditive() -> None:
-    """Only the doubly-disadvantaged cell differs: the pair gap exceeds the sum of marginals."""
-    yhat, a, b = intersection_rows({"dd": (10, 9), "da": (30, 3), "ad": (30, 3), "aa": (30, 3)})
-    r = metrics.intersectional_gap(yhat, a, b, n_resamples=50, n_permutations=50, seed=1)
-    assert r.gap == pytest.approx(0.8) and r.superadditive is True
+def test_intersectional_gap_interval_is_newcombe() -> None:
+    """The DD-vs-AA interval is Newcombe's for 8/10 − 2/10 (statsmodels' 'newcomb')."""
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    yhat, a, b = intersection_rows({"dd": (10, 8), "da": (10, 3), "ad": (10, 3), "aa": (10, 2)})
+    r = metrics.intersectional_gap(yhat, a, b, n_permutations=20, seed=1)
+    expected = confint_proportions_2indep(8, 10, 2, 10, method="newcomb", compare="diff")
+    assert (r.ci_low, r.ci_high) == pytest.approx(expected)
+
+
+def test_interaction_interval_is_mover_wilson() -> None:
+    """The interaction's limits combine the four Wilson intervals by the MOVER formula."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    x, n = (8, 3, 3, 2), (10, 12, 14, 16)
+    wilson = [proportion_confint(xi, ni, alpha=0.05, method="wilson") for xi, ni in zip(x, n,
+                                                                                         strict=True)]
+    p = [xi / ni for xi, ni in zip(x, n, strict=True)]
+    est = p[0] - p[1] - p[2] + p[3]
+    # positive weight: lower limit from the cell's lower bound; negative weight: from its upper
+    low = est - math.sqrt((p[0] - wilson[0][0]) ** 2 + (wilson[1][1] - p[1]) ** 2
+                          + (wilson[2][1] - p[2]) ** 2 + (p[3] - wilson[3][0]) ** 2)
+    high = est + math.sqrt((wilson[0][1] - p[0]) ** 2 + (p[1] - wilson[1][0]) ** 2
+                           + (p[2] - wilson[2][0]) ** 2 + (wilson[3][1] - p[3]) ** 2)
+    value, ci_low, ci_high, _ = metrics.interaction_test(x, n, n_simulations=10,
+                                                          confidence=0.95, seed=0)
+    assert value == pytest.approx(est)
+    assert (ci_low, ci_high) == pytest.approx((low, high))
+
+
+def test_interaction_test_holds_its_level_under_additive_effects() -> None:
+    """With two strong additive main effects and no interaction, p < 0.05 in about 5 % of audits."""
+    rng = np.random.default_rng(11)
+    rates, n = np.array([0.60, 0.40, 0.30, 0.10]), np.array([40, 60, 80, 200])  # interaction 0
+    p = [metrics.interaction_test(rng.binomial(n, rates), n, n_simulations=199, confidence=0.95,
+                                  seed=i)[3] for i in range(300)]
+    rejected = float(np.mean(np.array(p) < 0.05))
+    assert 0.015 <= rejected <= 0.095  # 5 % ± 3.5 binomial s.e. at 300 audits
+
+
+def test_interaction_test_detects_a_real_interaction() -> None:
+    """An interaction of 0.4 on 100-row cells gets the minimal p and an interval excluding 0."""
+    yhat, a, b = intersection_rows({"dd": (100, 80), "da": (100, 30), "ad": (100, 30),
+                                    "aa": (100, 20)})
+    r = metrics.intersectional_gap(yhat, a, b, n_permutations=199, seed=2)
+    assert r.interaction == pytest.approx(0.4)
+    assert r.interaction_p_value == pytest.approx(1 / 200) and r.interaction_ci_low > 0.2
+
+
+def test_interaction_is_zero_for_additive_rates() -> None:
+    """Rates that add up (0.2 + 0.1 + 0.3) give interaction 0 and p = 1 even with a big DD gap."""
+    yhat, a, b = intersection_rows({"dd": (50, 30), "da": (50, 15), "ad": (50, 20),
+                                    "aa": (50, 5)})
+    r = metrics.intersectional_gap(yhat, a, b, n_permutations=99, seed=3)
+    assert r.interaction == pytest.approx(0.0, abs=1e-12) and r.interaction_p_value == 1.0
+    assert r.gap == pytest.approx(0.5) and r.p_value < 0.05
 
 
 def test_intersectional_empty_cell() -> None:
-    """An empty cell gives NaN gap, CI and p-value with note empty_intersectional_cell."""
+    """An empty cell gives NaN gap, interaction, CIs and p-values and a note saying so."""
     yhat, a, b = intersection_rows({"dd": (0, 0), "da": (10, 3), "ad": (10, 3), "aa": (10, 2)})
     r = metrics.intersectional_gap(yhat, a, b, seed=1)
     assert r.note == "empty_intersectional_cell" and r.n_dd == 0
     assert math.isnan(r.gap) and math.isnan(r.p_value) and math.isnan(r.ci_low)
+    assert math.isnan(r.interaction) and math.isnan(r.interaction_p_value)
     assert math.isnan(r.rate_dd) and r.rate_aa == pytest.approx(0.2)
-    assert r.gap_a == pytest.approx(3 / 10 - 5 / 20) and r.superadditive is False
+    assert r.gap_a == pytest.approx(3 / 10 - 5 / 20)
+
+
+# --- the audit's Benjamini-Hochberg family ---------------------------------------------------
+
+
+def test_audit_q_values_pool_tables_and_count_each_null_once() -> None:
+    """One BH over {DP, EO, gap, interaction}; DI shares DP's q (not a separate test)."""
+    import pandas as pd
+
+    fairness = pd.DataFrame({
+        "strategy": ["S0"] * 3, "model": ["lr"] * 3, "protected_attribute": ["race"] * 3,
+        "metric": ["demographic_parity_diff", "disparate_impact_ratio", "equal_opportunity_diff"],
+        "p_value": [0.01, 0.01, 0.04],
+    })
+    inter = pd.DataFrame({"strategy": ["S0"], "model": ["lr"], "p_value": [0.03],
+                          "interaction_p_value": [0.5]})
+    f, i = metrics.audit_q_values(fairness, inter, alpha=0.05)
+    # family (0.01, 0.04, 0.03, 0.5), m = 4: p·m/rank = 0.04, 0.06, 0.0533, 0.5 -> step-up min
+    np.testing.assert_allclose(f["q_value"], [0.04, 0.04, 0.16 / 3])
+    np.testing.assert_allclose(i["q_value"], [0.16 / 3])
+    np.testing.assert_allclose(i["interaction_q_value"], [0.5])
+    assert f["significant"].tolist() == [True, True, False]
+    assert i["significant"].tolist() == [False] and i["interaction_significant"].tolist() == [False]
+    assert "q_value" not in fairness  # the inputs are not modified
+
+
+def test_audit_q_values_twin_is_matched_within_its_cell_and_attribute() -> None:
+    """DI takes the DP q-value of its own strategy, model and attribute."""
+    import pandas as pd
+
+    fairness = pd.DataFrame({
+        "strategy": ["S0", "S0", "S1", "S1"], "model": ["lr"] * 4,
+        "protected_attribute": ["race"] * 4,
+        "metric": ["demographic_parity_diff", "disparate_impact_ratio"] * 2,
+        "p_value": [0.001, 0.001, 0.9, 0.9],
+    })
+    empty = pd.DataFrame({"p_value": [], "interaction_p_value": []})
+    f, _ = metrics.audit_q_values(fairness, empty, alpha=0.05)
+    np.testing.assert_allclose(f["q_value"], [0.002, 0.002, 0.9, 0.9])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"y_pred": np.array([0, 2, 1])}, r"^y_pred\[1\]: expected 0 or 1, got 2"),
+        ({"disadvantaged_a": np.array([1, 0, 1])}, "^disadvantaged_a: expected a 1-D boolean"),
+        ({"disadvantaged_b": np.array([1, 0, 1])}, "^disadvantaged_b: expected a 1-D boolean"),
+        ({"y_pred": np.array([0, 1])}, "^array lengths differ: .*y_pred=2"),
+        ({"n_permutations": 0}, "^n_permutations: expected a positive int, got 0"),
+        ({"confidence": 1.5}, "^confidence: expected a float in"),
+    ],
+)
+def test_intersectional_gap_rejects_bad_input(kwargs: dict[str, object], match: str) -> None:
+    """Each bad argument is a ValueError naming that argument."""
+    args: dict[str, object] = {
+        "y_pred": np.array([0, 1, 1]), "disadvantaged_a": np.array([True, False, True]),
+        "disadvantaged_b": np.array([True, True, False]), "seed": 0,
+    }
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        metrics.intersectional_gap(**args)  # type: ignore[arg-type]

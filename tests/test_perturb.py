@@ -86,6 +86,12 @@ def test_longest_pattern_first() -> None:
     assert one("Mr Smith and Mr Brown", *subs) == "Ms Jones and Ms Brown"
 
 
+def test_longest_first_is_by_pattern_not_replacement_length() -> None:
+    """The longer *pattern* wins even when the shorter pattern has the longer replacement."""
+    subs = (Substitution("mr", "mister of the house"), Substitution("mr smith", "x"))
+    assert one("Mr Smith and Mr Brown", *subs) == "X and Mister of the house Brown"
+
+
 def test_multiword_pattern_matches_any_whitespace_run() -> None:
     """A multi-word pattern matches across several spaces, tabs and newlines."""
     out = one("a young \t\n man here", Substitution("young man", "old woman"))
@@ -137,6 +143,7 @@ def test_pattern_is_literal_not_regex() -> None:
         ("McDonald", "smith", "smith"),  # other mixed case -> as written
         ("90210", "10453", "10453"),  # no cased letter -> as written
         ("Young Man", "old woman", "Old Woman"),  # per-word Title
+        ("Greg", "jamal smith", "Jamal smith"),  # one Title word: only the first letter
         ("Young man", "old woman", "Old woman"),  # sentence Title
         ("YOUNG MAN", "old woman", "OLD WOMAN"),  # uppercase multi-word
         ("young Man", "old woman", "old woman"),  # mixed multi-word -> as written

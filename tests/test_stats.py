@@ -374,3 +374,82 @@ def test_design_effect_is_the_variance_ratio_of_finite_resamples() -> None:
     assert stats.design_effect([0.0, 2.0, np.nan], [0.0, 1.0]) == pytest.approx(4.0)
     assert np.isnan(stats.design_effect([0.0, 2.0], [1.0, 1.0]))
     assert np.isnan(stats.design_effect([0.0], [0.0, 1.0]))
+# --- closed-form intervals ------------------------------------------------------------------
+
+# Newcombe (1998), Statistics in Medicine 17:873-890, Table II, method 10 (hybrid score)
+NEWCOMBE_TABLE_II = [
+    ((56, 70, 48, 80), (0.0524, 0.3339)),
+    ((9, 10, 3, 10), (0.1705, 0.8090)),
+    ((6, 7, 2, 7), (0.0582, 0.8062)),
+    ((5, 56, 0, 29), (-0.0381, 0.1926)),
+    ((0, 10, 0, 20), (-0.1611, 0.2775)),
+    ((0, 10, 0, 10), (-0.2775, 0.2775)),
+    ((10, 10, 0, 20), (0.6791, 1.0000)),
+    ((10, 10, 0, 10), (0.6075, 1.0000)),
+]
+
+
+@pytest.mark.parametrize(("counts", "expected"), NEWCOMBE_TABLE_II)
+def test_newcombe_interval_matches_published_table(
+    counts: tuple[int, int, int, int], expected: tuple[float, float]
+) -> None:
+    """Method 10 reproduces Newcombe's published 95 % limits to four decimals."""
+    low, high = stats.newcombe_interval(*counts, confidence=0.95)
+    assert (float(low), float(high)) == pytest.approx(expected, abs=6e-5)
+
+
+def test_newcombe_interval_agrees_with_statsmodels(rng: np.random.Generator) -> None:
+    """Vectorised limits equal statsmodels' 'newcomb' difference interval at 90 %."""
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    n1, n2 = rng.integers(5, 60, 20), rng.integers(5, 60, 20)
+    x1, x2 = rng.integers(0, n1 + 1), rng.integers(0, n2 + 1)
+    low, high = stats.newcombe_interval(x1, n1, x2, n2, confidence=0.9)
+    for i in range(20):
+        ref = confint_proportions_2indep(int(x1[i]), int(n1[i]), int(x2[i]), int(n2[i]),
+                                         method="newcomb", compare="diff", alpha=0.1)
+        assert (low[i], high[i]) == pytest.approx(ref, abs=1e-10)
+
+
+def test_wilson_interval_known_answers() -> None:
+    """Wilson's interval: [0, z²/(n+z²)] at x = 0, and statsmodels' values elsewhere."""
+    from statsmodels.stats.proportion import proportion_confint
+
+    z = 1.959963984540054
+    low, high = stats.wilson_interval(np.array([0, 3, 10]), np.array([10, 10, 10]),
+                                      confidence=0.95)
+    assert (low[0], high[0]) == pytest.approx((0.0, z * z / (10 + z * z)))
+    assert (low[1], high[1]) == pytest.approx(proportion_confint(3, 10, method="wilson"))
+    assert (low[2], high[2]) == pytest.approx((10 / (10 + z * z), 1.0))
+    assert np.isnan(stats.wilson_interval(0, 0, confidence=0.95)[0])
+
+
+def test_katz_ratio_interval_by_hand() -> None:
+    """Katz: 10/50 over 20/50 is 0.5·exp(±z·sqrt(1/10 − 1/50 + 1/20 − 1/50))."""
+    low, high = stats.katz_ratio_interval(10, 50, 20, 50, confidence=0.95)
+    half = 1.959963984540054 * np.sqrt(0.11)
+    assert (float(low), float(high)) == pytest.approx((0.5 * np.exp(-half), 0.5 * np.exp(half)))
+
+
+def test_katz_ratio_interval_zero_counts() -> None:
+    """x1 = 0 gives lower 0 and the x1 = 1/2 upper limit; x2 = 0 gives NaN."""
+    low, high = stats.katz_ratio_interval(0, 40, 10, 50, confidence=0.95)
+    se = np.sqrt(1 / 0.5 - 1 / 40 + 1 / 10 - 1 / 50)
+    expected = (0.5 / 40) / (10 / 50) * np.exp(1.959963984540054 * se)
+    assert float(low) == 0.0 and float(high) == pytest.approx(expected)
+    assert np.isnan(stats.katz_ratio_interval(3, 40, 0, 50, confidence=0.95)[0])
+
+
+def test_mover_interval_two_cells_is_newcombe(rng: np.random.Generator) -> None:
+    """With weights (1, −1) the MOVER interval is Newcombe's; weights (−1, 1) mirror it."""
+    x, n = np.array([7, 19]), np.array([23, 31])
+    low, high = stats.mover_interval(x, n, (1.0, -1.0), confidence=0.95)
+    assert (low, high) == pytest.approx(stats.newcombe_interval(7, 23, 19, 31, confidence=0.95))
+    mlow, mhigh = stats.mover_interval(x, n, (-1.0, 1.0), confidence=0.95)
+    assert (mlow, mhigh) == pytest.approx((-high, -low))
+
+
+def test_z_quantile_is_two_sided() -> None:
+    """z at 95 % is 1.959964 and at 90 % 1.644854 (the two-sided normal quantiles)."""
+    assert stats.z_quantile(0.95) == pytest.approx(1.959963984540054)
+    assert stats.z_quantile(0.90) == pytest.approx(1.6448536269514722)
