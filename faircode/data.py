@@ -13,9 +13,10 @@ Design decisions
 * **Missing values are pandas' standard NA markers** (``""``, ``NA``, ``N/A``, ``NULL``, ``None``,
   ``nan``, ...).  Sentinel strings that are not among them — ``"?"`` in Adult and the diabetes
   data — are ordinary observed values; a manifest that wants them gone says so with a filter
-  (``race not_isin ["?"]``) or declares them missing (``dataset.read.missing: ["?"]``).  Under pandas 3 text columns arrive as the ``str`` dtype whose missing
-  value is ``NaN``; every comparison below is made NA-aware explicitly (NA never equals anything,
-  so ``isin``/``equals`` drop NA rows and ``not_isin``/``not_equals`` keep them).
+  (``race not_isin ["?"]``) or declares them missing (``dataset.read.missing: ["?"]``).  Under
+  pandas 3 text columns arrive as the ``str`` dtype whose missing value is ``NaN``; every
+  comparison below is made NA-aware explicitly (NA never equals anything, so ``isin``/``equals``
+  drop NA rows and ``not_isin``/``not_equals`` keep them).
 * **Values are compared by type family.**  On a numeric column a manifest value is compared as a
   float (``1`` matches ``1.0``); on any other column both sides are compared as text, booleans as
   ``True``/``False``.
