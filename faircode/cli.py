@@ -29,7 +29,7 @@ from faircode.errors import DataUnavailableError, FaircodeError
 from faircode.fetch import fetch
 from faircode.manifest import Manifest, discover_manifests, load_manifest
 
-__all__ = ["SUBCOMMANDS", "main", "resolve_manifests"]
+__all__ = ["SUBCOMMANDS", "main", "mirror_dirs", "resolve_manifests"]
 
 MIRROR_ENV = "FAIRCODE_DATA_MIRROR"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -79,16 +79,22 @@ def _each_manifest(args: argparse.Namespace, work: Callable[[Manifest], None]) -
 # ------------------------------------------------------------------------------ data fetch
 
 
+def mirror_dirs(flags: Sequence[str] | None, env: str | None) -> tuple[Path, ...]:
+    """Return the mirror folders: the ``--mirror`` flags if any, else the env value split."""
+    texts = list(flags) if flags else (env or "").split(os.pathsep)
+    return tuple(Path(t) for t in texts if t)
+
+
 def _cmd_fetch(args: argparse.Namespace) -> int:
-    mirror_text = args.mirror or os.environ.get(MIRROR_ENV)
-    mirror = Path(mirror_text) if mirror_text else None
+    mirrors = mirror_dirs(args.mirror, os.environ.get(MIRROR_ENV))
 
     def work(manifest: Manifest) -> None:
         target = manifest
         if args.offline and manifest.dataset.source is not None:
             source = replace(manifest.dataset.source, url=None, member=None)
             target = replace(manifest, dataset=replace(manifest.dataset, source=source))
-        result = fetch(target, mirror=mirror, timeout=args.timeout, progress=sys.stderr.isatty())
+        result = fetch(target, mirrors=mirrors, timeout=args.timeout,
+                       progress=sys.stderr.isatty())
         note = "verified" if result.checked else "no sha256 declared, digest"
         print(f"{manifest.name}: {result.status} {result.path} ({note} {result.sha256})")
 
@@ -102,7 +108,9 @@ def _add_data(subparsers: argparse._SubParsersAction, common: argparse.ArgumentP
         "fetch", parents=[common], help="fetch and verify raw files (mirror or download)"
     )
     fetch_p.add_argument(
-        "--mirror", help=f"mirror directory <mirror>/<audit>/<file> (${MIRROR_ENV})"
+        "--mirror", action="append",
+        help=f"mirror directory <mirror>/<audit>/<file>; repeatable, the first holding the file "
+             f"wins (default: ${MIRROR_ENV}, {os.pathsep}-separated)",
     )
     fetch_p.add_argument("--timeout", type=float, default=60.0, help="download timeout, seconds")
     fetch_p.add_argument("--offline", action="store_true", help="never download; mirror only")
@@ -117,7 +125,7 @@ def summary_lines(data: AuditData) -> list[str]:
     m, y = data.manifest, data.y
     lines = [f"{m.name}: {m.title}  (sha256 {data.sha256[:12]}...)"]
     lines += [f"  {step:<66} {n:>9,} rows" for step, n in data.steps]
-    lines.append(f"  label rate (label 1 = {_label_text(m)}): {y.mean():.4f}")
+    lines.append(f"  label rate (label 1 = {_label_text(m, data.target_cut)}): {y.mean():.4f}")
     for attribute in m.protected_attributes:
         dis = data.disadvantaged[attribute.name]
         for group, mask in (("disadvantaged", dis), ("advantaged", ~dis)):
@@ -139,9 +147,13 @@ def summary_lines(data: AuditData) -> list[str]:
     return lines
 
 
-def _label_text(m: Manifest) -> str:
+def _label_text(m: Manifest, cut: float | None = None) -> str:
     t = m.target
     shown = {"binary": "true", "equals": repr(t.value), "isin": repr(list(t.values or ()))}
+    if t.method in ("threshold", "quantile"):
+        op = ">" if t.direction == "above" else ">="
+        where = f" (its {t.quantile:g} quantile)" if t.method == "quantile" else ""
+        shown[t.method] = f"{op} {cut:g}{where}" if cut is not None else f"{op} (no values)"
     return f"{t.column} {shown.get(t.method, 'above median')}"
 
 
@@ -336,7 +348,7 @@ def _pipeline_env(root: Path) -> dict[str, str]:
 
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env.setdefault(MIRROR_ENV, str(default_mirror(root)))
+    env.setdefault(MIRROR_ENV, default_mirror(root))
     return env
 
 

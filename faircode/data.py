@@ -13,12 +13,21 @@ Design decisions
 * **Missing values are pandas' standard NA markers** (``""``, ``NA``, ``N/A``, ``NULL``, ``None``,
   ``nan``, ...).  Sentinel strings that are not among them — ``"?"`` in Adult and the diabetes
   data — are ordinary observed values; a manifest that wants them gone says so with a filter
-  (``race not_isin ["?"]``).  Under pandas 3 text columns arrive as the ``str`` dtype whose missing
-  value is ``NaN``; every comparison below is made NA-aware explicitly (NA never equals anything,
-  so ``isin``/``equals`` drop NA rows and ``not_isin``/``not_equals`` keep them).
+  (``race not_isin ["?"]``) or declares them missing (``dataset.read.missing: ["?"]``).  Under
+  pandas 3 text columns arrive as the ``str`` dtype whose missing value is ``NaN``; every
+  comparison below is made NA-aware explicitly (NA never equals anything, so ``isin``/``equals``
+  drop NA rows and ``not_isin``/``not_equals`` keep them).
 * **Values are compared by type family.**  On a numeric column a manifest value is compared as a
   float (``1`` matches ``1.0``); on any other column both sides are compared as text, booleans as
   ``True``/``False``.
+* **The file is parsed as ``dataset.read`` says** (separator, header row, encoding, column names,
+  extra missing markers such as ``"?"``); a file without a header must have exactly as many fields
+  as the manifest lists names — pandas would otherwise silently turn extra fields into an index.
+* **Numeric-cut targets**: ``threshold`` compares with the stated number; ``quantile`` first
+  computes that quantile (numpy's default linear interpolation) of the filtered, derivable rows,
+  then cuts there.  ``above`` is ``>``, ``at_least`` is ``>=``.  The cut is kept in
+  :attr:`AuditData.target_cut` so ``validate`` can print it; with ties at the cut the label rate
+  of a ``quantile`` target is not exactly ``1 - quantile``, which is why validate shows both.
 * **Thresholds split at the threshold**: ``below`` means ``x < threshold``, ``above`` means
   ``x >= threshold`` (so ``[70-80)`` is ``above`` 70).  ``above_median`` is strictly greater than
   the median of the filtered, derivable rows.
@@ -66,6 +75,7 @@ __all__ = [
     "first_per_unit",
     "grouped_split",
     "load_audit",
+    "target_cut",
 ]
 
 UNSEEN_CODE = -1.0
@@ -199,6 +209,14 @@ def derive_target(target: Target, values: pd.Series) -> tuple[np.ndarray, np.nda
     if target.method == "binary":
         return _binary(values, where)
     derivable = values.notna().to_numpy(dtype=bool)
+    if target.method in ("threshold", "quantile"):
+        cut = target_cut(target, values)
+        if cut is None:
+            return np.zeros(len(values), np.int8), derivable
+        nums = values.to_numpy(dtype=float, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            hit = nums > cut if target.direction == "above" else nums >= cut
+        return (derivable & hit).astype(np.int8), derivable
     if target.method == "above_median":
         if not _is_numeric(values):
             raise DataError(
@@ -213,6 +231,26 @@ def derive_target(target: Target, values: pd.Series) -> tuple[np.ndarray, np.nda
     if target.method == "equals" and target.value is not None:
         targets = (target.value,)
     return _isin(values, targets).astype(np.int8), derivable
+
+
+def target_cut(target: Target, values: pd.Series) -> float | None:
+    """Return the number a ``threshold``/``quantile`` target cuts at (None: other methods).
+
+    For ``quantile`` it is the quantile of the non-missing ``values`` (None when there are none).
+    """
+    if target.method not in ("threshold", "quantile"):
+        return None
+    if not _is_numeric(values):
+        raise DataError(
+            f"target.column {target.column!r}: expected a numeric column for method "
+            f"{target.method}, got {values.dtype}"
+        )
+    if target.method == "threshold":
+        return float(target.threshold)  # type: ignore[arg-type]
+    nums = values.to_numpy(dtype=float, na_value=np.nan)
+    present = nums[~np.isnan(nums)]
+    quantile = float(target.quantile or 0.0)
+    return float(np.quantile(present, quantile)) if present.size else None
 
 
 def _numbers(attribute: ProtectedAttribute, values: pd.Series) -> np.ndarray:
@@ -315,6 +353,7 @@ class AuditData:
     sha256: str
     unit: np.ndarray | None = None
     """Integer unit code per row (``0..U-1``, order of first appearance); None without a unit."""
+    target_cut: float | None = None
 
 
 def _column_sources(manifest: Manifest) -> dict[str, str]:
@@ -335,8 +374,35 @@ def _column_sources(manifest: Manifest) -> dict[str, str]:
     return where
 
 
+def _read_csv(manifest: Manifest, file: Path, **kwargs: object) -> pd.DataFrame:
+    """``pandas.read_csv`` with the manifest's reading options; parse failures are DataError."""
+    options = {**manifest.dataset.read.pandas_kwargs(), **kwargs}
+    try:
+        return pd.read_csv(file, **options)
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        detail = " ".join(str(exc).split())
+        raise DataError(
+            f"{manifest.file}: dataset.read: expected {file.name} to parse with these options, "
+            f"got {type(exc).__name__}: {detail}"
+        ) from None
+
+
+def _header(manifest: Manifest, file: Path) -> list[str]:
+    """Return the file's column names (checking a manifest's names against its field count)."""
+    names = manifest.dataset.read.names
+    if names is None:
+        return [str(c) for c in _read_csv(manifest, file, nrows=0).columns]
+    fields = _read_csv(manifest, file, nrows=1, names=None, usecols=None).shape[1]
+    if fields != len(names):
+        raise DataError(
+            f"{manifest.file}: dataset.read.names: expected {fields} names for the {fields} "
+            f"fields of {file.name}, got {len(names)} names (list)"
+        )
+    return list(names)
+
+
 def _read(manifest: Manifest, file: Path) -> pd.DataFrame:
-    header = [str(c) for c in pd.read_csv(file, nrows=0).columns]
+    header = _header(manifest, file)
     for col, where in _column_sources(manifest).items():
         if col not in header:
             close = difflib.get_close_matches(col, header, n=3, cutoff=0.5)
@@ -346,7 +412,7 @@ def _read(manifest: Manifest, file: Path) -> pd.DataFrame:
                 f"got {col!r} (str){hint}"
             )
     named = list(manifest.named_columns)
-    frame = pd.read_csv(file, usecols=named, low_memory=False)
+    frame = _read_csv(manifest, file, usecols=named, low_memory=False)
     return frame[named]
 
 
@@ -369,6 +435,7 @@ def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
             keep &= filter_mask(row_filter, frame[row_filter.column])
         steps.append((f"filter {i}: {row_filter.describe()}", int(keep.sum())))
     frame = frame[keep].reset_index(drop=True)
+    cut = target_cut(manifest.target, frame[manifest.target.column])
     label, derivable = derive_target(manifest.target, frame[manifest.target.column])
     steps.append(("target derivable", int(derivable.sum())))
     frame, label = frame[derivable].reset_index(drop=True), label[derivable]
@@ -410,6 +477,7 @@ def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
         steps=tuple(steps),
         sha256=digest,
         unit=unit,
+        target_cut=cut,
     )
 
 

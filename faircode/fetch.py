@@ -3,7 +3,8 @@
 For one manifest :func:`fetch` tries, in order:
 
 1. the file already at ``dataset.path`` — kept when its sha256 matches (or no digest is declared);
-2. ``<mirror>/<audit name>/<file name>`` when a mirror directory is given;
+2. ``<mirror>/<audit name>/<file name>`` in the first of the given mirror directories that holds
+   it (several mirrors: e.g. the shipped audits' and the extra datasets' folders);
 3. ``dataset.source.url`` — streamed with a timeout (and a progress bar), extracting
    ``source.member`` when the URL is a zip archive.
 
@@ -18,7 +19,10 @@ Design decisions
   ``<audit>: dataset unavailable: <instructions>`` — data is never synthesised.
 * A manifest without ``sha256`` still fetches; its file's digest is reported (``checked=False``).
 * ``urllib.request`` only (no new dependency); the library reads no environment variable — the
-  CLI resolves ``FAIRCODE_DATA_MIRROR``.
+  CLI resolves ``--mirror`` (repeatable) and ``FAIRCODE_DATA_MIRROR`` (``os.pathsep``-separated)
+  into the explicit ``mirrors`` tuple.
+* **The first mirror holding the file wins**, even if its copy fails verification: a wrong copy
+  is an error to fix, not something to paper over with another folder's bytes.
 """
 
 from __future__ import annotations
@@ -163,9 +167,14 @@ def _extract(manifest: Manifest, archive: Path, member: str, dest: Path) -> str:
 
 
 def fetch(
-    manifest: Manifest, *, mirror: Path | None, timeout: float = 60, progress: bool = False
+    manifest: Manifest, *, mirrors: tuple[Path, ...], timeout: float = 60, progress: bool = False
 ) -> FetchResult:
-    """Obtain and verify the raw file of ``manifest``; see the module docstring for the order."""
+    """Obtain and verify the raw file of ``manifest``; see the module docstring for the order.
+
+    ``mirrors`` are searched in order for ``<mirror>/<audit name>/<file name>``; ``()`` for none.
+    """
+    if isinstance(mirrors, str | Path) or not isinstance(mirrors, tuple):
+        raise TypeError(f"fetch: mirrors: expected a tuple of paths, got {mirrors!r}")
     target, expected = manifest.dataset.path, manifest.dataset.sha256
     stale: str | None = None
     if target.is_file():
@@ -174,8 +183,9 @@ def fetch(
             return FetchResult("present", target, digest, expected is not None)
         stale = digest
     source = manifest.dataset.source
-    copy = mirror / manifest.name / target.name if mirror is not None else None
-    if copy is not None and copy.is_file():
+    candidates = (Path(m) / manifest.name / target.name for m in mirrors)
+    copy = next((c for c in candidates if c.is_file()), None)
+    if copy is not None:
         with _staging(target) as temp, copy.open("rb") as handle:
             size = copy.stat().st_size
             digest = _copy_hashing(handle, temp, total=size, progress=progress, label=manifest.name)

@@ -25,10 +25,19 @@ Design decisions
   ``{column: <unit>, first_by: <order column>}``, which keeps, among the rows still kept, each
   unit's row with the smallest order value; a filter, not a dataset option, so its place in the
   filter sequence (and the row count after it) is explicit.
+* **Reading options are part of the manifest** (``dataset.read``: separator, header row, encoding,
+  column names, extra missing markers) because they decide what the bytes mean; their defaults are
+  pandas' own, so a manifest without ``read`` is read exactly as before.  Column names of a file
+  without a header are listed in the manifest itself (not a side file), so the manifest's sha256
+  recorded with every result covers them.
+* **Numeric cuts state their side**: ``threshold`` and ``quantile`` targets need ``direction``
+  (``above`` is ``>``, ``at_least`` is ``>=``); there is no default, because ``G3 >= 10`` and
+  ``G3 > 10`` are different labels.
 """
 
 from __future__ import annotations
 
+import codecs
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
@@ -49,6 +58,7 @@ __all__ = [
     "Manifest",
     "Operator",
     "ProtectedAttribute",
+    "ReadOptions",
     "RowFilter",
     "Scalar",
     "Source",
@@ -60,7 +70,8 @@ __all__ = [
 ]
 
 Operator = Literal["isin", "not_isin", "equals", "not_equals", "notna", "first_by"]
-TargetMethod = Literal["binary", "equals", "isin", "above_median"]
+TargetMethod = Literal["binary", "equals", "isin", "above_median", "threshold", "quantile"]
+Direction = Literal["above", "at_least"]
 AttributeType = Literal["categorical", "numeric_threshold", "age_interval_threshold"]
 Side = Literal["below", "above"]
 
@@ -68,6 +79,7 @@ OPERATORS: tuple[str, ...] = get_args(Operator)
 TARGET_METHODS: tuple[str, ...] = get_args(TargetMethod)
 ATTRIBUTE_TYPES: tuple[str, ...] = get_args(AttributeType)
 SIDES: tuple[str, ...] = get_args(Side)
+DIRECTIONS: tuple[str, ...] = get_args(Direction)
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 
@@ -87,7 +99,14 @@ _TOP_KEYS: dict[str, bool] = {
     "decision": False,
 }
 _DATASET_KEYS: dict[str, bool] = {
-    "path": True, "sha256": False, "source": False, "unit": False
+    "path": True, "sha256": False, "source": False, "unit": False, "read": False
+}
+_READ_KEYS: dict[str, bool] = {
+    "separator": False,
+    "header": False,
+    "encoding": False,
+    "names": False,
+    "missing": False,
 }
 _SOURCE_KEYS: dict[str, bool] = {
     "url": False,
@@ -102,6 +121,8 @@ _TARGET_KEYS: dict[str, dict[str, bool]] = {
     "equals": {"value": True},
     "isin": {"values": True},
     "above_median": {},
+    "threshold": {"threshold": True, "direction": True},
+    "quantile": {"quantile": True, "direction": True},
 }
 _TARGET_COMMON: dict[str, bool] = {"column": True, "method": True, "favourable": False}
 _DECISION_KEYS: dict[str, dict[str, bool]] = {
@@ -138,6 +159,48 @@ class Source:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadOptions:
+    """How the raw file is parsed: ``pandas.read_csv`` options, defaults equal to pandas' own.
+
+    ``header`` is the 0-based index of the header row (rows above it are skipped); it is ``None``
+    exactly when ``names`` lists the columns of a file without a header row.  ``missing`` holds
+    extra missing-value markers, added to pandas' standard ones.
+    """
+
+    separator: str = ","
+    header: int | None = 0
+    encoding: str = "utf-8"
+    names: tuple[str, ...] | None = None
+    missing: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.separator) != 1 or self.separator in "\r\n\"":
+            raise _bad("dataset.read.separator", "one character (not a quote or newline)",
+                       self.separator)
+        if (self.header is None) != (self.names is not None):
+            raise _bad("dataset.read.header", "a header row index, or names and no header",
+                       self.header)
+        if self.header is not None and (isinstance(self.header, bool) or self.header < 0):
+            raise _bad("dataset.read.header", "an integer >= 0", self.header)
+        try:
+            codecs.lookup(self.encoding)
+        except LookupError:
+            raise _bad("dataset.read.encoding", "a known text encoding", self.encoding) from None
+        if self.names is not None and len(set(self.names)) != len(self.names):
+            raise _bad("dataset.read.names", "each name once", self.names)
+
+    def pandas_kwargs(self) -> dict[str, Any]:
+        """Return the keyword arguments of ``pandas.read_csv`` these options stand for."""
+        kwargs: dict[str, Any] = {"sep": self.separator, "header": self.header,
+                                  "encoding": self.encoding}
+        if self.names is not None:
+            kwargs["names"] = list(self.names)
+        if self.missing:
+            kwargs["na_values"] = list(self.missing)
+        return kwargs
+
+
+@dataclass(frozen=True, slots=True)
 class DatasetSpec:
     """The raw file: resolved absolute path, the path as written, expected digest, provenance."""
 
@@ -146,6 +209,7 @@ class DatasetSpec:
     sha256: str | None = None
     source: Source | None = None
     unit: str | None = None
+    read: ReadOptions = ReadOptions()
 
     def __post_init__(self) -> None:
         if not self.path.is_absolute():
@@ -185,10 +249,21 @@ class Target:
     value: Scalar | None = None
     values: tuple[Scalar, ...] | None = None
     favourable: Literal[0, 1] = 1
+    threshold: float | None = None
+    quantile: float | None = None
+    direction: Direction | None = None
 
     def __post_init__(self) -> None:
         if self.method not in TARGET_METHODS:
             raise _bad("target.method", f"one of {', '.join(TARGET_METHODS)}", self.method)
+        if self.method == "threshold" and self.threshold is None:
+            raise _bad("target.threshold", "a number for method threshold", None)
+        if self.method == "quantile" and not (
+            self.quantile is not None and 0.0 < self.quantile < 1.0
+        ):
+            raise _bad("target.quantile", "a number in (0, 1) for method quantile", self.quantile)
+        if self.method in ("threshold", "quantile") and self.direction not in DIRECTIONS:
+            raise _bad("target.direction", f"one of {', '.join(DIRECTIONS)}", self.direction)
         if self.method == "equals" and self.value is None:
             raise _bad("target.value", "a value for method equals", None)
         if self.method == "isin" and not self.values:
@@ -322,9 +397,9 @@ def _parse_dataset(c: Checker, raw: object, root: Path) -> DatasetSpec:
             )
         source = Source(**fields)
     unit = c.optional_string(data.get("unit"), "dataset.unit")
-    return DatasetSpec(
-        path=resolved, declared_path=declared, sha256=sha, source=source, unit=unit
-    )
+    read = _parse_read(c, data["read"]) if data.get("read") is not None else ReadOptions()
+    return DatasetSpec(path=resolved, declared_path=declared, sha256=sha, source=source,
+                       unit=unit, read=read)
 
 
 def _parse_filter(c: Checker, raw: object, where: str) -> RowFilter:
@@ -362,7 +437,55 @@ def _parse_target(c: Checker, raw: object) -> Target:
         value=c.scalar(data["value"], "target.value") if method == "equals" else None,
         values=c.scalars(data["values"], "target.values") if method == "isin" else None,
         favourable=cast(Literal[0, 1], int(favourable)),
+        **_parse_cut(c, data, method),
     )
+
+
+def _parse_cut(c: Checker, data: dict[str, Any], method: str) -> dict[str, Any]:
+    """The ``threshold`` / ``quantile`` and ``direction`` of a numeric-cut target."""
+    if method not in ("threshold", "quantile"):
+        return {}
+    cut = c.number(data[method], f"target.{method}")
+    if method == "quantile" and not 0.0 < cut < 1.0:
+        raise c.fail("target.quantile", "a number in (0, 1)", data[method])
+    direction = c.choice(data["direction"], "target.direction", DIRECTIONS)
+    return {method: cut, "direction": direction}
+
+
+def _parse_read(c: Checker, raw: object) -> ReadOptions:
+    """``dataset.read``: how to parse the raw file (every key optional, pandas' defaults)."""
+    data = c.mapping(raw, "dataset.read", _READ_KEYS)
+    separator = data.get("separator", ",")
+    if not isinstance(separator, str) or len(separator) != 1 or separator in "\r\n\"":
+        raise c.fail("dataset.read.separator", "one character (not a quote or newline)",
+                     separator)
+    encoding = data.get("encoding", "utf-8")
+    try:
+        codecs.lookup(c.string(encoding, "dataset.read.encoding"))
+    except LookupError:
+        raise c.fail("dataset.read.encoding", "a known text encoding", encoding) from None
+    names = None
+    if data.get("names") is not None:
+        names = c.columns(data["names"], "dataset.read.names", allow_empty=False)
+    header = data.get("header")
+    if header is not None:
+        if names is not None:
+            raise c.fail("dataset.read.header",
+                         "no header row index together with names (names mean no header)",
+                         header)
+        if isinstance(header, bool) or not isinstance(header, int) or header < 0:
+            raise c.fail("dataset.read.header", "an integer >= 0 (0-based row index)", header)
+    elif names is None:
+        header = 0
+    missing: tuple[str, ...] = ()
+    if data.get("missing") is not None:
+        raw_missing = data["missing"]
+        if not isinstance(raw_missing, list) or not raw_missing:
+            raise c.fail("dataset.read.missing", "a non-empty list of strings", raw_missing)
+        missing = tuple(c.string(v, f"dataset.read.missing[{i}]")
+                        for i, v in enumerate(raw_missing))
+    return ReadOptions(separator=separator, header=header, encoding=encoding, names=names,
+                       missing=missing)
 
 
 def _parse_attribute(c: Checker, raw: object, where: str) -> ProtectedAttribute:

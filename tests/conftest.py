@@ -1,4 +1,4 @@
-"""Shared fixtures: the seeded ``rng``, the data ``mirror``, a Hypothesis profile, a repo copy.
+"""Shared fixtures: the seeded ``rng``, the data ``mirrors``, a Hypothesis profile, a repo copy.
 
 ``audit_repo`` builds, once per session, a repository-like tmp directory (``pyproject.toml``,
 ``audits/<name>/audit.yaml`` copied from the shipped manifests, ``data/raw/...``) and fetches the
@@ -31,6 +31,14 @@ MIRRORED = (
     "healthcare_readmission",
     "insurance_denial",
 )
+# The audits whose raw file ../shared/datasets-extra mirrors (see its SOURCES.md).
+MIRRORED_EXTRA = (
+    "bank_marketing",
+    "communities_crime",
+    "credit_default",
+    "lsac_law",
+    "student_performance",
+)
 AUDITS = REPO / "audits"
 
 # The default profile is derandomized: the suite's only randomness is seeded, so a CI run is
@@ -57,26 +65,56 @@ def rng() -> np.random.Generator:
     return np.random.default_rng(20261129)
 
 
-def mirror_dir() -> Path | None:
-    """Return the data mirror (``$FAIRCODE_DATA_MIRROR`` or ``<repo>/../shared/datasets``)."""
+def mirror_dirs() -> tuple[Path, ...]:
+    """Return the existing mirror folders: ``$FAIRCODE_DATA_MIRROR`` (``os.pathsep``-separated)
+    or ``<repo>/../shared/datasets`` and ``<repo>/../shared/datasets-extra``, in that order."""
     env = os.environ.get("FAIRCODE_DATA_MIRROR")
-    path = Path(env) if env else REPO.parent / "shared" / "datasets"
-    return path if path.is_dir() else None
+    if env:
+        paths = tuple(Path(p) for p in env.split(os.pathsep) if p)
+    else:
+        paths = (REPO.parent / "shared" / "datasets", REPO.parent / "shared" / "datasets-extra")
+    return tuple(p for p in paths if p.is_dir())
+
+
+def _holding(mirrors: tuple[Path, ...], audit: str) -> Path | None:
+    """Return the first mirror folder holding ``<audit>/``."""
+    return next((m for m in mirrors if (m / audit).is_dir()), None)
+
+
+def _skip_or_fail(message: str) -> None:
+    """Skip a data test locally; fail it in CI (``CI=true``), where a silently skipped data test
+    would report green without testing the audits."""
+    if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
+        pytest.fail(f"{message}; CI=true requires the mirror", pytrace=False)
+    pytest.skip(message)
 
 
 @pytest.fixture(scope="session")
-def mirror() -> Path:
-    """Return the data mirror directory; skip without one, but fail in CI (``CI=true``).
+def mirrors() -> tuple[Path, ...]:
+    """Return every data mirror folder (skip without one; fail in CI)."""
+    paths = mirror_dirs()
+    if not paths:
+        _skip_or_fail("no data mirror (set FAIRCODE_DATA_MIRROR)")
+    return paths
 
-    A CI run that silently skipped every data test would report green without testing the
-    audits, so there a missing mirror is an error.
-    """
-    path = mirror_dir()
+
+@pytest.fixture(scope="session")
+def mirror(mirrors: tuple[Path, ...]) -> Path:
+    """Return the mirror folder of the five shipped mirrored audits (skip/fail when absent)."""
+    path = _holding(mirrors, MIRRORED[0])
     if path is None:
-        message = "no data mirror (set FAIRCODE_DATA_MIRROR)"
-        if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
-            pytest.fail(f"{message}; CI=true requires the mirror", pytrace=False)
-        pytest.skip(message)
+        _skip_or_fail("no mirror of the shipped audits (set FAIRCODE_DATA_MIRROR)")
+    assert path is not None
+    return path
+
+
+@pytest.fixture(scope="session")
+def mirror_extra(mirrors: tuple[Path, ...]) -> Path:
+    """Return the mirror folder of the five extra audits (skip/fail when absent)."""
+    path = _holding(mirrors, MIRRORED_EXTRA[0])
+    if path is None:
+        _skip_or_fail("no mirror of the extra datasets (add ../shared/datasets-extra)")
+    assert path is not None
     return path
 
 
@@ -103,8 +141,8 @@ def copy_manifests(root: Path) -> None:
 
 
 @pytest.fixture(scope="session")
-def audit_repo(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> AuditRepo:
-    """Return a repo copy whose mirrored raw files are fetched into tmp (offline: mirror only)."""
+def audit_repo(tmp_path_factory: pytest.TempPathFactory, mirrors: tuple[Path, ...]) -> AuditRepo:
+    """Return a repo copy whose mirrored raw files are fetched into tmp (offline: mirrors only)."""
     root = tmp_path_factory.mktemp("repo")
     copy_manifests(root)
     manifests: dict[str, Manifest] = {}
@@ -112,12 +150,12 @@ def audit_repo(tmp_path_factory: pytest.TempPathFactory, mirror: Path) -> AuditR
     for path in discover_manifests(root / "audits"):
         manifest = load_manifest(path)
         manifests[manifest.name] = manifest
-        if (mirror / manifest.name).is_dir():
-            fetch(manifest, mirror=mirror)
+        if _holding(mirrors, manifest.name) is not None:
+            fetch(manifest, mirrors=mirrors)
         else:
             try:  # offline: without a mirror copy and without a url this must be "unavailable"
                 if manifest.dataset.source is None or manifest.dataset.source.url is None:
-                    fetch(manifest, mirror=mirror)
+                    fetch(manifest, mirrors=mirrors)
             except DataUnavailableError as exc:
                 unavailable[manifest.name] = str(exc)
     return AuditRepo(root=root, manifests=manifests, unavailable=unavailable)

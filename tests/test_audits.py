@@ -1,4 +1,4 @@
-"""Tests of the seven shipped audit manifests and datasheets, with data from the mirror."""
+"""Tests of the twelve shipped audit manifests and datasheets, with data from the mirrors."""
 
 from __future__ import annotations
 
@@ -7,29 +7,34 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import MIRRORED
+from conftest import MIRRORED, MIRRORED_EXTRA
 
 from faircode.data import load_audit
 from faircode.errors import DataUnavailableError
 from faircode.fetch import sha256_file
 from faircode.manifest import discover_manifests, load_manifest
 
-SEVEN = (
+TWELVE = (
     "ai_fair_recruitment",
+    "bank_marketing",
     "benefits_denial",
+    "communities_crime",
     "compas",
+    "credit_default",
     "german_credit_lending",
     "healthcare_readmission",
     "insurance_denial",
+    "lsac_law",
+    "student_performance",
     "tenant_screening",
 )
 AUDITS = Path(__file__).resolve().parent.parent / "audits"
 
 
-def test_seven_manifests_are_shipped_and_load() -> None:
-    """audits/ holds exactly the seven manifests; each loads and is named after its folder."""
+def test_twelve_manifests_are_shipped_and_load() -> None:
+    """audits/ holds exactly the twelve manifests; each loads and is named after its folder."""
     paths = discover_manifests(AUDITS)
-    assert tuple(p.parent.name for p in paths) == SEVEN
+    assert tuple(p.parent.name for p in paths) == TWELVE
     for path in paths:
         m = load_manifest(path)
         assert m.name == path.parent.name
@@ -63,7 +68,7 @@ def test_favourable_labels_follow_the_decisions() -> None:
     assert load_manifest(AUDITS / "german_credit_lending" / "audit.yaml").target.favourable == 1
 
 
-@pytest.mark.parametrize("name", SEVEN)
+@pytest.mark.parametrize("name", TWELVE)
 def test_datasheet_covers_source_licence_target_and_caveats(name: str) -> None:
     """Every audit folder carries a README datasheet with the four required sections."""
     text = (AUDITS / name / "README.md").read_text().lower()
@@ -96,3 +101,79 @@ def test_unobtainable_audit_is_reported_unavailable(name: str, audit_repo: Any) 
     message = str(info.value)
     assert message.startswith(f"{name}: dataset unavailable: ")
     assert " ".join(m.dataset.source.instructions.split()) in message
+
+
+# ------------------------------------------------------------------- the five extra audits
+
+# Rows before any filter, as SOURCES.md of ../shared/datasets-extra counts them (pandas, header
+# excluded), and the rows each audit keeps after its filters.
+EXTRA_ROWS = {
+    "bank_marketing": (45_211, 45_211),
+    "communities_crime": (1_994, 1_994),
+    "credit_default": (30_000, 30_000),
+    "lsac_law": (21_791, 21_790),
+    "student_performance": (649, 649),
+}
+
+
+@pytest.mark.parametrize("name", MIRRORED_EXTRA)
+def test_extra_manifests_declare_the_mirror_digest(name: str, mirror_extra: Path) -> None:
+    """Each extra audit's sha256 is the digest of the file in ../shared/datasets-extra."""
+    m = load_manifest(AUDITS / name / "audit.yaml")
+    assert m.dataset.sha256 == sha256_file(mirror_extra / name / m.dataset.path.name)
+
+
+@pytest.mark.parametrize("name", MIRRORED_EXTRA)
+def test_extra_audit_round_trips_through_validate(
+    name: str, audit_repo: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`faircode validate` loads the real file: SOURCES.md's row count, two classes, both groups."""
+    from faircode.cli import main
+
+    assert main(["validate", name, "--audits", str(audit_repo.audits)]) == 0
+    out = capsys.readouterr().out
+    loaded, kept = EXTRA_ROWS[name]
+    loaded_line = next(line for line in out.splitlines() if line.split()[:1] == ["loaded"])
+    assert loaded_line.endswith(f" {loaded:,} rows")
+    data = load_audit(audit_repo.manifests[name])
+    assert data.steps[0] == ("loaded", loaded) and len(data.y) == kept
+    assert f"): {data.y.mean():.4f}" in out
+    for attribute in data.manifest.protected_attributes:
+        dis = data.disadvantaged[attribute.name]
+        assert 0 < dis.sum() < len(dis)
+        assert f"{int(dis.sum()):,} rows  label rate {data.y[dis].mean():.4f}" in out
+
+
+def test_leaking_columns_are_not_features() -> None:
+    """bank's duration, student's G1/G2 and LSAC's ZFYA never reach a feature list."""
+    leaks = {"bank_marketing": {"duration"}, "student_performance": {"G1", "G2"},
+             "lsac_law": {"ZFYA", "sander_index"}}
+    for name, columns in leaks.items():
+        m = load_manifest(AUDITS / name / "audit.yaml")
+        assert columns.isdisjoint(m.named_columns)
+
+
+def test_communities_reads_all_128_names_and_drops_the_police_columns(audit_repo: Any) -> None:
+    """The 128 names come from communities.names; no LEMAS police column is a feature."""
+    m = audit_repo.manifests["communities_crime"]
+    names = m.dataset.read.names
+    assert names is not None and len(names) == 128
+    assert names[:5] == ("state", "county", "community", "communityname", "fold")
+    assert names[-1] == "ViolentCrimesPerPop"
+    data = load_audit(m)
+    police = {c for c in names if c.startswith(("Lemas", "Polic", "PctPolic", "RacialMatch",
+                                                 "OfficAssgn", "NumKindsDrugs"))}
+    assert len(police) == 23 and police.isdisjoint(m.feature_columns)
+    assert data.raw[list(m.feature_columns)].isna().sum().sum() == 1  # OtherPerCap, one row
+
+
+def test_communities_top_30_percent_is_a_quantile_of_the_rows(audit_repo: Any) -> None:
+    """The cut is numpy's 0.7 quantile of all ViolentCrimesPerPop values; label 1 is above it."""
+    import pandas as pd
+
+    m = audit_repo.manifests["communities_crime"]
+    data = load_audit(m)
+    raw = pd.read_csv(m.dataset.path, header=None, na_values=["?"])
+    crime = raw.iloc[:, -1].to_numpy(dtype=float)
+    assert data.target_cut == pytest.approx(np.quantile(crime, 0.7))
+    assert int(data.y.sum()) == int((crime > data.target_cut).sum())

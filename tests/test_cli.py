@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import MIRRORED
+from conftest import MIRRORED, MIRRORED_EXTRA
 
-from faircode.cli import main
+from faircode.cli import main, mirror_dirs
 from faircode.data import load_audit
 from faircode.manifest import load_manifest
 
 UNAVAILABLE = ("ai_fair_recruitment", "tenant_screening")
 
 
-def test_fetch_from_mirror_fetches_five_and_skips_two(
-    fresh_repo: Path, mirror: Path, capsys: pytest.CaptureFixture[str]
+def test_fetch_from_mirrors_fetches_ten_and_skips_two(
+    fresh_repo: Path, mirror: Path, mirror_extra: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """fetch --mirror installs the five mirrored files verified and reports two as unavailable."""
+    """fetch with two --mirror flags installs the ten mirrored files, reports two unavailable."""
     code = main(
         [
             "data",
@@ -27,12 +28,14 @@ def test_fetch_from_mirror_fetches_five_and_skips_two(
             str(fresh_repo / "audits"),
             "--mirror",
             str(mirror),
+            "--mirror",
+            str(mirror_extra),
             "--offline",
         ]
     )
     out = capsys.readouterr().out
     assert code == 0
-    for name in MIRRORED:
+    for name in (*MIRRORED, *MIRRORED_EXTRA):
         line = next(x for x in out.splitlines() if x.startswith(f"{name}: "))
         assert line.startswith(f"{name}: mirror ") and "(verified " in line
         manifest = load_manifest(fresh_repo / "audits" / name / "audit.yaml")
@@ -56,6 +59,30 @@ def test_fetch_reads_mirror_from_environment(
     monkeypatch.setenv("FAIRCODE_DATA_MIRROR", str(mirror))
     code = main(["data", "fetch", "german_credit_lending", "--audits", str(fresh_repo / "audits")])
     assert code == 0 and "german_credit_lending: mirror" in capsys.readouterr().out
+
+
+def test_fetch_reads_several_mirrors_from_environment(
+    fresh_repo: Path,
+    mirror: Path,
+    mirror_extra: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """FAIRCODE_DATA_MIRROR holds os.pathsep-separated folders; each audit is found in its own."""
+    monkeypatch.setenv("FAIRCODE_DATA_MIRROR", os.pathsep.join([str(mirror), str(mirror_extra)]))
+    code = main(["data", "fetch", "insurance_denial", "student_performance",
+                 "--audits", str(fresh_repo / "audits")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "insurance_denial: mirror" in out and "student_performance: mirror" in out
+
+
+def test_mirror_flags_take_precedence_over_environment() -> None:
+    """--mirror flags replace the environment's list; empty entries of the list are ignored."""
+    env = os.pathsep.join(["/a", "", "/b"])
+    assert mirror_dirs(None, env) == (Path("/a"), Path("/b"))
+    assert mirror_dirs(["/c", "/d"], env) == (Path("/c"), Path("/d"))
+    assert mirror_dirs(None, None) == ()
 
 
 def test_fetch_accepts_a_manifest_path(

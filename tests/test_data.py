@@ -19,6 +19,7 @@ from faircode.data import (
     first_per_unit,
     grouped_split,
     load_audit,
+    target_cut,
 )
 from faircode.errors import ChecksumError, DataError, DataUnavailableError
 from faircode.fetch import sha256_file
@@ -481,3 +482,123 @@ def test_compas_split_and_calibration_never_share_a_person(audit_repo: Any) -> N
         data.y[train], data.disadvantaged["race"][train], random_state=42, groups=data.unit[train]
     )
     assert np.intersect1d(person[train][fit], person[train][cal]).size == 0
+
+
+# ------------------------------------------------------------- numeric cuts and reading options
+
+
+def test_threshold_target_at_least_and_above() -> None:
+    """at_least labels x >= t, above labels x > t; a missing value is not derivable."""
+    values = pd.Series([9.0, 10.0, 11.0, np.nan])
+    ge, ok = derive_target(Target("c", "threshold", threshold=10, direction="at_least"), values)
+    gt, _ = derive_target(Target("c", "threshold", threshold=10, direction="above"), values)
+    assert ok.tolist() == [True, True, True, False]
+    assert ge[ok].tolist() == [0, 1, 1] and gt[ok].tolist() == [0, 0, 1]
+
+
+def test_quantile_target_cuts_at_the_quantile_of_present_values() -> None:
+    """The 0.7 quantile of 1..10 (NaN ignored) is 7.3 (linear interpolation): 8, 9, 10 are above."""
+    values = pd.Series([*range(1, 11), np.nan], dtype=float)
+    target = Target("c", "quantile", quantile=0.7, direction="above")
+    assert target_cut(target, values) == pytest.approx(7.3)
+    label, ok = derive_target(target, values)
+    assert label[ok].tolist() == [0] * 7 + [1] * 3
+
+
+def test_quantile_target_with_ties_labels_all_tied_values_alike() -> None:
+    """With ties at the cut, above excludes and at_least includes every tied row."""
+    values = pd.Series([1.0, 2.0, 2.0, 2.0, 3.0])
+    assert target_cut(Target("c", "quantile", quantile=0.5, direction="above"), values) == 2.0
+    above, _ = derive_target(Target("c", "quantile", quantile=0.5, direction="above"), values)
+    at_least, _ = derive_target(Target("c", "quantile", quantile=0.5, direction="at_least"), values)
+    assert above.tolist() == [0, 0, 0, 0, 1] and at_least.tolist() == [0, 1, 1, 1, 1]
+
+
+def test_numeric_cut_needs_numbers() -> None:
+    """A threshold target on a text column is a DataError naming the column and method."""
+    with pytest.raises(DataError, match=r"target\.column 'c'.*method threshold"):
+        derive_target(Target("c", "threshold", threshold=1, direction="above"), STR)
+
+
+def _raw_manifest(tmp_path: Path, body: bytes, read: dict[str, object], **changes: object
+                  ) -> Manifest:
+    """Write ``body`` as toy.csv and a manifest over its columns g, v, y with ``read`` options."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "toy.csv").write_bytes(body)
+    doc: dict[str, object] = {
+        "name": "toy",
+        "dataset": {"path": "../toy.csv", "read": read},
+        "test_size": 0.5,
+        "target": {"column": "y", "method": "threshold", "threshold": 10,
+                   "direction": "at_least"},
+        "protected_attributes": [{"name": "g", "type": "categorical", "column": "g",
+                                  "disadvantaged_values": ["a"]}],
+        "core_features": ["v"],
+        **changes,
+    }
+    path = tmp_path / "audits" / "audit.yaml"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(yaml.safe_dump(doc))
+    return load_manifest(path)
+
+
+ROWS = [("a", "1.5", "12"), ("b", "?", "8"), ("a", "2.5", "10"), ("b", "3.5", "4")]
+
+
+def _csv(sep: str, rows: list[tuple[str, ...]] = ROWS) -> str:
+    return "\n".join(sep.join(r) for r in rows) + "\n"
+
+
+def test_reading_options_parse_separator_header_row_encoding_and_markers(tmp_path: Path) -> None:
+    """A BOM-prefixed ';' file with a junk first row, header row 1 and '?' markers reads right."""
+    body = ("\ufeffX1;X2;Y\n" + _csv(";", [("g", "v", "y"), *ROWS])).encode("utf-8")
+    m = _raw_manifest(tmp_path, body, {"separator": ";", "header": 1, "encoding": "utf-8-sig",
+                                       "missing": ["?"]})
+    data = load_audit(m)
+    assert list(data.raw.columns) == ["g", "v", "y"]
+    assert data.raw["v"].isna().tolist() == [False, True, False, False]
+    assert data.y.tolist() == [1, 0, 1, 0] and data.target_cut == 10.0
+    assert data.X["v"].tolist() == [1.5, 2.5, 2.5, 3.5]  # '?' is missing: the median fills it
+
+
+def test_without_missing_marker_a_question_mark_is_a_value(tmp_path: Path) -> None:
+    """Without read.missing, '?' stays text and the column is categorical, as before."""
+    body = _csv(",", [("g", "v", "y"), *ROWS]).encode()
+    data = load_audit(_raw_manifest(tmp_path, body, {}))
+    assert data.encoder.kinds["v"] == "categorical" and data.raw["v"].notna().all()
+
+
+def test_names_read_a_file_without_header(tmp_path: Path) -> None:
+    """With names, the first line is data and the columns take the listed names."""
+    body = _csv(",").encode()
+    data = load_audit(_raw_manifest(tmp_path, body, {"names": ["g", "v", "y"], "missing": ["?"]}))
+    assert data.steps[0] == ("loaded", 4)
+    assert data.raw["g"].tolist() == ["a", "b", "a", "b"]
+
+
+@pytest.mark.parametrize("names", [["g", "v"], ["g", "v", "y", "extra"]], ids=["few", "many"])
+def test_names_must_match_the_field_count(tmp_path: Path, names: list[str]) -> None:
+    """A names list shorter or longer than the file's fields is a one-line DataError."""
+    m = _raw_manifest(tmp_path, _csv(",").encode(), {"names": names},
+                      core_features=["v"] if "v" in names else ["g"])
+    with pytest.raises(DataError) as info:
+        load_audit(m)
+    assert str(info.value) == (
+        f"{m.file}: dataset.read.names: expected 3 names for the 3 fields of toy.csv, "
+        f"got {len(names)} names (list)"
+    )
+
+
+def test_wrong_encoding_is_a_data_error(tmp_path: Path) -> None:
+    """Bytes that are not valid in the declared encoding give a one-line DataError, no traceback."""
+    body = "g,v,y\nä,1,12\nb,2,3\n".encode("latin-1")
+    with pytest.raises(DataError, match=r"dataset\.read: expected toy\.csv to parse") as info:
+        load_audit(_raw_manifest(tmp_path, body, {}))
+    assert "\n" not in str(info.value)
+
+
+def test_wrong_separator_shows_as_a_missing_column(tmp_path: Path) -> None:
+    """Reading a ';' file with the default ',' finds one column and names the missing ones."""
+    body = _csv(";", [("g", "v", "y"), *ROWS]).encode()
+    with pytest.raises(DataError, match=r"expected a column of toy\.csv, got 'y' \(str\)"):
+        load_audit(_raw_manifest(tmp_path, body, {}))

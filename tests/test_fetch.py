@@ -98,7 +98,7 @@ def server(tmp_path: Path) -> Iterator[str]:
 def test_mirror_copy_is_verified_and_installed(tmp_path: Path, mirror_copy: Path) -> None:
     """A mirror file with the right digest is copied into place and reported as checked."""
     m = make_manifest(tmp_path / "repo")
-    result = fetch(m, mirror=mirror_copy)
+    result = fetch(m, mirrors=(mirror_copy,))
     assert (result.status, result.sha256, result.checked) == ("mirror", DIGEST, True)
     assert m.dataset.path.read_bytes() == PAYLOAD and leftovers(m) == ["toy.csv"]
 
@@ -106,16 +106,16 @@ def test_mirror_copy_is_verified_and_installed(tmp_path: Path, mirror_copy: Path
 def test_present_file_with_right_digest_is_kept(tmp_path: Path, mirror_copy: Path) -> None:
     """A second fetch finds the verified file and does not copy again."""
     m = make_manifest(tmp_path / "repo")
-    fetch(m, mirror=mirror_copy)
+    fetch(m, mirrors=(mirror_copy,))
     (mirror_copy / "toy" / "toy.csv").unlink()
-    assert fetch(m, mirror=mirror_copy).status == "present"
+    assert fetch(m, mirrors=(mirror_copy,)).status == "present"
 
 
 def test_mirror_mismatch_keeps_nothing(tmp_path: Path, mirror_copy: Path) -> None:
     """A mirror file with a wrong digest raises ChecksumError naming both digests; nothing stays."""
     m = make_manifest(tmp_path / "repo", sha256="0" * 64)
     with pytest.raises(ChecksumError) as info:
-        fetch(m, mirror=mirror_copy)
+        fetch(m, mirrors=(mirror_copy,))
     assert f"expected {'0' * 64}" in str(info.value) and DIGEST in str(info.value)
     assert "toy.csv" in str(info.value)
     assert not m.dataset.path.exists() and leftovers(m) == []
@@ -126,7 +126,7 @@ def test_stale_file_is_replaced_from_mirror(tmp_path: Path, mirror_copy: Path) -
     m = make_manifest(tmp_path / "repo")
     m.dataset.path.parent.mkdir(parents=True)
     m.dataset.path.write_bytes(b"corrupt")
-    assert fetch(m, mirror=mirror_copy).status == "mirror"
+    assert fetch(m, mirrors=(mirror_copy,)).status == "mirror"
     assert sha256_file(m.dataset.path) == DIGEST
 
 
@@ -136,13 +136,13 @@ def test_stale_file_without_replacement_is_a_checksum_error(tmp_path: Path) -> N
     m.dataset.path.parent.mkdir(parents=True)
     m.dataset.path.write_bytes(b"corrupt")
     with pytest.raises(ChecksumError, match="no mirror copy or URL"):
-        fetch(m, mirror=None)
+        fetch(m, mirrors=())
 
 
 def test_http_download_is_verified(tmp_path: Path, server: str) -> None:
     """A plain URL is streamed from a local HTTP server and verified."""
     m = make_manifest(tmp_path / "repo", source={"url": f"{server}/toy.csv"})
-    result = fetch(m, mirror=None, timeout=10)
+    result = fetch(m, mirrors=(), timeout=10)
     assert (result.status, result.checked) == ("downloaded", True)
     assert m.dataset.path.read_bytes() == PAYLOAD and leftovers(m) == ["toy.csv"]
 
@@ -152,7 +152,7 @@ def test_http_zip_member_is_extracted(tmp_path: Path, server: str) -> None:
     m = make_manifest(
         tmp_path / "repo", source={"url": f"{server}/toy.zip", "member": "inner/toy.csv"}
     )
-    assert fetch(m, mirror=None, timeout=10).status == "downloaded"
+    assert fetch(m, mirrors=(), timeout=10).status == "downloaded"
     assert m.dataset.path.read_bytes() == PAYLOAD and leftovers(m) == ["toy.csv"]
 
 
@@ -160,14 +160,14 @@ def test_http_download_mismatch_keeps_nothing(tmp_path: Path, server: str) -> No
     """A downloaded file with the wrong digest raises ChecksumError and leaves no file."""
     m = make_manifest(tmp_path / "repo", sha256="f" * 64, source={"url": f"{server}/toy.csv"})
     with pytest.raises(ChecksumError, match=DIGEST):
-        fetch(m, mirror=None, timeout=10)
+        fetch(m, mirrors=(), timeout=10)
     assert leftovers(m) == []
 
 
 def test_download_without_sha256_reports_digest_unchecked(tmp_path: Path, server: str) -> None:
     """Without a declared sha256 the file is fetched and its digest reported, checked=False."""
     m = make_manifest(tmp_path / "repo", sha256=None, source={"url": f"{server}/toy.csv"})
-    result = fetch(m, mirror=None, timeout=10)
+    result = fetch(m, mirrors=(), timeout=10)
     assert (result.sha256, result.checked) == (DIGEST, False)
 
 
@@ -175,7 +175,7 @@ def test_missing_zip_member_is_unavailable(tmp_path: Path, server: str) -> None:
     """A zip without the declared member is reported as unavailable, leaving nothing."""
     m = make_manifest(tmp_path / "repo", source={"url": f"{server}/toy.zip", "member": "nope.csv"})
     with pytest.raises(DataUnavailableError, match=r"nope\.csv"):
-        fetch(m, mirror=None, timeout=10)
+        fetch(m, mirrors=(), timeout=10)
     assert leftovers(m) == []
 
 
@@ -185,7 +185,7 @@ def test_http_404_is_unavailable_with_instructions(tmp_path: Path, server: str) 
         tmp_path / "repo", source={"url": f"{server}/gone.csv", "instructions": "Ask the curator."}
     )
     with pytest.raises(DataUnavailableError) as info:
-        fetch(m, mirror=None, timeout=10)
+        fetch(m, mirrors=(), timeout=10)
     assert str(info.value).startswith("toy: dataset unavailable: Ask the curator.")
     assert "404" in str(info.value) and leftovers(m) == []
 
@@ -197,7 +197,7 @@ def test_unreachable_host_is_unavailable(tmp_path: Path) -> None:
         port = sock.getsockname()[1]
     m = make_manifest(tmp_path / "repo", source={"url": f"http://127.0.0.1:{port}/toy.csv"})
     with pytest.raises(DataUnavailableError, match="toy: dataset unavailable"):
-        fetch(m, mirror=None, timeout=5)
+        fetch(m, mirrors=(), timeout=5)
 
 
 def test_no_mirror_no_url_is_unavailable_with_instructions(tmp_path: Path) -> None:
@@ -206,13 +206,40 @@ def test_no_mirror_no_url_is_unavailable_with_instructions(tmp_path: Path) -> No
     with pytest.raises(
         DataUnavailableError, match=r"^toy: dataset unavailable: Download by hand\.$"
     ):
-        fetch(m, mirror=tmp_path / "empty-mirror")
+        fetch(m, mirrors=(tmp_path / "empty-mirror",))
     assert not m.dataset.path.exists()
 
 
 def test_progress_bar_does_not_change_the_result(tmp_path: Path, server: str) -> None:
     """With progress=True the download is identical and verified."""
     m = make_manifest(tmp_path / "repo", source={"url": f"{server}/toy.csv"})
-    result = fetch(m, mirror=None, timeout=10, progress=True)
+    result = fetch(m, mirrors=(), timeout=10, progress=True)
     assert (result.status, result.sha256) == ("downloaded", DIGEST)
     assert leftovers(m) == ["toy.csv"]
+
+
+def test_first_mirror_holding_the_file_wins(tmp_path: Path, mirror_copy: Path) -> None:
+    """With several mirrors, a folder without <audit>/<file> is skipped and the next one used."""
+    empty = tmp_path / "empty-mirror"
+    (empty / "other").mkdir(parents=True)
+    m = make_manifest(tmp_path / "repo")
+    result = fetch(m, mirrors=(empty, mirror_copy))
+    assert (result.status, result.sha256) == ("mirror", DIGEST)
+
+
+def test_earlier_mirror_is_preferred_even_when_wrong(tmp_path: Path, mirror_copy: Path) -> None:
+    """The first mirror holding the file wins: a wrong copy there is an error, not a fallback."""
+    bad = tmp_path / "bad-mirror"
+    (bad / "toy").mkdir(parents=True)
+    (bad / "toy" / "toy.csv").write_bytes(b"tampered")
+    m = make_manifest(tmp_path / "repo")
+    with pytest.raises(ChecksumError, match="bad-mirror"):
+        fetch(m, mirrors=(bad, mirror_copy))
+    assert not m.dataset.path.exists()
+
+
+def test_mirrors_must_be_a_tuple(tmp_path: Path, mirror_copy: Path) -> None:
+    """A single path passed as mirrors is refused rather than iterated character by character."""
+    m = make_manifest(tmp_path / "repo")
+    with pytest.raises(TypeError, match="tuple of paths"):
+        fetch(m, mirrors=mirror_copy)  # type: ignore[arg-type]

@@ -17,6 +17,7 @@ from faircode.manifest import (
     DecisionRule,
     Manifest,
     ProtectedAttribute,
+    ReadOptions,
     RowFilter,
     Target,
     discover_manifests,
@@ -621,3 +622,173 @@ def test_bad_unit_declarations_are_one_line_errors(
     with pytest.raises(ManifestError) as info:
         load_manifest(path)
     assert str(info.value) == f"{path}: {message}"
+
+
+# ------------------------------------------------------------- reading options and numeric cuts
+
+
+def test_read_options_default_to_pandas_defaults(tmp_path: Path) -> None:
+    """Without dataset.read the file is read as a comma-separated UTF-8 CSV with header row 0."""
+    m = load_doc(tmp_path, valid_doc())
+    assert m.dataset.read == ReadOptions()
+    assert m.dataset.read.pandas_kwargs() == {"sep": ",", "header": 0, "encoding": "utf-8"}
+
+
+def test_read_options_become_a_typed_record(tmp_path: Path) -> None:
+    """Every dataset.read key is parsed into ReadOptions and maps onto pandas.read_csv arguments."""
+    doc = valid_doc()
+    doc["dataset"]["read"] = {"separator": ";", "header": 1, "encoding": "utf-8-sig",
+                              "missing": ["?", "n/a"]}
+    m = load_doc(tmp_path, doc)
+    assert m.dataset.read == ReadOptions(separator=";", header=1, encoding="utf-8-sig",
+                                         missing=("?", "n/a"))
+    assert m.dataset.read.pandas_kwargs() == {"sep": ";", "header": 1, "encoding": "utf-8-sig",
+                                              "na_values": ["?", "n/a"]}
+
+
+def test_read_names_mean_no_header_row(tmp_path: Path) -> None:
+    """Listing names makes header None: the file's first line is data."""
+    doc = valid_doc()
+    doc["dataset"]["read"] = {"names": ["a", "b", "c"]}
+    read = load_doc(tmp_path, doc).dataset.read
+    assert (read.header, read.names) == (None, ("a", "b", "c"))
+    assert read.pandas_kwargs()["names"] == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize(
+    ("target", "expected"),
+    [
+        ({"column": "outcome", "method": "threshold", "threshold": 10, "direction": "at_least"},
+         Target("outcome", "threshold", threshold=10.0, direction="at_least")),
+        ({"column": "outcome", "method": "quantile", "quantile": 0.7, "direction": "above"},
+         Target("outcome", "quantile", quantile=0.7, direction="above")),
+    ],
+    ids=["threshold", "quantile"],
+)
+def test_numeric_cut_targets_parse(
+    tmp_path: Path, target: dict[str, Any], expected: Target
+) -> None:
+    """threshold and quantile targets keep their cut and direction as numbers and literals."""
+    doc = valid_doc()
+    doc["target"] = target
+    assert load_doc(tmp_path, doc).target == expected
+
+
+def _read(key: str, value: object) -> Callable[[dict[str, Any]], None]:
+    """Return a mutation setting ``dataset.read.<key>``."""
+
+    def mutate(doc: dict[str, Any]) -> None:
+        doc["dataset"].setdefault("read", {})[key] = value
+
+    return mutate
+
+
+def _cut(**target: object) -> Callable[[dict[str, Any]], None]:
+    return _set("target", {"column": "outcome", **target})
+
+
+READ_AND_CUT_ERRORS: list[tuple[str, Callable[[dict[str, Any]], None], str, str]] = [
+    ("read not a mapping", _set("dataset.read", ";"), "dataset.read:", "';' (str)"),
+    ("unknown read key", _read("sep", ";"), "dataset.read.sep:", "one of the keys"),
+    ("two-char separator", _read("separator", ";;"), "dataset.read.separator:", "';;' (str)"),
+    ("quote separator", _read("separator", '"'), "dataset.read.separator:", "'\"' (str)"),
+    ("separator number", _read("separator", 1), "dataset.read.separator:", "1 (int)"),
+    ("negative header", _read("header", -1), "dataset.read.header:", "-1 (int)"),
+    ("header bool", _read("header", True), "dataset.read.header:", "True (bool)"),
+    ("header text", _read("header", "1"), "dataset.read.header:", "'1' (str)"),
+    ("unknown encoding", _read("encoding", "utf-9"), "dataset.read.encoding:", "'utf-9' (str)"),
+    ("names not a list", _read("names", "a,b"), "dataset.read.names:", "'a,b' (str)"),
+    ("names repeated", _read("names", ["a", "a"]), "dataset.read.names[1]:", "'a' (str)"),
+    ("names empty", _read("names", []), "dataset.read.names:", "[] (list)"),
+    (
+        "names and header",
+        lambda d: d["dataset"].update(read={"names": ["a"], "header": 0}),
+        "dataset.read.header:",
+        "0 (int)",
+    ),
+    ("missing scalar", _read("missing", "?"), "dataset.read.missing:", "'?' (str)"),
+    ("missing number", _read("missing", [0]), "dataset.read.missing[0]:", "0 (int)"),
+    (
+        "threshold without direction",
+        _cut(method="threshold", threshold=10),
+        "target.direction:",
+        "required",
+    ),
+    (
+        "threshold as text",
+        _cut(method="threshold", threshold="10", direction="above"),
+        "target.threshold:",
+        "'10' (str)",
+    ),
+    (
+        "unknown direction",
+        _cut(method="threshold", threshold=10, direction="below"),
+        "target.direction:",
+        "'below' (str)",
+    ),
+    (
+        "quantile 1",
+        _cut(method="quantile", quantile=1, direction="above"),
+        "target.quantile:",
+        "1 (int)",
+    ),
+    (
+        "quantile 0",
+        _cut(method="quantile", quantile=0.0, direction="above"),
+        "target.quantile:",
+        "0.0 (float)",
+    ),
+    (
+        "quantile with threshold",
+        _cut(method="quantile", quantile=0.7, threshold=3, direction="above"),
+        "target.threshold:",
+        "one of the keys",
+    ),
+    (
+        "quantile missing",
+        _cut(method="quantile", direction="above"),
+        "target.quantile:",
+        "required",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("mutation", "key_path", "fragment"),
+    [case[1:] for case in READ_AND_CUT_ERRORS],
+    ids=[case[0] for case in READ_AND_CUT_ERRORS],
+)
+def test_invalid_read_options_and_cuts_are_one_line_errors(
+    tmp_path: Path, mutation: Callable[[dict[str, Any]], None], key_path: str, fragment: str
+) -> None:
+    """A bad reading option or numeric cut names the file, the key path and the value."""
+    doc = valid_doc()
+    mutation(doc)
+    path = write(tmp_path, doc)
+    with pytest.raises(ManifestError) as info:
+        load_manifest(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}: {key_path}")
+    assert fragment in message
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ReadOptions(separator="\t\t"),
+        lambda: ReadOptions(header=None),
+        lambda: ReadOptions(header=0, names=("a",)),
+        lambda: ReadOptions(encoding="nope"),
+        lambda: ReadOptions(header=None, names=("a", "a")),
+        lambda: Target("c", "threshold", direction="above"),
+        lambda: Target("c", "quantile", quantile=1.5, direction="above"),
+        lambda: Target("c", "threshold", threshold=1.0),
+    ],
+    ids=["separator", "no header no names", "header and names", "encoding", "names twice",
+         "threshold missing", "quantile out of range", "direction missing"],
+)
+def test_records_built_in_code_validate_themselves(make: Callable[[], object]) -> None:
+    """ReadOptions and Target refuse inconsistent values even when built without a file."""
+    with pytest.raises(ManifestError):
+        make()

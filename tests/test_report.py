@@ -13,14 +13,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from faircode.cli import main
+from faircode.errors import FaircodeError
 from faircode.evaluate import (
     COUNTERFACTUAL_COLUMNS,
     FAIRNESS_COLUMNS,
     INTERSECTIONAL_COLUMNS,
     PERFORMANCE_COLUMNS,
 )
-from faircode.cli import main
-from faircode.errors import FaircodeError
 from faircode.report import (
     benchmark_q_values,
     floor_counts,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -64,9 +65,11 @@ def test_check_params_output_is_constant_for_any_valid_params(
 def test_default_mirror_resolves_from_the_project_outside_an_experiment_copy(
     tmp_path: Path,
 ) -> None:
-    """Inside .dvc/tmp/exps/<run>/ the default mirror is still <project>/../shared/datasets."""
+    """Inside .dvc/tmp/exps/<run>/ the default mirrors are still <project>/../shared/datasets and
+    datasets-extra, in that order."""
     project = tmp_path / "faircode"
     copy = project / ".dvc" / "tmp" / "exps" / "tmpabc"
     copy.mkdir(parents=True)
-    expected = (tmp_path / "shared" / "datasets").resolve()
+    shared = (tmp_path / "shared").resolve()
+    expected = f"{shared / 'datasets'}{os.pathsep}{shared / 'datasets-extra'}"
     assert fetch.default_mirror(copy) == expected == fetch.default_mirror(project)
