@@ -12,11 +12,12 @@ import pandas as pd
 import pytest
 
 from faircode import benchmark
-from faircode.benchmark import FAIRNESS_COLUMNS, PERFORMANCE_COLUMNS, run_audit
+from faircode.benchmark import run_audit
 from faircode.cli import main
 from faircode.config import BenchmarkConfig
 from faircode.data import AuditData, load_audit
 from faircode.decision import DEGENERATE_NOTE, DecisionRule
+from faircode.evaluate import FAIRNESS_COLUMNS, PERFORMANCE_COLUMNS
 from faircode.metrics import FAIRNESS_METRICS
 
 SMALL = {"n_resamples": 60, "n_permutations": 60}
@@ -145,7 +146,7 @@ def test_rewriting_results_replaces_the_folder_and_leaves_no_staging(
     insurance: AuditData, tmp_path: Path
 ) -> None:
     """A second write replaces the folder whole, leaves no temporary folder, keeps exact floats."""
-    from faircode.benchmark import AuditResults, write_audit
+    from faircode.evaluate import AuditResults, write_audit
 
     def results(value: float) -> AuditResults:
         frame = pd.DataFrame({"audit": ["insurance_denial"], "value": [value]})

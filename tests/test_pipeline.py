@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import mirror_dir
+from conftest import mirror_dirs
 
 pytestmark = pytest.mark.integration
 
@@ -28,17 +28,20 @@ PARAMS = {
     "mitigation": {"constraint": "demographic_parity", "eps": 0.01, "max_iter": 2},
     "models": {"decision_threshold": 0.5},
     "stats": {"n_resamples": 50, "n_permutations": 50, "confidence": 0.95, "alpha": 0.05},
+    "degenerate": {"min_selection_rate": 0.01, "max_selection_rate": 0.99,
+                   "balanced_accuracy_margin": 0.02},
     "run": {"jobs": 2},
+    "report": {"metric": "demographic_parity", "model": None},
 }
 REPO = Path(__file__).resolve().parent.parent
 RUNNING = re.compile(r"Running stage '([^']+)'")
 
 
-def _env(root: Path, mirror: Path) -> dict[str, str]:
+def _env(root: Path, mirror: str) -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = str(Path(sys.executable).parent) + os.pathsep + env.get("PATH", "")
     env["PYTHONPATH"] = str(root)
-    env["FAIRCODE_DATA_MIRROR"] = str(mirror)
+    env["FAIRCODE_DATA_MIRROR"] = mirror
     env["PYTHONWARNINGS"] = "ignore"
     return env
 
@@ -46,7 +49,7 @@ def _env(root: Path, mirror: Path) -> dict[str, str]:
 class Repo:
     """A temporary git + DVC repository with the pipeline and two audits."""
 
-    def __init__(self, root: Path, mirror: Path) -> None:
+    def __init__(self, root: Path, mirror: str) -> None:
         self.root, self.env = root, _env(root, mirror)
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -73,11 +76,34 @@ class Repo:
         self.run("git", "checkout", "--", ".")
 
 
+def _pipeline_for(root: Path, audits: tuple[str, ...]) -> None:
+    """Point the copied dvc.yaml's report stage at ``audits`` only, and drop the MLflow ``track``
+    stage (tests/test_tracking.py tests it against a real server; here it would only add an
+    MLflow start-up to every repro)."""
+    pipeline = yaml.safe_load((root / "dvc.yaml").read_text())
+    report = pipeline["stages"]["report"]
+    report["deps"] = [d for d in report["deps"] if not str(d).startswith("results/")] + [
+        f"results/{a}" for a in audits]
+    del pipeline["stages"]["track"]
+    (root / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
+
+
+def test_report_and_track_depend_on_every_audit_of_params() -> None:
+    """The real dvc.yaml's report and track stages list results/<audit> for exactly the audits
+    of params.yaml (a new audit that is not listed would never reach the report)."""
+    pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text())
+    audits = yaml.safe_load((REPO / "params.yaml").read_text())["audits"]
+    for stage in ("report", "track"):
+        deps = [d for d in pipeline["stages"][stage]["deps"] if str(d).startswith("results/")]
+        assert sorted(d for d in deps if d != "results/summary.csv") == sorted(
+            f"results/{a}" for a in audits), stage
+
+
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     """A committed repository on which `dvc repro` has run once."""
-    mirror = mirror_dir()
-    if mirror is None:
+    mirrors = mirror_dirs()
+    if not mirrors:
         if os.environ.get("CI") == "true":
             pytest.fail("no data mirror in CI (set FAIRCODE_DATA_MIRROR)")
         pytest.skip("no data mirror (set FAIRCODE_DATA_MIRROR)")
@@ -89,7 +115,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     for name in ("dvc.yaml", ".dvcignore", ".gitignore", "pyproject.toml", ".dvc/config"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / name, root / name)
-    found = Repo(root, mirror)
+    _pipeline_for(root, AUDITS)
+    found = Repo(root, os.pathsep.join(str(m) for m in mirrors))
     found.write_params()
     found.run("git", "init", "-q")
     found.run("git", "config", "user.email", "pipeline-test@example.org")
@@ -131,7 +158,8 @@ def test_threshold_change_reruns_evaluate_only_and_changes_results(repo: Repo) -
     try:
         status = json.loads(repo.dvc("status", "--json").stdout)
         assert {s for s in status if s != "check-params"} == {f"evaluate@{a}" for a in AUDITS}
-        assert repo.ran("repro") == {"check-params"} | {f"evaluate@{a}" for a in AUDITS}
+        assert repo.ran("repro") == {"check-params", "report"} | {
+            f"evaluate@{a}" for a in AUDITS}
         after = (repo.root / "results" / "german_credit_lending" / "fairness.csv").read_text()
         assert after != before
     finally:
@@ -165,7 +193,7 @@ def test_exp_run_sets_a_param_and_exp_show_lists_it(repo: Repo) -> None:
     """`dvc exp run -S` re-runs evaluate only and `dvc exp show --json` lists its param."""
     try:
         ran = repo.ran("exp", "run", "-n", "thr07", "-S", "models.decision_threshold=0.7")
-        assert ran == {"check-params"} | {f"evaluate@{a}" for a in AUDITS}
+        assert ran == {"check-params", "report"} | {f"evaluate@{a}" for a in AUDITS}
         shown = repo.dvc("exp", "show", "--json").stdout
         assert "thr07" in shown
         assert re.search(r'"decision_threshold":\s*0\.7', shown)

@@ -1,6 +1,7 @@
 """Stage ``evaluate@<audit>``: decisions, metrics, CIs, p- and q-values into ``results/<audit>/``
 (the same four CSVs and ``run.json`` as ``faircode run``), plus the DVC metrics summary
-``results/metrics/<audit>.json`` and plot data ``results/plots/<audit>.csv``.
+``results/metrics/<audit>.json`` and plot data ``results/metrics/<audit>-parity.csv``
+(``results/plots/`` belongs to the report stage).
 
 Reads ``models.*`` and ``stats.*`` (tracked) and ``run.jobs`` (not tracked, changes no number).
 
@@ -25,7 +26,8 @@ def main(argv: list[str]) -> None:
     """Evaluate audit ``argv[0]`` from ``argv[1]`` (prepared) and ``argv[2]`` (predictions)."""
     audit, prepared_dir, predictions_dir, results = (argv[0], Path(argv[1]), Path(argv[2]),
                                                      Path(argv[3]))
-    metrics, plots = results / "metrics" / f"{audit}.json", results / "plots" / f"{audit}.csv"
+    metrics = results / "metrics" / f"{audit}.json"
+    plots = results / "metrics" / f"{audit}-parity.csv"
 
     def work() -> None:
         config = load_params(PARAMS).config
