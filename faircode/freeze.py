@@ -21,6 +21,9 @@ Design decisions
   a CSV that differs is then compared cell by cell and each differing cell is reported with its
   frozen value, its new value and the absolute difference.  ``run.json`` is compared without its
   volatile keys (wall-clock seconds, the worker count, the git commit and dirty flag of the re-run).
+  ``report.html`` is not compared byte-wise: it is a rendering of the compared tables and figures
+  whose provenance block names the commit and ``dvc.lock`` it was generated from, which a
+  re-run in another worktree cannot reproduce; every number it shows is compared in its source.
 * The library takes every input explicitly (the project root, the dvc command, the environment of
   the re-run); only the CLI reads the process environment.
 """
@@ -65,6 +68,8 @@ FREEZES_DIR = "freezes"
 RESULTS_DIR = "results"
 VOLATILE_RUN_KEYS = frozenset({"seconds", "git_commit", "git_dirty", "jobs"})
 """``run.json`` keys whose values legitimately differ between two runs of the same state."""
+RENDERED = frozenset({"report.html"})
+"""Results files that render compared files with their generation provenance (not compared)."""
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -370,7 +375,8 @@ def compare_results(frozen: Path, new: Path, *, label: str = RESULTS_DIR) -> tup
     new_files = {p.relative_to(new).as_posix() for p in new.rglob("*") if p.is_file()}
     drift: list[CellDrift] = []
     identical = 0
-    for rel in sorted(old_files | new_files):
+    compared = {rel for rel in old_files | new_files if Path(rel).name not in RENDERED}
+    for rel in sorted(compared):
         name = f"{label}/{rel}"
         if rel not in new_files:
             drift.append(CellDrift(name, "", "file", "present", "missing"))
@@ -391,7 +397,7 @@ def compare_results(frozen: Path, new: Path, *, label: str = RESULTS_DIR) -> tup
             identical += not found
         else:
             drift.append(CellDrift(name, "", "sha256", _sha256(a)[:12], _sha256(b)[:12]))
-    return drift, identical, len(old_files | new_files)
+    return drift, identical, len(compared)
 
 
 # ------------------------------------------------------------------------------ verify

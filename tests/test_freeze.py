@@ -245,3 +245,11 @@ def test_drift_check_refuses_missing_committed_results(tmp_path: Path) -> None:
     copy = ("sh", "-c", 'mkdir -p "$2" && cp -r "$0"/. "$2"', str(rerun))
     with pytest.raises(FreezeError, match="expected committed results"):
         check_committed(["german"], root=tmp_path, command=copy)
+
+
+def test_the_rendered_report_page_is_not_compared(tmp_path: Path) -> None:
+    """report.html renders compared files plus its generation provenance: not a drift."""
+    a, b = _results(tmp_path / "a"), _results(tmp_path / "b")
+    (a / "report.html").write_text("<p>commit abc</p>")
+    (b / "report.html").write_text("<p>commit def</p>")
+    assert compare_results(a, b) == ([], 2, 2)
