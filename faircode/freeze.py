@@ -192,7 +192,8 @@ def _dvc_stale(root: Path, dvc: Sequence[str], env: Mapping[str, str] | None) ->
     text = done.stdout.strip()
     start = text.find("{")
     status = json.loads(text[start:]) if start >= 0 else {}
-    return sorted(str(stage) for stage in status)
+    # an always_changed stage (the params check, MLflow tracking) is listed on every call
+    return sorted(str(stage) for stage, why in status.items() if why != ["always changed"])
 
 
 def freeze(

@@ -135,7 +135,7 @@ def repo(tmp_path: Path) -> Path:
 
 
 # A stand-in for `dvc status --json` that reports an up-to-date pipeline / a stale stage.
-CLEAN_DVC = ("sh", "-c", "echo '{}'", "dvc")
+CLEAN_DVC = ("sh", "-c", "echo '{\"check-params\": [\"always changed\"]}'", "dvc")
 STALE_DVC = ("sh", "-c", "echo '{\"evaluate@german\": [{\"changed outs\": {}}]}'", "dvc")
 
 

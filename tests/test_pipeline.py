@@ -223,3 +223,44 @@ def test_bad_params_stop_the_repro_with_one_line_naming_the_key(
         assert not RUNNING.findall(done.stdout)[1:]  # nothing ran after the check
     finally:
         repo.restore()
+
+
+def _edit_first_value(path: Path) -> tuple[str, str]:
+    """Add 0.001 to the first row's ``value`` of a results CSV; return (row label, new value)."""
+    import csv
+
+    with path.open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    column = rows[0].index("value")
+    rows[1][column] = repr(float(rows[1][column]) + 0.001)
+    with path.open("w", newline="") as handle:
+        csv.writer(handle, lineterminator="\n").writerows(rows)
+    return rows[1][rows[0].index("metric")], rows[1][column]
+
+
+def test_freeze_refuses_stale_results_and_verify_names_exactly_the_edited_number(
+    repo: Repo,
+) -> None:
+    """With the real DVC: freeze refuses results that no longer match dvc.lock; a state whose
+    committed number the code does not produce is frozen, and `faircode verify` re-runs the
+    frozen commit in a worktree and names exactly that cell (exit 1)."""
+    fairness = repo.root / "results" / "german_credit_lending" / "fairness.csv"
+    metric, edited = _edit_first_value(fairness)
+    repo.run("git", "commit", "-qam", "edit one committed number")
+    cli = (sys.executable, "-m", "faircode.cli")
+    refused = repo.run(*cli, "freeze", "stale", check=False)
+    assert refused.returncode == 2
+    assert refused.stderr.strip().splitlines() == [
+        "freeze stale: results do not match dvc.lock (dvc status lists "
+        "evaluate@german_credit_lending); run dvc repro and commit"]
+    repo.dvc("commit", "-f", "evaluate@german_credit_lending")
+    repo.run("git", "commit", "-qam", "record the edited number in dvc.lock")
+    repo.run(*cli, "freeze", "t1")
+    assert repo.run("git", "tag", "--list", "t1").stdout.strip() == "t1"
+    done = repo.run(*cli, "verify", "t1", check=False)
+    assert done.returncode == 1, done.stdout + done.stderr
+    drift = [line for line in done.stdout.splitlines() if line.startswith("drift: ")]
+    assert len(drift) == 1, done.stdout
+    assert drift[0].startswith("drift: results/german_credit_lending/fairness.csv: row 2 (")
+    assert f" {metric}): value: frozen {edited}, now " in drift[0]
+    assert not [line for line in done.stdout.splitlines() if line.startswith("environment")]
