@@ -42,7 +42,9 @@ __all__ = [
     "cluster_bootstrap_counts",
     "cluster_permutation_note",
     "cluster_permute_counts",
+    "deflation",
     "design_effect",
+    "repeated_units",
     "unit_counts",
     "unit_types",
 ]
@@ -239,3 +241,28 @@ def design_effect(cluster_samples: ArrayLike, row_samples: ArrayLike) -> float:
     if row_var == 0.0:
         return float("nan")
     return float(cluster.var(ddof=1)) / row_var
+
+
+def repeated_units(units: ArrayLike | None, n_rows: int) -> NDArray[np.int64] | None:
+    """Return ``units`` as an id array when some unit has several rows, else ``None``.
+
+    ``None`` (no unit declared) and one row per unit both mean "rows are independent": the
+    callers then take their row-level path unchanged, so such numbers stay bit-identical.
+    """
+    if units is None:
+        return None
+    u = np.asarray(units)
+    if u.ndim != 1 or u.shape[0] != n_rows:
+        raise ValueError(f"units: expected a 1-D array of {n_rows} ids, got shape {u.shape}")
+    _, inverse = np.unique(u, return_inverse=True)
+    inverse = inverse.reshape(-1).astype(np.int64)
+    return inverse if inverse.size and int(inverse.max()) + 1 < inverse.size else None
+
+
+def deflation(deff: float) -> float:
+    """The factor counts are divided by for effective sizes: ``deff`` if finite and > 1, else 1.
+
+    A design effect below 1 (resampling noise when units barely repeat) never narrows an
+    interval, and an undefined one (NaN: no row variance) leaves the counts as they are.
+    """
+    return float(deff) if np.isfinite(deff) and deff > 1.0 else 1.0
