@@ -45,12 +45,13 @@ Design decisions
   attribute varies within units the note ``attribute_varies_within_units:<n>``); ``design_effect``
   is the cluster-bootstrap variance over the row-bootstrap variance of the metric (B =
   ``n_resamples``); the interval is the same closed-form interval at *effective* counts, every
-  count divided by ``max(1, design_effect)`` (Kish's effective sample size).
-  ``bench/cluster_interval.py``: on synthetic clustered audits it covers 0.93–0.97 where the row
-  interval covers 0.78–0.89, as well as the cluster-bootstrap percentile interval and better on
-  small audits, and unlike the percentile interval it keeps the closed form's behaviour at rates
-  near 0 and 1.  Performance metrics use the cluster bootstrap (units resampled) instead of the
-  row bootstrap.
+  count divided by ``max(1, design_effect)`` (Kish's effective sample size; equalized odds, a
+  maximum of two absolute gaps whose variance ratio is no scaling factor, by the larger of its
+  components' ``max(1, design_effect)``). ``bench/cluster_interval.py``: on synthetic clustered
+  audits it covers 0.93–0.97 where the row interval covers 0.78–0.89, as well as the
+  cluster-bootstrap percentile interval and better on small audits, and unlike the percentile
+  interval it keeps the closed form's behaviour at rates near 0 and 1.  Performance metrics use
+  the cluster bootstrap (units resampled) instead of the row bootstrap.
 * Seeds: fairness metric ``k`` (its index in :data:`FAIRNESS_METRICS`) uses
   ``child_seed(seed, k)``, whose children ``0`` and ``1`` drive the bootstrap diagnostic and the
   permutation test, and with repeated units ``2`` the cluster permutation, ``3`` and ``4`` the
@@ -203,6 +204,12 @@ def fairness_metrics(
     mixed = clusters.cluster_permutation_note(types) if types is not None else ""
     no_repeats = 1.0
     p_values: dict[str, float] = {}
+    deffs: dict[str, float] = {}
+
+    def deff_of(metric: str) -> float:
+        if metric not in deffs and types is not None:
+            deffs[metric] = _design_effect(metric, types, n_resamples, seed)
+        return deffs[metric]
 
     def p_value_of(null: str) -> float:
         if null not in p_values:
@@ -232,8 +239,13 @@ def fairness_metrics(
             continue
         deff, factor = no_repeats, 1.0
         if types is not None:
-            deff = _design_effect(metric, types, n_resamples, seed)
+            deff = deff_of(metric)
             factor = clusters.deflation(deff)
+            if spec.interval is Interval.NEWCOMBE_MAX:
+                # the max of two |gaps| is not a smooth statistic, its variance ratio is no
+                # variance-scaling factor: deflate by the larger of its components' effects
+                factor = max(clusters.deflation(deff_of("tpr_gap")),
+                             clusters.deflation(deff_of("fpr_gap")))
         if factor == 1.0:
             low_a, high_a = defs.closed_form_interval(
                 metric, counts_d, counts_a, confidence=confidence
