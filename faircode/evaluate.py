@@ -421,16 +421,20 @@ def design_effect_summary(results: AuditResults, *, unit: str | None) -> dict[st
         return {"n": int(finite.size), "min": float(finite.min()),
                 "median": float(np.median(finite)), "max": float(finite.max())}
 
+    def column(frame: pd.DataFrame) -> pd.Series:  # a table without the column: nothing to say
+        return frame["design_effect"] if "design_effect" in frame else pd.Series(dtype=float)
+
     fairness = results.fairness
     return {
         "unit": unit,
         "definition": "cluster-bootstrap variance / row-bootstrap variance of the statistic "
                       "(flip rates: linearised cluster variance / binomial variance); 1.0 "
                       "without a unit or with one test row per unit; NaN where undefined",
-        "fairness": {metric: spread(group["design_effect"])
-                     for metric, group in fairness.groupby("metric", sort=False)},
-        "intersectional_gap": spread(results.intersectional["design_effect"]),
-        "counterfactual": spread(results.counterfactual["design_effect"]),
+        "fairness": ({metric: spread(column(group))
+                      for metric, group in fairness.groupby("metric", sort=False)}
+                     if "metric" in fairness else {}),
+        "intersectional_gap": spread(column(results.intersectional)),
+        "counterfactual": spread(column(results.counterfactual)),
     }
 
 
