@@ -11,6 +11,7 @@ import pytest
 from faircode.benchmark import fit_audit, run_audit
 from faircode.config import BenchmarkConfig
 from faircode.data import load_audit
+from faircode.decision import Cutoff
 from faircode.evaluate import evaluate_audit
 from faircode.models import ModelFamily
 from faircode.predictions import CellPredictions, load_predictions, save_predictions
@@ -71,12 +72,12 @@ def test_threshold_applies_to_scores_but_not_to_randomised_decisions() -> None:
     """S0-S2 decide score > threshold at evaluate time; a stored S3/S4 decision is kept."""
     score = np.array([0.2, 0.5, 0.7])
     s0 = CellPredictions(Strategy.BASELINE, ModelFamily.RANDOM_FOREST, test_score=score)
-    assert s0.decisions(0.5)[0].tolist() == [0, 0, 1]
-    assert s0.decisions(0.1)[0].tolist() == [1, 1, 1]
+    assert s0.decisions(Cutoff(0.5, inclusive=False))[0].tolist() == [0, 0, 1]
+    assert s0.decisions(Cutoff(0.1, inclusive=False))[0].tolist() == [1, 1, 1]
     drawn = np.array([1, 0, 0], dtype=np.int8)
     s3 = CellPredictions(Strategy.IN_PROCESSING, ModelFamily.RANDOM_FOREST, test_score=score,
                          test_decision=drawn)
-    assert s3.decisions(0.1)[0].tolist() == [1, 0, 0]
+    assert s3.decisions(Cutoff(0.1, inclusive=False))[0].tolist() == [1, 0, 0]
 
 
 def test_predictions_store_keeps_train_scores_and_skips(tmp_path: Path) -> None:
