@@ -16,10 +16,10 @@ its latent-scale intra-class correlation ``sigma^2 / (sigma^2 + pi^2 / 3)``.
 
 Per replicate: the 95 % percentile interval of the parity gap from the row bootstrap
 (:func:`faircode.stats.bootstrap_counts`, each group's rows resampled at its size) and from the
-cluster bootstrap (:func:`faircode.stats.cluster_bootstrap_counts`, units resampled), their
-design effect (:func:`faircode.stats.design_effect`); in the null scenario (equal alphas) also
+cluster bootstrap (:func:`faircode.clusters.cluster_bootstrap_counts`, units resampled), their
+design effect (:func:`faircode.clusters.design_effect`); in the null scenario (equal alphas) also
 the two-sided permutation p-value with rows exchanged (:func:`faircode.stats.permute_counts`)
-and with units exchanged (:func:`faircode.stats.cluster_permute_counts`).  Coverage is the share
+and with units exchanged (:func:`faircode.clusters.cluster_permute_counts`).  Coverage is the share
 of replicates whose interval contains the true gap; its Monte-Carlo standard error is
 ``sqrt(c (1 - c) / R)``.  Replicate ``r`` of scenario ``k`` draws from
 ``child_seed(seed, k, r)``.  ``--quick`` runs R = 200, B = 400.  Everything printed is measured
@@ -34,7 +34,7 @@ import math
 import numpy as np
 from scipy.special import expit
 
-from faircode import stats
+from faircode import clusters, stats
 
 SCENARIOS: tuple[tuple[float, float, float], ...] = (
     # (sigma, alpha_d, alpha_a)
@@ -79,15 +79,15 @@ def replicate(
     resamples: int, null: bool,
 ) -> tuple[tuple[float, float], tuple[float, float], float, float, float]:
     """Row CI, cluster CI, design effect, row and cluster p-values (NaN unless null)."""
-    types = stats.unit_types(draw_units(rng, units, sigma, alphas))
+    types = clusters.unit_types(draw_units(rng, units, sigma, alphas))
     pooled = types.pooled()
     row = parity_gap(np.stack(
         [stats.bootstrap_counts(pooled[g], n_resamples=resamples, rng=rng) for g in (0, 1)], axis=1
     ))
-    cluster = parity_gap(stats.cluster_bootstrap_counts(types, n_resamples=resamples, rng=rng))
+    cluster = parity_gap(clusters.cluster_bootstrap_counts(types, n_resamples=resamples, rng=rng))
     row_ci = stats.percentile_interval(row, confidence=0.95)
     cluster_ci = stats.percentile_interval(cluster, confidence=0.95)
-    deff = stats.design_effect(cluster, row)
+    deff = clusters.design_effect(cluster, row)
     p_row = p_cluster = float("nan")
     if null:
         observed = float(parity_gap(pooled))
@@ -96,7 +96,7 @@ def replicate(
             pooled[0], pooled[1], strata=everything, n_permutations=resamples, rng=rng
         )
         p_row = stats.permutation_p_value(observed, parity_gap(np.stack([perm_d, perm_a], 1)))
-        perm_d, perm_a = stats.cluster_permute_counts(
+        perm_d, perm_a = clusters.cluster_permute_counts(
             types, strata=everything, n_permutations=resamples, rng=rng
         )
         p_cluster = stats.permutation_p_value(observed, parity_gap(np.stack([perm_d, perm_a], 1)))

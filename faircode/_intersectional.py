@@ -21,7 +21,15 @@ Design decisions
   fired in a third of audits with no effect at all.  The grid flags ``interaction_significant``
   only when the interaction's q-value in the audit's Benjamini–Hochberg family is below alpha.
 * Seeds: the gap's permutation uses ``child_seed(seed, 1)``, the interaction's null simulation
-  ``child_seed(seed, 2)``; nothing else is random.
+  ``child_seed(seed, 2)``; nothing else is random without repeated units.
+* Repeated units (``units=``; see :mod:`faircode.metrics` for the method and its evidence): the
+  gap's p-value exchanges the DD/AA label between units (``child_seed(seed, 3)``); its
+  ``design_effect`` is the cluster- over row-bootstrap variance of the gap (``child_seed(seed,
+  4)`` and ``(seed, 5)``) and its Newcombe interval is taken at effective counts (divided by
+  ``max(1, design_effect)``).  The interaction likewise: its own design effect (streams ``6`` and
+  ``7``, units resampled within their four-cell patterns) deflates the four cells for the MOVER
+  interval and for the null simulation (at the rounded effective sizes).  Without repeats
+  ``design_effect`` is 1.0 (rows are the independent units) and nothing else changes.
 """
 
 from __future__ import annotations
@@ -34,7 +42,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from faircode import _metric_defs as defs
-from faircode import stats
+from faircode import clusters, stats
 from faircode.errors import describe
 
 INTERACTION_WEIGHTS: tuple[float, float, float, float] = (1.0, -1.0, -1.0, 1.0)
@@ -64,6 +72,7 @@ class IntersectionalResult:
     rate_ad: float
     rate_aa: float
     note: str
+    design_effect: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("n_dd", "n_da", "n_ad", "n_aa"):
@@ -89,13 +98,16 @@ def intersectional_gap(
     n_permutations: int = 2000,
     confidence: float = 0.95,
     seed: int | np.random.SeedSequence,
+    units: ArrayLike | None = None,
+    n_resamples: int = 2000,
 ) -> IntersectionalResult:
     """Compare the four cells' favourable-decision rates of two attributes.
 
     ``y_pred`` must already be oriented (1 = favourable).  ``gap_a``/``gap_b`` are each
     attribute's demographic-parity gap over all rows.  If any cell is empty the gap, the
     interaction, their CIs and p-values are NaN with note ``empty_intersectional_cell``.
-    Both intervals are closed-form, so there is no ``n_resamples``.
+    Both intervals are closed-form; ``n_resamples`` is only used with repeated ``units`` (one id
+    per row), for the design effects (module docstring).
     """
     yhat = stats.as_binary("y_pred", y_pred)
     mask_a = stats.as_mask("disadvantaged_a", disadvantaged_a)
@@ -116,30 +128,82 @@ def intersectional_gap(
     cells: dict[str, Any] = {f"n_{k}": int(c.sum()) for k, c in groups.items()}
     cells |= {f"rate_{k}": float(defs.positive_rate(c)) for k, c in groups.items()}
     nan = float("nan")
+    inverse = clusters.repeated_units(units, yhat.size)
+    no_repeats = 1.0
     if min(int(c.sum()) for c in groups.values()) == 0:
         return IntersectionalResult(
             nan, nan, nan, nan, nan, nan, nan, nan, gap_a, gap_b, **cells,
-            note="empty_intersectional_cell",
+            note="empty_intersectional_cell", design_effect=no_repeats if inverse is None else nan,
         )
     gap = float(defs.dp(dd, aa))
-    low, high = stats.newcombe_interval(
-        dd[defs.FP], dd.sum(), aa[defs.FP], aa.sum(), confidence=confidence
-    )
-    rng = np.random.default_rng(stats.child_seed(seed, 1))
-    perm_d, perm_a = stats.permute_counts(
-        dd, aa, strata=((defs.TN, defs.FP),), n_permutations=n_permutations, rng=rng
-    )
-    p_value = stats.permutation_p_value(abs(gap), defs.dp(perm_d, perm_a))
     x = np.array([c[defs.FP] for c in groups.values()], dtype=np.int64)
     n = np.array([c.sum() for c in groups.values()], dtype=np.int64)
+    if inverse is None:
+        low, high = stats.newcombe_interval(
+            dd[defs.FP], dd.sum(), aa[defs.FP], aa.sum(), confidence=confidence
+        )
+        rng = np.random.default_rng(stats.child_seed(seed, 1))
+        perm_d, perm_a = stats.permute_counts(
+            dd, aa, strata=((defs.TN, defs.FP),), n_permutations=n_permutations, rng=rng
+        )
+        p_value = stats.permutation_p_value(abs(gap), defs.dp(perm_d, perm_a))
+        interaction, i_low, i_high, i_p = interaction_test(
+            x, n, n_simulations=n_permutations, confidence=confidence,
+            seed=stats.child_seed(seed, 2),
+        )
+        return IntersectionalResult(
+            gap, float(low), float(high), p_value, interaction, i_low, i_high, i_p,
+            gap_a, gap_b, **cells, note="", design_effect=no_repeats,
+        )
+    stats.check_positive_int("n_resamples", n_resamples)
+    # cell index per row: 0 dd, 1 da, 2 ad, 3 aa (y = 0 throughout: ŷ in the TN/FP cells)
+    cell_of = (2 * (~mask_a) + (~mask_b)).astype(np.int64)
+    zeros = np.zeros(yhat.size, dtype=np.int64)
+    four = clusters.unit_types(clusters.unit_counts(zeros, yhat, cell_of, inverse, n_groups=4))
+    pair = clusters.unit_types(clusters.unit_counts(
+        zeros, yhat, np.select([cell_of == 0, cell_of == 3], [0, 1], -1), inverse, n_groups=2))
+    rng = np.random.default_rng(stats.child_seed(seed, 3))
+    perm_d, perm_a = clusters.cluster_permute_counts(
+        pair, strata=((defs.TN, defs.FP),), n_permutations=n_permutations, rng=rng
+    )
+    p_value = stats.permutation_p_value(abs(gap), defs.dp(perm_d, perm_a))
+    deff = _design_effect(pair, lambda c: defs.dp(c[:, 0], c[:, 1]), n_resamples, seed, 4)
+    f = clusters.deflation(deff)
+    low, high = stats.newcombe_interval(
+        dd[defs.FP] / f, dd.sum() / f, aa[defs.FP] / f, aa.sum() / f, confidence=confidence
+    )
+    weights = np.asarray(INTERACTION_WEIGHTS)
+    i_f = clusters.deflation(_design_effect(
+        four, lambda c: defs.positive_rate(c) @ weights, n_resamples, seed, 6))
     interaction, i_low, i_high, i_p = interaction_test(
-        x, n, n_simulations=n_permutations, confidence=confidence,
+        x / i_f, n / i_f, n_simulations=n_permutations, confidence=confidence,
         seed=stats.child_seed(seed, 2),
     )
+    interaction = float(np.round(defs.positive_rate(np.stack(list(groups.values()))) @ weights,
+                                 12)) + 0.0  # the observed contrast from the undeflated counts
+    note = clusters.cluster_permutation_note(pair)
     return IntersectionalResult(
         gap, float(low), float(high), p_value, interaction, i_low, i_high, i_p,
-        gap_a, gap_b, **cells, note="",
+        gap_a, gap_b, **cells, note=note, design_effect=deff,
     )
+
+
+def _design_effect(
+    types: clusters.UnitTypes,
+    statistic: Any,
+    n_resamples: int,
+    seed: int | np.random.SeedSequence,
+    key: int,
+) -> float:
+    """Cluster-bootstrap (``child_seed(seed, key)``) over row-bootstrap (``key + 1``) variance."""
+    rng = np.random.default_rng(stats.child_seed(seed, key))
+    cluster = statistic(clusters.cluster_bootstrap_counts(types, n_resamples=n_resamples, rng=rng))
+    rng = np.random.default_rng(stats.child_seed(seed, key + 1))
+    pooled = types.pooled()
+    row = np.stack([stats.bootstrap_counts(pooled[g], n_resamples=n_resamples, rng=rng)
+                    for g in range(types.n_groups)], axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return clusters.design_effect(cluster, statistic(row))
 
 
 def interaction_test(
@@ -166,6 +230,8 @@ def interaction_test(
     # weighted least-squares projection onto w·r = 0 with weights n: r0 = r − λ w / n
     null_rates = np.clip(rates - observed / float(np.sum(1.0 / n)) * w / n, 0.0, 1.0)
     rng = np.random.default_rng(seed)
-    draws = rng.binomial(n.astype(np.int64), null_rates, size=(n_simulations, 4))
-    simulated = np.round((draws / n) @ w, 12)
+    # effective (design-effect-deflated) sizes may be fractional: simulate at the rounded size
+    sizes = np.maximum(np.rint(n), 1.0)
+    draws = rng.binomial(sizes.astype(np.int64), null_rates, size=(n_simulations, 4))
+    simulated = np.round((draws / sizes) @ w, 12)
     return observed, float(low), float(high), stats.permutation_p_value(observed, simulated)

@@ -203,7 +203,9 @@ def closed_form_interval(
 ) -> tuple[Floats, Floats]:
     """Return the interval of ``metric`` (its :class:`Interval`), vectorised over leading axes."""
     s = spec(metric)
-    d, a = np.asarray(counts_d, np.int64), np.asarray(counts_a, np.int64)
+    # float counts: the clustered path passes effective (design-effect-deflated) counts; integer
+    # counts give the same sums as before, so the row-level intervals are unchanged bit for bit
+    d, a = np.asarray(counts_d, np.float64), np.asarray(counts_a, np.float64)
     if s.interval is Interval.NEWCOMBE_MAX:
         low_t, high_t = _abs_interval(*closed_form_interval("tpr_gap", d, a, confidence=confidence))
         low_f, high_f = _abs_interval(*closed_form_interval("fpr_gap", d, a, confidence=confidence))

@@ -37,7 +37,7 @@ import pandas as pd
 import yaml
 from scipy import stats as sps
 
-from faircode import stats
+from faircode import clusters, stats
 from faircode._schema import UniqueKeyLoader
 from faircode.data import AuditData, disadvantaged_mask
 from faircode.errors import ConfigError, PerturbationError, config_error
@@ -75,6 +75,7 @@ class FlipRateResult:
     n_unchanged: int
     n_flipped: int
     note: str
+    design_effect: float = 1.0
 
     def __post_init__(self) -> None:
         if not isinstance(self.kind, PerturbationKind):
@@ -96,6 +97,7 @@ def flip_rates(
     kind: PerturbationKind,
     favourable: int = 1,
     confidence: float = 0.95,
+    units: np.ndarray | None = None,
 ) -> FlipRateResult:
     """Return the flip rate among changed rows with an exact Clopper–Pearson interval.
 
@@ -109,6 +111,14 @@ def flip_rates(
         The decision counted as favourable (``to_favourable``/``to_unfavourable``).
     confidence
         Coverage of the interval.
+    units
+        Optional unit id per row (a person).  When a unit has several changed rows, the
+        interval is Clopper–Pearson at Kish's effective size: ``n_changed`` and ``n_flipped``
+        divided by ``max(1, design_effect)``, where ``design_effect`` is the linearised
+        (ratio-estimator) cluster variance of the rate over its binomial variance
+        ``r(1 − r)/n``; the cluster variance is ``K/(K − 1) · Σ_u (f_u − r·m_u)² / n²`` over the
+        ``K`` units with changed rows (``f_u`` flips of ``m_u`` rows).  Deterministic, like the
+        rate.  ``design_effect`` is 1.0 without units or when no unit repeats.
     """
     before = np.asarray(original)
     after = np.asarray(perturbed)
@@ -132,12 +142,43 @@ def flip_rates(
     rate = n_flipped / n_changed
     up = np.count_nonzero((b != favourable) & (a == favourable)) / n_changed
     down = np.count_nonzero((b == favourable) & (a != favourable)) / n_changed
-    interval = sps.binomtest(n_flipped, n_changed).proportion_ci(
-        confidence_level=confidence, method="exact"
-    )
-    low, high = float(interval.low), float(interval.high)
+    deff = 1.0
+    inverse = clusters.repeated_units(units, mask.size)
+    if inverse is not None:
+        _, unit = np.unique(inverse[mask], return_inverse=True)
+        unit = unit.reshape(-1)
+        if int(unit.max()) + 1 < n_changed:  # some unit has several changed rows
+            deff = _flip_design_effect(unit, (b != a).astype(np.float64), rate)
+    factor = clusters.deflation(deff)
+    if factor == 1.0:
+        interval = sps.binomtest(n_flipped, n_changed).proportion_ci(
+            confidence_level=confidence, method="exact"
+        )
+        low, high = float(interval.low), float(interval.high)
+    else:
+        low, high = _clopper_pearson(n_flipped / factor, n_changed / factor, confidence)
     return FlipRateResult(axis, kind, rate, low, high, float(up), float(down),
-                          n_changed, n_unchanged, n_flipped, "")
+                          n_changed, n_unchanged, n_flipped, "", deff)
+
+
+def _flip_design_effect(unit: np.ndarray, flipped: np.ndarray, rate: float) -> float:
+    """Linearised cluster variance of the flip rate over its binomial variance (NaN if 0)."""
+    n = flipped.size
+    k = int(unit.max()) + 1
+    row_var = rate * (1.0 - rate) / n
+    if k < 2 or row_var == 0.0:
+        return math.nan
+    residual = np.bincount(unit, weights=flipped - rate, minlength=k)
+    cluster_var = k / (k - 1) * float(np.sum(residual**2)) / n**2
+    return cluster_var / row_var
+
+
+def _clopper_pearson(x: float, n: float, confidence: float) -> tuple[float, float]:
+    """Clopper–Pearson's beta-quantile interval, defined for fractional (effective) counts."""
+    alpha = 1.0 - confidence
+    low = 0.0 if x <= 0 else float(sps.beta.ppf(alpha / 2, x, n - x + 1))
+    high = 1.0 if x >= n else float(sps.beta.ppf(1 - alpha / 2, x + 1, n - x))
+    return low, high
 
 
 def flip_rate(

@@ -22,6 +22,19 @@ and interactions), and ``significant`` is ``q < alpha``.  :func:`write_audit` wr
 
 Every statistic draws from the child stream of its grid position (:class:`Stream`), so the
 numbers do not depend on ``jobs`` or on whether the fit ran in this process.
+
+Repeated units: when the audit declares ``dataset.unit`` (``data.unit``) and a unit has several
+test rows, the test rows' unit ids are passed to every metric (``units=``): fairness p-values
+exchange labels between units, intervals are taken at design-effect-deflated effective sizes,
+the performance bootstrap resamples units and flip rates use Clopper–Pearson at the effective
+size (:mod:`faircode.metrics`, :mod:`faircode.counterfactual`).  ``design_effect`` (a column of
+``fairness.csv``, ``intersectional.csv`` and ``counterfactual.csv``; per metric summarised in
+``run.json``) is 1.0 without a unit and with one row per unit (rows are then the independent
+units, the design effect is 1 by definition), where every other number is bit-identical to the
+unit-free path.  ``mde``/``powered``/``mde_note``
+(:func:`faircode.power.detectable_gap` at ``config.alpha`` and ``config.power``) are computed
+for every fairness row and every intersectional DD-vs-AA gap, at effective counts (each count
+divided by ``max(1, design_effect)``, rounded) when units repeat.
 """
 
 from __future__ import annotations
@@ -40,9 +53,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
+from faircode import clusters
 from faircode.config import BenchmarkConfig
 from faircode.counterfactual import flip_rates
 from faircode.decision import (
@@ -64,14 +79,16 @@ from faircode.metrics import (
     performance_metrics,
 )
 from faircode.models import ModelFamily
+from faircode.power import detectable_gap
 from faircode.predictions import AuditPredictions, CellPredictions, Stream
 from faircode.prepared import AuditLike, PreparedAudit
-from faircode.stats import child_seed
+from faircode.stats import child_seed, confusion_counts
 from faircode.strategies import Strategy
 
 __all__ = [
     "AuditResults",
     "CellResult",
+    "design_effect_summary",
     "evaluate_audit",
     "parity_plot",
     "provenance",
@@ -167,15 +184,22 @@ def _score_cell(data: PreparedAudit, cell: CellPredictions, config: BenchmarkCon
                 "balanced_accuracy": point["balanced_accuracy"], "degenerate": degenerate}
     if cell.test_decision is None:
         decision.update(cutoff=cutoff.value, inclusive=cutoff.inclusive)
+    units = None if data.unit is None else data.unit[test]
     fairness: list[dict[str, Any]] = []
     for a, attribute in enumerate(attributes):
+        mask = data.disadvantaged[attribute.name][test]
+        counts_d = confusion_counts(y_fav[mask], yhat_fav[mask])
+        counts_a = confusion_counts(y_fav[~mask], yhat_fav[~mask])
         for result in fairness_metrics(
-            y_fav, yhat_fav, data.disadvantaged[attribute.name][test],
+            y_fav, yhat_fav, mask,
             n_permutations=config.n_permutations,
             confidence=config.confidence, seed=child_seed(master, Stream.FAIRNESS, s, m, a),
+            units=units, n_resamples=config.n_resamples,
         ):
             row = {**label, "protected_attribute": attribute.name,
-                   **dataclasses.asdict(result)}
+                   **dataclasses.asdict(result),
+                   **_mde(result.metric, counts_d, counts_a, value=result.value,
+                          design_effect=result.design_effect, config=config)}
             if degenerate:
                 row["note"] = ";".join(n for n in (row["note"], DEGENERATE_NOTE) if n)
             fairness.append(row)
@@ -184,6 +208,7 @@ def _score_cell(data: PreparedAudit, cell: CellPredictions, config: BenchmarkCon
         for result in performance_metrics(
             y_test, y_pred, y_score, n_resamples=config.n_resamples,
             confidence=config.confidence, seed=child_seed(master, Stream.PERFORMANCE, s, m),
+            units=units,
         )
     ] + [{**label, **dataclasses.asdict(p)} for p in points]
     intersectional: list[dict[str, Any]] = []
@@ -192,16 +217,22 @@ def _score_cell(data: PreparedAudit, cell: CellPredictions, config: BenchmarkCon
             yhat_fav, data.disadvantaged[attributes[a].name][test],
             data.disadvantaged[attributes[b].name][test], n_permutations=config.n_permutations,
             confidence=config.confidence, seed=child_seed(master, Stream.INTERSECTIONAL, s, m, p),
+            units=units, n_resamples=config.n_resamples,
         )
         intersectional.append({**label, "attribute_a": attributes[a].name,
-                               "attribute_b": attributes[b].name, **dataclasses.asdict(pair)})
+                               "attribute_b": attributes[b].name, **dataclasses.asdict(pair),
+                               **_mde("demographic_parity_diff",
+                                      _rate_counts(pair.n_dd, pair.rate_dd),
+                                      _rate_counts(pair.n_aa, pair.rate_aa),
+                                      value=pair.gap, design_effect=pair.design_effect,
+                                      config=config)})
     t3 = time.perf_counter()
 
     counterfactual: list[dict[str, Any]] = []
     for rows, y_flip in zip(data.perturbed, flipped, strict=True):
         flips = flip_rates(
             y_pred, y_flip, rows.changed, axis=rows.axis, kind=rows.kind,
-            favourable=manifest.target.favourable, confidence=config.confidence,
+            favourable=manifest.target.favourable, confidence=config.confidence, units=units,
         )
         record = dataclasses.asdict(flips)
         record["kind"] = flips.kind.value
@@ -218,11 +249,37 @@ def _score_cell(data: PreparedAudit, cell: CellPredictions, config: BenchmarkCon
     )
 
 
+def _mde(
+    metric: str,
+    counts_d: np.ndarray,
+    counts_a: np.ndarray,
+    *,
+    value: float,
+    design_effect: float,
+    config: BenchmarkConfig,
+) -> dict[str, Any]:
+    """``mde``, ``powered``, ``mde_note`` of one comparison, at effective counts with units."""
+    factor = clusters.deflation(design_effect)
+    if factor != 1.0:  # Kish's effective sizes (power.py takes integer counts: rounded)
+        counts_d = np.rint(counts_d / factor).astype(np.int64)
+        counts_a = np.rint(counts_a / factor).astype(np.int64)
+    found = detectable_gap(metric, counts_d, counts_a, value=value, alpha=config.alpha,
+                           power=config.power)
+    return {"mde": found.mde, "powered": found.powered, "mde_note": found.note}
+
+
+def _rate_counts(n: int, rate: float) -> np.ndarray:
+    """A cell's favourable decisions as (TN, FP, 0, 0) counts, from its size and rate."""
+    positives = round(rate * n) if n else 0
+    return np.array([n - positives, positives, 0, 0], dtype=np.int64)
+
+
 PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "protected_attribute", "metric",
                        "value", "ci_low", "ci_high", "n", "note")
 COUNTERFACTUAL_COLUMNS = (
     "audit", "strategy", "model", "axis", "kind", "columns", "flip_rate", "ci_low", "ci_high",
-    "to_favourable", "to_unfavourable", "n_changed", "n_unchanged", "n_flipped", "note",
+    "to_favourable", "to_unfavourable", "n_changed", "n_unchanged", "n_flipped",
+    "design_effect", "note",
 )
 
 
@@ -329,6 +386,7 @@ def write_audit(
                 "source": ("manifest decision block" if manifest.decision is not None
                            else "config decision_threshold"),
             },
+            "design_effect": design_effect_summary(results, unit=manifest.unit),
             **provenance_record,
             "cells": [
                 {"strategy": c.strategy.value, "model": c.family.value,
@@ -349,6 +407,35 @@ def write_audit(
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return final
+
+
+def design_effect_summary(results: AuditResults, *, unit: str | None) -> dict[str, Any]:
+    """run.json's design-effect record: per fairness metric (and for the intersectional gap and
+    the flip rates) the number of rows with a finite design effect and its min/median/max."""
+
+    def spread(values: pd.Series) -> dict[str, Any]:
+        finite = values.to_numpy(dtype=float)
+        finite = finite[np.isfinite(finite)]
+        if not finite.size:
+            return {"n": 0, "min": None, "median": None, "max": None}
+        return {"n": int(finite.size), "min": float(finite.min()),
+                "median": float(np.median(finite)), "max": float(finite.max())}
+
+    def column(frame: pd.DataFrame) -> pd.Series:  # a table without the column: nothing to say
+        return frame["design_effect"] if "design_effect" in frame else pd.Series(dtype=float)
+
+    fairness = results.fairness
+    return {
+        "unit": unit,
+        "definition": "cluster-bootstrap variance / row-bootstrap variance of the statistic "
+                      "(flip rates: linearised cluster variance / binomial variance); 1.0 "
+                      "without a unit or with one test row per unit; NaN where undefined",
+        "fairness": ({metric: spread(column(group))
+                      for metric, group in fairness.groupby("metric", sort=False)}
+                     if "metric" in fairness else {}),
+        "intersectional_gap": spread(column(results.intersectional)),
+        "counterfactual": spread(column(results.counterfactual)),
+    }
 
 
 SUMMARY_STRATEGIES = (Strategy.BASELINE, Strategy.UNAWARENESS_PROXY_REMOVAL)

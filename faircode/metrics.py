@@ -38,11 +38,27 @@ Design decisions
 * Disparate impact is NaN with note ``undefined_advantaged_rate_zero`` when the advantaged
   favourable rate is 0; no epsilon is added.
 * Equalized odds' note names the larger gap (``tpr_gap`` or ``fpr_gap``; ``tpr_gap`` on a tie).
+* Repeated units (``units=``, e.g. a person id per row; see :mod:`faircode.clusters`).  Without
+  units, or with one row per unit, nothing changes and ``design_effect`` is 1.0 (the rows are the
+  independent units; a result compares equal to itself).  When some unit has several rows: the
+  p-value is the cluster permutation test (group labels exchanged between units; where the
+  attribute varies within units the note ``attribute_varies_within_units:<n>``); ``design_effect``
+  is the cluster-bootstrap variance over the row-bootstrap variance of the metric (B =
+  ``n_resamples``); the interval is the same closed-form interval at *effective* counts, every
+  count divided by ``max(1, design_effect)`` (Kish's effective sample size; equalized odds, a
+  maximum of two absolute gaps whose variance ratio is no scaling factor, by the larger of its
+  components' ``max(1, design_effect)``). ``bench/cluster_interval.py``: on synthetic clustered
+  audits it covers 0.93–0.97 where the row interval covers 0.78–0.89, as well as the
+  cluster-bootstrap percentile interval and better on small audits, and unlike the percentile
+  interval it keeps the closed form's behaviour at rates near 0 and 1.  Performance metrics use
+  the cluster bootstrap (units resampled) instead of the row bootstrap.
 * Seeds: fairness metric ``k`` (its index in :data:`FAIRNESS_METRICS`) uses
   ``child_seed(seed, k)``, whose children ``0`` and ``1`` drive the bootstrap diagnostic and the
-  permutation test.  Performance metric ``k`` uses
-  ``child_seed(seed, k)``.  The resampling is count-based throughout (counts in, statistic over
-  a leading resample axis out), so any other resampler of counts can feed the same functions.
+  permutation test, and with repeated units ``2`` the cluster permutation, ``3`` and ``4`` the
+  cluster and row bootstraps of the design effect.  Performance metric ``k`` uses
+  ``child_seed(seed, k)`` (rows) or ``child_seed(seed, k, 1)`` (repeated units).  The
+  resampling is count-based throughout (counts in, statistic over a leading resample axis out),
+  so any other resampler of counts can feed the same functions.
 """
 
 from __future__ import annotations
@@ -56,7 +72,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from faircode import _metric_defs as defs
-from faircode import stats
+from faircode import clusters, stats
 from faircode._intersectional import IntersectionalResult, interaction_test, intersectional_gap
 from faircode._metric_defs import FAIRNESS_METRICS, SAME_NULL, Interval, metric_values, orient
 from faircode.errors import describe
@@ -91,16 +107,16 @@ _DI_UNDEFINED = "undefined_advantaged_rate_zero"
 
 FAIRNESS_COLUMNS: tuple[str, ...] = (
     "audit", "strategy", "model", "protected_attribute", "metric", "value", "ci_low", "ci_high",
-    "ci_method", "p_value", "q_value", "significant", "n_disadvantaged", "n_advantaged",
-    "small_sample_warning", "note",
+    "ci_method", "p_value", "q_value", "significant", "mde", "powered", "mde_note",
+    "n_disadvantaged", "n_advantaged", "small_sample_warning", "design_effect", "note",
 )
 """Columns of an audit's fairness table (one row per cell x attribute x metric)."""
 
 INTERSECTIONAL_COLUMNS: tuple[str, ...] = (
     "audit", "strategy", "model", "attribute_a", "attribute_b",
-    "gap", "ci_low", "ci_high", "p_value", "q_value", "significant",
-    "interaction", "interaction_ci_low", "interaction_ci_high", "interaction_p_value",
-    "interaction_q_value", "interaction_significant",
+    "gap", "ci_low", "ci_high", "p_value", "q_value", "significant", "mde", "powered", "mde_note",
+    "design_effect", "interaction", "interaction_ci_low", "interaction_ci_high",
+    "interaction_p_value", "interaction_q_value", "interaction_significant",
     "gap_a", "gap_b", "n_dd", "n_da", "n_ad", "n_aa", "rate_dd", "rate_da", "rate_ad", "rate_aa",
     "note",
 )
@@ -121,6 +137,7 @@ class MetricResult:
     n_advantaged: int
     small_sample_warning: bool
     note: str
+    design_effect: float = 1.0
 
     def __post_init__(self) -> None:
         defs.spec(self.metric)
@@ -168,19 +185,38 @@ def fairness_metrics(
     n_permutations: int = 2000,
     confidence: float = 0.95,
     seed: int | np.random.SeedSequence,
+    units: ArrayLike | None = None,
+    n_resamples: int = 2000,
 ) -> tuple[MetricResult, ...]:
     """Compute every fairness metric with CI and p-value, in :data:`FAIRNESS_METRICS` order.
 
     ``y_true`` and ``y_pred`` must be oriented (:func:`orient`): 1 is the favourable outcome.
+    ``units`` (optional, one id per row) declares which rows are the same independent unit; when
+    some unit repeats, p-values, intervals and ``design_effect`` account for it (module
+    docstring; ``n_resamples`` is then the bootstrap size of the design effect).
     """
     counts_d, counts_a = _group_counts(y_true, y_pred, disadvantaged)
     stats.check_positive_int("n_permutations", n_permutations)
     stats.check_confidence(confidence)
+    types = _fairness_types(y_true, y_pred, disadvantaged, units)
+    if types is not None:
+        stats.check_positive_int("n_resamples", n_resamples)
+    mixed = clusters.cluster_permutation_note(types) if types is not None else ""
+    no_repeats = 1.0
     p_values: dict[str, float] = {}
+    deffs: dict[str, float] = {}
+
+    def deff_of(metric: str) -> float:
+        if metric not in deffs and types is not None:
+            deffs[metric] = _design_effect(metric, types, n_resamples, seed)
+        return deffs[metric]
 
     def p_value_of(null: str) -> float:
         if null not in p_values:
-            observed, permuted = _permutation(null, counts_d, counts_a, n_permutations, seed)
+            if types is None:
+                observed, permuted = _permutation(null, counts_d, counts_a, n_permutations, seed)
+            else:
+                observed, permuted = _cluster_permutation(null, types, n_permutations, seed)
             p_values[null] = stats.permutation_p_value(observed, permuted)
         return p_values[null]
 
@@ -198,21 +234,83 @@ def fairness_metrics(
             # an empty subset, or else disparate impact with a zero advantaged rate
             why = "insufficient_data" if min(sizes_d + sizes_a) == 0 else _DI_UNDEFINED
             nan = float("nan")
-            results.append(MetricResult(metric, nan, nan, nan, method, nan, n_d, n_a, small, why))
+            results.append(MetricResult(metric, nan, nan, nan, method, nan, n_d, n_a, small, why,
+                                        no_repeats if types is None else nan))
             continue
-        low_a, high_a = defs.closed_form_interval(
-            metric, counts_d, counts_a, confidence=confidence
-        )
+        deff, factor = no_repeats, 1.0
+        if types is not None:
+            deff = deff_of(metric)
+            factor = clusters.deflation(deff)
+            if spec.interval is Interval.NEWCOMBE_MAX:
+                # the max of two |gaps| is not a smooth statistic, its variance ratio is no
+                # variance-scaling factor: deflate by the larger of its components' effects
+                factor = max(clusters.deflation(deff_of("tpr_gap")),
+                             clusters.deflation(deff_of("fpr_gap")))
+        if factor == 1.0:
+            low_a, high_a = defs.closed_form_interval(
+                metric, counts_d, counts_a, confidence=confidence
+            )
+        else:  # Kish's effective sizes: every count divided by the design effect
+            low_a, high_a = defs.closed_form_interval(
+                metric, counts_d / factor, counts_a / factor, confidence=confidence
+            )
         low, high = float(low_a), float(high_a)
         p_value = p_value_of(SAME_NULL.get(metric, metric))
         note = ""
         if metric == "equalized_odds_diff":
             tgap = abs(float(defs.SPECS["tpr_gap"].value(counts_d, counts_a)))
             note = "tpr_gap" if tgap >= value else "fpr_gap"
+        note = ";".join(n for n in (note, mixed) if n)
         results.append(
-            MetricResult(metric, value, low, high, method, p_value, n_d, n_a, small, note)
+            MetricResult(metric, value, low, high, method, p_value, n_d, n_a, small, note, deff)
         )
     return tuple(results)
+
+
+def _fairness_types(
+    y_true: ArrayLike, y_pred: ArrayLike, disadvantaged: ArrayLike, units: ArrayLike | None
+) -> clusters.UnitTypes | None:
+    """The units' (D, A) count types when some unit repeats, else None (row-level path)."""
+    mask = stats.as_mask("disadvantaged", disadvantaged)
+    inverse = clusters.repeated_units(units, mask.size)
+    if inverse is None:
+        return None
+    group = np.where(mask, 0, 1).astype(np.int64)
+    return clusters.unit_types(
+        clusters.unit_counts(y_true, y_pred, group, inverse, n_groups=2)
+    )
+
+
+def _design_effect(
+    metric: str, types: clusters.UnitTypes, n_resamples: int, seed: int | np.random.SeedSequence
+) -> float:
+    """Cluster- over row-bootstrap variance of ``metric`` (streams ``(k, 3)`` and ``(k, 4)``)."""
+    spec = defs.SPECS[metric]
+    k = FAIRNESS_METRICS.index(metric)
+    rng = np.random.default_rng(stats.child_seed(seed, k, 3))
+    boot = clusters.cluster_bootstrap_counts(types, n_resamples=n_resamples, rng=rng)
+    pooled = types.pooled()
+    rng = np.random.default_rng(stats.child_seed(seed, k, 4))
+    row_d = stats.bootstrap_counts(pooled[0], n_resamples=n_resamples, rng=rng)
+    row_a = stats.bootstrap_counts(pooled[1], n_resamples=n_resamples, rng=rng)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cluster_values = spec.value(boot[:, 0], boot[:, 1])
+        row_values = spec.value(row_d, row_a)
+    return clusters.design_effect(cluster_values, row_values)
+
+
+def _cluster_permutation(
+    metric: str, types: clusters.UnitTypes, n_permutations: int,
+    seed: int | np.random.SeedSequence,
+) -> tuple[float, defs.Floats]:
+    """Observed ``|T|`` and unit-permuted ``|T*|`` of ``metric`` from ``child_seed(seed, k, 2)``."""
+    spec = defs.SPECS[metric]
+    rng = np.random.default_rng(stats.child_seed(seed, FAIRNESS_METRICS.index(metric), 2))
+    perm_d, perm_a = clusters.cluster_permute_counts(
+        types, strata=spec.subsets, n_permutations=n_permutations, rng=rng
+    )
+    pooled = types.pooled()
+    return float(spec.statistic(pooled[0], pooled[1])), spec.statistic(perm_d, perm_a)
 
 
 def bootstrap_distribution(
@@ -262,13 +360,16 @@ def performance_metrics(
     n_resamples: int = 2000,
     confidence: float = 0.95,
     seed: int | np.random.SeedSequence,
+    units: ArrayLike | None = None,
 ) -> tuple[PerformanceResult, ...]:
     """Compute accuracy and F1 (multinomial bootstrap CI) and AUC (DeLong CI), in that order.
 
     AUC is NaN with note ``no_scores`` without scores and ``single_class`` when ``y_true`` has
     one class; its interval is ``AUC ± z·se`` clipped to [0, 1] (NaN with note
     ``too_few_for_variance`` when a class has one row).  F1 is NaN with note
-    ``undefined_no_positives`` when neither ``y_true`` nor ``y_pred`` has a positive.
+    ``undefined_no_positives`` when neither ``y_true`` nor ``y_pred`` has a positive.  With
+    repeated ``units`` accuracy and F1 resample whole units (cluster bootstrap); AUC keeps
+    DeLong's row-level variance and says so in its note (``auc_rows_independent``).
     """
     y = stats.as_binary("y_true", y_true)
     yhat = stats.as_binary("y_pred", y_pred)
@@ -277,6 +378,9 @@ def performance_metrics(
     stats.check_confidence(confidence)
     counts = stats.confusion_counts(y, yhat)
     n, nan = int(y.size), float("nan")
+    inverse = clusters.repeated_units(units, n)
+    types = None if inverse is None else clusters.unit_types(clusters.unit_counts(
+        y, yhat, np.zeros(n, dtype=np.int64), inverse, n_groups=1))
 
     def bootstrapped(
         k: int, name: str, fn: Callable[[defs.Counts], defs.Floats], bad: str
@@ -284,8 +388,13 @@ def performance_metrics(
         value = float(fn(counts))
         if np.isnan(value):
             return PerformanceResult(name, nan, nan, nan, n, "insufficient_data" if n == 0 else bad)
-        rng = np.random.default_rng(stats.child_seed(seed, k))
-        draws = fn(stats.bootstrap_counts(counts, n_resamples=n_resamples, rng=rng))
+        if types is None:
+            rng = np.random.default_rng(stats.child_seed(seed, k))
+            draws = fn(stats.bootstrap_counts(counts, n_resamples=n_resamples, rng=rng))
+        else:  # repeated units: resample whole units
+            rng = np.random.default_rng(stats.child_seed(seed, k, 1))
+            boot = clusters.cluster_bootstrap_counts(types, n_resamples=n_resamples, rng=rng)
+            draws = fn(boot[:, 0])
         low, high = stats.percentile_interval(draws, confidence=confidence)
         return PerformanceResult(name, value, low, high, n, "")
 
@@ -315,7 +424,8 @@ def performance_metrics(
         else:
             half = stats.z_quantile(confidence) * float(np.sqrt(variance))
             auc = PerformanceResult(
-                "auc", value, max(0.0, value - half), min(1.0, value + half), n, ""
+                "auc", value, max(0.0, value - half), min(1.0, value + half), n,
+                "" if types is None else "auc_rows_independent",
             )
     return (accuracy, auc, f1)
 

@@ -195,3 +195,91 @@ def test_base_rate_rule_moves_s0_s2_cutoffs_and_s3_s4_objectives(insurance: Audi
     rate = perf.query("strategy == 'baseline' and model == 'logistic_regression' "
                       "and metric == 'selection_rate'")["value"].iloc[0]
     assert 0 < rate < 1
+
+
+@pytest.fixture(scope="module")
+def insurance_fit(insurance: AuditData):  # type: ignore[no-untyped-def]
+    """The insurance audit prepared and fitted once (predictions of every cell)."""
+    from faircode.benchmark import fit_audit
+    from faircode.prepared import prepare
+
+    prepared = prepare(insurance)
+    return prepared, fit_audit(prepared, config=BenchmarkConfig(jobs=2, **SMALL))
+
+
+def test_one_row_per_unit_evaluates_bit_identically_to_no_unit(insurance_fit) -> None:  # type: ignore[no-untyped-def]
+    """A unit column without repeats takes the row path: every table is equal bit for bit."""
+    from faircode.evaluate import evaluate_audit
+
+    prepared, predictions = insurance_fit
+    config = BenchmarkConfig(jobs=2, **SMALL)
+    plain = evaluate_audit(dataclasses.replace(prepared, unit=None), predictions, config=config)
+    units = np.arange(len(prepared.y), dtype=np.int64)[::-1].copy()
+    with_unit = evaluate_audit(dataclasses.replace(prepared, unit=units), predictions,
+                               config=config)
+    for table in ("fairness", "performance", "intersectional", "counterfactual"):
+        pd.testing.assert_frame_equal(getattr(plain, table), getattr(with_unit, table),
+                                      check_exact=True)
+    assert set(plain.fairness["design_effect"]) == {1.0}
+
+
+def test_repeated_units_change_p_values_and_record_design_effects(insurance_fit) -> None:  # type: ignore[no-untyped-def]
+    """Pairs of test rows as one unit: unit-level tests, design effects, run.json summary."""
+    from faircode.evaluate import design_effect_summary, evaluate_audit
+
+    prepared, predictions = insurance_fit
+    config = BenchmarkConfig(jobs=2, **SMALL)
+    units = np.arange(len(prepared.y), dtype=np.int64) // 2
+    results = evaluate_audit(dataclasses.replace(prepared, unit=units), predictions,
+                             config=config)
+    plain = evaluate_audit(dataclasses.replace(prepared, unit=None), predictions, config=config)
+    fairness = results.fairness
+    pd.testing.assert_series_equal(fairness["value"], plain.fairness["value"])
+    assert not np.array_equal(fairness["p_value"].to_numpy(), plain.fairness["p_value"].to_numpy(),
+                              equal_nan=True)
+    assert np.isfinite(fairness["design_effect"]).mean() > 0.9
+    summary = design_effect_summary(results, unit="pair")
+    assert set(summary["fairness"]) == set(FAIRNESS_METRICS)
+    parity = fairness.loc[fairness["metric"] == "demographic_parity_diff", "design_effect"]
+    assert summary["fairness"]["demographic_parity_diff"]["median"] == pytest.approx(
+        float(np.median(parity)))
+
+
+def test_mde_columns_equal_power_module_values(insurance_fit) -> None:  # type: ignore[no-untyped-def]
+    """fairness.csv's mde/powered/mde_note equal power.detectable_gap on the row's counts."""
+    from faircode.decision import decision_cutoff, resolve_rule
+    from faircode.evaluate import evaluate_audit
+    from faircode.metrics import orient
+    from faircode.power import detectable_gap
+    from faircode.stats import confusion_counts
+
+    prepared, predictions = insurance_fit
+    config = BenchmarkConfig(jobs=2, **SMALL)
+    results = evaluate_audit(dataclasses.replace(prepared, unit=None), predictions, config=config)
+    cell = next(c for c in predictions.cells if c.strategy.value == "baseline"
+                and c.family.value == "logistic_regression")
+    test = prepared.test_index
+    rule = resolve_rule(prepared.manifest.decision, default_threshold=config.decision_threshold)
+    cutoff = decision_cutoff(rule, train_scores=cell.train_score,
+                             train_labels=prepared.y[prepared.train_index])
+    y_pred, _ = cell.decisions(cutoff)
+    favourable = prepared.manifest.target.favourable
+    y_fav, yhat_fav = orient(prepared.y[test], y_pred, favourable=favourable)
+    attribute = prepared.manifest.protected_attributes[0].name
+    mask = prepared.disadvantaged[attribute][test]
+    counts_d = confusion_counts(y_fav[mask], yhat_fav[mask])
+    counts_a = confusion_counts(y_fav[~mask], yhat_fav[~mask])
+    rows = results.fairness.query("strategy == 'baseline' and model == 'logistic_regression' "
+                                  "and protected_attribute == @attribute")
+    assert len(rows) == len(FAIRNESS_METRICS)
+    for _, row in rows.iterrows():
+        expected = detectable_gap(row["metric"], counts_d, counts_a, value=row["value"],
+                                  alpha=config.alpha, power=config.power)
+        assert row["mde"] == pytest.approx(expected.mde, nan_ok=True), row["metric"]
+        assert row["powered"] == expected.powered
+        assert row["mde_note"] == expected.note
+        value = np.log(row["value"]) if row["metric"] == "disparate_impact_ratio" else row["value"]
+        assert row["powered"] == bool(abs(value) >= row["mde"])  # NaN mde: never powered
+    inter = results.intersectional
+    assert {"mde", "powered", "mde_note", "design_effect"} <= set(inter.columns)
+    assert (inter["powered"] == (inter["gap"].abs() >= inter["mde"])).all()

@@ -342,3 +342,34 @@ def test_perturb_jsonl_without_axes_is_config_error() -> None:
     """perturb_jsonl with no axes raises a ConfigError carrying the no-built-in-axes reason."""
     with pytest.raises(ConfigError, match=r"in\.jsonl: .*no built-in axis list"):
         perturb_jsonl([], ['{"x": "he"}'], source="in.jsonl")
+
+
+def test_flip_rate_with_repeated_units_uses_the_effective_size() -> None:
+    """Two people of two changed rows (one flips both, one neither): deff 4, CP at x=0.5, n=1."""
+    original = np.array([0, 0, 1, 1])
+    perturbed = np.array([1, 1, 1, 1])
+    changed = np.ones(4, dtype=bool)
+    result = flip_rates(original, perturbed, changed, axis="a", kind=PerturbationKind.EXPLICIT,
+                        units=np.array([7, 7, 9, 9]))
+    # rate 1/2; cluster var 2/1 * (1² + 1²) / 4² = 1/4; binomial var (1/4) / 4 = 1/16
+    assert result.design_effect == pytest.approx(4.0)
+    assert result.ci_low == pytest.approx(sps_beta_ppf(0.025, 0.5, 1.5))
+    assert result.ci_high == pytest.approx(sps_beta_ppf(0.975, 1.5, 0.5))
+    assert result.flip_rate == 0.5 and result.n_flipped == 2
+
+
+def test_flip_rate_with_single_row_units_is_unchanged() -> None:
+    """Units that do not repeat among the changed rows keep the exact binomial interval."""
+    original, perturbed = np.array([0, 1, 0, 1]), np.array([1, 1, 0, 0])
+    changed = np.array([True, True, True, False])
+    plain = flip_rates(original, perturbed, changed, axis="a", kind=PerturbationKind.EXPLICIT)
+    units = flip_rates(original, perturbed, changed, axis="a", kind=PerturbationKind.EXPLICIT,
+                       units=np.array([1, 2, 3, 3]))  # unit 3 repeats, but once among changed
+    assert units == plain and plain.design_effect == 1.0
+
+
+def sps_beta_ppf(q: float, a: float, b: float) -> float:
+    """scipy's beta quantile (Clopper–Pearson's limits), written out for the tests above."""
+    from scipy import stats as sps
+
+    return float(sps.beta.ppf(q, a, b))

@@ -655,3 +655,102 @@ def test_intersectional_gap_rejects_bad_input(kwargs: dict[str, object], match: 
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         metrics.intersectional_gap(**args)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ repeated units (units=)
+
+
+def _doubled(rng: np.random.Generator, n: int) -> tuple[np.ndarray, ...]:
+    """n independent rows, each written twice as one unit of two identical rows."""
+    y = rng.integers(0, 2, n)
+    yhat = rng.integers(0, 2, n)
+    dis = rng.random(n) < 0.4
+    return y, yhat, dis, np.repeat(y, 2), np.repeat(yhat, 2), np.repeat(dis, 2), np.repeat(
+        np.arange(n), 2)
+
+
+def test_units_exchange_whole_people_in_the_permutation_test() -> None:
+    """Four people of two identical rows (D: both favourable, A: neither): p = 1/3, rows 2/70."""
+    yhat = np.array([1, 1, 1, 1, 0, 0, 0, 0])
+    y = np.ones(8, dtype=np.int64)
+    dis = np.array([True] * 4 + [False] * 4)
+    unit = np.repeat(np.arange(4), 2)
+    clustered = fairness_metrics(y, yhat, dis, n_permutations=20000, seed=3, units=unit,
+                                 n_resamples=50)[0]
+    rows = fairness_metrics(y, yhat, dis, n_permutations=20000, seed=3)[0]
+    # units: D receives 2 of 4 people, |gap| = 1 in 2 of C(4, 2) = 6 ways; rows: 2 of C(8, 4) = 70
+    assert clustered.p_value == pytest.approx(1 / 3, abs=0.015)
+    assert rows.p_value == pytest.approx(2 / 70, abs=0.006)
+
+
+def test_units_of_two_identical_rows_give_design_effect_two_and_the_single_row_interval(
+    rng: np.random.Generator,
+) -> None:
+    """Doubling every row inside its unit: design effect ~2 and ~the undoubled interval."""
+    y, yhat, dis, y2, yhat2, dis2, unit = _doubled(rng, 400)
+    single = fairness_metrics(y, yhat, dis, n_permutations=50, seed=1)
+    doubled = fairness_metrics(y2, yhat2, dis2, n_permutations=50, seed=1, units=unit,
+                               n_resamples=4000)
+    for one, two in zip(single, doubled, strict=True):
+        assert two.value == pytest.approx(one.value, abs=1e-12)
+        if one.metric != "equalized_odds_diff":  # a max of |gaps|: no variance scaling
+            assert two.design_effect == pytest.approx(2.0, rel=0.15), one.metric
+        # Newcombe at counts / deff ~ counts / 2 = the undoubled interval
+        assert two.ci_low == pytest.approx(one.ci_low, abs=0.02), one.metric
+        assert two.ci_high == pytest.approx(one.ci_high, abs=0.02), one.metric
+
+
+def test_one_row_per_unit_is_bit_identical_to_no_units(rng: np.random.Generator) -> None:
+    """Units that never repeat take the row path: same results, design effect 1."""
+    y, yhat, dis = rng.integers(0, 2, 300), rng.integers(0, 2, 300), rng.random(300) < 0.3
+    unit = rng.permutation(300) + 1000
+    assert fairness_metrics(y, yhat, dis, n_permutations=99, seed=4, units=unit) == \
+        fairness_metrics(y, yhat, dis, n_permutations=99, seed=4)
+    assert {r.design_effect for r in fairness_metrics(y, yhat, dis, seed=4, units=unit)} == {1.0}
+    score = rng.random(300)
+    assert metrics.performance_metrics(y, yhat, score, n_resamples=99, seed=4, units=unit) == \
+        metrics.performance_metrics(y, yhat, score, n_resamples=99, seed=4)
+    b = rng.random(300) < 0.5
+    assert metrics.intersectional_gap(yhat, dis, b, n_permutations=99, seed=4, units=unit) == \
+        metrics.intersectional_gap(yhat, dis, b, n_permutations=99, seed=4)
+
+
+def test_units_whose_attribute_varies_are_noted() -> None:
+    """A person with rows in both groups is split for the permutation and counted in the note."""
+    y = np.array([1, 0, 1, 0, 1, 0])
+    yhat = np.array([1, 1, 0, 0, 1, 0])
+    dis = np.array([True, False, True, True, False, False])
+    unit = np.array([0, 0, 1, 1, 2, 2])  # person 0 is disadvantaged in one row only
+    results = fairness_metrics(y, yhat, dis, n_permutations=20, seed=0, units=unit,
+                               n_resamples=20)
+    dp = results[FAIRNESS_METRICS.index("demographic_parity_diff")]
+    assert dp.note == "attribute_varies_within_units:1"
+
+
+def test_performance_bootstrap_resamples_units(rng: np.random.Generator) -> None:
+    """Doubled rows as units: the accuracy interval is ~sqrt(2) wider than the row interval."""
+    *_, y2, yhat2, _, unit = _doubled(rng, 500)
+    rows = metrics.performance_metrics(y2, yhat2, None, n_resamples=4000, seed=2)[0]
+    units = metrics.performance_metrics(y2, yhat2, None, n_resamples=4000, seed=2, units=unit)[0]
+    ratio = (units.ci_high - units.ci_low) / (rows.ci_high - rows.ci_low)
+    assert ratio == pytest.approx(math.sqrt(2), rel=0.1)
+
+
+def test_intersectional_gap_with_doubled_units_has_design_effect_two(
+    rng: np.random.Generator,
+) -> None:
+    """Doubling rows inside units: gap design effect ~2 and ~the undoubled gap interval."""
+    yhat = rng.integers(0, 2, 600)
+    a, b = rng.random(600) < 0.5, rng.random(600) < 0.5
+    single = metrics.intersectional_gap(yhat, a, b, n_permutations=50, seed=5)
+    doubled = metrics.intersectional_gap(
+        np.repeat(yhat, 2), np.repeat(a, 2), np.repeat(b, 2), n_permutations=50, seed=5,
+        units=np.repeat(np.arange(600), 2), n_resamples=4000,
+    )
+    assert doubled.gap == pytest.approx(single.gap, abs=1e-12)
+    assert doubled.design_effect == pytest.approx(2.0, rel=0.15)
+    assert (doubled.ci_low, doubled.ci_high) == pytest.approx((single.ci_low, single.ci_high),
+                                                              abs=0.02)
+    assert (doubled.interaction_ci_low, doubled.interaction_ci_high) == pytest.approx(
+        (single.interaction_ci_low, single.interaction_ci_high), abs=0.03)
+    assert doubled.interaction == single.interaction
