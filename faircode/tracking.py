@@ -28,7 +28,7 @@ Design decisions
 * **Fast by batching.**  A child costs three store calls whatever its metric count: create
   with all its tags, one ``log_batch`` of params and metrics, terminate.  The raw datasets are
   dataset inputs of the parent only (one per audit); a child names its audit's dataset by the
-  ``dataset_sha256`` tag (a per-child ``log_inputs`` was a quarter of the time per child).
+  ``dataset_sha256`` tag (a per-child ``log_inputs`` was a sixth of the time per child).
 * **The embedded SQLite store is switched to WAL journaling** (``PRAGMA journal_mode=WAL``, a
   documented, persistent property of the file; ``sqlite_wal=False`` leaves the file alone).
   MLflow commits several transactions per call, and in SQLite's default rollback-journal mode
