@@ -6,10 +6,12 @@ The tables are synthetic but realistic: each audit's rows are the rows of a real
 pairs and ``--axes`` counterfactual axes x 2 channels.  Defaults: 5 audits x 15 cells x
 (4 attributes + 6 pairs + 5 axes x 2) = 1,500 children.
 
-It logs into a fresh embedded SQLite store (what ``dvc repro`` uses by default), once batched
-(``log_batch``; ``--workers`` threads) and, for a ratio, a sample of children the naive way
-(one call per metric/param/tag).  Then it times the second, unchanged sync.  Timings are of one
-run on whatever the machine is doing; quote the ratios.
+It logs into a fresh embedded SQLite store (what ``dvc repro`` uses by default; WAL journaling,
+``--no-wal`` for SQLite's default rollback journal) or into ``--tracking-uri`` (a running
+``mlflow server``; a new experiment each time), once batched (``log_batch``; ``--workers``
+threads, default 1 on SQLite and 2 over HTTP) and, for a ratio, ``--naive-sample`` children the
+naive way (one call per metric/param/tag; 0 skips it).  Then it times the second, unchanged
+sync.  Timings are of one run on whatever the machine is doing; quote the ratios.
 
 Usage: ``PYTHONPATH=. python bench/tracking.py --template /tmp/tracking-results``
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import shutil
 import sys
 import tempfile
@@ -66,16 +69,16 @@ def build(template: Path, out: Path, *, attributes: int, axes: int, seed: int) -
         (folder / "run.json").write_text(run)
 
 
-def naive(uri: str, results: Path, sample: int) -> float:
+def naive(uri: str, results: Path, sample: int, experiment: str) -> float:
     """Seconds per child when every metric, param and tag is its own call."""
     from mlflow.tracking import MlflowClient
 
     client = MlflowClient(tracking_uri=uri)
-    experiment = client.create_experiment("naive")
+    experiment_id = client.create_experiment(experiment)
     children = collect_children(results)[0][:sample]
     started = time.perf_counter()
     for child in children:
-        run_id = client.create_run(experiment, run_name=child.name).info.run_id
+        run_id = client.create_run(experiment_id, run_name=child.name).info.run_id
         for key, value in child.tags.items():
             client.set_tag(run_id, key, value)
         for key, text in child.params.items():
@@ -92,35 +95,46 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--template", default="/tmp/tracking-results")
     parser.add_argument("--attributes", type=int, default=4)
     parser.add_argument("--axes", type=int, default=5)
-    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=None)
+    parser.add_argument("--tracking-uri", default=None, help="a running server (default: a "
+                        "fresh SQLite store)")
+    parser.add_argument("--no-wal", action="store_true", help="SQLite's rollback journal")
     parser.add_argument("--naive-sample", type=int, default=30)
     parser.add_argument("--seed", type=int, default=20261129)
     args = parser.parse_args(argv)
+    for key in ("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "MLFLOW_DISABLE_TELEMETRY"):
+        os.environ.setdefault(key, "true")  # as faircode track sets them
     work = Path(tempfile.mkdtemp(prefix="bench-tracking-"))
     try:
         results = work / "results"
         build(Path(args.template), results, attributes=args.attributes, axes=args.axes,
               seed=args.seed)
-        uri = f"sqlite:///{work / 'mlflow.db'}"
+        uri = args.tracking_uri or f"sqlite:///{work / 'mlflow.db'}"
+        name = f"bench-{time.time_ns()}"
         started = time.perf_counter()
         from mlflow.tracking import MlflowClient  # import + schema creation, timed apart
 
         MlflowClient(tracking_uri=uri).search_experiments()
         setup = time.perf_counter() - started
-        first = sync_results(results, tracking_uri=uri, artifact_location=(work / "a").as_uri(),
-                             workers=args.workers)
-        again = sync_results(results, tracking_uri=uri, workers=args.workers)
-        per_naive = naive(uri, results, args.naive_sample)
+        artifacts = None if args.tracking_uri else (work / "a").as_uri()
+        options = {"tracking_uri": uri, "experiment": name, "workers": args.workers,
+                   "sqlite_wal": not args.no_wal}
+        first = sync_results(results, artifact_location=artifacts, **options)
+        again = sync_results(results, **options)
         per_batch = first.seconds / first.children_logged
         print(f"children {first.children_logged} (5 audits x 15 cells x ({args.attributes} "
               f"attributes + {args.attributes * (args.attributes - 1) // 2} pairs + {args.axes} "
               f"axes x 2 channels))")
         print(f"mlflow import + new store: {setup:.1f}s (once)")
-        print(f"first sync (batched, {args.workers} threads): {first.seconds:.1f}s "
+        print(f"store {'server' if args.tracking_uri else 'sqlite'}"
+              f"{' rollback journal' if args.no_wal else ''}")
+        print(f"first sync (batched, workers {args.workers or 'default'}): {first.seconds:.1f}s "
               f"= {1000 * per_batch:.0f} ms/child")
         print(f"second sync (unchanged): {again.seconds:.1f}s, status {again.status}")
-        print(f"naive (one call per value, {args.naive_sample} children): "
-              f"{1000 * per_naive:.0f} ms/child = {per_naive / per_batch:.1f}x the batched")
+        if args.naive_sample:
+            per_naive = naive(uri, results, args.naive_sample, f"{name}-naive")
+            print(f"naive (one call per value, {args.naive_sample} children): "
+                  f"{1000 * per_naive:.0f} ms/child = {per_naive / per_batch:.1f}x the batched")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

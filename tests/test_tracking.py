@@ -14,6 +14,7 @@ import math
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,7 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +39,7 @@ from faircode.evaluate import (
 from faircode.tracking import (
     SyncContext,
     TrackingError,
+    _sqlite_wal,
     results_digest,
     sync_results,
 )
@@ -93,6 +96,15 @@ def server() -> Iterator[str]:
             process.kill()
         log.close()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def quiet_mlflow() -> Iterator[None]:
+    """Set what ``faircode track`` sets: no run URL printed (and fetched) per terminated run."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
+        patch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -268,15 +280,18 @@ def test_degenerate_cell_is_uninformative(client, synced) -> None:
 
 
 def test_dataset_inputs_carry_the_sha256(client, synced) -> None:
-    """Parent and children have the raw dataset as input, digest and tag from its sha256."""
+    """The parent has each audit's raw dataset as input (digest, sha256 tag); children name it."""
     _, report = synced
     parent = client.get_run(report.parent_run_id)
-    assert {d.dataset.name for d in parent.inputs.dataset_inputs} == set(AUDITS)
-    child = _children(client, report.parent_run_id)[0]
-    (given,) = child.inputs.dataset_inputs
-    sha = hashlib.sha256(child.data.tags["audit"].encode()).hexdigest()
-    assert given.dataset.digest == sha[:36]
-    assert {t.key: t.value for t in given.tags}["sha256"] == sha
+    given = {d.dataset.name: d for d in parent.inputs.dataset_inputs}
+    assert set(given) == set(AUDITS)
+    for audit, dataset_input in given.items():
+        sha = hashlib.sha256(audit.encode()).hexdigest()
+        assert dataset_input.dataset.digest == sha[:36]
+        assert {t.key: t.value for t in dataset_input.tags}["sha256"] == sha
+    for child in _children(client, report.parent_run_id):
+        sha = {t.key: t.value for t in given[child.data.tags["audit"]].tags}["sha256"]
+        assert child.data.tags["dataset_sha256"] == sha
 
 
 def test_parent_tags_and_experiment_kind(client, synced) -> None:
@@ -392,6 +407,14 @@ def test_digest_ignores_timings_not_numbers(tmp_path) -> None:
     performance = results / AUDITS[1] / "performance.csv"
     performance.write_text(performance.read_text().replace("0.55", "0.56", 1))
     assert results_digest(results) != digest
+
+
+def test_sqlite_store_is_switched_to_wal(tmp_path) -> None:
+    """A sqlite:/// store's file is put in WAL journaling mode, which persists in the file."""
+    path = tmp_path / "sub" / "mlflow.db"
+    _sqlite_wal(f"sqlite:///{path}")
+    with closing(sqlite3.connect(path)) as connection:
+        assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
 def test_missing_results_is_exit_2(tmp_path, capsys) -> None:

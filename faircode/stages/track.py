@@ -29,8 +29,11 @@ def track(results: Path, *, root: Path, env: Mapping[str, str], tracking_uri: st
     from faircode.tracking import SyncContext, TrackingError, default_tracking_uri, sync_results
 
     for key, value in (("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2"), ("MLFLOW_DISABLE_TELEMETRY",
-                       "true"), ("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")):
-        os.environ.setdefault(key, value)  # a dead server fails in seconds, not minutes
+                       "true"), ("MLFLOW_HTTP_REQUEST_TIMEOUT", "30"),
+                       ("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")):
+        # a dead server fails in seconds, not minutes; and set_terminated neither prints two
+        # lines per child run nor fetches the run (one extra request per child over HTTP) for them
+        os.environ.setdefault(key, value)
     uri = tracking_uri or env.get("MLFLOW_TRACKING_URI") or default_tracking_uri(root)
     lock = root / "dvc.lock"
     record = provenance(repo=root)
