@@ -206,7 +206,8 @@ def _skip_reason(ctx: Context) -> Callable[[str, str, str], str]:
 
 def _legend(ctx: Context, what: str) -> str:
     pct = f"{ctx.confidence:.0%}"
-    return (f"Each cell: {what} [{pct} percentile-bootstrap CI]. {SIGNIFICANT} benchmark-wide "
+    return (f"Each cell: {what} [{pct} CI: Newcombe score interval for differences, Katz log "
+            f"for the ratio]. {SIGNIFICANT} benchmark-wide "
             f"Benjamini-Hochberg q < {ctx.alpha:g} (one family: every fairness test of every "
             "audit, each null once).")
 

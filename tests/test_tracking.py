@@ -1,8 +1,8 @@
 """Tests for faircode.tracking against a real ``mlflow server`` on 127.0.0.1 (one per session).
 
 The results are synthetic but shaped exactly like the grid's (benchmark's *_COLUMNS, run.json),
-plus what other changes add (a ``tpr_gap`` row, an ``mde`` column, a ``degenerate_decisions``
-note, an ``unavailable.json``), so the sync is shown to log them without knowing them.
+plus what other changes add (a ``tpr_gap`` row, a ``future_statistic`` column, a
+``degenerate_decisions`` note, an ``unavailable.json``), so the sync is shown to log them without knowing them.
 """
 
 from __future__ import annotations
@@ -137,21 +137,24 @@ def write_results(out: Path, *, seed: int, threshold: float = 0.5) -> Path:
                                      "n_disadvantaged": int(rng.integers(20, 200)),
                                      "n_advantaged": int(rng.integers(20, 200)),
                                      "small_sample_warning": False, "note": note,
-                                     "mde": rng.uniform(0, 0.2)})
+                                     "ci_method": "newcombe_hybrid_score",
+                                     "mde": rng.uniform(0, 0.2), "powered": True,
+                                     "mde_note": "", "design_effect": 1.0,
+                                     "future_statistic": rng.uniform(0, 0.2)})
                 fair[-1]["p_value"] = float("nan")  # an undefined p-value stays an empty cell
                 for metric in ("accuracy", "auc", "f1"):
                     perf.append({**cell, "metric": metric, "value": rng.uniform(0.6, 0.8),
                                  "ci_low": 0.55, "ci_high": 0.85, "n": 200, "note": ""})
                 inter.append({**cell, "attribute_a": "age", "attribute_b": "sex",
-                              **{c: rng.uniform() for c in INTERSECTIONAL_COLUMNS[5:-2]},
-                              "superadditive": True, "note": ""})
+                              **{c: rng.uniform() for c in INTERSECTIONAL_COLUMNS[5:-1]},
+                              "interaction_significant": True, "mde_note": "", "note": ""})
                 for axis in AXES:
                     for kind in KINDS:
                         cf.append({**cell, "axis": axis, "kind": kind, "columns": "sex",
                                    **{c: rng.uniform() for c in COUNTERFACTUAL_COLUMNS[6:-1]},
                                    "note": ""})
         for name, rows, columns in (
-            ("fairness", fair, (*FAIRNESS_COLUMNS, "mde")),
+            ("fairness", fair, (*FAIRNESS_COLUMNS, "future_statistic")),
             ("performance", perf, PERFORMANCE_COLUMNS),
             ("intersectional", inter, INTERSECTIONAL_COLUMNS),
             ("counterfactual", cf, COUNTERFACTUAL_COLUMNS),
@@ -220,7 +223,7 @@ def _csv_expectation(results: Path, run) -> dict[str, float]:
                         continue
                     if cell in ("True", "False"):
                         expected[prefix + column] = float(cell == "True")
-                    elif column != "kind":
+                    elif column not in ("kind", "ci_method", "mde_note"):  # text: tags
                         expected[prefix + column] = float(cell) if cell else math.nan
     return expected
 
@@ -250,8 +253,8 @@ def test_new_rows_and_columns_are_logged(client, synced) -> None:
     _, report = synced
     child = next(c for c in _children(client, report.parent_run_id)
                  if c.data.tags["table"] == "fairness")
-    assert {"tpr_gap.value", "tpr_gap.mde", "accuracy.ci_low", "tpr_gap.n_advantaged"} <= set(
-        child.data.metrics)
+    assert {"tpr_gap.value", "tpr_gap.future_statistic", "accuracy.ci_low",
+            "tpr_gap.n_advantaged"} <= set(child.data.metrics)
 
 
 def test_child_tags_params_and_name(client, synced) -> None:
