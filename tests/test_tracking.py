@@ -2,7 +2,8 @@
 
 The results are synthetic but shaped exactly like the grid's (benchmark's *_COLUMNS, run.json),
 plus what other changes add (a ``tpr_gap`` row, a ``future_statistic`` column, a
-``degenerate_decisions`` note, an ``unavailable.json``), so the sync is shown to log them without knowing them.
+``degenerate_decisions`` note, an ``unavailable.json``), so the sync is shown to log them without
+knowing them.
 """
 
 from __future__ import annotations
