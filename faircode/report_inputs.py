@@ -113,6 +113,15 @@ def _read_json(path: Path) -> dict[str, Any]:
     return data
 
 
+def _pipeline_note(data: dict[str, Any]) -> dict[str, Any]:
+    """``{"audit", "available", "message"}`` (faircode.stages) as ``{"audit", "reason",
+    "instructions"}``: the message is ``<audit>: dataset unavailable: <how to obtain it>``."""
+    message = str(data["message"])
+    _, sep, how = message.partition("dataset unavailable: ")
+    return {"audit": data.get("audit"), "reason": "dataset unavailable",
+            "instructions": how if sep else message}
+
+
 def load_results(results: Path, *, audits_dir: Path | None = None,
                  only: Sequence[str] = ()) -> ReportInputs:
     """Read every ``<results>/<audit>/`` folder, plus unavailable audits.
@@ -143,6 +152,8 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
         elif (folder / "unavailable.json").is_file():
             data = _read_json(folder / "unavailable.json")
             where = folder / "unavailable.json"
+            if isinstance(data.get("message"), str) and "reason" not in data:
+                data = _pipeline_note(data)  # the note the pipeline's stages write
             if not isinstance(data.get("reason"), str):
                 raise DataError(f"{where}: reason: expected a string, "
                                 f"got {describe(data.get('reason'))}")

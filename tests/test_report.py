@@ -340,6 +340,19 @@ def test_unavailable_audits_are_listed_with_reason_and_instructions(
     assert re.search(r"\| compas \| race \| n/a<sup>\w+</sup> \|", text)
 
 
+def test_the_pipelines_unavailable_note_is_read(results: Path) -> None:
+    """The note the pipeline's stages write ({audit, available, message}) becomes the reason
+    "dataset unavailable" with the message's how-to-obtain text as instructions."""
+    from faircode.stages import write_unavailable
+
+    folder = results / "tenant_screening"
+    write_unavailable(folder, audit="tenant_screening", message=(
+        "tenant_screening: dataset unavailable: Export the NIJ file as CSV."))
+    tenant = next(u for u in load_results(results).unavailable if u.audit == "tenant_screening")
+    assert (tenant.reason, tenant.instructions) == ("dataset unavailable",
+                                                    "Export the NIJ file as CSV.")
+
+
 def test_model_option_restricts_tables_to_one_family(results: Path) -> None:
     """--model keeps one section; an unknown family is a one-line error, exit 2."""
     assert main(["report", "--results", str(results), "--audits", str(results / "none"),
