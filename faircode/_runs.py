@@ -225,14 +225,20 @@ def _audit_children(folder: Path) -> list[ChildRun]:
                 tags, dict(params)))
             _add_rows(draft, frame, numeric, list(rows), table=table, keys=keys,
                       path=folder / f"{table}.csv")
+    # A fairness child also holds its cell's performance rows: the whole-test-set rows, and the
+    # per-group rows (e.g. selection_rate_disadvantaged) of its own attribute only.
     perf = frames["performance"]
-    perf_numeric = _numeric_columns(perf, _CELL)
+    perf_keys = (*_CELL, "protected_attribute") if "protected_attribute" in perf else _CELL
+    group = perf["protected_attribute"].to_numpy(dtype=str) if len(perf_keys) > 3 else None
+    perf_numeric = _numeric_columns(perf, perf_keys)
     perf_rows = perf.groupby(list(_CELL), sort=False).indices
     for draft in drafts.values():
         cell = (draft.tags["audit"], draft.tags["strategy"], draft.tags["model"])
         if draft.tags["table"] == "fairness" and cell in perf_rows:
-            _add_rows(draft, perf, perf_numeric, list(perf_rows[cell]), table="performance",
-                      keys=_CELL, path=folder / "performance.csv")
+            rows = [i for i in perf_rows[cell]
+                    if group is None or group[i] in ("", draft.tags["attribute"])]
+            _add_rows(draft, perf, perf_numeric, rows, table="performance", keys=perf_keys,
+                      path=folder / "performance.csv")
     return [_finish(key, draft) for key, draft in drafts.items()]
 
 

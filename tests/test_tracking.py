@@ -144,8 +144,14 @@ def write_results(out: Path, *, seed: int, threshold: float = 0.5) -> Path:
                                      "future_statistic": rng.uniform(0, 0.2)})
                 fair[-1]["p_value"] = float("nan")  # an undefined p-value stays an empty cell
                 for metric in ("accuracy", "auc", "f1"):
-                    perf.append({**cell, "metric": metric, "value": rng.uniform(0.6, 0.8),
-                                 "ci_low": 0.55, "ci_high": 0.85, "n": 200, "note": ""})
+                    perf.append({**cell, "protected_attribute": "", "metric": metric,
+                                 "value": rng.uniform(0.6, 0.8), "ci_low": 0.55,
+                                 "ci_high": 0.85, "n": 200, "note": ""})
+                for a in ATTRIBUTES:  # per-group rows belong to their attribute's child only
+                    perf.append({**cell, "protected_attribute": a,
+                                 "metric": "selection_rate_disadvantaged",
+                                 "value": rng.uniform(0.1, 0.9), "ci_low": "", "ci_high": "",
+                                 "n": 100, "note": ""})
                 inter.append({**cell, "attribute_a": "age", "attribute_b": "sex",
                               **{c: rng.uniform() for c in INTERSECTIONAL_COLUMNS[5:-1]},
                               "interaction_significant": True, "mde_note": "", "note": ""})
@@ -218,9 +224,13 @@ def _csv_expectation(results: Path, run) -> dict[str, float]:
             for row in csv.DictReader(handle):
                 if any(row[k] != v for k, v in match.items()):
                     continue
+                if name == "performance" and row["protected_attribute"] not in (
+                        "", tags["attribute"]):
+                    continue
                 prefix = f"{row['metric']}." if "metric" in row else ""
                 for column, cell in row.items():
-                    if column in (*match, "metric", "note", "columns", *keys):
+                    if column in (*match, "metric", "note", "columns", "protected_attribute",
+                                  *keys):
                         continue
                     if cell in ("True", "False"):
                         expected[prefix + column] = float(cell == "True")
