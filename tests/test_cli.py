@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -148,17 +149,9 @@ def test_missing_column_exits_2_naming_closest_columns(
     audit_repo: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A manifest naming an absent column fails validate with the closest column names."""
-    original = audit_repo.audits / "german_credit_lending" / "audit.yaml"
-    text = original.read_text().replace(
-        "proxy_features: [employment]", "proxy_features: [employmnt]"
-    )
-    broken = original.parent / "broken.yaml"
-    broken.write_text(text)
-    try:
-        code = main(["validate", str(broken)])
-    finally:
-        broken.unlink()
-    err = capsys.readouterr().err
+    code, err, _ = _validate_edited(
+        audit_repo, "german_credit_lending", capsys,
+        lambda text: text.replace("proxy_features: [employment]", "proxy_features: [employmnt]"))
     assert code == 2
     assert "proxy_features[0]" in err and "'employmnt' (str); closest: employment" in err
 
@@ -180,14 +173,8 @@ def test_bad_decision_block_exits_2_with_one_line(
     audit_repo: Any, block: str, expected: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """validate refuses a bad decision block with exit 2 and one line naming file and key."""
-    original = audit_repo.audits / "german_credit_lending" / "audit.yaml"
-    broken = original.parent / "broken.yaml"
-    broken.write_text(original.read_text() + "\n" + block + "\n")
-    try:
-        code = main(["validate", str(broken)])
-    finally:
-        broken.unlink()
-    err = capsys.readouterr().err
+    code, err, broken = _validate_edited(
+        audit_repo, "german_credit_lending", capsys, lambda text: text + "\n" + block + "\n")
     assert code == 2
     assert err.strip() == f"{broken}: {expected}"
 
@@ -245,14 +232,9 @@ def test_missing_unit_column_exits_2_with_one_line(
     audit_repo: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A manifest whose dataset.unit is not a column of the file: one line naming it, exit 2."""
-    original = audit_repo.audits / "compas" / "audit.yaml"
-    broken = original.parent / "broken.yaml"
-    broken.write_text(original.read_text().replace("unit: Person_ID", "unit: PersonID"))
-    try:
-        code = main(["validate", str(broken)])
-    finally:
-        broken.unlink()
-    err = capsys.readouterr().err
+    code, err, _ = _validate_edited(
+        audit_repo, "compas", capsys,
+        lambda text: text.replace("unit: Person_ID", "unit: PersonID"))
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert err.strip().endswith(
         "dataset.unit: expected a column of compas-scores-raw.csv, got 'PersonID' (str); "
@@ -282,3 +264,18 @@ def test_run_with_a_misspelt_params_key_exits_2_naming_it(
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"{params}: stats.n_resampels: expected a known key of stats (alpha, "
                    "confidence, n_permutations, n_resamples, power), got 'n_resampels' (str)"]
+
+
+def _validate_edited(
+    audit_repo: Any, audit: str, capsys: pytest.CaptureFixture[str], edit: Callable[[str], str]
+) -> tuple[int, str, Path]:
+    """Run ``validate`` on an edited copy of ``audit``'s manifest beside it (removed after);
+    return the exit code, stderr and the copy's path."""
+    original = audit_repo.audits / audit / "audit.yaml"
+    broken = original.parent / "broken.yaml"
+    broken.write_text(edit(original.read_text()))
+    try:
+        code = main(["validate", str(broken)])
+    finally:
+        broken.unlink()
+    return code, capsys.readouterr().err, broken
