@@ -27,6 +27,9 @@ Design decisions
   the comparison must be like for like.  What is dropped without changing the audited rows
   (``favourable``, ``dataset.unit``, ``decision``, ``counterfactual_axes``, provenance keys) is
   listed in the printout with its effect (:func:`reduction_notes`).
+* **A missing target drops the row on both sides**: this project drops rows whose target value is
+  missing, the seed would label them 0 (COMPAS has 27 such rows), so every seed copy gets a
+  ``notna`` filter on the target column, which its spec can express.
 * **Like for like is checked, not assumed**: the rows each side audits (the seed's own loader,
   this project's ``run.json``) are printed side by side; a difference exits 1.
 * **Same statistics budget**: both sides get the same ``--n-resamples``/``--n-permutations``
@@ -181,6 +184,8 @@ def _reduce_attribute(raw: Mapping[str, Any], where: str) -> dict[str, Any]:
 def _reduce(mapping: Mapping[str, Any], raw_path: Path | str, where: str
             ) -> tuple[dict[str, Any], tuple[str, ...]]:
     doc = copy.deepcopy(dict(mapping))
+    if not isinstance(doc.get("target"), dict):
+        raise _fail(f"{where}: target", "a mapping", doc.get("target"))
     notes: list[str] = []
     reduced: dict[str, Any] = {}
     for key in SEED_TOP_KEYS:
@@ -202,6 +207,12 @@ def _reduce(mapping: Mapping[str, Any], raw_path: Path | str, where: str
     for key in doc:
         if key not in SEED_TOP_KEYS:
             notes.append(_dropped(key))
+    # faircode drops rows whose target is missing; the seed would keep them with label 0
+    column = doc["target"]["column"]
+    reduced.setdefault("row_filters", []).append({"column": column, "notna": True})
+    notes.append(f"row filter {column} notna added: faircode drops rows with a missing target, "
+                 "the seed would label them 0")
+    reduced = {k: reduced[k] for k in SEED_TOP_KEYS if k in reduced}
     return reduced, tuple(notes)
 
 
