@@ -45,12 +45,14 @@ Design decisions
   kept, each unit's row with the smallest order value (missing order values last; ties by file
   order).  With a unit the train/test split is by unit (:func:`grouped_split`); without one it is
   exactly the row split it always was.
+
+The column-level rules (filters, targets, disadvantaged masks, ``first_by``) live in
+:mod:`faircode._data_columns`; this module re-exports them.
 """
 
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,12 +60,20 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pandas.api.types import is_bool_dtype, is_numeric_dtype
 from sklearn.model_selection import train_test_split
 
+from faircode._data_columns import (
+    as_text,
+    derive_target,
+    disadvantaged_mask,
+    filter_mask,
+    first_per_unit,
+    is_numeric_column,
+    target_cut,
+)
 from faircode.errors import ChecksumError, DataError, DataUnavailableError
 from faircode.fetch import sha256_file, unavailable_message
-from faircode.manifest import Manifest, ProtectedAttribute, RowFilter, Scalar, Target
+from faircode.manifest import Manifest
 
 __all__ = [
     "UNSEEN_CODE",
@@ -80,64 +90,6 @@ __all__ = [
 
 UNSEEN_CODE = -1.0
 """Code given to a categorical value that was not seen when the :class:`Encoder` was fitted."""
-
-_TRUE = frozenset({"true", "t", "yes", "y", "1", "1.0"})
-_FALSE = frozenset({"false", "f", "no", "n", "0", "0.0"})
-_LOWER_BOUND = re.compile(r"^\s*[\[(]\s*([-+]?\d+(?:\.\d+)?)")
-
-
-def _is_numeric(values: pd.Series) -> bool:
-    return bool(is_numeric_dtype(values) and not is_bool_dtype(values))
-
-
-def _text(value: object) -> str:
-    """Canonical text of a value for comparisons and category codes."""
-    return str(value)
-
-
-def _as_float(value: object) -> float | None:
-    if isinstance(value, bool):
-        return None
-    try:
-        return float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
-
-
-def _isin(values: pd.Series, targets: Sequence[Scalar]) -> np.ndarray:
-    """Return the bool mask of non-missing ``values`` equal to one of ``targets``."""
-    present = values.notna().to_numpy()
-    if _is_numeric(values):
-        wanted = [f for f in (_as_float(t) for t in targets) if f is not None]
-        hit = np.isin(values.to_numpy(dtype=float, na_value=np.nan), wanted)
-    else:
-        hit = values.astype(object).map(_text).isin({_text(t) for t in targets}).to_numpy()
-    return np.asarray(hit & present, dtype=bool)
-
-
-def filter_mask(row_filter: RowFilter, values: pd.Series) -> np.ndarray:
-    """Return the bool mask of rows that ``row_filter`` keeps (missing never equals anything)."""
-    op, value = row_filter.operator, row_filter.value
-    if op == "notna":
-        return values.notna().to_numpy(dtype=bool)
-    targets: tuple[Scalar, ...] = value if isinstance(value, tuple) else (value,)  # type: ignore[assignment]
-    hit = _isin(values, targets)
-    return hit if op in ("isin", "equals") else ~hit
-
-
-def first_per_unit(units: pd.Series, order: pd.Series, keep: np.ndarray) -> np.ndarray:
-    """Return the mask keeping, among ``keep`` rows, each unit's row with the smallest ``order``.
-
-    Missing order values sort last; ties keep the earlier row.  Rows outside ``keep`` stay out.
-    """
-    keep = np.asarray(keep, dtype=bool)
-    rows = np.flatnonzero(keep)
-    frame = pd.DataFrame({"u": units.to_numpy()[rows], "o": order.to_numpy()[rows], "r": rows})
-    frame = frame.sort_values(["o", "r"], kind="stable", na_position="last")
-    first = frame.drop_duplicates("u", keep="first")["r"].to_numpy()
-    out = np.zeros(len(keep), dtype=bool)
-    out[first] = True
-    return out
 
 
 def _unit_strata(units: np.ndarray, keys: Sequence[np.ndarray]) -> np.ndarray:
@@ -184,107 +136,6 @@ def grouped_split(
     return np.sort(rows[~in_test[units]]), np.sort(rows[in_test[units]])
 
 
-def _binary(values: pd.Series, where: str) -> tuple[np.ndarray, np.ndarray]:
-    derivable = values.notna().to_numpy()
-    if is_bool_dtype(values):
-        return values.fillna(False).to_numpy(dtype=bool).astype(np.int8), derivable
-    if _is_numeric(values):
-        nums = values.to_numpy(dtype=float, na_value=np.nan)
-        bad = derivable & ~np.isin(nums, [0.0, 1.0])
-        if bad.any():
-            raise DataError(f"{where}: expected 0/1 values for method binary, got {nums[bad][0]!r}")
-        return np.where(derivable, nums, 0).astype(np.int8), derivable
-    text = values.astype(object).map(lambda v: _text(v).strip().lower())
-    is_true, is_false = text.isin(_TRUE).to_numpy(), text.isin(_FALSE).to_numpy()
-    bad = derivable & ~(is_true | is_false)
-    if bad.any():
-        got = values[bad].iloc[0]
-        raise DataError(f"{where}: expected true/false or 0/1 text for method binary, got {got!r}")
-    return is_true.astype(np.int8), derivable
-
-
-def derive_target(target: Target, values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(label int8, derivable bool)``; rows with a missing target are not derivable."""
-    where = f"target.column {target.column!r}"
-    if target.method == "binary":
-        return _binary(values, where)
-    derivable = values.notna().to_numpy(dtype=bool)
-    if target.method in ("threshold", "quantile"):
-        cut = target_cut(target, values)
-        if cut is None:
-            return np.zeros(len(values), np.int8), derivable
-        nums = values.to_numpy(dtype=float, na_value=np.nan)
-        with np.errstate(invalid="ignore"):
-            hit = nums > cut if target.direction == "above" else nums >= cut
-        return (derivable & hit).astype(np.int8), derivable
-    if target.method == "above_median":
-        if not _is_numeric(values):
-            raise DataError(
-                f"{where}: expected a numeric column for above_median, got {values.dtype}"
-            )
-        nums = values.to_numpy(dtype=float, na_value=np.nan)
-        if not derivable.any():
-            return np.zeros(len(values), np.int8), derivable
-        median = float(np.median(nums[derivable]))
-        return (derivable & (nums > median)).astype(np.int8), derivable
-    targets: tuple[Scalar, ...] = target.values or ()
-    if target.method == "equals" and target.value is not None:
-        targets = (target.value,)
-    return _isin(values, targets).astype(np.int8), derivable
-
-
-def target_cut(target: Target, values: pd.Series) -> float | None:
-    """Return the number a ``threshold``/``quantile`` target cuts at (None: other methods).
-
-    For ``quantile`` it is the quantile of the non-missing ``values`` (None when there are none).
-    """
-    if target.method not in ("threshold", "quantile"):
-        return None
-    if not _is_numeric(values):
-        raise DataError(
-            f"target.column {target.column!r}: expected a numeric column for method "
-            f"{target.method}, got {values.dtype}"
-        )
-    if target.method == "threshold":
-        return float(target.threshold)  # type: ignore[arg-type]
-    nums = values.to_numpy(dtype=float, na_value=np.nan)
-    present = nums[~np.isnan(nums)]
-    quantile = float(target.quantile or 0.0)
-    return float(np.quantile(present, quantile)) if present.size else None
-
-
-def _numbers(attribute: ProtectedAttribute, values: pd.Series) -> np.ndarray:
-    if _is_numeric(values):
-        return values.to_numpy(dtype=float, na_value=np.nan)
-    text = values.astype(object)
-    if attribute.type == "age_interval_threshold":
-        lower = text.map(lambda v: m.group(1) if (m := _LOWER_BOUND.match(_text(v))) else v)
-        text = lower.where(values.notna())
-    return pd.to_numeric(text, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
-
-
-def disadvantaged_mask(
-    attribute: ProtectedAttribute, values: pd.Series
-) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(disadvantaged, classified)`` bool masks of ``values`` for ``attribute``."""
-    if attribute.type == "categorical":
-        present = values.notna().to_numpy(dtype=bool)
-        dis_values, adv_values = attribute.disadvantaged_values, attribute.advantaged_values
-        dis = _isin(values, dis_values) if dis_values else None
-        adv = _isin(values, adv_values) if adv_values else None
-        if dis is not None and adv is not None:
-            return dis, dis | adv
-        if dis is not None:
-            return dis, present
-        assert adv is not None
-        return present & ~adv, present
-    nums = _numbers(attribute, values)
-    classified = ~np.isnan(nums)
-    threshold = float(attribute.threshold or 0.0)
-    with np.errstate(invalid="ignore"):
-        side = nums < threshold if attribute.disadvantaged == "below" else nums >= threshold
-    return classified & side, classified
-
 
 @dataclass(frozen=True)
 class Encoder:
@@ -303,13 +154,13 @@ class Encoder:
         categories: dict[str, tuple[str, ...]] = {}
         for col in raw.columns:
             values = raw[col]
-            if _is_numeric(values):
+            if is_numeric_column(values):
                 kinds[col] = "numeric"
                 nums = values.to_numpy(dtype=float, na_value=np.nan)
                 medians[col] = float(np.nanmedian(nums)) if (~np.isnan(nums)).any() else 0.0
             else:
                 kinds[col] = "categorical"
-                categories[col] = tuple(sorted({_text(v) for v in values.dropna()}))
+                categories[col] = tuple(sorted({as_text(v) for v in values.dropna()}))
         return cls(tuple(raw.columns), kinds, medians, categories)
 
     def transform(self, raw: pd.DataFrame) -> pd.DataFrame:
@@ -330,7 +181,7 @@ class Encoder:
                 cats = self.categories[col]
                 lookup = {c: float(i) for i, c in enumerate(cats)}
                 codes = values.astype(object).map(
-                    lambda v, lk=lookup: lk.get(_text(v), UNSEEN_CODE)
+                    lambda v, lk=lookup: lk.get(as_text(v), UNSEEN_CODE)
                 )
                 codes = codes.where(values.notna(), float(len(cats)))
                 out[col] = codes.to_numpy(dtype=float)

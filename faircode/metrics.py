@@ -64,7 +64,6 @@ Design decisions
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -75,6 +74,7 @@ from faircode import _metric_defs as defs
 from faircode import clusters, stats
 from faircode._intersectional import IntersectionalResult, interaction_test, intersectional_gap
 from faircode._metric_defs import FAIRNESS_METRICS, SAME_NULL, Interval, metric_values, orient
+from faircode._performance import PERFORMANCE_METRICS, PerformanceResult, performance_metrics
 from faircode.errors import describe
 
 __all__ = [
@@ -99,7 +99,6 @@ __all__ = [
     "permutation_distribution",
 ]
 
-PERFORMANCE_METRICS: tuple[str, ...] = ("accuracy", "auc", "f1")
 SMALL_SAMPLE: int = 30
 """A group with fewer rows than this in a metric's subset raises ``small_sample_warning``."""
 
@@ -155,26 +154,6 @@ class MetricResult:
             raise ValueError(
                 f"MetricResult: p_value: expected (0, 1], got {describe(self.p_value)}"
             )
-
-
-@dataclass(frozen=True, slots=True)
-class PerformanceResult:
-    """One performance metric on the whole test set with its confidence interval."""
-
-    metric: str
-    value: float
-    ci_low: float
-    ci_high: float
-    n: int
-    note: str
-
-    def __post_init__(self) -> None:
-        if self.metric not in PERFORMANCE_METRICS:
-            raise ValueError(
-                f"PerformanceResult: metric: expected one of {', '.join(PERFORMANCE_METRICS)}, "
-                f"got {describe(self.metric)}"
-            )
-        _check_counts("PerformanceResult", n=self.n)
 
 
 def fairness_metrics(
@@ -350,84 +329,6 @@ def permutation_distribution(
     defs.spec(metric)
     null = SAME_NULL.get(metric, metric)
     return _permutation(null, counts_d, counts_a, n_permutations, seed)
-
-
-def performance_metrics(
-    y_true: ArrayLike,
-    y_pred: ArrayLike,
-    y_score: ArrayLike | None,
-    *,
-    n_resamples: int = 2000,
-    confidence: float = 0.95,
-    seed: int | np.random.SeedSequence,
-    units: ArrayLike | None = None,
-) -> tuple[PerformanceResult, ...]:
-    """Compute accuracy and F1 (multinomial bootstrap CI) and AUC (DeLong CI), in that order.
-
-    AUC is NaN with note ``no_scores`` without scores and ``single_class`` when ``y_true`` has
-    one class; its interval is ``AUC ± z·se`` clipped to [0, 1] (NaN with note
-    ``too_few_for_variance`` when a class has one row).  F1 is NaN with note
-    ``undefined_no_positives`` when neither ``y_true`` nor ``y_pred`` has a positive.  With
-    repeated ``units`` accuracy and F1 resample whole units (cluster bootstrap); AUC keeps
-    DeLong's row-level variance and says so in its note (``auc_rows_independent``).
-    """
-    y = stats.as_binary("y_true", y_true)
-    yhat = stats.as_binary("y_pred", y_pred)
-    stats.check_lengths(y_true=y, y_pred=yhat)
-    stats.check_positive_int("n_resamples", n_resamples)
-    stats.check_confidence(confidence)
-    counts = stats.confusion_counts(y, yhat)
-    n, nan = int(y.size), float("nan")
-    inverse = clusters.repeated_units(units, n)
-    types = None if inverse is None else clusters.unit_types(clusters.unit_counts(
-        y, yhat, np.zeros(n, dtype=np.int64), inverse, n_groups=1))
-
-    def bootstrapped(
-        k: int, name: str, fn: Callable[[defs.Counts], defs.Floats], bad: str
-    ) -> PerformanceResult:
-        value = float(fn(counts))
-        if np.isnan(value):
-            return PerformanceResult(name, nan, nan, nan, n, "insufficient_data" if n == 0 else bad)
-        if types is None:
-            rng = np.random.default_rng(stats.child_seed(seed, k))
-            draws = fn(stats.bootstrap_counts(counts, n_resamples=n_resamples, rng=rng))
-        else:  # repeated units: resample whole units
-            rng = np.random.default_rng(stats.child_seed(seed, k, 1))
-            boot = clusters.cluster_bootstrap_counts(types, n_resamples=n_resamples, rng=rng)
-            draws = fn(boot[:, 0])
-        low, high = stats.percentile_interval(draws, confidence=confidence)
-        return PerformanceResult(name, value, low, high, n, "")
-
-    accuracy = bootstrapped(0, "accuracy", defs.accuracy, "insufficient_data")
-    f1 = bootstrapped(
-        2,
-        "f1",
-        lambda c: defs.ratio(
-            2 * c[..., defs.TP], 2 * c[..., defs.TP] + c[..., defs.FP] + c[..., defs.FN]
-        ),
-        "undefined_no_positives",
-    )
-    if y_score is None:
-        auc = PerformanceResult("auc", nan, nan, nan, n, "no_scores")
-    else:
-        score = np.asarray(y_score, dtype=np.float64)
-        if score.ndim != 1 or not np.all(np.isfinite(score)):
-            raise ValueError(
-                f"y_score: expected a 1-D array of finite floats, got {describe(y_score)}"
-            )
-        stats.check_lengths(y_true=y, y_score=score)
-        value, variance = stats.delong_auc(y, score)
-        if np.isnan(value):
-            auc = PerformanceResult("auc", nan, nan, nan, n, "single_class")
-        elif np.isnan(variance):
-            auc = PerformanceResult("auc", value, nan, nan, n, "too_few_for_variance")
-        else:
-            half = stats.z_quantile(confidence) * float(np.sqrt(variance))
-            auc = PerformanceResult(
-                "auc", value, max(0.0, value - half), min(1.0, value + half), n,
-                "" if types is None else "auc_rows_independent",
-            )
-    return (accuracy, auc, f1)
 
 
 def audit_q_values(
