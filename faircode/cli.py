@@ -175,63 +175,85 @@ def _add_validate(subparsers: argparse._SubParsersAction, common: argparse.Argum
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    import time
+
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from faircode import benchmark
     from faircode.benchmark import provenance, write_audit
-    from faircode.config import Params, load_params
-    from faircode.predictions import CellPredictions
+    from faircode.config import ExecutionConfig, Params, load_params
+    from faircode.evaluate import evaluate_audit
+    from faircode.prepared import PreparedAudit, prepare
+    from faircode.progress import AuditSummary, RunDisplay, audit_summary, summary_table
+    from faircode.scheduler import previous_cell_seconds
     from faircode.strategies import STRATEGY_CODES
 
+    started = time.perf_counter()
     # params.yaml (optional) -> config, then the flags override it: the same object either way
     params = load_params(Path(args.params)) if args.params else Params()
     overrides = {k: getattr(args, k) for k in ("n_resamples", "n_permutations", "jobs",
                                                 "constraint", "eps", "decision_threshold")}
     config = params.config.replace(**{k: v for k, v in overrides.items() if v is not None})
+    backend = args.backend or ("dask" if args.scheduler else params.execution.backend)
+    execution = ExecutionConfig(backend=backend,
+                                scheduler=args.scheduler or params.execution.scheduler)
     names = args.audit or list(params.audits)
     out = Path(args.out)
     record = provenance()
     console = Console(stderr=True)
     failed, bad_input = False, False
-    degenerate: dict[str, list[str]] = {}
+
+    def report(name: str, exc: BaseException) -> None:
+        nonlocal failed, bad_input
+        if isinstance(exc, FaircodeError):  # bad input (manifest, data): exit 2 as everywhere
+            print(str(exc), file=sys.stderr)
+            bad_input = True
+        else:  # one audit's bug must not lose the others' results
+            print(f"{name}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            failed = True
+
+    prepared: dict[str, PreparedAudit] = {}
     for path in resolve_manifests(Path(args.audits), names):
         name = path.parent.name
         try:
             manifest = load_manifest(path)
             name = manifest.name
-            data = load_audit(manifest)
-            with Progress("[progress.description]{task.description}", BarColumn(),
-                          MofNCompleteColumn(), TimeElapsedColumn(), console=console,
-                          transient=True) as bar:
-                task = bar.add_task(name, total=15)
-
-                def done(cell: CellPredictions, bar: Progress = bar, task: object = task,
-                         name: str = name) -> None:
-                    times = " ".join(f"{k} {v:.1f}s" for k, v in cell.seconds.items())
-                    what = cell.skipped or times
-                    bar.console.print(f"  {name} {STRATEGY_CODES[cell.strategy]} "
-                                      f"{cell.family.value}: {what}", soft_wrap=True)
-                    bar.advance(task)  # type: ignore[arg-type]
-
-                results = benchmark.run_audit(data, config=config, on_cell_done=done)
-            folder = write_audit(data, results, config=config, out_dir=out,
-                                 provenance_record=record)
-            print(f"{name}: wrote {folder}")
-            degenerate[name] = [
-                f"{STRATEGY_CODES[c.strategy]} {c.family.value} (selection rate "
-                f"{c.decision['selection_rate']:.4f}, balanced accuracy "
-                f"{c.decision['balanced_accuracy']:.4f})"
-                for c in results.cells if c.degenerate
-            ]
+            prepared[name] = prepare(load_audit(manifest))
         except DataUnavailableError as exc:
             print(f"skipped: {exc}")
-        except FaircodeError as exc:  # bad input (manifest, data): exit 2 as everywhere
-            print(str(exc), file=sys.stderr)
-            bad_input = True
-        except Exception as exc:  # one audit's bug must not lose the others' results
-            print(f"{name}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-            failed = True
+        except Exception as exc:
+            report(name, exc)
+    # every requested audit's cells in one queue, longest first; ordered by the previous run's
+    # timings where <out>/<audit>/run.json has them
+    previous = {name: previous_cell_seconds(out / name / "run.json") for name in prepared}
+    with RunDisplay(console, quiet=args.quiet) as display:
+        fitted = benchmark.fit_audits(
+            list(prepared.values()), config=config, execution=execution, previous=previous,
+            on_start=display.start, on_cell_done=display.done, on_audit_failed=report)
+    summaries: list[AuditSummary] = []
+    degenerate: dict[str, list[str]] = {}
+    for predictions in fitted:
+        name = predictions.audit
+        data = prepared[name]
+        try:
+            results = evaluate_audit(data, predictions, config=config)
+            folder = write_audit(data, results, config=config, out_dir=out,
+                                 provenance_record=record)
+        except Exception as exc:
+            report(name, exc)
+            continue
+        print(f"{name}: wrote {folder}")
+        summaries.append(audit_summary(predictions, results, rows=len(data.y)))
+        degenerate[name] = [
+            f"{STRATEGY_CODES[c.strategy]} {c.family.value} (selection rate "
+            f"{c.decision['selection_rate']:.4f}, balanced accuracy "
+            f"{c.decision['balanced_accuracy']:.4f})"
+            for c in results.cells if c.degenerate
+        ]
+    if summaries:
+        # a file or pipe gets the whole table on one line per audit, not 80-column wrapping
+        Console(width=None if sys.stdout.isatty() else 160).print(
+            summary_table(summaries, wall=time.perf_counter() - started))
     if degenerate:
         print("degenerate decisions (uninformative cells: their gaps are not findings):")
         for name, cells in degenerate.items():
@@ -250,7 +272,14 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                                          "its audits apply when no AUDIT is given)")
     parser.add_argument("--n-resamples", type=int, help="bootstrap resamples per CI (2000)")
     parser.add_argument("--n-permutations", type=int, help="permutations per p-value (2000)")
-    parser.add_argument("--jobs", type=int, help="worker processes (default: all cores)")
+    parser.add_argument("--jobs", type=int, help="local worker processes (default: all cores)")
+    parser.add_argument("--backend", help="where the fits run: local (worker processes here) "
+                                          "or dask (an existing scheduler; default: params "
+                                          "run.backend, else local)")
+    parser.add_argument("--scheduler", help="dask scheduler address, e.g. tcp://host:8786 "
+                                            "(implies --backend dask)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bar and no per-cell lines (CI); the summary stays")
     parser.add_argument("--constraint", choices=CONSTRAINTS, help="S3/S4 fairness constraint")
     parser.add_argument("--eps", type=float, help="ExponentiatedGradient eps (0.01)")
     parser.add_argument("--decision-threshold", type=float, help="S0-S2 threshold (0.5)")
