@@ -440,7 +440,7 @@ def _run_dask(order: Sequence[Task], *, data: Mapping[str, Any], address: str,
                                    priority=len(order) - rank, pure=False, retries=0,
                                    key=f"faircode-{task.audit}-{rank}-{time.time_ns()}")
             futures[future] = task
-        for future in as_completed(list(futures)):
+        for future in as_completed(list(futures), loop=client.loop):
             task = futures[future]
             if future.cancelled():
                 continue
