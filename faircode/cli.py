@@ -21,6 +21,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +36,12 @@ MIRROR_ENV = "FAIRCODE_DATA_MIRROR"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 Handler = Callable[[argparse.Namespace], int]
+
+
+def _example(*lines: str) -> dict[str, Any]:
+    """``add_parser``/``ArgumentParser`` keywords that end a help text with real examples."""
+    return {"epilog": "example:\n" + "\n".join(f"  {line}" for line in lines),
+            "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
 def resolve_manifests(audits_dir: Path, names: Sequence[str]) -> list[Path]:
@@ -102,11 +109,12 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def _add_data(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    data = subparsers.add_parser("data", help="manage the raw data files")
+    data = subparsers.add_parser("data", help="manage the raw data files",
+                                 **_example("faircode data fetch german_credit_lending"))
     data_sub = data.add_subparsers(dest="data_command", required=True)
     fetch_p = data_sub.add_parser(
-        "fetch", parents=[common], help="fetch and verify raw files (mirror or download)"
-    )
+        "fetch", parents=[common], help="fetch and verify raw files (mirror or download)",
+        **_example("faircode data fetch --mirror ../shared/datasets compas insurance_denial"))
     fetch_p.add_argument(
         "--mirror", action="append",
         help=f"mirror directory <mirror>/<audit>/<file>; repeatable, the first holding the file "
@@ -166,8 +174,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 def _add_validate(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser(
-        "validate", parents=[common], help="check manifests against their data and summarise"
-    )
+        "validate", parents=[common], help="check manifests against their data and summarise",
+        **_example("faircode validate german_credit_lending"))
     parser.set_defaults(handler=_cmd_validate)
 
 
@@ -265,8 +273,10 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     from faircode.config import CONSTRAINTS
 
     parser = subparsers.add_parser(
-        "run", parents=[common], help="run the S0-S4 x model grid and write results/<audit>/"
-    )
+        "run", parents=[common], help="run the S0-S4 x model grid and write results/<audit>/",
+        **_example("faircode run german_credit_lending insurance_denial --jobs 2 "
+                   "--n-resamples 200 --n-permutations 200",
+                   "faircode run --params params.yaml --scheduler tcp://10.0.0.5:8786 --quiet"))
     parser.add_argument("--out", default="results", help="results folder (default: results)")
     parser.add_argument("--params", help="params.yaml to start from (flags override its keys; "
                                          "its audits apply when no AUDIT is given)")
@@ -307,8 +317,8 @@ def _cmd_perturb(args: argparse.Namespace) -> int:
 
 def _add_perturb(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser(
-        "perturb", help="perturb JSONL payloads with the axes of a YAML file (to stdout)"
-    )
+        "perturb", help="perturb JSONL payloads with the axes of a YAML file (to stdout)",
+        **_example("faircode perturb --axes axes.yaml payloads.jsonl > perturbed.jsonl"))
     parser.add_argument("--axes", required=True, help="YAML file of axes (a list or {axes: ...})")
     parser.add_argument("input", help="JSONL file: one payload object per line")
     parser.set_defaults(handler=_cmd_perturb)
@@ -334,7 +344,8 @@ def _add_report(subparsers: argparse._SubParsersAction, common: argparse.Argumen
 
     parser = subparsers.add_parser(
         "report", parents=[common],
-        help="summary.csv, paper tables, figures and report.html from a results folder")
+        help="summary.csv, paper tables, figures and report.html from a results folder",
+        **_example("faircode report --results results --metric equal_opportunity_diff"))
     parser.add_argument("--results", default="results", help="results folder (default: results)")
     parser.add_argument("--metric", default="demographic_parity",
                         help="fairness metric of the paper table and figures "
@@ -358,8 +369,8 @@ def _add_track(subparsers: argparse._SubParsersAction, common: argparse.Argument
                      tracking_uri=args.tracking_uri, experiment=args.experiment)
 
     parser = subparsers.add_parser(
-        "track", help="log results/ to MLflow (idempotent; exit 3 when tracking fails)"
-    )
+        "track", help="log results/ to MLflow (idempotent; exit 3 when tracking fails)",
+        **_example("faircode track --results results --tracking-uri sqlite:///mlflow.db"))
     parser.add_argument("--results", default="results", help="results folder (default: results)")
     parser.add_argument("--tracking-uri", help="MLflow store or server ($MLFLOW_TRACKING_URI, "
                         "default sqlite:///<project root>/mlflow.db)")
@@ -403,7 +414,8 @@ def _add_freeze(subparsers: argparse._SubParsersAction, common: argparse.Argumen
 
     parser = subparsers.add_parser(
         "freeze", help="record, commit and tag the exact state behind cited numbers",
-        description="Example: faircode freeze v0.1-paper   (then: git push --follow-tags)")
+        description="Example: faircode freeze v0.1-paper   (then: git push --follow-tags)",
+        **_example("faircode freeze v0.1-paper", "faircode freeze --list"))
     parser.add_argument("name", nargs="?", help="the state's name, also its git tag")
     parser.add_argument("--list", action="store_true", help="list the frozen states")
     parser.set_defaults(handler=handler)
@@ -443,7 +455,9 @@ def _add_verify(subparsers: argparse._SubParsersAction, common: argparse.Argumen
 
     parser = subparsers.add_parser(
         "verify", help="re-run a frozen state from its commit and compare every number",
-        description="Example: faircode verify v0.1-paper   (exit 0 identical, 1 on drift)")
+        description="Example: faircode verify v0.1-paper   (exit 0 identical, 1 on drift)",
+        **_example("faircode verify v0.1-paper",
+                   "faircode verify --committed german_credit_lending insurance_denial"))
     parser.add_argument("name", nargs="?", help="a frozen state (freezes/NAME.json)")
     parser.add_argument("--committed", nargs="*", metavar="AUDIT",
                         help="instead: re-run these audits at params.yaml and compare with the "
@@ -469,7 +483,10 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--audits", default="audits", help="folder of <name>/audit.yaml")
     common.add_argument("audit", nargs="*", help="audit names or manifest paths (default: all)")
-    parser = argparse.ArgumentParser(prog="faircode", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="faircode", description=__doc__.splitlines()[0],
+        **_example("faircode data fetch german_credit_lending insurance_denial",
+                   "faircode run german_credit_lending insurance_denial --jobs 2"))
     subparsers = parser.add_subparsers(dest="command", required=True)
     for add in SUBCOMMANDS:
         add(subparsers, common)
