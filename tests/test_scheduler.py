@@ -342,4 +342,6 @@ def test_a_two_audit_run_on_a_dask_cluster_writes_the_local_csvs(
         runs = [json.loads((tmp_path / side / audit / "run.json").read_text())
                 for side in ("local", "dask")]
         assert _strip_volatile(runs[0]) == _strip_volatile(runs[1])
-    assert "faircode run: 2 audits" in capsys.readouterr().out
+    captured = capsys.readouterr()
+    assert "faircode run: 2 audits" in captured.out  # the summary table stays with --quiet
+    assert "S3 random_forest: fit" not in captured.err  # no per-cell lines with --quiet
