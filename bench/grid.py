@@ -14,7 +14,10 @@ first on one pool), then each audit is evaluated.  Printed:
   spent fitting, predicting, computing statistics and counterfactual flip rates;
 * the fit queue's wall time against the lower bound max(longest cell, total cell seconds /
   workers) and their ratio (target <= 1.15), the evaluate wall time, the total;
-* peak memory: this process's and the largest child's maxrss.
+* peak memory: this process's and the largest child's maxrss;
+* the ordering effect, replayed from the measured cell seconds (greedy list scheduling on the
+  same workers): this queue longest first, one queue in grid order, and audits one after another
+  each in its own pool (the previous executor), as makespans and ratios to the bound.
 
 `--order grid` dispatches in grid order, audit after audit (the ordering effect); `--dask` then
 runs the same queue again through a LocalCluster of N single-threaded worker processes on
@@ -30,7 +33,7 @@ import time
 from pathlib import Path
 
 from faircode import scheduler
-from faircode.benchmark import fit_audits
+from faircode.benchmark import fit_audits, grid_cells
 from faircode.cli import resolve_manifests
 from faircode.config import BenchmarkConfig, ExecutionConfig
 from faircode.data import load_audit
@@ -59,6 +62,30 @@ def fit_queue(datas: list[PreparedAudit], *, config: BenchmarkConfig,
     predictions = fit_audits(datas, config=config, execution=execution, on_start=started,
                              on_cell_done=finished.append)
     return time.perf_counter() - start, finished, workers[0], predictions
+
+
+def makespan(seconds: list[float], workers: int) -> float:
+    """Wall time of greedy list scheduling: each task, in order, to the first free worker."""
+    free = [0.0] * max(workers, 1)
+    for s in seconds:
+        free.sort()
+        free[0] += s
+    return max(free)
+
+
+def replay(finished: list[Finished], workers: int) -> dict[str, float]:
+    """Makespans of three dispatch policies over the measured cell seconds."""
+    by_cost = sorted(finished, key=lambda f: -f.task.cost)  # what the cost model dispatched
+    audits = list(dict.fromkeys(f.task.audit for f in sorted(
+        finished, key=lambda f: f.task.audit)))
+    cells = grid_cells()
+    grid = sorted(finished, key=lambda f: (audits.index(f.task.audit),
+                                           cells.index(f.task.key[:2])))  # type: ignore[arg-type]
+    per_audit = sum(makespan([f.seconds for f in grid if f.task.audit == a], workers)
+                    for a in audits)  # the previous executor: grid order, one pool per audit
+    return {"one queue, longest expected first": makespan([f.seconds for f in by_cost], workers),
+            "one queue, grid order": makespan([f.seconds for f in grid], workers),
+            "audit after audit, pool per audit": per_audit}
 
 
 def bound(finished: list[Finished], workers: int) -> float:
@@ -125,6 +152,11 @@ def main() -> None:
     parent = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"peak memory: parent {parent:.0f} MiB, largest child {child:.0f} MiB")
+    for policy, span in replay(finished, workers).items():
+        print(f"replayed {policy:<36} {span:8.1f} s  ({span / low:.3f} x bound)")
+    print("cells (audit, key, expected s, measured s): " + "; ".join(
+        f"{f.task.audit} {'/'.join(map(str, f.task.key))} {f.task.cost:.1f} {f.seconds:.1f}"
+        for f in finished))
 
     if args.dask:
         from distributed import LocalCluster
