@@ -12,8 +12,9 @@ Design decisions
   ordered by decreasing expected cost (:func:`dispatch_order`; ties keep the given order), and
   one pool of warm worker processes takes them in that order.  With audits run one after
   another, each in its own pool, every audit waits for its own longest cell while a core idles;
-  longest-processing-time-first on one pool bounds the wall time by ``max(longest task, total /
-  workers) + the last task started``, and in practice comes close to the lower bound.
+  greedy dispatch to the first free worker ends within ``total / workers + longest task``, and
+  longest first within 4/3 of the best possible schedule; in practice it comes close to the lower
+  bound ``max(longest task, total / workers)`` (``bench/grid.py`` measures the ratio).
 * **Each audit's data reaches a worker once**, not once per task: the local pool's workers
   receive every audit's data, pickled once in the coordinating process, when they start
   (the initializer); a Dask run scatters each audit's data once and passes the future to its
