@@ -2,33 +2,34 @@
 
 For one audit the grid is two steps, so a change of threshold or statistics never refits:
 
-1. :func:`fit_audit` fits the 5 strategies x 3 model families (15 cells) on the training rows
-   and keeps only their predictions (:class:`~faircode.predictions.AuditPredictions`): the test
+1. :func:`fit_audits` fits the 5 strategies x 3 model families (15 cells) of every audit of a
+   run, as one queue of tasks (:mod:`faircode.scheduler`: longest expected cell first, on one
+   pool of local worker processes or a Dask cluster), and keeps only their predictions
+   (:class:`~faircode.predictions.AuditPredictions`): the test
    rows' scores (and decisions of the randomised S3/S4), the training rows' scores, and the
    predictions of every counterfactual test-row set.
 2. :func:`~faircode.evaluate.evaluate_audit` applies ``decision_threshold`` and computes every
    metric, interval, p- and q-value into the four result tables.
 
-:func:`run_audit` is both in memory (``faircode run``); the DVC pipeline runs them as the
-``fit`` and ``evaluate`` stages with the predictions stored in between.  The numbers are
+:func:`fit_audit` is the one-audit case.  :func:`run_audit` is both steps in memory; ``faircode
+run`` fits every requested audit in one queue, then evaluates each; the DVC pipeline runs them as
+the ``fit`` and ``evaluate`` stages with the predictions stored in between.  The numbers are
 bit-identical either way.
 
 Reproducibility: one master seed, the manifest's ``random_state``.  Each stochastic step draws
 from its own child stream ``SeedSequence(master, spawn_key=(stream, strategy, model, ...))``
 (see :class:`~faircode.predictions.Stream`), keyed by *position in the grid*, not by execution
-order, so results are bit-identical for any ``jobs`` and any completion order.  Models are
-seeded with the master seed itself, as the manifest spec requires.
+order, so results are bit-identical for any ``jobs``, backend, dispatch and completion order.
+Models are seeded with the master seed itself, as the manifest spec requires.
 """
 
 from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
-from joblib import Parallel, delayed
-
-from faircode.config import BenchmarkConfig
+from faircode.config import BenchmarkConfig, ExecutionConfig
 from faircode.counterfactual import PerturbedRows
 from faircode.data import AuditData
 from faircode.decision import resolve_rule
@@ -43,6 +44,15 @@ from faircode.evaluate import (
 from faircode.models import ModelFamily
 from faircode.predictions import AuditPredictions, CellPredictions, Stream
 from faircode.prepared import PreparedAudit, manifest_sha256, prepare
+from faircode.scheduler import (
+    DEFAULT_COEFFICIENTS,
+    CostModel,
+    Finished,
+    OnError,
+    OnStart,
+    Task,
+    run_tasks,
+)
 from faircode.stats import child_seed
 from faircode.strategies import Strategy, fit_strategy, supports_constraint
 
@@ -52,7 +62,9 @@ __all__ = [
     "CellResult",
     "Stream",
     "fit_audit",
+    "fit_audits",
     "grid_cells",
+    "grid_tasks",
     "provenance",
     "run_audit",
     "write_audit",
@@ -67,32 +79,84 @@ def grid_cells() -> list[tuple[Strategy, ModelFamily]]:
     return list(itertools.product(Strategy, ModelFamily))
 
 
+def grid_tasks(
+    data: PreparedAudit,
+    *,
+    config: BenchmarkConfig,
+    previous: Mapping[tuple[str, str], float] | None = None,
+) -> list[Task]:
+    """The 15 grid cells of ``data`` as scheduler tasks, costed by :class:`CostModel`.
+
+    ``previous``: per-cell seconds of an earlier run of this audit (ordering only).
+    """
+    model = CostModel(DEFAULT_COEFFICIENTS, observed=previous)
+    rows = len(data.train_index)
+    return [Task(audit=data.manifest.name, key=(s, m), fn=_fit_grid_cell, args=(s, m, config),
+                 cost=model.expected(s, m, rows=rows)) for s, m in grid_cells()]
+
+
+def fit_audits(
+    datas: Sequence[PreparedAudit],
+    *,
+    config: BenchmarkConfig,
+    execution: ExecutionConfig | None = None,
+    previous: Mapping[str, Mapping[tuple[str, str], float]] | None = None,
+    on_start: OnStart | None = None,
+    on_cell_done: Callable[[Finished], None] | None = None,
+    on_audit_failed: Callable[[str, BaseException], None] | None = None,
+) -> list[AuditPredictions]:
+    """Fit every cell of every audit of ``datas`` in one queue; their predictions in order.
+
+    Reads ``constraint``, ``eps``, ``max_iter`` and ``jobs`` of ``config`` only; ``execution``
+    chooses the backend (default: local processes).  ``previous`` maps an audit to the per-cell
+    seconds of its previous run (dispatch order only).  ``on_start(tasks, workers)`` and
+    ``on_cell_done(finished)`` are called in this process (progress display).  Without
+    ``on_audit_failed`` the first failing cell raises; with it, a failing audit is reported
+    there and left out of the result, and the other audits go on.
+    """
+    names = [d.manifest.name for d in datas]
+    if len(set(names)) != len(names):
+        raise ValueError(f"fit_audits: expected distinct audits, got {names}")
+    previous = previous or {}
+    tasks = [t for d in datas
+             for t in grid_tasks(d, config=config, previous=previous.get(d.manifest.name))]
+    on_error: OnError | None = None if on_audit_failed is None else (
+        lambda task, exc: on_audit_failed(task.audit, exc))
+    results = run_tasks(tasks, data={d.manifest.name: d for d in datas}, jobs=config.jobs,
+                        execution=execution, on_start=on_start, on_done=on_cell_done,
+                        on_error=on_error)
+    out = []
+    for data in datas:
+        name = data.manifest.name
+        keys = [(name, cell) for cell in grid_cells()]
+        if not all(k in results for k in keys):
+            continue  # failed (reported through on_audit_failed)
+        out.append(AuditPredictions(
+            audit=name, cells=tuple(results[k] for k in keys),
+            config={k: getattr(config, k) for k in FIT_KEYS},
+            manifest_sha256=manifest_sha256(data.manifest), dataset_sha256=data.sha256,
+        ))
+    return out
+
+
 def fit_audit(
     data: PreparedAudit,
     *,
     config: BenchmarkConfig,
+    execution: ExecutionConfig | None = None,
+    previous: Mapping[tuple[str, str], float] | None = None,
     on_cell_done: Callable[[CellPredictions], None] | None = None,
 ) -> AuditPredictions:
     """Fit every cell of the grid on ``data`` and return their predictions (grid order).
 
-    Reads ``constraint``, ``eps``, ``max_iter`` and ``jobs`` of ``config`` only.
-    ``on_cell_done`` is called in the parent process as each cell finishes (progress display).
+    The one-audit case of :func:`fit_audits`; ``on_cell_done`` receives each cell's predictions
+    in this process as it finishes.
     """
-    cells = grid_cells()
-    jobs = min(config.jobs, len(cells))
-    tasks = (delayed(_fit_cell)(data, s, m, data.perturbed, config) for s, m in cells)
-    results: list[CellPredictions] = []
-    for result in Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks):
-        results.append(result)
-        if on_cell_done is not None:
-            on_cell_done(result)
-    order = {cell: i for i, cell in enumerate(cells)}
-    results.sort(key=lambda r: order[(r.strategy, r.family)])
-    return AuditPredictions(
-        audit=data.manifest.name, cells=tuple(results),
-        config={k: getattr(config, k) for k in FIT_KEYS},
-        manifest_sha256=manifest_sha256(data.manifest), dataset_sha256=data.sha256,
-    )
+    done = None if on_cell_done is None else (lambda f: on_cell_done(f.result))
+    [predictions] = fit_audits(
+        [data], config=config, execution=execution, on_cell_done=done,
+        previous=None if previous is None else {data.manifest.name: previous})
+    return predictions
 
 
 def run_audit(
@@ -105,6 +169,13 @@ def run_audit(
     prepared = prepare(data)
     predictions = fit_audit(prepared, config=config, on_cell_done=on_cell_done)
     return evaluate_audit(prepared, predictions, config=config)
+
+
+def _fit_grid_cell(
+    data: PreparedAudit, strategy: Strategy, family: ModelFamily, config: BenchmarkConfig,
+) -> CellPredictions:
+    """Scheduler task of one grid cell: :func:`_fit_cell` on the audit's counterfactual sets."""
+    return _fit_cell(data, strategy, family, data.perturbed, config)
 
 
 def _fit_cell(

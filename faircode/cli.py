@@ -21,6 +21,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +36,12 @@ MIRROR_ENV = "FAIRCODE_DATA_MIRROR"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 Handler = Callable[[argparse.Namespace], int]
+
+
+def _example(*lines: str) -> dict[str, Any]:
+    """``add_parser``/``ArgumentParser`` keywords that end a help text with real examples."""
+    return {"epilog": "example:\n" + "\n".join(f"  {line}" for line in lines),
+            "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
 def resolve_manifests(audits_dir: Path, names: Sequence[str]) -> list[Path]:
@@ -102,11 +109,12 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def _add_data(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    data = subparsers.add_parser("data", help="manage the raw data files")
+    data = subparsers.add_parser("data", help="manage the raw data files",
+                                 **_example("faircode data fetch german_credit_lending"))
     data_sub = data.add_subparsers(dest="data_command", required=True)
     fetch_p = data_sub.add_parser(
-        "fetch", parents=[common], help="fetch and verify raw files (mirror or download)"
-    )
+        "fetch", parents=[common], help="fetch and verify raw files (mirror or download)",
+        **_example("faircode data fetch --mirror ../shared/datasets compas insurance_denial"))
     fetch_p.add_argument(
         "--mirror", action="append",
         help=f"mirror directory <mirror>/<audit>/<file>; repeatable, the first holding the file "
@@ -166,8 +174,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 def _add_validate(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser(
-        "validate", parents=[common], help="check manifests against their data and summarise"
-    )
+        "validate", parents=[common], help="check manifests against their data and summarise",
+        **_example("faircode validate german_credit_lending"))
     parser.set_defaults(handler=_cmd_validate)
 
 
@@ -175,63 +183,85 @@ def _add_validate(subparsers: argparse._SubParsersAction, common: argparse.Argum
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    import time
+
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     from faircode import benchmark
     from faircode.benchmark import provenance, write_audit
-    from faircode.config import Params, load_params
-    from faircode.predictions import CellPredictions
+    from faircode.config import ExecutionConfig, Params, load_params
+    from faircode.evaluate import evaluate_audit
+    from faircode.prepared import PreparedAudit, prepare
+    from faircode.progress import AuditSummary, RunDisplay, audit_summary, summary_table
+    from faircode.scheduler import previous_cell_seconds
     from faircode.strategies import STRATEGY_CODES
 
+    started = time.perf_counter()
     # params.yaml (optional) -> config, then the flags override it: the same object either way
     params = load_params(Path(args.params)) if args.params else Params()
     overrides = {k: getattr(args, k) for k in ("n_resamples", "n_permutations", "jobs",
                                                 "constraint", "eps", "decision_threshold")}
     config = params.config.replace(**{k: v for k, v in overrides.items() if v is not None})
+    backend = args.backend or ("dask" if args.scheduler else params.execution.backend)
+    execution = ExecutionConfig(backend=backend,
+                                scheduler=args.scheduler or params.execution.scheduler)
     names = args.audit or list(params.audits)
     out = Path(args.out)
     record = provenance()
     console = Console(stderr=True)
     failed, bad_input = False, False
-    degenerate: dict[str, list[str]] = {}
+
+    def report(name: str, exc: BaseException) -> None:
+        nonlocal failed, bad_input
+        if isinstance(exc, FaircodeError):  # bad input (manifest, data): exit 2 as everywhere
+            print(str(exc), file=sys.stderr)
+            bad_input = True
+        else:  # one audit's bug must not lose the others' results
+            print(f"{name}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            failed = True
+
+    prepared: dict[str, PreparedAudit] = {}
     for path in resolve_manifests(Path(args.audits), names):
         name = path.parent.name
         try:
             manifest = load_manifest(path)
             name = manifest.name
-            data = load_audit(manifest)
-            with Progress("[progress.description]{task.description}", BarColumn(),
-                          MofNCompleteColumn(), TimeElapsedColumn(), console=console,
-                          transient=True) as bar:
-                task = bar.add_task(name, total=15)
-
-                def done(cell: CellPredictions, bar: Progress = bar, task: object = task,
-                         name: str = name) -> None:
-                    times = " ".join(f"{k} {v:.1f}s" for k, v in cell.seconds.items())
-                    what = cell.skipped or times
-                    bar.console.print(f"  {name} {STRATEGY_CODES[cell.strategy]} "
-                                      f"{cell.family.value}: {what}", soft_wrap=True)
-                    bar.advance(task)  # type: ignore[arg-type]
-
-                results = benchmark.run_audit(data, config=config, on_cell_done=done)
-            folder = write_audit(data, results, config=config, out_dir=out,
-                                 provenance_record=record)
-            print(f"{name}: wrote {folder}")
-            degenerate[name] = [
-                f"{STRATEGY_CODES[c.strategy]} {c.family.value} (selection rate "
-                f"{c.decision['selection_rate']:.4f}, balanced accuracy "
-                f"{c.decision['balanced_accuracy']:.4f})"
-                for c in results.cells if c.degenerate
-            ]
+            prepared[name] = prepare(load_audit(manifest))
         except DataUnavailableError as exc:
             print(f"skipped: {exc}")
-        except FaircodeError as exc:  # bad input (manifest, data): exit 2 as everywhere
-            print(str(exc), file=sys.stderr)
-            bad_input = True
-        except Exception as exc:  # one audit's bug must not lose the others' results
-            print(f"{name}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-            failed = True
+        except Exception as exc:
+            report(name, exc)
+    # every requested audit's cells in one queue, longest first; ordered by the previous run's
+    # timings where <out>/<audit>/run.json has them
+    previous = {name: previous_cell_seconds(out / name / "run.json") for name in prepared}
+    with RunDisplay(console, quiet=args.quiet) as display:
+        fitted = benchmark.fit_audits(
+            list(prepared.values()), config=config, execution=execution, previous=previous,
+            on_start=display.start, on_cell_done=display.done, on_audit_failed=report)
+    summaries: list[AuditSummary] = []
+    degenerate: dict[str, list[str]] = {}
+    for predictions in fitted:
+        name = predictions.audit
+        data = prepared[name]
+        try:
+            results = evaluate_audit(data, predictions, config=config)
+            folder = write_audit(data, results, config=config, out_dir=out,
+                                 provenance_record=record)
+        except Exception as exc:
+            report(name, exc)
+            continue
+        print(f"{name}: wrote {folder}")
+        summaries.append(audit_summary(predictions, results, rows=len(data.y)))
+        degenerate[name] = [
+            f"{STRATEGY_CODES[c.strategy]} {c.family.value} (selection rate "
+            f"{c.decision['selection_rate']:.4f}, balanced accuracy "
+            f"{c.decision['balanced_accuracy']:.4f})"
+            for c in results.cells if c.degenerate
+        ]
+    if summaries:
+        # a file or pipe gets the whole table on one line per audit, not 80-column wrapping
+        Console(width=None if sys.stdout.isatty() else 160).print(
+            summary_table(summaries, wall=time.perf_counter() - started))
     if degenerate:
         print("degenerate decisions (uninformative cells: their gaps are not findings):")
         for name, cells in degenerate.items():
@@ -243,14 +273,23 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     from faircode.config import CONSTRAINTS
 
     parser = subparsers.add_parser(
-        "run", parents=[common], help="run the S0-S4 x model grid and write results/<audit>/"
-    )
+        "run", parents=[common], help="run the S0-S4 x model grid and write results/<audit>/",
+        **_example("faircode run german_credit_lending insurance_denial --jobs 2 "
+                   "--n-resamples 200 --n-permutations 200",
+                   "faircode run --params params.yaml --scheduler tcp://10.0.0.5:8786 --quiet"))
     parser.add_argument("--out", default="results", help="results folder (default: results)")
     parser.add_argument("--params", help="params.yaml to start from (flags override its keys; "
                                          "its audits apply when no AUDIT is given)")
     parser.add_argument("--n-resamples", type=int, help="bootstrap resamples per CI (2000)")
     parser.add_argument("--n-permutations", type=int, help="permutations per p-value (2000)")
-    parser.add_argument("--jobs", type=int, help="worker processes (default: all cores)")
+    parser.add_argument("--jobs", type=int, help="local worker processes (default: all cores)")
+    parser.add_argument("--backend", help="where the fits run: local (worker processes here) "
+                                          "or dask (an existing scheduler; default: params "
+                                          "run.backend, else local)")
+    parser.add_argument("--scheduler", help="dask scheduler address, e.g. tcp://host:8786 "
+                                            "(implies --backend dask)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bar and no per-cell lines (CI); the summary stays")
     parser.add_argument("--constraint", choices=CONSTRAINTS, help="S3/S4 fairness constraint")
     parser.add_argument("--eps", type=float, help="ExponentiatedGradient eps (0.01)")
     parser.add_argument("--decision-threshold", type=float, help="S0-S2 threshold (0.5)")
@@ -278,8 +317,8 @@ def _cmd_perturb(args: argparse.Namespace) -> int:
 
 def _add_perturb(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser(
-        "perturb", help="perturb JSONL payloads with the axes of a YAML file (to stdout)"
-    )
+        "perturb", help="perturb JSONL payloads with the axes of a YAML file (to stdout)",
+        **_example("faircode perturb --axes axes.yaml payloads.jsonl > perturbed.jsonl"))
     parser.add_argument("--axes", required=True, help="YAML file of axes (a list or {axes: ...})")
     parser.add_argument("input", help="JSONL file: one payload object per line")
     parser.set_defaults(handler=_cmd_perturb)
@@ -305,7 +344,8 @@ def _add_report(subparsers: argparse._SubParsersAction, common: argparse.Argumen
 
     parser = subparsers.add_parser(
         "report", parents=[common],
-        help="summary.csv, paper tables, figures and report.html from a results folder")
+        help="summary.csv, paper tables, figures and report.html from a results folder",
+        **_example("faircode report --results results --metric equal_opportunity_diff"))
     parser.add_argument("--results", default="results", help="results folder (default: results)")
     parser.add_argument("--metric", default="demographic_parity",
                         help="fairness metric of the paper table and figures "
@@ -329,8 +369,8 @@ def _add_track(subparsers: argparse._SubParsersAction, common: argparse.Argument
                      tracking_uri=args.tracking_uri, experiment=args.experiment)
 
     parser = subparsers.add_parser(
-        "track", help="log results/ to MLflow (idempotent; exit 3 when tracking fails)"
-    )
+        "track", help="log results/ to MLflow (idempotent; exit 3 when tracking fails)",
+        **_example("faircode track --results results --tracking-uri sqlite:///mlflow.db"))
     parser.add_argument("--results", default="results", help="results folder (default: results)")
     parser.add_argument("--tracking-uri", help="MLflow store or server ($MLFLOW_TRACKING_URI, "
                         "default sqlite:///<project root>/mlflow.db)")
@@ -374,7 +414,8 @@ def _add_freeze(subparsers: argparse._SubParsersAction, common: argparse.Argumen
 
     parser = subparsers.add_parser(
         "freeze", help="record, commit and tag the exact state behind cited numbers",
-        description="Example: faircode freeze v0.1-paper   (then: git push --follow-tags)")
+        description="Example: faircode freeze v0.1-paper   (then: git push --follow-tags)",
+        **_example("faircode freeze v0.1-paper", "faircode freeze --list"))
     parser.add_argument("name", nargs="?", help="the state's name, also its git tag")
     parser.add_argument("--list", action="store_true", help="list the frozen states")
     parser.set_defaults(handler=handler)
@@ -414,7 +455,9 @@ def _add_verify(subparsers: argparse._SubParsersAction, common: argparse.Argumen
 
     parser = subparsers.add_parser(
         "verify", help="re-run a frozen state from its commit and compare every number",
-        description="Example: faircode verify v0.1-paper   (exit 0 identical, 1 on drift)")
+        description="Example: faircode verify v0.1-paper   (exit 0 identical, 1 on drift)",
+        **_example("faircode verify v0.1-paper",
+                   "faircode verify --committed german_credit_lending insurance_denial"))
     parser.add_argument("name", nargs="?", help="a frozen state (freezes/NAME.json)")
     parser.add_argument("--committed", nargs="*", metavar="AUDIT",
                         help="instead: re-run these audits at params.yaml and compare with the "
@@ -440,7 +483,10 @@ def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--audits", default="audits", help="folder of <name>/audit.yaml")
     common.add_argument("audit", nargs="*", help="audit names or manifest paths (default: all)")
-    parser = argparse.ArgumentParser(prog="faircode", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="faircode", description=__doc__.splitlines()[0],
+        **_example("faircode data fetch german_credit_lending insurance_denial",
+                   "faircode run german_credit_lending insurance_denial --jobs 2"))
     subparsers = parser.add_subparsers(dest="command", required=True)
     for add in SUBCOMMANDS:
         add(subparsers, common)

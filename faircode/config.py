@@ -10,8 +10,13 @@ bad value, so a typo in ``params.yaml`` cannot silently fall back to a default.
 ``models.*``, ``stats.*``, ``run.*``.  :func:`params_from_mapping` maps each ``section.key`` to its
 config field and hands the flat result to :func:`config_from_mapping`, so the pipeline and the
 ``faircode run`` flags build the very same :class:`BenchmarkConfig`.  Adding a param is one line
-in :data:`PARAM_KEYS` (plus the field).  ``run.jobs: null`` means "every core"; no other key may
-be null.
+in :data:`PARAM_KEYS` (plus the field).  ``run.jobs: null`` means "every core"; apart from it only
+``run.scheduler`` may be null.
+
+Where the fit tasks run (``run.backend``, ``run.scheduler``) is an :class:`ExecutionConfig` beside
+the :class:`BenchmarkConfig`, not a field of it: the config is recorded in every ``run.json`` and
+tracked run, and the execution backend, like the worker count, changes no number, so it must
+neither re-run a DVC stage nor appear as a difference between two runs of the same state.
 """
 
 from __future__ import annotations
@@ -29,10 +34,14 @@ from faircode.decision import check_degenerate_bounds
 from faircode.errors import ConfigError, config_error
 
 __all__ = [
+    "BACKENDS",
     "CONSTRAINTS",
+    "EXECUTION_KEYS",
     "PARAM_KEYS",
+    "Backend",
     "BenchmarkConfig",
     "Constraint",
+    "ExecutionConfig",
     "Params",
     "ReportConfig",
     "config_from_mapping",
@@ -49,6 +58,8 @@ Constraint = Literal[
     "error_rate_parity",
 ]
 CONSTRAINTS: tuple[str, ...] = get_args(Constraint)
+Backend = Literal["local", "dask"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
 
 
 def _default_jobs() -> int:
@@ -172,7 +183,38 @@ PARAM_KEYS: dict[str, str] = {
 }
 """``params.yaml`` key path -> :class:`BenchmarkConfig` field (one line per param)."""
 
-_NULL_MEANS_DEFAULT = frozenset({"run.jobs"})
+_NULL_MEANS_DEFAULT = frozenset({"run.jobs", "run.scheduler"})
+
+EXECUTION_KEYS: dict[str, str] = {"run.backend": "backend", "run.scheduler": "scheduler"}
+"""``params.yaml`` key path -> :class:`ExecutionConfig` field (where the fit tasks run)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExecutionConfig:
+    """Where the fit tasks of a run execute (:mod:`faircode.scheduler`); never a result param.
+
+    Parameters
+    ----------
+    backend
+        ``local``: a pool of ``jobs`` worker processes on this machine.  ``dask``: the workers of
+        an existing ``dask.distributed`` scheduler at ``scheduler``.
+    scheduler
+        The dask scheduler's address (``tcp://host:8786``); required with ``backend: dask``.
+    """
+
+    backend: Backend = "local"
+    scheduler: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise config_error("run.backend", f"one of {', '.join(BACKENDS)}", self.backend)
+        if self.scheduler is not None and (not isinstance(self.scheduler, str)
+                                           or not self.scheduler.strip()):
+            raise config_error("run.scheduler", "a dask scheduler address such as "
+                               "tcp://host:8786, or null", self.scheduler)
+        if self.backend == "dask" and self.scheduler is None:
+            raise config_error("run.scheduler", "a dask scheduler address such as "
+                               "tcp://host:8786 (run.backend is dask)", self.scheduler)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -211,6 +253,7 @@ class Params:
     audits: tuple[str, ...] = ()
     config: BenchmarkConfig = field(default_factory=BenchmarkConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
+    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
 
     def __post_init__(self) -> None:
         for i, name in enumerate(self.audits):
@@ -231,12 +274,13 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
     if not isinstance(data, Mapping):
         raise config_error(where, "a mapping of sections", data)
     sections: dict[str, set[str]] = {}
-    for path in PARAM_KEYS:
+    for path in [*PARAM_KEYS, *EXECUTION_KEYS]:
         section, key = path.split(".", 1)
         sections.setdefault(section, set()).add(key)
     audits: tuple[str, ...] = ()
     report = ReportConfig()
     flat: dict[str, object] = {}
+    execution: dict[str, object] = {}
     for section, body in data.items():
         if section == "audits":
             if not isinstance(body, list):
@@ -253,16 +297,23 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
             raise config_error(f"{where}: {section}", "a mapping", body)
         for key, value in body.items():
             path = f"{section}.{key}"
-            if path not in PARAM_KEYS:
+            if path not in PARAM_KEYS and path not in EXECUTION_KEYS:
                 known = ", ".join(sorted(sections[section]))
                 raise config_error(f"{where}: {path}", f"a known key of {section} ({known})", key)
             if value is None and path in _NULL_MEANS_DEFAULT:
                 continue
-            flat[PARAM_KEYS[path]] = value
+            if path in EXECUTION_KEYS:
+                execution[EXECUTION_KEYS[path]] = value
+            else:
+                flat[PARAM_KEYS[path]] = value
+    try:
+        run = ExecutionConfig(**execution)  # type: ignore[arg-type]
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
     field_to_path = {f: p for p, f in PARAM_KEYS.items()}
     try:
         return Params(audits=audits, config=BenchmarkConfig(**flat),  # type: ignore[arg-type]
-                      report=report)
+                      report=report, execution=run)
     except ConfigError as exc:
         text = str(exc)
         for name, path in field_to_path.items():

@@ -279,3 +279,24 @@ def _validate_edited(
     finally:
         broken.unlink()
     return code, capsys.readouterr().err, broken
+
+
+def test_every_help_ends_with_a_faircode_example() -> None:
+    """`faircode --help` and every subcommand's help end with an example command line."""
+    import argparse
+
+    from faircode.cli import build_parser
+
+    def parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+        found = [parser]
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for child in action.choices.values():
+                    found += parsers(child)
+        return found
+
+    every = parsers(build_parser())
+    assert len(every) == 10  # faircode, data, data fetch, and the seven other subcommands
+    for parser in every:
+        tail = parser.format_help().rstrip().split("example:\n")[-1]
+        assert tail.startswith("  faircode "), parser.prog

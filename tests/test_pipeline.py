@@ -189,6 +189,16 @@ def test_jobs_change_reruns_nothing(repo: Repo) -> None:
         repo.restore()
 
 
+def test_backend_change_reruns_nothing(repo: Repo) -> None:
+    """run.backend and run.scheduler change no number either: nothing but the check re-runs."""
+    repo.write_params(run={"jobs": 2, "backend": "dask", "scheduler": "tcp://127.0.0.1:8786"})
+    try:
+        assert json.loads(repo.dvc("status", "--json").stdout) == {
+            "check-params": ["always changed"]}
+    finally:
+        repo.restore()
+
+
 def test_exp_run_sets_a_param_and_exp_show_lists_it(repo: Repo) -> None:
     """`dvc exp run -S` re-runs evaluate only and `dvc exp show --json` lists its param."""
     try:

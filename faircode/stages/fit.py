@@ -1,8 +1,10 @@
 """Stage ``fit@<audit>``: fit the 15 strategy x model cells and store their predictions under
 ``data/predictions/<audit>/`` (see :mod:`faircode.predictions` for the layout).
 
-Reads ``mitigation.*`` (tracked by DVC) and ``run.jobs`` (deliberately not tracked: the worker
-count changes no number, so changing it must not refit).
+Reads ``mitigation.*`` (tracked by DVC) and ``run.*`` (deliberately not tracked: the worker
+count and the backend, local processes or a Dask cluster, change no number, so changing them must
+not refit).  The cells are dispatched longest first, ordered by the per-cell seconds of
+``results/<audit>/run.json`` when it exists (ordering only; it is not a dependency).
 
 Usage: ``python -m faircode.stages.fit AUDIT PREPARED_DIR OUT_DIR``
 """
@@ -17,8 +19,11 @@ from faircode.config import load_params
 from faircode.manifest import load_manifest
 from faircode.predictions import CellPredictions, save_predictions
 from faircode.prepared import load_prepared
+from faircode.scheduler import previous_cell_seconds
 from faircode.stages import PARAMS, carry_unavailable, manifest_path, run_stage
 from faircode.strategies import STRATEGY_CODES
+
+RESULTS = Path("results")
 
 
 def _progress(cell: CellPredictions) -> None:
@@ -31,11 +36,13 @@ def main(argv: list[str]) -> None:
     audit, prepared_dir, out = argv[0], Path(argv[1]), Path(argv[2])
 
     def work() -> None:
-        config = load_params(PARAMS).config
+        params = load_params(PARAMS)
         if carry_unavailable(prepared_dir, out, audit=audit):
             return
         data = load_prepared(prepared_dir, manifest=load_manifest(manifest_path(audit)))
-        predictions = fit_audit(data, config=config, on_cell_done=_progress)
+        predictions = fit_audit(
+            data, config=params.config, execution=params.execution, on_cell_done=_progress,
+            previous=previous_cell_seconds(RESULTS / audit / "run.json"))
         save_predictions(predictions, out, test_index=data.test_index,
                          train_index=data.train_index)
         print(f"{audit}: predictions in {out}")
