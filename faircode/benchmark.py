@@ -41,8 +41,9 @@ from faircode.evaluate import (
     write_audit,
 )
 from faircode.models import ModelFamily
-from faircode.predictions import AuditPredictions, CellPredictions, Stream
+from faircode.predictions import AuditPredictions, CellPredictions, ReplicatePredictions, Stream
 from faircode.prepared import PreparedAudit, manifest_sha256, prepare
+from faircode.stability import fit_replicate
 from faircode.stats import child_seed
 from faircode.strategies import Strategy, fit_strategy, supports_constraint
 
@@ -75,23 +76,33 @@ def fit_audit(
 ) -> AuditPredictions:
     """Fit every cell of the grid on ``data`` and return their predictions (grid order).
 
-    Reads ``constraint``, ``eps``, ``max_iter`` and ``jobs`` of ``config`` only.
+    Reads ``constraint``, ``eps``, ``max_iter``, ``seeds``, ``seed_mode`` and ``jobs`` of
+    ``config`` only.  With ``seeds`` K > 1 the training replicates 1..K-1 of every cell
+    (:func:`~faircode.stability.fit_replicate`) run in the same worker pool.
     ``on_cell_done`` is called in the parent process as each cell finishes (progress display).
     """
     cells = grid_cells()
-    jobs = min(config.jobs, len(cells))
-    tasks = (delayed(_fit_cell)(data, s, m, data.perturbed, config) for s, m in cells)
+    tasks = [delayed(_fit_cell)(data, s, m, data.perturbed, config) for s, m in cells]
+    tasks += [delayed(fit_replicate)(data, s, m, k, config)
+              for k in range(1, config.seeds) for s, m in cells]
+    jobs = min(config.jobs, len(tasks))
     results: list[CellPredictions] = []
+    replicates: list[ReplicatePredictions] = []
     for result in Parallel(n_jobs=jobs, return_as="generator_unordered")(tasks):
+        if isinstance(result, ReplicatePredictions):
+            replicates.append(result)
+            continue
         results.append(result)
         if on_cell_done is not None:
             on_cell_done(result)
     order = {cell: i for i, cell in enumerate(cells)}
     results.sort(key=lambda r: order[(r.strategy, r.family)])
+    replicates.sort(key=lambda r: (r.replicate, order[(r.cell.strategy, r.cell.family)]))
     return AuditPredictions(
         audit=data.manifest.name, cells=tuple(results),
         config={k: getattr(config, k) for k in FIT_KEYS},
         manifest_sha256=manifest_sha256(data.manifest), dataset_sha256=data.sha256,
+        replicates=tuple(replicates), seeds=config.seeds, seed_mode=config.seed_mode,
     )
 
 

@@ -1,8 +1,8 @@
 """Stage ``fit@<audit>``: fit the 15 strategy x model cells and store their predictions under
 ``data/predictions/<audit>/`` (see :mod:`faircode.predictions` for the layout).
 
-Reads ``mitigation.*`` (tracked by DVC) and ``run.jobs`` (deliberately not tracked: the worker
-count changes no number, so changing it must not refit).
+Reads ``mitigation.*``, ``run.seeds``, ``run.seed_mode`` (tracked by DVC) and ``run.jobs``
+(deliberately not tracked: the worker count changes no number, so changing it must not refit).
 
 Usage: ``python -m faircode.stages.fit AUDIT PREPARED_DIR OUT_DIR``
 """
