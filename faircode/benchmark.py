@@ -17,7 +17,8 @@ Reproducibility: one master seed, the manifest's ``random_state``.  Each stochas
 from its own child stream ``SeedSequence(master, spawn_key=(stream, strategy, model, ...))``
 (see :class:`~faircode.predictions.Stream`), keyed by *position in the grid*, not by execution
 order, so results are bit-identical for any ``jobs`` and any completion order.  Models are
-seeded with the master seed itself, as the manifest spec requires.
+seeded with the master seed itself, as the manifest spec requires.  Training replicates
+(``run.seeds`` > 1) re-fit every cell with derived master seeds (:mod:`faircode.stability`).
 """
 
 from __future__ import annotations

@@ -118,7 +118,11 @@ class CellResult:
 
 @dataclass(frozen=True, slots=True)
 class AuditResults:
-    """The four result tables of one audit and the per-cell record that produced them."""
+    """The four result tables of one audit and the per-cell record that produced them.
+
+    ``stability``/``replicates``: the training-replicate tables (:mod:`faircode.stability`),
+    None without replicates (``run.seeds`` 1).
+    """
 
     fairness: pd.DataFrame
     performance: pd.DataFrame
@@ -135,7 +139,9 @@ def evaluate_audit(
     """Score every cell of ``predictions`` on ``data``; return the four tables.
 
     Reads ``decision_threshold``, ``n_resamples``, ``n_permutations``, ``confidence``, ``alpha``
-    and ``jobs`` of ``config``.
+    and ``jobs`` of ``config``; with ``seeds`` > 1 (which must match the predictions') also
+    :attr:`AuditResults.stability` and :attr:`AuditResults.replicates`
+    (:func:`faircode.stability.evaluate_stability`).
     """
     if predictions.audit != data.manifest.name:
         raise DataError(f"predictions of {predictions.audit!r} cannot be evaluated on "
@@ -367,7 +373,8 @@ def write_audit(
     out_dir: Path,
     provenance_record: dict[str, Any],
 ) -> Path:
-    """Write ``<out_dir>/<audit>/`` (four CSVs + ``run.json``) atomically; return the folder.
+    """Write ``<out_dir>/<audit>/`` (four CSVs + ``run.json``; with training replicates also
+    ``stability.csv`` and ``stability_replicates.csv``) atomically; return the folder.
 
     Everything is written to a sibling temporary folder which then replaces the audit's folder,
     so a failure never leaves a half-written result beside complete ones.
