@@ -20,7 +20,9 @@ Reproducibility: one master seed, the manifest's ``random_state``.  Each stochas
 from its own child stream ``SeedSequence(master, spawn_key=(stream, strategy, model, ...))``
 (see :class:`~faircode.predictions.Stream`), keyed by *position in the grid*, not by execution
 order, so results are bit-identical for any ``jobs``, backend, dispatch and completion order.
-Models are seeded with the master seed itself, as the manifest spec requires.
+Models are seeded with the master seed itself, as the manifest spec requires.  Training
+replicates (``run.seeds`` > 1) re-fit every cell with derived master seeds
+(:mod:`faircode.stability`); they are tasks of the same queue, keyed ``(strategy, model, k)``.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from faircode.scheduler import (
     Task,
     run_tasks,
 )
+from faircode.stability import fit_replicate
 from faircode.stats import child_seed
 from faircode.strategies import Strategy, fit_strategy, supports_constraint
 
@@ -87,12 +90,19 @@ def grid_tasks(
 ) -> list[Task]:
     """The 15 grid cells of ``data`` as scheduler tasks, costed by :class:`CostModel`.
 
-    ``previous``: per-cell seconds of an earlier run of this audit (ordering only).
+    With ``config.seeds`` K > 1 also every cell's training replicates ``1..K-1``
+    (:func:`~faircode.stability.fit_replicate`, key ``(strategy, model, k)``, costed as their
+    cell).  ``previous``: per-cell seconds of an earlier run of this audit (ordering only).
     """
     model = CostModel(DEFAULT_COEFFICIENTS, observed=previous)
     rows = len(data.train_index)
-    return [Task(audit=data.manifest.name, key=(s, m), fn=_fit_grid_cell, args=(s, m, config),
-                 cost=model.expected(s, m, rows=rows)) for s, m in grid_cells()]
+    name = data.manifest.name
+    cost = {(s, m): model.expected(s, m, rows=rows) for s, m in grid_cells()}
+    tasks = [Task(audit=name, key=(s, m), fn=_fit_grid_cell, args=(s, m, config),
+                  cost=cost[s, m]) for s, m in grid_cells()]
+    tasks += [Task(audit=name, key=(s, m, k), fn=fit_replicate, args=(s, m, k, config),
+                   cost=cost[s, m]) for k in range(1, config.seeds) for s, m in grid_cells()]
+    return tasks
 
 
 def fit_audits(
@@ -107,7 +117,8 @@ def fit_audits(
 ) -> list[AuditPredictions]:
     """Fit every cell of every audit of ``datas`` in one queue; their predictions in order.
 
-    Reads ``constraint``, ``eps``, ``max_iter`` and ``jobs`` of ``config`` only; ``execution``
+    Reads ``constraint``, ``eps``, ``max_iter``, ``seeds``, ``seed_mode`` and ``jobs`` of
+    ``config`` only; ``execution``
     chooses the backend (default: local processes).  ``previous`` maps an audit to the per-cell
     seconds of its previous run (dispatch order only).  ``on_start(tasks, workers)`` and
     ``on_cell_done(finished)`` are called in this process (progress display).  Without
@@ -129,12 +140,16 @@ def fit_audits(
     for data in datas:
         name = data.manifest.name
         keys = [(name, cell) for cell in grid_cells()]
-        if not all(k in results for k in keys):
+        replicate_keys = [(name, (s, m, k)) for k in range(1, config.seeds)
+                          for s, m in grid_cells()]  # replicate, then grid order
+        if not all(k in results for k in keys + replicate_keys):
             continue  # failed (reported through on_audit_failed)
         out.append(AuditPredictions(
             audit=name, cells=tuple(results[k] for k in keys),
             config={k: getattr(config, k) for k in FIT_KEYS},
             manifest_sha256=manifest_sha256(data.manifest), dataset_sha256=data.sha256,
+            replicates=tuple(results[k] for k in replicate_keys), seeds=config.seeds,
+            seed_mode=config.seed_mode,
         ))
     return out
 
@@ -152,7 +167,10 @@ def fit_audit(
     The one-audit case of :func:`fit_audits`; ``on_cell_done`` receives each cell's predictions
     in this process as it finishes.
     """
-    done = None if on_cell_done is None else (lambda f: on_cell_done(f.result))
+    def done(finished: Finished) -> None:
+        if on_cell_done is not None and isinstance(finished.result, CellPredictions):
+            on_cell_done(finished.result)  # grid cells only, not training replicates
+
     [predictions] = fit_audits(
         [data], config=config, execution=execution, on_cell_done=done,
         previous=None if previous is None else {data.manifest.name: previous})

@@ -200,7 +200,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     # params.yaml (optional) -> config, then the flags override it: the same object either way
     params = load_params(Path(args.params)) if args.params else Params()
     overrides = {k: getattr(args, k) for k in ("n_resamples", "n_permutations", "jobs",
-                                                "constraint", "eps", "decision_threshold")}
+                                                "constraint", "eps", "decision_threshold",
+                                                "seeds", "seed_mode")}
     config = params.config.replace(**{k: v for k, v in overrides.items() if v is not None})
     backend = args.backend or ("dask" if args.scheduler else params.execution.backend)
     execution = ExecutionConfig(backend=backend,
@@ -293,6 +294,10 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     parser.add_argument("--constraint", choices=CONSTRAINTS, help="S3/S4 fairness constraint")
     parser.add_argument("--eps", type=float, help="ExponentiatedGradient eps (0.01)")
     parser.add_argument("--decision-threshold", type=float, help="S0-S2 threshold (0.5)")
+    parser.add_argument("--seeds", type=int, help="training replicates per cell (1); K > 1 "
+                                                  "writes stability.csv")
+    parser.add_argument("--seed-mode", help="what a replicate re-draws: model (model seeds, "
+                                            "same split; default) or split (also the split)")
     parser.set_defaults(handler=_cmd_run)
 
 

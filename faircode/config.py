@@ -38,12 +38,14 @@ __all__ = [
     "CONSTRAINTS",
     "EXECUTION_KEYS",
     "PARAM_KEYS",
+    "SEED_MODES",
     "Backend",
     "BenchmarkConfig",
     "Constraint",
     "ExecutionConfig",
     "Params",
     "ReportConfig",
+    "SeedMode",
     "config_from_mapping",
     "config_from_params",
     "load_params",
@@ -60,6 +62,8 @@ Constraint = Literal[
 CONSTRAINTS: tuple[str, ...] = get_args(Constraint)
 Backend = Literal["local", "dask"]
 BACKENDS: tuple[str, ...] = get_args(Backend)
+SeedMode = Literal["model", "split"]
+SEED_MODES: tuple[str, ...] = get_args(SeedMode)
 
 
 def _default_jobs() -> int:
@@ -98,6 +102,12 @@ class BenchmarkConfig:
     degenerate_balanced_accuracy_margin
         A cell whose balanced accuracy is within this of 0.5 (inclusive) is degenerate
         (:func:`faircode.decision.is_degenerate`).
+    seeds
+        Training replicates per cell (``run.seeds``); replicate 0 is the single fit of ``1``,
+        replicates ``1..seeds-1`` are re-fits with derived seeds (:mod:`faircode.stability`).
+    seed_mode
+        What a replicate re-draws (``run.seed_mode``): ``model`` (every seed inside fitting, same
+        train/test split) or ``split`` (also the train/test split).
     """
 
     constraint: Constraint = "demographic_parity"
@@ -113,6 +123,8 @@ class BenchmarkConfig:
     degenerate_min_selection_rate: float = 0.01
     degenerate_max_selection_rate: float = 0.99
     degenerate_balanced_accuracy_margin: float = 0.02
+    seeds: int = 1
+    seed_mode: SeedMode = "model"
 
     def __post_init__(self) -> None:
         where = "config"
@@ -132,6 +144,10 @@ class BenchmarkConfig:
         _check_number(f"{where}.power", self.power, low=0.0, high=1.0, open_low=True,
                       open_high=True)
         _check_int(f"{where}.jobs", self.jobs, low=1)
+        _check_int(f"{where}.seeds", self.seeds, low=1)
+        if self.seed_mode not in SEED_MODES:
+            raise config_error(f"{where}.seed_mode", f"one of {', '.join(SEED_MODES)}",
+                               self.seed_mode)
         check_degenerate_bounds(
             min_selection_rate=self.degenerate_min_selection_rate,
             max_selection_rate=self.degenerate_max_selection_rate,
@@ -143,8 +159,15 @@ class BenchmarkConfig:
         return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
 
     def as_dict(self) -> dict[str, object]:
-        """The configuration as a plain mapping (for ``run.json`` and tracking)."""
-        return dataclasses.asdict(self)
+        """The configuration as a plain mapping (for ``run.json`` and tracking).
+
+        ``seeds`` and ``seed_mode`` appear only when ``seeds > 1``: a single replicate is the
+        run as it always was (the mode then changes nothing), and its record stays the same.
+        """
+        record = dataclasses.asdict(self)
+        if self.seeds == 1:
+            del record["seeds"], record["seed_mode"]
+        return record
 
 
 def config_from_mapping(data: object, *, where: str) -> BenchmarkConfig:
@@ -180,6 +203,8 @@ PARAM_KEYS: dict[str, str] = {
     "degenerate.max_selection_rate": "degenerate_max_selection_rate",
     "degenerate.balanced_accuracy_margin": "degenerate_balanced_accuracy_margin",
     "run.jobs": "jobs",
+    "run.seeds": "seeds",
+    "run.seed_mode": "seed_mode",
 }
 """``params.yaml`` key path -> :class:`BenchmarkConfig` field (one line per param)."""
 

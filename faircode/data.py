@@ -85,6 +85,7 @@ __all__ = [
     "first_per_unit",
     "grouped_split",
     "load_audit",
+    "split_rows",
     "target_cut",
 ]
 
@@ -135,6 +136,24 @@ def grouped_split(
     rows = np.arange(units.size)
     return np.sort(rows[~in_test[units]]), np.sort(rows[in_test[units]])
 
+
+def split_rows(
+    y: np.ndarray, unit: np.ndarray | None, *, test_size: float, random_state: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The audit's train/test split of its prepared rows: sorted (train, test) positions.
+
+    Without a unit a stratified row split on the label ``y``; with one (integer codes per row)
+    the unit split of :func:`grouped_split`.  ``load_audit`` splits with the manifest's
+    ``random_state``; a ``split``-mode training replicate with its own seed
+    (:mod:`faircode.stability`).  Raises ``ValueError`` (from sklearn) when it cannot split.
+    """
+    if unit is None:
+        train, test = train_test_split(
+            np.arange(len(y)), test_size=test_size, random_state=random_state, stratify=y
+        )
+    else:
+        train, test = grouped_split(unit, [y], test_size=test_size, random_state=random_state)
+    return np.sort(train), np.sort(test)
 
 
 @dataclass(frozen=True)
@@ -303,17 +322,8 @@ def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
     unit = _unit_codes(manifest, frame)
     encoder = Encoder.fit(frame.loc[:, list(manifest.feature_columns)])
     try:
-        if unit is None:
-            train, test = train_test_split(
-                np.arange(len(frame)),
-                test_size=manifest.test_size,
-                random_state=manifest.random_state,
-                stratify=y,
-            )
-        else:
-            train, test = grouped_split(
-                unit, [y], test_size=manifest.test_size, random_state=manifest.random_state
-            )
+        train, test = split_rows(y, unit, test_size=manifest.test_size,
+                                 random_state=manifest.random_state)
     except ValueError as exc:
         raise DataError(f"{manifest.file}: test_size: cannot split {len(y)} rows: {exc}") from None
     return AuditData(
@@ -322,8 +332,8 @@ def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
         X=encoder.transform(frame),
         y=y,
         disadvantaged=masks,
-        train_index=np.sort(train),
-        test_index=np.sort(test),
+        train_index=train,
+        test_index=test,
         encoder=encoder,
         steps=tuple(steps),
         sha256=digest,

@@ -8,6 +8,9 @@
 * the intersectional demographic-parity gap for every pair of attributes,
 * the counterfactual flip rate of every manifest axis (explicit and proxy channels apart).
 
+With training replicates (``run.seeds`` > 1, :mod:`faircode.stability`) every replicate is
+scored the same way with its own master seed and summarised in ``stability.csv``.
+
 The audit's operating point (:mod:`faircode.decision`) is resolved here: the manifest's
 ``decision`` block, else ``threshold`` at ``config.decision_threshold``; S0-S2 decide at the rule's
 cutoff, fixed on the training rows, and S3/S4 keep the randomised decisions drawn at fit time
@@ -57,7 +60,7 @@ import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 
-from faircode import clusters
+from faircode import clusters, stability
 from faircode.config import BenchmarkConfig
 from faircode.counterfactual import flip_rates
 from faircode.decision import (
@@ -115,13 +118,19 @@ class CellResult:
 
 @dataclass(frozen=True, slots=True)
 class AuditResults:
-    """The four result tables of one audit and the per-cell record that produced them."""
+    """The four result tables of one audit and the per-cell record that produced them.
+
+    ``stability``/``replicates``: the training-replicate tables (:mod:`faircode.stability`),
+    None without replicates (``run.seeds`` 1).
+    """
 
     fairness: pd.DataFrame
     performance: pd.DataFrame
     intersectional: pd.DataFrame
     counterfactual: pd.DataFrame
     cells: tuple[CellResult, ...]
+    stability: pd.DataFrame | None = None
+    replicates: pd.DataFrame | None = None
 
 
 def evaluate_audit(
@@ -130,7 +139,9 @@ def evaluate_audit(
     """Score every cell of ``predictions`` on ``data``; return the four tables.
 
     Reads ``decision_threshold``, ``n_resamples``, ``n_permutations``, ``confidence``, ``alpha``
-    and ``jobs`` of ``config``.
+    and ``jobs`` of ``config``; with ``seeds`` > 1 (which must match the predictions') also
+    :attr:`AuditResults.stability` and :attr:`AuditResults.replicates`
+    (:func:`faircode.stability.evaluate_stability`).
     """
     if predictions.audit != data.manifest.name:
         raise DataError(f"predictions of {predictions.audit!r} cannot be evaluated on "
@@ -141,16 +152,26 @@ def evaluate_audit(
     cells = predictions.cells
     jobs = min(config.jobs, max(1, len(cells)))
     results = Parallel(n_jobs=jobs)(delayed(_score_cell)(data, c, config) for c in cells)
-    return _assemble(data, results, config)
+    assembled = _assemble(data, results, config)
+    if config.seeds == 1 and predictions.seeds == 1:
+        return assembled
+    # training replicates (run.seeds > 1): stability.csv and stability_replicates.csv
+    table, replicates = stability.evaluate_stability(data, predictions, config=config)
+    return dataclasses.replace(assembled, stability=table, replicates=replicates)
 
 
-def _score_cell(data: PreparedAudit, cell: CellPredictions, config: BenchmarkConfig) -> CellResult:
-    """Score one cell's predictions (runs in a worker process)."""
+def _score_cell(data: PreparedAudit, cell: CellPredictions, config: BenchmarkConfig, *,
+                master: int | None = None) -> CellResult:
+    """Score one cell's predictions (runs in a worker process).
+
+    ``master`` seeds every statistic (default the manifest's ``random_state``; a training
+    replicate passes its own, :mod:`faircode.stability`).
+    """
     strategy, family = cell.strategy, cell.family
     if cell.skipped:
         return CellResult(strategy, family, seconds=dict(cell.seconds), skipped=cell.skipped)
     manifest = data.manifest
-    master = manifest.random_state
+    master = manifest.random_state if master is None else master
     s, m = list(Strategy).index(strategy), list(ModelFamily).index(family)
     test = data.test_index
     y_test = data.y[test]
@@ -352,7 +373,8 @@ def write_audit(
     out_dir: Path,
     provenance_record: dict[str, Any],
 ) -> Path:
-    """Write ``<out_dir>/<audit>/`` (four CSVs + ``run.json``) atomically; return the folder.
+    """Write ``<out_dir>/<audit>/`` (four CSVs + ``run.json``; with training replicates also
+    ``stability.csv`` and ``stability_replicates.csv``) atomically; return the folder.
 
     Everything is written to a sibling temporary folder which then replaces the audit's folder,
     so a failure never leaves a half-written result beside complete ones.
@@ -365,6 +387,10 @@ def write_audit(
         for name in ("fairness", "performance", "intersectional", "counterfactual"):
             # default float formatting is the shortest exact repr: numbers round-trip
             getattr(results, name).to_csv(staging / f"{name}.csv", index=False)
+        if results.stability is not None:  # training replicates (run.seeds > 1) only
+            results.stability.to_csv(staging / "stability.csv", index=False)
+        if results.replicates is not None:
+            results.replicates.to_csv(staging / "stability_replicates.csv", index=False)
         run = {
             "audit": manifest.name,
             "title": manifest.title,
@@ -377,8 +403,12 @@ def write_audit(
             "seeds": {"master": manifest.random_state,
                       "scheme": "SeedSequence(master, spawn_key=(stream, strategy, model, "
                                 "index)); streams " + ", ".join(
-                                    f"{s.value}={s.name.lower()}" for s in Stream),
-                      "models": manifest.random_state},
+                                    f"{s.value}={s.name.lower()}" for s in Stream
+                                    if s is not Stream.REPLICATE),
+                      "models": manifest.random_state,
+                      **({"replicates": stability.run_record(config,
+                                                             master=manifest.random_state)}
+                         if config.seeds > 1 else {})},
             "config": config.as_dict(),
             "decision": {
                 **resolve_rule(manifest.decision,

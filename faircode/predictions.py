@@ -22,7 +22,16 @@ Store layout (the contract other steps rely on)
     ``audit``, ``manifest_sha256``, ``dataset_sha256``, ``config`` (the mitigation keys the fit
     read) and ``cells``: one ``{"strategy", "model", "seconds", "skipped", "score",
     "decision"}`` per cell in grid order (``score``/``decision``: whether the cell has them).
-Rows of every parquet are grouped by cell in grid order, then in test-row (or set, row) order.
+    With training replicates (``run.seeds`` > 1) also ``replicates``: ``{"seeds", "seed_mode",
+    "cells"}``, one entry as above plus ``"replicate"`` per replicate cell.
+``replicates.parquet`` (only with ``run.seeds`` > 1)
+    The re-fits ``1..seeds-1`` of every cell (:mod:`faircode.stability`): ``replicate``,
+    ``strategy``, ``model``, ``part`` (``"test"``; ``"train"`` only where the cell kept training
+    scores for the decision rule), ``row`` (prepared position; a ``split``-mode replicate has its
+    own test rows, its training rows are the others), ``score``, ``decision`` as above.  No
+    counterfactual predictions.
+Rows of every parquet are grouped by cell in grid order, then in test-row (or set, row) order;
+replicates by replicate, then cell in grid order, then part.
 
 Design decisions
 ----------------
@@ -53,13 +62,14 @@ from faircode.strategies import Strategy
 __all__ = [
     "AuditPredictions",
     "CellPredictions",
+    "ReplicatePredictions",
     "Stream",
     "load_predictions",
     "save_predictions",
 ]
 
-TEST, TRAIN, COUNTERFACTUAL, CELLS = (
-    "test.parquet", "train.parquet", "counterfactual.parquet", "cells.json")
+TEST, TRAIN, COUNTERFACTUAL, CELLS, REPLICATES = (
+    "test.parquet", "train.parquet", "counterfactual.parquet", "cells.json", "replicates.parquet")
 
 
 class Stream(IntEnum):
@@ -71,6 +81,8 @@ class Stream(IntEnum):
     COUNTERFACTUAL = 3
     PREDICTION = 4
     DECISIONS = 5
+    REPLICATE = 6
+    """A training replicate's own master seed: ``SeedSequence(master, spawn_key=(6, k))``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,14 +129,43 @@ def _decide(score: np.ndarray | None, decision: np.ndarray | None, cutoff: Cutof
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicatePredictions:
+    """One training replicate of one cell (:mod:`faircode.stability`): its predictions and its
+    test rows (prepared positions, sorted; the training rows are all the others).
+
+    ``cell`` has no counterfactual predictions; its ``train_score`` only where the decision
+    rule needs it (``top_fraction``).
+    """
+
+    replicate: int
+    cell: CellPredictions
+    test_index: np.ndarray
+
+    def __post_init__(self) -> None:
+        if isinstance(self.replicate, bool) or not isinstance(self.replicate, int) \
+                or self.replicate < 0:
+            raise ValueError(f"ReplicatePredictions: replicate: expected an int >= 0, got "
+                             f"{self.replicate!r} ({type(self.replicate).__name__})")
+        if self.cell.counterfactual_score:
+            raise ValueError("ReplicatePredictions: a replicate has no counterfactual predictions")
+
+
+@dataclass(frozen=True, slots=True)
 class AuditPredictions:
-    """Every cell's predictions for one audit, in grid order, and what produced them."""
+    """Every cell's predictions for one audit, in grid order, and what produced them.
+
+    ``replicates``: the training replicates ``1..seeds-1`` of every cell (replicate, then grid
+    order; empty with ``seeds`` 1), fitted in ``seed_mode``.
+    """
 
     audit: str
     cells: tuple[CellPredictions, ...]
     config: dict[str, Any]
     manifest_sha256: str = ""
     dataset_sha256: str = ""
+    replicates: tuple[ReplicatePredictions, ...] = ()
+    seeds: int = 1
+    seed_mode: str = "model"
 
 
 def _long(cell: CellPredictions, rows: np.ndarray, score: np.ndarray | None,
@@ -165,7 +206,71 @@ def save_predictions(predictions: AuditPredictions, folder: Path, *, test_index:
                    "score": c.test_score is not None,
                    "decision": c.test_decision is not None} for c in predictions.cells],
     }
+    if predictions.seeds > 1:
+        _save_replicates(predictions, folder, record)
     (folder / CELLS).write_text(json.dumps(record, indent=2) + "\n")
+
+
+def _cell_record(cell: CellPredictions) -> dict[str, Any]:
+    return {"strategy": cell.strategy.value, "model": cell.family.value,
+            "seconds": cell.seconds, "skipped": cell.skipped, "objective": cell.objective,
+            "score": cell.test_score is not None, "decision": cell.test_decision is not None}
+
+
+def _save_replicates(predictions: AuditPredictions, folder: Path,
+                     record: dict[str, Any]) -> None:
+    """Write ``replicates.parquet`` and add the ``replicates`` entry to ``record``."""
+    frames = []
+    for rep in predictions.replicates:
+        cell = rep.cell
+        if cell.skipped:
+            continue
+        frames.append(_long(cell, rep.test_index, cell.test_score, cell.test_decision,
+                            replicate=rep.replicate, part="test"))
+        if cell.train_score is not None:
+            train = np.setdiff1d(np.arange(len(cell.train_score) + len(rep.test_index)),
+                                 rep.test_index)
+            frames.append(_long(cell, train, cell.train_score, None, replicate=rep.replicate,
+                                part="train"))
+    empty = _long(CellPredictions(Strategy.BASELINE, ModelFamily.LOGISTIC_REGRESSION,
+                                  skipped="-"), np.empty(0, np.int64), None, None,
+                  replicate=0, part="test")
+    frame = pd.concat(frames, ignore_index=True) if frames else empty
+    frame["replicate"] = frame["replicate"].astype(np.int64)
+    frame.to_parquet(folder / REPLICATES, index=False)
+    record["replicates"] = {
+        "seeds": predictions.seeds, "seed_mode": predictions.seed_mode,
+        "cells": [{"replicate": r.replicate, **_cell_record(r.cell)}
+                  for r in predictions.replicates],
+    }
+
+
+def _load_replicates(folder: Path, entry: dict[str, Any]) -> tuple[ReplicatePredictions, ...]:
+    """Read ``replicates.parquet`` as described by cells.json's ``replicates`` entry."""
+    frame = pd.read_parquet(folder / REPLICATES)
+    groups = dict(iter(frame.groupby(["replicate", "strategy", "model", "part"], sort=False)))
+    out = []
+    for c in entry["cells"]:
+        strategy, family, k = Strategy(c["strategy"]), ModelFamily(c["model"]), int(c["replicate"])
+        if c["skipped"]:
+            out.append(ReplicatePredictions(k, CellPredictions(
+                strategy, family, seconds=c["seconds"], skipped=c["skipped"]),
+                np.empty(0, np.int64)))
+            continue
+        key = (k, c["strategy"], c["model"])
+        if (*key, "test") not in groups:
+            raise DataError(f"{folder / REPLICATES}: expected rows of replicate cell {key}, "
+                            "got none")
+        test = groups[(*key, "test")]
+        train = groups.get((*key, "train"))
+        out.append(ReplicatePredictions(k, CellPredictions(
+            strategy, family,
+            test_score=_column(test, "score", c["score"]),
+            test_decision=_column(test, "decision", c["decision"]),
+            train_score=None if train is None else _column(train, "score", c["score"]),
+            seconds=c["seconds"], objective=c.get("objective", ""),
+        ), test["row"].to_numpy(dtype=np.int64)))
+    return tuple(out)
 
 
 def load_predictions(folder: Path) -> AuditPredictions:
@@ -198,9 +303,13 @@ def load_predictions(folder: Path) -> AuditPredictions:
             counterfactual_decision=tuple(_column(p, "decision", c["decision"]) for p in pieces),
             seconds=c["seconds"], objective=c.get("objective", ""),
         ))
+    entry = record.get("replicates")
     return AuditPredictions(audit=record["audit"], cells=tuple(cells), config=record["config"],
                             manifest_sha256=record["manifest_sha256"],
-                            dataset_sha256=record["dataset_sha256"])
+                            dataset_sha256=record["dataset_sha256"],
+                            replicates=() if entry is None else _load_replicates(folder, entry),
+                            seeds=1 if entry is None else int(entry["seeds"]),
+                            seed_mode="model" if entry is None else str(entry["seed_mode"]))
 
 
 def _column(frame: pd.DataFrame, name: str, present: bool) -> np.ndarray | None:

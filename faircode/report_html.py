@@ -92,6 +92,30 @@ def _frame_html(frame: pd.DataFrame, *, cls: str = "plain") -> str:
             "</tbody></table>")
 
 
+STABILITY_SHOWN = ("audit", "protected_attribute", "strategy", "model", "seeds", "seed_mode",
+                   "value_replicate0", "mean", "sd_between", "min", "max",
+                   "share_significant", "sign_flips", "combined_ci_low", "combined_ci_high",
+                   "note")
+
+
+def _stability(ctx: Context) -> list[str]:
+    """The training-variance section (only where some audit has ``stability.csv``)."""
+    frame = ctx.inputs.stability
+    if frame.empty:
+        return []
+    rows = frame[(frame["metric"] == ctx.metric) & frame["model"].isin(ctx.models)]
+    shown = rows.assign(strategy=rows["strategy"].map(strategy_code))
+    return [
+        "<h2>Training variance across seeds</h2>",
+        f"<p>{_esc(ctx.metric)} of every cell re-fitted with K seeds (stability.csv): the value "
+        "of replicate 0 (the tables above), mean, between-seed SD, min and max over the seeds, "
+        "the share of seeds in which the gap is significant (its replicate's own BH q), "
+        "whether its sign flips, and the percentile interval of the K pooled bootstrap "
+        "distributions (bootstrap and seed variance together).</p>",
+        _frame_html(shown.loc[:, list(STABILITY_SHOWN)]),
+    ]
+
+
 def _figure(fig: FigureFile, i: int) -> str:
     data = base64.b64encode(fig.png.read_bytes()).decode("ascii")
     return (f'<figure><img id="figure-{i}" alt="{_esc(fig.caption)}" '
@@ -195,6 +219,7 @@ def write_html(ctx: Context, *, summary: pd.DataFrame, floor: pd.DataFrame,
         "<h2>Figures</h2>", "".join(_figure(f, i) for i, f in enumerate(figures)),
         "<h2>Performance</h2>", to_html(performance),
         "<h2>Counterfactual flip rates</h2>", to_html(counterfactual),
+        *_stability(ctx),
         "<h2>Summary across model families</h2>",
         f"<details><summary>summary.csv rows for {_esc(ctx.metric)} ({len(summary_rows)})"
         f"</summary>{_frame_html(summary_rows)}</details>",

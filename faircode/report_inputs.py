@@ -9,13 +9,15 @@ Design decisions
   an ``audits/<name>/audit.yaml`` without results is an unavailable audit whose instructions
   come from its manifest's ``dataset.source``.  Missing required columns are one-line errors
   naming the file and the columns; extra columns are kept and shown.
+* ``<audit>/stability.csv`` (training replicates across seeds, :mod:`faircode.stability`) is
+  optional: read where it exists, an empty :attr:`ReportInputs.stability` otherwise.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,10 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
                        "ci_low", "ci_high", "p_value", "note"),
     "counterfactual": ("audit", "strategy", "model", "axis", "kind", "flip_rate", "ci_low",
                        "ci_high", "note"),
+    "stability": ("audit", "strategy", "model", "protected_attribute", "metric", "seeds",
+                  "seed_mode", "value_replicate0", "mean", "sd_between", "min", "max",
+                  "share_significant", "sign_flips", "combined_ci_low", "combined_ci_high",
+                  "note"),
 }
 
 
@@ -83,6 +89,7 @@ class ReportInputs:
     counterfactual: pd.DataFrame
     runs: Mapping[str, Mapping[str, Any]]
     unavailable: tuple[UnavailableAudit, ...] = ()
+    stability: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def audits(self) -> tuple[str, ...]:
@@ -137,6 +144,7 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
     frames: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
     runs: dict[str, dict[str, Any]] = {}
     unavailable: dict[str, UnavailableAudit] = {}
+    stability: list[pd.DataFrame] = []
     # hidden folders are the grid's staging copies (see benchmark.write_audit), never results
     for folder in sorted(p for p in results.iterdir()
                          if p.is_dir() and not p.name.startswith(".")):
@@ -149,6 +157,8 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
                 if not path.is_file():
                     raise DataError(f"{folder}: expected {table}.csv beside run.json, got none")
                 frames[table].append(_read_csv(path, table))
+            if (folder / "stability.csv").is_file():  # only with training replicates
+                stability.append(_read_csv(folder / "stability.csv", "stability"))
         elif (folder / "unavailable.json").is_file():
             data = _read_json(folder / "unavailable.json")
             where = folder / "unavailable.json"
@@ -184,7 +194,8 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
     return ReportInputs(
         **{t: (pd.concat(frames[t], ignore_index=True) if frames[t] else
                pd.DataFrame(columns=list(_REQUIRED[t]))) for t in TABLES},
-        runs=runs, unavailable=tuple(unavailable[k] for k in sorted(unavailable)))
+        runs=runs, unavailable=tuple(unavailable[k] for k in sorted(unavailable)),
+        stability=pd.concat(stability, ignore_index=True) if stability else pd.DataFrame())
 
 
 def resolve_metric(name: str, available: Iterable[str], *, where: str = "--metric") -> str:

@@ -250,12 +250,15 @@ def fit_strategy(
     config: BenchmarkConfig,
     groups: np.ndarray | None = None,
     decision: DecisionRule | None = None,
+    random_state: int | None = None,
 ) -> FittedStrategy:
     """Fit one strategy x model cell on the training rows ``X``, ``y``.
 
     ``sensitive`` is the training rows' disadvantaged mask of the manifest's *first* protected
     attribute (S3/S4 only); ``groups``, the rows' unit ids, makes S4's calibration split by unit.
-    Every estimator is seeded with the manifest's ``random_state``.
+    Every estimator (and S4's calibration split) is seeded with ``random_state``, by default
+    the manifest's ``random_state``; a training replicate passes its own
+    (:mod:`faircode.stability`).
     ``decision`` is the audit's resolved rule; None or ``threshold`` keeps S3/S4's accuracy
     objectives, any other rule gives them the balanced ones (module docstring).  S0-S2 decide
     at ``config.decision_threshold`` until :meth:`FittedStrategy.with_cutoff` moves them.
@@ -263,7 +266,7 @@ def fit_strategy(
     strategy, family = Strategy(strategy), ModelFamily(family)
     columns = feature_columns(strategy, manifest)
     features = X.loc[:, list(columns)]
-    seed = manifest.random_state
+    seed = manifest.random_state if random_state is None else random_state
     sens = np.asarray(sensitive, dtype=np.int8)
     balanced = decision is not None and not decision.default_objective
     objective = ""

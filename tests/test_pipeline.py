@@ -30,7 +30,7 @@ PARAMS = {
     "stats": {"n_resamples": 50, "n_permutations": 50, "confidence": 0.95, "alpha": 0.05},
     "degenerate": {"min_selection_rate": 0.01, "max_selection_rate": 0.99,
                    "balanced_accuracy_margin": 0.02},
-    "run": {"jobs": 2},
+    "run": {"jobs": 2, "seeds": 1, "seed_mode": "model"},
     "report": {"metric": "demographic_parity", "model": None},
 }
 REPO = Path(__file__).resolve().parent.parent
@@ -177,6 +177,26 @@ def test_mitigation_change_reruns_fit_and_evaluate_not_prepare(repo: Repo) -> No
         assert "fit@german_credit_lending" in dag
     finally:
         repo.restore()
+
+
+def test_seeds_change_reruns_fit_and_evaluate_and_writes_stability(repo: Repo) -> None:
+    """run.seeds is a tracked param of fit and evaluate: K = 2 marks both changed, and the
+    repro writes stability.csv beside the unchanged fairness.csv."""
+    fairness = repo.root / "results" / "german_credit_lending" / "fairness.csv"
+    before = fairness.read_text()
+    repo.write_params(run={"seeds": 2})
+    try:
+        status = json.loads(repo.dvc("status", "--json").stdout)
+        assert {s for s in status if s != "check-params"} == {
+            f"{stage}@{a}" for stage in ("fit", "evaluate") for a in AUDITS}
+        repo.dvc("repro")
+        for audit in AUDITS:
+            assert (repo.root / "results" / audit / "stability.csv").is_file()
+            assert (repo.root / "data" / "predictions" / audit / "replicates.parquet").is_file()
+        assert fairness.read_text() == before
+    finally:
+        repo.restore()
+        repo.dvc("repro")  # back to the committed state for the tests after this one
 
 
 def test_jobs_change_reruns_nothing(repo: Repo) -> None:

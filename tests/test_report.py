@@ -459,3 +459,27 @@ def test_chromium_check_sees_an_external_request(tmp_path: Path) -> None:
                     '<pre id="render-check">{}</pre></body></html>')
     _, requests = render(page, tmp_path)
     assert requests == ["http://example.invalid/x.png"]
+
+
+def test_stability_section_appears_only_with_stability_csv(results: Path) -> None:
+    """report.html shows a training-variance row of the report metric where an audit has
+    stability.csv, and no such section where none has."""
+    write_report(results)
+    assert "Training variance across seeds" not in (results / "report.html").read_text()
+    from faircode.stability import STABILITY_COLUMNS
+
+    row = {c: "" for c in STABILITY_COLUMNS}
+    row.update(audit="audit_a", strategy="in_processing", model="random_forest",
+               protected_attribute="sex", metric=DP, seeds=10, seed_mode="model",
+               value_replicate0=0.0391, mean=0.0342, sd_between=0.0365, min=-0.0044,
+               max=0.0680, n_defined=10, share_significant=0.2, sign_flips=True,
+               sd_bootstrap=0.055, combined_ci_low=-0.1067, combined_ci_high=0.1573,
+               n_degenerate=0)
+    other = {**row, "metric": DI, "sd_between": 0.9876}
+    pd.DataFrame([row, other], columns=list(STABILITY_COLUMNS)).to_csv(
+        results / "audit_a" / "stability.csv", index=False)
+    write_report(results)
+    page = (results / "report.html").read_text()
+    section = page.split("Training variance across seeds", 1)[1].split("<h2>", 1)[0]
+    assert "<td>S3</td><td>random_forest</td><td>10</td><td>model</td>" in section
+    assert "0.0365" in section and "0.9876" not in section  # the report metric only

@@ -3,7 +3,8 @@
 ``results/metrics/<audit>.json`` and plot data ``results/metrics/<audit>-parity.csv``
 (``results/plots/`` belongs to the report stage).
 
-Reads ``models.*`` and ``stats.*`` (tracked) and ``run.jobs`` (not tracked, changes no number).
+Reads ``models.*``, ``stats.*``, ``run.seeds``, ``run.seed_mode`` (tracked) and ``run.jobs``
+(not tracked, changes no number).  With ``run.seeds`` > 1 also ``results/<audit>/stability.csv``.
 
 Usage: ``python -m faircode.stages.evaluate AUDIT PREPARED_DIR PREDICTIONS_DIR RESULTS_DIR``
 """

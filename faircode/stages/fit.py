@@ -1,10 +1,11 @@
 """Stage ``fit@<audit>``: fit the 15 strategy x model cells and store their predictions under
 ``data/predictions/<audit>/`` (see :mod:`faircode.predictions` for the layout).
 
-Reads ``mitigation.*`` (tracked by DVC) and ``run.*`` (deliberately not tracked: the worker
-count and the backend, local processes or a Dask cluster, change no number, so changing them must
-not refit).  The cells are dispatched longest first, ordered by the per-cell seconds of
-``results/<audit>/run.json`` when it exists (ordering only; it is not a dependency).
+Reads ``mitigation.*``, ``run.seeds``, ``run.seed_mode`` (tracked by DVC) and ``run.jobs``,
+``run.backend``, ``run.scheduler`` (deliberately not tracked: the worker count and the backend,
+local processes or a Dask cluster, change no number, so changing them must not refit).  The
+cells (and their training replicates) are dispatched longest first, ordered by the per-cell
+seconds of ``results/<audit>/run.json`` when it exists (ordering only; it is not a dependency).
 
 Usage: ``python -m faircode.stages.fit AUDIT PREPARED_DIR OUT_DIR``
 """

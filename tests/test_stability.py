@@ -1,0 +1,390 @@
+"""Tests of faircode.stability: training replicates across seeds and their summary table."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from faircode.benchmark import fit_audit
+from faircode.cli import main
+from faircode.config import BenchmarkConfig, params_from_mapping
+from faircode.data import load_audit
+from faircode.errors import ConfigError, DataError
+from faircode.evaluate import AuditResults, evaluate_audit, provenance, write_audit
+from faircode.metrics import FAIRNESS_METRICS, bootstrap_distribution, orient
+from faircode.models import ModelFamily
+from faircode.predictions import (
+    AuditPredictions,
+    Stream,
+    load_predictions,
+    save_predictions,
+)
+from faircode.prepared import PreparedAudit, prepare
+from faircode.stability import (
+    STABILITY_COLUMNS,
+    ReplicateScores,
+    aggregate,
+    fit_replicate,
+    replicate_seed,
+    replicate_split,
+    score_replicate,
+)
+from faircode.stats import child_seed
+from faircode.strategies import Strategy
+
+SMALL = {"max_iter": 2, "n_resamples": 40, "n_permutations": 40}
+TABLES = ("fairness", "performance", "intersectional", "counterfactual")
+
+
+@pytest.fixture(scope="module")
+def insurance(audit_repo: Any) -> PreparedAudit:
+    """The prepared insurance audit (1,335 rows, two attributes)."""
+    return prepare(load_audit(audit_repo.manifests["insurance_denial"]))
+
+
+@pytest.fixture(scope="module")
+def german(audit_repo: Any) -> PreparedAudit:
+    """The prepared German credit audit (1,000 rows, one attribute)."""
+    return prepare(load_audit(audit_repo.manifests["german_credit_lending"]))
+
+
+@pytest.fixture(scope="module")
+def single(insurance: PreparedAudit) -> AuditPredictions:
+    """Insurance fitted with one seed (today's grid) on one worker."""
+    return fit_audit(insurance, config=BenchmarkConfig(jobs=1, **SMALL))
+
+
+@pytest.fixture(scope="module")
+def three(insurance: PreparedAudit) -> tuple[AuditPredictions, AuditResults]:
+    """Insurance fitted and evaluated with three model-mode seeds on one worker."""
+    config = BenchmarkConfig(jobs=1, seeds=3, **SMALL)
+    predictions = fit_audit(insurance, config=config)
+    return predictions, evaluate_audit(insurance, predictions, config=config)
+
+
+def test_replicate_zero_is_the_grid_fit_and_later_seeds_derive_from_the_master() -> None:
+    """Replicate 0 uses the master seed; replicate k the first word of SeedSequence(master,
+    spawn_key=(REPLICATE, k)), all distinct."""
+    assert replicate_seed(42, 0) == 42
+    seeds = [replicate_seed(42, k) for k in range(1, 6)]
+    expected = [int(np.random.SeedSequence(42, spawn_key=(6, k)).generate_state(1)[0])
+                for k in range(1, 6)]
+    assert seeds == expected and int(Stream.REPLICATE) == 6
+    assert len({42, *seeds}) == 6
+
+
+def test_one_seed_writes_exactly_the_files_and_records_of_before(
+    insurance: PreparedAudit, single: AuditPredictions, tmp_path: Path
+) -> None:
+    """With K = 1 no replicate is fitted, stored or summarised, and run.json has no seed keys."""
+    config = BenchmarkConfig(jobs=1, **SMALL)
+    predictions = single
+    assert predictions.replicates == () and predictions.seeds == 1
+    save_predictions(predictions, tmp_path / "p", test_index=insurance.test_index,
+                     train_index=insurance.train_index)
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == [
+        "cells.json", "counterfactual.parquet", "test.parquet", "train.parquet"]
+    assert "replicates" not in json.loads((tmp_path / "p" / "cells.json").read_text())
+    results = evaluate_audit(insurance, predictions, config=config)
+    assert results.stability is None and results.replicates is None
+    folder = write_audit(insurance, results, config=config, out_dir=tmp_path / "r",
+                         provenance_record=provenance())
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "counterfactual.csv", "fairness.csv", "intersectional.csv", "performance.csv",
+        "run.json"]
+    run = json.loads((folder / "run.json").read_text())
+    assert "seeds" not in run["config"] and "seed_mode" not in run["config"]
+    assert "replicates" not in run["seeds"] and "6=" not in run["seeds"]["scheme"]
+
+
+def test_replicates_leave_every_main_table_unchanged(
+    insurance: PreparedAudit, single: AuditPredictions,
+    three: tuple[AuditPredictions, AuditResults],
+) -> None:
+    """The four tables of a K = 3 run equal the K = 1 run's exactly; replicate 0 of the
+    stability rows is fairness.csv (value, p, q, significant)."""
+    one = evaluate_audit(insurance, single, config=BenchmarkConfig(jobs=1, **SMALL))
+    _, results = three
+    for table in TABLES:
+        pd.testing.assert_frame_equal(getattr(results, table), getattr(one, table),
+                                      check_exact=True)
+    assert results.replicates is not None and results.stability is not None
+    zero = results.replicates[results.replicates["replicate"] == 0].reset_index(drop=True)
+    for column in ("value", "p_value", "q_value", "significant"):
+        pd.testing.assert_series_equal(zero[column], one.fairness[column], check_exact=True)
+    np.testing.assert_array_equal(results.stability["value_replicate0"],
+                                  one.fairness["value"].to_numpy())
+
+
+def test_replicate_zero_refit_reproduces_the_grid_cell(
+    insurance: PreparedAudit, three: tuple[AuditPredictions, AuditResults]
+) -> None:
+    """fit_replicate(..., 0, ...) gives the grid's own predictions of a cell, bit for bit."""
+    predictions, _ = three
+    config = BenchmarkConfig(jobs=1, seeds=3, **SMALL)
+    for strategy in (Strategy.BASELINE, Strategy.IN_PROCESSING, Strategy.POST_PROCESSING):
+        family = ModelFamily.RANDOM_FOREST
+        zero = fit_replicate(insurance, strategy, family, 0, config)
+        cell = next(c for c in predictions.cells if (c.strategy, c.family) == (strategy, family))
+        for name in ("test_score", "test_decision"):
+            got, want = getattr(zero.cell, name), getattr(cell, name)
+            assert (got is None) == (want is None)
+            if want is not None:
+                np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(zero.test_index, insurance.test_index)
+
+
+def test_model_mode_refits_with_new_seeds_on_the_same_split(
+    three: tuple[AuditPredictions, AuditResults], insurance: PreparedAudit
+) -> None:
+    """Model-mode replicates keep the prepared test rows, and a random forest's scores differ
+    between replicates 0, 1 and 2 (its seed is really used)."""
+    predictions, _ = three
+    rf = [(r.replicate, r) for r in predictions.replicates
+          if (r.cell.strategy, r.cell.family) == (Strategy.BASELINE, ModelFamily.RANDOM_FOREST)]
+    assert [k for k, _ in rf] == [1, 2]
+    zero = next(c for c in predictions.cells
+                if (c.strategy, c.family) == (Strategy.BASELINE, ModelFamily.RANDOM_FOREST))
+    scores = [zero.test_score, *(r.cell.test_score for _, r in rf)]
+    for _, r in rf:
+        np.testing.assert_array_equal(r.test_index, insurance.test_index)
+    assert not np.array_equal(scores[0], scores[1])
+    assert not np.array_equal(scores[1], scores[2])
+    assert not np.array_equal(scores[0], scores[2])
+
+
+def test_split_mode_draws_a_new_stratified_split_per_replicate(german: PreparedAudit) -> None:
+    """Split mode: replicate 0 keeps the prepared split; replicates 1, 2 draw distinct splits
+    of the same size and label share; model mode never moves it."""
+    zero = replicate_split(german, replicate=0, mode="split")
+    np.testing.assert_array_equal(zero[1], german.test_index)
+    np.testing.assert_array_equal(replicate_split(german, replicate=1, mode="model")[1],
+                                  german.test_index)
+    one = replicate_split(german, replicate=1, mode="split")
+    two = replicate_split(german, replicate=2, mode="split")
+    for train, test in (one, two):
+        assert len(test) == len(german.test_index)
+        assert np.array_equal(np.sort(np.concatenate([train, test])), np.arange(len(german.y)))
+        assert german.y[test].sum() == german.y[german.test_index].sum()  # stratified on y
+    assert not np.array_equal(one[1], german.test_index)
+    assert not np.array_equal(one[1], two[1])
+
+
+def test_split_mode_with_units_never_puts_a_unit_on_both_sides(german: PreparedAudit) -> None:
+    """With a unit (pairs of rows here) the replicate's split is by unit, as prepare's is."""
+    paired = dataclasses.replace(german, unit=np.arange(len(german.y)) // 2)
+    train, test = replicate_split(paired, replicate=3, mode="split")
+    assert np.intersect1d(paired.unit[train], paired.unit[test]).size == 0
+    assert len(test) > 0 and len(train) + len(test) == len(german.y)
+
+
+def test_three_seeds_are_bit_identical_for_one_and_two_workers(
+    insurance: PreparedAudit, three: tuple[AuditPredictions, AuditResults]
+) -> None:
+    """Seeds are keyed by (replicate, grid position): two workers give the same stability
+    and per-replicate tables as one, bit for bit."""
+    config = BenchmarkConfig(jobs=2, seeds=3, **SMALL)
+    two = evaluate_audit(insurance, fit_audit(insurance, config=config), config=config)
+    _, one = three
+    assert one.stability is not None and two.stability is not None
+    pd.testing.assert_frame_equal(two.stability, one.stability, check_exact=True)
+    pd.testing.assert_frame_equal(two.replicates, one.replicates, check_exact=True)
+
+
+def test_store_round_trips_replicates_in_split_mode(
+    german: PreparedAudit, tmp_path: Path
+) -> None:
+    """Saving and loading a split-mode K = 2 fit and evaluating it equals the in-memory run."""
+    config = BenchmarkConfig(jobs=2, seeds=2, seed_mode="split", **SMALL)
+    predictions = fit_audit(german, config=config)
+    save_predictions(predictions, tmp_path, test_index=german.test_index,
+                     train_index=german.train_index)
+    assert (tmp_path / "replicates.parquet").is_file()
+    loaded = load_predictions(tmp_path)
+    assert (loaded.seeds, loaded.seed_mode, len(loaded.replicates)) == (2, "split", 15)
+    for a, b in zip(loaded.replicates, predictions.replicates, strict=True):
+        np.testing.assert_array_equal(a.test_index, b.test_index)
+    want = evaluate_audit(german, predictions, config=config)
+    got = evaluate_audit(german, loaded, config=config)
+    pd.testing.assert_frame_equal(got.stability, want.stability, check_exact=True)
+    assert not np.array_equal(predictions.replicates[0].test_index, german.test_index)
+
+
+def test_evaluating_predictions_of_another_seed_count_is_refused(
+    three: tuple[AuditPredictions, AuditResults], insurance: PreparedAudit
+) -> None:
+    """Predictions fitted with 3 seeds cannot be evaluated under a config of 2 (re-run fit)."""
+    predictions, _ = three
+    with pytest.raises(DataError, match=r"run.seeds/run.seed_mode: expected 2/model .*got "
+                                        r"3/model; re-run fit"):
+        evaluate_audit(insurance, predictions, config=BenchmarkConfig(jobs=1, seeds=2, **SMALL))
+
+
+def test_replicate_draws_are_the_engine_bootstrap_at_the_rows_seed(
+    three: tuple[AuditPredictions, AuditResults], insurance: PreparedAudit
+) -> None:
+    """Replicate 1's draws of a row equal metrics.bootstrap_distribution at that row's seed
+    child_seed(r_1, FAIRNESS, s, m, a) on the replicate's oriented decisions."""
+    predictions, _ = three
+    config = BenchmarkConfig(jobs=1, seeds=3, **SMALL)
+    cells = [r for r in predictions.replicates if r.replicate == 1]
+    scores = score_replicate(insurance, cells, replicate=1, config=config)
+    s, m, a = 0, 1, 1  # baseline, random_forest, second attribute
+    cell = cells[s * 3 + m].cell
+    test = insurance.test_index
+    y_fav, yhat_fav = orient(insurance.y[test], (cell.test_score > 0.5).astype(np.int8),
+                             favourable=insurance.manifest.target.favourable)
+    name = insurance.manifest.protected_attributes[a].name
+    mask = insurance.disadvantaged[name][test]
+    seed = child_seed(replicate_seed(insurance.manifest.random_state, 1), Stream.FAIRNESS,
+                      s, m, a)
+    rows = scores.fairness.index[(scores.fairness["strategy"] == "baseline")
+                                 & (scores.fairness["model"] == "random_forest")
+                                 & (scores.fairness["protected_attribute"] == name)]
+    for row, metric in zip(rows, FAIRNESS_METRICS, strict=True):
+        want = bootstrap_distribution(metric, y_fav, yhat_fav, mask, n_resamples=40, seed=seed)
+        np.testing.assert_array_equal(scores.draws[row], want)
+
+
+def _scores(values: list[list[float]], significant: list[list[bool]], notes: list[list[str]],
+            metrics: list[str], draws: np.ndarray) -> list[ReplicateScores]:
+    """Hand-made replicate scores: ``values[k][row]`` etc., one frame per replicate."""
+    out = []
+    for k in range(len(values)):
+        frame = pd.DataFrame({
+            "audit": "toy", "strategy": "baseline", "model": "random_forest",
+            "protected_attribute": "age", "metric": metrics, "value": values[k],
+            "p_value": 0.5, "q_value": 0.5, "significant": significant[k], "note": notes[k]})
+        out.append(ReplicateScores(k, 100 + k, frame, draws[:, k]))
+    return out
+
+
+def test_aggregate_matches_hand_computed_summaries() -> None:
+    """Mean, between-seed SD, min, max, share significant, sign flips, defined seeds, notes and
+    degenerate count of three seeds, computed by hand."""
+    metrics = ["demographic_parity_diff", "disparate_impact_ratio", "equalized_odds_diff",
+               "tpr_gap"]
+    values = [[0.10, 0.9, 0.2, np.nan], [-0.20, 0.8, 0.1, 0.05], [0.04, 0.7, 0.3, 0.15]]
+    significant = [[True, False, True, False], [False, False, True, False],
+                   [True, False, False, False]]
+    notes = [["", "", "tpr_gap", "insufficient_data"],
+             ["degenerate_decisions", "degenerate_decisions", "fpr_gap;degenerate_decisions",
+              "degenerate_decisions"],
+             ["", "", "tpr_gap", ""]]
+    draws = np.zeros((4, 3, 5))
+    table = aggregate(_scores(values, significant, notes, metrics, draws), seed_mode="model",
+                      confidence=0.9)
+    assert tuple(table.columns) == STABILITY_COLUMNS
+    dp, di, eo, tpr = (table.iloc[i] for i in range(4))
+    assert dp["mean"] == pytest.approx(-0.02)
+    # deviations 0.12, -0.18, 0.06: SD = sqrt((0.0144 + 0.0324 + 0.0036) / 2)
+    assert dp["sd_between"] == pytest.approx(np.sqrt(0.0504 / 2))
+    assert (dp["min"], dp["max"], dp["value_replicate0"]) == (-0.20, 0.10, 0.10)
+    assert dp["share_significant"] == pytest.approx(2 / 3) and bool(dp["sign_flips"])
+    assert di["mean"] == pytest.approx(0.8) and not di["sign_flips"]  # all below 1
+    assert not eo["sign_flips"] and eo["share_significant"] == pytest.approx(2 / 3)
+    assert tpr["n_defined"] == 2 and tpr["mean"] == pytest.approx(0.10)
+    assert tpr["sd_between"] == pytest.approx(np.sqrt(0.005)) and np.isnan(
+        tpr["value_replicate0"])
+    assert eo["note"] == "tpr_gap;fpr_gap;degenerate_decisions"
+    assert tpr["note"] == "insufficient_data;degenerate_decisions"
+    assert list(table["n_degenerate"]) == [1, 1, 1, 1] and set(table["seeds"]) == {3}
+
+
+def test_mixture_interval_matches_a_slow_pooled_reference(rng: np.random.Generator) -> None:
+    """The combined interval is the percentile interval of every seed's finite draws pooled,
+    as a plain loop computes it (NaN and inf draws dropped, a row of no finite draw NaN)."""
+    n_rows, k, b = 5, 4, 30
+    draws = rng.normal(size=(n_rows, k, b)) + rng.normal(size=(n_rows, k, 1))
+    draws[0, 1, :7] = np.nan
+    draws[1, 2, 3] = np.inf
+    draws[2] = np.nan
+    draws[3, 0] = np.nan
+    values = rng.normal(size=(k, n_rows)).tolist()
+    metrics = ["demographic_parity_diff"] * n_rows
+    table = aggregate(_scores(values, [[False] * n_rows] * k, [[""] * n_rows] * k, metrics,
+                              draws), seed_mode="split", confidence=0.8)
+    for row in range(n_rows):
+        pooled: list[float] = []
+        variances = []
+        for seed in range(k):
+            finite = [v for v in draws[row, seed] if np.isfinite(v)]
+            pooled.extend(finite)
+            if len(finite) >= 2:
+                variances.append(np.var(finite, ddof=1))
+        if not pooled:
+            assert np.isnan(table["combined_ci_low"][row])
+            assert np.isnan(table["sd_bootstrap"][row])
+            continue
+        low, high = np.quantile(pooled, [0.1, 0.9])
+        assert table["combined_ci_low"][row] == pytest.approx(low, rel=1e-12)
+        assert table["combined_ci_high"][row] == pytest.approx(high, rel=1e-12)
+        assert table["sd_bootstrap"][row] == pytest.approx(np.sqrt(np.mean(variances)))
+
+
+@pytest.mark.parametrize(
+    ("run", "message"),
+    [
+        ({"seeds": 0}, "run.seeds: expected an integer >= 1, got 0 (int)"),
+        ({"seeds": 2.5}, "run.seeds: expected an integer, got 2.5 (float)"),
+        ({"seed_mode": "splits"}, "run.seed_mode: expected one of model, split, got 'splits' "
+                                  "(str)"),
+    ],
+)
+def test_bad_params_are_one_line_naming_the_key(run: dict, message: str) -> None:
+    """A bad run.seeds / run.seed_mode in params.yaml names its key path, value and type."""
+    with pytest.raises(ConfigError) as info:
+        params_from_mapping({"run": run})
+    assert str(info.value) == f"params.yaml: {message}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--seeds", "0"], "config.seeds: expected an integer >= 1, got 0 (int)"),
+        (["--seed-mode", "data"], "config.seed_mode: expected one of model, split, got 'data' "
+                                  "(str)"),
+    ],
+)
+def test_bad_seed_flags_exit_2_with_one_line(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`faircode run --seeds 0` / `--seed-mode data`: exit 2 and one line naming the key."""
+    code = main(["run", "german_credit_lending", "--out", str(tmp_path), *argv])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [message]
+
+
+def test_bad_seeds_in_params_file_exit_2_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`faircode run --params` with run.seeds: 0 exits 2 with the params file's key path."""
+    params = tmp_path / "params.yaml"
+    params.write_text("run:\n  seeds: 0\n")
+    assert main(["run", "--params", str(params), "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"{params}: run.seeds: expected an integer >= 1, got 0 (int)"]
+
+
+def test_stability_csv_and_run_record_are_written_with_seeds(
+    insurance: PreparedAudit, three: tuple[AuditPredictions, AuditResults], tmp_path: Path
+) -> None:
+    """K = 3: stability.csv (one row per fairness row) and run.json's replicate record with
+    the three master seeds."""
+    _, results = three
+    config = BenchmarkConfig(jobs=1, seeds=3, **SMALL)
+    folder = write_audit(insurance, results, config=config, out_dir=tmp_path,
+                         provenance_record=provenance())
+    table = pd.read_csv(folder / "stability.csv")
+    assert tuple(table.columns) == STABILITY_COLUMNS and len(table) == len(results.fairness)
+    run = json.loads((folder / "run.json").read_text())
+    record = run["seeds"]["replicates"]
+    assert record["seeds"] == 3 and record["mode"] == "model"
+    assert record["masters"] == [42, replicate_seed(42, 1), replicate_seed(42, 2)]
+    assert run["config"]["seeds"] == 3
