@@ -21,6 +21,9 @@ import pandas as pd
 
 def main(old: Path, new: Path) -> None:
     for audit in sorted(p.name for p in new.iterdir() if p.is_dir()):
+        if not all((root / audit / "fairness.csv").exists() for root in (old, new)):
+            print(f"{audit}: no fairness.csv in both folders (unavailable audit?), skipped")
+            continue
         fo = pd.read_csv(old / audit / "fairness.csv")
         fn = pd.read_csv(new / audit / "fairness.csv")
         merged = fo.merge(fn, on=["strategy", "model", "protected_attribute", "metric"],
@@ -42,10 +45,12 @@ def main(old: Path, new: Path) -> None:
         io = pd.read_csv(old / audit / "intersectional.csv")
         inn = pd.read_csv(new / audit / "intersectional.csv")
         if len(inn):
-            print(f"   intersectional rows {len(inn)}: old superadditive "
-                  f"{int(io.superadditive.sum())}, new interaction_significant "
-                  f"{int(inn.interaction_significant.sum())}")
+            before = "superadditive" if "superadditive" in io else "interaction_significant"
+            print(f"   intersectional rows {len(inn)}: old {before} {int(io[before].sum())}, "
+                  f"new interaction_significant {int(inn.interaction_significant.sum())}")
 
 
 if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
     main(Path(sys.argv[1]), Path(sys.argv[2]))
