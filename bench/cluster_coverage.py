@@ -15,11 +15,15 @@ The estimand is the population parity gap ``E[expit(alpha_d + u)] - E[expit(alph
 its latent-scale intra-class correlation ``sigma^2 / (sigma^2 + pi^2 / 3)``.
 
 Per replicate: the 95 % percentile interval of the parity gap from the row bootstrap
-(:func:`faircode.stats.bootstrap_counts`, each group's rows resampled at its size) and from the
-cluster bootstrap (:func:`faircode.clusters.cluster_bootstrap_counts`, units resampled), their
-design effect (:func:`faircode.clusters.design_effect`); in the null scenario (equal alphas) also
-the two-sided permutation p-value with rows exchanged (:func:`faircode.stats.permute_counts`)
-and with units exchanged (:func:`faircode.clusters.cluster_permute_counts`).  Coverage is the share
+(:func:`faircode.stats.resampling.bootstrap_counts`, each group's rows resampled at its size) and
+from the
+cluster bootstrap (:func:`faircode.stats.clusters.cluster_bootstrap_counts`, units resampled), their
+design effect (:func:`faircode.stats.clusters.design_effect`); in the null scenario (equal alphas)
+also
+the two-sided permutation p-value with rows exchanged
+(:func:`faircode.stats.resampling.permute_counts`)
+and with units exchanged (:func:`faircode.stats.clusters.cluster_permute_counts`).  Coverage is the
+share
 of replicates whose interval contains the true gap; its Monte-Carlo standard error is
 ``sqrt(c (1 - c) / R)``.  Replicate ``r`` of scenario ``k`` draws from
 ``child_seed(seed, k, r)``.  ``--quick`` runs R = 200, B = 400.  Everything printed is measured
@@ -34,7 +38,8 @@ import math
 import numpy as np
 from scipy.special import expit
 
-from faircode import clusters, stats
+from faircode.core.seeds import child_seed
+from faircode.stats import clusters, resampling
 
 SCENARIOS: tuple[tuple[float, float, float], ...] = (
     # (sigma, alpha_d, alpha_a)
@@ -82,24 +87,26 @@ def replicate(
     types = clusters.unit_types(draw_units(rng, units, sigma, alphas))
     pooled = types.pooled()
     row = parity_gap(np.stack(
-        [stats.bootstrap_counts(pooled[g], n_resamples=resamples, rng=rng) for g in (0, 1)], axis=1
+        [resampling.bootstrap_counts(pooled[g], n_resamples=resamples, rng=rng)
+         for g in (0, 1)], axis=1
     ))
     cluster = parity_gap(clusters.cluster_bootstrap_counts(types, n_resamples=resamples, rng=rng))
-    row_ci = stats.percentile_interval(row, confidence=0.95)
-    cluster_ci = stats.percentile_interval(cluster, confidence=0.95)
+    row_ci = resampling.percentile_interval(row, confidence=0.95)
+    cluster_ci = resampling.percentile_interval(cluster, confidence=0.95)
     deff = clusters.design_effect(cluster, row)
     p_row = p_cluster = float("nan")
     if null:
         observed = float(parity_gap(pooled))
         everything = ((0, 1, 2, 3),)
-        perm_d, perm_a = stats.permute_counts(
+        perm_d, perm_a = resampling.permute_counts(
             pooled[0], pooled[1], strata=everything, n_permutations=resamples, rng=rng
         )
-        p_row = stats.permutation_p_value(observed, parity_gap(np.stack([perm_d, perm_a], 1)))
+        p_row = resampling.permutation_p_value(observed, parity_gap(np.stack([perm_d, perm_a], 1)))
         perm_d, perm_a = clusters.cluster_permute_counts(
             types, strata=everything, n_permutations=resamples, rng=rng
         )
-        p_cluster = stats.permutation_p_value(observed, parity_gap(np.stack([perm_d, perm_a], 1)))
+        p_cluster = resampling.permutation_p_value(
+            observed, parity_gap(np.stack([perm_d, perm_a], 1)))
     return row_ci, cluster_ci, deff, p_row, p_cluster
 
 
@@ -124,7 +131,7 @@ def main() -> None:
         truth = true_rate(alpha_d, sigma) - true_rate(alpha_a, sigma)
         null = alpha_d == alpha_a
         rows = [
-            replicate(np.random.default_rng(stats.child_seed(args.seed, k, r)), units=args.units,
+            replicate(np.random.default_rng(child_seed(args.seed, k, r)), units=args.units,
                       sigma=sigma, alphas=(alpha_d, alpha_a), resamples=b, null=null)
             for r in range(reps)
         ]

@@ -5,10 +5,10 @@ sharing a random effect), at two sizes: ``--units`` per group (default 300) and 
 (40 units per group, ~120 rows).  For each replicate it computes the parity gap's
 
 * row Newcombe interval (what faircode reports without units),
-* cluster-bootstrap percentile interval (:func:`faircode.clusters.cluster_bootstrap_counts`),
+* cluster-bootstrap percentile interval (:func:`faircode.stats.clusters.cluster_bootstrap_counts`),
 * Newcombe at design-effect-deflated effective sizes: every count divided by
   ``max(1, deff)``, ``deff`` = cluster-bootstrap variance / row-bootstrap variance of the gap
-  (:func:`faircode.clusters.design_effect`) — the method faircode reports with units,
+  (:func:`faircode.stats.clusters.design_effect`) — the method faircode reports with units,
 
 and prints coverage of the true gap (by quadrature) and mean widths.
 ``PYTHONPATH=$PWD python bench/cluster_interval.py --quick`` (R = 200, B = 400).
@@ -22,7 +22,8 @@ import math
 import numpy as np
 from cluster_coverage import SCENARIOS, draw_units, parity_gap, true_rate
 
-from faircode import clusters, stats
+from faircode.core.seeds import child_seed
+from faircode.stats import clusters, resampling
 
 
 def replicate(
@@ -33,17 +34,18 @@ def replicate(
     types = clusters.unit_types(draw_units(rng, units, sigma, alphas))
     pooled = types.pooled()
     row = parity_gap(np.stack(
-        [stats.bootstrap_counts(pooled[g], n_resamples=resamples, rng=rng) for g in (0, 1)], axis=1
+        [resampling.bootstrap_counts(pooled[g], n_resamples=resamples, rng=rng)
+         for g in (0, 1)], axis=1
     ))
     cluster = parity_gap(clusters.cluster_bootstrap_counts(types, n_resamples=resamples, rng=rng))
     deff = clusters.design_effect(cluster, row)
     factor = deff if np.isfinite(deff) and deff > 1.0 else 1.0
     x, n = pooled[:, 1].astype(float), pooled.sum(axis=1).astype(float)
-    newcombe = stats.newcombe_interval(x[0], n[0], x[1], n[1], confidence=0.95)
-    deflated = stats.newcombe_interval(
+    newcombe = resampling.newcombe_interval(x[0], n[0], x[1], n[1], confidence=0.95)
+    deflated = resampling.newcombe_interval(
         x[0] / factor, n[0] / factor, x[1] / factor, n[1] / factor, confidence=0.95
     )
-    percentile = stats.percentile_interval(cluster, confidence=0.95)
+    percentile = resampling.percentile_interval(cluster, confidence=0.95)
     return (
         (float(newcombe[0]), float(newcombe[1])), percentile,
         (float(deflated[0]), float(deflated[1])),
@@ -68,7 +70,7 @@ def main() -> None:
         for k, (sigma, alpha_d, alpha_a) in enumerate(SCENARIOS):
             truth = true_rate(alpha_d, sigma) - true_rate(alpha_a, sigma)
             rows = np.array([
-                replicate(np.random.default_rng(stats.child_seed(args.seed, size, k, r)),
+                replicate(np.random.default_rng(child_seed(args.seed, size, k, r)),
                           units=size, sigma=sigma, alphas=(alpha_d, alpha_a), resamples=b)
                 for r in range(reps)
             ])  # (R, 3, 2)

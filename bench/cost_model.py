@@ -6,8 +6,10 @@ Run from the repository root:
 
 Reads every ``<RESULTS_DIR>/<audit>/run.json`` (default ``results``), takes each fitted cell's
 fit + predict + counterfactual seconds and the audit's training rows, fits
-``log seconds = a + b log rows`` per strategy x model family (faircode.scheduler.fit_coefficients)
-and prints the table in the form of ``faircode.scheduler.DEFAULT_COEFFICIENTS``, with the residual
+``log seconds = a + b log rows`` per strategy x model family
+(faircode.grid.scheduler.fit_coefficients)
+and prints the table in the form of ``faircode.grid.scheduler.DEFAULT_COEFFICIENTS``, with the
+residual
 spread, and how many of each audit's cells the committed coefficients order as the timings do
 (Kendall tau of the predicted against the measured seconds).
 """
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from scipy.stats import kendalltau
 
-from faircode.scheduler import DEFAULT_COEFFICIENTS, CostModel, fit_coefficients
+from faircode.grid.scheduler import DEFAULT_COEFFICIENTS, CostModel, fit_coefficients
 
 
 def main() -> None:

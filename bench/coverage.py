@@ -12,7 +12,8 @@ audits draws both groups' confusion counts (a multinomial of ``n`` rows, exactly
 rows gives) and computes, for every fairness metric,
 
 * ``percentile``: the percentile bootstrap of ``--resamples`` resamples (the seed system's CI),
-* ``shipped``: the interval :func:`faircode.metrics.fairness_metrics` reports now (``ci_method``),
+* ``shipped``: the interval :func:`faircode.stats.metrics.fairness_metrics` reports now
+  (``ci_method``),
   on the same audits and, since it needs no resampling, on 20 times as many fresh audits
   (``shipped, 20x``: Monte-Carlo s.e. about 0.0015).
 
@@ -34,10 +35,11 @@ import time
 import numpy as np
 from scipy import stats as sps
 
-from faircode import _metric_defs as defs
-from faircode import stats
-from faircode._intersectional import INTERACTION_WEIGHTS
-from faircode.metrics import FAIRNESS_METRICS
+from faircode.core.seeds import child_seed
+from faircode.stats import _metric_defs as defs
+from faircode.stats import resampling
+from faircode.stats.intersectional import INTERACTION_WEIGHTS
+from faircode.stats.metrics import FAIRNESS_METRICS
 
 CONFIDENCE = 0.95
 TAIL = (1.0 - CONFIDENCE) / 2.0
@@ -111,7 +113,7 @@ def interaction_row(n: int, *, audits: int, resamples: int, rng: np.random.Gener
     x = rng.binomial(n, rates, size=(audits, 4))
     boot = rng.binomial(n, x / n, size=(resamples, audits, 4)) / n @ w
     b_low, b_high = percentile(boot)
-    m_low, m_high = stats.mover_interval(x, np.full((audits, 4), n), INTERACTION_WEIGHTS,
+    m_low, m_high = resampling.mover_interval(x, np.full((audits, 4), n), INTERACTION_WEIGHTS,
                                          confidence=CONFIDENCE)
     everywhere = np.ones(audits, bool)
     return covered(b_low, b_high, truth, everywhere), covered(m_low, m_high, truth, everywhere)
@@ -149,7 +151,7 @@ def main() -> None:
     k = 0
     for n in sizes:
         for base in bases:
-            rng = np.random.default_rng(stats.child_seed(args.seed, 0, k))
+            rng = np.random.default_rng(child_seed(args.seed, 0, k))
             k += 1
             for metric, before, after, precise, method, undefined in fairness_rows(
                 n, base, audits=audits, resamples=resamples, rng=rng
@@ -159,13 +161,13 @@ def main() -> None:
     print("\n| cell rows | interaction: percentile bootstrap | MOVER-Wilson |")
     print("|---:|---:|---:|")
     for j, n in enumerate(sizes):
-        rng = np.random.default_rng(stats.child_seed(args.seed, 1, j))
+        rng = np.random.default_rng(child_seed(args.seed, 1, j))
         before, after = interaction_row(n, audits=audits, resamples=resamples, rng=rng)
         print(f"| {n} | {before:.3f} | {after:.3f} |")
     print("\n| changed rows | true flip rate | percentile bootstrap | Clopper-Pearson |")
     print("|---:|---:|---:|---:|")
     for j, rate in enumerate((0.0005, 0.001, 0.002, 0.01)):
-        rng = np.random.default_rng(stats.child_seed(args.seed, 2, j))
+        rng = np.random.default_rng(child_seed(args.seed, 2, j))
         before, after = flip_row(rate, n=1500, audits=audits, resamples=resamples, rng=rng)
         print(f"| 1500 | {rate} | {before:.3f} | {after:.3f} |")
     print(f"\n(ran in {time.perf_counter() - start:.0f} s)")

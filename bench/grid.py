@@ -7,7 +7,8 @@ Run from the repository root after `faircode data fetch`:
 
 Default audits: the five original ones (benefits_denial, compas, german_credit_lending,
 healthcare_readmission, insurance_denial).  As `faircode run` does, every audit is loaded and
-prepared, every cell of every audit is fitted in ONE queue (faircode.scheduler, longest expected
+prepared, every cell of every audit is fitted in ONE queue (faircode.grid.scheduler, longest
+expected
 first on one pool), then each audit is evaluated.  Printed:
 
 * per audit: rows, the sum of its cells' seconds, its longest cell, and the share of cell time
@@ -32,17 +33,18 @@ import resource
 import time
 from pathlib import Path
 
-from faircode import scheduler
-from faircode.benchmark import fit_audits, grid_cells
-from faircode.cli import resolve_manifests
-from faircode.config import BenchmarkConfig, ExecutionConfig
-from faircode.data import load_audit
-from faircode.errors import DataUnavailableError
-from faircode.evaluate import evaluate_audit
-from faircode.manifest import load_manifest
-from faircode.predictions import AuditPredictions
-from faircode.prepared import PreparedAudit, prepare
-from faircode.scheduler import Finished
+from faircode.audit.data import load_audit
+from faircode.audit.manifest import load_manifest
+from faircode.audit.prepared import PreparedAudit, prepare
+from faircode.core.cells import grid_cells
+from faircode.core.config import BenchmarkConfig, ExecutionConfig
+from faircode.core.errors import DataUnavailableError
+from faircode.evaluate.audit import evaluate_audit
+from faircode.grid import scheduler
+from faircode.grid.fit import fit_audits
+from faircode.grid.predictions import AuditPredictions
+from faircode.grid.scheduler import Finished
+from faircode.pipeline.cli import resolve_manifests
 
 ORIGINAL = ("benefits_denial", "compas", "german_credit_lending", "healthcare_readmission",
             "insurance_denial")

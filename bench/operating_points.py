@@ -20,11 +20,11 @@ from pathlib import Path
 import numpy as np
 from sklearn.metrics import balanced_accuracy_score
 
-from faircode.cli import resolve_manifests
-from faircode.data import load_audit
-from faircode.errors import DataUnavailableError
-from faircode.manifest import load_manifest
-from faircode.models import make_model
+from faircode.audit.data import load_audit
+from faircode.audit.manifest import load_manifest
+from faircode.core.errors import DataUnavailableError
+from faircode.grid.models import make_model
+from faircode.pipeline.cli import resolve_manifests
 
 
 def main() -> None:

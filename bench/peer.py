@@ -280,7 +280,8 @@ def _ensure_raw(audits: Sequence[str], manifests: Mapping[str, Path],
     if missing and os.environ.get("FAIRCODE_DATA_MIRROR"):
         print(f"fetching {', '.join(missing)} from FAIRCODE_DATA_MIRROR "
               "(faircode data fetch --offline)")
-        done = subprocess.run([sys.executable, "-m", "faircode.cli", "data", "fetch", "--offline",
+        done = subprocess.run([sys.executable, "-m", "faircode.pipeline.cli", "data", "fetch",
+                               "--offline",
                                *missing], cwd=REPO, env=_our_env(), capture_output=True, text=True,
                               check=False)
         if done.returncode != 0:
@@ -344,7 +345,8 @@ def run_seed(faircode_bin: Path, manifests: Sequence[Path], *, n_resamples: int,
 
 
 def _has_quiet() -> bool:
-    done = subprocess.run([sys.executable, "-m", "faircode.cli", "run", "--help"], cwd=REPO,
+    done = subprocess.run([sys.executable, "-m", "faircode.pipeline.cli", "run", "--help"],
+                          cwd=REPO,
                           env=_our_env(), capture_output=True, text=True, check=False)
     return "--quiet" in done.stdout
 
@@ -357,7 +359,7 @@ def run_faircode(audits: Sequence[str], *, n_resamples: int, n_permutations: int
     """Time ``faircode run`` and read the rows, test rows and cell seconds from each run.json."""
     with tempfile.TemporaryDirectory(dir=work) as tmp:
         out, log = Path(tmp) / "out", Path(tmp) / "stderr.txt"
-        cmd = [sys.executable, "-m", "faircode.cli", "run", *audits, "--out", str(out),
+        cmd = [sys.executable, "-m", "faircode.pipeline.cli", "run", *audits, "--out", str(out),
                "--n-resamples", str(n_resamples), "--n-permutations", str(n_permutations)]
         cmd += ["--jobs", str(jobs)] if jobs is not None else []
         cmd += ["--quiet"] if quiet else []

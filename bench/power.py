@@ -1,4 +1,5 @@
-"""Check the minimum detectable gaps of faircode.power against faircode's own permutation test.
+"""Check the minimum detectable gaps of faircode.stats.power against faircode's own permutation
+test.
 
 Run from the repository root:
 
@@ -6,13 +7,15 @@ Run from the repository root:
                                                    [--alpha 0.05] [--power 0.8] [--seed 0]
 
 For each synthetic comparison (group sizes ``n_d``/``n_a`` and the advantaged group's rate) the
-reported MDE is computed by :func:`faircode.power.minimum_detectable_gap`, and ``--audits``
+reported MDE is computed by :func:`faircode.stats.power.minimum_detectable_gap`, and ``--audits``
 synthetic audits are drawn in which the disadvantaged rate sits at the MDE on its *harder* side
 (the side whose detectable difference the MDE is).  Each audit's p-value comes from the engine
-the grid uses: :func:`faircode.stats.permute_counts` (group labels permuted within the metric's
-strata, ``--permutations`` draws), the statistic from :func:`faircode.metrics.metric_values`
+the grid uses: :func:`faircode.stats.resampling.permute_counts` (group labels permuted within the
+metric's
+strata, ``--permutations`` draws), the statistic from :func:`faircode.stats.metrics.metric_values`
 (``|gap|``; ``|log ratio|`` for disparate impact; ``max(|TPR gap|, |FPR gap|)`` for equalized
-odds) and :func:`faircode.stats.permutation_p_value`.  The printed ``power`` is the share of
+odds) and :func:`faircode.stats.resampling.permutation_p_value`.  The printed ``power`` is the
+share of
 audits with ``p < alpha``; its Monte-Carlo s.e. is ``√(π(1−π)/audits)`` at ``π = --power``, and
 ``z`` is ``(power − π)/s.e.``.  For demographic parity (groups up to 1,000 rows together) the
 table adds ``exact``, the power of the same test as ``P → ∞`` summed exactly (no Monte-Carlo
@@ -36,9 +39,10 @@ import itertools
 import numpy as np
 from scipy import stats as sps
 
-from faircode.metrics import metric_values
-from faircode.power import minimum_detectable_gap
-from faircode.stats import child_seed, permutation_p_value, permute_counts
+from faircode.core.seeds import child_seed
+from faircode.stats.metrics import metric_values
+from faircode.stats.power import minimum_detectable_gap
+from faircode.stats.resampling import permutation_p_value, permute_counts
 
 # (n_d, n_a): the tiny, the shipped audits' smallest test subsets, then large
 SIZES = ((10, 10), (20, 20), (27, 33), (50, 50), (74, 126), (110, 157), (300, 300), (1000, 2000))

@@ -7,8 +7,10 @@ Run from the repository root (raw data fetched, e.g. with FAIRCODE_DATA_MIRROR s
         [--sizes benefits_denial healthcare_readmission] [--check-results DIR]
 
 ``--fit`` audits: every strategy x model cell is fitted and predicted exactly as the grid does
-(same seeds, default :class:`~faircode.config.BenchmarkConfig`), the test rows' confusion counts
-per protected attribute give each rate metric's MDE (:func:`faircode.power.minimum_detectable_gap`),
+(same seeds, default :class:`~faircode.core.config.BenchmarkConfig`), the test rows' confusion
+counts
+per protected attribute give each rate metric's MDE
+(:func:`faircode.stats.power.minimum_detectable_gap`),
 and a comparison counts as powered at ``--gap`` when its MDE is at most ``--gap``.  With
 ``--check-results DIR`` (a ``faircode run`` output folder) the demographic-parity gaps computed
 from these counts are compared with the grid's ``fairness.csv`` — same decisions, same numbers.
@@ -29,14 +31,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from faircode.benchmark import Stream
-from faircode.config import BenchmarkConfig
-from faircode.data import load_audit
-from faircode.manifest import load_manifest
-from faircode.models import ModelFamily
-from faircode.power import minimum_detectable_gap
-from faircode.stats import child_seed, confusion_counts
-from faircode.strategies import Strategy, fit_strategy, supports_constraint
+from faircode.audit.data import load_audit
+from faircode.audit.manifest import load_manifest
+from faircode.core.cells import ModelFamily, Strategy
+from faircode.core.config import BenchmarkConfig
+from faircode.core.seeds import Stream, child_seed
+from faircode.grid.strategies import fit_strategy, supports_constraint
+from faircode.stats.power import minimum_detectable_gap
+from faircode.stats.resampling import confusion_counts
 
 RATE_METRICS = ("demographic_parity_diff", "equal_opportunity_diff", "fpr_gap",
                 "equalized_odds_diff", "predictive_parity_diff", "accuracy_equality_diff")

@@ -8,7 +8,7 @@ Run from the repository root:
 Workload: one synthetic attribute on ``--rows`` test rows (30 % disadvantaged), all six fairness
 metrics with a bootstrap CI (B = ``--resamples``) and a permutation p-value (P = B).
 
-* ``faircode``: :func:`faircode.metrics.fairness_metrics` at the full B = P (best of 5 runs).
+* ``faircode``: :func:`faircode.stats.metrics.fairness_metrics` at the full B = P (best of 5 runs).
 * ``reference``: the row-level reference in ``tests/reference.py`` (row resampling and row
   shuffling, one Python iteration per resample) timed at ``--reference-resamples`` for both the
   bootstrap and the permutation test and scaled linearly to B = P.
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from reference import reference_bootstrap, reference_permutation
 
-from faircode.metrics import FAIRNESS_METRICS, bootstrap_distribution, fairness_metrics
+from faircode.stats.metrics import FAIRNESS_METRICS, bootstrap_distribution, fairness_metrics
 
 
 def synthetic(rows: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

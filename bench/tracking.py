@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from faircode.evaluate import COUNTERFACTUAL_COLUMNS
-from faircode.tracking import collect_children, sync_results
+from faircode.evaluate.tables import COUNTERFACTUAL_COLUMNS
+from faircode.record.tracking import collect_children, sync_results
 
 AUDITS = ("benefits_denial", "compas", "german_credit_lending", "healthcare_readmission",
           "insurance_denial")

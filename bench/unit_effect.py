@@ -17,12 +17,14 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from faircode.benchmark import fit_audit, provenance, write_audit
-from faircode.config import BenchmarkConfig
-from faircode.data import load_audit
-from faircode.evaluate import evaluate_audit
-from faircode.manifest import load_manifest
-from faircode.prepared import prepare
+from faircode.audit.data import load_audit
+from faircode.audit.manifest import load_manifest
+from faircode.audit.prepared import prepare
+from faircode.core.config import BenchmarkConfig
+from faircode.core.provenance import provenance
+from faircode.evaluate.audit import evaluate_audit
+from faircode.evaluate.write import write_audit
+from faircode.grid.fit import fit_audit
 
 
 def main() -> None:

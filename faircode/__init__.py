@@ -3,21 +3,37 @@
 The public API is re-exported here: manifests and data (:func:`load_manifest`,
 :func:`load_audit`), the grid (:class:`BenchmarkConfig`, :func:`run_audit`), and the
 counterfactual perturbation engine (:class:`AxisSpec`, :class:`Substitution`,
-:class:`PerturbationKind`, :func:`perturb`, :func:`flip_rate`).  Importing faircode never imports
-dvc or mlflow.
+:class:`PerturbationKind`, :func:`perturb`, :func:`flip_rate`).
+
+The package face is quiet: every name is loaded on first use (PEP 562 ``__getattr__``), so
+``import faircode`` -- and importing one wing, e.g. ``faircode.counterfactual`` -- loads only
+what that needs.  Importing faircode never imports dvc or mlflow.  Where each concept lives:
+``core`` (errors, config, seeds, the grid vocabulary), ``counterfactual`` (perturbation),
+``audit`` (manifests, data), ``stats`` (statistics), ``grid`` (fitting), ``evaluate``
+(scoring, result files), ``report``, ``record`` (MLflow, freeze) and ``pipeline`` (the CLI and
+the DVC stages); arrows run only downward in that order.
 """
 
 from __future__ import annotations
 
-from faircode.benchmark import run_audit
-from faircode.config import BenchmarkConfig
-from faircode.counterfactual import flip_rate
-from faircode.data import load_audit
-from faircode.errors import FaircodeError
-from faircode.manifest import load_manifest
-from faircode.perturb import AxisSpec, Perturbation, PerturbationKind, Substitution, perturb
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_PUBLIC: dict[str, str] = {
+    "AxisSpec": "faircode.counterfactual.perturb",
+    "BenchmarkConfig": "faircode.core.config",
+    "FaircodeError": "faircode.core.errors",
+    "Perturbation": "faircode.counterfactual.perturb",
+    "PerturbationKind": "faircode.counterfactual.perturb",
+    "Substitution": "faircode.counterfactual.perturb",
+    "flip_rate": "faircode.stats.flips",
+    "load_audit": "faircode.audit.data",
+    "load_manifest": "faircode.audit.manifest",
+    "perturb": "faircode.counterfactual.perturb",
+    "run_audit": "faircode.pipeline.run",
+}
 
 __all__ = [
     "AxisSpec",
@@ -33,3 +49,32 @@ __all__ = [
     "perturb",
     "run_audit",
 ]
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from faircode.audit.data import load_audit
+    from faircode.audit.manifest import load_manifest
+    from faircode.core.config import BenchmarkConfig
+    from faircode.core.errors import FaircodeError
+    from faircode.counterfactual.perturb import (
+        AxisSpec,
+        Perturbation,
+        PerturbationKind,
+        Substitution,
+        perturb,
+    )
+    from faircode.pipeline.run import run_audit
+    from faircode.stats.flips import flip_rate
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its wing on first use (PEP 562)."""
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'faircode' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_PUBLIC))

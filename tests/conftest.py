@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-from faircode.errors import DataUnavailableError
-from faircode.fetch import fetch
-from faircode.manifest import Manifest, discover_manifests, load_manifest
+from faircode.audit.fetch import fetch
+from faircode.audit.manifest import Manifest, discover_manifests, load_manifest
+from faircode.core.errors import DataUnavailableError
 
 REPO = Path(__file__).resolve().parent.parent
 # The audits whose raw file ../shared/datasets mirrors (see its SOURCES.md); the other two shipped

@@ -3,7 +3,8 @@
 Everything here works on rows: a bootstrap resample draws row indices with replacement within
 each group; a permutation shuffles the group labels of the rows in a stratum.  Metrics are
 written straight from their definitions as means over boolean row selections.  It shares no code
-with :mod:`faircode.stats` or :mod:`faircode.metrics`, and it is deliberately a Python loop over
+with :mod:`faircode.stats.resampling` or :mod:`faircode.stats.metrics`, and it is deliberately a
+Python loop over
 resamples — it is the yardstick the fast engine is tested and benchmarked against.
 
 Conventions shared with the engine (so they can be compared): labels are already oriented

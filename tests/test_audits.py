@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from conftest import MIRRORED, MIRRORED_EXTRA
 
-from faircode.data import load_audit
-from faircode.errors import DataUnavailableError
-from faircode.fetch import sha256_file
-from faircode.manifest import discover_manifests, load_manifest
+from faircode.audit.data import load_audit
+from faircode.audit.fetch import sha256_file
+from faircode.audit.manifest import discover_manifests, load_manifest
+from faircode.core.errors import DataUnavailableError
 
 TWELVE = (
     "ai_fair_recruitment",
@@ -128,7 +128,7 @@ def test_extra_audit_round_trips_through_validate(
     name: str, audit_repo: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`faircode validate` loads the real file: SOURCES.md's row count, two classes, both groups."""
-    from faircode.cli import main
+    from faircode.pipeline.cli import main
 
     assert main(["validate", name, "--audits", str(audit_repo.audits)]) == 0
     out = capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""End-to-end tests of the grid (faircode.benchmark) and `faircode run` on real mirrored data."""
+"""End-to-end tests of the grid (faircode.grid.fit) and `faircode run` on real mirrored data."""
 
 from __future__ import annotations
 
@@ -11,13 +11,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from faircode.benchmark import run_audit
-from faircode.cli import main
-from faircode.config import BenchmarkConfig
-from faircode.data import AuditData, load_audit
-from faircode.decision import DEGENERATE_NOTE, DecisionRule
-from faircode.evaluate import FAIRNESS_COLUMNS, PERFORMANCE_COLUMNS
-from faircode.metrics import FAIRNESS_METRICS
+from faircode.audit.data import AuditData, load_audit
+from faircode.audit.decision import DecisionRule
+from faircode.core.config import BenchmarkConfig
+from faircode.evaluate.tables import PERFORMANCE_COLUMNS
+from faircode.pipeline.cli import main
+from faircode.pipeline.run import run_audit
+from faircode.stats.metrics import FAIRNESS_COLUMNS, FAIRNESS_METRICS
+from faircode.stats.operating import DEGENERATE_NOTE
 
 SMALL = {"n_resamples": 60, "n_permutations": 60}
 
@@ -119,16 +120,17 @@ def test_one_failing_audit_loses_nothing_of_the_others(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A crash in one audit is named, exits non-zero, and the other audits' results are written."""
-    import faircode.evaluate
+    import faircode.evaluate.audit
 
-    real = faircode.evaluate.evaluate_audit  # `faircode run` fits all audits, then evaluates each
+    # `faircode run` fits all audits, then evaluates each
+    real = faircode.evaluate.audit.evaluate_audit
 
     def flaky(data: AuditData, *args: object, **kwargs: object) -> object:
         if data.manifest.name == "german_credit_lending":
             raise RuntimeError("simulated crash")
         return real(data, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(faircode.evaluate, "evaluate_audit", flaky)
+    monkeypatch.setattr(faircode.evaluate.audit, "evaluate_audit", flaky)
     out = tmp_path / "results"
     code = main(["run", "german_credit_lending", "insurance_denial", "ai_fair_recruitment",
                  "--audits", str(audit_repo.audits), "--out", str(out),
@@ -147,7 +149,8 @@ def test_rewriting_results_replaces_the_folder_and_leaves_no_staging(
     insurance: AuditData, tmp_path: Path
 ) -> None:
     """A second write replaces the folder whole, leaves no temporary folder, keeps exact floats."""
-    from faircode.evaluate import AuditResults, write_audit
+    from faircode.evaluate.tables import AuditResults
+    from faircode.evaluate.write import write_audit
 
     def results(value: float) -> AuditResults:
         frame = pd.DataFrame({"audit": ["insurance_denial"], "value": [value]})
@@ -201,8 +204,8 @@ def test_base_rate_rule_moves_s0_s2_cutoffs_and_s3_s4_objectives(insurance: Audi
 @pytest.fixture(scope="module")
 def insurance_fit(insurance: AuditData):  # type: ignore[no-untyped-def]
     """The insurance audit prepared and fitted once (predictions of every cell)."""
-    from faircode.benchmark import fit_audit
-    from faircode.prepared import prepare
+    from faircode.audit.prepared import prepare
+    from faircode.grid.fit import fit_audit
 
     prepared = prepare(insurance)
     return prepared, fit_audit(prepared, config=BenchmarkConfig(jobs=2, **SMALL))
@@ -210,7 +213,7 @@ def insurance_fit(insurance: AuditData):  # type: ignore[no-untyped-def]
 
 def test_one_row_per_unit_evaluates_bit_identically_to_no_unit(insurance_fit) -> None:  # type: ignore[no-untyped-def]
     """A unit column without repeats takes the row path: every table is equal bit for bit."""
-    from faircode.evaluate import evaluate_audit
+    from faircode.evaluate.audit import evaluate_audit
 
     prepared, predictions = insurance_fit
     config = BenchmarkConfig(jobs=2, **SMALL)
@@ -226,7 +229,8 @@ def test_one_row_per_unit_evaluates_bit_identically_to_no_unit(insurance_fit) ->
 
 def test_repeated_units_change_p_values_and_record_design_effects(insurance_fit) -> None:  # type: ignore[no-untyped-def]
     """Pairs of test rows as one unit: unit-level tests, design effects, run.json summary."""
-    from faircode.evaluate import design_effect_summary, evaluate_audit
+    from faircode.evaluate.audit import evaluate_audit
+    from faircode.evaluate.write import design_effect_summary
 
     prepared, predictions = insurance_fit
     config = BenchmarkConfig(jobs=2, **SMALL)
@@ -248,11 +252,11 @@ def test_repeated_units_change_p_values_and_record_design_effects(insurance_fit)
 
 def test_mde_columns_equal_power_module_values(insurance_fit) -> None:  # type: ignore[no-untyped-def]
     """fairness.csv's mde/powered/mde_note equal power.detectable_gap on the row's counts."""
-    from faircode.decision import decision_cutoff, resolve_rule
-    from faircode.evaluate import evaluate_audit
-    from faircode.metrics import orient
-    from faircode.power import detectable_gap
-    from faircode.stats import confusion_counts
+    from faircode.audit.decision import decision_cutoff, resolve_rule
+    from faircode.evaluate.audit import evaluate_audit
+    from faircode.stats.metrics import orient
+    from faircode.stats.power import detectable_gap
+    from faircode.stats.resampling import confusion_counts
 
     prepared, predictions = insurance_fit
     config = BenchmarkConfig(jobs=2, **SMALL)

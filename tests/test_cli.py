@@ -1,4 +1,4 @@
-"""Tests of faircode.cli: ``data fetch`` and ``validate`` end to end, exit codes and messages."""
+"""Tests of faircode.pipeline.cli: `data fetch` and `validate` end to end, exit codes, messages."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 from conftest import MIRRORED, MIRRORED_EXTRA
 
-from faircode.cli import main, mirror_dirs
-from faircode.data import load_audit
-from faircode.manifest import load_manifest
+from faircode.audit.data import load_audit
+from faircode.audit.fetch import mirror_dirs
+from faircode.audit.manifest import load_manifest
+from faircode.pipeline.cli import main
 
 UNAVAILABLE = ("ai_fair_recruitment", "tenant_screening")
 
@@ -285,7 +286,7 @@ def test_every_help_ends_with_a_faircode_example() -> None:
     """`faircode --help` and every subcommand's help end with an example command line."""
     import argparse
 
-    from faircode.cli import build_parser
+    from faircode.pipeline.cli import build_parser
 
     def parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
         found = [parser]

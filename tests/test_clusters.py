@@ -1,4 +1,4 @@
-"""Tests of the cluster (unit-level) resampling primitives (faircode.clusters)."""
+"""Tests of the cluster (unit-level) resampling primitives (faircode.stats.clusters)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from reference import reference_cluster_bootstrap
 from scipy import stats as sps
 
-from faircode import clusters, stats
+from faircode.stats import clusters, resampling
 
 
 def _dp(counts: np.ndarray) -> np.ndarray:
@@ -68,8 +68,8 @@ def test_cluster_bootstrap_of_single_row_units_is_the_row_bootstrap_bit_for_bit(
         types, n_resamples=300, rng=np.random.default_rng(5)
     )
     rng = np.random.default_rng(5)
-    boot_d = stats.bootstrap_counts(counts_d, n_resamples=300, rng=rng)
-    boot_a = stats.bootstrap_counts(counts_a, n_resamples=300, rng=rng)
+    boot_d = resampling.bootstrap_counts(counts_d, n_resamples=300, rng=rng)
+    boot_a = resampling.bootstrap_counts(counts_a, n_resamples=300, rng=rng)
     assert np.array_equal(got[:, 0], boot_d) and np.array_equal(got[:, 1], boot_a)
 
 
@@ -126,7 +126,7 @@ def test_cluster_bootstrap_is_wider_than_the_row_bootstrap_on_correlated_units(
     types = clusters.unit_types(clusters.unit_counts(y, yhat, group, unit, n_groups=2))
     cluster = _dp(clusters.cluster_bootstrap_counts(types, n_resamples=2000, rng=rng))
     pooled = types.pooled()
-    row = _dp(np.stack([stats.bootstrap_counts(pooled[g], n_resamples=2000, rng=rng)
+    row = _dp(np.stack([resampling.bootstrap_counts(pooled[g], n_resamples=2000, rng=rng)
                         for g in (0, 1)], axis=1))
     assert clusters.design_effect(cluster, row) > 1.5
 
@@ -145,7 +145,7 @@ def test_cluster_permutation_of_single_row_units_is_permute_counts_bit_for_bit()
     got = clusters.cluster_permute_counts(
         types, strata=strata, n_permutations=200, rng=np.random.default_rng(9)
     )
-    want = stats.permute_counts(
+    want = resampling.permute_counts(
         counts_d, counts_a, strata=strata, n_permutations=200, rng=np.random.default_rng(9)
     )
     assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])

@@ -1,4 +1,4 @@
-"""Tests for faircode.config: defaults, validation, and the params mapping."""
+"""Tests for faircode.core.config: defaults, validation, and the params mapping."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from faircode.config import (
+from faircode.core.config import (
     CONSTRAINTS,
     PARAM_KEYS,
     BenchmarkConfig,
@@ -15,7 +15,7 @@ from faircode.config import (
     load_params,
     params_from_mapping,
 )
-from faircode.errors import ConfigError
+from faircode.core.errors import ConfigError
 
 
 def test_defaults_are_the_benchmark_defaults() -> None:

@@ -1,4 +1,4 @@
-"""Tests of the flip-rate audit and the JSONL front end (faircode.counterfactual)."""
+"""Tests of the flip-rate audit and the JSONL front end (faircode.stats.flips)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ import numpy as np
 import pytest
 
 from faircode import AxisSpec, PerturbationKind, Substitution, flip_rate
-from faircode import counterfactual as cf
-from faircode.counterfactual import FlipRateResult, flip_rates, load_axes, perturb_jsonl
-from faircode.errors import ConfigError, PerturbationError
+from faircode.core.errors import ConfigError, PerturbationError
+from faircode.counterfactual import jsonl as cf
+from faircode.counterfactual.axes import load_axes
+from faircode.counterfactual.jsonl import perturb_jsonl
+from faircode.stats.flips import FlipRateResult, flip_rates
 
 EXPLICIT, PROXY = PerturbationKind.EXPLICIT, PerturbationKind.PROXY
 

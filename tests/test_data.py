@@ -1,4 +1,4 @@
-"""Tests of faircode.data: filters, targets, masks, encoding, loading and column-level checks."""
+"""Tests of faircode.audit.data: filters, targets, masks, encoding, loading, column-level checks."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from faircode.data import (
+from faircode.audit.data import (
     UNSEEN_CODE,
     Encoder,
     derive_target,
@@ -21,9 +21,8 @@ from faircode.data import (
     load_audit,
     target_cut,
 )
-from faircode.errors import ChecksumError, DataError, DataUnavailableError
-from faircode.fetch import sha256_file
-from faircode.manifest import (
+from faircode.audit.fetch import sha256_file
+from faircode.audit.manifest import (
     Manifest,
     ProtectedAttribute,
     RowFilter,
@@ -31,7 +30,8 @@ from faircode.manifest import (
     Target,
     load_manifest,
 )
-from faircode.strategies import calibration_split
+from faircode.core.errors import ChecksumError, DataError, DataUnavailableError
+from faircode.grid.strategies import calibration_split
 
 
 def cat(dis: tuple[Scalar, ...] | None, adv: tuple[Scalar, ...] | None) -> ProtectedAttribute:

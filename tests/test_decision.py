@@ -1,21 +1,13 @@
-"""Tests for faircode.decision: rules and cutoffs, the degenerate rule, operating-point metrics."""
+"""Tests of decision rules and cutoffs, the degenerate rule and operating-point metrics."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from faircode.decision import (
-    OPERATING_POINT_METRICS,
-    Cutoff,
-    DecisionRule,
-    decide,
-    decision_cutoff,
-    is_degenerate,
-    operating_point_metrics,
-    resolve_rule,
-)
-from faircode.errors import ConfigError
+from faircode.audit.decision import Cutoff, DecisionRule, decide, decision_cutoff, resolve_rule
+from faircode.core.errors import ConfigError
+from faircode.stats.operating import OPERATING_POINT_METRICS, is_degenerate, operating_point_metrics
 
 BOUNDS = {"min_selection_rate": 0.01, "max_selection_rate": 0.99,
           "balanced_accuracy_margin": 0.02}

@@ -1,4 +1,4 @@
-"""Tests of faircode.fetch: present, mirror, HTTP download (plain and zip member), failures."""
+"""Tests of faircode.audit.fetch: present, mirror, HTTP download (plain, zip member), failures."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from faircode.errors import ChecksumError, DataUnavailableError
-from faircode.fetch import fetch, sha256_file
-from faircode.manifest import Manifest, load_manifest
+from faircode.audit.fetch import fetch, sha256_file
+from faircode.audit.manifest import Manifest, load_manifest
+from faircode.core.errors import ChecksumError, DataUnavailableError
 
 PAYLOAD = b"a,b,label\n1,x,0\n2,y,1\n" * 50
 DIGEST = hashlib.sha256(PAYLOAD).hexdigest()

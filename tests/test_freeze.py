@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from faircode.freeze import (
+from faircode.record.freeze import (
     FreezeError,
     check_committed,
     compare_results,

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from conftest import MIRRORED, MIRRORED_EXTRA
 
-from faircode.cli import main
-from faircode.metrics import FAIRNESS_METRICS
+from faircode.pipeline.cli import main
+from faircode.stats.metrics import FAIRNESS_METRICS
 
 
 @pytest.mark.slow

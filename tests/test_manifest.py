@@ -1,4 +1,4 @@
-"""Tests of faircode.manifest: schema, defaults, records and every load-time error."""
+"""Tests of faircode.audit.manifest: schema, defaults, records and every load-time error."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from faircode.errors import ManifestError
-from faircode.manifest import (
+from faircode.audit.manifest import (
     DecisionRule,
     Manifest,
     ProtectedAttribute,
@@ -24,6 +23,7 @@ from faircode.manifest import (
     load_manifest,
     repository_root,
 )
+from faircode.core.errors import ManifestError
 
 
 def valid_doc() -> dict[str, Any]:
@@ -531,7 +531,7 @@ def _with_axes(axes: object) -> dict[str, Any]:
 
 def test_counterfactual_axes_become_axis_specs_with_columns(tmp_path: Path) -> None:
     """Each axis entry becomes an AxisSpec (explicit and proxy kinds kept) bound to its columns."""
-    from faircode.perturb import PerturbationKind
+    from faircode.counterfactual.perturb import PerturbationKind
 
     m = load_doc(tmp_path, _with_axes([
         {"name": "grp_swap", "columns": ["group"],

@@ -1,4 +1,4 @@
-"""Tests of the fairness, performance and intersectional metrics (faircode.metrics)."""
+"""Tests of the fairness, performance and intersectional metrics (faircode.stats.metrics)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from reference import (
 from scipy import stats as sps
 from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 
-from faircode import metrics
-from faircode.metrics import FAIRNESS_METRICS, fairness_metrics
+from faircode.stats import metrics
+from faircode.stats.metrics import FAIRNESS_METRICS, fairness_metrics
 
 NAN = float("nan")
 
@@ -414,7 +414,7 @@ def test_engine_agrees_with_row_level_reference(case: str) -> None:
             metric, y, yhat, dis, n_permutations=b, seed=k + 1
         )
         assert observed == pytest.approx(reference_statistic(metric, y, yhat, dis))
-        p_fast = metrics.stats.permutation_p_value(observed, permuted)
+        p_fast = metrics.resampling.permutation_p_value(observed, permuted)
         p_slow = reference_p_value(
             observed, reference_permutation(metric, y, yhat, dis, n_permutations=b, rng=ref_rng)
         )

@@ -1,11 +1,12 @@
-"""Tests for faircode.models: the three families and why the forest has a minimum leaf size."""
+"""Tests for faircode.grid.models: the three families and why the forest has a minimum leaf size."""
 
 from __future__ import annotations
 
 import numpy as np
 from sklearn.base import clone
 
-from faircode.models import RF_MIN_SAMPLES_LEAF, ModelFamily, make_model, sample_weight_name
+from faircode.core.cells import ModelFamily
+from faircode.grid.models import RF_MIN_SAMPLES_LEAF, make_model, sample_weight_name
 
 
 def _rare_label_data(seed: int) -> tuple[np.ndarray, np.ndarray]:

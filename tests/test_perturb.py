@@ -1,4 +1,4 @@
-"""Tests of the counterfactual perturbation engine (faircode.perturb)."""
+"""Tests of the counterfactual perturbation engine (faircode.counterfactual.perturb)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from faircode import AxisSpec, Perturbation, PerturbationKind, Substitution, perturb
-from faircode.errors import ConfigError, PerturbationError
-from faircode.perturb import axis_from_config, transfer_case
+from faircode.core.errors import ConfigError, PerturbationError
+from faircode.counterfactual.perturb import axis_from_config, transfer_case
 
 EXPLICIT, PROXY = PerturbationKind.EXPLICIT, PerturbationKind.PROXY
 

@@ -281,7 +281,7 @@ def test_freeze_refuses_stale_results_and_verify_names_exactly_the_edited_number
     fairness = repo.root / "results" / "german_credit_lending" / "fairness.csv"
     metric, edited = _edit_first_value(fairness)
     repo.run("git", "commit", "-qam", "edit one committed number")
-    cli = (sys.executable, "-m", "faircode.cli")
+    cli = (sys.executable, "-m", "faircode.pipeline.cli")
     refused = repo.run(*cli, "freeze", "stale", check=False)
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines() == [

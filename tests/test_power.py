@@ -1,4 +1,4 @@
-"""Tests for faircode.power: minimum detectable gaps against hand formulas, statsmodels,
+"""Tests for faircode.stats.power: minimum detectable gaps against hand formulas, statsmodels,
 an independent scalar reference, the exact permutation power and a small simulation."""
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from scipy import optimize
 from scipy import stats as sps
 from statsmodels.stats.power import NormalIndPower
 
-from faircode.metrics import metric_values
-from faircode.power import (
+from faircode.core.seeds import child_seed
+from faircode.stats.metrics import metric_values
+from faircode.stats.power import (
     MIN_SIZE,
     POWER_METRICS,
     Detectable,
@@ -22,7 +23,7 @@ from faircode.power import (
     minimum_detectable_gap,
     powered,
 )
-from faircode.stats import child_seed, permutation_p_value, permute_counts
+from faircode.stats.resampling import permutation_p_value, permute_counts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 

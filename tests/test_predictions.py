@@ -8,15 +8,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from faircode.benchmark import fit_audit, run_audit
-from faircode.config import BenchmarkConfig
-from faircode.data import load_audit
-from faircode.decision import Cutoff
-from faircode.evaluate import evaluate_audit
-from faircode.models import ModelFamily
-from faircode.predictions import CellPredictions, load_predictions, save_predictions
-from faircode.prepared import load_prepared, prepare, save_prepared
-from faircode.strategies import Strategy
+from faircode.audit.data import load_audit
+from faircode.audit.decision import Cutoff
+from faircode.audit.prepared import load_prepared, prepare, save_prepared
+from faircode.core.cells import ModelFamily, Strategy
+from faircode.core.config import BenchmarkConfig
+from faircode.evaluate.audit import evaluate_audit
+from faircode.grid.fit import fit_audit
+from faircode.grid.predictions import CellPredictions, load_predictions, save_predictions
+from faircode.pipeline.run import run_audit
 
 TABLES = ("fairness", "performance", "intersectional", "counterfactual")
 
@@ -95,7 +95,7 @@ def test_predictions_store_keeps_train_scores_and_skips(tmp_path: Path) -> None:
                         counterfactual_decision=(np.array([0, 0], dtype=np.int8),)),
         CellPredictions(Strategy.POST_PROCESSING, ModelFamily.RANDOM_FOREST, skipped="no"),
     )
-    from faircode.predictions import AuditPredictions
+    from faircode.grid.predictions import AuditPredictions
 
     save_predictions(AuditPredictions("a", cells, {"eps": 0.01}), tmp_path,
                      test_index=np.array([1, 3]), train_index=np.array([0, 2, 4]))

@@ -13,24 +13,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from faircode.cli import main
-from faircode.errors import FaircodeError
-from faircode.evaluate import (
-    COUNTERFACTUAL_COLUMNS,
-    FAIRNESS_COLUMNS,
-    INTERSECTIONAL_COLUMNS,
-    PERFORMANCE_COLUMNS,
-)
-from faircode.report import (
+from faircode.core.errors import FaircodeError
+from faircode.evaluate.tables import COUNTERFACTUAL_COLUMNS, PERFORMANCE_COLUMNS
+from faircode.pipeline.cli import main
+from faircode.pipeline.stages import report as report_stage
+from faircode.report.analysis import (
     benchmark_q_values,
     floor_counts,
     load_results,
     residual_floor,
     resolve_metric,
     summarise,
-    write_report,
 )
-from faircode.stages import report as report_stage
+from faircode.report.build import write_report
+from faircode.stats.metrics import FAIRNESS_COLUMNS, INTERSECTIONAL_COLUMNS
 
 STRATEGIES = ("baseline", "unawareness", "unawareness_proxy_removal", "in_processing",
               "post_processing")
@@ -343,7 +339,7 @@ def test_unavailable_audits_are_listed_with_reason_and_instructions(
 def test_the_pipelines_unavailable_note_is_read(results: Path) -> None:
     """The note the pipeline's stages write ({audit, available, message}) becomes the reason
     "dataset unavailable" with the message's how-to-obtain text as instructions."""
-    from faircode.stages import write_unavailable
+    from faircode.pipeline.stages import write_unavailable
 
     folder = results / "tenant_screening"
     write_unavailable(folder, audit="tenant_screening", message=(
@@ -466,7 +462,7 @@ def test_stability_section_appears_only_with_stability_csv(results: Path) -> Non
     stability.csv, and no such section where none has."""
     write_report(results)
     assert "Training variance across seeds" not in (results / "report.html").read_text()
-    from faircode.stability import STABILITY_COLUMNS
+    from faircode.evaluate.stability import STABILITY_COLUMNS
 
     row = {c: "" for c in STABILITY_COLUMNS}
     row.update(audit="audit_a", strategy="in_processing", model="random_forest",

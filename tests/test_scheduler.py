@@ -1,4 +1,4 @@
-"""Tests of the fit queue (faircode.scheduler): order, cost model, data shipping, failures, Dask."""
+"""Tests of the task queue (faircode.grid.scheduler): order, cost model, data, failures, Dask."""
 
 from __future__ import annotations
 
@@ -13,14 +13,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from faircode import scheduler
-from faircode.benchmark import fit_audits, grid_tasks
-from faircode.cli import main
-from faircode.config import BenchmarkConfig, ExecutionConfig, params_from_mapping
-from faircode.data import load_audit
-from faircode.errors import ConfigError
-from faircode.prepared import PreparedAudit, prepare
-from faircode.scheduler import (
+from faircode.audit.data import load_audit
+from faircode.audit.prepared import PreparedAudit, prepare
+from faircode.core.config import BenchmarkConfig, ExecutionConfig, params_from_mapping
+from faircode.core.errors import ConfigError
+from faircode.grid import scheduler
+from faircode.grid.fit import fit_audits, grid_tasks
+from faircode.grid.scheduler import (
     CostModel,
     Finished,
     ProgressEstimate,
@@ -30,6 +29,7 @@ from faircode.scheduler import (
     previous_cell_seconds,
     run_tasks,
 )
+from faircode.pipeline.cli import main
 
 FAST = {"n_resamples": 60, "n_permutations": 60, "max_iter": 5}
 TABLES = ("fairness", "performance", "intersectional", "counterfactual")
@@ -239,10 +239,9 @@ def test_fit_audits_reports_a_failing_audit_and_keeps_the_other(
 
     broken = dataclasses.replace(insurance, manifest=dataclasses.replace(
         insurance.manifest, name="broken"), train_index=insurance.train_index[:0])
-    from faircode.models import ModelFamily
-    from faircode.strategies import Strategy
+    from faircode.core.cells import ModelFamily, Strategy
 
-    monkeypatch.setattr("faircode.benchmark.grid_cells", lambda: [
+    monkeypatch.setattr("faircode.core.cells.grid_cells", lambda: [
         (Strategy.BASELINE, ModelFamily.LOGISTIC_REGRESSION)])
     failed: list[str] = []
     out = fit_audits([insurance, broken], config=BenchmarkConfig(jobs=1, **FAST),

@@ -1,4 +1,4 @@
-"""Tests of faircode.stability: training replicates across seeds and their summary table."""
+"""Tests of faircode.evaluate.stability: training replicates across seeds, their summary table."""
 
 from __future__ import annotations
 
@@ -11,32 +11,26 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from faircode.benchmark import fit_audit
-from faircode.cli import main
-from faircode.config import BenchmarkConfig, params_from_mapping
-from faircode.data import load_audit
-from faircode.errors import ConfigError, DataError
-from faircode.evaluate import AuditResults, evaluate_audit, provenance, write_audit
-from faircode.metrics import FAIRNESS_METRICS, bootstrap_distribution, orient
-from faircode.models import ModelFamily
-from faircode.predictions import (
-    AuditPredictions,
-    Stream,
-    load_predictions,
-    save_predictions,
-)
-from faircode.prepared import PreparedAudit, prepare
-from faircode.stability import (
+from faircode.audit.data import load_audit
+from faircode.audit.prepared import PreparedAudit, prepare, replicate_split
+from faircode.core.cells import ModelFamily, Strategy
+from faircode.core.config import BenchmarkConfig, params_from_mapping
+from faircode.core.errors import ConfigError, DataError
+from faircode.core.provenance import provenance
+from faircode.core.seeds import Stream, child_seed, replicate_seed
+from faircode.evaluate.audit import evaluate_audit
+from faircode.evaluate.stability import (
     STABILITY_COLUMNS,
     ReplicateScores,
     aggregate,
-    fit_replicate,
-    replicate_seed,
-    replicate_split,
     score_replicate,
 )
-from faircode.stats import child_seed
-from faircode.strategies import Strategy
+from faircode.evaluate.tables import AuditResults
+from faircode.evaluate.write import write_audit
+from faircode.grid.fit import fit_audit, fit_replicate
+from faircode.grid.predictions import AuditPredictions, load_predictions, save_predictions
+from faircode.pipeline.cli import main
+from faircode.stats.metrics import FAIRNESS_METRICS, bootstrap_distribution, orient
 
 SMALL = {"max_iter": 2, "n_resamples": 40, "n_permutations": 40}
 TABLES = ("fairness", "performance", "intersectional", "counterfactual")

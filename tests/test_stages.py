@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from faircode.stages import check_params, evaluate, fetch, fit, prepare
+from faircode.pipeline.stages import check_params, evaluate, fetch, fit, prepare
 
 AUDIT = "ai_fair_recruitment"  # shipped without a mirror copy and without a URL
 

@@ -1,4 +1,4 @@
-"""Tests for faircode.strategies: feature sets, decisions, S3 scores and S4's calibration split."""
+"""Tests of faircode.grid.strategies: feature sets, decisions, S3 scores, S4's calibration split."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import pytest
 from fairlearn.postprocessing import ThresholdOptimizer
 from fairlearn.reductions import ErrorRate
 
-from faircode.config import BenchmarkConfig
-from faircode.data import AuditData, load_audit
-from faircode.decision import Cutoff, DecisionRule
-from faircode.errors import DataError
-from faircode.models import ModelFamily, make_model
-from faircode.strategies import (
-    Strategy,
+from faircode.audit.data import AuditData, load_audit
+from faircode.audit.decision import Cutoff, DecisionRule
+from faircode.core.cells import ModelFamily, Strategy
+from faircode.core.config import BenchmarkConfig
+from faircode.core.errors import DataError
+from faircode.grid.models import make_model
+from faircode.grid.strategies import (
     calibration_split,
     error_costs,
     feature_columns,

@@ -1,4 +1,5 @@
-"""Tests for faircode.tracking against a real ``mlflow server`` on 127.0.0.1 (one per session).
+"""Tests for faircode.record.tracking against a real ``mlflow server`` on 127.0.0.1 (one per
+session).
 
 The results are synthetic but shaped exactly like the grid's (benchmark's *_COLUMNS, run.json),
 plus what other changes add (a ``tpr_gap`` row, a ``future_statistic`` column, a
@@ -30,20 +31,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from faircode import cli
-from faircode.evaluate import (
-    COUNTERFACTUAL_COLUMNS,
-    FAIRNESS_COLUMNS,
-    INTERSECTIONAL_COLUMNS,
-    PERFORMANCE_COLUMNS,
-)
-from faircode.tracking import (
+from faircode.evaluate.tables import COUNTERFACTUAL_COLUMNS, PERFORMANCE_COLUMNS
+from faircode.pipeline import cli
+from faircode.record.tracking import (
     SyncContext,
     TrackingError,
     _sqlite_wal,
     results_digest,
     sync_results,
 )
+from faircode.stats.metrics import FAIRNESS_COLUMNS, INTERSECTIONAL_COLUMNS
 
 pytestmark = pytest.mark.integration
 
@@ -440,8 +437,9 @@ def test_missing_results_is_exit_2(tmp_path, capsys) -> None:
 
 
 def test_import_does_not_load_mlflow() -> None:
-    """Importing faircode.tracking and the CLI loads no mlflow module."""
-    code = ("import sys, faircode.tracking, faircode.cli, faircode.stages.track\n"
+    """Importing faircode.record.tracking and the CLI loads no mlflow module."""
+    code = ("import sys, faircode.record.tracking, faircode.pipeline.cli, "
+            "faircode.pipeline.stages.track\n"
             "print(any(m.split('.')[0] == 'mlflow' for m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)})

@@ -1,0 +1,190 @@
+"""What a manifest's row filters, target and protected attributes mean for a column of values.
+
+The column-level half of :mod:`faircode.audit.data` (which reads, encodes and splits the table):
+every
+function here takes one column as a pandas Series and the manifest entry that describes it, and
+returns NumPy masks or labels.  The comparison rules (NA-aware, by type family; thresholds split
+at the threshold; numeric-cut targets) are stated in :mod:`faircode.audit.data`'s docstring.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+from faircode.audit.manifest import ProtectedAttribute, RowFilter, Scalar, Target
+from faircode.core.errors import DataError
+
+__all__ = [
+    "as_text",
+    "derive_target",
+    "disadvantaged_mask",
+    "filter_mask",
+    "first_per_unit",
+    "is_numeric_column",
+    "target_cut",
+]
+
+_TRUE = frozenset({"true", "t", "yes", "y", "1", "1.0"})
+_FALSE = frozenset({"false", "f", "no", "n", "0", "0.0"})
+_LOWER_BOUND = re.compile(r"^\s*[\[(]\s*([-+]?\d+(?:\.\d+)?)")
+
+
+def is_numeric_column(values: pd.Series) -> bool:
+    return bool(is_numeric_dtype(values) and not is_bool_dtype(values))
+
+
+def as_text(value: object) -> str:
+    """Canonical text of a value for comparisons and category codes."""
+    return str(value)
+
+
+def _as_float(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def _isin(values: pd.Series, targets: Sequence[Scalar]) -> np.ndarray:
+    """Return the bool mask of non-missing ``values`` equal to one of ``targets``."""
+    present = values.notna().to_numpy()
+    if is_numeric_column(values):
+        wanted = [f for f in (_as_float(t) for t in targets) if f is not None]
+        hit = np.isin(values.to_numpy(dtype=float, na_value=np.nan), wanted)
+    else:
+        hit = values.astype(object).map(as_text).isin({as_text(t) for t in targets}).to_numpy()
+    return np.asarray(hit & present, dtype=bool)
+
+
+def filter_mask(row_filter: RowFilter, values: pd.Series) -> np.ndarray:
+    """Return the bool mask of rows that ``row_filter`` keeps (missing never equals anything)."""
+    op, value = row_filter.operator, row_filter.value
+    if op == "notna":
+        return values.notna().to_numpy(dtype=bool)
+    targets: tuple[Scalar, ...] = value if isinstance(value, tuple) else (value,)  # type: ignore[assignment]
+    hit = _isin(values, targets)
+    return hit if op in ("isin", "equals") else ~hit
+
+
+def first_per_unit(units: pd.Series, order: pd.Series, keep: np.ndarray) -> np.ndarray:
+    """Return the mask keeping, among ``keep`` rows, each unit's row with the smallest ``order``.
+
+    Missing order values sort last; ties keep the earlier row.  Rows outside ``keep`` stay out.
+    """
+    keep = np.asarray(keep, dtype=bool)
+    rows = np.flatnonzero(keep)
+    frame = pd.DataFrame({"u": units.to_numpy()[rows], "o": order.to_numpy()[rows], "r": rows})
+    frame = frame.sort_values(["o", "r"], kind="stable", na_position="last")
+    first = frame.drop_duplicates("u", keep="first")["r"].to_numpy()
+    out = np.zeros(len(keep), dtype=bool)
+    out[first] = True
+    return out
+
+
+def _binary(values: pd.Series, where: str) -> tuple[np.ndarray, np.ndarray]:
+    derivable = values.notna().to_numpy()
+    if is_bool_dtype(values):
+        return values.fillna(False).to_numpy(dtype=bool).astype(np.int8), derivable
+    if is_numeric_column(values):
+        nums = values.to_numpy(dtype=float, na_value=np.nan)
+        bad = derivable & ~np.isin(nums, [0.0, 1.0])
+        if bad.any():
+            raise DataError(f"{where}: expected 0/1 values for method binary, got {nums[bad][0]!r}")
+        return np.where(derivable, nums, 0).astype(np.int8), derivable
+    text = values.astype(object).map(lambda v: as_text(v).strip().lower())
+    is_true, is_false = text.isin(_TRUE).to_numpy(), text.isin(_FALSE).to_numpy()
+    bad = derivable & ~(is_true | is_false)
+    if bad.any():
+        got = values[bad].iloc[0]
+        raise DataError(f"{where}: expected true/false or 0/1 text for method binary, got {got!r}")
+    return is_true.astype(np.int8), derivable
+
+
+def derive_target(target: Target, values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(label int8, derivable bool)``; rows with a missing target are not derivable."""
+    where = f"target.column {target.column!r}"
+    if target.method == "binary":
+        return _binary(values, where)
+    derivable = values.notna().to_numpy(dtype=bool)
+    if target.method in ("threshold", "quantile"):
+        cut = target_cut(target, values)
+        if cut is None:
+            return np.zeros(len(values), np.int8), derivable
+        nums = values.to_numpy(dtype=float, na_value=np.nan)
+        with np.errstate(invalid="ignore"):
+            hit = nums > cut if target.direction == "above" else nums >= cut
+        return (derivable & hit).astype(np.int8), derivable
+    if target.method == "above_median":
+        if not is_numeric_column(values):
+            raise DataError(
+                f"{where}: expected a numeric column for above_median, got {values.dtype}"
+            )
+        nums = values.to_numpy(dtype=float, na_value=np.nan)
+        if not derivable.any():
+            return np.zeros(len(values), np.int8), derivable
+        median = float(np.median(nums[derivable]))
+        return (derivable & (nums > median)).astype(np.int8), derivable
+    targets: tuple[Scalar, ...] = target.values or ()
+    if target.method == "equals" and target.value is not None:
+        targets = (target.value,)
+    return _isin(values, targets).astype(np.int8), derivable
+
+
+def target_cut(target: Target, values: pd.Series) -> float | None:
+    """Return the number a ``threshold``/``quantile`` target cuts at (None: other methods).
+
+    For ``quantile`` it is the quantile of the non-missing ``values`` (None when there are none).
+    """
+    if target.method not in ("threshold", "quantile"):
+        return None
+    if not is_numeric_column(values):
+        raise DataError(
+            f"target.column {target.column!r}: expected a numeric column for method "
+            f"{target.method}, got {values.dtype}"
+        )
+    if target.method == "threshold":
+        return float(target.threshold)  # type: ignore[arg-type]
+    nums = values.to_numpy(dtype=float, na_value=np.nan)
+    present = nums[~np.isnan(nums)]
+    quantile = float(target.quantile or 0.0)
+    return float(np.quantile(present, quantile)) if present.size else None
+
+
+def _numbers(attribute: ProtectedAttribute, values: pd.Series) -> np.ndarray:
+    if is_numeric_column(values):
+        return values.to_numpy(dtype=float, na_value=np.nan)
+    text = values.astype(object)
+    if attribute.type == "age_interval_threshold":
+        lower = text.map(lambda v: m.group(1) if (m := _LOWER_BOUND.match(as_text(v))) else v)
+        text = lower.where(values.notna())
+    return pd.to_numeric(text, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
+def disadvantaged_mask(
+    attribute: ProtectedAttribute, values: pd.Series
+) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(disadvantaged, classified)`` bool masks of ``values`` for ``attribute``."""
+    if attribute.type == "categorical":
+        present = values.notna().to_numpy(dtype=bool)
+        dis_values, adv_values = attribute.disadvantaged_values, attribute.advantaged_values
+        dis = _isin(values, dis_values) if dis_values else None
+        adv = _isin(values, adv_values) if adv_values else None
+        if dis is not None and adv is not None:
+            return dis, dis | adv
+        if dis is not None:
+            return dis, present
+        assert adv is not None
+        return present & ~adv, present
+    nums = _numbers(attribute, values)
+    classified = ~np.isnan(nums)
+    threshold = float(attribute.threshold or 0.0)
+    with np.errstate(invalid="ignore"):
+        side = nums < threshold if attribute.disadvantaged == "below" else nums >= threshold
+    return classified & side, classified

@@ -1,0 +1,253 @@
+"""The manifest's value types: frozen, self-validating records of one audit's ``audit.yaml``.
+
+Private: import these from :mod:`faircode.audit.manifest`, which re-exports them and states the
+design
+decisions.  The records validate what a record built in code can get wrong; the file-level checks
+(key tables, one-line errors naming the key path) live in :mod:`faircode.audit._manifest_parse`.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast, get_args
+
+from faircode.audit.decision import DecisionRule
+from faircode.core.errors import ManifestError, config_error
+from faircode.core.schema import Scalar
+from faircode.counterfactual.perturb import AxisSpec
+
+Operator = Literal["isin", "not_isin", "equals", "not_equals", "notna", "first_by"]
+TargetMethod = Literal["binary", "equals", "isin", "above_median", "threshold", "quantile"]
+Direction = Literal["above", "at_least"]
+AttributeType = Literal["categorical", "numeric_threshold", "age_interval_threshold"]
+Side = Literal["below", "above"]
+
+OPERATORS: tuple[str, ...] = get_args(Operator)
+TARGET_METHODS: tuple[str, ...] = get_args(TargetMethod)
+ATTRIBUTE_TYPES: tuple[str, ...] = get_args(AttributeType)
+SIDES: tuple[str, ...] = get_args(Side)
+DIRECTIONS: tuple[str, ...] = get_args(Direction)
+_SHA_RE = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _bad(where: str, expected: str, got: object) -> ManifestError:
+    """Build a record-level error (records built in code, not from a file)."""
+    return cast(ManifestError, config_error(where, expected, got, cls=ManifestError))
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """Where a raw file comes from and how to obtain it by hand if it cannot be downloaded."""
+
+    url: str | None = None
+    member: str | None = None
+    citation: str | None = None
+    license: str | None = None
+    instructions: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.member is not None and self.url is None:
+            raise _bad("source.member", "a url to extract it from", self.url)
+
+
+@dataclass(frozen=True, slots=True)
+class ReadOptions:
+    """How the raw file is parsed: ``pandas.read_csv`` options, defaults equal to pandas' own.
+
+    ``header`` is the 0-based index of the header row (rows above it are skipped); it is ``None``
+    exactly when ``names`` lists the columns of a file without a header row.  ``missing`` holds
+    extra missing-value markers, added to pandas' standard ones.
+    """
+
+    separator: str = ","
+    header: int | None = 0
+    encoding: str = "utf-8"
+    names: tuple[str, ...] | None = None
+    missing: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if len(self.separator) != 1 or self.separator in "\r\n\"":
+            raise _bad("dataset.read.separator", "one character (not a quote or newline)",
+                       self.separator)
+        if (self.header is None) != (self.names is not None):
+            raise _bad("dataset.read.header", "a header row index, or names and no header",
+                       self.header)
+        if self.header is not None and (isinstance(self.header, bool) or self.header < 0):
+            raise _bad("dataset.read.header", "an integer >= 0", self.header)
+        try:
+            codecs.lookup(self.encoding)
+        except LookupError:
+            raise _bad("dataset.read.encoding", "a known text encoding", self.encoding) from None
+        if self.names is not None and len(set(self.names)) != len(self.names):
+            raise _bad("dataset.read.names", "each name once", self.names)
+
+    def pandas_kwargs(self) -> dict[str, Any]:
+        """Return the keyword arguments of ``pandas.read_csv`` these options stand for."""
+        kwargs: dict[str, Any] = {"sep": self.separator, "header": self.header,
+                                  "encoding": self.encoding}
+        if self.names is not None:
+            kwargs["names"] = list(self.names)
+        if self.missing:
+            kwargs["na_values"] = list(self.missing)
+        return kwargs
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetSpec:
+    """The raw file: resolved absolute path, the path as written, expected digest, provenance."""
+
+    path: Path
+    declared_path: str
+    sha256: str | None = None
+    source: Source | None = None
+    unit: str | None = None
+    read: ReadOptions = ReadOptions()
+
+    def __post_init__(self) -> None:
+        if not self.path.is_absolute():
+            raise _bad("dataset.path", "a resolved absolute path", str(self.path))
+        if self.sha256 is not None and not _SHA_RE.match(self.sha256):
+            raise _bad("dataset.sha256", "64 lowercase hex digits", self.sha256)
+
+
+@dataclass(frozen=True, slots=True)
+class RowFilter:
+    """One row filter: keep rows of ``column`` satisfying ``operator`` with ``value``."""
+
+    column: str
+    operator: Operator
+    value: Scalar | tuple[Scalar, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.operator not in OPERATORS:
+            raise _bad("row_filters.operator", f"one of {', '.join(OPERATORS)}", self.operator)
+
+    def describe(self) -> str:
+        """Return a short human-readable form, e.g. ``race not_isin ['?']``."""
+        if self.operator == "notna":
+            return f"{self.column} notna"
+        if self.operator == "first_by":
+            return f"first row per {self.column} by {self.value}"
+        shown = list(self.value) if isinstance(self.value, tuple) else self.value
+        return f"{self.column} {self.operator} {shown!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """How the binary label is derived, and which label is the favourable decision."""
+
+    column: str
+    method: TargetMethod
+    value: Scalar | None = None
+    values: tuple[Scalar, ...] | None = None
+    favourable: Literal[0, 1] = 1
+    threshold: float | None = None
+    quantile: float | None = None
+    direction: Direction | None = None
+
+    def __post_init__(self) -> None:
+        if self.method not in TARGET_METHODS:
+            raise _bad("target.method", f"one of {', '.join(TARGET_METHODS)}", self.method)
+        if self.method == "threshold" and self.threshold is None:
+            raise _bad("target.threshold", "a number for method threshold", None)
+        if self.method == "quantile" and not (
+            self.quantile is not None and 0.0 < self.quantile < 1.0
+        ):
+            raise _bad("target.quantile", "a number in (0, 1) for method quantile", self.quantile)
+        if self.method in ("threshold", "quantile") and self.direction not in DIRECTIONS:
+            raise _bad("target.direction", f"one of {', '.join(DIRECTIONS)}", self.direction)
+        if self.method == "equals" and self.value is None:
+            raise _bad("target.value", "a value for method equals", None)
+        if self.method == "isin" and not self.values:
+            raise _bad("target.values", "a non-empty list for method isin", self.values)
+        if self.favourable not in (0, 1) or isinstance(self.favourable, bool):
+            raise _bad("target.favourable", "0 or 1", self.favourable)
+
+
+@dataclass(frozen=True, slots=True)
+class ProtectedAttribute:
+    """One protected attribute and how its disadvantaged group is defined."""
+
+    name: str
+    type: AttributeType
+    column: str
+    disadvantaged_values: tuple[Scalar, ...] | None = None
+    advantaged_values: tuple[Scalar, ...] | None = None
+    threshold: float | None = None
+    disadvantaged: Side | None = None
+
+    def __post_init__(self) -> None:
+        if self.type not in ATTRIBUTE_TYPES:
+            raise _bad(f"{self.name}.type", f"one of {', '.join(ATTRIBUTE_TYPES)}", self.type)
+        if self.type == "categorical":
+            if not self.disadvantaged_values and not self.advantaged_values:
+                raise _bad(self.name, "disadvantaged_values and/or advantaged_values", None)
+        elif self.threshold is None or self.disadvantaged not in SIDES:
+            raise _bad(self.name, "a threshold and disadvantaged below/above", self.disadvantaged)
+
+
+@dataclass(frozen=True, slots=True)
+class CounterfactualAxis:
+    """A perturbation axis applied to the raw values of named ``columns`` of the test rows."""
+
+    axis: AxisSpec
+    columns: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.columns:
+            raise ValueError(f"counterfactual axis {self.axis.name!r}: no columns")
+
+
+@dataclass(frozen=True, slots=True)
+class Manifest:
+    """A validated audit manifest (see ``MANIFEST_SPEC.md``)."""
+
+    name: str
+    title: str
+    file: Path
+    dataset: DatasetSpec
+    random_state: int
+    test_size: float
+    row_filters: tuple[RowFilter, ...]
+    target: Target
+    protected_attributes: tuple[ProtectedAttribute, ...]
+    core_features: tuple[str, ...]
+    proxy_features: tuple[str, ...] = ()
+    counterfactual_axes: tuple[CounterfactualAxis, ...] = ()
+    decision: DecisionRule | None = None
+
+    def __post_init__(self) -> None:
+        if not self.protected_attributes:
+            raise _bad(f"{self.file}: protected_attributes", "at least one attribute", ())
+        if not 0.0 < self.test_size < 1.0:
+            raise _bad(f"{self.file}: test_size", "a number in (0, 1)", self.test_size)
+
+    @property
+    def protected_columns(self) -> tuple[str, ...]:
+        """Columns of the protected attributes, unique, in declaration order."""
+        return tuple(dict.fromkeys(a.column for a in self.protected_attributes))
+
+    @property
+    def feature_columns(self) -> tuple[str, ...]:
+        """Protected columns, then core, then proxy features (the S0 feature set), unique."""
+        return tuple(
+            dict.fromkeys((*self.protected_columns, *self.core_features, *self.proxy_features))
+        )
+
+    @property
+    def unit(self) -> str | None:
+        """The column identifying an independent unit (``dataset.unit``), or None."""
+        return self.dataset.unit
+
+    @property
+    def named_columns(self) -> tuple[str, ...]:
+        """Every column named: features, target, filter columns, the unit, ``first_by`` orders."""
+        filters = (f.column for f in self.row_filters)
+        orders = (str(f.value) for f in self.row_filters if f.operator == "first_by")
+        unit = () if self.unit is None else (self.unit,)
+        return tuple(
+            dict.fromkeys((*self.feature_columns, self.target.column, *filters, *unit, *orders))
+        )

@@ -1,0 +1,378 @@
+"""Loading an audit's raw file into a prepared, encoded, split table — exactly as its manifest says.
+
+Pipeline (one function, :func:`load_audit`): read the named columns only → apply the row filters in
+order → derive the binary target (rows whose target cannot be derived are dropped) → build every
+protected attribute's disadvantaged mask (rows any attribute cannot classify are dropped) → encode
+every named column uniformly → stratified train/test split on the label.
+
+Design decisions
+----------------
+* **Personal data never enters memory.**  The CSV is read once with ``usecols`` = the manifest's
+  named columns; COMPAS names and dates of birth are never parsed, so they cannot reach a prepared
+  table, a result, a log or a report.
+* **Missing values are pandas' standard NA markers** (``""``, ``NA``, ``N/A``, ``NULL``, ``None``,
+  ``nan``, ...).  Sentinel strings that are not among them — ``"?"`` in Adult and the diabetes
+  data — are ordinary observed values; a manifest that wants them gone says so with a filter
+  (``race not_isin ["?"]``) or declares them missing (``dataset.read.missing: ["?"]``).  Under
+  pandas 3 text columns arrive as the ``str`` dtype whose missing value is ``NaN``; every
+  comparison below is made NA-aware explicitly (NA never equals anything, so ``isin``/``equals``
+  drop NA rows and ``not_isin``/``not_equals`` keep them).
+* **Values are compared by type family.**  On a numeric column a manifest value is compared as a
+  float (``1`` matches ``1.0``); on any other column both sides are compared as text, booleans as
+  ``True``/``False``.
+* **The file is parsed as ``dataset.read`` says** (separator, header row, encoding, column names,
+  extra missing markers such as ``"?"``); a file without a header must have exactly as many fields
+  as the manifest lists names — pandas would otherwise silently turn extra fields into an index.
+* **Numeric-cut targets**: ``threshold`` compares with the stated number; ``quantile`` first
+  computes that quantile (numpy's default linear interpolation) of the filtered, derivable rows,
+  then cuts there.  ``above`` is ``>``, ``at_least`` is ``>=``.  The cut is kept in
+  :attr:`AuditData.target_cut` so ``validate`` can print it; with ties at the cut the label rate
+  of a ``quantile`` target is not exactly ``1 - quantile``, which is why validate shows both.
+* **Thresholds split at the threshold**: ``below`` means ``x < threshold``, ``above`` means
+  ``x >= threshold`` (so ``[70-80)`` is ``above`` 70).  ``above_median`` is strictly greater than
+  the median of the filtered, derivable rows.
+* **Uniform encoding** (:class:`Encoder`): numeric columns stay numeric with the median filling
+  missing values; every other column becomes integer codes in sorted order of its observed text
+  values, with missing values as their own explicit category (code ``len(categories)``) and values
+  never seen at fit time (e.g. a counterfactual edit) mapped to :data:`UNSEEN_CODE` (``-1``).
+  The encoder is fitted on the prepared rows' *feature* columns only (protected, core, proxy):
+  ``AuditData.X`` never holds the target's source column (nor a filter-only column), so no
+  strategy can train on the label by mistake; the manifest already refuses the target as a
+  feature.  Each column is encoded on its own, so leaving the others out changes no code.
+* **Units** (``dataset.unit``): the unit column is read and carried per row as integer codes
+  (:attr:`AuditData.unit`, in order of first appearance), never encoded into ``X``.  A missing
+  unit value is an error, not a dropped row.  The ``first_by`` filter keeps, among the rows still
+  kept, each unit's row with the smallest order value (missing order values last; ties by file
+  order).  With a unit the train/test split is by unit (:func:`grouped_split`); without one it is
+  exactly the row split it always was.
+
+The column-level rules (filters, targets, disadvantaged masks, ``first_by``) live in
+:mod:`faircode.audit._data_columns`; this module re-exports them.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from sklearn.model_selection import train_test_split
+
+from faircode.audit._data_columns import (
+    as_text,
+    derive_target,
+    disadvantaged_mask,
+    filter_mask,
+    first_per_unit,
+    is_numeric_column,
+    target_cut,
+)
+from faircode.audit.fetch import sha256_file, unavailable_message
+from faircode.audit.manifest import Manifest
+from faircode.core.errors import ChecksumError, DataError, DataUnavailableError
+
+__all__ = [
+    "UNSEEN_CODE",
+    "AuditData",
+    "Encoder",
+    "derive_target",
+    "disadvantaged_mask",
+    "filter_mask",
+    "first_per_unit",
+    "grouped_split",
+    "load_audit",
+    "split_rows",
+    "target_cut",
+]
+
+UNSEEN_CODE = -1.0
+"""Code given to a categorical value that was not seen when the :class:`Encoder` was fitted."""
+
+
+def _unit_strata(units: np.ndarray, keys: Sequence[np.ndarray]) -> np.ndarray:
+    """One stratum code per unit from its 0/1 ``keys``: per key all-0, all-1 or mixed.
+
+    If some stratum then has fewer than two units, each key falls back to its majority value per
+    unit (mean >= 0.5), which with singleton units is exactly the row's value.
+    """
+    n_units = int(units.max()) + 1 if units.size else 0
+    sizes = np.bincount(units, minlength=n_units)
+    means = [np.bincount(units, weights=k, minlength=n_units) / sizes for k in keys]
+    fine = np.zeros(n_units, dtype=np.int64)
+    coarse = np.zeros(n_units, dtype=np.int64)
+    for mean in means:
+        fine = fine * 3 + np.where(mean == 0, 0, np.where(mean == 1, 1, 2))
+        coarse = coarse * 2 + (mean >= 0.5)
+    _, fine_sizes = np.unique(fine, return_counts=True)
+    return fine if fine_sizes.min(initial=2) >= 2 else coarse
+
+
+def grouped_split(
+    units: np.ndarray,
+    keys: Sequence[np.ndarray],
+    *,
+    test_size: float,
+    random_state: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Split row positions into (train, test) so that no unit is on both sides.
+
+    ``units`` are integer unit codes ``0..U-1`` per row; units are split with sklearn's
+    ``train_test_split`` at ``test_size`` (a fraction of units), stratified on each unit's
+    pattern of the 0/1 ``keys`` (all 0, all 1, mixed; see :func:`_unit_strata`).  When every
+    unit is one row and codes follow row order this is exactly the stratified row split.
+    Raises ``ValueError`` (from sklearn) when the units cannot be split so.
+    """
+    units = np.asarray(units, dtype=np.int64)
+    strata = _unit_strata(units, [np.asarray(k, dtype=np.float64) for k in keys])
+    _, test_u = train_test_split(
+        np.arange(strata.size), test_size=test_size, random_state=random_state, stratify=strata
+    )
+    in_test = np.zeros(strata.size, dtype=bool)
+    in_test[test_u] = True
+    rows = np.arange(units.size)
+    return np.sort(rows[~in_test[units]]), np.sort(rows[in_test[units]])
+
+
+def split_rows(
+    y: np.ndarray, unit: np.ndarray | None, *, test_size: float, random_state: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The audit's train/test split of its prepared rows: sorted (train, test) positions.
+
+    Without a unit a stratified row split on the label ``y``; with one (integer codes per row)
+    the unit split of :func:`grouped_split`.  ``load_audit`` splits with the manifest's
+    ``random_state``; a ``split``-mode training replicate with its own seed
+    (:mod:`faircode.evaluate.stability`).  Raises ``ValueError`` (from sklearn) when it cannot
+    split.
+    """
+    if unit is None:
+        train, test = train_test_split(
+            np.arange(len(y)), test_size=test_size, random_state=random_state, stratify=y
+        )
+    else:
+        train, test = grouped_split(unit, [y], test_size=test_size, random_state=random_state)
+    return np.sort(train), np.sort(test)
+
+
+@dataclass(frozen=True)
+class Encoder:
+    """Uniform label-free encoding of every named column, fitted on the prepared rows."""
+
+    columns: tuple[str, ...]
+    kinds: Mapping[str, Literal["numeric", "categorical"]]
+    medians: Mapping[str, float]
+    categories: Mapping[str, tuple[str, ...]]
+
+    @classmethod
+    def fit(cls, raw: pd.DataFrame) -> Encoder:
+        """Fit on ``raw`` (numeric columns keep values, others get sorted category codes)."""
+        kinds: dict[str, Literal["numeric", "categorical"]] = {}
+        medians: dict[str, float] = {}
+        categories: dict[str, tuple[str, ...]] = {}
+        for col in raw.columns:
+            values = raw[col]
+            if is_numeric_column(values):
+                kinds[col] = "numeric"
+                nums = values.to_numpy(dtype=float, na_value=np.nan)
+                medians[col] = float(np.nanmedian(nums)) if (~np.isnan(nums)).any() else 0.0
+            else:
+                kinds[col] = "categorical"
+                categories[col] = tuple(sorted({as_text(v) for v in values.dropna()}))
+        return cls(tuple(raw.columns), kinds, medians, categories)
+
+    def transform(self, raw: pd.DataFrame) -> pd.DataFrame:
+        """Encode ``raw`` to float64 with the same columns and index; unseen values → -1."""
+        out: dict[str, np.ndarray] = {}
+        for col in self.columns:
+            if col not in raw.columns:
+                raise DataError(f"encoder: column {col!r}: expected in the frame, got none")
+            values = raw[col]
+            if self.kinds[col] == "numeric":
+                nums = pd.to_numeric(values, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+                bad = np.isnan(nums) & values.notna().to_numpy()
+                if bad.any():
+                    got = values[bad].iloc[0]
+                    raise DataError(f"encoder: column {col!r}: expected a number, got {got!r}")
+                out[col] = np.where(np.isnan(nums), self.medians[col], nums)
+            else:
+                cats = self.categories[col]
+                lookup = {c: float(i) for i, c in enumerate(cats)}
+                codes = values.astype(object).map(
+                    lambda v, lk=lookup: lk.get(as_text(v), UNSEEN_CODE)
+                )
+                codes = codes.where(values.notna(), float(len(cats)))
+                out[col] = codes.to_numpy(dtype=float)
+        return pd.DataFrame(out, index=raw.index, columns=list(self.columns), dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class AuditData:
+    """A prepared audit: raw named columns, encoded features, label, group masks and split."""
+
+    manifest: Manifest
+    raw: pd.DataFrame
+    X: pd.DataFrame
+    y: np.ndarray
+    disadvantaged: Mapping[str, np.ndarray]
+    train_index: np.ndarray
+    test_index: np.ndarray
+    encoder: Encoder
+    steps: tuple[tuple[str, int], ...]
+    sha256: str
+    unit: np.ndarray | None = None
+    """Integer unit code per row (``0..U-1``, order of first appearance); None without a unit."""
+    target_cut: float | None = None
+
+
+def _column_sources(manifest: Manifest) -> dict[str, str]:
+    """Map every named column to the first key path that names it."""
+    where: dict[str, str] = {}
+    if manifest.unit is not None:
+        where.setdefault(manifest.unit, "dataset.unit")
+    for i, f in enumerate(manifest.row_filters):
+        where.setdefault(f.column, f"row_filters[{i}].column")
+        if f.operator == "first_by":
+            where.setdefault(str(f.value), f"row_filters[{i}].first_by")
+    where.setdefault(manifest.target.column, "target.column")
+    for i, a in enumerate(manifest.protected_attributes):
+        where.setdefault(a.column, f"protected_attributes[{i}].column")
+    for key in ("core_features", "proxy_features"):
+        for i, col in enumerate(getattr(manifest, key)):
+            where.setdefault(col, f"{key}[{i}]")
+    return where
+
+
+def _read_csv(manifest: Manifest, file: Path, **kwargs: object) -> pd.DataFrame:
+    """``pandas.read_csv`` with the manifest's reading options; parse failures are DataError."""
+    options = {**manifest.dataset.read.pandas_kwargs(), **kwargs}
+    try:
+        return pd.read_csv(file, **options)
+    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
+        detail = " ".join(str(exc).split())
+        raise DataError(
+            f"{manifest.file}: dataset.read: expected {file.name} to parse with these options, "
+            f"got {type(exc).__name__}: {detail}"
+        ) from None
+
+
+def _header(manifest: Manifest, file: Path) -> list[str]:
+    """Return the file's column names (checking a manifest's names against its field count)."""
+    names = manifest.dataset.read.names
+    if names is None:
+        return [str(c) for c in _read_csv(manifest, file, nrows=0).columns]
+    fields = _read_csv(manifest, file, nrows=1, names=None, usecols=None).shape[1]
+    if fields != len(names):
+        raise DataError(
+            f"{manifest.file}: dataset.read.names: expected {fields} names for the {fields} "
+            f"fields of {file.name}, got {len(names)} names (list)"
+        )
+    return list(names)
+
+
+def _read(manifest: Manifest, file: Path) -> pd.DataFrame:
+    header = _header(manifest, file)
+    for col, where in _column_sources(manifest).items():
+        if col not in header:
+            close = difflib.get_close_matches(col, header, n=3, cutoff=0.5)
+            hint = f"; closest: {', '.join(close)}" if close else ""
+            raise DataError(
+                f"{manifest.file}: {where}: expected a column of {file.name}, "
+                f"got {col!r} (str){hint}"
+            )
+    named = list(manifest.named_columns)
+    frame = _read_csv(manifest, file, usecols=named, low_memory=False)
+    return frame[named]
+
+
+def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
+    """Load, filter, label, classify, encode and split the audit's raw file."""
+    file = path if path is not None else manifest.dataset.path
+    if not file.is_file():
+        raise DataUnavailableError(unavailable_message(manifest, missing=file))
+    digest = sha256_file(file)
+    expected = manifest.dataset.sha256
+    if expected is not None and digest != expected:
+        raise ChecksumError(f"{file}: sha256: expected {expected}, got {digest}")
+    frame = _read(manifest, file)
+    steps: list[tuple[str, int]] = [("loaded", len(frame))]
+    keep = np.ones(len(frame), dtype=bool)
+    for i, row_filter in enumerate(manifest.row_filters, start=1):
+        if row_filter.operator == "first_by":
+            keep &= first_per_unit(frame[row_filter.column], frame[str(row_filter.value)], keep)
+        else:
+            keep &= filter_mask(row_filter, frame[row_filter.column])
+        steps.append((f"filter {i}: {row_filter.describe()}", int(keep.sum())))
+    frame = frame[keep].reset_index(drop=True)
+    cut = target_cut(manifest.target, frame[manifest.target.column])
+    label, derivable = derive_target(manifest.target, frame[manifest.target.column])
+    steps.append(("target derivable", int(derivable.sum())))
+    frame, label = frame[derivable].reset_index(drop=True), label[derivable]
+    masks: dict[str, np.ndarray] = {}
+    classified = np.ones(len(frame), dtype=bool)
+    for attribute in manifest.protected_attributes:
+        masks[attribute.name], ok = disadvantaged_mask(attribute, frame[attribute.column])
+        classified &= ok
+    steps.append(("classified by every attribute", int(classified.sum())))
+    frame = frame[classified].reset_index(drop=True)
+    y = label[classified].astype(np.int8)
+    masks = {name: mask[classified] for name, mask in masks.items()}
+    _check_prepared(manifest, y, masks)
+    unit = _unit_codes(manifest, frame)
+    encoder = Encoder.fit(frame.loc[:, list(manifest.feature_columns)])
+    try:
+        train, test = split_rows(y, unit, test_size=manifest.test_size,
+                                 random_state=manifest.random_state)
+    except ValueError as exc:
+        raise DataError(f"{manifest.file}: test_size: cannot split {len(y)} rows: {exc}") from None
+    return AuditData(
+        manifest=manifest,
+        raw=frame,
+        X=encoder.transform(frame),
+        y=y,
+        disadvantaged=masks,
+        train_index=train,
+        test_index=test,
+        encoder=encoder,
+        steps=tuple(steps),
+        sha256=digest,
+        unit=unit,
+        target_cut=cut,
+    )
+
+
+def _unit_codes(manifest: Manifest, frame: pd.DataFrame) -> np.ndarray | None:
+    """Integer codes of the prepared rows' units; a missing unit value is a :class:`DataError`."""
+    if manifest.unit is None:
+        return None
+    values = frame[manifest.unit]
+    missing = int(values.isna().sum())
+    if missing:
+        raise DataError(
+            f"{manifest.file}: dataset.unit: expected a unit in every prepared row of column "
+            f"{manifest.unit!r}, got {missing} missing (add a notna filter to drop them)"
+        )
+    codes, _ = pd.factorize(values, sort=False)
+    return np.asarray(codes, dtype=np.int64)
+
+
+def _check_prepared(manifest: Manifest, y: np.ndarray, masks: Mapping[str, np.ndarray]) -> None:
+    """Raise :class:`DataError` for a one-class target or an empty group."""
+    if len(y) == 0:
+        raise DataError(f"{manifest.file}: row_filters: expected rows to remain, got 0 rows")
+    classes = np.unique(y)
+    if len(classes) < 2:
+        raise DataError(
+            f"{manifest.file}: target: expected two classes after filtering, "
+            f"got only label {int(classes[0])} ({len(y)} rows)"
+        )
+    for i, attribute in enumerate(manifest.protected_attributes):
+        dis = masks[attribute.name]
+        for group, size in (("disadvantaged", int(dis.sum())), ("advantaged", int((~dis).sum()))):
+            if size == 0:
+                raise DataError(
+                    f"{manifest.file}: protected_attributes[{i}] ({attribute.name}): expected a "
+                    f"non-empty {group} group after filtering, got 0 rows"
+                )

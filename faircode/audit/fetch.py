@@ -1,0 +1,241 @@
+"""Verified fetching of an audit's raw file: keep, copy from a mirror, or download — never invent.
+
+For one manifest :func:`fetch` tries, in order:
+
+1. the file already at ``dataset.path`` — kept when its sha256 matches (or no digest is declared);
+2. ``<mirror>/<audit name>/<file name>`` in the first of the given mirror directories that holds
+   it (several mirrors: e.g. the shipped audits' and the extra datasets' folders);
+3. ``dataset.source.url`` — streamed with a timeout (and a progress bar), extracting
+   ``source.member`` when the URL is a zip archive.
+
+Design decisions
+----------------
+* **Verify, then move.**  Bytes are written to a temporary file in the target directory while
+  being hashed; only a file whose digest matches the manifest is moved into place with
+  :func:`os.replace` (atomic on one file system).  A mismatch keeps nothing and raises
+  :class:`~faircode.core.errors.ChecksumError` naming the file, the expected and the actual digest.
+* **Unavailable is a status, not a fallback.**  With no copy, no URL or no network the audit is
+  reported by :class:`~faircode.core.errors.DataUnavailableError` whose message is
+  ``<audit>: dataset unavailable: <instructions>`` — data is never synthesised.
+* A manifest without ``sha256`` still fetches; its file's digest is reported (``checked=False``).
+* ``urllib.request`` only (no new dependency); the library reads no environment variable — the
+  CLI resolves ``--mirror`` (repeatable) and ``FAIRCODE_DATA_MIRROR`` (``os.pathsep``-separated)
+  into the explicit ``mirrors`` tuple.
+* **The first mirror holding the file wins**, even if its copy fails verification: a wrong copy
+  is an error to fix, not something to paper over with another folder's bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import urllib.error
+import urllib.request
+import zipfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Literal
+
+from faircode.audit.manifest import Manifest
+from faircode.core.errors import ChecksumError, DataUnavailableError
+
+__all__ = [
+    "MIRROR_ENV",
+    "FetchResult",
+    "default_mirror",
+    "fetch",
+    "mirror_dirs",
+    "sha256_file",
+    "unavailable_message",
+]
+
+_CHUNK = 1 << 20
+
+MIRROR_ENV = "FAIRCODE_DATA_MIRROR"
+"""The environment variable naming the mirror folders (``os.pathsep``-separated)."""
+
+MIRROR_FOLDERS = ("datasets", "datasets-extra")
+"""The default mirrors: these folders of ``<project>/../shared``."""
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    """Outcome of :func:`fetch`: how the file was obtained, where it is, its digest."""
+
+    status: Literal["present", "mirror", "downloaded"]
+    path: Path
+    sha256: str
+    checked: bool
+
+    def line(self, audit: str) -> str:
+        """The one status line ``faircode data fetch`` and the fetch stage print."""
+        note = "verified" if self.checked else "no sha256 declared, digest"
+        return f"{audit}: {self.status} {self.path} ({note} {self.sha256})"
+
+
+def mirror_dirs(flags: Sequence[str] | None, env: str | None) -> tuple[Path, ...]:
+    """Return the mirror folders: the ``--mirror`` flags if any, else the env value split."""
+    texts = list(flags) if flags else (env or "").split(os.pathsep)
+    return tuple(Path(t) for t in texts if t)
+
+
+def default_mirror(cwd: Path) -> str:
+    """``<project>/../shared/{datasets,datasets-extra}`` (``os.pathsep``-joined) for the project
+    that holds ``cwd`` (or its DVC experiment copy under ``.dvc/tmp/exps/``)."""
+    parts = cwd.resolve().parts
+    for i in range(len(parts) - 2):
+        if parts[i:i + 3] == (".dvc", "tmp", "exps"):
+            cwd = Path(*parts[:i])
+            break
+    shared = cwd.resolve().parent / "shared"
+    return os.pathsep.join(str((shared / name).resolve()) for name in MIRROR_FOLDERS)
+
+
+def sha256_file(path: Path) -> str:
+    """Return the hex sha256 of the file at ``path``, read in chunks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def unavailable_message(
+    manifest: Manifest, *, missing: Path | None = None, reason: str = ""
+) -> str:
+    """Build ``<audit>: dataset unavailable: <instructions>`` for ``manifest``."""
+    source = manifest.dataset.source
+    text = source.instructions if source is not None and source.instructions else None
+    if text is None:
+        where = f" from {source.url}" if source is not None and source.url else ""
+        text = f"obtain {Path(manifest.dataset.declared_path).name}{where}"
+    if missing is not None:
+        text += f" (expected at {missing}; `faircode data fetch {manifest.name}` verifies it)"
+    if reason:
+        text += f" ({reason})"
+    return f"{manifest.name}: dataset unavailable: {' '.join(text.split())}"
+
+
+@contextmanager
+def _staging(target: Path) -> Iterator[Path]:
+    """Yield a temporary path beside ``target``; it is removed unless moved into place."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
+    os.close(fd)
+    temp = Path(name)
+    try:
+        yield temp
+    finally:
+        temp.unlink(missing_ok=True)
+
+
+def _copy_hashing(
+    source: IO[bytes], dest: Path, *, total: int | None, progress: bool, label: str = ""
+) -> str:
+    """Copy ``source`` to ``dest`` in chunks while hashing; return the hex sha256."""
+    digest = hashlib.sha256()
+    with dest.open("wb") as out:
+        if progress:
+            from rich.progress import Progress
+
+            with Progress(transient=True) as bar:
+                task = bar.add_task(f"fetching {label or dest.name}", total=total)
+                for chunk in iter(lambda: source.read(_CHUNK), b""):
+                    out.write(chunk)
+                    digest.update(chunk)
+                    bar.advance(task, len(chunk))
+        else:
+            for chunk in iter(lambda: source.read(_CHUNK), b""):
+                out.write(chunk)
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _install(manifest: Manifest, temp: Path, digest: str, origin: str) -> bool:
+    """Move ``temp`` into place if its digest is right; return whether it was checked."""
+    target, expected = manifest.dataset.path, manifest.dataset.sha256
+    if expected is not None and digest != expected:
+        raise ChecksumError(
+            f"{manifest.name}: {target.name} from {origin}: sha256: expected {expected}, "
+            f"got {digest}; nothing was kept"
+        )
+    os.replace(temp, target)
+    return expected is not None
+
+
+def _download(manifest: Manifest, temp: Path, *, timeout: float, progress: bool) -> str:
+    source = manifest.dataset.source
+    assert source is not None and source.url is not None
+    request = urllib.request.Request(source.url, headers={"User-Agent": "faircode"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            length = response.headers.get("Content-Length")
+            total = int(length) if length and length.isdigit() else None
+            if source.member is None:
+                return _copy_hashing(
+                    response, temp, total=total, progress=progress, label=manifest.name
+                )
+            with _staging(temp.with_name(temp.name + ".zip")) as archive:
+                _copy_hashing(
+                    response, archive, total=total, progress=progress, label=manifest.name
+                )
+                return _extract(manifest, archive, source.member, temp)
+    except (urllib.error.URLError, TimeoutError, OSError) as exc:
+        if isinstance(exc, urllib.error.HTTPError):
+            reason: object = f"HTTP {exc.code} {exc.reason}"
+        else:
+            reason = getattr(exc, "reason", None) or exc
+        raise DataUnavailableError(
+            unavailable_message(manifest, reason=f"download of {source.url} failed: {reason}")
+        ) from None
+
+
+def _extract(manifest: Manifest, archive: Path, member: str, dest: Path) -> str:
+    try:
+        with zipfile.ZipFile(archive) as zf, zf.open(member) as handle:
+            return _copy_hashing(handle, dest, total=None, progress=False)
+    except (zipfile.BadZipFile, KeyError) as exc:
+        raise DataUnavailableError(
+            unavailable_message(manifest, reason=f"cannot extract {member!r}: {exc}")
+        ) from None
+
+
+def fetch(
+    manifest: Manifest, *, mirrors: tuple[Path, ...], timeout: float = 60, progress: bool = False
+) -> FetchResult:
+    """Obtain and verify the raw file of ``manifest``; see the module docstring for the order.
+
+    ``mirrors`` are searched in order for ``<mirror>/<audit name>/<file name>``; ``()`` for none.
+    """
+    if isinstance(mirrors, str | Path) or not isinstance(mirrors, tuple):
+        raise TypeError(f"fetch: mirrors: expected a tuple of paths, got {mirrors!r}")
+    target, expected = manifest.dataset.path, manifest.dataset.sha256
+    stale: str | None = None
+    if target.is_file():
+        digest = sha256_file(target)
+        if expected is None or digest == expected:
+            return FetchResult("present", target, digest, expected is not None)
+        stale = digest
+    source = manifest.dataset.source
+    candidates = (Path(m) / manifest.name / target.name for m in mirrors)
+    copy = next((c for c in candidates if c.is_file()), None)
+    if copy is not None:
+        with _staging(target) as temp, copy.open("rb") as handle:
+            size = copy.stat().st_size
+            digest = _copy_hashing(handle, temp, total=size, progress=progress, label=manifest.name)
+            checked = _install(manifest, temp, digest, str(copy))
+        return FetchResult("mirror", target, digest, checked)
+    if source is not None and source.url is not None:
+        with _staging(target) as temp:
+            digest = _download(manifest, temp, timeout=timeout, progress=progress)
+            checked = _install(manifest, temp, digest, source.url)
+        return FetchResult("downloaded", target, digest, checked)
+    if stale is not None:
+        raise ChecksumError(
+            f"{manifest.name}: {target}: sha256: expected {expected}, got {stale}; "
+            "no mirror copy or URL to replace it"
+        )
+    raise DataUnavailableError(unavailable_message(manifest))

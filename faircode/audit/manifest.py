@@ -1,0 +1,145 @@
+"""The ``audit.yaml`` manifest: a typed, frozen, fully validated description of one audit.
+
+A manifest declares where an audit's raw file lives (and how to obtain and verify it), how rows are
+filtered, how the binary label is derived, which protected attributes are compared, and which
+columns are core features or proxies.  The schema is ``MANIFEST_SPEC.md``; this module is its only
+reader.
+
+Design decisions
+----------------
+* **Everything is checked at load time**, and every failure is one line naming the file, the key
+  path, what was expected and what arrived with its type (``faircode.core.errors.config_error``).
+  Nothing invalid is silently dropped or coerced: ``random_state: 42.0`` is an error, not 42.
+* **The allowed keys are a table** (``_TOP_KEYS``, ``_DATASET_KEYS``, ...).  Adding a key to the
+  schema is one line there plus its parser; a typo such as ``protected_attribute`` is rejected.
+* **YAML is read with a safe loader only**, and a key repeated in one mapping is an error (plain
+  ``yaml.safe_load`` keeps the last one silently).
+* **Paths are resolved against the manifest's own directory** and must stay inside the repository
+  root: the nearest ancestor holding ``.git`` or ``pyproject.toml`` (fallback: the manifest
+  directory's grandparent, i.e. the parent of ``audits/``).
+* Column-level checks (does the column exist, does the target yield two classes) need the data and
+  live in :mod:`faircode.audit.data`.
+* **Repeated people** (``docs/manifest-units.md``): ``dataset.unit`` names the column that
+  identifies an independent unit (a person, a patient).  It is read, never a feature, target or
+  protected column.  One-row-per-unit designs use the positional row filter
+  ``{column: <unit>, first_by: <order column>}``, which keeps, among the rows still kept, each
+  unit's row with the smallest order value; a filter, not a dataset option, so its place in the
+  filter sequence (and the row count after it) is explicit.
+* **Reading options are part of the manifest** (``dataset.read``: separator, header row, encoding,
+  column names, extra missing markers) because they decide what the bytes mean; their defaults are
+  pandas' own, so a manifest without ``read`` is read exactly as before.  Column names of a file
+  without a header are listed in the manifest itself (not a side file), so the manifest's sha256
+  recorded with every result covers them.
+* **Numeric cuts state their side**: ``threshold`` and ``quantile`` targets need ``direction``
+  (``above`` is ``>``, ``at_least`` is ``>=``); there is no default, because ``G3 >= 10`` and
+  ``G3 > 10`` are different labels.
+* **Layout**: this module is the public face (value types re-exported, loading, discovery); the
+  records live in :mod:`faircode.audit._manifest_types` and the section parsers with their key
+  tables in
+  :mod:`faircode.audit._manifest_parse`, so neither private module imports this one (no import
+  cycle).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from faircode.audit._manifest_parse import parse_manifest
+from faircode.audit._manifest_types import (
+    ATTRIBUTE_TYPES,
+    DIRECTIONS,
+    OPERATORS,
+    SIDES,
+    TARGET_METHODS,
+    AttributeType,
+    CounterfactualAxis,
+    DatasetSpec,
+    Direction,
+    Manifest,
+    Operator,
+    ProtectedAttribute,
+    ReadOptions,
+    RowFilter,
+    Side,
+    Source,
+    Target,
+    TargetMethod,
+)
+from faircode.audit.decision import DecisionRule
+from faircode.core.errors import ConfigError, ManifestError
+from faircode.core.schema import Checker, Scalar, UniqueKeyLoader
+
+__all__ = [
+    "ATTRIBUTE_TYPES",
+    "DIRECTIONS",
+    "OPERATORS",
+    "SIDES",
+    "TARGET_METHODS",
+    "AttributeType",
+    "CounterfactualAxis",
+    "DatasetSpec",
+    "DecisionRule",
+    "Direction",
+    "Manifest",
+    "Operator",
+    "ProtectedAttribute",
+    "ReadOptions",
+    "RowFilter",
+    "Scalar",
+    "Side",
+    "Source",
+    "Target",
+    "TargetMethod",
+    "discover_manifests",
+    "load_manifest",
+    "repository_root",
+]
+
+
+# --------------------------------------------------------------------------------------------
+# Reading and validating
+# --------------------------------------------------------------------------------------------
+
+
+def repository_root(manifest_dir: Path) -> Path:
+    """Return the nearest ancestor of ``manifest_dir`` holding ``.git`` or ``pyproject.toml``."""
+    manifest_dir = manifest_dir.resolve()
+    for candidate in (manifest_dir, *manifest_dir.parents):
+        if (candidate / ".git").exists() or (candidate / "pyproject.toml").exists():
+            return candidate
+    return manifest_dir.parent.parent if manifest_dir.parent != manifest_dir else manifest_dir
+
+
+def load_manifest(path: Path | str, *, root: Path | None = None) -> Manifest:
+    """Read and validate the manifest at ``path``; raise :class:`ManifestError` if invalid."""
+    file = Path(path)
+    c = Checker(file)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ManifestError(f"{file}: cannot be read: {exc.__class__.__name__}: {exc}") from None
+    if not text.strip():
+        raise c.fail("top level", "a YAML mapping", "") from None
+    try:
+        doc = yaml.load(text, Loader=UniqueKeyLoader)
+    except ConfigError as exc:  # a repeated key, from UniqueKeyLoader
+        raise ManifestError(f"{file}: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else "top level"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise ManifestError(
+            f"{file}: {where}: expected valid YAML, got a syntax error ({problem})"
+        ) from None
+    if doc is None:
+        raise c.fail("top level", "a YAML mapping", doc)
+    if not isinstance(doc, dict):
+        raise c.fail("top level", "a YAML mapping", doc)
+    return parse_manifest(c, doc, root if root is not None else repository_root(file.parent))
+
+
+def discover_manifests(root: Path | str) -> list[Path]:
+    """Return ``<root>/*/audit.yaml`` (``root`` is the ``audits/`` folder), sorted."""
+    return sorted(Path(root).glob("*/audit.yaml"))

@@ -1,0 +1,45 @@
+"""The grid's vocabulary: its five strategies, three model families and the cells they make.
+
+Closed sets as enums, in the order results are reported; a cell's position in the grid
+(:func:`position`) keys its seed streams (:mod:`faircode.core.seeds`).  The strategies' code
+names (``S0`` ... ``S4``) have one table, :data:`STRATEGY_CODES`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from enum import StrEnum
+
+__all__ = ["STRATEGY_CODES", "ModelFamily", "Strategy", "grid_cells", "position"]
+
+
+class Strategy(StrEnum):
+    """The five strategies, in the order results are reported."""
+
+    BASELINE = "baseline"
+    UNAWARENESS = "unawareness"
+    UNAWARENESS_PROXY_REMOVAL = "unawareness_proxy_removal"
+    IN_PROCESSING = "in_processing"
+    POST_PROCESSING = "post_processing"
+
+
+class ModelFamily(StrEnum):
+    """The three model families of the grid, in the order results are reported."""
+
+    LOGISTIC_REGRESSION = "logistic_regression"
+    RANDOM_FOREST = "random_forest"
+    GRADIENT_BOOSTING = "gradient_boosting"
+
+
+STRATEGY_CODES: dict[Strategy, str] = {s: f"S{i}" for i, s in enumerate(Strategy)}
+"""``S0`` ... ``S4`` by strategy: the one table of the strategies' short names."""
+
+
+def grid_cells() -> list[tuple[Strategy, ModelFamily]]:
+    """The 15 strategy x model cells in grid (report and seed-key) order."""
+    return list(itertools.product(Strategy, ModelFamily))
+
+
+def position(strategy: Strategy, family: ModelFamily) -> tuple[int, int]:
+    """A cell's (strategy, model) indices in the grid: the seed key of its streams."""
+    return list(Strategy).index(strategy), list(ModelFamily).index(family)

@@ -1,0 +1,420 @@
+"""The benchmark's typed configuration: one frozen record, validated when it is built.
+
+Configuration flows one way: ``params.yaml`` (or CLI flags) → :class:`BenchmarkConfig` →
+explicit keyword arguments of library functions.  No library function reads a file, an
+environment variable or ``params.yaml`` itself.  :func:`config_from_mapping` is the single
+place a parsed mapping becomes a config; it rejects unknown keys and names the key path of any
+bad value, so a typo in ``params.yaml`` cannot silently fall back to a default.
+
+``params.yaml`` is split by concern (:data:`PARAM_KEYS`): ``audits``, ``mitigation.*``,
+``models.*``, ``stats.*``, ``run.*``.  :func:`params_from_mapping` maps each ``section.key`` to its
+config field and hands the flat result to :func:`config_from_mapping`, so the pipeline and the
+``faircode run`` flags build the very same :class:`BenchmarkConfig`.  Adding a param is one line
+in :data:`PARAM_KEYS` (plus the field).  ``run.jobs: null`` means "every core"; apart from it only
+``run.scheduler`` may be null.
+
+Where the fit tasks run (``run.backend``, ``run.scheduler``) is an :class:`ExecutionConfig` beside
+the :class:`BenchmarkConfig`, not a field of it: the config is recorded in every ``run.json`` and
+tracked run, and the execution backend, like the worker count, changes no number, so it must
+neither re-run a DVC stage nor appear as a difference between two runs of the same state.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, get_args
+
+import yaml
+
+from faircode.core.errors import ConfigError, config_error
+
+__all__ = [
+    "BACKENDS",
+    "CONSTRAINTS",
+    "EXECUTION_KEYS",
+    "PARAM_KEYS",
+    "SEED_MODES",
+    "Backend",
+    "BenchmarkConfig",
+    "Constraint",
+    "ExecutionConfig",
+    "Params",
+    "ReportConfig",
+    "SeedMode",
+    "config_from_mapping",
+    "config_from_params",
+    "load_params",
+    "params_from_mapping",
+]
+
+Constraint = Literal[
+    "demographic_parity",
+    "equalized_odds",
+    "true_positive_rate_parity",
+    "false_positive_rate_parity",
+    "error_rate_parity",
+]
+CONSTRAINTS: tuple[str, ...] = get_args(Constraint)
+Backend = Literal["local", "dask"]
+BACKENDS: tuple[str, ...] = get_args(Backend)
+SeedMode = Literal["model", "split"]
+SEED_MODES: tuple[str, ...] = get_args(SeedMode)
+
+
+def _default_jobs() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchmarkConfig:
+    """Every knob of the S0-S4 grid and its statistics, with the benchmark's defaults.
+
+    Parameters
+    ----------
+    constraint
+        Fairness constraint of S3 (ExponentiatedGradient) and S4 (ThresholdOptimizer).
+        ThresholdOptimizer has no ``error_rate_parity``; with it, S4 cells are skipped and
+        the skip is recorded in ``run.json``.
+    eps
+        ExponentiatedGradient's allowed constraint violation.
+    max_iter
+        ExponentiatedGradient's iteration budget.
+    decision_threshold
+        S0-S2 predict 1 when ``predict_proba`` exceeds it (0.5 reproduces ``predict``).
+    n_resamples, n_permutations
+        Bootstrap resamples per CI and permutations per p-value.
+    confidence
+        Coverage of the percentile bootstrap intervals.
+    alpha
+        Benjamini-Hochberg false-discovery level for the ``significant`` column.
+    power
+        Target power of the minimum detectable gap (``mde``/``powered`` columns), at the
+        two-sided level ``alpha``; see :mod:`faircode.stats.power`.
+    jobs
+        Worker processes for the strategy x model cells (results do not depend on it).
+    degenerate_min_selection_rate, degenerate_max_selection_rate
+        A cell flagging fewer (more) than this share of test rows is degenerate.
+    degenerate_balanced_accuracy_margin
+        A cell whose balanced accuracy is within this of 0.5 (inclusive) is degenerate
+        (:func:`faircode.stats.operating.is_degenerate`).
+    seeds
+        Training replicates per cell (``run.seeds``); replicate 0 is the single fit of ``1``,
+        replicates ``1..seeds-1`` are re-fits with derived seeds
+        (:mod:`faircode.evaluate.stability`).
+    seed_mode
+        What a replicate re-draws (``run.seed_mode``): ``model`` (every seed inside fitting, same
+        train/test split) or ``split`` (also the train/test split).
+    """
+
+    constraint: Constraint = "demographic_parity"
+    eps: float = 0.01
+    max_iter: int = 50
+    decision_threshold: float = 0.5
+    n_resamples: int = 2000
+    n_permutations: int = 2000
+    confidence: float = 0.95
+    alpha: float = 0.05
+    power: float = 0.8
+    jobs: int = dataclasses.field(default_factory=_default_jobs)
+    degenerate_min_selection_rate: float = 0.01
+    degenerate_max_selection_rate: float = 0.99
+    degenerate_balanced_accuracy_margin: float = 0.02
+    seeds: int = 1
+    seed_mode: SeedMode = "model"
+
+    def __post_init__(self) -> None:
+        where = "config"
+        if self.constraint not in CONSTRAINTS:
+            raise config_error(f"{where}.constraint", f"one of {', '.join(CONSTRAINTS)}",
+                               self.constraint)
+        _check_number(f"{where}.eps", self.eps, low=0.0, high=None, open_low=True)
+        _check_int(f"{where}.max_iter", self.max_iter, low=1)
+        _check_number(f"{where}.decision_threshold", self.decision_threshold, low=0.0, high=1.0,
+                      open_low=False)
+        _check_int(f"{where}.n_resamples", self.n_resamples, low=1)
+        _check_int(f"{where}.n_permutations", self.n_permutations, low=1)
+        _check_number(f"{where}.confidence", self.confidence, low=0.0, high=1.0, open_low=True,
+                      open_high=True)
+        _check_number(f"{where}.alpha", self.alpha, low=0.0, high=1.0, open_low=True,
+                      open_high=True)
+        _check_number(f"{where}.power", self.power, low=0.0, high=1.0, open_low=True,
+                      open_high=True)
+        _check_int(f"{where}.jobs", self.jobs, low=1)
+        _check_int(f"{where}.seeds", self.seeds, low=1)
+        if self.seed_mode not in SEED_MODES:
+            raise config_error(f"{where}.seed_mode", f"one of {', '.join(SEED_MODES)}",
+                               self.seed_mode)
+        check_degenerate_bounds(
+            min_selection_rate=self.degenerate_min_selection_rate,
+            max_selection_rate=self.degenerate_max_selection_rate,
+            balanced_accuracy_margin=self.degenerate_balanced_accuracy_margin, where=where,
+        )
+
+    def replace(self, **changes: object) -> BenchmarkConfig:
+        """Return a copy with ``changes`` applied (and validated)."""
+        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
+
+    def as_dict(self) -> dict[str, object]:
+        """The configuration as a plain mapping (for ``run.json`` and tracking).
+
+        ``seeds`` and ``seed_mode`` appear only when ``seeds > 1``: a single replicate is the
+        run as it always was (the mode then changes nothing), and its record stays the same.
+        """
+        record = dataclasses.asdict(self)
+        if self.seeds == 1:
+            del record["seeds"], record["seed_mode"]
+        return record
+
+
+def config_from_mapping(data: object, *, where: str) -> BenchmarkConfig:
+    """Build a :class:`BenchmarkConfig` from a parsed mapping, e.g. a ``params.yaml`` section.
+
+    ``where`` names the source (``"params.yaml: benchmark"``); errors read
+    ``<where>.<key>: expected ..., got ... (type)``.  Unknown keys are rejected.
+    """
+    if not isinstance(data, Mapping):
+        raise config_error(where, "a mapping", data)
+    fields = {f.name for f in dataclasses.fields(BenchmarkConfig)}
+    for key in data:
+        if key not in fields:
+            raise config_error(f"{where}.{key}", f"a known key ({', '.join(sorted(fields))})",
+                               key)
+    try:
+        return BenchmarkConfig(**{str(k): v for k, v in data.items()})
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("config.", f"{where}.", 1)) from None
+
+
+PARAM_KEYS: dict[str, str] = {
+    "mitigation.constraint": "constraint",
+    "mitigation.eps": "eps",
+    "mitigation.max_iter": "max_iter",
+    "models.decision_threshold": "decision_threshold",
+    "stats.n_resamples": "n_resamples",
+    "stats.n_permutations": "n_permutations",
+    "stats.confidence": "confidence",
+    "stats.alpha": "alpha",
+    "stats.power": "power",
+    "degenerate.min_selection_rate": "degenerate_min_selection_rate",
+    "degenerate.max_selection_rate": "degenerate_max_selection_rate",
+    "degenerate.balanced_accuracy_margin": "degenerate_balanced_accuracy_margin",
+    "run.jobs": "jobs",
+    "run.seeds": "seeds",
+    "run.seed_mode": "seed_mode",
+}
+"""``params.yaml`` key path -> :class:`BenchmarkConfig` field (one line per param)."""
+
+_NULL_MEANS_DEFAULT = frozenset({"run.jobs", "run.scheduler"})
+
+EXECUTION_KEYS: dict[str, str] = {"run.backend": "backend", "run.scheduler": "scheduler"}
+"""``params.yaml`` key path -> :class:`ExecutionConfig` field (where the fit tasks run)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExecutionConfig:
+    """Where the fit tasks of a run execute (:mod:`faircode.grid.scheduler`); never a result param.
+
+    Parameters
+    ----------
+    backend
+        ``local``: a pool of ``jobs`` worker processes on this machine.  ``dask``: the workers of
+        an existing ``dask.distributed`` scheduler at ``scheduler``.
+    scheduler
+        The dask scheduler's address (``tcp://host:8786``); required with ``backend: dask``.
+    """
+
+    backend: Backend = "local"
+    scheduler: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.backend not in BACKENDS:
+            raise config_error("run.backend", f"one of {', '.join(BACKENDS)}", self.backend)
+        if self.scheduler is not None and (not isinstance(self.scheduler, str)
+                                           or not self.scheduler.strip()):
+            raise config_error("run.scheduler", "a dask scheduler address such as "
+                               "tcp://host:8786, or null", self.scheduler)
+        if self.backend == "dask" and self.scheduler is None:
+            raise config_error("run.scheduler", "a dask scheduler address such as "
+                               "tcp://host:8786 (run.backend is dask)", self.scheduler)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReportConfig:
+    """The ``report`` section of ``params.yaml``: which metric and model family to show."""
+
+    metric: str = "demographic_parity"
+    model: str | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.metric, str) or not self.metric:
+            raise config_error("report.metric", "a metric name", self.metric)
+        if self.model is not None and not isinstance(self.model, str):
+            raise config_error("report.model", "a model family name or null", self.model)
+
+    @classmethod
+    def from_mapping(cls, data: object, *, where: str) -> ReportConfig:
+        """Build from a parsed mapping; unknown keys are rejected with their key path."""
+        if data is None:
+            return cls()
+        if not isinstance(data, Mapping):
+            raise config_error(where, "a mapping", data)
+        for key in data:
+            if key not in ("metric", "model"):
+                raise config_error(f"{where}.{key}", "a known key (metric, model)", key)
+        try:
+            return cls(**{str(k): v for k, v in data.items()})
+        except ConfigError as exc:
+            raise ConfigError(str(exc).replace("report.", f"{where}.", 1)) from None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Params:
+    """A validated ``params.yaml``: its audits (empty = every shipped audit) and the config."""
+
+    audits: tuple[str, ...] = ()
+    config: BenchmarkConfig = field(default_factory=BenchmarkConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
+    execution: ExecutionConfig = field(default_factory=ExecutionConfig)
+
+    def __post_init__(self) -> None:
+        for i, name in enumerate(self.audits):
+            if not isinstance(name, str) or not name:
+                raise config_error(f"audits[{i}]", "an audit name", name)
+        if len(set(self.audits)) != len(self.audits):
+            raise config_error("audits", "distinct audit names", list(self.audits))
+
+
+def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
+    """Validate a parsed ``params.yaml`` and return its :class:`Params`.
+
+    Every section and key must be known (:data:`PARAM_KEYS`); errors read
+    ``<where>: <section>.<key>: expected ..., got ... (type)``.
+    """
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping):
+        raise config_error(where, "a mapping of sections", data)
+    sections: dict[str, set[str]] = {}
+    for path in [*PARAM_KEYS, *EXECUTION_KEYS]:
+        section, key = path.split(".", 1)
+        sections.setdefault(section, set()).add(key)
+    audits: tuple[str, ...] = ()
+    report = ReportConfig()
+    flat: dict[str, object] = {}
+    execution: dict[str, object] = {}
+    for section, body in data.items():
+        if section == "audits":
+            if not isinstance(body, list):
+                raise config_error(f"{where}: audits", "a list of audit names", body)
+            audits = tuple(body)
+            continue
+        if section == "report":
+            report = ReportConfig.from_mapping(body, where=f"{where}: report")
+            continue
+        if section not in sections:
+            known = ", ".join(["audits", *sections, "report"])
+            raise config_error(f"{where}: {section}", f"a known section ({known})", section)
+        if not isinstance(body, Mapping):
+            raise config_error(f"{where}: {section}", "a mapping", body)
+        for key, value in body.items():
+            path = f"{section}.{key}"
+            if path not in PARAM_KEYS and path not in EXECUTION_KEYS:
+                known = ", ".join(sorted(sections[section]))
+                raise config_error(f"{where}: {path}", f"a known key of {section} ({known})", key)
+            if value is None and path in _NULL_MEANS_DEFAULT:
+                continue
+            if path in EXECUTION_KEYS:
+                execution[EXECUTION_KEYS[path]] = value
+            else:
+                flat[PARAM_KEYS[path]] = value
+    try:
+        run = ExecutionConfig(**execution)  # type: ignore[arg-type]
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    field_to_path = {f: p for p, f in PARAM_KEYS.items()}
+    try:
+        return Params(audits=audits, config=BenchmarkConfig(**flat),  # type: ignore[arg-type]
+                      report=report, execution=run)
+    except ConfigError as exc:
+        text = str(exc)
+        for name, path in field_to_path.items():
+            if text.startswith(f"config.{name}:"):
+                text = f"{where}: {path}" + text[len(f"config.{name}"):]
+                break
+        else:
+            text = f"{where}: {text}"
+        raise ConfigError(text) from None
+
+
+def config_from_params(data: object, *, where: str = "params.yaml") -> BenchmarkConfig:
+    """The :class:`BenchmarkConfig` of a parsed ``params.yaml`` (:func:`params_from_mapping`)."""
+    return params_from_mapping(data, where=where).config
+
+
+def load_params(path: Path) -> Params:
+    """Read and validate the ``params.yaml`` at ``path`` (a repeated key is an error too)."""
+    from faircode.core.schema import UniqueKeyLoader
+
+    where = str(path)
+    try:
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=UniqueKeyLoader)
+    except OSError as exc:
+        raise ConfigError(f"{where}: cannot be read ({exc.strerror})") from None
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{where}: invalid YAML{at}") from None
+    return params_from_mapping(doc, where=where)
+
+
+def _check_int(where: str, value: object, *, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise config_error(where, "an integer", value)
+    if value < low:
+        raise config_error(where, f"an integer >= {low}", value)
+
+
+def _check_number(
+    where: str,
+    value: object,
+    *,
+    low: float,
+    high: float | None,
+    open_low: bool,
+    open_high: bool = False,
+) -> None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise config_error(where, "a number", value)
+    too_low = value <= low if open_low else value < low
+    too_high = high is not None and (value >= high if open_high else value > high)
+    if too_low or too_high:
+        lo = "(" if open_low else "["
+        hi = ")" if open_high or high is None else "]"
+        bound = "inf" if high is None else f"{high:g}"
+        raise config_error(where, f"a number in {lo}{low:g}, {bound}{hi}", value)
+
+
+def check_degenerate_bounds(
+    *, min_selection_rate: float, max_selection_rate: float, balanced_accuracy_margin: float,
+    where: str = "config",
+) -> None:
+    """Raise :class:`ConfigError` unless ``0 <= min < max <= 1`` and the margin is in [0, 0.5)."""
+    for key, value in (("degenerate_min_selection_rate", min_selection_rate),
+                       ("degenerate_max_selection_rate", max_selection_rate)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise config_error(f"{where}.{key}", "a number in [0, 1]", value)
+    if not min_selection_rate < max_selection_rate:
+        raise config_error(f"{where}.degenerate_max_selection_rate",
+                           f"a number above degenerate_min_selection_rate "
+                           f"({min_selection_rate:g})", max_selection_rate)
+    margin = balanced_accuracy_margin
+    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 <= margin < 0.5:
+        raise config_error(f"{where}.degenerate_balanced_accuracy_margin", "a number in [0, 0.5)",
+                           margin)
+

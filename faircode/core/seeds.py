@@ -1,0 +1,69 @@
+"""Seeds: one master seed per audit, and a child stream per (kind of randomness, grid position).
+
+Every stochastic step of faircode draws from ``SeedSequence(master, spawn_key=(stream, ...))``:
+:class:`Stream` names the first key component (which kind of randomness the stream feeds), the
+rest is the position in the grid (strategy, model, attribute, ...), never the execution order.
+So a result is the same for any number of workers, backend, dispatch or completion order.
+
+:func:`child_seed` derives a child :class:`~numpy.random.SeedSequence` by *appending* a key to
+the parent's ``spawn_key`` without mutating it (unlike ``SeedSequence.spawn``).
+"""
+
+from __future__ import annotations
+
+import numbers
+from enum import IntEnum
+
+import numpy as np
+
+from faircode.core.errors import describe
+
+__all__ = ["Stream", "child_seed", "replicate_seed"]
+
+
+class Stream(IntEnum):
+    """First component of every child seed's spawn key: which kind of randomness it feeds."""
+
+    FAIRNESS = 0
+    PERFORMANCE = 1
+    INTERSECTIONAL = 2
+    COUNTERFACTUAL = 3
+    PREDICTION = 4
+    DECISIONS = 5
+    REPLICATE = 6
+    """A training replicate's own master seed: ``SeedSequence(master, spawn_key=(6, k))``."""
+
+
+
+def child_seed(seed: int | np.random.SeedSequence, *key: int) -> np.random.SeedSequence:
+    """Return the child seed sequence of ``seed`` at ``key`` (appended to its spawn key).
+
+    An ``int`` seed is treated as ``np.random.SeedSequence(seed)``.  The parent is not mutated,
+    so ``child_seed(s, i, j)`` is the same stream however many times and in whatever order it is
+    asked for; it equals ``SeedSequence(master, spawn_key=(i, j))`` for an int master.
+    """
+    for position, part in enumerate(key):
+        if isinstance(part, bool) or not isinstance(part, numbers.Integral) or part < 0:
+            raise ValueError(
+                f"child_seed: key[{position}]: expected a non-negative int, got {describe(part)}"
+            )
+    extra = tuple(int(part) for part in key)
+    if isinstance(seed, np.random.SeedSequence):
+        return np.random.SeedSequence(
+            seed.entropy, spawn_key=tuple(seed.spawn_key) + extra, pool_size=seed.pool_size
+        )
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+        raise ValueError(
+            f"child_seed: seed: expected a non-negative int or SeedSequence, got {describe(seed)}"
+        )
+    return np.random.SeedSequence(int(seed), spawn_key=extra)
+
+
+
+def replicate_seed(master: int, replicate: int) -> int:
+    """Replicate ``replicate``'s master seed: ``master`` for 0, else the first 32-bit word of
+    ``SeedSequence(master, spawn_key=(Stream.REPLICATE, replicate))``."""
+    if replicate == 0:
+        return master
+    return int(child_seed(master, Stream.REPLICATE, replicate).generate_state(1)[0])
+

@@ -1,0 +1,141 @@
+"""Writing one audit's results: ``results/<audit>/`` (four CSVs, ``run.json``), swapped in whole.
+
+``run.json`` records what produced the tables: the manifest and dataset digests, the rows after
+each step, the seed scheme, the config, the decision rule, the design-effect summary and the
+provenance of the code (:mod:`faircode.core.provenance`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from faircode.audit.decision import resolve_rule
+from faircode.audit.manifest import repository_root
+from faircode.audit.prepared import AuditLike
+from faircode.core.config import BenchmarkConfig
+from faircode.core.seeds import Stream
+from faircode.evaluate import stability
+from faircode.evaluate.tables import AuditResults
+
+__all__ = ["design_effect_summary", "write_audit"]
+
+
+def _relative_manifest(file: Path) -> str:
+    """The manifest's path relative to its repository (results never carry a machine's path)."""
+    try:
+        return file.resolve().relative_to(repository_root(file.parent)).as_posix()
+    except ValueError:
+        return file.name
+
+
+def write_audit(
+    data: AuditLike,
+    results: AuditResults,
+    *,
+    config: BenchmarkConfig,
+    out_dir: Path,
+    provenance_record: dict[str, Any],
+) -> Path:
+    """Write ``<out_dir>/<audit>/`` (four CSVs + ``run.json``; with training replicates also
+    ``stability.csv`` and ``stability_replicates.csv``) atomically; return the folder.
+
+    Everything is written to a sibling temporary folder which then replaces the audit's folder,
+    so a failure never leaves a half-written result beside complete ones.
+    """
+    manifest = data.manifest
+    final = out_dir / manifest.name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{manifest.name}-", dir=out_dir))
+    try:
+        for name in ("fairness", "performance", "intersectional", "counterfactual"):
+            # default float formatting is the shortest exact repr: numbers round-trip
+            getattr(results, name).to_csv(staging / f"{name}.csv", index=False)
+        if results.stability is not None:  # training replicates (run.seeds > 1) only
+            results.stability.to_csv(staging / "stability.csv", index=False)
+        if results.replicates is not None:
+            results.replicates.to_csv(staging / "stability_replicates.csv", index=False)
+        run = {
+            "audit": manifest.name,
+            "title": manifest.title,
+            "manifest": _relative_manifest(manifest.file),
+            "manifest_sha256": hashlib.sha256(manifest.file.read_bytes()).hexdigest(),
+            "dataset": {"path": manifest.dataset.declared_path, "sha256": data.sha256,
+                        "sha256_declared": manifest.dataset.sha256},
+            "rows": {"steps": [list(step) for step in data.steps],
+                     "train": len(data.train_index), "test": len(data.test_index)},
+            "seeds": {"master": manifest.random_state,
+                      "scheme": "SeedSequence(master, spawn_key=(stream, strategy, model, "
+                                "index)); streams " + ", ".join(
+                                    f"{s.value}={s.name.lower()}" for s in Stream
+                                    if s is not Stream.REPLICATE),
+                      "models": manifest.random_state,
+                      **({"replicates": stability.run_record(config,
+                                                             master=manifest.random_state)}
+                         if config.seeds > 1 else {})},
+            "config": config.as_dict(),
+            "decision": {
+                **resolve_rule(manifest.decision,
+                               default_threshold=config.decision_threshold).as_dict(),
+                "source": ("manifest decision block" if manifest.decision is not None
+                           else "config decision_threshold"),
+            },
+            "design_effect": design_effect_summary(results, unit=manifest.unit),
+            **provenance_record,
+            "cells": [
+                {"strategy": c.strategy.value, "model": c.family.value,
+                 "seconds": {k: round(v, 4) for k, v in c.seconds.items()},
+                 **({"decision": c.decision} if c.decision else {}),
+                 **({"skipped": c.skipped} if c.skipped else {})}
+                for c in results.cells
+            ],
+        }
+        (staging / "run.json").write_text(json.dumps(run, indent=2) + "\n")
+        # Swap folders by renames only: the previous results survive until the new ones are in.
+        previous = staging.with_name(staging.name + ".previous")
+        if final.exists():
+            os.replace(final, previous)
+        os.replace(staging, final)
+        shutil.rmtree(previous, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return final
+
+
+def design_effect_summary(results: AuditResults, *, unit: str | None) -> dict[str, Any]:
+    """run.json's design-effect record: per fairness metric (and for the intersectional gap and
+    the flip rates) the number of rows with a finite design effect and its min/median/max."""
+
+    def spread(values: pd.Series) -> dict[str, Any]:
+        finite = values.to_numpy(dtype=float)
+        finite = finite[np.isfinite(finite)]
+        if not finite.size:
+            return {"n": 0, "min": None, "median": None, "max": None}
+        return {"n": int(finite.size), "min": float(finite.min()),
+                "median": float(np.median(finite)), "max": float(finite.max())}
+
+    def column(frame: pd.DataFrame) -> pd.Series:  # a table without the column: nothing to say
+        return frame["design_effect"] if "design_effect" in frame else pd.Series(dtype=float)
+
+    fairness = results.fairness
+    return {
+        "unit": unit,
+        "definition": "cluster-bootstrap variance / row-bootstrap variance of the statistic "
+                      "(flip rates: linearised cluster variance / binomial variance); 1.0 "
+                      "without a unit or with one test row per unit; NaN where undefined",
+        "fairness": ({metric: spread(column(group))
+                      for metric, group in fairness.groupby("metric", sort=False)}
+                     if "metric" in fairness else {}),
+        "intersectional_gap": spread(column(results.intersectional)),
+        "counterfactual": spread(column(results.counterfactual)),
+    }
+

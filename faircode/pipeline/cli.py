@@ -1,0 +1,509 @@
+"""The ``faircode`` command line: ``data fetch``, ``validate``, ``run`` and ``perturb``.
+
+Design decisions
+----------------
+* **One function per subcommand.**  Each ``_add_<command>(subparsers)`` registers its parser and
+  sets ``handler``; :data:`SUBCOMMANDS` lists them.  Adding a subcommand is one function plus one
+  entry in that tuple.
+* **Bad input is one line, exit 2.**  A :class:`~faircode.core.errors.FaircodeError` is printed as
+  its
+  message on stderr; anything else is a bug and keeps its traceback.
+* **Unavailable data is a skip, not a failure**: the audit is reported as skipped with the
+  instructions to obtain it, and the exit code stays 0 if nothing else failed.
+* The CLI is the only place that reads the environment (``FAIRCODE_DATA_MIRROR``); the library
+  takes every input as an explicit argument.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from faircode.audit.data import AuditData, load_audit
+from faircode.audit.fetch import MIRROR_ENV, default_mirror, fetch, mirror_dirs
+from faircode.audit.manifest import Manifest, discover_manifests, load_manifest
+from faircode.core.errors import DataUnavailableError, FaircodeError
+
+__all__ = ["SUBCOMMANDS", "main", "mirror_dirs", "resolve_manifests"]
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def _example(*lines: str) -> dict[str, Any]:
+    """``add_parser``/``ArgumentParser`` keywords that end a help text with real examples."""
+    return {"epilog": "example:\n" + "\n".join(f"  {line}" for line in lines),
+            "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
+def resolve_manifests(audits_dir: Path, names: Sequence[str]) -> list[Path]:
+    """Map AUDIT arguments (names, manifest paths or audit folders) to manifest paths."""
+    if not names:
+        found = discover_manifests(audits_dir)
+        if not found:
+            raise FaircodeError(f"{audits_dir}: expected audits/*/audit.yaml manifests, got none")
+        return found
+    paths = []
+    for name in names:
+        candidate = Path(name)
+        if candidate.is_file():
+            paths.append(candidate)
+        elif (candidate / "audit.yaml").is_file():
+            paths.append(candidate / "audit.yaml")
+        elif (audits_dir / name / "audit.yaml").is_file():
+            paths.append(audits_dir / name / "audit.yaml")
+        else:
+            known = ", ".join(p.parent.name for p in discover_manifests(audits_dir)) or "none"
+            raise FaircodeError(
+                f"AUDIT: expected an audit name in {audits_dir} ({known}) or a manifest path, "
+                f"got {name!r} (str)"
+            )
+    return paths
+
+
+def _each_manifest(args: argparse.Namespace, work: Callable[[Manifest], None]) -> int:
+    """Run ``work`` on every selected manifest; report errors and skips; return the exit code."""
+    failed = False
+    for path in resolve_manifests(Path(args.audits), args.audit):
+        try:
+            work(load_manifest(path))
+        except DataUnavailableError as exc:
+            print(f"skipped: {exc}")
+        except FaircodeError as exc:
+            print(str(exc), file=sys.stderr)
+            failed = True
+    return EXIT_USAGE if failed else EXIT_OK
+
+
+# ------------------------------------------------------------------------------ data fetch
+
+
+
+
+def _cmd_fetch(args: argparse.Namespace) -> int:
+    mirrors = mirror_dirs(args.mirror, os.environ.get(MIRROR_ENV))
+
+    def work(manifest: Manifest) -> None:
+        target = manifest
+        if args.offline and manifest.dataset.source is not None:
+            source = replace(manifest.dataset.source, url=None, member=None)
+            target = replace(manifest, dataset=replace(manifest.dataset, source=source))
+        result = fetch(target, mirrors=mirrors, timeout=args.timeout,
+                       progress=sys.stderr.isatty())
+        print(result.line(manifest.name))
+
+    return _each_manifest(args, work)
+
+
+def _add_data(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    data = subparsers.add_parser("data", help="manage the raw data files",
+                                 **_example("faircode data fetch german_credit_lending"))
+    data_sub = data.add_subparsers(dest="data_command", required=True)
+    fetch_p = data_sub.add_parser(
+        "fetch", parents=[common], help="fetch and verify raw files (mirror or download)",
+        **_example("faircode data fetch --mirror ../shared/datasets compas insurance_denial"))
+    fetch_p.add_argument(
+        "--mirror", action="append",
+        help=f"mirror directory <mirror>/<audit>/<file>; repeatable, the first holding the file "
+             f"wins (default: ${MIRROR_ENV}, {os.pathsep}-separated)",
+    )
+    fetch_p.add_argument("--timeout", type=float, default=60.0, help="download timeout, seconds")
+    fetch_p.add_argument("--offline", action="store_true", help="never download; mirror only")
+    fetch_p.set_defaults(handler=_cmd_fetch)
+
+
+# ------------------------------------------------------------------------------ validate
+
+
+def summary_lines(data: AuditData) -> list[str]:
+    """Render the validation summary of a prepared audit (no row-level values)."""
+    m, y = data.manifest, data.y
+    lines = [f"{m.name}: {m.title}  (sha256 {data.sha256[:12]}...)"]
+    lines += [f"  {step:<66} {n:>9,} rows" for step, n in data.steps]
+    lines.append(f"  label rate (label 1 = {_label_text(m, data.target_cut)}): {y.mean():.4f}")
+    for attribute in m.protected_attributes:
+        dis = data.disadvantaged[attribute.name]
+        for group, mask in (("disadvantaged", dis), ("advantaged", ~dis)):
+            rate = float(y[mask].mean()) if mask.any() else float("nan")
+            size = int(mask.sum())
+            lines.append(
+                f"  {attribute.name:<16} {group:<14} {size:>9,} rows  label rate {rate:.4f}"
+            )
+    lines.append(f"  train {len(data.train_index):,} / test {len(data.test_index):,} rows")
+    if data.unit is not None:
+        sizes = np.bincount(data.unit)
+        shared = np.intersect1d(data.unit[data.train_index], data.unit[data.test_index]).size
+        lines.append(
+            f"  units ({m.unit}): {sizes.size:,}; {int(sizes[sizes > 1].sum()):,} rows in "
+            f"{int((sizes > 1).sum()):,} repeated units (at most {int(sizes.max())} rows); "
+            f"train {np.unique(data.unit[data.train_index]).size:,} / test "
+            f"{np.unique(data.unit[data.test_index]).size:,} units, {shared} in both"
+        )
+    return lines
+
+
+def _label_text(m: Manifest, cut: float | None = None) -> str:
+    t = m.target
+    shown = {"binary": "true", "equals": repr(t.value), "isin": repr(list(t.values or ()))}
+    if t.method in ("threshold", "quantile"):
+        op = ">" if t.direction == "above" else ">="
+        where = f" (its {t.quantile:g} quantile)" if t.method == "quantile" else ""
+        shown[t.method] = f"{op} {cut:g}{where}" if cut is not None else f"{op} (no values)"
+    return f"{t.column} {shown.get(t.method, 'above median')}"
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    def work(manifest: Manifest) -> None:
+        print("\n".join(summary_lines(load_audit(manifest))))
+
+    return _each_manifest(args, work)
+
+
+def _add_validate(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser(
+        "validate", parents=[common], help="check manifests against their data and summarise",
+        **_example("faircode validate german_credit_lending"))
+    parser.set_defaults(handler=_cmd_validate)
+
+
+# ------------------------------------------------------------------------------ run
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import time
+
+    from rich.console import Console
+
+    from faircode.audit.prepared import PreparedAudit, prepare
+    from faircode.core.cells import STRATEGY_CODES
+    from faircode.core.config import ExecutionConfig, Params, load_params
+    from faircode.core.provenance import provenance
+    from faircode.evaluate.audit import evaluate_audit
+    from faircode.evaluate.write import write_audit
+    from faircode.grid import fit as grid_fit
+    from faircode.grid.scheduler import previous_cell_seconds
+    from faircode.pipeline.progress import AuditSummary, RunDisplay, audit_summary, summary_table
+
+    started = time.perf_counter()
+    # params.yaml (optional) -> config, then the flags override it: the same object either way
+    params = load_params(Path(args.params)) if args.params else Params()
+    overrides = {k: getattr(args, k) for k in ("n_resamples", "n_permutations", "jobs",
+                                                "constraint", "eps", "decision_threshold",
+                                                "seeds", "seed_mode")}
+    config = params.config.replace(**{k: v for k, v in overrides.items() if v is not None})
+    backend = args.backend or ("dask" if args.scheduler else params.execution.backend)
+    execution = ExecutionConfig(backend=backend,
+                                scheduler=args.scheduler or params.execution.scheduler)
+    names = args.audit or list(params.audits)
+    out = Path(args.out)
+    record = provenance()
+    console = Console(stderr=True)
+    failed, bad_input = False, False
+
+    def report(name: str, exc: BaseException) -> None:
+        nonlocal failed, bad_input
+        if isinstance(exc, FaircodeError):  # bad input (manifest, data): exit 2 as everywhere
+            print(str(exc), file=sys.stderr)
+            bad_input = True
+        else:  # one audit's bug must not lose the others' results
+            print(f"{name}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+            failed = True
+
+    prepared: dict[str, PreparedAudit] = {}
+    for path in resolve_manifests(Path(args.audits), names):
+        name = path.parent.name
+        try:
+            manifest = load_manifest(path)
+            name = manifest.name
+            prepared[name] = prepare(load_audit(manifest))
+        except DataUnavailableError as exc:
+            print(f"skipped: {exc}")
+        except Exception as exc:
+            report(name, exc)
+    # every requested audit's cells in one queue, longest first; ordered by the previous run's
+    # timings where <out>/<audit>/run.json has them
+    previous = {name: previous_cell_seconds(out / name / "run.json") for name in prepared}
+    with RunDisplay(console, quiet=args.quiet) as display:
+        fitted = grid_fit.fit_audits(
+            list(prepared.values()), config=config, execution=execution, previous=previous,
+            on_start=display.start, on_cell_done=display.done, on_audit_failed=report)
+    summaries: list[AuditSummary] = []
+    degenerate: dict[str, list[str]] = {}
+    for predictions in fitted:
+        name = predictions.audit
+        data = prepared[name]
+        try:
+            results = evaluate_audit(data, predictions, config=config)
+            folder = write_audit(data, results, config=config, out_dir=out,
+                                 provenance_record=record)
+        except Exception as exc:
+            report(name, exc)
+            continue
+        print(f"{name}: wrote {folder}")
+        summaries.append(audit_summary(predictions, results, rows=len(data.y)))
+        degenerate[name] = [
+            f"{STRATEGY_CODES[c.strategy]} {c.family.value} (selection rate "
+            f"{c.decision['selection_rate']:.4f}, balanced accuracy "
+            f"{c.decision['balanced_accuracy']:.4f})"
+            for c in results.cells if c.degenerate
+        ]
+    if summaries:
+        # a file or pipe gets the whole table on one line per audit, not 80-column wrapping
+        Console(width=None if sys.stdout.isatty() else 160).print(
+            summary_table(summaries, wall=time.perf_counter() - started))
+    if degenerate:
+        print("degenerate decisions (uninformative cells: their gaps are not findings):")
+        for name, cells in degenerate.items():
+            print(f"  {name}: " + ("; ".join(cells) if cells else "none"))
+    return EXIT_USAGE if bad_input else EXIT_FAILED if failed else EXIT_OK
+
+
+def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    from faircode.core.config import CONSTRAINTS
+
+    parser = subparsers.add_parser(
+        "run", parents=[common], help="run the S0-S4 x model grid and write results/<audit>/",
+        **_example("faircode run german_credit_lending insurance_denial --jobs 2 "
+                   "--n-resamples 200 --n-permutations 200",
+                   "faircode run --params params.yaml --scheduler tcp://10.0.0.5:8786 --quiet"))
+    parser.add_argument("--out", default="results", help="results folder (default: results)")
+    parser.add_argument("--params", help="params.yaml to start from (flags override its keys; "
+                                         "its audits apply when no AUDIT is given)")
+    parser.add_argument("--n-resamples", type=int, help="bootstrap resamples per CI (2000)")
+    parser.add_argument("--n-permutations", type=int, help="permutations per p-value (2000)")
+    parser.add_argument("--jobs", type=int, help="local worker processes (default: all cores)")
+    parser.add_argument("--backend", help="where the fits run: local (worker processes here) "
+                                          "or dask (an existing scheduler; default: params "
+                                          "run.backend, else local)")
+    parser.add_argument("--scheduler", help="dask scheduler address, e.g. tcp://host:8786 "
+                                            "(implies --backend dask)")
+    parser.add_argument("--quiet", action="store_true",
+                        help="no progress bar and no per-cell lines (CI); the summary stays")
+    parser.add_argument("--constraint", choices=CONSTRAINTS, help="S3/S4 fairness constraint")
+    parser.add_argument("--eps", type=float, help="ExponentiatedGradient eps (0.01)")
+    parser.add_argument("--decision-threshold", type=float, help="S0-S2 threshold (0.5)")
+    parser.add_argument("--seeds", type=int, help="training replicates per cell (1); K > 1 "
+                                                  "writes stability.csv")
+    parser.add_argument("--seed-mode", help="what a replicate re-draws: model (model seeds, "
+                                            "same split; default) or split (also the split)")
+    parser.set_defaults(handler=_cmd_run)
+
+
+# ------------------------------------------------------------------------------ perturb
+
+
+def _cmd_perturb(args: argparse.Namespace) -> int:
+    import json
+
+    from faircode.counterfactual.axes import load_axes
+    from faircode.counterfactual.jsonl import perturb_jsonl
+
+    axes = load_axes(Path(args.axes))
+    source = Path(args.input)
+    try:
+        lines = source.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise FaircodeError(f"{source}: cannot be read: {type(exc).__name__}: {exc}") from None
+    records = perturb_jsonl(axes, lines, source=str(source))  # every line checked first
+    sys.stdout.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    return EXIT_OK
+
+
+def _add_perturb(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser(
+        "perturb", help="perturb JSONL payloads with the axes of a YAML file (to stdout)",
+        **_example("faircode perturb --axes axes.yaml payloads.jsonl > perturbed.jsonl"))
+    parser.add_argument("--axes", required=True, help="YAML file of axes (a list or {axes: ...})")
+    parser.add_argument("input", help="JSONL file: one payload object per line")
+    parser.set_defaults(handler=_cmd_perturb)
+
+
+# ------------------------------------------------------------------------------ report
+
+
+def _add_report(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    def handler(args: argparse.Namespace) -> int:
+        from faircode.core.provenance import provenance
+        from faircode.report.build import write_report
+
+        lock = Path("dvc.lock")
+        outputs = write_report(
+            Path(args.results), audits_dir=Path(args.audits), only=tuple(args.audit),
+            metric=args.metric, model=args.model, provenance=provenance(),
+            dvc_lock=lock if lock.is_file() else None)
+        print(f"wrote {outputs.summary}, {len(outputs.tables)} tables, "
+              f"{len(outputs.figures)} figures (PNG+PDF), {len(outputs.plots)} plot files, "
+              f"{outputs.html}")
+        return EXIT_OK
+
+    parser = subparsers.add_parser(
+        "report", parents=[common],
+        help="summary.csv, paper tables, figures and report.html from a results folder",
+        **_example("faircode report --results results --metric equal_opportunity_diff"))
+    parser.add_argument("--results", default="results", help="results folder (default: results)")
+    parser.add_argument("--metric", default="demographic_parity",
+                        help="fairness metric of the paper table and figures "
+                             "(default: demographic_parity)")
+    parser.add_argument("--model", help="one model family (default: every family)")
+    parser.set_defaults(handler=handler)
+
+
+# ------------------------------------------------------------------------------ track
+
+
+def _add_track(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """``faircode track``: sync results/ into MLflow once per state; exit 0, 2 bad results,
+    3 tracking failed (results intact, one line saying how to re-sync)."""
+
+    def handler(args: argparse.Namespace) -> int:
+        from faircode.pipeline.stages.track import track
+
+        root = Path(os.environ.get("DVC_ROOT") or Path.cwd())
+        return track(Path(args.results), root=root, env=os.environ,
+                     tracking_uri=args.tracking_uri, experiment=args.experiment)
+
+    parser = subparsers.add_parser(
+        "track", help="log results/ to MLflow (idempotent; exit 3 when tracking fails)",
+        **_example("faircode track --results results --tracking-uri sqlite:///mlflow.db"))
+    parser.add_argument("--results", default="results", help="results folder (default: results)")
+    parser.add_argument("--tracking-uri", help="MLflow store or server ($MLFLOW_TRACKING_URI, "
+                        "default sqlite:///<project root>/mlflow.db)")
+    parser.add_argument("--experiment", default="faircode", help="experiment (default faircode)")
+    parser.set_defaults(handler=handler)
+
+
+# ------------------------------------------------------------------------------ freeze / verify
+
+
+def _pipeline_env(root: Path) -> dict[str, str]:
+    """The environment of a re-run: this interpreter's bin first on PATH (DVC stages call
+    ``python``), and the data mirror as an absolute path when it is not set."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    env.setdefault(MIRROR_ENV, default_mirror(root))
+    return env
+
+
+def _add_freeze(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """``faircode freeze NAME``: record, commit and tag the state behind cited numbers."""
+
+    def handler(args: argparse.Namespace) -> int:
+        from faircode.record.freeze import freeze, list_freezes
+
+        root = Path.cwd()
+        if args.list:
+            for record in list_freezes(root=root):
+                print(f"{record['name']:<24} {record['created']}  "
+                      f"commit {str(record['git_commit'])[:12]}  {record['files']} results files")
+            return EXIT_OK
+        if not args.name:
+            raise FaircodeError("freeze NAME: expected a name (or --list), got nothing")
+        path = freeze(args.name, root=root, dvc=(sys.executable, "-m", "dvc"),
+                      env=_pipeline_env(root))
+        print(f"froze {args.name}: {path.relative_to(root.resolve())} committed and tagged "
+              f"{args.name}; anyone can re-derive it with `faircode verify {args.name}`")
+        return EXIT_OK
+
+    parser = subparsers.add_parser(
+        "freeze", help="record, commit and tag the exact state behind cited numbers",
+        description="Example: faircode freeze v0.1-paper   (then: git push --follow-tags)",
+        **_example("faircode freeze v0.1-paper", "faircode freeze --list"))
+    parser.add_argument("name", nargs="?", help="the state's name, also its git tag")
+    parser.add_argument("--list", action="store_true", help="list the frozen states")
+    parser.set_defaults(handler=handler)
+
+
+def _add_verify(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    """``faircode verify NAME``: re-derive a frozen state; exit 0 identical, 1 on drift."""
+
+    def handler(args: argparse.Namespace) -> int:
+        from faircode.record.freeze import check_committed, verify
+
+        root = Path.cwd()
+        env = _pipeline_env(root)
+        if args.committed is not None:
+            audits = list(args.committed)
+            command = [sys.executable, "-m", "faircode.pipeline.cli", "run",
+                       "--params", args.params,
+                       *audits]
+            drift, files = check_committed(audits, root=root, command=command, env=env)
+            for cell in drift:
+                print(f"drift: {cell.describe()}")
+            print(f"{' '.join(audits)}: {files} results files re-derived; "
+                  f"{'identical' if not drift else f'{len(drift)} number(s) drift'}")
+            return EXIT_OK if not drift else EXIT_FAILED
+        if not args.name:
+            raise FaircodeError("verify NAME: expected a frozen state's name, got nothing")
+        report = verify(args.name, root=root, env=env,
+                        command=(sys.executable, "-m", "dvc", "repro", "--force"))
+        for line in report.environment:
+            print(f"environment differs: {line}")
+        for cell in report.drift:
+            print(f"drift: {cell.describe()}")
+        verdict = ("identical, bit for bit" if report.identical
+                   else f"{len(report.drift)} number(s) drift")
+        print(f"{args.name} (commit {report.commit[:12]}): {report.identical_files} of "
+              f"{report.files} results files identical; {verdict} ({report.seconds:.0f} s)")
+        return EXIT_OK if report.identical else EXIT_FAILED
+
+    parser = subparsers.add_parser(
+        "verify", help="re-run a frozen state from its commit and compare every number",
+        description="Example: faircode verify v0.1-paper   (exit 0 identical, 1 on drift)",
+        **_example("faircode verify v0.1-paper",
+                   "faircode verify --committed german_credit_lending insurance_denial"))
+    parser.add_argument("name", nargs="?", help="a frozen state (freezes/NAME.json)")
+    parser.add_argument("--committed", nargs="*", metavar="AUDIT",
+                        help="instead: re-run these audits at params.yaml and compare with the "
+                             "committed results/ (the CI drift check)")
+    parser.add_argument("--params", default="params.yaml", help="params file for --committed")
+    parser.set_defaults(handler=handler)
+
+
+SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser], None], ...] = (
+    _add_data,
+    _add_validate,
+    _add_run,
+    _add_perturb,
+    _add_report,
+    _add_track,
+    _add_freeze,
+    _add_verify,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser with every subcommand of :data:`SUBCOMMANDS`."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--audits", default="audits", help="folder of <name>/audit.yaml")
+    common.add_argument("audit", nargs="*", help="audit names or manifest paths (default: all)")
+    parser = argparse.ArgumentParser(
+        prog="faircode", description=__doc__.splitlines()[0],
+        **_example("faircode data fetch german_credit_lending insurance_denial",
+                   "faircode run german_credit_lending insurance_denial --jobs 2"))
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for add in SUBCOMMANDS:
+        add(subparsers, common)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``faircode`` command line; return the exit code."""
+    args = build_parser().parse_args(argv)
+    handler: Handler = args.handler
+    try:
+        return handler(args)
+    except FaircodeError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""DVC stage ``report``: summary, paper tables, figures, plot data and report.html.
+
+``python -m faircode.pipeline.stages.report --params params.yaml --results results --audits audits``
+reads the ``report`` section of params.yaml (``metric``, ``model``; absent means the defaults;
+the whole file is validated) and calls :func:`faircode.report.build.write_report`.  No statistics
+here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from faircode.core.config import ReportConfig, load_params
+from faircode.core.errors import FaircodeError
+from faircode.core.provenance import provenance
+from faircode.report.build import write_report
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the stage; return the exit code (2 with one line on bad input)."""
+    parser = argparse.ArgumentParser(prog="faircode.pipeline.stages.report", description=__doc__)
+    parser.add_argument("--params", default="params.yaml", help="params file (report section)")
+    parser.add_argument("--results", default="results", help="results folder")
+    parser.add_argument("--audits", default="audits", help="folder of <name>/audit.yaml")
+    parser.add_argument("--dvc-lock", default="dvc.lock", help="lock file whose digest is shown")
+    args = parser.parse_args(argv)
+    try:
+        params_path = Path(args.params)
+        config = load_params(params_path).report if params_path.is_file() else ReportConfig()
+        lock = Path(args.dvc_lock)
+        outputs = write_report(Path(args.results), audits_dir=Path(args.audits),
+                               metric=config.metric, model=config.model,
+                               provenance=provenance(), dvc_lock=lock if lock.is_file() else None)
+    except FaircodeError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    print(f"report: {outputs.html}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,278 @@
+"""Results on disk -> the MLflow runs they describe (no mlflow here; see
+:mod:`faircode.record.tracking`).
+
+Reads ``<results>/<audit>/`` exactly as the grid writes it.  Tables are read as text; every
+column whose non-empty cells are all numbers (or ``True``/``False``) becomes a metric
+``<metric>.<column>`` (``<column>`` for tables without a ``metric`` column); other non-empty text
+cells become tags.  No metric or column list is hard-coded.  An empty numeric cell is NaN, never
+dropped; two values for one metric key of one run is an error, not an overwrite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from faircode.core.errors import FaircodeError
+
+__all__ = ["TABLES", "ChildRun", "ResultsError", "audit_folders", "canonical", "collect_children",
+           "datasets", "recorded_config", "results_digest", "sanitise"]
+
+TABLES = ("fairness", "performance", "intersectional", "counterfactual")
+# The columns that identify the child run a row belongs to, per table.
+_CHILD_KEYS = {
+    "fairness": ("protected_attribute",),
+    "intersectional": ("attribute_a", "attribute_b"),
+    "counterfactual": ("axis", "kind"),
+}
+_CELL = ("audit", "strategy", "model")
+_PARAM_KEYS = ("constraint", "eps", "max_iter", "decision_threshold", "n_resamples",
+               "n_permutations", "confidence", "alpha")
+_DEGENERATE = "degenerate_decisions"
+
+
+class ResultsError(FaircodeError):
+    """The results folder does not hold what the grid writes (missing file, bad table)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChildRun:
+    """Everything one child run logs: identity, tags, params and metrics."""
+
+    key: str
+    audit: str
+    name: str
+    tags: Mapping[str, str]
+    params: Mapping[str, str]
+    metrics: Mapping[str, float]
+
+
+def audit_folders(results: Path) -> list[Path]:
+    """The ``<audit>/`` folders holding a ``run.json`` or an ``unavailable.json``."""
+    if not results.is_dir():
+        raise ResultsError(f"{results}: expected a results folder of <audit>/ folders, "
+                           "got no such directory")
+    folders = sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")
+                     and ((p / "run.json").is_file() or (p / "unavailable.json").is_file()))
+    if not folders:
+        raise ResultsError(f"{results}: expected <audit>/run.json or <audit>/unavailable.json, "
+                           "got none")
+    return folders
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ResultsError(f"{path}: expected JSON, got {type(exc).__name__}: {exc}") from None
+
+
+_NOT_RESULTS = frozenset({"seconds", "jobs"})  # timings and worker count change no number
+
+
+def _drop_volatile(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_volatile(v) for k, v in value.items() if k not in _NOT_RESULTS}
+    if isinstance(value, list):
+        return [_drop_volatile(v) for v in value]
+    return value
+
+
+def canonical(value: Any) -> bytes:
+    """Key-sorted compact JSON bytes of ``value`` (for digests)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()
+
+
+def results_digest(results: Path, *, config: Mapping[str, Any] | None = None) -> str:
+    """sha256 of the config and every file of every audit folder.
+
+    ``run.json`` enters without its ``seconds`` (timings) and ``jobs`` (worker count) keys: they
+    differ between two runs of the same state and change no number.
+    """
+    h = hashlib.sha256(b"faircode-tracking-v1\0")
+    h.update(canonical(dict(config or {})) + b"\0")
+    for folder in audit_folders(results):
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            h.update(path.relative_to(results).as_posix().encode() + b"\0")
+            data = (canonical(_drop_volatile(_read_json(path))) if path.name == "run.json"
+                    else path.read_bytes())
+            h.update(hashlib.sha256(data).digest())
+    return h.hexdigest()
+
+
+def sanitise(key: str) -> str:
+    """A metric/param/tag key MLflow accepts: ``[A-Za-z0-9_.- ]``, at most 250 characters."""
+    clean = re.sub(r"[^\w.\- ]", "_", key, flags=re.ASCII).strip(" ") or "_"
+    return ("_" + clean if clean.startswith(".") else clean)[:250]
+
+
+def _read_table(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path, dtype=str, keep_default_na=False)
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise ResultsError(f"{path}: expected a CSV table, got {type(exc).__name__}: "
+                           f"{exc}") from None
+
+
+def _numeric_columns(frame: pd.DataFrame, skip: tuple[str, ...]) -> dict[str, list[float]]:
+    """Columns whose every non-empty cell is a number or a boolean, as floats (empty = NaN)."""
+    out: dict[str, list[float]] = {}
+    for column in frame.columns:
+        if column in skip or column == "note":
+            continue
+        cells = frame[column].tolist()
+        filled = [c for c in cells if c != ""]
+        if not filled:
+            continue
+        if all(c in ("True", "False") for c in filled):
+            out[column] = [float("nan") if c == "" else float(c == "True") for c in cells]
+            continue
+        try:
+            out[column] = [float("nan") if c == "" else float(c) for c in cells]
+        except ValueError:
+            continue
+    return out
+
+
+@dataclass
+class _Draft:
+    audit: str
+    name: str
+    tags: dict[str, str]
+    params: dict[str, str]
+    metrics: dict[str, float] = field(default_factory=dict)
+    notes: set[str] = field(default_factory=set)
+
+
+def _add_rows(draft: _Draft, frame: pd.DataFrame, numeric: dict[str, list[float]],
+              rows: list[int], *, table: str, keys: tuple[str, ...], path: Path) -> None:
+    text = [c for c in frame.columns if c not in keys and c not in numeric and c != "metric"]
+    for i in rows:
+        prefix = str(frame["metric"].iat[i]) + "." if "metric" in frame.columns else ""
+        for column, values in numeric.items():
+            key = sanitise(prefix + column)
+            if key in draft.metrics:
+                raise ResultsError(f"{path}: row {i + 2}: expected one value of {key!r} per "
+                                   f"{'/'.join(keys)}, got a second one")
+            draft.metrics[key] = values[i]
+        for column in text:
+            cell = str(frame[column].iat[i])
+            if cell:
+                draft.tags[sanitise(f"{table}.{prefix}{column}")] = cell[:8000]
+                if column == "note":
+                    draft.notes.update(n.strip() for n in re.split(r"[;,]", cell) if n.strip())
+
+
+def collect_children(results: Path) -> tuple[list[ChildRun], dict[str, str]]:
+    """Every child run the results on disk describe, and the unavailable audits' reasons."""
+    children: list[ChildRun] = []
+    skipped: dict[str, str] = {}
+    for folder in audit_folders(results):
+        if not (folder / "run.json").is_file():
+            info = _read_json(folder / "unavailable.json")
+            reason = info.get("reason") or info.get("message") if isinstance(info, dict) else None
+            skipped[folder.name] = str(reason or json.dumps(info))[:8000]
+            continue
+        children.extend(_audit_children(folder))
+    return children, skipped
+
+
+def _audit_children(folder: Path) -> list[ChildRun]:
+    run = _read_json(folder / "run.json")
+    if not isinstance(run, dict) or not isinstance(run.get("config"), dict):
+        raise ResultsError(f"{folder / 'run.json'}: config: expected a mapping, got "
+                           f"{type(run.get('config') if isinstance(run, dict) else run).__name__}")
+    audit = str(run.get("audit", folder.name))
+    config = run["config"]
+    params = {k: str(config[k]) for k in _PARAM_KEYS if k in config}
+    params.update({k: str(v) for k, v in config.items() if k not in params and k != "jobs"})
+    seeds = run.get("seeds") or {}
+    params["seed"] = str(seeds.get("master", ""))
+    dataset = run.get("dataset") or {}
+    base_tags = {"audit": audit, "dataset_sha256": str(dataset.get("sha256", "")),
+                 "manifest_sha256": str(run.get("manifest_sha256", ""))}
+    frames = {}
+    for table in TABLES:
+        path = folder / f"{table}.csv"
+        if not path.is_file():
+            raise ResultsError(f"{path}: expected the {table} table, got no such file")
+        frame = _read_table(path)
+        missing = [c for c in (*_CELL, *_CHILD_KEYS.get(table, ())) if c not in frame.columns]
+        if missing:
+            raise ResultsError(f"{path}: expected columns {', '.join(missing)}, got "
+                               f"{', '.join(frame.columns)}")
+        frames[table] = frame
+    drafts: dict[str, _Draft] = {}
+    for table in ("fairness", "intersectional", "counterfactual"):
+        frame, keys = frames[table], (*_CELL, *_CHILD_KEYS[table])
+        numeric = _numeric_columns(frame, keys)
+        groups: dict[Any, Any] = frame.groupby(list(keys), sort=False).indices
+        for values, rows in groups.items():
+            ident = dict(zip(keys, values, strict=True))
+            key = "|".join((table, *(str(v) for v in values)))
+            extra = " | ".join(str(ident[k]) for k in _CHILD_KEYS[table])
+            tags = {**base_tags, "table": table, **{k: str(v) for k, v in ident.items()}}
+            if table == "fairness":
+                tags["attribute"] = ident["protected_attribute"]
+            draft = drafts.setdefault(key, _Draft(
+                audit, f"{audit} | {ident['strategy']} | {ident['model']} | {extra}",
+                tags, dict(params)))
+            _add_rows(draft, frame, numeric, list(rows), table=table, keys=keys,
+                      path=folder / f"{table}.csv")
+    # A fairness child also holds its cell's performance rows: the whole-test-set rows, and the
+    # per-group rows (e.g. selection_rate_disadvantaged) of its own attribute only.
+    perf = frames["performance"]
+    perf_keys = (*_CELL, "protected_attribute") if "protected_attribute" in perf else _CELL
+    group = perf["protected_attribute"].to_numpy(dtype=str) if len(perf_keys) > 3 else None
+    perf_numeric = _numeric_columns(perf, perf_keys)
+    perf_rows = perf.groupby(list(_CELL), sort=False).indices
+    for draft in drafts.values():
+        cell = (draft.tags["audit"], draft.tags["strategy"], draft.tags["model"])
+        if draft.tags["table"] == "fairness" and cell in perf_rows:
+            rows = [i for i in perf_rows[cell]
+                    if group is None or group[i] in ("", draft.tags["attribute"])]
+            _add_rows(draft, perf, perf_numeric, rows, table="performance", keys=perf_keys,
+                      path=folder / "performance.csv")
+    return [_finish(key, draft) for key, draft in drafts.items()]
+
+
+def _finish(key: str, draft: _Draft) -> ChildRun:
+    informative = _DEGENERATE not in draft.notes
+    what = {"fairness": "group-fairness metrics with CIs, p- and q-values, and performance",
+            "intersectional": "intersectional gap", "counterfactual": "counterfactual flip rate"}
+    text = f"{draft.name}: {what[draft.tags['table']]}."
+    if not informative:
+        text = f"uninformative ({_DEGENERATE}): {text}"
+    tags = {**draft.tags, "informative": str(informative).lower(),
+            "mlflow.note.content": text, "faircode.child_key": key}
+    if draft.notes:
+        tags["notes"] = ", ".join(sorted(draft.notes))
+    return ChildRun(key, draft.audit, draft.name, tags, draft.params, draft.metrics)
+
+
+def datasets(results: Path) -> dict[str, tuple[str, str]]:
+    """audit -> (declared raw-file path, sha256) from each run.json."""
+    out = {}
+    for folder in audit_folders(results):
+        if (folder / "run.json").is_file():
+            dataset = _read_json(folder / "run.json").get("dataset") or {}
+            if dataset.get("sha256"):
+                out[folder.name] = (str(dataset.get("path", "")), str(dataset["sha256"]))
+    return out
+
+
+def recorded_config(results: Path) -> dict[str, Any]:
+    """The config each run.json records: shared if every audit agrees, else per audit."""
+    configs = {f.name: _read_json(f / "run.json").get("config") or {}
+               for f in audit_folders(results) if (f / "run.json").is_file()}
+    distinct = {json.dumps(c, sort_keys=True) for c in configs.values()}
+    if len(distinct) == 1:
+        return dict(next(iter(configs.values())))
+    return configs

@@ -1,0 +1,433 @@
+"""MLflow tracking: sync the results on disk into an MLflow store, once per pipeline state.
+
+:func:`sync_results` reads ``<results>/<audit>/`` folders exactly as the grid wrote them
+(four CSVs and ``run.json``, or ``unavailable.json``) and logs one **parent run** for the whole
+state and one **child run** per audit x strategy x model x protected attribute, per
+intersectional pair and per counterfactual axis x channel.
+
+Design decisions
+----------------
+* **The only module that imports mlflow, lazily.**  ``import faircode`` never loads mlflow; it is
+  imported inside the functions that talk to a store.
+* **Reads what is on disk, never re-runs anything** (the reading is :mod:`faircode.record.runs`).
+  Tables are read as text and every numeric (or ``True``/``False``) column becomes a metric
+  ``<metric>.<column>`` (``<column>`` for tables without a ``metric`` column); other non-empty
+  text cells become tags.  No metric list is
+  hard-coded, so new rows (``tpr_gap``) and columns (``mde``) are logged without a change here.
+  A number is logged as ``float(cell)``: the CSVs hold shortest exact reprs, so a logged value
+  equals the CSV's.  An empty cell is logged as NaN, never dropped.
+* **Idempotent by content.**  The state's digest is sha256 over the config and every file of
+  every audit folder (``run.json`` without its ``seconds`` timings and ``jobs`` worker count,
+  which differ between runs of the same state and change no number).  The parent carries it
+  as tag ``faircode.digest``; a second sync of the same state finds it and logs nothing.
+  Whether DVC runs or skips the command, a state is logged once.
+* **A crash never duplicates.**  A parent is tagged ``faircode.sync_state=incomplete`` when
+  created and ``complete`` as its last write; a child is ``FINISHED`` only after all its writes.
+  A later sync of that state keeps the finished children of the incomplete parent, deletes the
+  unfinished ones, logs the missing ones and completes the parent.
+* **Fast by batching.**  A child costs three store calls whatever its metric count: create
+  with all its tags, one ``log_batch`` of params and metrics, terminate.  The raw datasets are
+  dataset inputs of the parent only (one per audit); a child names its audit's dataset by the
+  ``dataset_sha256`` tag (a per-child ``log_inputs`` was a sixth of the time per child).
+* **The embedded SQLite store is switched to WAL journaling** (``PRAGMA journal_mode=WAL``, a
+  documented, persistent property of the file; ``sqlite_wal=False`` leaves the file alone).
+  MLflow commits several transactions per call, and in SQLite's default rollback-journal mode
+  each commit costs several fsyncs (~20 ms each measured here); in WAL mode one fsync of the
+  log, with the same durability at the default ``synchronous=FULL``.  WAL needs every process
+  using the file on one host (no network filesystem), which is the embedded store's use.
+* **Children are logged sequentially on SQLite** (one file, writes serialise; threads measured
+  no faster) **and by a bounded thread pool against a server**, whose request handling overlaps.
+* **Failures are one line.**  Anything the store or server does wrong becomes a
+  :class:`TrackingError` whose message says why and how to re-sync; results on disk are only
+  read, so they are intact.  Malformed results are a :class:`ResultsError` (bad input).
+* The tracking URI, experiment name, DVC and git details are explicit arguments: this module
+  reads no environment variable and discovers no project root.  The CLI and the ``track`` stage
+  gather them (the default store is ``sqlite:///<project root>/mlflow.db``, absolute, so a DVC
+  experiment run in a temporary copy logs into the project's store).
+* MLflow's dataset digest column holds at most 36 characters: a dataset input's digest is the
+  first 36 hex digits of the raw file's sha256; the full sha256 is the input's ``sha256`` tag and
+  the child's ``dataset_sha256`` tag.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import sqlite3
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from faircode.core.errors import describe
+from faircode.record.runs import (
+    ChildRun,
+    ResultsError,
+    audit_folders,
+    canonical,
+    collect_children,
+    datasets,
+    recorded_config,
+    results_digest,
+    sanitise,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mlflow.tracking import MlflowClient
+
+__all__ = [
+    "DEFAULT_EXPERIMENT",
+    "ChildRun",
+    "ResultsError",
+    "SyncContext",
+    "SyncReport",
+    "TrackingError",
+    "collect_children",
+    "default_tracking_uri",
+    "results_digest",
+    "runs_url",
+    "sync_results",
+]
+
+DEFAULT_EXPERIMENT = "faircode"
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+_BATCH_METRICS, _BATCH_PARAMS_TAGS = 1000, 100
+_HTTP_WORKERS = 2
+SyncStatus = Literal["logged", "completed", "unchanged"]
+
+
+class TrackingError(Exception):
+    """The tracking store or server failed; the message is one line saying why and what to do."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SyncContext:
+    """Pipeline-state details the caller gathered (git, DVC); every field is optional.
+
+    Parameters
+    ----------
+    git_commit, git_dirty
+        The code's commit and whether tracked files differed from it.
+    dvc_lock_sha256
+        sha256 of ``dvc.lock``, when the state was produced by the pipeline.
+    dvc_exp_name, dvc_exp_baseline
+        The DVC experiment's name and baseline commit, when run by ``dvc exp run``.
+    versions
+        Package versions to tag (``versions.<package>``).
+    """
+
+    git_commit: str | None = None
+    git_dirty: bool | None = None
+    dvc_lock_sha256: str | None = None
+    dvc_exp_name: str | None = None
+    dvc_exp_baseline: str | None = None
+    versions: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("git_commit", "dvc_lock_sha256", "dvc_exp_name", "dvc_exp_baseline"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"SyncContext.{name}: expected a str or None, got "
+                                f"{describe(value)}")
+
+    def tags(self) -> dict[str, str]:
+        """The parent-run tags these details become (absent ones are left out)."""
+        tags = {"git_commit": self.git_commit, "dvc_lock_sha256": self.dvc_lock_sha256,
+                "dvc_exp_name": self.dvc_exp_name, "dvc_exp_baseline": self.dvc_exp_baseline,
+                "git_dirty": None if self.git_dirty is None else str(self.git_dirty).lower()}
+        tags.update({f"versions.{k}": v for k, v in self.versions.items()})
+        return {k: str(v) for k, v in tags.items() if v is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReport:
+    """What a sync did: ``status`` is ``logged``, ``completed`` (a crashed one) or ``unchanged``."""
+
+    status: SyncStatus
+    digest: str
+    experiment_id: str
+    parent_run_id: str
+    children_logged: int
+    children_total: int
+    skipped: Mapping[str, str]
+    seconds: float
+
+
+def default_tracking_uri(project_root: Path) -> str:
+    """The embedded store ``sqlite:///<absolute project root>/mlflow.db``."""
+    return f"sqlite:///{(Path(project_root).resolve() / 'mlflow.db').as_posix()}"
+
+
+def runs_url(server: str, experiment_id: str) -> str:
+    """The MLflow UI's runs table of an experiment (the "Model training" view, not GenAI)."""
+    return f"{server.rstrip('/')}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+
+
+# ------------------------------------------------------------------------------ logging
+
+
+def _flatten(value: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+    for key, item in value.items():
+        if isinstance(item, Mapping):
+            yield from _flatten(item, f"{prefix}{key}.")
+        else:
+            yield sanitise(f"{prefix}{key}"), str(item)[:6000]
+
+
+def _check_server(uri: str, timeout: float) -> None:
+    if not uri.startswith(("http://", "https://")):
+        return
+    try:
+        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout) as answer:
+            answer.read()
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise TrackingError(f"server {uri} unreachable: {reason}") from None
+
+
+def _sqlite_wal(uri: str) -> None:
+    """Put a ``sqlite:///<path>`` store in WAL journaling mode (persistent; a no-op when it is)."""
+    if not uri.startswith("sqlite:///") or "?" in uri:
+        return
+    path = Path(uri.removeprefix("sqlite:///"))
+    if path.name in ("", ":memory:"):
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        connection = sqlite3.connect(path, timeout=20)
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+        finally:
+            connection.close()
+    except sqlite3.Error as exc:
+        raise TrackingError(f"store {uri}: cannot open the SQLite file: {exc}") from None
+
+
+def _input(audit: str, path: str, sha256: str) -> Any:
+    import warnings
+
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
+    from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.entities import Dataset, DatasetInput, InputTag
+
+    with warnings.catch_warnings():  # two local-file source classes match a path; either is right
+        warnings.simplefilter("ignore", UserWarning)
+        source = resolve_dataset_source(path or f"{audit}.raw")
+    dataset = MetaDataset(source, name=audit, digest=sha256[:36])  # type: ignore[abstract]
+    return DatasetInput(Dataset(**dataset.to_dict()), tags=[
+        InputTag("mlflow.data.context", "raw"), InputTag("sha256", sha256)])
+
+
+def _log(client: MlflowClient, run_id: str, *, params: Mapping[str, str],
+         metrics: Mapping[str, float], tags: Mapping[str, str] | None = None) -> None:
+    from mlflow.entities import Metric, Param, RunTag
+
+    now = int(time.time() * 1000)
+    small = [Param(k, v) for k, v in params.items()] + [
+        RunTag(k, v) for k, v in (tags or {}).items()]
+    big = [Metric(k, v, now, 0) for k, v in metrics.items()]
+    while small or big:
+        chunk_small, small = small[:_BATCH_PARAMS_TAGS], small[_BATCH_PARAMS_TAGS:]
+        chunk_big, big = big[:_BATCH_METRICS], big[_BATCH_METRICS:]
+        client.log_batch(run_id,
+                         metrics=chunk_big,
+                         params=[p for p in chunk_small if isinstance(p, Param)],
+                         tags=[t for t in chunk_small if isinstance(t, RunTag)])
+
+
+def _experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
+    found = client.get_experiment_by_name(name)
+    if found is None:
+        experiment_id = client.create_experiment(name, artifact_location=artifact_location,
+                                                 tags=dict([EXPERIMENT_KIND]))
+    else:
+        experiment_id = found.experiment_id
+        if found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
+            client.set_experiment_tag(experiment_id, *EXPERIMENT_KIND)
+    return str(experiment_id)
+
+
+def _search(client: MlflowClient, experiment_id: str, filter_string: str) -> list[Any]:
+    runs: list[Any] = []
+    token = None
+    while True:
+        page = client.search_runs([experiment_id], filter_string, max_results=1000,
+                                  order_by=["attributes.start_time ASC"], page_token=token)
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+def sync_results(
+    results: Path,
+    *,
+    tracking_uri: str,
+    experiment: str = DEFAULT_EXPERIMENT,
+    config: Mapping[str, Any] | None = None,
+    context: SyncContext | None = None,
+    artifact_location: str | None = None,
+    health_timeout: float = 5.0,
+    workers: int | None = None,
+    sqlite_wal: bool = True,
+) -> SyncReport:
+    """Log the results on disk as one parent run and its children, unless already logged.
+
+    Parameters
+    ----------
+    results
+        Folder of ``<audit>/`` result folders.
+    tracking_uri
+        MLflow store or server (``sqlite:///...``, ``http://host:port``).
+    experiment
+        Experiment name; created tagged ``mlflow.experimentKind=custom_model_development``.
+    config
+        The whole typed config of the pipeline state (the parent's params; part of the digest).
+    context
+        Git and DVC details for the parent's tags.
+    artifact_location
+        Artifact root of a newly created experiment (absolute; the default store's caller passes
+        ``<project root>/mlartifacts``).
+    health_timeout
+        Seconds to wait for an HTTP server's ``/health`` before giving up.
+    workers
+        Threads logging child runs concurrently; ``None``: 2 against an HTTP server (whose
+        request handling overlaps), 1 otherwise (the embedded SQLite store serialises writes,
+        and threads measured no faster).  A failure leaves at most ``workers`` unfinished
+        children, which the next sync replaces.
+    sqlite_wal
+        Switch a ``sqlite:///`` store to WAL journaling first (see the module docstring).
+
+    Raises
+    ------
+    ResultsError
+        The results folder does not hold what the grid writes.
+    TrackingError
+        The store or server failed; nothing on disk was changed.
+    """
+    if workers is None:
+        workers = _HTTP_WORKERS if tracking_uri.startswith(("http://", "https://")) else 1
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers: expected an integer >= 1 or None, got {workers!r}")
+    started = time.perf_counter()
+    results = Path(results)
+    digest = results_digest(results, config=config)
+    children, skipped = collect_children(results)
+    try:
+        _check_server(tracking_uri, health_timeout)
+        if sqlite_wal:
+            _sqlite_wal(tracking_uri)
+        import mlflow
+        from mlflow.tracking import MlflowClient
+
+        try:
+            client = MlflowClient(tracking_uri=tracking_uri)
+            return _sync(client, results, digest, children, skipped, experiment=experiment,
+                         config=recorded_config(results) if config is None else config,
+                         context=context or SyncContext(),
+                         artifact_location=artifact_location, started=started,
+                         workers=workers)
+        except mlflow.exceptions.MlflowException as exc:
+            raise TrackingError(_one_line(exc)) from None
+    except TrackingError:
+        raise
+    except Exception as exc:  # a store driver or HTTP error: still one line, results intact
+        raise TrackingError(f"{type(exc).__name__}: {_one_line(exc)}") from None
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(getattr(exc, "message", exc)).split())
+    return text[:300] + ("..." if len(text) > 300 else "")
+
+
+def _sync(client: MlflowClient, results: Path, digest: str, children: list[ChildRun],
+          skipped: Mapping[str, str], *, experiment: str, config: Mapping[str, Any],
+          context: SyncContext, artifact_location: str | None, started: float,
+          workers: int) -> SyncReport:
+    from mlflow.entities import RunStatus
+
+    experiment_id = _experiment(client, experiment, artifact_location)
+    parents = [r for r in _search(client, experiment_id, f"tags.`faircode.digest` = '{digest}'")
+               if "mlflow.parentRunId" not in r.data.tags]
+    complete = [r for r in parents if r.data.tags.get("faircode.sync_state") == "complete"]
+    keep = complete[0] if complete else (parents[0] if parents else None)
+    for extra in parents:  # a concurrent or crashed duplicate: never leave two of one state
+        if extra is not keep:
+            for child in _search(client, experiment_id,
+                                 f"tags.`mlflow.parentRunId` = '{extra.info.run_id}'"):
+                client.delete_run(child.info.run_id)
+            client.delete_run(extra.info.run_id)
+
+    def report(status: SyncStatus, parent_id: str, logged: int) -> SyncReport:
+        return SyncReport(status, digest, experiment_id, parent_id, logged, len(children),
+                          dict(skipped), time.perf_counter() - started)
+
+    if complete:
+        return report("unchanged", complete[0].info.run_id, 0)
+    done: set[str] = set()
+    status: SyncStatus = "completed" if keep is not None else "logged"
+    if keep is not None:
+        parent_id = keep.info.run_id
+        for child in _search(client, experiment_id, f"tags.`mlflow.parentRunId` = '{parent_id}'"):
+            key = child.data.tags.get("faircode.child_key")
+            if child.info.status == "FINISHED" and key and key not in done:
+                done.add(key)
+            else:
+                client.delete_run(child.info.run_id)
+    else:
+        inputs = [_input(a, p, s) for a, (p, s) in datasets(results).items()]
+        parent_id = _create_parent(client, experiment_id, results, digest, children, skipped,
+                                   config=config, context=context, inputs=inputs)
+    finished = RunStatus.to_string(RunStatus.FINISHED)
+
+    def log_child(child: ChildRun) -> None:
+        run = client.create_run(experiment_id, run_name=child.name, tags={
+            **child.tags, "faircode.parent_digest": digest, "mlflow.parentRunId": parent_id})
+        run_id = run.info.run_id
+        _log(client, run_id, params=child.params, metrics=child.metrics)
+        client.set_terminated(run_id, finished)
+
+    todo = [c for c in children if c.key not in done]
+    if workers == 1:
+        for child in todo:
+            log_child(child)
+    else:
+        pool = ThreadPoolExecutor(max_workers=workers)
+        try:  # the first failure cancels what has not started; started children may stay RUNNING
+            for future in [pool.submit(log_child, c) for c in todo]:
+                future.result()
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+    logged = len(todo)
+    for folder in audit_folders(results):
+        client.log_artifacts(parent_id, str(folder), f"results/{folder.name}")
+    client.set_tag(parent_id, "faircode.sync_state", "complete")
+    client.set_terminated(parent_id, finished)
+    return report(status, parent_id, logged)
+
+
+def _create_parent(client: MlflowClient, experiment_id: str, results: Path, digest: str,
+                   children: list[ChildRun], skipped: Mapping[str, str], *,
+                   config: Mapping[str, Any], context: SyncContext, inputs: list[Any]) -> str:
+    audits = sorted({c.audit for c in children})
+    name = f"{context.dvc_exp_name or 'state'} {digest[:10]}"
+    tags = {"faircode.digest": digest, "faircode.sync_state": "incomplete",
+            "faircode.children_expected": str(len(children)), "audits": ", ".join(audits),
+            "params_sha256": hashlib.sha256(canonical(dict(config))).hexdigest(),
+            "results": str(results.resolve()), **context.tags(),
+            "versions.mlflow": importlib.metadata.version("mlflow"),
+            **{sanitise(f"unavailable.{a}"): r for a, r in skipped.items()},
+            "mlflow.note.content": (
+                f"faircode state {digest[:10]}: {len(children)} child runs over "
+                f"{', '.join(audits) or 'no audit'}"
+                + (f"; unavailable: {', '.join(sorted(skipped))}" if skipped else ""))}
+    parent = client.create_run(experiment_id, tags=tags, run_name=name)
+    parent_id = parent.info.run_id
+    _log(client, parent_id, params=dict(_flatten(config)), metrics={})
+    if inputs:
+        client.log_inputs(parent_id, datasets=inputs)
+    return str(parent_id)

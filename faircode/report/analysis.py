@@ -1,0 +1,246 @@
+"""The benchmark's answer as a reader sees it: summary, paper tables, figures, one HTML page.
+
+:func:`write_report` reads only what the grid left on disk -- ``<results>/<audit>/`` with the
+four CSVs and ``run.json``, or ``unavailable.json`` -- and writes ``summary.csv``, the paper
+tables (Markdown and booktabs LaTeX), the figures, the DVC plot files and ``report.html``.
+Reading lives in :mod:`faircode.report.inputs`; rendering in :mod:`faircode.report.tables`,
+:mod:`faircode.report.figures` and :mod:`faircode.report.html`; this module holds the report's
+statistics and writes the outputs.
+
+Design decisions
+----------------
+* **Names come from the data** (:mod:`faircode.report.inputs`); the only built-in metric name
+  is the default ``demographic_parity``, matched to ``demographic_parity_diff`` by
+  :func:`resolve_metric` (exact name, or the one metric named ``<name>_<suffix>``).
+* **One benchmark-wide Benjamini-Hochberg family** (:func:`benchmark_q_values`): every
+  fairness p-value of every audit, each null hypothesis once, plus the intersectional tests
+  listed in :data:`INTERSECTIONAL_P_COLUMNS` when present.  A metric whose permutation test
+  is another metric's null (:data:`SHARED_NULL_TESTS`: disparate impact tests the same
+  "equal positive rates" null as demographic parity) is not counted again; it takes the q of
+  the test it shares.  NaN p-values are not tests and are left out of ``m``.
+* **Nothing undefined is shown as a number.**  ``insufficient_data``, undefined ratios, NaN
+  intervals, cells that were not run and unavailable audits are "n/a" with the reason in a
+  footnote; a ``degenerate_decisions`` note is "uninformative", never "no gap".
+* **Residual floor** (:func:`residual_floor`): ``|S3| - |S2|`` and ``|S4| - |S2|`` (distance
+  from parity: ``|x - 1|`` for a ratio metric) per audit x attribute x model.  The CSVs keep
+  only each estimate's CI, not its bootstrap draws, so the interval is conservative interval
+  arithmetic: with ``[l, h]`` the CI of a signed gap, ``|gap|`` lies in
+  ``[0 if l <= 0 <= h else min(|l|, |h|), max(|l|, |h|)]``; the difference lies in
+  ``[lo_m - hi_2, hi_m - lo_2]`` whenever both CIs cover, so under any dependence between the
+  two estimates its coverage is at least ``1 - 2 (1 - confidence)`` (90 % from two 95 % CIs).
+  "Not distinguishable" means that interval contains 0.
+* Library functions take every path explicitly; the CLI and the stage decide where they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from faircode.core.cells import Strategy
+from faircode.core.config import ReportConfig
+from faircode.report.inputs import (
+    UNINFORMATIVE_NOTE,
+    ReportInputs,
+    UnavailableAudit,
+    is_uninformative,
+    load_results,
+    metric_reference,
+    resolve_metric,
+    strategy_code,
+)
+from faircode.stats.resampling import benjamini_hochberg
+
+__all__ = [
+    "DEFAULT_METRIC",
+    "INTERSECTIONAL_P_COLUMNS",
+    "SHARED_NULL_TESTS",
+    "ReportConfig",
+    "ReportInputs",
+    "UnavailableAudit",
+    "abs_bounds",
+    "benchmark_q_values",
+    "floor_counts",
+    "load_results",
+    "metric_reference",
+    "residual_floor",
+    "resolve_metric",
+    "summarise",
+]
+
+DEFAULT_METRIC = "demographic_parity"
+SHARED_NULL_TESTS: Mapping[str, str] = {"disparate_impact": "demographic_parity"}
+"""Metric (name or ``<name>_*``) -> the metric whose null hypothesis its p-value tests."""
+INTERSECTIONAL_P_COLUMNS: tuple[str, ...] = ("p_value", "interaction_p_value")
+"""Columns of ``intersectional.csv`` whose p-values join the benchmark-wide family if present."""
+REFERENCE, MITIGATED = Strategy.UNAWARENESS_PROXY_REMOVAL.value, (
+    Strategy.IN_PROCESSING.value, Strategy.POST_PROCESSING.value)
+
+
+# ------------------------------------------------------------------------------ statistics
+
+
+def _shares_null(metric: str, shared: Mapping[str, str]) -> str | None:
+    for key, partner in shared.items():
+        if metric == key or metric.startswith(key + "_"):
+            return partner
+    return None
+
+
+def benchmark_q_values(
+    fairness: pd.DataFrame,
+    intersectional: pd.DataFrame,
+    *,
+    shared_null: Mapping[str, str] = SHARED_NULL_TESTS,
+    intersectional_p_columns: Sequence[str] = INTERSECTIONAL_P_COLUMNS,
+) -> tuple[pd.Series, pd.DataFrame]:
+    """Benjamini-Hochberg q-values over every fairness test of every audit at once.
+
+    The family is: each non-NaN ``p_value`` of ``fairness`` whose metric does not share
+    another metric's null (``shared_null``), and each non-NaN p-value in the columns
+    ``intersectional_p_columns`` of ``intersectional`` that exist.  A shared-null row gets the
+    q of its partner row (same audit, strategy, model, attribute; NaN without one).
+
+    Returns
+    -------
+    (q for each ``fairness`` row, q for each ``intersectional`` row and present p column)
+    """
+    p = fairness["p_value"].to_numpy(dtype=float).copy()
+    partner = np.array([_shares_null(str(m), shared_null) for m in fairness["metric"]],
+                       dtype=object)
+    duplicate = np.array([x is not None for x in partner], dtype=bool)
+    p[duplicate] = np.nan
+    columns = [c for c in intersectional_p_columns if c in intersectional.columns]
+    inter_p = [intersectional[c].to_numpy(dtype=float) for c in columns]
+    q = benjamini_hochberg(np.concatenate([p, *inter_p]) if len(p) + sum(map(len, inter_p))
+                           else np.empty(0))
+    q_fair = pd.Series(q[: len(p)], index=fairness.index, name="q_benchmark")
+    if duplicate.any():
+        key = ["audit", "strategy", "model", "protected_attribute"]
+        lookup = {(*k, str(m)): v for *k, m, v in zip(
+            *(fairness[c] for c in key), fairness["metric"], q_fair, strict=True)}
+        metrics = fairness["metric"].astype(str).unique()
+        shared = q_fair.to_numpy(dtype=float, copy=True)
+        for i in np.flatnonzero(duplicate):
+            row = fairness.iloc[i]
+            names = [m for m in metrics
+                     if m == partner[i] or m.startswith(str(partner[i]) + "_")]
+            found = [lookup.get((*(row[c] for c in key), m)) for m in names]
+            shared[i] = next((float(v) for v in found if v is not None), np.nan)
+        q_fair = pd.Series(shared, index=fairness.index, name="q_benchmark")
+    inter = pd.DataFrame(index=intersectional.index)
+    start = len(p)
+    for c in columns:
+        inter[c.replace("p_value", "q_benchmark")] = q[start: start + len(intersectional)]
+        start += len(intersectional)
+    return q_fair, inter
+
+
+def summarise(fairness: pd.DataFrame, *, q_benchmark: pd.Series, alpha: float) -> pd.DataFrame:
+    """Per audit x strategy x attribute x metric: mean/min/max over model families and counts.
+
+    ``mean``/``min``/``max`` are over the families with a defined, informative value;
+    ``n_significant_raw`` counts families with ``p < alpha``, ``n_significant_bh`` those with a
+    benchmark-wide ``q < alpha``; ``note`` lists each family without a value and why.
+    """
+    frame = fairness.assign(q_benchmark=q_benchmark)
+    informative = ~is_uninformative(frame["note"])
+    frame["usable"] = frame["value"].where(informative)
+    frame["sig_raw"] = frame["p_value"].lt(alpha) & informative
+    frame["sig_bh"] = frame["q_benchmark"].lt(alpha) & informative
+    frame["uninformative"] = ~informative
+    frame["why"] = np.where(
+        ~informative, frame["model"] + ": uninformative",
+        np.where(frame["value"].isna(), frame["model"] + ": "
+                 + frame["note"].replace("", "no value"), ""))
+    keys = ["audit", "strategy", "protected_attribute", "metric"]
+    grouped = frame.groupby(keys, sort=False)
+    out = grouped.agg(
+        n_models=("model", "nunique"), n_estimated=("usable", "count"),
+        mean=("usable", "mean"), min=("usable", "min"), max=("usable", "max"),
+        n_significant_raw=("sig_raw", "sum"), n_significant_bh=("sig_bh", "sum"),
+        n_uninformative=("uninformative", "sum"),
+        note=("why", lambda s: "; ".join(x for x in s if x)),
+    ).reset_index()
+    out.insert(2, "strategy_code", out["strategy"].map(strategy_code))
+    out["alpha"] = alpha
+    return out
+
+
+def abs_bounds(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Bounds of ``|x|`` for ``x`` in ``[low, high]`` (NaN stays NaN)."""
+    lo = np.where((low <= 0) & (high >= 0), 0.0, np.minimum(np.abs(low), np.abs(high)))
+    hi = np.maximum(np.abs(low), np.abs(high))
+    nan = np.isnan(low) | np.isnan(high)
+    return np.where(nan, np.nan, lo), np.where(nan, np.nan, hi)
+
+
+def residual_floor(fairness: pd.DataFrame, *, metric: str) -> pd.DataFrame:
+    """``|S_m| - |S2|`` for S3 and S4 with a conservative interval, per audit x attribute x model.
+
+    Distances are from parity (:func:`metric_reference`).  Columns: ``audit``,
+    ``protected_attribute``, ``model``, ``strategy``, ``metric``, ``difference``, ``low``,
+    ``high``, ``distinguishable`` (interval excludes 0; NaN when undefined), ``note``.
+    """
+    ref = metric_reference(metric)
+    rows = fairness[fairness["metric"] == metric].copy()
+    bad = is_uninformative(rows["note"])
+    for c in ("value", "ci_low", "ci_high"):
+        rows[c] = rows[c].astype(float).where(~bad) - ref
+    rows["dist"] = rows["value"].abs()
+    rows["uninformative"] = bad
+    rows["lo"], rows["hi"] = abs_bounds(rows["ci_low"].to_numpy(float),
+                                         rows["ci_high"].to_numpy(float))
+    key = ["audit", "protected_attribute", "model"]
+    base = rows[rows["strategy"] == REFERENCE].set_index(key)[
+        ["dist", "lo", "hi", "note", "uninformative"]]
+    out = []
+    for strategy in MITIGATED:
+        m = rows[rows["strategy"] == strategy].merge(
+            base, left_on=key, right_index=True, suffixes=("", "_ref"), how="inner")
+        out.append(pd.DataFrame({
+            "audit": m["audit"], "protected_attribute": m["protected_attribute"],
+            "model": m["model"], "strategy": strategy, "metric": metric,
+            "difference": m["dist"] - m["dist_ref"], "low": m["lo"] - m["hi_ref"],
+            "high": m["hi"] - m["lo_ref"],
+            "note": np.where(m["uninformative"] | m["uninformative_ref"], UNINFORMATIVE_NOTE,
+                             (m["note"] + " " + m["note_ref"]).str.strip()),
+        }))
+    result = pd.concat(out, ignore_index=True) if out else pd.DataFrame()
+    if result.empty:
+        return result
+    defined = result[["low", "high"]].notna().all(axis=1)
+    distinguishable = ((result["low"] > 0) | (result["high"] < 0)).astype("boolean")
+    result["distinguishable"] = distinguishable.mask(~defined)
+    return result
+
+
+def floor_counts(floor: pd.DataFrame) -> pd.DataFrame:
+    """Per mitigated strategy x model: audits (and pairs) whose gap is not distinguishable.
+
+    An audit counts as "not distinguishable from S2" when no attribute's interval excludes 0;
+    attributes without a defined interval are left out (``n_undefined``).
+    """
+    if floor.empty:
+        return pd.DataFrame(columns=["strategy", "model", "audits_not_distinguishable",
+                                     "audits", "pairs_not_distinguishable", "pairs",
+                                     "n_undefined"])
+    f = floor.assign(defined=floor["distinguishable"].notna(),
+                     dist=floor["distinguishable"].fillna(False).astype(bool))
+    rows = []
+    for (strategy, model), g in f.groupby(["strategy", "model"], sort=False):
+        d = g[g["defined"]]
+        per_audit = d.groupby("audit")["dist"].any()
+        rows.append({"strategy": strategy, "model": model,
+                     "audits_not_distinguishable": int((~per_audit).sum()),
+                     "audits": len(per_audit),
+                     "pairs_not_distinguishable": int((~d["dist"]).sum()), "pairs": len(d),
+                     "n_undefined": int((~g["defined"]).sum())})
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------ writing
+
+

@@ -1,0 +1,237 @@
+"""``report.html``: one self-contained page with the tables, figures, provenance and gaps.
+
+Design decisions
+----------------
+* Self-contained: CSS inline, figures inline as base64 PNG, and a Content-Security-Policy that
+  forbids every request except ``data:`` images, so opening the page can never reach a network.
+* Provenance is printed, not linked: the report code's git commit, the ``dvc.lock`` sha256,
+  and per audit the result's commit, dataset and manifest digests, seeds and parameters, all
+  from ``run.json``.
+* A small inline script writes every image's natural size and every loaded resource into
+  ``<pre id="render-check">`` once the page has loaded; a headless browser's DOM dump then
+  shows what a reader's browser actually rendered.  It changes nothing a reader sees.
+* No timestamp: the page is a function of its inputs, so DVC sees it change only when they do.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from faircode.report.figures import FigureFile
+from faircode.report.inputs import strategy_code
+from faircode.report.tables import Context, all_tables, num, to_html
+
+__all__ = ["CSP", "write_html"]
+
+CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+       "script-src 'unsafe-inline'")
+_CSS = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:72rem;margin:2rem auto;
+padding:0 1rem;color:#111;line-height:1.45}
+h1{font-size:1.6rem}h2{font-size:1.25rem;border-bottom:1px solid #ccc;margin-top:2.2rem}
+table{border-collapse:collapse;margin:.6rem 0;font-size:.85rem}
+caption{text-align:left;font-weight:600;padding:.3rem 0}
+th,td{padding:.2rem .5rem;border-bottom:1px solid #e3e3e3;vertical-align:top}
+thead th{border-bottom:2px solid #333;text-align:center}
+tbody th{text-align:left;font-weight:normal;white-space:nowrap}
+tr.section th{text-align:left;font-style:italic;background:#f4f4f4}
+td.num{text-align:center;font-variant-numeric:tabular-nums}
+td.na{text-align:center;color:#555;font-style:italic}
+.ci{color:#555;font-size:.8em}.sig{font-weight:700}
+.legend,.footnotes{font-size:.8rem;color:#333}.footnotes{list-style:none;padding-left:0}
+figure{display:inline-block;margin:.8rem 1.2rem .8rem 0;max-width:32rem;vertical-align:top}
+figure img{width:100%;height:auto;border:1px solid #eee}
+figcaption{font-size:.8rem;color:#333}
+code,pre{font-size:.8rem;background:#f6f6f6}pre{padding:.5rem;overflow-x:auto}
+#render-check{display:none}
+details{margin:.4rem 0}summary{cursor:pointer}
+"""
+_CHECK = """
+window.addEventListener("load", function () {
+  var images = Array.prototype.map.call(document.images, function (img) {
+    return {id: img.id, complete: img.complete, width: img.naturalWidth,
+            height: img.naturalHeight};
+  });
+  var resources = performance.getEntriesByType("resource").map(function (e) {
+    return e.name;
+  });
+  var out = document.getElementById("render-check");
+  out.textContent = JSON.stringify({images: images, resources: resources,
+    tables: document.querySelectorAll("table.results").length});
+  document.body.setAttribute("data-rendered", "yes");
+});
+"""
+
+
+def _esc(value: object) -> str:
+    return html.escape(str(value))
+
+
+def _frame_html(frame: pd.DataFrame, *, cls: str = "plain") -> str:
+    """A plain table of a data frame; NaN shown as "n/a"."""
+    head = "".join(f"<th>{_esc(c)}</th>" for c in frame.columns)
+    body = []
+    for row in frame.itertuples(index=False, name=None):
+        cells = []
+        for v in row:
+            if isinstance(v, float):
+                text = "n/a" if v != v else num(v, 4)
+            else:
+                text = "n/a" if v is None or v is pd.NA else str(v)
+            cells.append(f"<td>{_esc(text)}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return (f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}'
+            "</tbody></table>")
+
+
+STABILITY_SHOWN = ("audit", "protected_attribute", "strategy", "model", "seeds", "seed_mode",
+                   "value_replicate0", "mean", "sd_between", "min", "max",
+                   "share_significant", "sign_flips", "combined_ci_low", "combined_ci_high",
+                   "note")
+
+
+def _stability(ctx: Context) -> list[str]:
+    """The training-variance section (only where some audit has ``stability.csv``)."""
+    frame = ctx.inputs.stability
+    if frame.empty:
+        return []
+    rows = frame[(frame["metric"] == ctx.metric) & frame["model"].isin(ctx.models)]
+    shown = rows.assign(strategy=rows["strategy"].map(strategy_code))
+    return [
+        "<h2>Training variance across seeds</h2>",
+        f"<p>{_esc(ctx.metric)} of every cell re-fitted with K seeds (stability.csv): the value "
+        "of replicate 0 (the tables above), mean, between-seed SD, min and max over the seeds, "
+        "the share of seeds in which the gap is significant (its replicate's own BH q), "
+        "whether its sign flips, and the percentile interval of the K pooled bootstrap "
+        "distributions (bootstrap and seed variance together).</p>",
+        _frame_html(shown.loc[:, list(STABILITY_SHOWN)]),
+    ]
+
+
+def _figure(fig: FigureFile, i: int) -> str:
+    data = base64.b64encode(fig.png.read_bytes()).decode("ascii")
+    return (f'<figure><img id="figure-{i}" alt="{_esc(fig.caption)}" '
+            f'src="data:image/png;base64,{data}"><figcaption>{_esc(fig.caption)} '
+            f"<code>figures/{_esc(fig.png.name)}</code>, <code>.pdf</code></figcaption></figure>")
+
+
+def _floor_sentence(counts: pd.DataFrame) -> str:
+    if counts.empty:
+        return "<p>No audit has both S2 and a mitigated strategy for this metric.</p>"
+    items = []
+    for r in counts.to_dict("records"):
+        undefined = int(r["n_undefined"])
+        items.append(
+            f"<li>{_esc(strategy_code(str(r['strategy'])))} ({_esc(r['strategy'])}) · "
+            f"{_esc(r['model'])}: not distinguishable from S2 in "
+            f"<b>{int(r['audits_not_distinguishable'])} of {int(r['audits'])}</b> audits "
+            f"({int(r['pairs_not_distinguishable'])} of {int(r['pairs'])} audit × attribute "
+            "pairs" + (f"; {undefined} n/a" if undefined else "") + ")</li>")
+    return f"<ul>{''.join(items)}</ul>"
+
+
+def _provenance(ctx: Context, record: Mapping[str, Any], dvc_lock: Path | None) -> str:
+    lock = ("not present (no DVC pipeline run yet)" if dvc_lock is None or not dvc_lock.is_file()
+            else "sha256 " + hashlib.sha256(dvc_lock.read_bytes()).hexdigest())
+    commit = record.get("git_commit") or "unknown"
+    dirty = " (uncommitted changes)" if record.get("git_dirty") else ""
+    parts = [f"<p>Report code: git commit <code>{_esc(commit)}</code>{_esc(dirty)}; "
+             f"dvc.lock: <code>{_esc(lock)}</code>. To cite a frozen state, cite the git tag "
+             "and the dvc.lock digest printed here.</p>"]
+    rows = []
+    for audit, run in ctx.inputs.runs.items():
+        dataset = run.get("dataset", {})
+        rows.append({
+            "audit": audit, "git commit": str(run.get("git_commit") or "unknown")
+            + (" (dirty)" if run.get("git_dirty") else ""),
+            "dataset sha256": dataset.get("sha256", "unknown"),
+            "manifest sha256": run.get("manifest_sha256", "unknown"),
+            "master seed": run.get("seeds", {}).get("master", "unknown"),
+            "train / test rows": f"{run.get('rows', {}).get('train', '?')} / "
+                                 f"{run.get('rows', {}).get('test', '?')}",
+        })
+    if rows:
+        parts.append(_frame_html(pd.DataFrame(rows)))
+    configs = {json.dumps(r.get("config", {}), sort_keys=True) for r in ctx.inputs.runs.values()}
+    for text in sorted(configs):
+        who = [a for a, r in ctx.inputs.runs.items()
+               if json.dumps(r.get("config", {}), sort_keys=True) == text]
+        parts.append(f"<p>Parameters of {_esc(', '.join(who))}:</p>"
+                     f"<pre>{_esc(json.dumps(json.loads(text), indent=1))}</pre>")
+    versions = {json.dumps(r.get("versions", {}), sort_keys=True)
+                for r in ctx.inputs.runs.values()}
+    for text in sorted(versions):
+        parts.append(f"<p>Package versions of the runs:</p><pre>{_esc(text)}</pre>")
+    return "".join(parts)
+
+
+def _unavailable(ctx: Context) -> str:
+    if not ctx.inputs.unavailable:
+        return "<p>Every audit has results.</p>"
+    items = "".join(
+        f"<li><b>{_esc(u.audit)}</b>: {_esc(u.reason)}<br>How to obtain the data: "
+        f"{_esc(u.instructions or 'no instructions recorded')}</li>"
+        for u in ctx.inputs.unavailable)
+    return f'<ul id="unavailable">{items}</ul>'
+
+
+def _details(ctx: Context, intersectional: pd.DataFrame) -> str:
+    parts = []
+    for audit in ctx.inputs.runs:
+        rows = ctx.fairness[(ctx.fairness["audit"] == audit)
+                            & (ctx.fairness["metric"] == ctx.metric)
+                            & ctx.fairness["model"].isin(ctx.models)]
+        inter = intersectional[(intersectional["audit"] == audit)
+                               & intersectional["model"].isin(ctx.models)]
+        body = _frame_html(rows.drop(columns=["audit"]))
+        if not inter.empty:
+            body += "<p>Intersectional (every column present):</p>" + _frame_html(
+                inter.drop(columns=["audit"]))
+        parts.append(f"<details><summary>{_esc(audit)}: every {_esc(ctx.metric)} row "
+                     f"({len(rows)})</summary>{body}</details>")
+    return "".join(parts)
+
+
+def write_html(ctx: Context, *, summary: pd.DataFrame, floor: pd.DataFrame,
+               counts: pd.DataFrame, intersectional: pd.DataFrame,
+               figures: Sequence[FigureFile], provenance: Mapping[str, Any],
+               dvc_lock: Path | None, out: Path) -> Path:
+    """Write the self-contained report page to ``out``; return ``out``."""
+    paper, performance, counterfactual, floor_table = all_tables(ctx, floor)
+    models = ", ".join(ctx.models)
+    summary_rows = summary[summary["metric"] == ctx.metric]
+    body = [
+        "<h1>faircode benchmark report</h1>",
+        f"<p>Metric <b>{_esc(ctx.metric)}</b>; model families: {_esc(models)}; "
+        f"{len(ctx.inputs.runs)} audits with results, {len(ctx.inputs.unavailable)} "
+        f"unavailable. Significance: benchmark-wide Benjamini-Hochberg q &lt; {ctx.alpha:g}."
+        "</p>",
+        "<h2>Paper table</h2>", to_html(paper),
+        "<h2>Residual floor</h2>", _floor_sentence(counts), to_html(floor_table),
+        "<h2>Figures</h2>", "".join(_figure(f, i) for i, f in enumerate(figures)),
+        "<h2>Performance</h2>", to_html(performance),
+        "<h2>Counterfactual flip rates</h2>", to_html(counterfactual),
+        *_stability(ctx),
+        "<h2>Summary across model families</h2>",
+        f"<details><summary>summary.csv rows for {_esc(ctx.metric)} ({len(summary_rows)})"
+        f"</summary>{_frame_html(summary_rows)}</details>",
+        "<h2>Every result row</h2>", _details(ctx, intersectional),
+        "<h2>Unavailable audits</h2>", _unavailable(ctx),
+        "<h2>Provenance</h2>", _provenance(ctx, provenance, dvc_lock),
+        '<pre id="render-check"></pre>',
+    ]
+    page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>faircode report: {_esc(ctx.metric)}</title><style>{_CSS}</style></head>"
+            f"<body>{''.join(body)}<script>{_CHECK}</script></body></html>\n")
+    out.write_text(page, encoding="utf-8")
+    return out

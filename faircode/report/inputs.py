@@ -1,0 +1,244 @@
+"""The report's inputs: every audit's result tables and run record, read only from disk.
+
+Design decisions
+----------------
+* Names come from the data: metrics, strategies, models, attributes and optional columns are
+  read from the CSVs.  Known strategies and families fix only the order (S0-S4, then the
+  grid's family order); anything else follows in the order met.
+* A results folder holds ``<audit>/run.json`` with the four CSVs, or ``<audit>/unavailable.json``;
+  an ``audits/<name>/audit.yaml`` without results is an unavailable audit whose instructions
+  come from its manifest's ``dataset.source``.  Missing required columns are one-line errors
+  naming the file and the columns; extra columns are kept and shown.
+* ``<audit>/stability.csv`` (training replicates across seeds, :mod:`faircode.evaluate.stability`)
+  is
+  optional: read where it exists, an empty :attr:`ReportInputs.stability` otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from faircode.audit.manifest import discover_manifests, load_manifest
+from faircode.core.cells import STRATEGY_CODES, ModelFamily, Strategy
+from faircode.core.errors import DataError, FaircodeError, describe
+
+__all__ = [
+    "MODELS",
+    "STRATEGIES",
+    "TABLES",
+    "UNINFORMATIVE_NOTE",
+    "ReportInputs",
+    "UnavailableAudit",
+    "is_uninformative",
+    "load_results",
+    "metric_reference",
+    "notes_of",
+    "ordered",
+    "resolve_metric",
+    "strategy_code",
+]
+
+UNINFORMATIVE_NOTE = "degenerate_decisions"
+TABLES = ("fairness", "performance", "intersectional", "counterfactual")
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    "fairness": ("audit", "strategy", "model", "protected_attribute", "metric", "value",
+                 "ci_low", "ci_high", "p_value", "note"),
+    "performance": ("audit", "strategy", "model", "metric", "value", "ci_low", "ci_high", "note"),
+    "intersectional": ("audit", "strategy", "model", "attribute_a", "attribute_b", "gap",
+                       "ci_low", "ci_high", "p_value", "note"),
+    "counterfactual": ("audit", "strategy", "model", "axis", "kind", "flip_rate", "ci_low",
+                       "ci_high", "note"),
+    "stability": ("audit", "strategy", "model", "protected_attribute", "metric", "seeds",
+                  "seed_mode", "value_replicate0", "mean", "sd_between", "min", "max",
+                  "share_significant", "sign_flips", "combined_ci_low", "combined_ci_high",
+                  "note"),
+}
+
+
+
+@dataclass(frozen=True, slots=True)
+class UnavailableAudit:
+    """An audit without results: why, and how to obtain its data."""
+
+    audit: str
+    reason: str
+    instructions: str = ""
+    attributes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("audit", "reason", "instructions"):
+            if not isinstance(getattr(self, name), str):
+                raise DataError(f"UnavailableAudit.{name}: expected a string, "
+                                f"got {describe(getattr(self, name))}")
+
+
+@dataclass(frozen=True, slots=True)
+class ReportInputs:
+    """Every audit's tables concatenated, the run records, and the unavailable audits."""
+
+    fairness: pd.DataFrame
+    performance: pd.DataFrame
+    intersectional: pd.DataFrame
+    counterfactual: pd.DataFrame
+    runs: Mapping[str, Mapping[str, Any]]
+    unavailable: tuple[UnavailableAudit, ...] = ()
+    stability: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    @property
+    def audits(self) -> tuple[str, ...]:
+        """Every audit, with results or not, sorted by name."""
+        return tuple(sorted({*self.runs, *(u.audit for u in self.unavailable)}))
+
+
+def _read_csv(path: Path, table: str) -> pd.DataFrame:
+    try:
+        frame = pd.read_csv(path, keep_default_na=True)
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path}: cannot be read as CSV: {type(exc).__name__}: {exc}") from None
+    missing = [c for c in _REQUIRED[table] if c not in frame.columns]
+    if missing:
+        raise DataError(f"{path}: expected columns {', '.join(_REQUIRED[table])}, "
+                        f"got {describe(list(frame.columns))}; missing {', '.join(missing)}")
+    frame["note"] = frame["note"].astype(object).where(frame["note"].notna(), "").astype(str)
+    return frame
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path}: cannot be read as JSON: {type(exc).__name__}: {exc}") from None
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: expected a JSON object, got {describe(data)}")
+    return data
+
+
+def _pipeline_note(data: dict[str, Any]) -> dict[str, Any]:
+    """``{"audit", "available", "message"}`` (faircode.pipeline.stages) as ``{"audit", "reason",
+    "instructions"}``: the message is ``<audit>: dataset unavailable: <how to obtain it>``."""
+    message = str(data["message"])
+    _, sep, how = message.partition("dataset unavailable: ")
+    return {"audit": data.get("audit"), "reason": "dataset unavailable",
+            "instructions": how if sep else message}
+
+
+def load_results(results: Path, *, audits_dir: Path | None = None,
+                 only: Sequence[str] = ()) -> ReportInputs:
+    """Read every ``<results>/<audit>/`` folder, plus unavailable audits.
+
+    An audit folder holds either ``run.json`` and the four CSVs, or ``unavailable.json``
+    (``{"audit", "reason", "instructions"}``).  With ``audits_dir``, an ``<name>/audit.yaml``
+    there without a results folder is listed as unavailable with its manifest's source
+    instructions.  ``only`` restricts the report to the named audits.
+    """
+    if not results.is_dir():
+        raise DataError(f"{results}: expected a results folder of <audit>/ subfolders, "
+                        "got no such directory")
+    frames: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
+    runs: dict[str, dict[str, Any]] = {}
+    unavailable: dict[str, UnavailableAudit] = {}
+    stability: list[pd.DataFrame] = []
+    # hidden folders are the grid's staging copies (see benchmark.write_audit), never results
+    for folder in sorted(p for p in results.iterdir()
+                         if p.is_dir() and not p.name.startswith(".")):
+        if only and folder.name not in only:
+            continue
+        if (folder / "run.json").is_file():
+            runs[folder.name] = _read_json(folder / "run.json")
+            for table in TABLES:
+                path = folder / f"{table}.csv"
+                if not path.is_file():
+                    raise DataError(f"{folder}: expected {table}.csv beside run.json, got none")
+                frames[table].append(_read_csv(path, table))
+            if (folder / "stability.csv").is_file():  # only with training replicates
+                stability.append(_read_csv(folder / "stability.csv", "stability"))
+        elif (folder / "unavailable.json").is_file():
+            data = _read_json(folder / "unavailable.json")
+            where = folder / "unavailable.json"
+            if isinstance(data.get("message"), str) and "reason" not in data:
+                data = _pipeline_note(data)  # the note the pipeline's stages write
+            if not isinstance(data.get("reason"), str):
+                raise DataError(f"{where}: reason: expected a string, "
+                                f"got {describe(data.get('reason'))}")
+            unavailable[folder.name] = UnavailableAudit(
+                audit=str(data.get("audit", folder.name)), reason=data["reason"],
+                instructions=str(data.get("instructions") or ""))
+    if audits_dir is not None and audits_dir.is_dir():
+        for path in discover_manifests(audits_dir):
+            name = path.parent.name
+            if (only and name not in only) or name in runs:
+                continue
+            try:
+                manifest = load_manifest(path)
+            except FaircodeError as exc:
+                unavailable.setdefault(name, UnavailableAudit(name, f"invalid manifest: {exc}"))
+                continue
+            source = manifest.dataset.source
+            known = unavailable.get(name)
+            unavailable[name] = UnavailableAudit(
+                audit=name,
+                reason=known.reason if known else "no results in the results folder",
+                instructions=(known.instructions if known and known.instructions else
+                              (source.instructions or source.url or "") if source else ""),
+                attributes=tuple(a.name for a in manifest.protected_attributes))
+    if not runs and not unavailable:
+        raise DataError(f"{results}: expected <audit>/run.json or <audit>/unavailable.json, "
+                        "got none")
+    return ReportInputs(
+        **{t: (pd.concat(frames[t], ignore_index=True) if frames[t] else
+               pd.DataFrame(columns=list(_REQUIRED[t]))) for t in TABLES},
+        runs=runs, unavailable=tuple(unavailable[k] for k in sorted(unavailable)),
+        stability=pd.concat(stability, ignore_index=True) if stability else pd.DataFrame())
+
+
+def resolve_metric(name: str, available: Iterable[str], *, where: str = "--metric") -> str:
+    """Return the metric of ``available`` named ``name`` or, failing that, ``name_<suffix>``."""
+    names = sorted(set(available))
+    if name in names:
+        return name
+    matches = [m for m in names if m.startswith(name + "_")]
+    if len(matches) == 1:
+        return matches[0]
+    raise FaircodeError(f"{where}: expected one of {', '.join(names) or '(no metrics)'}, "
+                        f"got {describe(name)}")
+
+
+def metric_reference(metric: str) -> float:
+    """The parity value of ``metric``: 1 for a ratio (``*_ratio``), else 0."""
+    return 1.0 if metric.endswith("_ratio") else 0.0
+
+
+def ordered(values: Iterable[str], known: Sequence[str]) -> list[str]:
+    """``values`` deduplicated, known names in ``known`` order first, the others as met."""
+    seen = list(dict.fromkeys(str(v) for v in values))
+    return [k for k in known if k in seen] + [v for v in seen if v not in known]
+
+
+STRATEGIES = tuple(s.value for s in Strategy)
+MODELS = tuple(m.value for m in ModelFamily)
+
+
+def strategy_code(strategy: str) -> str:
+    """``S0``..``S4`` for a known strategy, else the name itself."""
+    try:
+        return STRATEGY_CODES[Strategy(strategy)]
+    except ValueError:
+        return strategy
+
+
+def is_uninformative(notes: pd.Series) -> pd.Series:
+    """Whether each note marks a cell as uninformative (:data:`UNINFORMATIVE_NOTE`)."""
+    return notes.map(lambda n: UNINFORMATIVE_NOTE in notes_of(n)).astype(bool)
+
+
+def notes_of(note: object) -> set[str]:
+    """The tokens of a note cell (``;``, ``,`` or space separated)."""
+    text = "" if note is None or (isinstance(note, float) and np.isnan(note)) else str(note)
+    return {t for t in text.replace(";", " ").replace(",", " ").split() if t}

@@ -1,0 +1,434 @@
+"""The report's tables: built once as :class:`Table` values, rendered to Markdown, LaTeX, HTML.
+
+Design decisions
+----------------
+* One table model, three renderers: a cell is its estimate, its interval and its marks
+  (significance, footnote letters), so the Markdown, booktabs and HTML versions cannot
+  disagree.
+* Rows are audit x attribute (x metric / axis); columns are the strategies found in the data,
+  in S0-S4 order; one section per model family (only the one of ``--model``).
+* Every value that is not a number says why: "n/a" or "uninformative" with a footnote letter
+  whose text is the reason (and, for an unavailable audit, the reason it is unavailable).
+* The LaTeX fragment needs only ``booktabs`` (plain ``tabular``; the interval is stacked under
+  the estimate in a nested ``tabular``), escapes every name, and is ASCII.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from faircode.report.inputs import (
+    STRATEGIES,
+    UNINFORMATIVE_NOTE,
+    ReportInputs,
+    notes_of,
+    ordered,
+    strategy_code,
+)
+
+__all__ = [
+    "Cell",
+    "Context",
+    "Table",
+    "all_tables",
+    "counterfactual_table",
+    "estimate_cell",
+    "floor_table",
+    "paper_table",
+    "performance_table",
+    "to_html",
+    "to_latex",
+    "to_markdown",
+    "write_tables",
+]
+
+REASONS = {
+    "insufficient_data": "insufficient data: a group has no rows in the metric's subset",
+    "undefined_advantaged_rate_zero":
+        "undefined ratio: the advantaged group's positive rate is 0",
+    UNINFORMATIVE_NOTE: "uninformative: degenerate decisions (one decision for every row of a "
+                        "group), so the estimate says nothing about a gap",
+}
+NO_INTERVAL = "interval undefined (no usable bootstrap resample)"
+SIGNIFICANT = "*"
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What every table and figure of one report is built from."""
+
+    inputs: ReportInputs
+    fairness: pd.DataFrame
+    metric: str
+    models: tuple[str, ...]
+    alpha: float
+    confidence: float
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.alpha < 1.0 or not 0.0 < self.confidence < 1.0:
+            raise ValueError("Context: alpha and confidence must lie in (0, 1)")
+
+    def strategies(self, frame: pd.DataFrame) -> list[str]:
+        """The strategies of ``frame`` (or of the fairness table when it is empty) in order."""
+        source = frame if not frame.empty else self.fairness
+        return ordered(source["strategy"], STRATEGIES) or list(STRATEGIES)
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One table cell: an estimate or "n/a", its interval, and its marks."""
+
+    text: str
+    interval: str = ""
+    significant: bool = False
+    notes: tuple[str, ...] = ()
+    numeric: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A table with a stub (row labels), strategy columns, sections, legend and footnotes."""
+
+    name: str
+    caption: str
+    stub: tuple[str, ...]
+    columns: tuple[str, ...]
+    sections: tuple[tuple[str, tuple[tuple[tuple[str, ...], tuple[Cell, ...]], ...]], ...]
+    legend: str
+    footnotes: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass
+class _Footnotes:
+    """Reason text -> footnote letter, in order of first use."""
+
+    letters: dict[str, str] = field(default_factory=dict)
+
+    def __call__(self, reason: str) -> str:
+        if reason not in self.letters:
+            n = len(self.letters)
+            self.letters[reason] = chr(97 + n % 26) * (1 + n // 26)
+        return self.letters[reason]
+
+    def items(self) -> tuple[tuple[str, str], ...]:
+        return tuple((letter, reason) for reason, letter in self.letters.items())
+
+
+def num(x: float, digits: int = 3) -> str:
+    """A number with ``digits`` decimals, ASCII minus, no negative zero."""
+    text = f"{x:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+def _reason(note: str) -> str:
+    tokens = notes_of(note)
+    for key, text in REASONS.items():
+        if key in tokens:
+            return text
+    return f"not estimated ({note})" if note else "not estimated (no reason recorded)"
+
+
+def estimate_cell(row: pd.Series | None, *, value: str, fn: _Footnotes,
+                  missing: str = "no result row for this cell") -> Cell:
+    """Render one result row: estimate [interval], the row's ``mark`` (``*``), footnotes."""
+    if row is None:
+        return Cell("n/a", notes=(fn(missing),), numeric=False)
+    note = str(row.get("note", ""))
+    if UNINFORMATIVE_NOTE in notes_of(note):
+        return Cell("uninformative", notes=(fn(REASONS[UNINFORMATIVE_NOTE]),), numeric=False)
+    x = float(row[value])
+    if np.isnan(x):
+        return Cell("n/a", notes=(fn(_reason(note)),), numeric=False)
+    low, high = float(row["ci_low"]), float(row["ci_high"])
+    notes: list[str] = []
+    if np.isnan(low) or np.isnan(high):
+        interval = "[n/a]"
+        notes.append(fn(NO_INTERVAL))
+    else:
+        interval = f"[{num(low)}, {num(high)}]"
+    if "powered" in row.index and str(row["powered"]).strip().lower() in ("false", "0"):
+        notes.append(fn("not powered (powered = False in fairness.csv; its mde column gives "
+                        "the minimum detectable effect)"))
+    return Cell(num(x), interval, significant=bool(row.get("mark", False)), notes=tuple(notes))
+
+
+def _lookup(frame: pd.DataFrame, keys: Sequence[str]) -> dict[tuple[str, ...], pd.Series]:
+    return {tuple(str(v) for v in k): row for k, row in zip(
+        frame[list(keys)].itertuples(index=False, name=None),
+        (r for _, r in frame.iterrows()), strict=True)}
+
+
+def _grid(ctx: Context, frame: pd.DataFrame, *, row_keys: Sequence[str], value: str,
+          rows_of: Callable[[str], list[tuple[str, ...]]], fn: _Footnotes,
+          skip: Callable[[str, str, str], str]) -> tuple[tuple[str, ...], tuple[Any, ...]]:
+    """Cells for every model section x audit row x strategy column."""
+    strategies = ctx.strategies(frame)
+    lookup = _lookup(frame, ["model", "audit", *row_keys, "strategy"])
+    unavailable = {u.audit: u for u in ctx.inputs.unavailable}
+    sections = []
+    for model in ctx.models:
+        rows = []
+        for audit in ctx.inputs.audits:
+            if audit in unavailable:
+                u = unavailable[audit]
+                letter = fn(f"{audit} unavailable: {u.reason}")
+                labels: list[tuple[str, ...]] = [(a,) for a in u.attributes] \
+                    if row_keys == ["protected_attribute"] else []
+                for label in labels or [("--",) * len(row_keys)]:
+                    rows.append(((audit, *label), tuple(
+                        Cell("n/a", notes=(letter,), numeric=False) for _ in strategies)))
+                continue
+            for label in rows_of(audit):
+                cells = tuple(estimate_cell(
+                    lookup.get((model, audit, *label, s)), value=value, fn=fn,
+                    missing=skip(audit, s, model)) for s in strategies)
+                rows.append(((audit, *label), cells))
+        sections.append((model, tuple(rows)))
+    return tuple(strategy_code(s) for s in strategies), tuple(sections)
+
+
+def _skip_reason(ctx: Context) -> Callable[[str, str, str], str]:
+    def reason(audit: str, strategy: str, model: str) -> str:
+        for cell in ctx.inputs.runs.get(audit, {}).get("cells", []):
+            if cell.get("strategy") == strategy and cell.get("model") == model \
+                    and cell.get("skipped"):
+                return f"not run: {cell['skipped']}"
+        return "no result row for this cell"
+    return reason
+
+
+def _legend(ctx: Context, what: str) -> str:
+    pct = f"{ctx.confidence:.0%}"
+    return (f"Each cell: {what} [{pct} CI: Newcombe score interval for differences, Katz log "
+            f"for the ratio]. {SIGNIFICANT} benchmark-wide "
+            f"Benjamini-Hochberg q < {ctx.alpha:g} (one family: every fairness test of every "
+            "audit, each null once).")
+
+
+def paper_table(ctx: Context) -> Table:
+    """Rows audit x attribute, columns S0-S4: the gap of ``ctx.metric`` per model family."""
+    fn = _Footnotes()
+    frame = ctx.fairness[ctx.fairness["metric"] == ctx.metric]
+    frame = frame.assign(mark=frame["q_benchmark"].lt(ctx.alpha))
+
+    def rows_of(audit: str) -> list[tuple[str, ...]]:
+        sub = frame[frame["audit"] == audit]
+        return [(a,) for a in ordered(sub["protected_attribute"], ())]
+
+    columns, sections = _grid(ctx, frame, row_keys=["protected_attribute"], value="value",
+                              rows_of=rows_of, fn=fn, skip=_skip_reason(ctx))
+    return Table("paper_table", f"{ctx.metric} by audit, attribute and strategy",
+                 ("audit", "attribute"), columns, sections,
+                 _legend(ctx, f"{ctx.metric} estimate"), fn.items())
+
+
+def performance_table(ctx: Context) -> Table:
+    """Rows audit x performance metric, columns S0-S4, per model family."""
+    fn = _Footnotes()
+    frame = ctx.inputs.performance
+    metrics = ordered(frame["metric"], ("accuracy", "auc", "f1"))
+
+    def rows_of(audit: str) -> list[tuple[str, ...]]:
+        have = set(frame.loc[frame["audit"] == audit, "metric"])
+        return [(m,) for m in metrics if m in have]
+
+    columns, sections = _grid(ctx, frame, row_keys=["metric"], value="value", rows_of=rows_of,
+                              fn=fn, skip=_skip_reason(ctx))
+    pct = f"{ctx.confidence:.0%}"
+    return Table("performance_table", "Test-set performance by strategy",
+                 ("audit", "metric"), columns, sections,
+                 f"Each cell: estimate [{pct} CI].", fn.items())
+
+
+def counterfactual_table(ctx: Context) -> Table:
+    """Rows audit x axis (channel), columns S0-S4: counterfactual flip rates per family."""
+    fn = _Footnotes()
+    frame = ctx.inputs.counterfactual
+    frame = frame.assign(axis_kind=frame["axis"].astype(str) + " (" + frame["kind"].astype(str)
+                         + ")")
+    audits = set(frame["audit"])
+
+    def rows_of(audit: str) -> list[tuple[str, ...]]:
+        return [(a,) for a in ordered(frame.loc[frame["audit"] == audit, "axis_kind"], ())]
+
+    sub = ctx.inputs
+    no_axes = [a for a in sub.audits if a in sub.runs and a not in audits]
+    columns, sections = _grid(ctx, frame, row_keys=["axis_kind"], value="flip_rate",
+                              rows_of=rows_of, fn=fn, skip=_skip_reason(ctx))
+    legend = (f"Each cell: share of changed rows whose decision flipped [{ctx.confidence:.0%} "
+              "CI]; explicit and proxy channels are never merged.")
+    if no_axes:
+        legend += " Audits without counterfactual axes: " + ", ".join(no_axes) + "."
+    return Table("counterfactual_table", "Counterfactual flip rates by strategy and channel",
+                 ("audit", "axis (channel)"), columns, sections, legend, fn.items())
+
+
+def floor_table(ctx: Context, floor: pd.DataFrame) -> Table:
+    """Rows audit x attribute, columns |S3|-|S2| and |S4|-|S2| with the conservative interval."""
+    fn = _Footnotes()
+    frame = floor.rename(columns={"difference": "value", "low": "ci_low", "high": "ci_high"})
+    frame = frame.assign(mark=frame["distinguishable"].fillna(False).astype(bool))
+    strategies = ordered(frame["strategy"], STRATEGIES) if not frame.empty else []
+    lookup = _lookup(frame, ["model", "audit", "protected_attribute", "strategy"])
+    sections = []
+    for model in ctx.models:
+        rows = []
+        for audit, attr in dict.fromkeys(zip(frame["audit"], frame["protected_attribute"],
+                                             strict=True)):
+            cells = tuple(estimate_cell(lookup.get((model, audit, attr, s)), value="value",
+                                        fn=fn) for s in strategies)
+            rows.append(((audit, attr), cells))
+        sections.append((model, tuple(rows)))
+    cover = 1 - 2 * (1 - ctx.confidence)
+    return Table(
+        "residual_floor_table",
+        f"Residual floor: distance from parity of {ctx.metric}, mitigated minus S2",
+        ("audit", "attribute"), tuple(f"|{strategy_code(s)}|-|S2|" for s in strategies),
+        tuple(sections),
+        f"Each cell: |S_m| - |S2| [conservative interval from the two {ctx.confidence:.0%} CIs, "
+        f"coverage >= {cover:.0%} under any dependence]. {SIGNIFICANT} interval excludes 0.",
+        fn.items())
+
+
+# ------------------------------------------------------------------------------ renderers
+
+
+def _md(text: str) -> str:
+    """Escape the Markdown table delimiter."""
+    return text.replace("|", "\\|")
+
+
+def _md_cell(cell: Cell) -> str:
+    text = f"{cell.text} {cell.interval}".strip() + (SIGNIFICANT if cell.significant else "")
+    return _md(text) + "".join(f"<sup>{n}</sup>" for n in cell.notes)
+
+
+def to_markdown(table: Table) -> str:
+    """GitHub-flavoured Markdown: caption, one pipe table, legend and footnotes."""
+    head = [_md(h) for h in (*table.stub, *table.columns)]
+    lines = [f"**{_md(table.caption)}**", "", "| " + " | ".join(head) + " |",
+             "|" + "|".join([":--"] * len(table.stub) + [":-:"] * len(table.columns)) + "|"]
+    for title, rows in table.sections:
+        if len(table.sections) > 1 or title:
+            lines.append(f"| **{title}** |" + " |" * (len(head) - 1))
+        for stub, cells in rows:
+            lines.append("| " + " | ".join([*map(_md, stub), *map(_md_cell, cells)]) + " |")
+    lines += ["", table.legend]
+    lines += [f"<sup>{letter}</sup> {text}  " for letter, text in table.footnotes]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+_TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
+        "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}",
+        "|": r"$|$", "<": r"$<$", ">": r"$>$"}
+
+
+def tex_escape(text: str) -> str:
+    """Escape LaTeX specials; replace non-ASCII by '?' so the fragment stays ASCII."""
+    out = "".join(_TEX.get(ch, ch) for ch in text)
+    return out.encode("ascii", "replace").decode("ascii")
+
+
+def _tex_cell(cell: Cell) -> str:
+    marks = (SIGNIFICANT if cell.significant else "") + ",".join(cell.notes)
+    sup = f"^{{{marks}}}" if marks else ""
+    main = f"${cell.text}{sup}$" if cell.numeric else \
+        f"{tex_escape(cell.text)}" + (f"\\textsuperscript{{{marks}}}" if marks else "")
+    if not cell.interval:
+        return main
+    interval = cell.interval.replace("n/a", r"\mathrm{n/a}").replace(", ", ",")
+    return r"\begin{tabular}[t]{@{}c@{}}" + main + r"\\ $" + interval + r"$\end{tabular}"
+
+
+def to_latex(table: Table) -> str:
+    """One booktabs ``table*`` float per section (model family); needs only ``booktabs``.
+
+    ``table*`` spans both columns of a two-column paper and is a plain float in one column.
+
+    The first stub column (the audit) becomes a bold group row, so the body has one label
+    column and stays within a single-column text width.
+    """
+    n = len(table.stub) - 1 + len(table.columns)
+    head = " & ".join(tex_escape(h) for h in (*table.stub[1:], *table.columns))
+    out = ["% faircode report table; needs \\usepackage{booktabs}"]
+    for title, rows in table.sections:
+        suffix = f" ({title})" if title else ""
+        label = table.name + (f"-{title}" if title else "")
+        lines = [r"\begin{table*}[htbp]", r"\centering", r"\scriptsize",
+                 r"\setlength{\tabcolsep}{2.5pt}",
+                 f"\\caption{{{tex_escape(table.caption + suffix)}}}",
+                 f"\\label{{tab:faircode-{label.replace('_', '-')}}}",
+                 r"\begin{tabular}{" + "l" * (len(table.stub) - 1) + "c" * len(table.columns)
+                 + "}", r"\toprule", head + r" \\", r"\midrule"]
+        group = None
+        used: list[str] = []
+        for stub, cells in rows:
+            if stub[0] != group:
+                if group is not None:
+                    lines.append(r"\addlinespace")
+                group = stub[0]
+                lines.append(f"\\multicolumn{{{n}}}{{l}}{{\\textbf{{{tex_escape(group)}}}}}"
+                             r" \\")
+            used += [m for c in cells for m in c.notes if m not in used]
+            lines.append(" & ".join([*(r"\quad " + tex_escape(x) for x in stub[1:]),
+                                     *map(_tex_cell, cells)]) + r" \\")
+        lines += [r"\bottomrule", r"\end{tabular}", "",
+                  r"\smallskip\par\raggedright "
+                  + tex_escape(table.legend).replace(SIGNIFICANT, "$^{*}$", 1)]
+        lines += [f"\\par $^{{{letter}}}$ {tex_escape(text)}"
+                  for letter, text in table.footnotes if letter in used]
+        lines += [r"\end{table*}", ""]
+        out += lines
+    return "\n".join(out)
+
+
+def _html_cell(cell: Cell) -> str:
+    cls = "num" if cell.numeric else "na"
+    sig = f'<span class="sig">{SIGNIFICANT}</span>' if cell.significant else ""
+    notes = "".join(f"<sup>{html.escape(n)}</sup>" for n in cell.notes)
+    interval = f'<br><span class="ci">{html.escape(cell.interval)}</span>' if cell.interval \
+        else ""
+    return f'<td class="{cls}">{html.escape(cell.text)}{sig}{notes}{interval}</td>'
+
+
+def to_html(table: Table) -> str:
+    """An HTML ``<table>`` with caption, section rows, legend and footnotes."""
+    esc = html.escape
+    head = "".join(f"<th>{esc(h)}</th>" for h in (*table.stub, *table.columns))
+    body = []
+    for title, rows in table.sections:
+        if len(table.sections) > 1 or title:
+            body.append(f'<tr class="section"><th colspan="{len(table.stub) + len(table.columns)}"'
+                        f">{esc(title)}</th></tr>")
+        for stub, cells in rows:
+            body.append("<tr>" + "".join(f"<th>{esc(s)}</th>" for s in stub)
+                        + "".join(map(_html_cell, cells)) + "</tr>")
+    notes = "".join(f"<li><sup>{esc(k)}</sup> {esc(t)}</li>" for k, t in table.footnotes)
+    return (f'<table class="results" id="{esc(table.name)}"><caption>{esc(table.caption)}'
+            f"</caption><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+            f'<p class="legend">{esc(table.legend)}</p><ul class="footnotes">{notes}</ul>')
+
+
+def all_tables(ctx: Context, floor: pd.DataFrame) -> tuple[Table, ...]:
+    """The paper, performance, counterfactual and residual-floor tables."""
+    return (paper_table(ctx), performance_table(ctx), counterfactual_table(ctx),
+            floor_table(ctx, floor))
+
+
+def write_tables(ctx: Context, *, floor: pd.DataFrame, out: Path) -> tuple[Path, ...]:
+    """Write ``<name>.md`` and ``<name>.tex`` of every table into ``out``."""
+    written = []
+    for table in all_tables(ctx, floor):
+        for suffix, render in ((".md", to_markdown), (".tex", to_latex)):
+            path = out / f"{table.name}{suffix}"
+            path.write_text(render(table), encoding="utf-8")
+            written.append(path)
+    return tuple(written)
+

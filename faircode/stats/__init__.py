@@ -1,0 +1,5 @@
+"""stats: the statistics -- the count-level resampling engine, clusters (units), the fairness,
+intersectional and performance metrics, minimum detectable gaps, flip rates and operating points.
+General numeric functions of arrays: imports :mod:`faircode.core` and
+:mod:`faircode.counterfactual` only, never an audit, the grid or a result file.
+"""

@@ -1,0 +1,284 @@
+"""Tests of the package layout: wings in one order, no import circle, honest DVC stage deps.
+
+The wings, bottom to top, and what each may import (besides itself and ``core``)::
+
+    core  <-  counterfactual  <-  audit  <-  grid  <-  evaluate  <-  pipeline
+                     ^   \\_____________________ stats <-/ report <-/  record <-/
+
+An arrow against this order, an import circle anywhere, or a DVC stage that loads a faircode file
+its ``deps:`` do not name would let a change re-run too little (or a refactor tangle the wings),
+so each is a failing test here.  Imports are read with :mod:`ast` (module-level and in-function,
+so lazy imports count too) and, for the stages, also observed in a fresh interpreter.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE = REPO / "faircode"
+
+ALLOWED: dict[str, frozenset[str]] = {
+    "core": frozenset(),
+    "counterfactual": frozenset({"core"}),
+    "audit": frozenset({"core", "counterfactual"}),
+    "stats": frozenset({"core", "counterfactual"}),
+    "grid": frozenset({"core", "counterfactual", "audit"}),
+    "evaluate": frozenset({"core", "counterfactual", "audit", "stats", "grid"}),
+    "report": frozenset({"core", "counterfactual", "audit", "stats"}),
+    "record": frozenset({"core"}),
+    "pipeline": frozenset({"core", "counterfactual", "audit", "stats", "grid", "evaluate",
+                           "report", "record"}),
+}
+"""Which wings each wing may import.  ``faircode/__init__.py`` (the face) imports lazily only."""
+
+HEAVY = ("sklearn", "fairlearn", "statsmodels")
+
+
+def module_name(path: Path) -> str:
+    """``faircode/stats/metrics.py`` -> ``faircode.stats.metrics`` (a package: its folder)."""
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every faircode module ``path`` imports, at module level or inside a function.
+
+    ``from faircode.x import y`` counts as ``faircode.x.y`` when that is a module, else as
+    ``faircode.x``; relative imports are resolved against the file's package.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    here = module_name(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    found: set[str] = set()
+    for node in _runtime_nodes(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.split(".")[0] == "faircode")
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            if target.split(".")[0] != "faircode":
+                continue
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                found.add(sub if _is_module(sub) else target)
+    found.discard(module_name(path))
+    return found
+
+
+def _runtime_nodes(tree: ast.AST) -> Iterable[ast.AST]:
+    """Every node of ``tree`` except those under ``if TYPE_CHECKING:`` (never run)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if (isinstance(child, ast.If) and isinstance(child.test, ast.Name)
+                    and child.test.id == "TYPE_CHECKING"):
+                todo.extend(child.orelse)
+                continue
+            todo.append(child)
+
+
+def _is_module(name: str) -> bool:
+    rel = Path(*name.split("."))
+    return (REPO / rel.with_suffix(".py")).is_file() or (REPO / rel / "__init__.py").is_file()
+
+
+def module_file(name: str) -> Path:
+    rel = Path(*name.split("."))
+    file = REPO / rel.with_suffix(".py")
+    return file if file.is_file() else REPO / rel / "__init__.py"
+
+
+def import_graph(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """module -> the faircode modules it imports, for every module under ``root``."""
+    return {module_name(p): imports_of(p) for p in sorted(root.rglob("*.py"))}
+
+
+def wing(module: str) -> str:
+    """The wing of a module (``faircode.stats.metrics`` -> ``stats``); the face is ``face``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "face"
+
+
+def circles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), plus self-loops."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:  # recursion depth is bounded by the module count
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in graph:
+                continue
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1 or node in graph.get(node, ()):
+                found.append(sorted(component))
+
+    for node in graph:
+        if node not in index:
+            visit(node)
+    return found
+
+
+def arrows_against_order(graph: Mapping[str, Iterable[str]]) -> list[str]:
+    """Every import from one wing into a wing it may not import."""
+    bad = []
+    for module, targets in graph.items():
+        source = wing(module)
+        for target in targets:
+            other = wing(target)
+            if source == "face":
+                bad.append(f"{module} -> {target} (the package face imports lazily only)")
+            elif other not in (source, "face") and other not in ALLOWED[source]:
+                bad.append(f"{module} -> {target} ({source} may not import {other})")
+    return sorted(bad)
+
+
+def closure(module: str, graph: Mapping[str, set[str]]) -> set[str]:
+    """``module``, the modules it reaches through imports, and every package ``__init__`` those
+    imports execute on the way."""
+    seen: set[str] = set()
+    todo = [module]
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        parts = current.split(".")
+        todo.extend(".".join(parts[:i]) for i in range(1, len(parts)))
+        todo.extend(graph.get(current, ()))
+    return seen
+
+
+def stage_modules() -> dict[str, tuple[str, list[str]]]:
+    """Stage name -> (its entry module, its ``faircode/`` deps) as ``dvc.yaml`` declares them."""
+    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    out = {}
+    for name, stage in stages.items():
+        body = stage.get("do", stage)
+        module = body["cmd"].split("python -m ", 1)[1].split()[0]
+        deps = [d for d in body["deps"] if str(d).startswith("faircode")]
+        out[name] = (module, deps)
+    return out
+
+
+def undeclared(files: Iterable[Path], deps: Iterable[str]) -> list[str]:
+    """The files (under the repository) that lie under none of ``deps``."""
+    roots = [REPO / d for d in deps]
+    return sorted(str(f.relative_to(REPO)) for f in files
+                  if not any(f == r or r in f.parents for r in roots))
+
+
+def loaded_in_fresh_interpreter(module: str) -> tuple[list[Path], list[str]]:
+    """Import ``module`` in a new interpreter: (faircode files it loaded, heavy packages)."""
+    code = (
+        "import importlib, json, sys\n"
+        f"importlib.import_module({module!r})\n"
+        "files = sorted(m.__file__ for n, m in list(sys.modules.items())\n"
+        "               if n.split('.')[0] == 'faircode' and getattr(m, '__file__', None))\n"
+        f"heavy = sorted({{n.split('.')[0] for n in sys.modules}} & {set(HEAVY)!r})\n"
+        "print(json.dumps([files, heavy]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, check=True, timeout=120)
+    files, heavy = json.loads(done.stdout)
+    return [Path(f).resolve() for f in files], heavy
+
+
+def test_no_import_circle_anywhere() -> None:
+    """No two faircode modules import each other, directly or through others."""
+    assert circles(import_graph()) == []
+
+
+def test_every_arrow_follows_the_wing_order() -> None:
+    """Every import goes to the same wing or one the wing order allows (never upward)."""
+    assert arrows_against_order(import_graph()) == []
+
+
+def test_every_module_lives_in_a_declared_wing() -> None:
+    """Each module sits in one of the wings (no flat module beside them but the face)."""
+    wings = {wing(m) for m in import_graph()}
+    assert wings <= {*ALLOWED, "face"}
+
+
+def test_checks_find_a_circle_and_an_upward_arrow() -> None:
+    """The graph checks fail on a made-up circle and on a stats -> grid arrow."""
+    graph = {"faircode.stats.a": {"faircode.grid.b"}, "faircode.grid.b": {"faircode.stats.a"}}
+    assert circles(graph) == [["faircode.grid.b", "faircode.stats.a"]]
+    assert arrows_against_order(graph) == [
+        "faircode.grid.b -> faircode.stats.a (grid may not import stats)",
+        "faircode.stats.a -> faircode.grid.b (stats may not import grid)",
+    ]
+
+
+@pytest.mark.parametrize("stage", sorted(stage_modules()))
+def test_stage_imports_only_its_declared_deps(stage: str) -> None:
+    """Every faircode file a stage loads -- in a fresh interpreter, and by its imports read
+    statically (lazy imports included) -- lies under one of the stage's ``deps:``."""
+    module, deps = stage_modules()[stage]
+    loaded, _ = loaded_in_fresh_interpreter(module)
+    assert undeclared(loaded, deps) == []
+    static = {module_file(m).resolve() for m in closure(module, import_graph())}
+    assert undeclared(static, deps) == []
+
+
+def test_stage_deps_catch_an_undeclared_import() -> None:
+    """The deps check fails when the evaluate stage's deps leave out a wing it imports."""
+    module, deps = stage_modules()["evaluate"]
+    static = {module_file(m).resolve() for m in closure(module, import_graph())}
+    missing = undeclared(static, [d for d in deps if d != "faircode/stats"])
+    assert "faircode/stats/metrics.py" in missing
+
+
+def test_check_params_loads_no_model_library() -> None:
+    """The check-params stage validates params.yaml without scikit-learn, fairlearn or
+    statsmodels."""
+    _, heavy = loaded_in_fresh_interpreter("faircode.pipeline.stages.check_params")
+    assert heavy == []
+
+
+def test_package_face_is_quiet() -> None:
+    """``import faircode`` loads no wing, and using ``perturb`` loads only the counterfactual and
+    core wings."""
+    code = (
+        "import json, sys, faircode\n"
+        "first = sorted(n for n in sys.modules if n.startswith('faircode.'))\n"
+        "faircode.perturb('he', [faircode.AxisSpec('g', (faircode.Substitution('he', 'she'),))])\n"
+        "then = sorted({n.split('.')[1] for n in sys.modules if n.startswith('faircode.')})\n"
+        "print(json.dumps([first, then]))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                          text=True, check=True, timeout=120)
+    first, then = json.loads(done.stdout)
+    assert first == []
+    assert then == ["core", "counterfactual"]
