@@ -52,14 +52,13 @@ def recover(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray] | None:
     tp_a = np.arange(max(0, h_a - y0_a), min(y1_a, h_a) + 1)
     if tp_d.size * tp_a.size > 20_000_000:  # too many candidates: reported as not recovered
         return None
-    grid_d, grid_a = np.meshgrid(tp_d, tp_a, indexing="ij")
-    grid_d, grid_a = grid_d.ravel(), grid_a.ravel()
+    pairs_d, pairs_a = (grid.ravel() for grid in np.meshgrid(tp_d, tp_a, indexing="ij"))
 
     def cells(tp: np.ndarray, y1: int, y0: int, h: int) -> np.ndarray:
         fp = h - tp
         return np.stack([y0 - fp, fp, y1 - tp, tp], axis=-1)
 
-    d, a = cells(grid_d, y1_d, y0_d, h_d), cells(grid_a, y1_a, y0_a, h_a)
+    d, a = cells(pairs_d, y1_d, y0_d, h_d), cells(pairs_a, y1_a, y0_a, h_a)
     keep = np.ones(len(d), dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):
         for metric in FAIRNESS_METRICS:
@@ -94,7 +93,8 @@ def audit_rows(folder: Path) -> tuple[pd.DataFrame, list[str], np.ndarray, np.nd
             missing += 1
             continue
         for _, row in rows.iterrows():
-            records.append(row[["mde", "powered", "mde_note", "value"]].to_dict())
+            records.append(row[["strategy", "model", "mde", "powered", "mde_note",
+                                "value"]].to_dict())
             metrics.append(row["metric"])
             ds.append(deflated(found[0], row["design_effect"]))
             as_.append(deflated(found[1], row["design_effect"]))
@@ -102,7 +102,8 @@ def audit_rows(folder: Path) -> tuple[pd.DataFrame, list[str], np.ndarray, np.nd
     inter = pd.read_csv(inter_file, keep_default_na=False, na_values=[""],
                         dtype={"mde_note": str}) if inter_file.is_file() else pd.DataFrame()
     for _, row in inter.iterrows():
-        records.append({"mde": row["mde"], "powered": row["powered"],
+        records.append({"strategy": row["strategy"], "model": row["model"],
+                        "mde": row["mde"], "powered": row["powered"],
                         "mde_note": row["mde_note"], "value": row["gap"]})
         metrics.append("demographic_parity_diff")
         ds.append(deflated(rate_counts(int(row["n_dd"]), float(row["rate_dd"])),

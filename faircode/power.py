@@ -247,7 +247,8 @@ def detectable_gaps(
     for label, shape in (("counts_d", d.shape), ("counts_a", a.shape), ("values", v.shape)):
         if shape != ((k, 4) if label != "values" else (k,)):
             want = f"({k}, 4)" if label != "values" else f"({k},)"
-            raise ValueError(f"{label}: expected shape {want} for {k} metrics, got shape {shape}")
+            raise ValueError(f"{label}: expected shape {want} (one row per metric), "
+                             f"got shape {shape}")
     mde, note = _solve(names, d, a, alpha=alpha, power=power, min_size=min_size,
                        continuity=continuity)
     reached = np.zeros(k, dtype=bool)
