@@ -45,35 +45,40 @@ def square(x: ArrayLike) -> Floats:
 
 def same(x: Floats, y: Floats) -> bool:
     """Whether two float arrays hold the same bits (so any function of them agrees too)."""
-    return bool(np.array_equal(np.ascontiguousarray(x).view(np.int64),
-                               np.ascontiguousarray(y).view(np.int64)))
+    return not bool((x.view(np.int64) != y.view(np.int64)).any())
 
 
-def bisect(fn: Callable[[Floats], Floats], low: Floats, high: Floats, target: float) -> Floats:
+def bisect(
+    fn: Callable[[Floats], Floats], low: Floats, high: Floats, target: float, *,
+    ahead: bool = False,
+) -> Floats:
     """Vectorised bisection for ``fn(x) = target`` with ``fn`` increasing on ``[low, high]``.
 
-    :data:`ITERATIONS` halving steps, taken :func:`lookahead` at a time: the midpoints of every
-    path of the next few steps are computed exactly as the steps would compute them, ``fn`` is
-    evaluated on all of them in one call (``fn`` must broadcast over a new leading axis), and
-    the steps are then taken by looking the comparisons up.  So the result is that of the plain
-    step-by-step bisection, bit for bit, with several times fewer calls of ``fn``.  It stops once
-    a step moves no bracket (every later step would repeat it).
+    :data:`ITERATIONS` halving steps; it stops once a step moves no bracket (every later step
+    would repeat it).  With ``ahead`` (for an ``fn`` whose calls cost more than its elements)
+    the steps are taken :func:`lookahead` at a time: the midpoints of every path of the next
+    few steps are computed exactly as the steps would compute them, ``fn`` is evaluated on all
+    of them in one call (it must broadcast over a new leading axis), and the steps are then
+    taken by looking the comparisons up: the plain bisection's result, bit for bit, from
+    several times fewer calls of ``fn``.
     """
     low, high = np.array(low, dtype=np.float64), np.array(high, dtype=np.float64)
     taken = 0
     while taken < ITERATIONS:
-        depth = min(lookahead(low.size), ITERATIONS - taken)
-        mids = _midpoint_tree(low, high, depth)
+        depth = min(lookahead(low.size) if ahead else 1, ITERATIONS - taken)
+        mids = _midpoint_tree(low, high, depth) if depth > 1 else ((low + high) / 2.0)[None]
         below = fn(mids) < target  # (2**depth - 1, *shape): every node of the tree
         path = np.zeros(low.shape, dtype=np.intp)
         for level in range(depth):
-            node = (2**level - 1 + path)[None]
-            mid = np.take_along_axis(mids, node, axis=0)[0]
-            step_below = np.take_along_axis(below, node, axis=0)[0]
-            new_low, new_high = np.where(step_below, mid, low), np.where(step_below, high, mid)
-            if same(new_low, low) and same(new_high, high):
+            if depth == 1:
+                mid, step_below = mids[0], below[0]
+            else:
+                node = (2**level - 1 + path)[None]
+                mid = np.take_along_axis(mids, node, axis=0)[0]
+                step_below = np.take_along_axis(below, node, axis=0)[0]
+            if same(mid, np.where(step_below, low, high)):  # the endpoint it replaces: no move
                 return (low + high) / 2.0
-            low, high = new_low, new_high
+            low, high = np.where(step_below, mid, low), np.where(step_below, high, mid)
             path = 2 * path + step_below
         taken += depth
     return (low + high) / 2.0

@@ -380,7 +380,7 @@ def _eodds_mde(
     sign = np.array([1.0, -1.0, 1.0, -1.0])[:, None]
     room = np.where(sign > 0, 1.0 - base, base)
     power_of = solve.eodds_power(n_d, n_a, base, sign, null_other, alpha)
-    delta = solve.bisect(power_of, np.zeros_like(base), room, power)
+    delta = solve.bisect(power_of, np.zeros_like(base), room, power, ahead=True)
     if continuity:
         delta = delta + solve.correction(n_d, n_a)
     side = np.where((power_of(room) >= power) & (delta <= room), delta, np.nan)
