@@ -11,13 +11,14 @@ Design decisions
   float64 scalar with the C library's ``pow`` but an array with ``x * x``; the two differ in the
   last bit for about 0.1 % of values, so :func:`square` calls ``pow`` on arrays too
   (``np.float_power``, the same libm function).
-* **Fewer calls, same bits.**  :func:`bisect` takes its 64 halving steps a few at a time, from
-  one vectorised call of the function on every midpoint those steps could visit, computed as
-  the steps compute them; it stops once a step moves no bracket (every later step would compute
-  the same midpoint and the same comparison).  :func:`max_critical`
-  stops once every element equals its value of two steps before (a fixed point or a 2-cycle of
-  the floats) and returns the value the last of its :data:`NEWTON` steps would reach.  Elements
-  that cycle with a longer period (about 2 % at the float level) keep the fixed step count.
+* **Fewer calls, same bits.**  :func:`bisect` stops once a step moves no bracket (every later
+  step would compute the same midpoint and the same comparison), and with ``ahead`` (the
+  equalized-odds power function, a 12-step Newton solve per call) it takes its steps a few at
+  a time, from one call on every midpoint those steps could visit, computed as the steps
+  compute them.  :func:`max_critical` stops once every element equals its value of two steps
+  before (a fixed point or a 2-cycle of the floats) and returns what the last of its
+  :data:`NEWTON` steps would give; elements cycling with a longer period (about 2 % at the
+  float level) keep the full count.
 * :func:`rate_power` is statsmodels' ``normal_power(h, n, alpha, 'two-sided')`` written out: the
   same ``ndtr`` calls on the same operands, without scipy's per-call argument handling, which
   cost ~0.2 ms per call in a 64-step loop.

@@ -233,7 +233,8 @@ def detectable_gaps(
     -------
     mde, powered, note
         Three length-``k`` arrays; each entry equals :func:`detectable_gap` on that row, bit
-        for bit (the comparisons of one metric are solved together, see the module docstring).
+        for bit (all rate-type rows are solved together, and all equalized-odds rows; see the
+        module docstring).  ``k = 0`` gives three empty arrays.
     """
     names = tuple(metrics)
     for name in names:
