@@ -187,3 +187,19 @@ def test_bad_input_is_named(kwargs: dict, fragment: str) -> None:
     with pytest.raises(ValueError) as info:
         curve_counts(call.pop("scores"), call.pop("y_true"), call.pop("groups"), **call)
     assert fragment in str(info.value)
+
+
+def test_packed_unit_types_equal_the_clusters_module(rng: np.random.Generator) -> None:
+    """The packed 1-D unique gives clusters.unit_types' types, order and multiplicities."""
+    from faircode import clusters
+    from faircode.curves import _unit_types
+
+    units = rng.integers(0, 400, 3000)
+    y, yhat = rng.integers(0, 2, 3000).astype(np.int8), rng.integers(0, 2, 3000).astype(np.int8)
+    inverse = clusters.repeated_units(units, units.size)
+    assert inverse is not None
+    want = clusters.unit_types(clusters.unit_counts(y, yhat, np.zeros(3000, dtype=np.int64),
+                                                    inverse, n_groups=1))
+    got = _unit_types(y, yhat, inverse)
+    for field in ("counts", "multiplicity", "pattern"):
+        assert np.array_equal(getattr(got, field), getattr(want, field)), field
