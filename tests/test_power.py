@@ -14,12 +14,15 @@ from scipy import stats as sps
 from statsmodels.stats.power import NormalIndPower
 
 from faircode.core.seeds import child_seed
+from faircode.stats import _power_solvers as solve
 from faircode.stats.metrics import metric_values
 from faircode.stats.power import (
     MIN_SIZE,
+    NA_REASONS,
     POWER_METRICS,
     Detectable,
     detectable_gap,
+    detectable_gaps,
     minimum_detectable_gap,
     powered,
 )
@@ -27,6 +30,7 @@ from faircode.stats.resampling import permutation_p_value, permute_counts
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
+import power_reference as reference  # tests/power_reference.py: the frozen implementation
 from power import exact_power  # bench/power.py
 
 Z = 1.959963984540054 + 0.8416212335729143  # z_{1 - 0.05/2} + z_{0.8}
@@ -111,7 +115,7 @@ def test_each_metric_uses_its_own_denominator() -> None:
 
 
 def test_vectorised_equals_one_at_a_time() -> None:
-    """A stack of comparisons gives the same MDEs (to rounding) and notes as one call each."""
+    """A stack of comparisons gives the same MDEs (bit for bit) and notes as one call each."""
     rng = np.random.default_rng(3)
     d = rng.integers(0, 60, size=(8, 4))
     a = rng.integers(0, 60, size=(8, 4))
@@ -121,7 +125,7 @@ def test_vectorised_equals_one_at_a_time() -> None:
         for i in range(len(d)):
             one, why = minimum_detectable_gap(metric, d[i], a[i], alpha=0.05)
             assert str(why) == note[i]
-            np.testing.assert_allclose(one, mde[i], rtol=1e-12)  # SIMD may differ by an ulp
+            np.testing.assert_array_equal(one, mde[i])
 
 
 def test_empty_group_is_na() -> None:
@@ -317,3 +321,126 @@ def test_simulated_engine_power_matches_the_mde() -> None:
         hits += permutation_p_value(observed, permuted) < 0.05
     se = math.sqrt(0.8 * 0.2 / audits)
     assert abs(hits / audits - 0.8) < 3 * se
+
+
+# ------------------------------------------------------------------ batched and fast (issue 22)
+
+
+def random_counts(rng: np.random.Generator, k: int) -> np.ndarray:
+    """k count vectors of mixed sizes (5 to 200,000 rows), skews and zero cells."""
+    scale = rng.choice([5, 25, 60, 300, 3000, 200_000], size=(k, 1))
+    raw = rng.uniform(0, 1, (k, 4)) ** rng.choice([0.3, 1.0, 4.0], size=(k, 4))
+    counts = (raw * scale).astype(np.int64)
+    counts[rng.uniform(size=(k, 4)) < 0.08] = 0
+    return counts
+
+
+def assert_same_as_reference(metric: str, d: np.ndarray, a: np.ndarray, **options: object) -> None:
+    """The batched MDEs equal the frozen code called one row at a time, bit for bit."""
+    mde, note = minimum_detectable_gap(metric, d, a, **options)  # type: ignore[arg-type]
+    for i in range(len(d)):
+        want, why = reference.minimum_detectable_gap(metric, d[i], a[i], **options)
+        assert str(why) == note[i], (metric, d[i], a[i])
+        assert np.array_equal(np.float64(want).view(np.int64), mde[i].view(np.int64)), \
+            (metric, d[i], a[i], float(want), mde[i])
+
+
+@pytest.mark.parametrize("metric", POWER_METRICS)
+def test_matches_the_frozen_reference_bit_for_bit(metric: str, rng: np.random.Generator) -> None:
+    """On random counts the fast MDE equals the pre-rewrite implementation to the last bit."""
+    k = 6 if metric == "equalized_odds_diff" else 16
+    assert_same_as_reference(metric, random_counts(rng, k), random_counts(rng, k), alpha=0.05)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("options", [{"alpha": 0.05}, {"alpha": 0.01, "power": 0.9,
+                                                          "continuity": False},
+                                     {"alpha": 0.1, "power": 0.5, "min_size": 1}])
+@pytest.mark.parametrize("metric", POWER_METRICS)
+def test_matches_the_frozen_reference_on_many_counts(
+    metric: str, options: dict, rng: np.random.Generator
+) -> None:
+    """The same on 150 comparisons per metric (50 for equalized odds) and three settings."""
+    k = 50 if metric == "equalized_odds_diff" else 150
+    assert_same_as_reference(metric, random_counts(rng, k), random_counts(rng, k), **options)
+
+
+def test_batched_equals_one_at_a_time_for_mixed_metrics(rng: np.random.Generator) -> None:
+    """detectable_gaps on shuffled mixed metrics equals detectable_gap row by row, exactly."""
+    metrics = list(POWER_METRICS) * 3
+    rng.shuffle(metrics)
+    d, a = random_counts(rng, len(metrics)), random_counts(rng, len(metrics))
+    values = rng.uniform(-0.4, 0.4, len(metrics))
+    values[[i for i, m in enumerate(metrics) if m == "disparate_impact_ratio"]] = 0.6
+    mde, reached, note = detectable_gaps(metrics, d, a, values=values, alpha=0.05)
+    assert mde.shape == reached.shape == note.shape == (len(metrics),)
+    for i, metric in enumerate(metrics):
+        one = detectable_gap(metric, d[i], a[i], value=values[i], alpha=0.05)
+        assert np.array_equal(np.float64(one.mde).view(np.int64), mde[i].view(np.int64)), metric
+        assert (one.powered, one.note) == (bool(reached[i]), str(note[i])), metric
+
+
+def test_batched_reports_every_na_reason_in_one_call() -> None:
+    """One batch carries each n/a reason on its own row and a finite MDE on the others."""
+    full = np.array([100, 100, 100, 100])
+    metrics = ["fpr_gap", "tpr_gap", "disparate_impact_ratio", "demographic_parity_diff",
+               "equalized_odds_diff", "equalized_odds_diff"]
+    d = np.array([[0, 0, 30, 30], [40, 40, 5, 5], dp_counts(100, 5), dp_counts(3, 1),
+                  full, [60, 0, 10, 0]])
+    a = np.array([full, full, dp_counts(100, 0), dp_counts(3, 1), full, full])
+    mde, reached, note = detectable_gaps(metrics, d, a, values=np.full(6, 0.5), alpha=0.05)
+    assert note.tolist() == ["empty_group", "below_min_size", "undefined_advantaged_rate_zero",
+                             "below_min_size", "", "below_min_size"]
+    assert set(note.tolist()) - {""} <= set(NA_REASONS)
+    assert np.isnan(mde[note != ""]).all() and not reached[note != ""].any()
+    assert np.isfinite(mde[4]) and reached[4] == (0.5 >= mde[4])
+
+
+def test_batched_empty_input_gives_empty_arrays() -> None:
+    """No comparisons give three empty arrays."""
+    mde, reached, note = detectable_gaps([], np.zeros((0, 4), dtype=int),
+                                         np.zeros((0, 4), dtype=int), values=[], alpha=0.05)
+    assert mde.shape == reached.shape == note.shape == (0,)
+
+
+@pytest.mark.parametrize(("kwargs", "fragment"), [
+    ({"metrics": ["dp"]}, "metric: expected one of demographic_parity_diff"),
+    ({"counts_d": np.zeros((2, 4), dtype=int)},
+     "counts_d: expected shape (1, 4) (one row per metric), got shape (2, 4)"),
+    ({"values": [0.1, 0.2]}, "values: expected shape (1,) (one row per metric), got shape (2,)"),
+    ({"alpha": 0.0}, "alpha: expected a float in (0, 1), got 0.0 (float)"),
+])
+def test_batched_bad_input_is_named(kwargs: dict, fragment: str) -> None:
+    """A wrong metric, shape or level is refused with its name and what arrived."""
+    call = {"metrics": ["tpr_gap"], "counts_d": dp_counts(50, 5)[None],
+            "counts_a": dp_counts(50, 10)[None], "values": [0.1], "alpha": 0.05} | kwargs
+    with pytest.raises(ValueError) as info:
+        detectable_gaps(call.pop("metrics"), call.pop("counts_d"), call.pop("counts_a"), **call)
+    assert fragment in str(info.value)
+
+
+def test_newton_early_exit_returns_the_twelfth_step(rng: np.random.Generator) -> None:
+    """max_critical's early exit (fixed points, 2-cycles) gives what 12 plain steps give."""
+    sd_1, sd_2 = rng.uniform(0.001, 0.2, 3000), rng.uniform(0.001, 0.2, 3000)
+    sd_2[:50] = 0.0
+    for lo, hi in ((0, 1), (1, 3), (50, 54), (0, 3000)):  # single elements and batches
+        got = solve.max_critical(sd_1[lo:hi], sd_2[lo:hi], 0.05)
+        c = float(sps.norm.ppf(0.5 + math.sqrt(0.95) / 2)) * np.fmax(sd_1[lo:hi], sd_2[lo:hi])
+        for _ in range(solve.NEWTON):  # the plain iteration, inside() and its derivative
+            f_1, f_2 = solve.inside(c, sd_1[lo:hi]), solve.inside(c, sd_2[lo:hi])
+            with np.errstate(divide="ignore", invalid="ignore"):
+                dens = [np.where(s > 0, 2.0 * np.exp(-0.5 * solve.square(c / s))
+                                 / (np.sqrt(2 * np.pi) * s), 0.0)
+                        for s in (sd_2[lo:hi], sd_1[lo:hi])]
+                slope = f_1 * dens[0] + f_2 * dens[1]
+                step = np.where(slope > 0, (f_1 * f_2 - 0.95) / slope, 0.0)
+            c = np.fmax(c - step, 0.0)
+        assert np.array_equal(got.view(np.int64), c.view(np.int64))
+
+
+def test_square_is_numpys_scalar_square(rng: np.random.Generator) -> None:
+    """solve.square equals numpy's float64-scalar x**2 (libm pow), which x * x does not always."""
+    x = rng.uniform(0, 3, 20_000)
+    scalar = np.array([np.float64(v) ** 2 for v in x])
+    assert np.array_equal(solve.square(x), scalar)
+    assert not np.array_equal(x * x, scalar)  # the reason square() exists

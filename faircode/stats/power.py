@@ -59,24 +59,30 @@ Design decisions
 * ``alpha`` is the per-comparison two-sided level.  The grid's ``significant`` column uses
   Benjamini–Hochberg q-values at the same ``alpha``, which is stricter, so this MDE is a lower
   bound on the gap a BH-significant finding needs; it answers "could this one test see it?".
-* Everything is vectorised over a leading axis of comparisons; the only loops are over the fixed
-  numbers of bisection and Newton steps (and equalized odds' two components x two sides).  The
-  check against faircode's own count-level permutation test is ``bench/power.py`` (and a fast
-  version in ``tests/test_power.py``).
+* Everything is vectorised over a leading axis of comparisons, and :func:`detectable_gaps` solves
+  a batch of comparisons of *mixed* metrics at once: every rate-type comparison (the five rate
+  differences and disparate impact) in one bisection, every equalized-odds comparison with its
+  two components x two sides stacked in one bisection.  The only loops are over bisection and
+  Newton steps.  The check against faircode's own count-level permutation test is
+  ``bench/power.py`` (and a fast version in ``tests/test_power.py``).
+* **Fast, and bit-identical to the one-comparison-at-a-time implementation** that produced the
+  committed results (frozen in ``tests/power_reference.py``; ``bench/power_speed.py`` times both,
+  ``bench/power_committed.py`` recomputes every committed row): only comparisons whose MDE is
+  defined by size are solved, and the iterations stop as soon as further steps could not change
+  a bit (:mod:`faircode.stats._power_solvers`).
 """
 
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import ndtr, ndtri
-from statsmodels.stats.power import normal_power
 
 from faircode.core.errors import describe
+from faircode.stats import _power_solvers as solve
 
 __all__ = [
     "MIN_SIZE",
@@ -84,6 +90,7 @@ __all__ = [
     "POWER_METRICS",
     "Detectable",
     "detectable_gap",
+    "detectable_gaps",
     "minimum_detectable_gap",
     "powered",
 ]
@@ -104,6 +111,7 @@ NA_REASONS: tuple[str, ...] = (
 
 _TN, _FP, _FN, _TP = 0, 1, 2, 3
 _Floats = NDArray[np.float64]
+_Ints = NDArray[np.int64]
 
 # metric -> (numerator cells, denominator cells) of the group rate it differences
 _RATES: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
@@ -119,8 +127,13 @@ POWER_METRICS: tuple[str, ...] = (
 )
 """Metric names :func:`minimum_detectable_gap` knows (the grid's names plus the two EO gaps)."""
 
-_ITERATIONS = 64  # bisection steps: the bracket shrinks by 2**-64, below float resolution
-_NEWTON = 12  # Newton steps for the equalized-odds critical value (quadratic convergence)
+_EODDS, _DI = "equalized_odds_diff", "disparate_impact_ratio"
+# 0/1 cell masks of each rate-type metric's numerator and denominator (DI: demographic parity's)
+_CELLS: dict[str, tuple[_Ints, _Ints]] = {
+    m: tuple(np.isin(np.arange(4), cells).astype(np.int64)  # type: ignore[misc]
+             for cells in _RATES["demographic_parity_diff" if m == _DI else m])
+    for m in POWER_METRICS if m != _EODDS
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,33 +194,70 @@ def minimum_detectable_gap(
     mde, note
         Float array (NaN where n/a) and a same-shape string array (``""`` or a reason).
     """
-    if metric not in POWER_METRICS:
-        raise ValueError(
-            f"metric: expected one of {', '.join(POWER_METRICS)}, got {describe(metric)}"
-        )
-    _check_level("alpha", alpha)
-    _check_level("power", power)
-    if isinstance(min_size, bool) or not isinstance(min_size, numbers.Integral) or min_size < 1:
-        raise ValueError(f"min_size: expected a positive int, got {describe(min_size)}")
+    _check_metric(metric)
+    _check_options(alpha, power, min_size)
     d, a = _as_counts("counts_d", counts_d), _as_counts("counts_a", counts_a)
     d, a = np.broadcast_arrays(d, a)
-    if metric == "equalized_odds_diff":
-        return _eodds_mde(d, a, alpha=alpha, power=power, min_size=min_size,
-                          continuity=continuity)
-    rate_metric = "demographic_parity_diff" if metric == "disparate_impact_ratio" else metric
-    num, den = _RATES[rate_metric]
-    n_d, n_a = d[..., list(den)].sum(axis=-1), a[..., list(den)].sum(axis=-1)
-    base = _safe_ratio(a[..., list(num)].sum(axis=-1), n_a)
-    note = _size_note(n_d, n_a, min_size)
-    up, down = _rate_sides(n_d, n_a, base, alpha=alpha, power=power, continuity=continuity)
-    if metric == "disparate_impact_ratio":
-        with np.errstate(divide="ignore", invalid="ignore"):
-            up = np.log1p(up / base)
-            down = np.where(np.isnan(down), np.inf, -np.log1p(-down / base))
-        note = np.where((note == "") & (base == 0.0), "undefined_advantaged_rate_zero", note)
-    mde = np.fmax(up, down)  # NaN only when both sides are infeasible
-    note = np.where((note == "") & ~np.isfinite(mde), "not_detectable", note)
-    return np.where(note == "", mde, np.nan), note
+    shape = d.shape[:-1]
+    flat_d, flat_a = d.reshape(-1, 4), a.reshape(-1, 4)
+    mde, note = _solve((metric,) * flat_d.shape[0], flat_d, flat_a, alpha=alpha, power=power,
+                       min_size=min_size, continuity=continuity)
+    return mde.reshape(shape), note.reshape(shape)
+
+
+def detectable_gaps(
+    metrics: Sequence[str],
+    counts_d: ArrayLike,
+    counts_a: ArrayLike,
+    *,
+    values: ArrayLike,
+    alpha: float,
+    power: float = 0.8,
+    min_size: int = MIN_SIZE,
+    continuity: bool = True,
+) -> tuple[_Floats, NDArray[np.bool_], NDArray[np.str_]]:
+    """Return the MDE, ``powered`` flag and n/a reason of ``k`` comparisons of mixed metrics.
+
+    Parameters
+    ----------
+    metrics
+        ``k`` names from :data:`POWER_METRICS`, one per comparison (any mix, any order).
+    counts_d, counts_a
+        ``(k, 4)`` ``(TN, FP, FN, TP)`` counts of the disadvantaged and advantaged groups.
+    values
+        ``k`` observed values as the grid reports them (see :func:`powered`).
+    alpha, power, min_size, continuity
+        As in :func:`minimum_detectable_gap`.
+
+    Returns
+    -------
+    mde, powered, note
+        Three length-``k`` arrays; each entry equals :func:`detectable_gap` on that row, bit
+        for bit (all rate-type rows are solved together, and all equalized-odds rows; see the
+        module docstring).  ``k = 0`` gives three empty arrays.
+    """
+    names = tuple(metrics)
+    for name in names:
+        _check_metric(name)
+    _check_options(alpha, power, min_size)
+    k = len(names)
+    if k == 0 and np.size(counts_d) == np.size(counts_a) == np.size(values) == 0:
+        return np.zeros(0), np.zeros(0, dtype=bool), np.zeros(0, dtype="<U32")
+    d, a = _as_counts("counts_d", counts_d), _as_counts("counts_a", counts_a)
+    v = np.asarray(values, dtype=np.float64)
+    for label, shape in (("counts_d", d.shape), ("counts_a", a.shape), ("values", v.shape)):
+        if shape != ((k, 4) if label != "values" else (k,)):
+            want = f"({k}, 4)" if label != "values" else f"({k},)"
+            raise ValueError(f"{label}: expected shape {want} (one row per metric), "
+                             f"got shape {shape}")
+    mde, note = _solve(names, d, a, alpha=alpha, power=power, min_size=min_size,
+                       continuity=continuity)
+    reached = np.zeros(k, dtype=bool)
+    di = np.array([name == _DI for name in names], dtype=bool)
+    for selection, metric in ((di, _DI), (~di, "demographic_parity_diff")):
+        if selection.any():  # powered() only tells disparate impact (log scale) from the rest
+            reached[selection] = powered(metric, v[selection], mde[selection])
+    return mde, reached, note
 
 
 def detectable_gap(
@@ -224,7 +274,8 @@ def detectable_gap(
     """Return the MDE of one comparison and whether its observed ``value`` reaches it.
 
     ``value`` is the metric as the grid reports it (a ratio for disparate impact, any sign
-    convention for the differences); counts are two length-4 vectors.
+    convention for the differences); counts are two length-4 vectors.  For many comparisons
+    use :func:`detectable_gaps` (one call, the same numbers).
     """
     mde, note = minimum_detectable_gap(
         metric, counts_d, counts_a, alpha=alpha, power=power, min_size=min_size,
@@ -249,173 +300,131 @@ def powered(metric: str, value: ArrayLike, mde: ArrayLike) -> NDArray[np.bool_]:
         return np.asarray(np.abs(v) >= m)  # comparisons with NaN are False
 
 
-def _rate_sides(
-    n_d: NDArray[np.int64],
-    n_a: NDArray[np.int64],
-    base: _Floats,
-    *,
-    alpha: float,
-    power: float,
+def _solve(
+    metrics: Sequence[str], d: _Ints, a: _Ints, *, alpha: float, power: float, min_size: int,
     continuity: bool,
+) -> tuple[_Floats, NDArray[np.str_]]:
+    """MDEs and notes of validated ``(k, 4)`` counts: rate-type rows together, then EO rows."""
+    eodds = np.array([m == _EODDS for m in metrics], dtype=bool)
+    mde, note = np.full(len(metrics), np.nan), np.full(len(metrics), "", dtype="<U32")
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if (~eodds).any():
+            rest = [m for m, e in zip(metrics, eodds, strict=True) if not e]
+            mde[~eodds], note[~eodds] = _rate_mde(rest, d[~eodds], a[~eodds], alpha=alpha,
+                                                  power=power, min_size=min_size,
+                                                  continuity=continuity)
+        if eodds.any():
+            mde[eodds], note[eodds] = _eodds_mde(d[eodds], a[eodds], alpha=alpha, power=power,
+                                                 min_size=min_size, continuity=continuity)
+    return mde, note
+
+
+def _rate_mde(
+    metrics: Sequence[str], d: _Ints, a: _Ints, *, alpha: float, power: float, min_size: int,
+    continuity: bool,
+) -> tuple[_Floats, NDArray[np.str_]]:
+    """The rate-difference and disparate-impact MDEs of mixed rows (one bisection for all)."""
+    num = np.stack([_CELLS[m][0] for m in metrics])
+    den = np.stack([_CELLS[m][1] for m in metrics])
+    n_d, n_a = (d * den).sum(axis=-1), (a * den).sum(axis=-1)
+    base = _safe_ratio((a * num).sum(axis=-1), n_a)
+    note = _size_note(n_d, n_a, min_size)
+    live = note == ""  # the others are n/a by size: nothing to solve
+    up, down = np.full(len(metrics), np.nan), np.full(len(metrics), np.nan)
+    up[live], down[live] = _rate_sides(n_d[live], n_a[live], base[live], alpha=alpha,
+                                       power=power, continuity=continuity)
+    di = np.array([m == _DI for m in metrics], dtype=bool)
+    if di.any():
+        up[di] = np.log1p(up[di] / base[di])
+        down[di] = np.where(np.isnan(down[di]), np.inf, -np.log1p(-down[di] / base[di]))
+        note = np.where(di & (note == "") & (base == 0.0), "undefined_advantaged_rate_zero", note)
+    mde = np.fmax(up, down)  # NaN only when both sides are infeasible
+    note = np.where((note == "") & ~np.isfinite(mde), "not_detectable", note)
+    return np.where(note == "", mde, np.nan), note
+
+
+def _rate_sides(
+    n_d: _Ints, n_a: _Ints, base: _Floats, *, alpha: float, power: float, continuity: bool,
 ) -> tuple[_Floats, _Floats]:
     """Detectable rate differences above and below ``base`` (NaN where a side leaves [0, 1])."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        n_eff = np.where((n_d > 0) & (n_a > 0), 1.0 / (1.0 / n_d + 1.0 / n_a), np.nan)
-
-    def power_of(h: _Floats) -> _Floats:
-        return np.asarray(normal_power(h, n_eff, alpha, alternative="two-sided"), np.float64)
-
-    h = _bisect(power_of, np.zeros_like(n_eff), np.full_like(n_eff, np.pi), power)
+    n_eff = np.where((n_d > 0) & (n_a > 0), 1.0 / (1.0 / n_d + 1.0 / n_a), np.nan)
+    power_of = solve.rate_power(np.sqrt(n_eff), alpha)
+    h = solve.bisect(power_of, np.zeros_like(n_eff), np.full_like(n_eff, np.pi), power)
     h = np.where(power_of(np.full_like(n_eff, np.pi)) >= power, h, np.nan)
     phi = np.arcsin(np.sqrt(base))
-    up = np.where(phi + h / 2 <= np.pi / 2, np.sin(phi + h / 2) ** 2 - base, np.nan)
-    down = np.where(phi - h / 2 >= 0.0, base - np.sin(phi - h / 2) ** 2, np.nan)
+    up = np.where(phi + h / 2 <= np.pi / 2, solve.square(np.sin(phi + h / 2)) - base, np.nan)
+    down = np.where(phi - h / 2 >= 0.0, base - solve.square(np.sin(phi - h / 2)), np.nan)
     if continuity:
-        cc = _correction(n_d, n_a)
+        cc = solve.correction(n_d, n_a)
         up = np.where(up + cc <= 1.0 - base, up + cc, np.nan)
         down = np.where(down + cc <= base, down + cc, np.nan)
     return up, down
 
 
-def _correction(n_d: ArrayLike, n_a: ArrayLike) -> _Floats:
-    """The continuity correction ``½(1/n_d + 1/n_a)`` of a difference of two proportions."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.asarray(0.5 * (1.0 / np.asarray(n_d, np.float64)
-                                 + 1.0 / np.asarray(n_a, np.float64)))
-
-
 def _eodds_mde(
-    d: NDArray[np.int64],
-    a: NDArray[np.int64],
-    *,
-    alpha: float,
-    power: float,
-    min_size: int,
-    continuity: bool,
+    d: _Ints, a: _Ints, *, alpha: float, power: float, min_size: int, continuity: bool,
 ) -> tuple[_Floats, NDArray[np.str_]]:
     """Worst case over the carrying component of the max(|TPR gap|, |FPR gap|) test's MDE."""
-    parts = []
-    for num, den in (_RATES["tpr_gap"], _RATES["fpr_gap"]):
-        n_d, n_a = d[..., list(den)].sum(axis=-1), a[..., list(den)].sum(axis=-1)
-        base = _safe_ratio(a[..., list(num)].sum(axis=-1), n_a)
-        parts.append((n_d.astype(np.float64), n_a.astype(np.float64), base))
     note = _size_note(d[..., [_FN, _TP]].sum(axis=-1), a[..., [_FN, _TP]].sum(axis=-1), min_size)
     note = np.where(note == "", _size_note(d[..., [_TN, _FP]].sum(axis=-1),
                                            a[..., [_TN, _FP]].sum(axis=-1), min_size), note)
-    worst = np.full(note.shape, -np.inf)
-    for k, (n_d, n_a, base) in enumerate(parts):
-        o_d, o_a, o_base = parts[1 - k]
-        null_other = _null_sd(o_base, o_d, o_a)
-        side_mdes = []
-        for sign in (1.0, -1.0):
-            room = 1.0 - base if sign > 0 else base
-            power_of = _eodds_power(n_d, n_a, base, sign, null_other, alpha)
-            delta = _bisect(power_of, np.zeros_like(base), room, power)
-            if continuity:
-                delta = delta + _correction(n_d, n_a)
-            side_mdes.append(np.where((power_of(room) >= power) & (delta <= room), delta, np.nan))
-        component = np.fmax(side_mdes[0], side_mdes[1])
-        worst = np.maximum(worst, component)  # NaN (an undetectable component) propagates
+    live = note == ""
+    parts = []
+    for num, den in (_RATES["tpr_gap"], _RATES["fpr_gap"]):
+        n_d, n_a = d[live][:, list(den)].sum(axis=-1), a[live][:, list(den)].sum(axis=-1)
+        base = _safe_ratio(a[live][:, list(num)].sum(axis=-1), n_a)
+        parts.append((n_d.astype(np.float64), n_a.astype(np.float64), base))
+    # rows of the stacked problem: (tpr carries, +), (tpr, -), (fpr, +), (fpr, -)
+    n_d, n_a, base = (np.stack([parts[k][i] for k in (0, 0, 1, 1)]) for i in range(3))
+    null_other = np.stack([solve.null_sd(parts[1 - k][2], parts[1 - k][0], parts[1 - k][1])
+                           for k in (0, 0, 1, 1)])
+    sign = np.array([1.0, -1.0, 1.0, -1.0])[:, None]
+    room = np.where(sign > 0, 1.0 - base, base)
+    power_of = solve.eodds_power(n_d, n_a, base, sign, null_other, alpha)
+    delta = solve.bisect(power_of, np.zeros_like(base), room, power, ahead=True)
+    if continuity:
+        delta = delta + solve.correction(n_d, n_a)
+    side = np.where((power_of(room) >= power) & (delta <= room), delta, np.nan)
+    component = np.fmax(side[0::2], side[1::2])  # (tpr, fpr) x live rows
+    worst = np.full(len(note), np.nan)
+    worst[live] = np.maximum(component[0], component[1])  # NaN (undetectable) propagates
     note = np.where((note == "") & ~np.isfinite(worst), "not_detectable", note)
     return np.where(note == "", worst, np.nan), note
 
 
-def _null_sd(rate: _Floats, n_d: _Floats, n_a: _Floats) -> _Floats:
-    """Null s.d. of a rate gap when both groups share ``rate`` (NaN for an empty group)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.sqrt(rate * (1.0 - rate) * (1.0 / n_d + 1.0 / n_a))
-
-
-def _inside(c: _Floats, sd: _Floats) -> _Floats:
-    """P(|N(0, sd)| < c); 1 for a degenerate (zero-variance) component."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(sd > 0, 2.0 * ndtr(c / sd) - 1.0, 1.0)
-
-
-def _max_critical(sd_1: _Floats, sd_2: _Floats, alpha: float) -> _Floats:
-    """Solve ``P(|G_1| < c)·P(|G_2| < c) = 1 − alpha`` for ``c`` by Newton's method.
-
-    The start, ``z_{1−(1−√(1−alpha))/2}·max(sd)``, makes each factor at least ``√(1 − alpha)``,
-    so it lies right of the root; the product is increasing and concave there, so the steps
-    descend monotonically onto the root (a dozen suffice to float precision).
-    """
-    level = np.sqrt(1.0 - alpha)
-    c = float(ndtri(0.5 + level / 2.0)) * np.fmax(sd_1, sd_2)
-    for _ in range(_NEWTON):
-        f_1, f_2 = _inside(c, sd_1), _inside(c, sd_2)
-        slope = f_1 * _density(c, sd_2) + f_2 * _density(c, sd_1)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            step = np.where(slope > 0, (f_1 * f_2 - (1.0 - alpha)) / slope, 0.0)
-        c = np.fmax(c - step, 0.0)
-    return c
-
-
-def _density(c: _Floats, sd: _Floats) -> _Floats:
-    """d/dc of :func:`_inside`: ``2φ(c/sd)/sd`` (0 for a degenerate component)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(sd > 0, 2.0 * np.exp(-0.5 * (c / sd) ** 2) / (np.sqrt(2 * np.pi) * sd),
-                        0.0)
-
-
-def _eodds_power(
-    n_d: _Floats, n_a: _Floats, base: _Floats, sign: float, null_other: _Floats, alpha: float
-) -> Callable[[_Floats], _Floats]:
-    """Power of the max test when one component's disadvantaged rate is ``base + sign·delta``.
-
-    The permutation test conditions on the pooled counts, so the carrying component's null s.d.
-    is taken at its pooled rate under the alternative; the critical value ``c`` of the maximum
-    solves ``P(|G_k| < c)·P(|G_j| < c) = 1 − alpha`` (independent strata).
-    """
-
-    def power_of(delta: _Floats) -> _Floats:
-        p_d = base + sign * delta
-        null_own = _null_sd((n_d * p_d + n_a * base) / (n_d + n_a), n_d, n_a)
-        crit = _max_critical(null_own, null_other, alpha)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            sd = np.sqrt(p_d * (1.0 - p_d) / n_d + base * (1.0 - base) / n_a)
-            keep = np.where(
-                sd > 0,
-                ndtr((crit - delta) / sd) - ndtr((-crit - delta) / sd),
-                (delta < crit).astype(np.float64),
-            )
-        return np.asarray(1.0 - keep * _inside(crit, null_other), np.float64)
-
-    return power_of
-
-
-def _bisect(
-    fn: Callable[[_Floats], _Floats], low: _Floats, high: _Floats, target: float
-) -> _Floats:
-    """Vectorised bisection for ``fn(x) = target`` with ``fn`` increasing on ``[low, high]``."""
-    low, high = np.array(low, dtype=np.float64), np.array(high, dtype=np.float64)
-    for _ in range(_ITERATIONS):
-        mid = (low + high) / 2.0
-        below = fn(mid) < target
-        low, high = np.where(below, mid, low), np.where(below, high, mid)
-    return (low + high) / 2.0
-
-
-def _size_note(
-    n_d: NDArray[np.int64], n_a: NDArray[np.int64], min_size: int
-) -> NDArray[np.str_]:
+def _size_note(n_d: _Ints, n_a: _Ints, min_size: int) -> NDArray[np.str_]:
     smallest = np.minimum(n_d, n_a)
     return np.where(smallest == 0, "empty_group",
                     np.where(smallest < min_size, "below_min_size", "")).astype("<U32")
 
 
-def _safe_ratio(num: NDArray[np.int64], den: NDArray[np.int64]) -> _Floats:
+def _safe_ratio(num: _Ints, den: _Ints) -> _Floats:
     out = np.full(np.shape(num), np.nan)
     np.divide(num, den, out=out, where=den > 0)
     return out
 
 
-def _as_counts(name: str, counts: ArrayLike) -> NDArray[np.int64]:
+def _as_counts(name: str, counts: ArrayLike) -> _Ints:
     array = np.asarray(counts)
     if array.ndim == 0 or array.shape[-1] != 4:
         raise ValueError(f"{name}: expected counts of shape (..., 4), got shape {array.shape}")
     if not np.issubdtype(array.dtype, np.integer) or np.any(array < 0):
         raise ValueError(f"{name}: expected non-negative integer counts, got {describe(counts)}")
     return array.astype(np.int64)
+
+
+def _check_metric(metric: str) -> None:
+    if metric not in POWER_METRICS:
+        raise ValueError(
+            f"metric: expected one of {', '.join(POWER_METRICS)}, got {describe(metric)}"
+        )
+
+
+def _check_options(alpha: float, power: float, min_size: int) -> None:
+    _check_level("alpha", alpha)
+    _check_level("power", power)
+    if isinstance(min_size, bool) or not isinstance(min_size, numbers.Integral) or min_size < 1:
+        raise ValueError(f"min_size: expected a positive int, got {describe(min_size)}")
 
 
 def _check_level(name: str, value: object) -> None:
