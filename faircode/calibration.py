@@ -36,9 +36,11 @@ Design decisions
   A bin without rows of both groups has weight 0 (dropped, and counted).  Weights proportional
   to the bin's size would let a bin with 2 rows of one group and 2,000 of the other weigh as
   much as a balanced bin, and such bins are common at the tails (a model's probabilities, the
-  COMPAS deciles 9–10 of Caucasian defendants): on calibrated synthetic scores the size-weighted
-  gap swung by ±0.05 from seed to seed where the MH gap stays within ±0.01.  When the within-bin
-  difference is the same in every bin both weightings estimate it.  For an ordinal scale the
+  COMPAS deciles 9–10 of Caucasian defendants).  On calibrated synthetic scores with little
+  overlap at the tails (``bench/calibration_weights.py``: 20 seeds, n = 20,000, 10 quantile bins)
+  ``gap − score_gap`` had standard deviation 0.025 (largest 0.061) with size weights and 0.010
+  (largest 0.025) with MH weights.  When the within-bin difference is the same in every bin
+  both weightings estimate it.  For an ordinal scale the
   gap is the difference at exactly equal score.  For probabilities the groups' mean scores may
   differ inside a bin; ``score_gap`` (the same average of ``s̄_Dk − s̄_Ak``) reports how much, so
   the reader can tell a calibration difference from bin resolution (more bins shrink it).
