@@ -39,7 +39,7 @@ MANIFEST = Path("audits/compas_two_years/audit.yaml")
 COLUMNS = ["race", "sex", "age", "priors_count", "c_charge_degree", "juv_fel_count",
            "juv_misd_count", "juv_other_count", "days_b_screening_arrest", "is_recid",
            "score_text", "decile_score", "two_year_recid", "age_cat", "decile_score.1",
-           "priors_count.1"]
+           "priors_count.1", "event", "c_charge_desc"]
 PUBLISHED = {"African-American": (990, 805, 532, 1369), "Caucasian": (1139, 349, 461, 505)}
 JUVENILE = ["juv_fel_count", "juv_misd_count", "juv_other_count"]
 
@@ -148,7 +148,9 @@ def main() -> None:
     for column in ("priors_count", "decile_score"):
         print(f"  {column} equals {column}.1 on every row: "
               f"{(raw[column] == raw[column + '.1']).all()}")
-    print(f"  two_year_recid rate {raw['two_year_recid'].mean():.4f} of {len(raw):,}")
+    print(f"  two_year_recid rate {raw['two_year_recid'].mean():.4f} of {len(raw):,}; event "
+          f"agrees with it on {(raw['event'] == raw['two_year_recid']).mean():.4f} of rows; "
+          f"c_charge_desc has {raw['c_charge_desc'].nunique():,} distinct values")
 
     print("\n2. Race in the file and the audit's rows")
     print("  " + ", ".join(f"{k} {v:,}" for k, v in raw["race"].value_counts().items()))
@@ -157,6 +159,8 @@ def main() -> None:
     assert (frame["race"].to_numpy() == data.raw["race"].to_numpy()).all()
     assert (frame["two_year_recid"].to_numpy() == data.y).all()
     flagged = (frame["score_text"] != "Low").to_numpy()
+    outside = ~frame["days_b_screening_arrest"].between(-30, 30)
+    print(f"  audit rows the notebook filter would remove: {int(outside.sum()):,}")
     print(f"  audit rows {len(data.y):,}; label rate {data.y.mean():.4f}; the tool flags "
           f"{flagged.mean():.4f} of them, {flagged[data.test_index].mean():.4f} of the "
           f"{len(data.test_index):,} test rows")

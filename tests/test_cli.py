@@ -17,10 +17,10 @@ from faircode.manifest import load_manifest
 UNAVAILABLE = ("ai_fair_recruitment", "tenant_screening")
 
 
-def test_fetch_from_mirrors_fetches_ten_and_skips_two(
+def test_fetch_from_mirrors_fetches_eleven_and_skips_two(
     fresh_repo: Path, mirror: Path, mirror_extra: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """fetch with two --mirror flags installs the ten mirrored files, reports two unavailable."""
+    """fetch with two --mirror flags installs the eleven mirrored files, reports two unavailable."""
     code = main(
         [
             "data",
