@@ -35,6 +35,7 @@ MIRRORED = (
 MIRRORED_EXTRA = (
     "bank_marketing",
     "communities_crime",
+    "compas_two_years",
     "credit_default",
     "lsac_law",
     "student_performance",
@@ -110,7 +111,7 @@ def mirror(mirrors: tuple[Path, ...]) -> Path:
 
 @pytest.fixture(scope="session")
 def mirror_extra(mirrors: tuple[Path, ...]) -> Path:
-    """Return the mirror folder of the five extra audits (skip/fail when absent)."""
+    """Return the mirror folder of the extra audits (skip/fail when absent)."""
     path = _holding(mirrors, MIRRORED_EXTRA[0])
     if path is None:
         _skip_or_fail("no mirror of the extra datasets (add ../shared/datasets-extra)")

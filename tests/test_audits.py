@@ -1,4 +1,4 @@
-"""Tests of the twelve shipped audit manifests and datasheets, with data from the mirrors."""
+"""Tests of the thirteen shipped audit manifests and datasheets, with data from the mirrors."""
 
 from __future__ import annotations
 
@@ -14,12 +14,13 @@ from faircode.audit.fetch import sha256_file
 from faircode.audit.manifest import discover_manifests, load_manifest
 from faircode.core.errors import DataUnavailableError
 
-TWELVE = (
+SHIPPED = (
     "ai_fair_recruitment",
     "bank_marketing",
     "benefits_denial",
     "communities_crime",
     "compas",
+    "compas_two_years",
     "credit_default",
     "german_credit_lending",
     "healthcare_readmission",
@@ -31,10 +32,10 @@ TWELVE = (
 AUDITS = Path(__file__).resolve().parent.parent / "audits"
 
 
-def test_twelve_manifests_are_shipped_and_load() -> None:
-    """audits/ holds exactly the twelve manifests; each loads and is named after its folder."""
+def test_thirteen_manifests_are_shipped_and_load() -> None:
+    """audits/ holds exactly the thirteen manifests; each loads and is named after its folder."""
     paths = discover_manifests(AUDITS)
-    assert tuple(p.parent.name for p in paths) == TWELVE
+    assert tuple(p.parent.name for p in paths) == SHIPPED
     for path in paths:
         m = load_manifest(path)
         assert m.name == path.parent.name
@@ -68,7 +69,7 @@ def test_favourable_labels_follow_the_decisions() -> None:
     assert load_manifest(AUDITS / "german_credit_lending" / "audit.yaml").target.favourable == 1
 
 
-@pytest.mark.parametrize("name", TWELVE)
+@pytest.mark.parametrize("name", SHIPPED)
 def test_datasheet_covers_source_licence_target_and_caveats(name: str) -> None:
     """Every audit folder carries a README datasheet with the four required sections."""
     text = (AUDITS / name / "README.md").read_text().lower()
@@ -103,13 +104,14 @@ def test_unobtainable_audit_is_reported_unavailable(name: str, audit_repo: Any) 
     assert " ".join(m.dataset.source.instructions.split()) in message
 
 
-# ------------------------------------------------------------------- the five extra audits
+# ------------------------------------------------------------------------ the extra audits
 
 # Rows before any filter, as SOURCES.md of ../shared/datasets-extra counts them (pandas, header
 # excluded), and the rows each audit keeps after its filters.
 EXTRA_ROWS = {
     "bank_marketing": (45_211, 45_211),
     "communities_crime": (1_994, 1_994),
+    "compas_two_years": (7_214, 6_150),
     "credit_default": (30_000, 30_000),
     "lsac_law": (21_791, 21_790),
     "student_performance": (649, 649),
@@ -145,9 +147,13 @@ def test_extra_audit_round_trips_through_validate(
 
 
 def test_leaking_columns_are_not_features() -> None:
-    """bank's duration, student's G1/G2 and LSAC's ZFYA never reach a feature list."""
+    """bank's duration, student's G1/G2, LSAC's ZFYA and the COMPAS tool's own outputs, later
+    outcomes, names and dates of birth never reach a manifest's columns."""
     leaks = {"bank_marketing": {"duration"}, "student_performance": {"G1", "G2"},
-             "lsac_law": {"ZFYA", "sander_index"}}
+             "lsac_law": {"ZFYA", "sander_index"},
+             "compas_two_years": {"name", "first", "last", "dob", "decile_score",
+                                  "decile_score.1", "score_text", "v_decile_score",
+                                  "v_score_text", "is_recid", "event", "priors_count.1"}}
     for name, columns in leaks.items():
         m = load_manifest(AUDITS / name / "audit.yaml")
         assert columns.isdisjoint(m.named_columns)

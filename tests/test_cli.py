@@ -18,10 +18,10 @@ from faircode.pipeline.cli import main
 UNAVAILABLE = ("ai_fair_recruitment", "tenant_screening")
 
 
-def test_fetch_from_mirrors_fetches_ten_and_skips_two(
+def test_fetch_from_mirrors_fetches_eleven_and_skips_two(
     fresh_repo: Path, mirror: Path, mirror_extra: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """fetch with two --mirror flags installs the ten mirrored files, reports two unavailable."""
+    """fetch with two --mirror flags installs the eleven mirrored files, reports two unavailable."""
     code = main(
         [
             "data",
