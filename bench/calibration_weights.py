@@ -8,10 +8,10 @@ For each seed it draws ``n = 20,000`` rows, half disadvantaged, with calibrated 
 (``y ~ Bernoulli(s)``) whose distribution differs by group (``Beta(5, 2)`` against ``Beta(2, 5)``:
 little overlap at the tails), bins them in 10 pooled-quantile bins and computes the within-bin
 rate difference averaged with two weightings: the bin's size ``n_D + n_A`` and the
-Mantel–Haenszel weight ``n_D · n_A / (n_D + n_A)`` (:mod:`faircode.calibration`).  Under
+Mantel–Haenszel weight ``n_D · n_A / (n_D + n_A)`` (:mod:`faircode.stats.calibration`).  Under
 calibration each gap should equal its ``score_gap`` (the same average of the within-bin mean
 score differences); it prints the spread of ``gap − score_gap`` over the seeds.  It backs the
-weighting paragraph of :mod:`faircode.calibration`'s docstring.
+weighting paragraph of :mod:`faircode.stats.calibration`'s docstring.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import argparse
 
 import numpy as np
 
-from faircode.calibration import calibration_table
+from faircode.stats.calibration import calibration_table
 
 
 def _gaps(table, weight: str) -> tuple[float, float]:  # type: ignore[no-untyped-def]

@@ -9,12 +9,12 @@ It reads only the columns it names from ``compas-scores-two-years.csv`` (never `
 
 1. ProPublica's truth tables (decision ``score_text != "Low"``, outcome ``two_year_recid``) on all
    rows and on the notebook's regression filter, against the published Black and White tables.
-2. Race counts of the file and the rows the audit keeps (``faircode.data.load_audit``).
+2. Race counts of the file and the rows the audit keeps (``faircode.audit.data.load_audit``).
 3. Race disparities of the candidate features and how well each feature set predicts race and
    the outcome (5-fold cross-validated AUC of a logistic regression).
-4. The deployed tool's per-group table on the audit's rows (:mod:`faircode.groups`).
+4. The deployed tool's per-group table on the audit's rows (:mod:`faircode.stats.groups`).
 5. Its calibration by race, decile by decile, the calibration gap of every attribute
-   (:mod:`faircode.calibration`, ``B = P = --resamples``, ``seed``) and the logistic check.
+   (:mod:`faircode.stats.calibration`, ``B = P = --resamples``, ``seed``) and the logistic check.
 
 It backs the datasheet ``audits/compas_two_years/README.md``.
 """
@@ -30,10 +30,10 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import cross_val_predict
 
-from faircode.calibration import calibration_gap, calibration_regression, calibration_table
-from faircode.data import load_audit
-from faircode.groups import format_group_table, group_table
-from faircode.manifest import load_manifest
+from faircode.audit.data import load_audit
+from faircode.audit.manifest import load_manifest
+from faircode.stats.calibration import calibration_gap, calibration_regression, calibration_table
+from faircode.stats.groups import format_group_table, group_table
 
 MANIFEST = Path("audits/compas_two_years/audit.yaml")
 COLUMNS = ["race", "sex", "age", "priors_count", "c_charge_degree", "juv_fel_count",

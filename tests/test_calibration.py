@@ -1,4 +1,4 @@
-"""Tests of faircode.calibration: score bins, per-group calibration, the gap, its CI and test."""
+"""Tests of faircode.stats.calibration: score bins, calibration by group, the gap, its CI, test."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from conftest import _skip_or_fail
 
-from faircode.calibration import (
+from faircode.stats.calibration import (
     CALIBRATION_COLUMNS,
     calibration_gap,
     calibration_regression,

@@ -1,4 +1,4 @@
-"""Tests of faircode.groups: per-group confusion counts, rates, Wilson intervals, units, tables."""
+"""Tests of faircode.stats.groups: per-group confusion counts, rates, Wilson intervals, tables."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from conftest import _skip_or_fail
 from statsmodels.stats.proportion import proportion_confint
 
-from faircode import clusters, stats
-from faircode.groups import (
+from faircode.stats import clusters, resampling
+from faircode.stats.groups import (
     GROUP_COLUMNS,
     RATES,
     design_effects,
@@ -104,7 +104,7 @@ def test_wide_table_and_markdown() -> None:
     note = str(wide.loc[1, "note"])
     assert note.startswith("base_rate:small_sample;") and "tpr:undefined_no_label_1" in note
     text = format_group_table(table, metrics=("fpr", "tpr"))
-    low, _ = stats.wilson_interval(1, 3, confidence=0.95)
+    low, _ = resampling.wilson_interval(1, 3, confidence=0.95)
     assert f"| deployed | sex | a | 6 | 2 | 1 | 1 | 2 | 0.333 [{float(low):.3f}, " in text
     assert text.splitlines()[-1].endswith("| undefined |")
 
@@ -118,7 +118,7 @@ def test_hand_computed_design_effect_deflates_the_interval() -> None:
     base = group.rate("base_rate")
     deff = 2.24 / 1.2
     assert base.design_effect == pytest.approx(deff)
-    low, high = stats.wilson_interval(3 / deff, 5 / deff, confidence=0.95)
+    low, high = resampling.wilson_interval(3 / deff, 5 / deff, confidence=0.95)
     assert (base.ci_low, base.ci_high) == (pytest.approx(float(low)), pytest.approx(float(high)))
 
 
@@ -142,7 +142,7 @@ def test_design_effect_agrees_with_cluster_bootstrap(rng: np.random.Generator) -
     types = clusters.unit_types(clusters.unit_counts(y, yhat, np.zeros(y.size, np.int64), unit,
                                                      n_groups=1))
     boot = clusters.cluster_bootstrap_counts(types, n_resamples=8000, rng=rng)[:, 0]
-    row = stats.bootstrap_counts(types.pooled()[0], n_resamples=8000, rng=rng)
+    row = resampling.bootstrap_counts(types.pooled()[0], n_resamples=8000, rng=rng)
     rate = lambda c: (c[:, 2] + c[:, 3]) / c.sum(axis=1)  # noqa: E731
     reference = clusters.design_effect(rate(boot), rate(row))
     assert group.rate("base_rate").design_effect == pytest.approx(reference, rel=0.08)

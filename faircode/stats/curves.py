@@ -2,10 +2,10 @@
 
 A deterministic cell (S0–S2) decides ``ŷ = 1`` when ``score > t`` (the ``threshold`` rule of
 :mod:`faircode.audit.decision`; ``inclusive=True`` gives ``score >= t``, the form of
-``top_fraction``'s cutoff).  :func:`curve_counts` gives, at every threshold of a grid, each protected attribute's two
-groups' confusion counts, and :func:`operating_curves` the tidy table of the eight fairness metrics
-(per attribute) and accuracy, balanced accuracy and selection rate (overall), each with its
-interval, from the stored scores alone: no refit, no experiment.
+``top_fraction``'s cutoff).  :func:`curve_counts` gives, at every threshold of a grid, each
+protected attribute's two groups' confusion counts, and :func:`operating_curves` the tidy table of
+the eight fairness metrics (per attribute) and accuracy, balanced accuracy and selection rate
+(overall), each with its interval, from the stored scores alone: no refit, no experiment.
 
 Design decisions
 ----------------

@@ -4,7 +4,7 @@ Wherever decisions come with a score — a deployed tool's 1–10 decile, a mode
 probability — the COMPAS debate's second view applies: *calibration within groups* (Dieterich et
 al. 2016, the vendor's rebuttal; Flores et al. 2016; Chouldechova 2017; Kleinberg et al. 2017).
 At equal score, is the outcome as frequent in one group as in the other?  ProPublica's view
-(error-rate balance, :mod:`faircode.groups`) and this one cannot both hold when base rates
+(error-rate balance, :mod:`faircode.stats.groups`) and this one cannot both hold when base rates
 differ, so an audit shows both.
 
 * :func:`calibration_table` — per group and score bin: rows, label-1 rows, mean score, observed
@@ -47,15 +47,16 @@ Design decisions
 * **Interval**: stratified bootstrap at count level — each group's (bin, label) cell counts
   drawn multinomially at the group's own size (resampling rows within groups), the gap
   recomputed per resample over the bins both groups still have, percentile interval
-  (:func:`faircode.stats.percentile_interval`).  **Test**: group labels permuted within each bin
-  (the bin's label-1 count split by a hypergeometric draw at the disadvantaged group's bin size,
-  exact and at count level), two-sided on ``|gap|`` (:func:`faircode.stats.permutation_p_value`).
+  (:func:`faircode.stats.resampling.percentile_interval`).  **Test**: group labels permuted
+  within each bin (the bin's label-1 count split by a hypergeometric draw at the disadvantaged
+  group's bin size, exact and at count level), two-sided on ``|gap|``
+  (:func:`faircode.stats.resampling.permutation_p_value`).
   Seeds: ``child_seed(seed, 0)`` bootstrap, ``child_seed(seed, 1)`` permutation.
 * **Repeated units**: the table's intervals are deflated by the closed-form design effect of
-  :func:`faircode.groups.design_effects`; the gap's bootstrap resamples whole units' parts within
-  each group (a unit with rows in both groups is split into its two parts); the permutation test
-  still permutes rows and says so in the note (``permutation_rows_independent``), as the AUC of
-  :mod:`faircode._performance` does.
+  :func:`faircode.stats.groups.design_effects`; the gap's bootstrap resamples whole units' parts
+  within each group (a unit with rows in both groups is split into its two parts); the permutation
+  test still permutes rows and says so in the note (``permutation_rows_independent``), as the AUC
+  of :mod:`faircode.stats.performance` does.
 """
 
 from __future__ import annotations
@@ -68,10 +69,12 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from faircode import clusters, stats
-from faircode._metric_defs import ratio
-from faircode.errors import describe
-from faircode.groups import design_effects, group_masks
+from faircode.core import checks
+from faircode.core.errors import describe
+from faircode.core.seeds import child_seed
+from faircode.stats import clusters, resampling
+from faircode.stats._metric_defs import ratio
+from faircode.stats.groups import design_effects, group_masks
 
 __all__ = [
     "BINNINGS",
@@ -172,7 +175,7 @@ def score_bins(
         bounds = tuple(float(v) for v in values)
         return ScoreBins(index.reshape(-1).astype(np.int64), labels, bounds, bounds)
     _check_choice("binning", binning, BINNINGS)
-    stats.check_positive_int("n_bins", n_bins)
+    checks.check_positive_int("n_bins", n_bins)
     if binning == "uniform":
         edges = np.linspace(0.0, 1.0, n_bins + 1)
     else:
@@ -194,9 +197,9 @@ def _prepare(
     binning: Binning, n_bins: int,
 ) -> tuple[NDArray[np.int8], NDArray[np.float64], ScoreBins, NDArray[np.bool_]]:
     """Validate, and bin the scores of the rows in any group (other rows get bin 0, unused)."""
-    y = stats.as_binary("y_true", y_true)
+    y = checks.as_binary("y_true", y_true)
     s = _as_score(score, scale)
-    stats.check_lengths(y_true=y, score=s)
+    checks.check_lengths(y_true=y, score=s)
     used = np.zeros(y.size, dtype=bool)
     for mask in masks.values():
         used |= mask
@@ -237,10 +240,10 @@ def calibration_table(
     One row per group × bin (bins shared by all groups, :func:`score_bins` on the pooled rows of
     the groups); a group with no row in a bin has ``n = 0``, NaN rate and note ``empty_bin``.
     ``observed_rate`` is the label-1 rate, its interval Wilson's (at effective counts when
-    ``units`` repeat, as in :mod:`faircode.groups`).
+    ``units`` repeat, as in :mod:`faircode.stats.groups`).
     """
-    stats.check_confidence(confidence)
-    y0 = stats.as_binary("y_true", y_true)
+    checks.check_confidence(confidence)
+    y0 = checks.as_binary("y_true", y_true)
     masks = group_masks(groups, y0.size)
     y, s, bins, _ = _prepare(y0, score, masks, scale, binning, n_bins)
     k = bins.n_bins
@@ -257,7 +260,7 @@ def calibration_table(
             x_u = np.bincount(flat, weights=y_f[mask], minlength=n_units * k).reshape(n_units, k)
             deff = design_effects(x_u, m_u)
         factor = np.where(np.isfinite(deff) & (deff > 1.0), deff, 1.0)
-        low, high = stats.wilson_interval(pos / factor, n / factor, confidence=confidence)
+        low, high = resampling.wilson_interval(pos / factor, n / factor, confidence=confidence)
         rate, mean = ratio(pos, n), ratio(score_sum, n)
         for b in range(k):
             note = ";".join(x for x in ("empty_bin" if n[b] == 0 else "", bins.note) if x)
@@ -306,9 +309,9 @@ def _gap(x_d: NDArray, n_d: NDArray, x_a: NDArray, n_a: NDArray) -> NDArray[np.f
 def _two_groups(
     disadvantaged: ArrayLike, advantaged: ArrayLike | None
 ) -> dict[str, NDArray[np.bool_]]:
-    dis = stats.as_mask("disadvantaged", disadvantaged)
-    adv = ~dis if advantaged is None else stats.as_mask("advantaged", advantaged)
-    stats.check_lengths(disadvantaged=dis, advantaged=adv)
+    dis = checks.as_mask("disadvantaged", disadvantaged)
+    adv = ~dis if advantaged is None else checks.as_mask("advantaged", advantaged)
+    checks.check_lengths(disadvantaged=dis, advantaged=adv)
     if (dis & adv).any():
         raise ValueError("advantaged: expected no row in both groups, got "
                          f"{int((dis & adv).sum())} rows in both")
@@ -334,9 +337,9 @@ def calibration_gap(
 
     ``advantaged`` defaults to every row not disadvantaged; rows in neither group are left out.
     """
-    stats.check_positive_int("n_resamples", n_resamples)
-    stats.check_positive_int("n_permutations", n_permutations)
-    stats.check_confidence(confidence)
+    checks.check_positive_int("n_resamples", n_resamples)
+    checks.check_positive_int("n_permutations", n_permutations)
+    checks.check_confidence(confidence)
     masks = _two_groups(disadvantaged, advantaged)
     y, s, bins, _ = _prepare(y_true, score, masks, scale, binning, n_bins)
     k, y_f = bins.n_bins, y.astype(np.float64)
@@ -351,18 +354,18 @@ def calibration_gap(
         return CalibrationGap(nan, nan, nan, nan, nan, 0, k, size_d, size_a, why)
     score_gap = float(_gap(s_d, n_d, s_a, n_a))
     inverse = clusters.repeated_units(units, y.size)
-    rng = np.random.default_rng(stats.child_seed(seed, 0))
+    rng = np.random.default_rng(child_seed(seed, 0))
     cells = 2 * bins.index + y
     boot = [_resample_group(cells, mask, inverse, k, n_resamples, rng)
             for mask in (masks["disadvantaged"], masks["advantaged"])]
     samples = _gap(boot[0][1], boot[0][0], boot[1][1], boot[1][0])
-    low, high = stats.percentile_interval(samples, confidence=confidence)
-    rng = np.random.default_rng(stats.child_seed(seed, 1))
+    low, high = resampling.percentile_interval(samples, confidence=confidence)
+    rng = np.random.default_rng(child_seed(seed, 1))
     pos, neg = (x_d + x_a)[both].astype(np.int64), (n_d + n_a - x_d - x_a)[both].astype(np.int64)
     perm_x_d = rng.hypergeometric(pos, neg, n_d[both].astype(np.int64),
                                   size=(n_permutations, int(both.sum())))
     permuted = _gap(perm_x_d, n_d[both], pos - perm_x_d, n_a[both])
-    p_value = stats.permutation_p_value(value, permuted)
+    p_value = resampling.permutation_p_value(value, permuted)
     notes = [bins.note, _ROWS_NOTE if inverse is not None else ""]
     return CalibrationGap(value, low, high, p_value, score_gap, int(both.sum()),
                           int(k - both.sum()), size_d, size_a, ";".join(n for n in notes if n))
@@ -433,8 +436,8 @@ def calibration_regression(
     import statsmodels.api as sm  # heavy import, only for this check
 
     masks = _two_groups(disadvantaged, advantaged)
-    y, s = stats.as_binary("y_true", y_true), _as_score(score, scale)
-    stats.check_lengths(y_true=y, score=s, disadvantaged=masks["disadvantaged"])
+    y, s = checks.as_binary("y_true", y_true), _as_score(score, scale)
+    checks.check_lengths(y_true=y, score=s, disadvantaged=masks["disadvantaged"])
     used = masks["disadvantaged"] | masks["advantaged"]
     z = s if scale == "ordinal" else np.log(np.clip(s, 1e-6, 1 - 1e-6) / np.clip(1 - s, 1e-6, 1))
     z, d, y_used = z[used] - z[used].mean(), masks["disadvantaged"][used].astype(float), y[used]

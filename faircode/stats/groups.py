@@ -9,7 +9,7 @@ rows; :func:`group_table` returns them as a long table; :func:`wide_group_table`
 
 Design decisions
 ----------------
-* **Label coding, not** :func:`faircode.metrics.orient`.  The table is in the coding of the
+* **Label coding, not** :func:`faircode.stats.metrics.orient`.  The table is in the coding of the
   audit's target: label ``1`` is the target's label 1 (COMPAS two-year: re-arrested) and
   decision ``1`` the decision that calls for it (flagged Medium/High).  "Positive" means label 1
   whether it is favourable or not, as in ProPublica's tables, Aequitas (``label_value``/``score``
@@ -23,17 +23,17 @@ Design decisions
   interval and a note saying which rows are missing (``undefined_empty_group``,
   ``undefined_no_label_1``, ``undefined_no_label_0``, ``undefined_no_decision_1``,
   ``undefined_no_decision_0``) — never 0.  ``small_sample`` is noted when the denominator is
-  below :data:`faircode.metrics.SMALL_SAMPLE` (30).
-* **Intervals**: the Wilson score interval (:func:`faircode.stats.wilson_interval`) of
+  below :data:`faircode.stats.metrics.SMALL_SAMPLE` (30).
+* **Intervals**: the Wilson score interval (:func:`faircode.stats.resampling.wilson_interval`) of
   numerator / denominator.  No resampling, so the table needs no seed.
-* **Repeated units** (``units=``; :mod:`faircode.clusters`, ``docs/manifest-units.md``).  When
+* **Repeated units** (``units=``; :mod:`faircode.stats.clusters`, ``docs/manifest-units.md``).  When
   some unit has several rows, each rate's interval is the Wilson interval at *effective* counts:
   numerator and denominator divided by ``max(1, deff)`` (Kish), where ``deff`` is the closed-form
   design effect of a ratio estimator over the group's units.  With ``x_u``/``m_u`` unit ``u``'s
   numerator and denominator rows in the group, ``X = Σx_u``, ``M = Σm_u``, ``p = X/M``:
   ``deff = Σ_u (x_u − p·m_u)² / (M·p·(1 − p))``, the linearised cluster variance of ``p`` over its
   binomial variance ``p(1 − p)/M`` (:func:`design_effects`).  It is the large-sample value of
-  what :mod:`faircode.metrics` estimates by resampling (the cluster- over the row-bootstrap
+  what :mod:`faircode.stats.metrics` estimates by resampling (the cluster- over the row-bootstrap
   variance, ``tests/test_groups.py`` checks the two agree), it needs no seed, and with one row
   per unit it is exactly 1.  A unit whose rows fall in several groups contributes its part in
   each group.  ``deff`` is NaN (no deflation) when ``p`` is 0 or 1.  Without repeats the
@@ -54,10 +54,11 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike, NDArray
 
-from faircode import clusters, stats
-from faircode._metric_defs import ALL, FN, FP, TN, TP, ratio
-from faircode.errors import describe
-from faircode.metrics import SMALL_SAMPLE
+from faircode.core import checks
+from faircode.core.errors import describe
+from faircode.stats import clusters, resampling
+from faircode.stats._metric_defs import ALL, FN, FP, TN, TP, ratio
+from faircode.stats.metrics import SMALL_SAMPLE
 
 __all__ = [
     "GROUP_COLUMNS",
@@ -170,7 +171,7 @@ def group_masks(groups: Mapping[str, ArrayLike] | ArrayLike, n_rows: int) -> dic
     if isinstance(groups, Mapping):
         if not groups:
             raise ValueError("groups: expected at least one group, got an empty mapping")
-        masks = {str(name): stats.as_mask(f"groups[{name!r}]", mask)
+        masks = {str(name): checks.as_mask(f"groups[{name!r}]", mask)
                  for name, mask in groups.items()}
     else:
         array = np.asarray(groups, dtype=object)
@@ -218,10 +219,10 @@ def group_rates(
     is a mapping of boolean masks or one label per row (:func:`group_masks`).  With repeated
     ``units`` the intervals are at design-effect-deflated effective counts.
     """
-    y = stats.as_binary("y_true", y_true)
-    yhat = stats.as_binary("y_pred", y_pred)
-    stats.check_lengths(y_true=y, y_pred=yhat)
-    stats.check_confidence(confidence)
+    y = checks.as_binary("y_true", y_true)
+    yhat = checks.as_binary("y_pred", y_pred)
+    checks.check_lengths(y_true=y, y_pred=yhat)
+    checks.check_confidence(confidence)
     masks = group_masks(groups, y.size)
     inverse = clusters.repeated_units(units, y.size)
     cells = 2 * y.astype(np.int64) + yhat
@@ -232,7 +233,7 @@ def group_rates(
     if inverse is not None:
         deff = np.stack([_group_deff(cells, m, inverse) for m in member])
     factor = np.where(np.isfinite(deff) & (deff > 1.0), deff, 1.0)
-    low, high = stats.wilson_interval(num / factor, den / factor, confidence=confidence)
+    low, high = resampling.wilson_interval(num / factor, den / factor, confidence=confidence)
     value = ratio(num, den)
     out = []
     for g, name in enumerate(masks):
