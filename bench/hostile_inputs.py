@@ -1,0 +1,96 @@
+"""Before/after table of issue 25's hostile-input cases: run tests/test_hostile_inputs.py per tree.
+
+Usage: ``python bench/hostile_inputs.py [--before TREE]``
+
+Runs the regression suite once with ``PYTHONPATH=<this checkout>`` ("after") and, with
+``--before``, once more with ``PYTHONPATH=TREE`` (a folder holding another ``faircode/``, e.g.
+``git archive 70e205b faircode | tar -x -C /tmp/base``), so the same tests judge both trees.  Each
+row is one test: its case (issue 25's numbering, from the test's docstring), the outcome and
+seconds per tree, and for a failure what happened (the exception a traceback ended in, a timeout,
+or the assertion's first line).  Nothing random; the bombs run under the tests' own 512 MB / 20 s
+cap, so a "before" row can take up to 20 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SUITE = ROOT / "tests" / "test_hostile_inputs.py"
+_EXCEPTION = re.compile(r"^(?:E\s+)?([A-Za-z_.]*(?:Error|Exception|Expired|Exit))\b:?(.*)$")
+
+
+def docstrings() -> dict[str, str]:
+    """Test name -> first docstring line (``Case N: ...``) of every test in the suite."""
+    tree = ast.parse(SUITE.read_text())
+    return {node.name: (ast.get_docstring(node) or "").splitlines()[0]
+            for node in tree.body if isinstance(node, ast.FunctionDef)
+            and node.name.startswith("test_")}
+
+
+def what_happened(text: str) -> str:
+    """A short account of a failure: the exception it ended in, or the assertion's first line."""
+    if "TimeoutExpired" in text:
+        return "timeout (> 20 s under the cap)"
+    found = [m for line in text.splitlines() if (m := _EXCEPTION.match(line.strip()))]
+    for match in reversed(found):
+        name, rest = match.group(1), " ".join(match.group(2).split())
+        if name != "AssertionError":
+            return f"{name.rsplit('.', 1)[-1]} {rest[:60]}".strip()
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return " ".join(first.split())[:80]
+
+
+def run(tree: Path) -> dict[str, tuple[str, float, str]]:
+    """Run the suite against ``tree``; test id -> (outcome, seconds, what happened)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "junit.xml"
+        env = {**os.environ, "PYTHONPATH": str(tree)}
+        subprocess.run([sys.executable, "-m", "pytest", str(SUITE), "-q", "-p",
+                        "no:cacheprovider", f"--junitxml={report}"], cwd=ROOT, env=env,
+                       capture_output=True, text=True, check=False)
+        results: dict[str, tuple[str, float, str]] = {}
+        for case in ET.parse(report).getroot().iter("testcase"):
+            bad = case.find("failure")
+            if bad is None:
+                bad = case.find("error")
+            outcome = "pass" if bad is None else "FAIL"
+            detail = "" if bad is None else what_happened(
+                f"{bad.get('message', '')}\n{bad.text or ''}")
+            results[case.get("name", "?")] = (outcome, float(case.get("time", 0)), detail)
+        return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", type=Path, help="a tree holding the old faircode/")
+    args = parser.parse_args(argv)
+    after = run(ROOT)
+    before = run(args.before) if args.before else {}
+    notes = docstrings()
+    print("| case | test | before | after |")
+    print("|---|---|---|---|")
+    for name, (outcome, seconds, detail) in after.items():
+        doc = notes.get(name.split("[")[0], "")
+        case = doc.split(":")[0].removeprefix("Case ") if doc.startswith("Case") else "?"
+        old = before.get(name)
+        shown_before = "-" if old is None else f"{old[0]} {old[1]:.1f}s {old[2]}".strip()
+        print(f"| {case} | {name} | {shown_before} | {outcome} {seconds:.1f}s {detail} |".replace(
+            "  ", " "))
+    passed = sum(o == "pass" for o, _, _ in after.values())
+    print(f"\nafter: {passed} of {len(after)} pass"
+          + (f"; before: {sum(o == 'pass' for o, _, _ in before.values())} of {len(before)}"
+             if before else ""))
+    return 0 if passed == len(after) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
