@@ -34,11 +34,10 @@ from typing import cast
 
 import numpy as np
 import pandas as pd
-import yaml
 from scipy import stats as sps
 
 from faircode import clusters, stats
-from faircode._schema import UniqueKeyLoader
+from faircode._schema import read_yaml
 from faircode.data import AuditData, disadvantaged_mask
 from faircode.errors import ConfigError, PerturbationError, config_error
 from faircode.perturb import AxisSpec, Perturbation, PerturbationKind, axis_from_config, perturb
@@ -224,18 +223,10 @@ def load_axes(path: Path) -> tuple[AxisSpec, ...]:
     Every error is a one-line :class:`~faircode.errors.ConfigError` naming the file and key path.
     """
     where = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
+    try:  # bounded; a repeated key would otherwise silently drop a substitution
+        doc = read_yaml(Path(path))
     except OSError as exc:
         raise ConfigError(f"{where}: cannot read axes file ({exc.strerror})") from exc
-    try:
-        doc = yaml.load(text, Loader=UniqueKeyLoader)
-    except ConfigError as exc:  # a repeated key would otherwise silently drop a substitution
-        raise ConfigError(f"{where}: {exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{where}: invalid YAML{at}") from exc
     if isinstance(doc, dict):
         unknown = [k for k in doc if k != "axes"]
         if unknown:
