@@ -305,18 +305,19 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def _cmd_perturb(args: argparse.Namespace) -> int:
-    import json
-
+    from faircode._jsonl import dumps_line, split_lines
+    from faircode._schema import decode_utf8
     from faircode.counterfactual import load_axes, perturb_jsonl
 
     axes = load_axes(Path(args.axes))
     source = Path(args.input)
     try:
-        lines = source.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        data = source.read_bytes()
+    except OSError as exc:
         raise FaircodeError(f"{source}: cannot be read: {type(exc).__name__}: {exc}") from None
+    lines = split_lines(decode_utf8(data, where=str(source)))  # "\n" only: U+2028 is JSON text
     records = perturb_jsonl(axes, lines, source=str(source))  # every line checked first
-    sys.stdout.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    sys.stdout.write("".join(dumps_line(r) + "\n" for r in records))
     return EXIT_OK
 
 

@@ -25,7 +25,6 @@ Deliberate design decisions
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -37,6 +36,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from faircode import clusters, stats
+from faircode._jsonl import parse_line
 from faircode._schema import read_yaml
 from faircode.data import AuditData, disadvantaged_mask
 from faircode.errors import ConfigError, PerturbationError, config_error
@@ -263,7 +263,10 @@ def perturb_jsonl(axes: Sequence[AxisSpec], lines: Iterable[str], *, source: str
     ``"id"`` (other fields beside ``"payload"`` are neither perturbed nor echoed).  Blank lines are
     skipped.  Records are ``{"id", "axis", "kind", "fired": {pattern: n}, "changed",
     "perturbed"}``.  A malformed line raises :class:`~faircode.errors.ConfigError` naming
-    ``source`` and the line number; nothing is returned unless every line is valid.
+    ``source`` and the line number; nothing is returned unless every line is valid.  ``lines``
+    are split at ``\n`` only (:func:`faircode._jsonl.split_lines`): U+2028 is valid inside a
+    JSON string.  Each line is parsed by :func:`faircode._jsonl.parse_line` (bounded nesting and
+    integer digits; NaN and Infinity refused, as they are not JSON).
     """
     parsed: list[tuple[object, object]] = []
     ids: dict[object, int] = {}
@@ -271,11 +274,7 @@ def perturb_jsonl(axes: Sequence[AxisSpec], lines: Iterable[str], *, source: str
         if not line.strip():
             continue
         where = f"{source}:{lineno}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{where}: expected a JSON object, got invalid JSON ({exc.msg} at "
-                              f"column {exc.colno})") from exc
+        obj = parse_line(line, where=where)  # bounded depth and digits; NaN refused
         if not isinstance(obj, dict):
             raise config_error(where, "a JSON object", obj)
         if "id" in obj:
