@@ -170,7 +170,10 @@ def _label_text(m: Manifest, cut: float | None = None) -> str:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     def work(manifest: Manifest) -> None:
-        print("\n".join(summary_lines(load_audit(manifest))))
+        data = load_audit(manifest)
+        for warning in data.warnings:  # data a user may mean, but should see
+            print(f"warning: {warning}", file=sys.stderr)
+        print("\n".join(summary_lines(data)))
 
     return _each_manifest(args, work)
 
