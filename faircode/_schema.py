@@ -187,7 +187,7 @@ def check_expanded_size(root: yaml.Node, *, budget: int = MAX_YAML_VALUES) -> in
         for child in _children(node):
             if id(child) in open_nodes:
                 raise ConfigError(f"line {child.start_mark.line + 1}: expected a finite value, "
-                                  "got an alias that contains itself")
+                                  "got a value holding an alias to itself")
             if id(child) not in sizes:
                 stack.append((child, False))
     return sizes[id(root)]
