@@ -46,8 +46,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
+from faircode._schema import read_yaml
 from faircode.errors import FaircodeError
 
 __all__ = [
@@ -233,7 +233,7 @@ def freeze(
                           "dvc repro and commit")
     commit = _git(root, "rev-parse", "HEAD").strip()
     params_path = root / "params.yaml"
-    params = yaml.safe_load(params_path.read_text()) if params_path.is_file() else None
+    params = read_yaml(params_path) if params_path.is_file() else None  # bounded, as every reader
     manifests, datasets = _audit_digests(root)
     record = {
         "name": name,
