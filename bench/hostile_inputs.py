@@ -20,6 +20,8 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -69,6 +71,32 @@ def run(tree: Path) -> dict[str, tuple[str, float, str]]:
         return results
 
 
+def bomb(tree: Path, target: str) -> str:
+    """Run one alias bomb of the suite against ``tree`` under its cap: end, wall time, peak RSS."""
+    sys.path.insert(0, str(ROOT / "tests"))
+    import test_hostile_inputs as suite
+
+    with tempfile.TemporaryDirectory() as tmp, open(Path(tmp) / "stderr", "w+") as err:
+        (Path(tmp) / "project").mkdir()
+        project = suite.make_project(Path(tmp) / "project")
+        args = suite.plant_bomb(project, target)
+        env = {**os.environ, "PYTHONPATH": str(tree), "OPENBLAS_NUM_THREADS": "1"}
+        started = time.perf_counter()
+        child = subprocess.Popen([sys.executable, *args], cwd=project, env=env,
+                                 preexec_fn=suite._cap, stdout=subprocess.DEVNULL, stderr=err)
+        timer = threading.Timer(suite.CAP_SECONDS, child.kill)
+        timer.start()
+        _, status, usage = os.wait4(child.pid, 0)  # the child's own peak RSS
+        timer.cancel()
+        seconds = time.perf_counter() - started
+        child.returncode = code = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        last = next((x for x in reversed(err.read().splitlines()) if x.strip()), "")
+        ended = "killed at the 20 s cap" if code < 0 else f"exit {code}"
+        return (f"{ended}, {seconds:.1f} s, peak RSS {usage.ru_maxrss / 1024:.0f} MB: "
+                f"{' '.join(last.split())[:70]}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", type=Path, help="a tree holding the old faircode/")
@@ -85,6 +113,11 @@ def main(argv: list[str] | None = None) -> int:
         shown_before = "-" if old is None else f"{old[0]} {old[1]:.1f}s {old[2]}".strip()
         print(f"| {case} | {name} | {shown_before} | {outcome} {seconds:.1f}s {detail} |".replace(
             "  ", " "))
+    print("\n| alias bomb in | before | after |")
+    print("|---|---|---|")
+    for target in ("params.yaml", "audit.yaml", "axes.yaml"):
+        shown_before = bomb(args.before, target) if args.before else "-"
+        print(f"| {target} | {shown_before} | {bomb(ROOT, target)} |")
     passed = sum(o == "pass" for o, _, _ in after.values())
     print(f"\nafter: {passed} of {len(after)} pass"
           + (f"; before: {sum(o == 'pass' for o, _, _ in before.values())} of {len(before)}"

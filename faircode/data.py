@@ -298,6 +298,7 @@ def _data_lines(manifest: Manifest, file: Path) -> tuple[list[str], int]:
     width = len(read.names) if read.names is not None else 0
     lines: list[str] = []
     ended = rows = 0
+    limit = csv.field_size_limit(2**31 - 1)  # pandas reads any field length; so must the scan
     try:
         with file.open(encoding=read.encoding, newline="") as handle:
             reader = csv.reader(handle, delimiter=read.separator)
@@ -319,6 +320,8 @@ def _data_lines(manifest: Manifest, file: Path) -> tuple[list[str], int]:
     except (UnicodeDecodeError, csv.Error) as exc:
         raise DataError(f"{manifest.file}: dataset.read: expected {file.name} to parse with "
                         f"these options, got {type(exc).__name__}: {exc}") from None
+    finally:
+        csv.field_size_limit(limit)
     return lines, ended + 1
 
 

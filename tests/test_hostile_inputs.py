@@ -57,17 +57,42 @@ def csv_text(rows: list[str]) -> str:
     return "\n".join([HEADER, *rows]) + "\n"
 
 
+def make_project(root: Path) -> Path:
+    """Write a minimal faircode project into ``root``: audit ``toy``, its data, params, axes."""
+    (root / "pyproject.toml").write_text("")
+    (root / "audits" / "toy").mkdir(parents=True)
+    (root / "audits" / "toy" / "audit.yaml").write_text(MANIFEST)
+    (root / "data").mkdir()
+    (root / "data" / "toy.csv").write_text(csv_text(data_rows()))
+    (root / "params.yaml").write_text(PARAMS)
+    (root / "axes.yaml").write_text(AXES)
+    return root
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A minimal faircode project: one valid audit ``toy``, its data and a valid params.yaml."""
-    (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "audits" / "toy").mkdir(parents=True)
-    (tmp_path / "audits" / "toy" / "audit.yaml").write_text(MANIFEST)
-    (tmp_path / "data").mkdir()
-    (tmp_path / "data" / "toy.csv").write_text(csv_text(data_rows()))
-    (tmp_path / "params.yaml").write_text(PARAMS)
-    (tmp_path / "axes.yaml").write_text(AXES)
-    return tmp_path
+    return make_project(tmp_path)
+
+
+BOMBS: dict[str, tuple[str, str, list[str]]] = {
+    "params.yaml": ("params.yaml", f"audits: [toy]\nstats:\n  n_resamples: {{bomb}}\n",
+                    ["-m", "faircode.stages.check_params", "data/params.ok"]),
+    "audit.yaml": ("audits/toy/audit.yaml", MANIFEST.replace("test_size: 0.25",
+                                                             "test_size: {bomb}"),
+                   ["-m", "faircode.cli", "validate", "--audits", "audits", "toy"]),
+    "axes.yaml": ("axes.yaml", "- name: {bomb}\n  substitutions: []\n",
+                  ["-m", "faircode.cli", "perturb", "--axes", "axes.yaml", "in.jsonl"]),
+}
+"""Where each alias bomb goes (file, its text with ``{bomb}``) and the command that reads it."""
+
+
+def plant_bomb(project: Path, target: str) -> list[str]:
+    """Write the alias bomb of ``BOMBS[target]`` into ``project``; return the command's args."""
+    file, text, args = BOMBS[target]
+    (project / file).write_text(text.replace("{bomb}", alias_bomb()))
+    jsonl(project, '{"text": "she"}')
+    return args
 
 
 def one_line(err: str) -> str:
@@ -154,8 +179,7 @@ def write_rows(project: Path, rows: list[str]) -> None:
 
 def test_alias_bomb_in_params_stops_check_params_under_the_cap(project: Path) -> None:
     """Case 1: a 10**9-leaf alias bomb in params.yaml is one line naming its line, in seconds."""
-    (project / "params.yaml").write_text(f"audits: [toy]\nstats:\n  n_resamples: {alias_bomb()}\n")
-    done = run_capped(["-m", "faircode.stages.check_params", "data/params.ok"], cwd=project)
+    done = run_capped(plant_bomb(project, "params.yaml"), cwd=project)
     line = one_line(done.stderr)
     assert done.returncode == 2
     assert line.startswith("params.yaml: line 3: ") and "alias" in line
@@ -163,10 +187,7 @@ def test_alias_bomb_in_params_stops_check_params_under_the_cap(project: Path) ->
 
 def test_alias_bomb_in_a_manifest_stops_validate_under_the_cap(project: Path) -> None:
     """Case 1: the same bomb in audit.yaml makes ``faircode validate`` exit 2 with one line."""
-    manifest = project / "audits" / "toy" / "audit.yaml"
-    manifest.write_text(MANIFEST.replace("test_size: 0.25", f"test_size: {alias_bomb()}"))
-    done = run_capped(["-m", "faircode.cli", "validate", "--audits", "audits", "toy"],
-                      cwd=project)
+    done = run_capped(plant_bomb(project, "audit.yaml"), cwd=project)
     line = one_line(done.stderr)
     assert done.returncode == 2
     assert line.startswith(f"{Path('audits/toy/audit.yaml')}: line 4: ") and "alias" in line
@@ -174,10 +195,7 @@ def test_alias_bomb_in_a_manifest_stops_validate_under_the_cap(project: Path) ->
 
 def test_alias_bomb_in_an_axes_file_stops_perturb_under_the_cap(project: Path) -> None:
     """Case 1: the bomb as an axis name makes ``faircode perturb`` exit 2, not a MemoryError."""
-    (project / "axes.yaml").write_text(f"- name: {alias_bomb()}\n  substitutions: []\n")
-    jsonl(project, '{"text": "she"}')
-    done = run_capped(["-m", "faircode.cli", "perturb", "--axes", "axes.yaml", "in.jsonl"],
-                      cwd=project)
+    done = run_capped(plant_bomb(project, "axes.yaml"), cwd=project)
     line = one_line(done.stderr)
     assert done.returncode == 2 and line.startswith("axes.yaml: line 1: ") and "alias" in line
 
