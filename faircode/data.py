@@ -27,13 +27,14 @@ Design decisions
   pandas' field-count check: a row with one extra field (an unquoted separator in a text value)
   would be read shifted, labels and numbers landing in the wrong columns.  So the file is first
   scanned with :mod:`csv` (same quoting rules), keeping only each row's field count and starting
-  line: a ragged row is a :class:`DataError` naming the file and line, and those lines name the
-  rows of every later data error.  The scan holds one row at a time, so unnamed columns still
-  never reach a frame.  A file with a header and no row is "no data rows", not a filter problem.
+  line: a row of another width (more or fewer fields) is a :class:`DataError` naming the file and
+  line, and those lines name the rows of every later data error.  The scan holds one row at a
+  time, so unnamed columns still never reach a frame.  A file with a header and no row is "no
+  data rows", not a filter problem.
 * **Malformed values** (:mod:`faircode._data_columns`): text in a column declared numeric and an
   infinite number in a feature are errors naming file, line, column and value; a feature of
-  mostly numbers with some text is encoded as categories with a warning
-  (:attr:`AuditData.warnings`, printed by ``faircode validate``).
+  mostly numbers and a few distinct texts (an undeclared marker) is encoded as categories with a
+  warning (:attr:`AuditData.warnings`, printed by ``faircode validate``).
 * **Numeric-cut targets**: ``threshold`` compares with the stated number; ``quantile`` first
   computes that quantile (numpy's default linear interpolation) of the filtered, derivable rows,
   then cuts there.  ``above`` is ``>``, ``at_least`` is ``>=``.  The cut is kept in
