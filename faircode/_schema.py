@@ -110,14 +110,15 @@ def _construct_mapping(loader: UniqueKeyLoader, node: yaml.MappingNode) -> dict[
     """A mapping: merged keys (``<<``) first, then the mapping's own, each written once."""
     merged: dict[Any, Any] = {}
     own: dict[Any, Any] = {}
-    lines: dict[Any, int] = {}
+    lines: dict[Any, int] = {}  # own key -> its line
+    merge_line = 0
     for key_node, value_node in node.value:
         line = key_node.start_mark.line + 1
         if key_node.tag == _MERGE_TAG:
-            if _MERGE_TAG in lines:
+            if merge_line:
                 raise ConfigError(f"line {line}: expected each key once in a mapping, got '<<' "
-                                  f"again (first at line {lines[_MERGE_TAG]})")
-            lines[_MERGE_TAG] = line
+                                  f"again (first at line {merge_line})")
+            merge_line = line
             for source in _merge_sources(value_node, line):
                 for key, value in loader.construct_object(source, deep=True).items():
                     merged.setdefault(key, value)  # earlier mappings of <<: [...] win
@@ -127,13 +128,18 @@ def _construct_mapping(loader: UniqueKeyLoader, node: yaml.MappingNode) -> dict[
             duplicate = key in own
         except TypeError:  # unhashable key: reported later as an unknown key
             duplicate = False
-            key = describe(key)
+            key = _shown(key)
         if duplicate:
-            raise ConfigError(f"line {line}: expected each key once in a mapping, got {key!r} "
-                              f"again (first at line {lines[key]})")
+            raise ConfigError(f"line {line}: expected each key once in a mapping, got "
+                              f"{_shown(key)} again (first at line {lines[key]})")
         lines[key] = line
         own[key] = loader.construct_object(value_node, deep=True)
     return {**merged, **own}
+
+
+def _shown(value: object) -> str:
+    """``repr(value)``, bounded like every error value (:func:`~faircode.errors.describe`)."""
+    return describe(value).removesuffix(f" ({type(value).__name__})")
 
 
 def _merge_sources(node: yaml.Node, line: int) -> list[yaml.MappingNode]:
