@@ -76,7 +76,7 @@ def project(tmp_path: Path) -> Path:
 
 
 BOMBS: dict[str, tuple[str, str, list[str]]] = {
-    "params.yaml": ("params.yaml", f"audits: [toy]\nstats:\n  n_resamples: {{bomb}}\n",
+    "params.yaml": ("params.yaml", "audits: [toy]\nstats:\n  n_resamples: {bomb}\n",
                     ["-m", "faircode.stages.check_params", "data/params.ok"]),
     "audit.yaml": ("audits/toy/audit.yaml", MANIFEST.replace("test_size: 0.25",
                                                              "test_size: {bomb}"),
