@@ -95,11 +95,16 @@ def plant_bomb(project: Path, target: str) -> list[str]:
     return args
 
 
-def one_line(err: str) -> str:
-    """The single non-empty line of ``err`` (asserting that there is one and no traceback)."""
-    assert "Traceback" not in err, err[-3000:]
+def one_line(err: str, code: int, *, exit_code: int = 2) -> str:
+    """The single stderr line, asserting it is alone, without a traceback, and the exit code.
+
+    Each failure says what happened instead (for the before/after table of the bench script).
+    """
     lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err[-3000:]
+    shown = repr(lines[-1][:100]) if lines else "nothing"
+    assert "Traceback" not in err, f"exit {code}, a traceback ending in {shown}"
+    assert len(lines) == 1, f"exit {code}, {len(lines)} lines on stderr, the last {shown}"
+    assert code == exit_code, f"exit {code}: {shown}"
     return lines[0]
 
 
@@ -180,24 +185,22 @@ def write_rows(project: Path, rows: list[str]) -> None:
 def test_alias_bomb_in_params_stops_check_params_under_the_cap(project: Path) -> None:
     """Case 1: a 10**9-leaf alias bomb in params.yaml is one line naming its line, in seconds."""
     done = run_capped(plant_bomb(project, "params.yaml"), cwd=project)
-    line = one_line(done.stderr)
-    assert done.returncode == 2
-    assert line.startswith("params.yaml: line 3: ") and "alias" in line
+    line = one_line(done.stderr, done.returncode)
+    assert line.startswith("params.yaml: line 3: ") and "alias" in line, line
 
 
 def test_alias_bomb_in_a_manifest_stops_validate_under_the_cap(project: Path) -> None:
     """Case 1: the same bomb in audit.yaml makes ``faircode validate`` exit 2 with one line."""
     done = run_capped(plant_bomb(project, "audit.yaml"), cwd=project)
-    line = one_line(done.stderr)
-    assert done.returncode == 2
-    assert line.startswith(f"{Path('audits/toy/audit.yaml')}: line 4: ") and "alias" in line
+    line = one_line(done.stderr, done.returncode)
+    assert line.startswith(f"{Path('audits/toy/audit.yaml')}: line 4: ") and "alias" in line, line
 
 
 def test_alias_bomb_in_an_axes_file_stops_perturb_under_the_cap(project: Path) -> None:
     """Case 1: the bomb as an axis name makes ``faircode perturb`` exit 2, not a MemoryError."""
     done = run_capped(plant_bomb(project, "axes.yaml"), cwd=project)
-    line = one_line(done.stderr)
-    assert done.returncode == 2 and line.startswith("axes.yaml: line 1: ") and "alias" in line
+    line = one_line(done.stderr, done.returncode)
+    assert line.startswith("axes.yaml: line 1: ") and "alias" in line, line
 
 
 def test_describe_of_a_huge_shared_structure_is_bounded(project: Path) -> None:
@@ -208,7 +211,7 @@ def test_describe_of_a_huge_shared_structure_is_bounded(project: Path) -> None:
             "    value = [value] * 10\n"
             "print(describe(value))\n")
     done = run_capped(["-c", code], cwd=project)
-    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr.splitlines()[-1:]}"
     inner = [["x"] * 10] * 10
     expected = ("[" * 7 + repr(inner))[:77] + "... (list)\n"  # repr(value)'s first 77 characters
     assert done.stdout == expected
@@ -229,9 +232,8 @@ def test_non_finite_params_are_refused_by_check_params(
     """Case 4: NaN or infinity in a float param is one line naming its key path."""
     (project / "params.yaml").write_text(f"audits: [toy]\n{section}:\n  {key}: {value}\n")
     code, err = check_params(project, monkeypatch, capsys)
-    line = one_line(err)
-    assert code == 2
-    assert line.startswith(f"params.yaml: {section}.{key}: expected a finite number")
+    line = one_line(err, code)
+    assert line.startswith(f"params.yaml: {section}.{key}: expected a finite number"), line
 
 
 # --------------------------------------------------------------------------- 6: nesting, bytes
@@ -243,8 +245,8 @@ def test_deep_nesting_in_params_is_one_line(
     """Case 6: 5,000 nested lists in params.yaml are refused by depth, not a RecursionError."""
     (project / "params.yaml").write_text(f"audits: [toy]\nstats: {deep_yaml()}\n")
     code, err = check_params(project, monkeypatch, capsys)
-    line = one_line(err)
-    assert code == 2 and line.startswith("params.yaml: line 2: expected at most")
+    line = one_line(err, code)
+    assert line.startswith("params.yaml: line 2: expected at most"), line
 
 
 def test_deep_nesting_in_a_manifest_is_one_line(
@@ -254,8 +256,8 @@ def test_deep_nesting_in_a_manifest_is_one_line(
     manifest = project / "audits" / "toy" / "audit.yaml"
     manifest.write_text(MANIFEST + f"title: {deep_yaml()}\n")
     code, _, err = validate(project, capsys)
-    line = one_line(err)
-    assert code == 2 and line.startswith(f"{manifest}: line 12: expected at most")
+    line = one_line(err, code)
+    assert line.startswith(f"{manifest}: line 12: expected at most"), line
 
 
 def test_deep_nesting_in_an_axes_file_is_one_line(
@@ -265,8 +267,8 @@ def test_deep_nesting_in_an_axes_file_is_one_line(
     (project / "axes.yaml").write_text(f"- {deep_yaml()}\n")
     jsonl(project, '{"text": "she"}')
     code, _, err = perturb(project, capsys)
-    line = one_line(err)
-    assert code == 2 and line.startswith(f"{project / 'axes.yaml'}: line 1: expected at most")
+    line = one_line(err, code)
+    assert line.startswith(f"{project / 'axes.yaml'}: line 1: expected at most"), line
 
 
 def test_non_utf8_params_name_the_line_and_byte(
@@ -275,9 +277,9 @@ def test_non_utf8_params_name_the_line_and_byte(
     """Case 6: a Latin-1 byte in params.yaml is one line naming its line and byte offset."""
     (project / "params.yaml").write_bytes(b"audits: [toy]\nstats:\n  n_resamples: 10 # caf\xe9\n")
     code, err = check_params(project, monkeypatch, capsys)
-    line = one_line(err)
-    assert code == 2
-    assert line == ("params.yaml: line 3: expected UTF-8 text, got byte 0xe9 at byte offset 44")
+    line = one_line(err, code)
+    assert line == "params.yaml: line 3: expected UTF-8 text, got byte 0xe9 at byte offset 44", \
+        line
 
 
 def test_non_utf8_axes_file_names_the_line_and_byte(
@@ -287,10 +289,9 @@ def test_non_utf8_axes_file_names_the_line_and_byte(
     (project / "axes.yaml").write_bytes(AXES.replace("she", "sh\xe9").encode("latin-1"))
     jsonl(project, '{"text": "she"}')
     code, _, err = perturb(project, capsys)
-    line = one_line(err)
-    assert code == 2
+    line = one_line(err, code)
     assert line == (f"{project / 'axes.yaml'}: line 3: expected UTF-8 text, got byte 0xe9 at "
-                    "byte offset 50")
+                    "byte offset 50"), line
 
 
 def test_a_5000_digit_integer_in_jsonl_names_its_line(
@@ -299,9 +300,10 @@ def test_a_5000_digit_integer_in_jsonl_names_its_line(
     """Case 6: an integer beyond Python's digit limit is one line naming the JSONL line."""
     jsonl(project, '{"text": "she"}', '{"text": "she", "n": ' + "7" * 5000 + "}")
     code, out, err = perturb(project, capsys)
-    line = one_line(err)
-    assert code == 2 and out == ""
-    assert line.startswith(f"{project / 'in.jsonl'}:2: expected an integer of at most 4300 digits")
+    line = one_line(err, code)
+    assert out == ""
+    assert line.startswith(
+        f"{project / 'in.jsonl'}:2: expected an integer of at most 4300 digits"), line
 
 
 def test_deep_nesting_in_jsonl_names_its_line(
@@ -310,10 +312,9 @@ def test_deep_nesting_in_jsonl_names_its_line(
     """Case 6: 100,000 nested arrays in a JSONL line are refused by depth, not a RecursionError."""
     jsonl(project, '{"text": ' + "[" * 100_000 + "]" * 100_000 + "}")
     code, _, err = perturb(project, capsys)
-    line = one_line(err)
-    assert code == 2
+    line = one_line(err, code)
     assert line == (f"{project / 'in.jsonl'}:1: expected at most 1000 levels of nesting, "
-                    "got 100001")
+                    "got 100001"), line
 
 
 def test_a_valid_line_600_arrays_deep_is_perturbed(
@@ -351,9 +352,8 @@ def test_corrupt_copy_with_unreachable_url_fails_the_fetch_stage(
     (project / "empty-mirror").mkdir()
     monkeypatch.setenv("FAIRCODE_DATA_MIRROR", str(project / "empty-mirror"))
     code, err = stage(fetch_stage.main, ["toy"], project, monkeypatch, capsys)
-    line = one_line(err)
-    assert code == 2
-    assert "toy.csv" in line and good in line and bad in line and "unavailable" not in line
+    line = one_line(err, code)
+    assert "toy.csv" in line and good in line and bad in line and "unavailable" not in line, line
     assert not (project / "data" / "unavailable.json").exists()
 
 
@@ -368,10 +368,9 @@ def test_a_row_with_an_extra_field_is_an_error_naming_its_line(
     rows[4] = "5,P5,a,24,2.0,extra,u,hi"
     write_rows(project, rows)
     code, _, err = validate(project, capsys)
-    line = one_line(err)
-    assert code == 2
+    line = one_line(err, code)
     assert line == f"{project / 'data' / 'toy.csv'}: line 6: expected 7 fields as in the " \
-                   "header, got 8"
+                   "header, got 8", line
 
 
 def test_text_in_a_declared_numeric_column_is_an_error_naming_row_and_value(
@@ -382,10 +381,9 @@ def test_text_in_a_declared_numeric_column_is_an_error_naming_row_and_value(
     rows[2] = rows[2].replace(",22,", ",abc,")
     write_rows(project, rows)
     code, _, err = validate(project, capsys)
-    line = one_line(err)
-    assert code == 2
+    line = one_line(err, code)
     assert line == (f"{project / 'data' / 'toy.csv'}: line 4: column 'age' "
-                    "(protected_attributes[1].column): expected a number, got 'abc' (str)")
+                    "(protected_attributes[1].column): expected a number, got 'abc' (str)"), line
 
 
 def test_text_in_a_numeric_feature_is_a_validate_warning(
@@ -396,11 +394,11 @@ def test_text_in_a_numeric_feature_is_a_validate_warning(
     rows[7] = rows[7].replace(",4.5,", ",n/a yet,")
     write_rows(project, rows)
     code, out, err = validate(project, capsys)
-    line = one_line(err)
-    assert code == 0 and "toy: " in out
+    line = one_line(err, code, exit_code=0)
+    assert "toy: " in out
     assert line.startswith(f"warning: {project / 'data' / 'toy.csv'}: line 9: column 'score' "
-                           "(core_features[0]): ")
-    assert "'n/a yet' (str)" in line and "categories" in line
+                           "(core_features[0]): "), line
+    assert "'n/a yet' (str)" in line and "categories" in line, line
 
 
 def test_infinity_in_a_feature_is_an_error_naming_the_column(
@@ -411,10 +409,9 @@ def test_infinity_in_a_feature_is_an_error_naming_the_column(
     rows[6] = rows[6].replace(",1.0,", ",inf,")
     write_rows(project, rows)
     code, _, err = validate(project, capsys)
-    line = one_line(err)
-    assert code == 2
+    line = one_line(err, code)
     assert line == (f"{project / 'data' / 'toy.csv'}: line 8: column 'score' "
-                    "(core_features[0]): expected a finite number, got inf (float)")
+                    "(core_features[0]): expected a finite number, got inf (float)"), line
 
 
 # --------------------------------------------------------------------------- 9: check-params
@@ -437,8 +434,8 @@ def test_check_params_validates_what_the_pipeline_uses(
     """Case 9: audit names, report keys, empty lists and documents fail check-params."""
     (project / "params.yaml").write_text(params)
     code, err = check_params(project, monkeypatch, capsys)
-    line = one_line(err)
-    assert code == 2 and line.startswith(start), line
+    line = one_line(err, code)
+    assert line.startswith(start), line
 
 
 # --------------------------------------------------------------------------- 10: smaller
@@ -462,9 +459,10 @@ def test_nan_in_a_payload_is_refused_not_written_back_bare(
     """Case 10: ``NaN`` (not JSON) in a payload is one line naming the line, no output."""
     jsonl(project, '{"text": "she"}', '{"text": "she", "score": NaN}')
     code, out, err = perturb(project, capsys)
-    line = one_line(err)
-    assert code == 2 and out == ""
-    assert line.startswith(f"{project / 'in.jsonl'}:2: expected a JSON number, got NaN")
+    line = one_line(err, code)
+    assert out == ""
+    assert line.startswith(f"{project / 'in.jsonl'}:2: expected a JSON number, got NaN"), \
+        line
 
 
 def test_header_only_data_file_names_the_file_not_the_filters(
@@ -473,10 +471,10 @@ def test_header_only_data_file_names_the_file_not_the_filters(
     """Case 10: a file with a header and no row says so, instead of blaming row filters."""
     write_rows(project, [])
     code, _, err = validate(project, capsys)
-    line = one_line(err)
-    assert code == 2 and "row_filters" not in line
+    line = one_line(err, code)
+    assert "row_filters" not in line, line
     assert line == (f"{project / 'data' / 'toy.csv'}: line 2: expected data rows below the "
-                    "header, got none")
+                    "header, got none"), line
 
 
 def test_merge_key_override_in_a_manifest_is_accepted(
@@ -514,10 +512,9 @@ def test_a_real_duplicate_beside_a_merge_is_still_refused(
         "audits: [toy]\nstats:\n  <<: {n_permutations: 10}\n  n_resamples: 20\n"
         "  n_resamples: 30\n")
     code, err = check_params(project, monkeypatch, capsys)
-    line = one_line(err)
-    assert code == 2
+    line = one_line(err, code)
     assert line == ("params.yaml: line 5: expected each key once in a mapping, got "
-                    "'n_resamples' again (first at line 4)")
+                    "'n_resamples' again (first at line 4)"), line
 
 
 def test_a_bad_flag_type_is_one_line_without_the_usage(
@@ -525,5 +522,5 @@ def test_a_bad_flag_type_is_one_line_without_the_usage(
 ) -> None:
     """Case 10: ``--n-resamples ten`` is one line naming the flag, exit 2, no usage text."""
     code, _, err = cli(["run", "--n-resamples", "ten", "toy"], capsys)
-    assert code == 2
-    assert one_line(err) == "faircode run: --n-resamples: expected an integer, got 'ten' (str)"
+    line = one_line(err, code)
+    assert line == "faircode run: --n-resamples: expected an integer, got 'ten' (str)", line
