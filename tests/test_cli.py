@@ -187,11 +187,10 @@ def test_unknown_audit_name_exits_2(fresh_repo: Path, capsys: pytest.CaptureFixt
     assert code == 2 and "'nope' (str)" in err and "compas" in err
 
 
-def test_subcommand_is_required() -> None:
-    """Calling faircode without a subcommand is an argparse usage error (exit 2)."""
-    with pytest.raises(SystemExit) as info:
-        main([])
-    assert info.value.code == 2
+def test_subcommand_is_required(capsys: pytest.CaptureFixture[str]) -> None:
+    """Calling faircode without a subcommand is a one-line usage error (exit 2)."""
+    assert main([]) == 2
+    assert capsys.readouterr().err == "faircode: expected a subcommand (see --help), got nothing\n"
 
 
 def test_perturb_writes_one_jsonl_line_per_perturbation(

@@ -255,7 +255,7 @@ def test_load_axes_list_and_mapping_forms(tmp_path: Path) -> None:
         ("[]\n", "{f}: axes: expected at least one axis"),
         ("axis: []\n", "{f}: expected only key axes; unknown key, got 'axis' (str)"),
         ("axes: 3\n", "{f}: axes: expected a list of axes"),
-        ("- [unclosed\n", "{f}: invalid YAML at line 2"),
+        ("- [unclosed\n", "{f}: line 2: expected valid YAML, got a syntax error"),
         (AXIS_YAML + AXIS_YAML, "{f}: [1].name: duplicate axis name 'gender' (also [0])"),
     ],
 )
@@ -281,7 +281,8 @@ def test_load_axes_refuses_a_repeated_key(tmp_path: Path) -> None:
                     "      replacement: they\n")
     with pytest.raises(ConfigError) as info:
         load_axes(path)
-    assert str(info.value) == f"{path}: line 5: key 'replacement' appears twice in one mapping"
+    assert str(info.value) == (f"{path}: line 5: expected each key once in a mapping, got "
+                               "'replacement' again (first at line 4)")
 
 
 # --- perturb_jsonl --------------------------------------------------------------------------

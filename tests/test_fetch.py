@@ -200,6 +200,22 @@ def test_unreachable_host_is_unavailable(tmp_path: Path) -> None:
         fetch(m, mirrors=(), timeout=5)
 
 
+def test_stale_file_with_unreachable_url_is_a_checksum_error(tmp_path: Path) -> None:
+    """A wrong existing file whose URL is down is a checksum error, kept as is, not unavailable."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    m = make_manifest(tmp_path / "repo", source={"url": f"http://127.0.0.1:{port}/toy.csv"})
+    m.dataset.path.parent.mkdir(parents=True)
+    m.dataset.path.write_bytes(b"corrupt")
+    with pytest.raises(ChecksumError) as info:
+        fetch(m, mirrors=(), timeout=5)
+    got = hashlib.sha256(b"corrupt").hexdigest()
+    assert f"sha256: expected {DIGEST}, got {got}" in str(info.value)
+    assert "download of" in str(info.value) and "unavailable" not in str(info.value)
+    assert m.dataset.path.read_bytes() == b"corrupt" and leftovers(m) == ["toy.csv"]
+
+
 def test_no_mirror_no_url_is_unavailable_with_instructions(tmp_path: Path) -> None:
     """With neither a mirror copy nor a URL the message carries source.instructions."""
     m = make_manifest(tmp_path / "repo", sha256=None, source={"instructions": "Download by hand."})

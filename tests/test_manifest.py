@@ -415,7 +415,7 @@ def _one_line_error(
         ("- a\n- b\n", "['a', 'b'] (list)"),
         ("just text", "'just text' (str)"),
         ("name: [unclosed\n", "expected valid YAML"),
-        ("name: a\nname: b\n", "key 'name' appears twice"),
+        ("name: a\nname: b\n", "line 2: expected each key once in a mapping, got 'name' again"),
         ("!!python/object/apply:os.system ['echo hi']\n", "expected valid YAML"),
     ],
     ids=["empty", "comment only", "list", "scalar", "invalid yaml", "duplicate key", "unsafe tag"],

@@ -54,9 +54,12 @@ def test_check_params_output_is_constant_for_any_valid_params(
 ) -> None:
     """Valid params of any value give the same marker bytes, so nothing downstream re-runs."""
     monkeypatch.chdir(tmp_path)
+    Path("audits/toy").mkdir(parents=True)
+    Path("audits/toy/audit.yaml").write_text("name: toy\n")  # check-params needs the folder
     outputs = []
     for threshold in (0.3, 0.7):
-        Path("params.yaml").write_text(f"models:\n  decision_threshold: {threshold}\n")
+        Path("params.yaml").write_text(f"audits: [toy]\nmodels:\n  decision_threshold: "
+                                       f"{threshold}\n")
         check_params.main(["data/params.ok"])
         outputs.append(Path("data/params.ok").read_bytes())
     assert outputs[0] == outputs[1]

@@ -23,6 +23,18 @@ Design decisions
 * **The file is parsed as ``dataset.read`` says** (separator, header row, encoding, column names,
   extra missing markers such as ``"?"``); a file without a header must have exactly as many fields
   as the manifest lists names — pandas would otherwise silently turn extra fields into an index.
+* **Every row has the header's width.**  Reading only the named columns (``usecols``) switches off
+  pandas' field-count check: a row with one extra field (an unquoted separator in a text value)
+  would be read shifted, labels and numbers landing in the wrong columns.  So the file is first
+  scanned with :mod:`csv` (same quoting rules), keeping only each row's field count and starting
+  line: a row of another width (more or fewer fields) is a :class:`DataError` naming the file and
+  line, and those lines name the rows of every later data error.  The scan holds one row at a
+  time, so unnamed columns still never reach a frame.  A file with a header and no row is "no
+  data rows", not a filter problem.
+* **Malformed values** (:mod:`faircode.audit._data_columns`): text in a column declared numeric and
+  an infinite number in a feature are errors naming file, line, column and value; a feature of
+  mostly numbers and a few distinct texts (an undeclared marker) is encoded as categories with a
+  warning (:attr:`AuditData.warnings`, printed by ``faircode validate``).
 * **Numeric-cut targets**: ``threshold`` compares with the stated number; ``quantile`` first
   computes that quantile (numpy's default linear interpolation) of the filtered, derivable rows,
   then cuts there.  ``above`` is ``>``, ``at_least`` is ``>=``.  The cut is kept in
@@ -52,6 +64,7 @@ The column-level rules (filters, targets, disadvantaged masks, ``first_by``) liv
 
 from __future__ import annotations
 
+import csv
 import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -64,6 +77,8 @@ from sklearn.model_selection import train_test_split
 
 from faircode.audit._data_columns import (
     as_text,
+    check_declared_numbers,
+    check_features,
     derive_target,
     disadvantaged_mask,
     filter_mask,
@@ -225,6 +240,8 @@ class AuditData:
     unit: np.ndarray | None = None
     """Integer unit code per row (``0..U-1``, order of first appearance); None without a unit."""
     target_cut: float | None = None
+    warnings: tuple[str, ...] = ()
+    """Data a user may mean but should see (a mostly-numeric feature read as categories)."""
 
 
 def _column_sources(manifest: Manifest) -> dict[str, str]:
@@ -272,7 +289,46 @@ def _header(manifest: Manifest, file: Path) -> list[str]:
     return list(names)
 
 
-def _read(manifest: Manifest, file: Path) -> pd.DataFrame:
+def _data_lines(manifest: Manifest, file: Path) -> tuple[list[str], int]:
+    """``line N`` where each data row of ``file`` starts, and the line after the last row.
+
+    Raises :class:`DataError` at the first row whose field count differs from the header's (or
+    from ``dataset.read.names``).  Blank lines are skipped, as pandas skips them.
+    """
+    read = manifest.dataset.read
+    skip = -1 if read.header is None else read.header  # non-blank rows before the header
+    width = len(read.names) if read.names is not None else 0
+    lines: list[str] = []
+    ended = rows = 0
+    limit = csv.field_size_limit(2**31 - 1)  # pandas reads any field length; so must the scan
+    try:
+        with file.open(encoding=read.encoding, newline="") as handle:
+            reader = csv.reader(handle, delimiter=read.separator)
+            for fields in reader:
+                start, ended = ended + 1, reader.line_num
+                if not fields:
+                    continue
+                rows += 1
+                if rows - 1 < skip:
+                    continue
+                if rows - 1 == skip:
+                    width = len(fields)
+                elif len(fields) != width:
+                    source = "in the header" if read.names is None else "in dataset.read.names"
+                    raise DataError(f"{file}: line {start}: expected {width} fields as "
+                                    f"{source}, got {len(fields)}")
+                else:
+                    lines.append(f"line {start}")
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"{manifest.file}: dataset.read: expected {file.name} to parse with "
+                        f"these options, got {type(exc).__name__}: {exc}") from None
+    finally:
+        csv.field_size_limit(limit)
+    return lines, ended + 1
+
+
+def _read(manifest: Manifest, file: Path) -> tuple[pd.DataFrame, list[str]]:
+    """The named columns of ``file`` and the ``line N`` of each of its rows."""
     header = _header(manifest, file)
     for col, where in _column_sources(manifest).items():
         if col not in header:
@@ -282,9 +338,15 @@ def _read(manifest: Manifest, file: Path) -> pd.DataFrame:
                 f"{manifest.file}: {where}: expected a column of {file.name}, "
                 f"got {col!r} (str){hint}"
             )
+    lines, end = _data_lines(manifest, file)
+    if not lines:
+        below = " below the header" if manifest.dataset.read.names is None else ""
+        raise DataError(f"{file}: line {end}: expected data rows{below}, got none")
     named = list(manifest.named_columns)
     frame = _read_csv(manifest, file, usecols=named, low_memory=False)
-    return frame[named]
+    if len(frame) != len(lines):  # pandas and csv disagree on an odd file: number rows plainly
+        lines = [f"data row {i + 1}" for i in range(len(frame))]
+    return frame[named], lines
 
 
 def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
@@ -296,7 +358,8 @@ def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
     expected = manifest.dataset.sha256
     if expected is not None and digest != expected:
         raise ChecksumError(f"{file}: sha256: expected {expected}, got {digest}")
-    frame = _read(manifest, file)
+    frame, lines = _read(manifest, file)
+    rows = np.asarray(lines, dtype=object)  # where each remaining row is in the file
     steps: list[tuple[str, int]] = [("loaded", len(frame))]
     keep = np.ones(len(frame), dtype=bool)
     for i, row_filter in enumerate(manifest.row_filters, start=1):
@@ -305,22 +368,26 @@ def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
         else:
             keep &= filter_mask(row_filter, frame[row_filter.column])
         steps.append((f"filter {i}: {row_filter.describe()}", int(keep.sum())))
-    frame = frame[keep].reset_index(drop=True)
+    frame, rows = frame[keep].reset_index(drop=True), rows[keep]
+    check_declared_numbers(manifest, frame, rows=rows, file=file)
     cut = target_cut(manifest.target, frame[manifest.target.column])
     label, derivable = derive_target(manifest.target, frame[manifest.target.column])
     steps.append(("target derivable", int(derivable.sum())))
-    frame, label = frame[derivable].reset_index(drop=True), label[derivable]
+    frame, label, rows = frame[derivable].reset_index(drop=True), label[derivable], rows[derivable]
     masks: dict[str, np.ndarray] = {}
     classified = np.ones(len(frame), dtype=bool)
     for attribute in manifest.protected_attributes:
         masks[attribute.name], ok = disadvantaged_mask(attribute, frame[attribute.column])
         classified &= ok
     steps.append(("classified by every attribute", int(classified.sum())))
-    frame = frame[classified].reset_index(drop=True)
+    frame, rows = frame[classified].reset_index(drop=True), rows[classified]
     y = label[classified].astype(np.int8)
     masks = {name: mask[classified] for name, mask in masks.items()}
     _check_prepared(manifest, y, masks)
     unit = _unit_codes(manifest, frame)
+    sources = _column_sources(manifest)
+    warnings = check_features(frame, {c: sources[c] for c in manifest.feature_columns},
+                              rows=rows, file=file)
     encoder = Encoder.fit(frame.loc[:, list(manifest.feature_columns)])
     try:
         train, test = split_rows(y, unit, test_size=manifest.test_size,
@@ -340,6 +407,7 @@ def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
         sha256=digest,
         unit=unit,
         target_cut=cut,
+        warnings=warnings,
     )
 
 

@@ -17,6 +17,13 @@ Design decisions
 * **Unavailable is a status, not a fallback.**  With no copy, no URL or no network the audit is
   reported by :class:`~faircode.core.errors.DataUnavailableError` whose message is
   ``<audit>: dataset unavailable: <instructions>`` — data is never synthesised.
+* **A wrong copy is never "unavailable".**  A file at ``dataset.path`` whose digest differs, with
+  no mirror copy and no working download to replace it, is a
+  :class:`~faircode.core.errors.ChecksumError` (exit 2; the fetch stage fails, so DVC caches
+  nothing and writes no ``unavailable.json``).  The file itself is left where it is — faircode only
+  ever replaces a user's file with a verified copy; deleting it could lose the only evidence of
+  what went wrong — and every reader refuses it (:func:`faircode.audit.data.load_audit` checks the
+  digest).
 * A manifest without ``sha256`` still fetches; its file's digest is reported (``checked=False``).
 * ``urllib.request`` only (no new dependency); the library reads no environment variable — the
   CLI resolves ``--mirror`` (repeatable) and ``FAIRCODE_DATA_MIRROR`` (``os.pathsep``-separated)
@@ -166,6 +173,10 @@ def _install(manifest: Manifest, temp: Path, digest: str, origin: str) -> bool:
     return expected is not None
 
 
+class _NoDownload(Exception):
+    """The download (or the extraction of its member) failed; the message says why."""
+
+
 def _download(manifest: Manifest, temp: Path, *, timeout: float, progress: bool) -> str:
     source = manifest.dataset.source
     assert source is not None and source.url is not None
@@ -188,9 +199,7 @@ def _download(manifest: Manifest, temp: Path, *, timeout: float, progress: bool)
             reason: object = f"HTTP {exc.code} {exc.reason}"
         else:
             reason = getattr(exc, "reason", None) or exc
-        raise DataUnavailableError(
-            unavailable_message(manifest, reason=f"download of {source.url} failed: {reason}")
-        ) from None
+        raise _NoDownload(f"download of {source.url} failed: {reason}") from None
 
 
 def _extract(manifest: Manifest, archive: Path, member: str, dest: Path) -> str:
@@ -198,9 +207,7 @@ def _extract(manifest: Manifest, archive: Path, member: str, dest: Path) -> str:
         with zipfile.ZipFile(archive) as zf, zf.open(member) as handle:
             return _copy_hashing(handle, dest, total=None, progress=False)
     except (zipfile.BadZipFile, KeyError) as exc:
-        raise DataUnavailableError(
-            unavailable_message(manifest, reason=f"cannot extract {member!r}: {exc}")
-        ) from None
+        raise _NoDownload(f"cannot extract {member!r}: {exc}") from None
 
 
 def fetch(
@@ -228,14 +235,18 @@ def fetch(
             digest = _copy_hashing(handle, temp, total=size, progress=progress, label=manifest.name)
             checked = _install(manifest, temp, digest, str(copy))
         return FetchResult("mirror", target, digest, checked)
+    failed = "no mirror copy or URL to replace it"
     if source is not None and source.url is not None:
-        with _staging(target) as temp:
-            digest = _download(manifest, temp, timeout=timeout, progress=progress)
-            checked = _install(manifest, temp, digest, source.url)
-        return FetchResult("downloaded", target, digest, checked)
-    if stale is not None:
-        raise ChecksumError(
-            f"{manifest.name}: {target}: sha256: expected {expected}, got {stale}; "
-            "no mirror copy or URL to replace it"
-        )
+        try:
+            with _staging(target) as temp:
+                digest = _download(manifest, temp, timeout=timeout, progress=progress)
+                checked = _install(manifest, temp, digest, source.url)
+            return FetchResult("downloaded", target, digest, checked)
+        except _NoDownload as exc:
+            if stale is None:
+                raise DataUnavailableError(unavailable_message(manifest, reason=str(exc))) from None
+            failed = f"no mirror copy, and the {exc} (the file is kept as it is, unused)"
+    if stale is not None:  # a copy exists but is wrong: an error to fix, never "unavailable"
+        raise ChecksumError(f"{manifest.name}: {target}: sha256: expected {expected}, got {stale}; "
+                            f"{failed}")
     raise DataUnavailableError(unavailable_message(manifest))

@@ -12,8 +12,9 @@ Design decisions
   Nothing invalid is silently dropped or coerced: ``random_state: 42.0`` is an error, not 42.
 * **The allowed keys are a table** (``_TOP_KEYS``, ``_DATASET_KEYS``, ...).  Adding a key to the
   schema is one line there plus its parser; a typo such as ``protected_attribute`` is rejected.
-* **YAML is read with a safe loader only**, and a key repeated in one mapping is an error (plain
-  ``yaml.safe_load`` keeps the last one silently).
+* **YAML is read with a safe loader only** (:func:`faircode.core.schema.read_yaml`: bounded size,
+  depth and alias expansion, UTF-8, YAML 1.1 merge keys), and a key repeated in one mapping is an
+  error (plain ``yaml.safe_load`` keeps the last one silently).
 * **Paths are resolved against the manifest's own directory** and must stay inside the repository
   root: the nearest ancestor holding ``.git`` or ``pyproject.toml`` (fallback: the manifest
   directory's grandparent, i.e. the parent of ``audits/``).
@@ -44,8 +45,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from faircode.audit._manifest_parse import parse_manifest
 from faircode.audit._manifest_types import (
     ATTRIBUTE_TYPES,
@@ -68,8 +67,8 @@ from faircode.audit._manifest_types import (
     TargetMethod,
 )
 from faircode.audit.decision import DecisionRule
-from faircode.core.errors import ConfigError, ManifestError
-from faircode.core.schema import Checker, Scalar, UniqueKeyLoader
+from faircode.core.errors import ManifestError
+from faircode.core.schema import Checker, Scalar, read_yaml
 
 __all__ = [
     "ATTRIBUTE_TYPES",
@@ -117,24 +116,11 @@ def load_manifest(path: Path | str, *, root: Path | None = None) -> Manifest:
     file = Path(path)
     c = Checker(file)
     try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        doc = read_yaml(file, error=ManifestError)
+    except OSError as exc:
         raise ManifestError(f"{file}: cannot be read: {exc.__class__.__name__}: {exc}") from None
-    if not text.strip():
-        raise c.fail("top level", "a YAML mapping", "") from None
-    try:
-        doc = yaml.load(text, Loader=UniqueKeyLoader)
-    except ConfigError as exc:  # a repeated key, from UniqueKeyLoader
-        raise ManifestError(f"{file}: {exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark is not None else "top level"
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise ManifestError(
-            f"{file}: {where}: expected valid YAML, got a syntax error ({problem})"
-        ) from None
     if doc is None:
-        raise c.fail("top level", "a YAML mapping", doc)
+        raise c.fail("top level", "a YAML mapping", "")
     if not isinstance(doc, dict):
         raise c.fail("top level", "a YAML mapping", doc)
     return parse_manifest(c, doc, root if root is not None else repository_root(file.parent))

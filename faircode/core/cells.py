@@ -1,4 +1,4 @@
-"""The grid's vocabulary: its five strategies, three model families and the cells they make.
+"""The grid's vocabulary: its strategies, model families, the cells they make and its metrics.
 
 Closed sets as enums, in the order results are reported; a cell's position in the grid
 (:func:`position`) keys its seed streams (:mod:`faircode.core.seeds`).  The strategies' code
@@ -10,7 +10,14 @@ from __future__ import annotations
 import itertools
 from enum import StrEnum
 
-__all__ = ["STRATEGY_CODES", "ModelFamily", "Strategy", "grid_cells", "position"]
+__all__ = [
+    "FAIRNESS_METRICS",
+    "STRATEGY_CODES",
+    "ModelFamily",
+    "Strategy",
+    "grid_cells",
+    "position",
+]
 
 
 class Strategy(StrEnum):
@@ -33,6 +40,19 @@ class ModelFamily(StrEnum):
 
 STRATEGY_CODES: dict[Strategy, str] = {s: f"S{i}" for i, s in enumerate(Strategy)}
 """``S0`` ... ``S4`` by strategy: the one table of the strategies' short names."""
+
+FAIRNESS_METRICS: tuple[str, ...] = (
+    "demographic_parity_diff",
+    "disparate_impact_ratio",
+    "equal_opportunity_diff",
+    "equalized_odds_diff",
+    "predictive_parity_diff",
+    "accuracy_equality_diff",
+    "tpr_gap",
+    "fpr_gap",
+)
+"""The fairness metrics in result order (:mod:`faircode.stats.metrics` defines them; metric
+``k`` draws from ``child_seed(seed, k)``)."""
 
 
 def grid_cells() -> list[tuple[Strategy, ModelFamily]]:

@@ -22,14 +22,14 @@ neither re-run a DVC stage nor appear as a difference between two runs of the sa
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
-import yaml
-
+from faircode.core.cells import FAIRNESS_METRICS, ModelFamily
 from faircode.core.errors import ConfigError, config_error
 
 __all__ = [
@@ -250,10 +250,17 @@ class ReportConfig:
     model: str | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.metric, str) or not self.metric:
-            raise config_error("report.metric", "a metric name", self.metric)
-        if self.model is not None and not isinstance(self.model, str):
-            raise config_error("report.model", "a model family name or null", self.model)
+        metric = self.metric
+        if not isinstance(metric, str) or not (
+                metric in FAIRNESS_METRICS
+                or sum(m.startswith(f"{metric}_") for m in FAIRNESS_METRICS) == 1):
+            raise config_error("report.metric", f"one of {', '.join(FAIRNESS_METRICS)} or a "
+                               "unique prefix before _ (demographic_parity)", metric)
+        if self.model is not None:
+            families = tuple(f.value for f in ModelFamily)
+            if not isinstance(self.model, str) or self.model not in families:
+                raise config_error("report.model", f"one of {', '.join(families)} or null",
+                                   self.model)
 
     @classmethod
     def from_mapping(cls, data: object, *, where: str) -> ReportConfig:
@@ -310,6 +317,8 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
         if section == "audits":
             if not isinstance(body, list):
                 raise config_error(f"{where}: audits", "a list of audit names", body)
+            if not body:  # DVC's foreach would run nothing, `faircode run` every audit
+                raise config_error(f"{where}: audits", "a non-empty list of audit names", body)
             audits = tuple(body)
             continue
         if section == "report":
@@ -355,22 +364,42 @@ def config_from_params(data: object, *, where: str = "params.yaml") -> Benchmark
     return params_from_mapping(data, where=where).config
 
 
-def load_params(path: Path) -> Params:
-    """Read and validate the ``params.yaml`` at ``path`` (a repeated key is an error too)."""
-    from faircode.core.schema import UniqueKeyLoader
+def load_params(path: Path, *, audits_dir: Path | None = None) -> Params:
+    """Read and validate the ``params.yaml`` at ``path`` (a repeated key is an error too).
+
+    The file is read by :func:`faircode.core.schema.read_yaml` (bounded size, depth and alias
+    expansion; UTF-8; merge keys); an empty document is an error.  With ``audits_dir`` (the
+    pipeline's check, ``check-params``) ``audits`` is required too, and every name must be an
+    audit folder there (``<audits_dir>/<name>/audit.yaml``): DVC's ``foreach`` runs exactly
+    these.
+    """
+    from faircode.core.schema import read_yaml
 
     where = str(path)
     try:
-        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=UniqueKeyLoader)
+        doc = read_yaml(path)
     except OSError as exc:
         raise ConfigError(f"{where}: cannot be read ({exc.strerror})") from None
-    except ConfigError as exc:
-        raise ConfigError(f"{where}: {exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{where}: invalid YAML{at}") from None
-    return params_from_mapping(doc, where=where)
+    if doc is None:
+        raise ConfigError(f"{where}: top level: expected a mapping of sections, got an empty "
+                          "document")
+    params = params_from_mapping(doc, where=where)
+    if audits_dir is not None:
+        _check_audit_folders(params, doc, where=where, audits_dir=audits_dir)
+    return params
+
+
+def _check_audit_folders(params: Params, doc: object, *, where: str, audits_dir: Path) -> None:
+    """Raise unless ``audits`` is present and each name is an audit folder of ``audits_dir``."""
+    if not isinstance(doc, Mapping) or "audits" not in doc:
+        raise ConfigError(f"{where}: audits: expected a non-empty list of audit names (the "
+                          "audits the pipeline runs), got nothing")
+    known = sorted(p.parent.name for p in audits_dir.glob("*/audit.yaml"))
+    for i, name in enumerate(params.audits):
+        if name not in known:
+            raise config_error(f"{where}: audits[{i}]",
+                               f"an audit folder of {audits_dir} ({', '.join(known) or 'none'})",
+                               name)
 
 
 def _check_int(where: str, value: object, *, low: int) -> None:
@@ -391,6 +420,8 @@ def _check_number(
 ) -> None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise config_error(where, "a number", value)
+    if not math.isfinite(value):  # NaN passes every comparison below
+        raise config_error(where, "a finite number", value)
     too_low = value <= low if open_low else value < low
     too_high = high is not None and (value >= high if open_high else value > high)
     if too_low or too_high:

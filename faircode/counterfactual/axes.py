@@ -7,10 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
 from faircode.core.errors import ConfigError, config_error
-from faircode.core.schema import UniqueKeyLoader
+from faircode.core.schema import read_yaml
 from faircode.counterfactual.perturb import AxisSpec, axis_from_config
 
 __all__ = ["load_axes"]
@@ -23,18 +21,10 @@ def load_axes(path: Path) -> tuple[AxisSpec, ...]:
     path.
     """
     where = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
+    try:  # bounded; a repeated key would otherwise silently drop a substitution
+        doc = read_yaml(Path(path))
     except OSError as exc:
         raise ConfigError(f"{where}: cannot read axes file ({exc.strerror})") from exc
-    try:
-        doc = yaml.load(text, Loader=UniqueKeyLoader)
-    except ConfigError as exc:  # a repeated key would otherwise silently drop a substitution
-        raise ConfigError(f"{where}: {exc}") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{where}: invalid YAML{at}") from exc
     if isinstance(doc, dict):
         unknown = [k for k in doc if k != "axes"]
         if unknown:
@@ -61,4 +51,3 @@ def load_axes(path: Path) -> tuple[AxisSpec, ...]:
                               f"(also {prefix}[{seen[axis.name]}])")
         seen[axis.name] = i
     return axes
-

@@ -6,10 +6,10 @@ leaves a half-written output.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 
 from faircode.core.errors import ConfigError, PerturbationError, config_error
+from faircode.counterfactual._jsonl import parse_line
 from faircode.counterfactual.perturb import AxisSpec, perturb
 
 __all__ = ["perturb_jsonl"]
@@ -23,7 +23,10 @@ def perturb_jsonl(axes: Sequence[AxisSpec], lines: Iterable[str], *, source: str
     ``"id"`` (other fields beside ``"payload"`` are neither perturbed nor echoed).  Blank lines are
     skipped.  Records are ``{"id", "axis", "kind", "fired": {pattern: n}, "changed",
     "perturbed"}``.  A malformed line raises :class:`~faircode.core.errors.ConfigError` naming
-    ``source`` and the line number; nothing is returned unless every line is valid.
+    ``source`` and the line number; nothing is returned unless every line is valid.  ``lines`` are
+    split at ``\n`` only (:func:`faircode.counterfactual._jsonl.split_lines`): U+2028 is valid
+    inside a JSON string.  Each line is parsed by :func:`faircode.counterfactual._jsonl.parse_line`
+    (bounded nesting and integer digits; NaN and Infinity refused, as they are not JSON).
     """
     parsed: list[tuple[object, object]] = []
     ids: dict[object, int] = {}
@@ -31,11 +34,7 @@ def perturb_jsonl(axes: Sequence[AxisSpec], lines: Iterable[str], *, source: str
         if not line.strip():
             continue
         where = f"{source}:{lineno}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{where}: expected a JSON object, got invalid JSON ({exc.msg} at "
-                              f"column {exc.colno})") from exc
+        obj = parse_line(line, where=where)  # bounded depth and digits; NaN refused
         if not isinstance(obj, dict):
             raise config_error(where, "a JSON object", obj)
         if "id" in obj:
@@ -62,4 +61,3 @@ def perturb_jsonl(axes: Sequence[AxisSpec], lines: Iterable[str], *, source: str
             for p in perts
         )
     return records
-

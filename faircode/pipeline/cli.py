@@ -6,8 +6,9 @@ Design decisions
   sets ``handler``; :data:`SUBCOMMANDS` lists them.  Adding a subcommand is one function plus one
   entry in that tuple.
 * **Bad input is one line, exit 2.**  A :class:`~faircode.core.errors.FaircodeError` is printed as
-  its
-  message on stderr; anything else is a bug and keeps its traceback.
+  its message on stderr; anything else is a bug and keeps its traceback.  A command line argparse
+  refuses is one line too (``faircode run: --n-resamples: expected an integer, got 'ten' (str)``),
+  not the whole usage block.
 * **Unavailable data is a skip, not a failure**: the audit is reported as skipped with the
   instructions to obtain it, and the exit code stays 0 if nothing else failed.
 * The CLI is the only place that reads the environment (``FAIRCODE_DATA_MIRROR``); the library
@@ -18,11 +19,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
@@ -162,7 +164,10 @@ def _label_text(m: Manifest, cut: float | None = None) -> str:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     def work(manifest: Manifest) -> None:
-        print("\n".join(summary_lines(load_audit(manifest))))
+        data = load_audit(manifest)
+        for warning in data.warnings:  # data a user may mean, but should see
+            print(f"warning: {warning}", file=sys.stderr)
+        print("\n".join(summary_lines(data)))
 
     return _each_manifest(args, work)
 
@@ -301,19 +306,20 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def _cmd_perturb(args: argparse.Namespace) -> int:
-    import json
-
+    from faircode.core.schema import decode_utf8
+    from faircode.counterfactual._jsonl import dumps_line, split_lines
     from faircode.counterfactual.axes import load_axes
     from faircode.counterfactual.jsonl import perturb_jsonl
 
     axes = load_axes(Path(args.axes))
     source = Path(args.input)
     try:
-        lines = source.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
+        data = source.read_bytes()
+    except OSError as exc:
         raise FaircodeError(f"{source}: cannot be read: {type(exc).__name__}: {exc}") from None
+    lines = split_lines(decode_utf8(data, where=str(source)))  # "\n" only: U+2028 is JSON text
     records = perturb_jsonl(axes, lines, source=str(source))  # every line checked first
-    sys.stdout.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    sys.stdout.write("".join(dumps_line(r) + "\n" for r in records))
     return EXIT_OK
 
 
@@ -479,12 +485,53 @@ SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser
 )
 
 
+_TYPE_NAMES = {"int": "an integer", "float": "a number"}
+_INVALID_VALUE = re.compile(r"^argument (?P<arg>[^:]+): invalid (?P<type>\w+) value: (?P<got>.*)$")
+_INVALID_CHOICE = re.compile(
+    r"^argument (?P<arg>[^:]+): invalid choice: (?P<got>.*?) \(choose from (?P<options>.*)\)$")
+
+
+class _UsageError(FaircodeError):
+    """A command line argparse refuses; one line, exit code 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line (no usage block), like every other error.
+
+    ``--n-resamples ten`` reads ``faircode run: --n-resamples: expected an integer, got 'ten'
+    (str)``; the usage stays one ``--help`` away.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        raise _UsageError(f"{self.prog}: {_usage_line(message)}")
+
+
+def _usage_line(message: str) -> str:
+    """argparse's error message in the ``<where>: expected ..., got ...`` form."""
+    message = " ".join(message.split())
+    if found := _INVALID_VALUE.match(message):
+        expected = _TYPE_NAMES.get(found["type"], f"a valid {found['type']}")
+        return f"{found['arg']}: expected {expected}, got {found['got']} (str)"
+    if found := _INVALID_CHOICE.match(message):
+        options = found["options"].replace("'", "")
+        return f"{found['arg']}: expected one of {options}, got {found['got']} (str)"
+    if message.startswith("the following arguments are required: "):
+        names = [n if n != "command" and not n.endswith("_command") else "a subcommand"
+                 for n in message.split(": ", 1)[1].split(", ")]
+        return f"expected {', '.join(names)} (see --help), got nothing"
+    if message.startswith("unrecognized arguments: "):
+        return f"expected known arguments (see --help), got {message.split(': ', 1)[1]!r} (str)"
+    if (found := re.match(r"^argument ([^:]+): (expected .*)$", message)) is not None:
+        return f"{found[1]}: {found[2]}, got nothing"
+    return f"{message} (see --help)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser with every subcommand of :data:`SUBCOMMANDS`."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--audits", default="audits", help="folder of <name>/audit.yaml")
     common.add_argument("audit", nargs="*", help="audit names or manifest paths (default: all)")
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="faircode", description=__doc__.splitlines()[0],
         **_example("faircode data fetch german_credit_lending insurance_denial",
                    "faircode run german_credit_lending insurance_denial --jobs 2"))
@@ -496,9 +543,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the ``faircode`` command line; return the exit code."""
-    args = build_parser().parse_args(argv)
-    handler: Handler = args.handler
     try:
+        args = build_parser().parse_args(argv)
+        handler: Handler = args.handler
         return handler(args)
     except FaircodeError as exc:
         print(str(exc), file=sys.stderr)

@@ -46,9 +46,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-import yaml
 
 from faircode.core.errors import FaircodeError
+from faircode.core.schema import read_yaml
 
 __all__ = [
     "VOLATILE_RUN_KEYS",
@@ -233,7 +233,7 @@ def freeze(
                           "dvc repro and commit")
     commit = _git(root, "rev-parse", "HEAD").strip()
     params_path = root / "params.yaml"
-    params = yaml.safe_load(params_path.read_text()) if params_path.is_file() else None
+    params = read_yaml(params_path) if params_path.is_file() else None  # bounded, as every reader
     manifests, datasets = _audit_digests(root)
     record = {
         "name": name,

@@ -43,6 +43,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from faircode.core import checks
+from faircode.core.cells import FAIRNESS_METRICS
 from faircode.core.errors import describe
 from faircode.stats import resampling
 
@@ -52,17 +53,6 @@ Y1, Y0, YHAT1 = (FN, TP), (TN, FP), (FP, TP)
 Counts = NDArray[np.int64]
 Floats = NDArray[np.float64]
 
-FAIRNESS_METRICS: tuple[str, ...] = (
-    "demographic_parity_diff",
-    "disparate_impact_ratio",
-    "equal_opportunity_diff",
-    "equalized_odds_diff",
-    "predictive_parity_diff",
-    "accuracy_equality_diff",
-    "tpr_gap",
-    "fpr_gap",
-)
-"""Fairness metrics in result order; metric ``k`` draws from ``child_seed(seed, k)``."""
 
 SAME_NULL: dict[str, str] = {
     "disparate_impact_ratio": "demographic_parity_diff",
