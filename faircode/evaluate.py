@@ -46,10 +46,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
-import os
-import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -87,6 +84,7 @@ from faircode.predictions import AuditPredictions, CellPredictions, Stream
 from faircode.prepared import AuditLike, PreparedAudit
 from faircode.stats import child_seed, confusion_counts
 from faircode.strategies import Strategy
+from faircode.swap import replacing
 
 __all__ = [
     "AuditResults",
@@ -376,14 +374,13 @@ def write_audit(
     """Write ``<out_dir>/<audit>/`` (four CSVs + ``run.json``; with training replicates also
     ``stability.csv`` and ``stability_replicates.csv``) atomically; return the folder.
 
-    Everything is written to a sibling temporary folder which then replaces the audit's folder,
-    so a failure never leaves a half-written result beside complete ones.
+    Everything is written to a sibling staging folder which then replaces the audit's folder in
+    one step (:func:`faircode.swap.replacing`): a failure or a kill leaves the old folder or the
+    new one, never a half-written one and never none; the next write removes the leftovers.
     """
     manifest = data.manifest
     final = out_dir / manifest.name
-    out_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{manifest.name}-", dir=out_dir))
-    try:
+    with replacing(final) as staging:
         for name in ("fairness", "performance", "intersectional", "counterfactual"):
             # default float formatting is the shortest exact repr: numbers round-trip
             getattr(results, name).to_csv(staging / f"{name}.csv", index=False)
@@ -427,15 +424,6 @@ def write_audit(
             ],
         }
         (staging / "run.json").write_text(json.dumps(run, indent=2) + "\n")
-        # Swap folders by renames only: the previous results survive until the new ones are in.
-        previous = staging.with_name(staging.name + ".previous")
-        if final.exists():
-            os.replace(final, previous)
-        os.replace(staging, final)
-        shutil.rmtree(previous, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return final
 
 
