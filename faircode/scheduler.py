@@ -321,6 +321,8 @@ def run_tasks(
     ------
     SchedulerError
         The Dask scheduler cannot be reached.
+    Stopped
+        SIGTERM or SIGINT arrived while a local pool ran; its workers are killed.
     """
     execution = execution or ExecutionConfig()
     order = dispatch_order(tasks)
