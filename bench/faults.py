@@ -223,8 +223,9 @@ def cut_csv(code: Path, work: Path) -> str:
                       f"sqlite:///{work / 'cut.db'}", "--experiment", "cut"], cwd=work,
                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     out, err = (b.decode().replace(f"{work}/", "") for b in done.communicate(timeout=600))
-    text = out.strip() if done.returncode == 0 else err.strip().splitlines()[-1]
-    return f"exit {done.returncode}: {text.split(', parent')[0].split(' in ')[0]}"
+    if done.returncode == 0:
+        return f"exit 0: {out.strip().split(' in ')[0]}"
+    return f"exit {done.returncode}: {err.strip().splitlines()[-1]}"
 
 
 def full_disk(code: Path, work: Path) -> str:
