@@ -316,10 +316,10 @@ def _cmd_perturb(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as exc:
         raise FaircodeError(f"{source}: cannot be read: {type(exc).__name__}: {exc}") from None
     records = perturb_jsonl(axes, lines, source=str(source))  # every line checked first
-    return write_stdout("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+    return _write_stdout("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
 
 
-def write_stdout(text: str) -> int:
+def _write_stdout(text: str) -> int:
     """Write ``text`` to stdout and flush; a failing stdout (a full disk, a closed pipe) is one
     line on stderr and exit 1 (the input was fine), never a traceback."""
     try:
