@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +21,7 @@ from faircode.audit.prepared import AuditLike
 from faircode.core.config import BenchmarkConfig
 from faircode.core.seeds import Stream
 from faircode.evaluate import stability
+from faircode.evaluate.swap import replacing
 from faircode.evaluate.tables import AuditResults
 
 __all__ = ["design_effect_summary", "write_audit"]
@@ -48,14 +46,14 @@ def write_audit(
     """Write ``<out_dir>/<audit>/`` (four CSVs + ``run.json``; with training replicates also
     ``stability.csv`` and ``stability_replicates.csv``) atomically; return the folder.
 
-    Everything is written to a sibling temporary folder which then replaces the audit's folder,
-    so a failure never leaves a half-written result beside complete ones.
+    Everything is written to a sibling staging folder which then replaces the audit's folder in
+    one step (:func:`faircode.evaluate.swap.replacing`): a failure or a kill leaves the old
+    folder or the new one, never a half-written one and never none; the next write removes the
+    leftovers.
     """
     manifest = data.manifest
     final = out_dir / manifest.name
-    out_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{manifest.name}-", dir=out_dir))
-    try:
+    with replacing(final) as staging:
         for name in ("fairness", "performance", "intersectional", "counterfactual"):
             # default float formatting is the shortest exact repr: numbers round-trip
             getattr(results, name).to_csv(staging / f"{name}.csv", index=False)
@@ -99,15 +97,6 @@ def write_audit(
             ],
         }
         (staging / "run.json").write_text(json.dumps(run, indent=2) + "\n")
-        # Swap folders by renames only: the previous results survive until the new ones are in.
-        previous = staging.with_name(staging.name + ".previous")
-        if final.exists():
-            os.replace(final, previous)
-        os.replace(staging, final)
-        shutil.rmtree(previous, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
     return final
 
 

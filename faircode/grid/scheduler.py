@@ -29,6 +29,10 @@ Design decisions
   previous ``run.json`` of the same audit replace the prediction when present.  A wrong
   estimate can only make the run slower, never change a number.
 * ``jobs = 1`` (or a single task) runs in this process, in dispatch order: no pool to start.
+* **No worker outlives the coordinating process** (:mod:`faircode.grid._lifetime`): a local worker
+  dies with its parent (``prctl(PR_SET_PDEATHSIG)`` on Linux, a ``getppid`` watchdog elsewhere),
+  and SIGTERM/SIGINT during the pool kill the workers and exit ``128 + signal``
+  (:class:`Stopped`); the multiprocessing resource tracker then exits by itself.
 """
 
 from __future__ import annotations
@@ -36,7 +40,10 @@ from __future__ import annotations
 import json
 import math
 import multiprocessing
+import os
 import pickle
+import signal
+import sys
 import time
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -46,6 +53,7 @@ from typing import Any
 
 from faircode.core.config import ExecutionConfig
 from faircode.core.errors import FaircodeError
+from faircode.grid._lifetime import SignalStop, Stopped, follow_parent, terminate
 
 __all__ = [
     "DEFAULT_COEFFICIENTS",
@@ -53,6 +61,7 @@ __all__ = [
     "Finished",
     "ProgressEstimate",
     "SchedulerError",
+    "Stopped",
     "Task",
     "TaskKey",
     "dispatch_order",
@@ -250,10 +259,12 @@ _WORKER_DATA: dict[str, Any] = {}
 """In a local worker process: every audit's data, installed once by :func:`_install`."""
 
 
-def _install(payload: bytes) -> None:
-    """Local worker initializer: unpickle every audit's data once; one thread per library."""
+def _install(payload: bytes, parent: int) -> None:
+    """Local worker initializer: die with ``parent``; unpickle every audit's data once; one
+    thread per library."""
     from threadpoolctl import threadpool_limits
 
+    follow_parent(parent)
     threadpool_limits(1)
     _WORKER_DATA.update(pickle.loads(payload))
 
@@ -310,6 +321,8 @@ def run_tasks(
     ------
     SchedulerError
         The Dask scheduler cannot be reached.
+    Stopped
+        SIGTERM or SIGINT arrived while a local pool ran; its workers are killed.
     """
     execution = execution or ExecutionConfig()
     order = dispatch_order(tasks)
@@ -384,14 +397,17 @@ def _run_pool(order: Sequence[Task], *, data: Mapping[str, Any], workers: int,
     # spawn: no fork of a process that may run threads (progress display, BLAS); the data
     # travels in the initializer, once per worker.
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_install, initargs=(payload,))
+                               initializer=_install, initargs=(payload, os.getpid()))
+    stop = SignalStop()  # SIGTERM/SIGINT: kill the workers, exit 128 + signal
     try:
+        stop.install()
         if on_start is not None:
             on_start(order, workers)
         # The executor feeds its workers in submission order: submitting longest first is
         # dispatching longest first.
-        pending: dict[Future[tuple[Any, float]], Task] = {
-            pool.submit(_run_local, t.audit, t.fn, t.args): t for t in order}
+        with stop.held():  # not while submit spawns a worker: it would be left half-started
+            pending: dict[Future[tuple[Any, float]], Task] = {
+                pool.submit(_run_local, t.audit, t.fn, t.args): t for t in order}
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
@@ -407,9 +423,14 @@ def _run_pool(order: Sequence[Task], *, data: Mapping[str, Any], workers: int,
                     continue
                 result, seconds = future.result()
                 collector.done(task, result, seconds)
-    except BaseException:
-        pool.shutdown(wait=False, cancel_futures=True)
+    except BaseException as exc:
+        stop.restore()
+        terminate(pool)
+        if isinstance(exc, Stopped):
+            print(f"stopped by {signal.Signals(exc.signum).name}: the worker processes are "
+                  "killed", file=sys.stderr)
         raise
+    stop.restore()
     pool.shutdown(wait=True)
     return collector.results
 

@@ -319,7 +319,22 @@ def _cmd_perturb(args: argparse.Namespace) -> int:
         raise FaircodeError(f"{source}: cannot be read: {type(exc).__name__}: {exc}") from None
     lines = split_lines(decode_utf8(data, where=str(source)))  # "\n" only: U+2028 is JSON text
     records = perturb_jsonl(axes, lines, source=str(source))  # every line checked first
-    sys.stdout.write("".join(dumps_line(r) + "\n" for r in records))
+    return _write_stdout("".join(dumps_line(r) + "\n" for r in records))
+
+
+def _write_stdout(text: str) -> int:
+    """Write ``text`` to stdout and flush; a failing stdout (a full disk, a closed pipe) is one
+    line on stderr and exit 1 (the input was fine), never a traceback."""
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except OSError as exc:
+        # what is still buffered would fail again at exit ("Exception ignored ..."): point the
+        # descriptor at /dev/null, as the Python documentation advises for a broken pipe
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print(f"stdout: cannot write the output: {exc.strerror or exc} ({type(exc).__name__})",
+              file=sys.stderr)
+        return EXIT_FAILED
     return EXIT_OK
 
 

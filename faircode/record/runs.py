@@ -5,12 +5,16 @@ Reads ``<results>/<audit>/`` exactly as the grid writes it.  Tables are read as 
 column whose non-empty cells are all numbers (or ``True``/``False``) becomes a metric
 ``<metric>.<column>`` (``<column>`` for tables without a ``metric`` column); other non-empty text
 cells become tags.  No metric or column list is hard-coded.  An empty numeric cell is NaN, never
-dropped; two values for one metric key of one run is an error, not an overwrite.
+dropped; two values for one metric key of one run is an error, not an overwrite.  A table that is
+not whole -- its last line not ending in a newline (a copy or a write cut short), or a row not as
+wide as its header -- is an error naming the file and line, never a new state to log.
 """
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 import json
 import re
 from collections.abc import Mapping
@@ -20,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from faircode.core.errors import FaircodeError
+from faircode.core.errors import FaircodeError, describe
 
 __all__ = ["TABLES", "ChildRun", "ResultsError", "audit_folders", "canonical", "collect_children",
            "datasets", "recorded_config", "results_digest", "sanitise"]
@@ -115,10 +119,26 @@ def sanitise(key: str) -> str:
 
 def _read_table(path: Path) -> pd.DataFrame:
     try:
-        return pd.read_csv(path, dtype=str, keep_default_na=False)
+        text = path.read_text(encoding="utf-8")
+        frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
     except (OSError, ValueError, UnicodeDecodeError) as exc:
         raise ResultsError(f"{path}: expected a CSV table, got {type(exc).__name__}: "
                            f"{exc}") from None
+    _check_whole(path, text, width=len(frame.columns))
+    return frame
+
+
+def _check_whole(path: Path, text: str, *, width: int) -> None:
+    """Refuse a table cut short: the grid writes every CSV whole, ending in a newline."""
+    if not text.endswith("\n"):
+        raise ResultsError(f"{path}: line {text.count(chr(10)) + 1}: expected a complete row "
+                           f"ending in a newline, got {describe(text.rsplit(chr(10), 1)[-1])} "
+                           "at the end of the file (cut short)")
+    rows = csv.reader(io.StringIO(text))
+    for row in rows:
+        if row and len(row) != width:
+            raise ResultsError(f"{path}: line {rows.line_num}: expected {width} fields like the "
+                               f"header, got {len(row)}")
 
 
 def _numeric_columns(frame: pd.DataFrame, skip: tuple[str, ...]) -> dict[str, list[float]]:

@@ -25,6 +25,13 @@ Design decisions
   created and ``complete`` as its last write; a child is ``FINISHED`` only after all its writes.
   A later sync of that state keeps the finished children of the incomplete parent, deletes the
   unfinished ones, logs the missing ones and completes the parent.
+* **Concurrent syncs of one state log it once** (:mod:`faircode.record._claim`): only the sync
+  holding the state's claim searches, creates and logs -- a file lock beside a SQLite store (which
+  also serialises a new file's schema creation), a lease on a lock experiment (unique name) for a
+  server -- and the others wait, then find the state complete.  A claimant killed mid-sync loses
+  the claim (the kernel drops its file lock; its lease is taken over), and the next sync completes
+  the state as above.  A complete parent's duplicate children (left by syncs before the claim
+  existed) are deleted by the next sync of that state, one finished child per key kept.
 * **Fast by batching.**  A child costs three store calls whatever its metric count: create
   with all its tags, one ``log_batch`` of params and metrics, terminate.  The raw datasets are
   dataset inputs of the parent only (one per audit); a child names its audit's dataset by the
@@ -57,13 +64,14 @@ import sqlite3
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from faircode.core.errors import describe
+from faircode.record._claim import claim_state, sqlite_path, store_lock
 from faircode.record.runs import (
     ChildRun,
     ResultsError,
@@ -242,9 +250,16 @@ def _log(client: MlflowClient, run_id: str, *, params: Mapping[str, str],
 def _experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
     found = client.get_experiment_by_name(name)
     if found is None:
-        experiment_id = client.create_experiment(name, artifact_location=artifact_location,
-                                                 tags=dict([EXPERIMENT_KIND]))
-    else:
+        try:
+            return str(client.create_experiment(name, artifact_location=artifact_location,
+                                                tags=dict([EXPERIMENT_KIND])))
+        except Exception as exc:  # a concurrent sync created it first: use that one
+            if getattr(exc, "error_code", None) != "RESOURCE_ALREADY_EXISTS":
+                raise
+            found = client.get_experiment_by_name(name)
+            if found is None:
+                raise
+    if found is not None:
         experiment_id = found.experiment_id
         if found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
             client.set_experiment_tag(experiment_id, *EXPERIMENT_KIND)
@@ -319,20 +334,21 @@ def sync_results(
     children, skipped = collect_children(results)
     try:
         _check_server(tracking_uri, health_timeout)
-        if sqlite_wal:
-            _sqlite_wal(tracking_uri)
-        import mlflow
-        from mlflow.tracking import MlflowClient
+        with store_lock(tracking_uri):  # SQLite: one sync (and schema creation) at a time
+            if sqlite_wal:
+                _sqlite_wal(tracking_uri)
+            import mlflow
+            from mlflow.tracking import MlflowClient
 
-        try:
-            client = MlflowClient(tracking_uri=tracking_uri)
-            return _sync(client, results, digest, children, skipped, experiment=experiment,
-                         config=recorded_config(results) if config is None else config,
-                         context=context or SyncContext(),
-                         artifact_location=artifact_location, started=started,
-                         workers=workers)
-        except mlflow.exceptions.MlflowException as exc:
-            raise TrackingError(_one_line(exc)) from None
+            try:
+                client = MlflowClient(tracking_uri=tracking_uri)
+                return _sync(client, results, digest, children, skipped, experiment=experiment,
+                             config=recorded_config(results) if config is None else config,
+                             context=context or SyncContext(),
+                             artifact_location=artifact_location, started=started,
+                             workers=workers, lease=sqlite_path(tracking_uri) is None)
+            except mlflow.exceptions.MlflowException as exc:
+                raise TrackingError(_one_line(exc)) from None
     except TrackingError:
         raise
     except Exception as exc:  # a store driver or HTTP error: still one line, results intact
@@ -347,10 +363,50 @@ def _one_line(exc: BaseException) -> str:
 def _sync(client: MlflowClient, results: Path, digest: str, children: list[ChildRun],
           skipped: Mapping[str, str], *, experiment: str, config: Mapping[str, Any],
           context: SyncContext, artifact_location: str | None, started: float,
-          workers: int) -> SyncReport:
+          workers: int, lease: bool) -> SyncReport:
+    experiment_id = _experiment(client, experiment, artifact_location)
+
+    def complete() -> str | None:
+        found = _search(client, experiment_id, f"tags.`faircode.digest` = '{digest}' and "
+                        "tags.`faircode.sync_state` = 'complete'")
+        parent = next((r for r in found if "mlflow.parentRunId" not in r.data.tags), None)
+        return None if parent is None else _dedupe_children(client, experiment_id, parent)
+
+    parent_id = complete()
+    if parent_id is None:  # claim it; the holder logs, the others wait and find it complete
+        with claim_state(client, experiment=experiment, digest=digest, enabled=lease,
+                         done=lambda: complete() is not None) as claim:
+            if claim.held:
+                return _log_state(client, results, digest, children, skipped,
+                                  experiment_id=experiment_id, config=config, context=context,
+                                  started=started, workers=workers, check=claim.check)
+            parent_id = complete()
+    return SyncReport("unchanged", digest, experiment_id, parent_id or "", 0, len(children),
+                      dict(skipped), time.perf_counter() - started)
+
+
+def _dedupe_children(client: MlflowClient, experiment_id: str, parent: Any) -> str:
+    """Delete all but one child per key of a complete parent (finished, earliest first)."""
+    parent_id = str(parent.info.run_id)
+    found = _search(client, experiment_id, f"tags.`mlflow.parentRunId` = '{parent_id}'")
+    kept: set[str] = set()
+    for child in sorted(found, key=lambda r: (r.info.status != "FINISHED", r.info.start_time,
+                                              r.info.run_id)):
+        key = child.data.tags.get("faircode.child_key")
+        if key in kept:
+            client.delete_run(child.info.run_id)
+        elif key:
+            kept.add(key)
+    return parent_id
+
+
+def _log_state(client: MlflowClient, results: Path, digest: str, children: list[ChildRun],
+               skipped: Mapping[str, str], *, experiment_id: str, config: Mapping[str, Any],
+               context: SyncContext, started: float, workers: int,
+               check: Callable[[], None]) -> SyncReport:
+    """Log (or complete) the state's parent and children; the caller holds the claim."""
     from mlflow.entities import RunStatus
 
-    experiment_id = _experiment(client, experiment, artifact_location)
     parents = [r for r in _search(client, experiment_id, f"tags.`faircode.digest` = '{digest}'")
                if "mlflow.parentRunId" not in r.data.tags]
     complete = [r for r in parents if r.data.tags.get("faircode.sync_state") == "complete"]
@@ -385,6 +441,7 @@ def _sync(client: MlflowClient, results: Path, digest: str, children: list[Child
     finished = RunStatus.to_string(RunStatus.FINISHED)
 
     def log_child(child: ChildRun) -> None:
+        check()  # a holder that stalled past its lease stops here
         run = client.create_run(experiment_id, run_name=child.name, tags={
             **child.tags, "faircode.parent_digest": digest, "mlflow.parentRunId": parent_id})
         run_id = run.info.run_id
