@@ -184,3 +184,96 @@ def reference_cluster_bootstrap(
         rows = np.concatenate(taken)
         out[b] = reference_metric(metric, y[rows], yhat[rows], dis[rows])
     return out
+
+
+def reference_distance(
+    metric: str, y: NDArray[np.int64], yhat: NDArray[np.int64], dis: NDArray[np.bool_]
+) -> float:
+    """One strategy's distance from parity (``|value − 1|`` for the ratio), or its accuracy or
+    balanced accuracy over all rows, straight from the rows."""
+    if metric == "accuracy":
+        return _mean(y == yhat)
+    if metric == "balanced_accuracy":
+        return (_mean(yhat[y == 1] == 1) + _mean(yhat[y == 0] == 0)) / 2
+    value = reference_metric(metric, y, yhat, dis)
+    if metric == "equalized_odds_diff":
+        return value
+    return abs(value - (1.0 if metric == "disparate_impact_ratio" else 0.0))
+
+
+def reference_effect(
+    metric: str, y: NDArray[np.int64], yhat_a: NDArray[np.int64], yhat_b: NDArray[np.int64],
+    dis: NDArray[np.bool_],
+) -> float:
+    """The paired effect ``dist(A) − dist(B)`` on the same rows."""
+    return reference_distance(metric, y, yhat_a, dis) - reference_distance(metric, y, yhat_b, dis)
+
+
+def reference_paired_bootstrap(
+    metric: str,
+    y: NDArray[np.int64],
+    yhat_a: NDArray[np.int64],
+    yhat_b: NDArray[np.int64],
+    dis: NDArray[np.bool_],
+    *,
+    n_resamples: int,
+    rng: np.random.Generator,
+) -> NDArray[np.float64]:
+    """Resample row indices with replacement within each group; score A and B on the same
+    resampled rows and recompute the effect each time."""
+    idx_d, idx_a = np.flatnonzero(dis), np.flatnonzero(~dis)
+    out = np.empty(n_resamples)
+    for b in range(n_resamples):
+        rows = np.concatenate([rng.choice(idx_d, size=idx_d.size, replace=True),
+                               rng.choice(idx_a, size=idx_a.size, replace=True)])
+        out[b] = reference_effect(metric, y[rows], yhat_a[rows], yhat_b[rows], dis[rows])
+    return out
+
+
+def reference_paired_cluster_bootstrap(
+    metric: str,
+    y: NDArray[np.int64],
+    yhat_a: NDArray[np.int64],
+    yhat_b: NDArray[np.int64],
+    dis: NDArray[np.bool_],
+    unit: NDArray[np.int64],
+    *,
+    n_resamples: int,
+    rng: np.random.Generator,
+) -> NDArray[np.float64]:
+    """Resample whole units within strata of the groups they have rows in (as
+    :func:`reference_cluster_bootstrap`), scoring A and B on the same resampled rows."""
+    ids = np.unique(unit)
+    rows_of = {int(u): np.flatnonzero(unit == u) for u in ids}
+    strata: dict[tuple[bool, bool], list[int]] = {}
+    for u, rows in rows_of.items():
+        strata.setdefault((bool(dis[rows].any()), bool((~dis[rows]).any())), []).append(u)
+    out = np.empty(n_resamples)
+    for b in range(n_resamples):
+        taken = [rows_of[int(u)] for members in strata.values()
+                 for u in rng.choice(members, size=len(members), replace=True)]
+        rows = np.concatenate(taken)
+        out[b] = reference_effect(metric, y[rows], yhat_a[rows], yhat_b[rows], dis[rows])
+    return out
+
+
+def reference_swap(
+    metric: str,
+    y: NDArray[np.int64],
+    yhat_a: NDArray[np.int64],
+    yhat_b: NDArray[np.int64],
+    dis: NDArray[np.bool_],
+    unit: NDArray[np.int64],
+    *,
+    n_permutations: int,
+    rng: np.random.Generator,
+) -> NDArray[np.float64]:
+    """Flip a fair coin per unit; where heads, exchange A's and B's decisions on all its rows;
+    recompute the effect each time."""
+    ids, inverse = np.unique(unit, return_inverse=True)
+    out = np.empty(n_permutations)
+    for b in range(n_permutations):
+        heads = (rng.random(ids.size) < 0.5)[inverse]
+        a, bb = np.where(heads, yhat_b, yhat_a), np.where(heads, yhat_a, yhat_b)
+        out[b] = reference_effect(metric, y, a, bb, dis)
+    return out

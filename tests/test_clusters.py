@@ -194,3 +194,17 @@ def test_design_effect_is_the_variance_ratio_of_finite_resamples() -> None:
     assert clusters.design_effect([0.0, 2.0, np.nan], [0.0, 1.0]) == pytest.approx(4.0)
     assert np.isnan(clusters.design_effect([0.0, 2.0], [1.0, 1.0]))
     assert np.isnan(clusters.design_effect([0.0], [0.0, 1.0]))
+
+
+def test_unit_types_pack_rows_exactly_as_unique_sorts_them(rng: np.random.Generator) -> None:
+    """The packed-key unique gives np.unique(axis=0)'s rows, order and counts, also for wide rows
+    (which fall back) and for any number of cells per group."""
+    for cells, high in ((4, 3), (8, 5), (16, 3), (16, 10_000)):
+        counts = rng.integers(0, high, size=(500, 2, cells)) * (rng.random((500, 2, cells)) < 0.3)
+        counts[:50] = counts[50:100]  # repeated units
+        flat = counts.reshape(500, -1)
+        flat = flat[flat.sum(axis=1) > 0]
+        distinct, multiplicity = np.unique(flat, axis=0, return_counts=True)
+        types = clusters.unit_types(counts)
+        assert np.array_equal(types.counts.reshape(len(distinct), -1), distinct)
+        assert np.array_equal(types.multiplicity, multiplicity)

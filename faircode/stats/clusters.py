@@ -57,7 +57,8 @@ MIXED_UNITS_NOTE = "attribute_varies_within_units"
 class UnitTypes:
     """Distinct per-unit confusion-count arrays and how many units share each.
 
-    ``counts`` has shape ``(T, G, 4)`` (type, group, cell in :data:`CELLS` order);
+    ``counts`` has shape ``(T, G, 4)`` (type, group, cell in :data:`CELLS` order; any number
+    ``C`` of cells per group is accepted, e.g. the paired engine's 8 joint cells);
     ``multiplicity`` ``(T,)`` is the number of units of each type (>= 1); ``pattern`` ``(T,)``
     is the bitmask of the groups a type has rows in (bit ``g`` set iff ``counts[t, g].sum() > 0``).
     """
@@ -68,8 +69,8 @@ class UnitTypes:
 
     def __post_init__(self) -> None:
         c, m, p = self.counts, self.multiplicity, self.pattern
-        if c.ndim != 3 or c.shape[2] != 4:
-            raise ValueError(f"UnitTypes: counts: expected shape (T, G, 4), got {c.shape}")
+        if c.ndim != 3 or c.shape[2] < 1:
+            raise ValueError(f"UnitTypes: counts: expected shape (T, G, C), got {c.shape}")
         if m.shape != (c.shape[0],) or p.shape != (c.shape[0],):
             raise ValueError("UnitTypes: multiplicity and pattern: expected shape (T,)")
         if (c < 0).any() or (m < 1).any() or (c.sum(axis=(1, 2)) < 1).any():
@@ -122,21 +123,36 @@ def unit_counts(
 
 
 def unit_types(counts: ArrayLike) -> UnitTypes:
-    """Collapse per-unit counts ``(U, G, 4)`` into distinct types; all-zero units are dropped."""
+    """Collapse per-unit counts ``(U, G, C)`` into distinct types; all-zero units are dropped."""
     array = np.asarray(counts, dtype=np.int64)
-    if array.ndim != 3 or array.shape[2] != 4:
-        raise ValueError(f"unit_types: counts: expected shape (U, G, 4), got {array.shape}")
-    n_groups = array.shape[1]
+    if array.ndim != 3 or array.shape[2] < 1:
+        raise ValueError(f"unit_types: counts: expected shape (U, G, C), got {array.shape}")
+    n_groups, n_cells = array.shape[1], array.shape[2]
     flat = array.reshape(array.shape[0], -1)
     flat = flat[flat.sum(axis=1) > 0]
     if flat.shape[0] == 0:
         empty = np.zeros(0, dtype=np.int64)
-        return UnitTypes(np.zeros((0, n_groups, 4), dtype=np.int64), empty, empty.copy())
-    distinct, multiplicity = np.unique(flat, axis=0, return_counts=True)
-    typed = distinct.reshape(-1, n_groups, 4).astype(np.int64)
+        return UnitTypes(np.zeros((0, n_groups, n_cells), dtype=np.int64), empty, empty.copy())
+    distinct, multiplicity = _unique_rows(flat)
+    typed = distinct.reshape(-1, n_groups, n_cells).astype(np.int64)
     has_rows = typed.sum(axis=2) > 0
     pattern = (has_rows * (1 << np.arange(n_groups, dtype=np.int64))).sum(axis=1)
     return UnitTypes(typed, multiplicity.astype(np.int64), pattern.astype(np.int64))
+
+
+def _unique_rows(flat: NDArray[np.int64]) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """``np.unique(flat, axis=0, return_counts=True)`` of non-negative rows, faster.
+
+    Each row is packed into one int64 in base ``max + 1`` (first column most significant), whose
+    integer order is the rows' lexicographic order, so the result is identical; rows too wide to
+    pack fall back to ``np.unique(axis=0)``.
+    """
+    base = int(flat.max()) + 1
+    if flat.shape[1] * np.log2(base) >= 62:
+        return np.unique(flat, axis=0, return_counts=True)
+    weights = base ** np.arange(flat.shape[1] - 1, -1, -1, dtype=np.int64)
+    _, first, multiplicity = np.unique(flat @ weights, return_index=True, return_counts=True)
+    return flat[first], multiplicity
 
 
 def _pattern_order(patterns: NDArray[np.int64]) -> list[int]:
@@ -148,7 +164,7 @@ def _pattern_order(patterns: NDArray[np.int64]) -> list[int]:
 def cluster_bootstrap_counts(
     types: UnitTypes, *, n_resamples: int, rng: np.random.Generator
 ) -> NDArray[np.int64]:
-    """Draw ``n_resamples`` cluster-bootstrap resamples of per-group counts, shape ``(B, G, 4)``.
+    """Draw ``n_resamples`` cluster-bootstrap resamples of per-group counts, shape ``(B, G, C)``.
 
     Units are drawn with replacement within each group-pattern stratum at the stratum's number
     of units (a multinomial over its types weighted by multiplicity); a resample's counts are the
@@ -156,7 +172,7 @@ def cluster_bootstrap_counts(
     :func:`.stats.bootstrap_counts` for group ``g``; with one row per unit it is the same draw.
     """
     check_positive_int("n_resamples", n_resamples)
-    out = np.zeros((n_resamples, types.n_groups, 4), dtype=np.int64)
+    out = np.zeros((n_resamples, types.n_groups, types.counts.shape[2]), dtype=np.int64)
     for pattern in _pattern_order(types.pattern):
         chosen = types.pattern == pattern
         counts, weight = types.counts[chosen], types.multiplicity[chosen]
