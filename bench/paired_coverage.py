@@ -23,11 +23,12 @@ effect, the 95 % intervals
 
 * ``pct``: the percentile interval of the paired draws of ``Δ``,
 * ``box0``: the paired signed box with the sums at 95 % and no expansion (the bare idea),
-* ``shipped``: :func:`faircode.paired.box_interval` as :func:`faircode.paired.paired_effects`
-  uses it (sums at :data:`faircode.paired.NUISANCE_CONFIDENCE`, both expanded for ``n`` rows;
-  for accuracy and balanced accuracy the expanded percentile interval),
+* ``shipped``: :func:`faircode.stats.paired.box_interval` as
+  :func:`faircode.stats.paired.paired_effects` uses it (sums at
+  :data:`faircode.stats.paired.NUISANCE_CONFIDENCE`, both expanded for ``n`` rows; for accuracy and
+  balanced accuracy the expanded percentile interval),
 * ``cons``: the residual floor's conservative interval arithmetic on the two strategies' own
-  closed-form intervals (:func:`faircode.report.abs_bounds` of each, then
+  closed-form intervals (:func:`faircode.report.analysis.abs_bounds` of each, then
   ``[lo_A − hi_B, hi_A − lo_B]``; fairness metrics only),
 
 the mean width of ``shipped`` over that of ``cons`` and the swap test's rejection rate at 0.05
@@ -45,9 +46,10 @@ import warnings
 
 import numpy as np
 
-from faircode import _metric_defs as defs
-from faircode import paired, stats
-from faircode.report import abs_bounds
+from faircode.core.seeds import child_seed
+from faircode.report.analysis import abs_bounds
+from faircode.stats import _metric_defs as defs
+from faircode.stats import paired, resampling
 
 CONFIDENCE = 0.95
 LAMBDA = 0.7
@@ -140,7 +142,7 @@ def chunk_results(joint: np.ndarray, resamples: int, rng: np.random.Generator
     swapped = paired.swap_draws(joint, n_permutations=resamples, rng=rng)  # (P, audits, 2, 8)
     sw_a, sw_b = paired.marginal_counts(swapped)
     perm = paired.distance(paired.components(sw_a)) - paired.distance(paired.components(sw_b))
-    hits = (np.abs(perm) >= np.abs(observed) * (1 - stats.TIE_RTOL)).sum(axis=0)
+    hits = (np.abs(perm) >= np.abs(observed) * (1 - resampling.TIE_RTOL)).sum(axis=0)
     out["p_value"] = (1.0 + hits) / (1.0 + resamples)
     return out
 
@@ -189,7 +191,7 @@ def main() -> None:
     table = []
     for j, n in enumerate(SIZES):
         for k, spec in enumerate(SCENARIOS):
-            rng = np.random.default_rng(stats.child_seed(args.seed, j, k))
+            rng = np.random.default_rng(child_seed(args.seed, j, k))
             res = scenario(n, spec, audits=audits, resamples=resamples, rng=rng)
             table.append((n, spec[0], res))
             for metric in SHOWN:

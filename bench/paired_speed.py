@@ -6,7 +6,7 @@ Run from the repository root:
 
 Workload: a synthetic test set of ``n`` rows (1,000 and 50,000), 35 % disadvantaged, labels at
 0.45, a reference decision vector B and a mitigated A that re-decides a fifth of B's rows; with
-``units`` the rows come in units of two.  Timed: :func:`faircode.paired.paired_effects` (all
+``units`` the rows come in units of two.  Timed: :func:`faircode.stats.paired.paired_effects` (all
 ten effects: B = P = ``--resamples`` paired bootstrap draws and swaps, intervals, p-values;
 with units also the row bootstrap of the design effect), best and median of ``--repeats`` runs
 after one warm-up, and the row-level reference bootstrap of one effect for scale.
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from faircode import paired
+from faircode.stats import paired
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from reference import reference_paired_bootstrap

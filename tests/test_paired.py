@@ -1,4 +1,4 @@
-"""Tests of the paired effects engine (faircode.paired and its private helpers)."""
+"""Tests of the paired effects engine (faircode.stats.paired and its private helpers)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ from reference import (
 )
 from scipy import stats as sps
 
-from faircode import clusters, metrics, paired, stats
-from faircode._paired_counts import bootstrap_joint, joint_unit_counts
-from faircode.paired import EFFECT_METRICS, EffectResult, PairedDraws
+from faircode.core.seeds import child_seed
+from faircode.stats import clusters, metrics, paired, resampling
+from faircode.stats._paired_counts import bootstrap_joint, joint_unit_counts
+from faircode.stats.paired import EFFECT_METRICS, EffectResult, PairedDraws
 
 FAIRNESS = metrics.FAIRNESS_METRICS
 
@@ -60,8 +61,8 @@ def test_marginals_are_each_strategys_confusion_counts(rng: np.random.Generator)
     y, a, b, dis = _audit(rng)
     counts_a, counts_b = paired.marginal_counts(paired.joint_counts(y, a, b, dis))
     for g, rows in enumerate((dis, ~dis)):
-        assert np.array_equal(counts_a[g], stats.confusion_counts(y[rows], a[rows]))
-        assert np.array_equal(counts_b[g], stats.confusion_counts(y[rows], b[rows]))
+        assert np.array_equal(counts_a[g], resampling.confusion_counts(y[rows], a[rows]))
+        assert np.array_equal(counts_b[g], resampling.confusion_counts(y[rows], b[rows]))
 
 
 def test_swap_counts_exchange_the_strategies(rng: np.random.Generator) -> None:
@@ -133,7 +134,7 @@ def test_count_bootstrap_agrees_with_the_row_reference(rng: np.random.Generator)
     for metric in ("demographic_parity_diff", "equalized_odds_diff", "accuracy"):
         k = EFFECT_METRICS.index(metric)
         ref = reference_paired_bootstrap(metric, y, a, b, dis, n_resamples=2000,
-                                         rng=np.random.default_rng(stats.child_seed(9, k)))
+                                         rng=np.random.default_rng(child_seed(9, k)))
         fast = draws[k][np.isfinite(draws[k])]
         assert sps.ks_2samp(fast, ref[np.isfinite(ref)]).pvalue > 0.001, metric
         assert fast.mean() == pytest.approx(np.nanmean(ref), abs=4 * fast.std() / np.sqrt(1000))
@@ -247,7 +248,7 @@ def test_linear_effects_take_the_expanded_percentile_interval(rng: np.random.Gen
     low, high = draws.interval(confidence=0.9)
     k = EFFECT_METRICS.index("accuracy")
     level = paired.expanded_level(0.9, draws.n_units)
-    expected = stats.percentile_interval(draws.delta[k], confidence=level)
+    expected = resampling.percentile_interval(draws.delta[k], confidence=level)
     assert (low[k], high[k]) == pytest.approx(expected, abs=1e-12)
     assert draws.n_units == int(min(dis.sum(), (~dis).sum()))
 
@@ -328,7 +329,7 @@ def test_combining_replicates_pools_their_draws(rng: np.random.Generator) -> Non
     pooled = np.concatenate([d.delta[k] for d in draws])
     level = paired.expanded_level(0.95, min(d.n_units for d in draws))
     assert (combined[k].ci_low, combined[k].ci_high) == pytest.approx(
-        stats.percentile_interval(pooled, confidence=level), abs=1e-12)
+        resampling.percentile_interval(pooled, confidence=level), abs=1e-12)
     values = np.array([d.value[k] for d in draws])
     assert combined[k].mean == pytest.approx(values.mean())
     assert combined[k].sd_between == pytest.approx(values.std(ddof=1))
@@ -399,7 +400,7 @@ def test_box_covers_where_the_percentile_interval_fails_at_parity() -> None:
         y = (rng.random(2 * n) < 0.5).astype(np.int64)
         draws = paired.paired_draws(y, index >> 1, index & 1, dis, seed=audit, n_resamples=500)
         low, high = draws.interval(confidence=0.95)
-        p_low, p_high = stats.percentile_interval(draws.delta[0], confidence=0.95)
+        p_low, p_high = resampling.percentile_interval(draws.delta[0], confidence=0.95)
         hit_box += low[0] <= -0.1 <= high[0]
         hit_pct += p_low <= -0.1 <= p_high
     assert hit_box / 200 >= 0.93 and hit_pct < hit_box

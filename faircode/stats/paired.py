@@ -3,7 +3,7 @@
 A mitigated strategy A and a reference B decide on the *same* test rows (same labels, same group
 mask, same units).  The effect of A on a fairness metric is its change in distance from parity,
 ``Δ = |gap_A| − |gap_B|`` (negative: A is closer to parity), where ``gap_X`` is exactly what
-:func:`faircode.metrics.fairness_metrics` reports for X; the effect on accuracy and balanced
+:func:`faircode.stats.metrics.fairness_metrics` reports for X; the effect on accuracy and balanced
 accuracy (over all rows, not per group) is ``A − B``.  Because both strategies are scored on the
 same rows, their estimates are correlated, and an interval that resamples them *jointly* is
 narrower than any arithmetic on two separate intervals.
@@ -15,12 +15,12 @@ them jointly needs their joint law, the per-group counts of ``(y, ŷ_A, ŷ_B)``:
 16 in all (cell index ``4·y + 2·ŷ_A + ŷ_B``, :data:`JOINT_CELLS`).  Nothing smaller keeps both
 strategies' counts and their dependence, and nothing more is needed, so the cost of every draw is
 independent of the number of rows.  A's counts are the table summed over ŷ_B, B's over ŷ_A.  With
-repeated units each unit carries its ``(2, 8)`` count array (:mod:`faircode.clusters`).
+repeated units each unit carries its ``(2, 8)`` count array (:mod:`faircode.stats.clusters`).
 
 Design decisions
 ----------------
 * **Distance from parity** is ``|value − parity|`` with parity 1 for disparate impact and 0 for
-  the differences (:func:`faircode.report_inputs.metric_reference`, the residual floor's
+  the differences (:func:`faircode.report.inputs.metric_reference`, the residual floor's
   definition, and the "no gap" of ``stability.csv``), so the effect replaces the residual floor's
   ``|S3| − |S2|`` with the same point value.  ``|log DI|`` would treat the two groups
   symmetrically but would disagree with every number the report already shows.  Equalized odds is
@@ -29,8 +29,8 @@ Design decisions
 * **One paired draw for every metric.**  Each group's rows are resampled at the group's size as a
   multinomial over its 8 joint cells (stream ``child_seed(seed, 0)``), so every draw scores both
   strategies and every metric on the same resampled rows; with repeated units whole units are
-  resampled within their group pattern (:func:`faircode.clusters.cluster_bootstrap_counts`, the
-  same stream; bit-identical to the row draw with one row per unit).
+  resampled within their group pattern (:func:`faircode.stats.clusters.cluster_bootstrap_counts`,
+  the same stream; bit-identical to the row draw with one row per unit).
 * **The interval: the paired signed box** (``paired_signed_box``).  ``|·|`` is not smooth at 0,
   and the percentile interval of the paired draws of ``Δ`` under-covers exactly where a
   mitigation reaches parity (``bench/paired_coverage.py``, 1,000 audits of 400 rows per group:
@@ -56,20 +56,20 @@ Design decisions
   overshoots parity or sits near a kink on 40 rows -- the price of the 0.99 sums, which are then
   the working interval.  NaN draws (a subset drawn empty) are dropped from each interval.
 * **The paired test of "no change"** (:func:`paired_effects`): ``H0``: within every unit (every
-  row, without units) the two strategies' decisions are exchangeable -- the pair
-  ``(ŷ_A, ŷ_B)`` of its rows has the same joint law as ``(ŷ_B, ŷ_A)`` given the unit's labels and
-  groups.  Each unit's A and B decisions are swapped with probability 1/2 (stream
-  ``child_seed(seed, 1)``; at count level a binomial number of each discordant cell or unit-type
-  pool is swapped), and the p-value is :func:`faircode.stats.permutation_p_value` of ``|Δ|``.
-  The test is exact for that null (rejection rate 0.012-0.054 at 0.05 in the bench, conservative
-  on 40 rows); it is not a test of ``Δ = 0`` alone (a strategy may change who is decided what
-  without changing the gap).  Self-pairing gives ``p = 1``.
+  row, without units) the two strategies' decisions are exchangeable -- the pair ``(ŷ_A, ŷ_B)`` of
+  its rows has the same joint law as ``(ŷ_B, ŷ_A)`` given the unit's labels and groups.  Each
+  unit's A and B decisions are swapped with probability 1/2 (stream ``child_seed(seed, 1)``; at
+  count level a binomial number of each discordant cell or unit-type pool is swapped), and the
+  p-value is :func:`faircode.stats.resampling.permutation_p_value` of ``|Δ|``. The test is exact
+  for that null (rejection rate 0.012-0.054 at 0.05 in the bench, conservative on 40 rows); it is
+  not a test of ``Δ = 0`` alone (a strategy may change who is decided what without changing the
+  gap).  Self-pairing gives ``p = 1``.
 * **Units.**  Without units, or with one row per unit, the rows are the units and the row path
   runs (``design_effect`` 1.0); otherwise the unit path, and ``design_effect`` is the
   unit-bootstrap over the row-bootstrap variance of ``Δ`` (row stream ``child_seed(seed, 2)``).
 * **Training replicates** (:func:`combine_replicates`): the K replicates' paired draws are pooled
-  with equal weight per replicate, the mixture of ``faircode.stability``, and the same box is
-  taken on the mixture; the value is the mean effect over the replicates.
+  with equal weight per replicate, the mixture of ``faircode.evaluate.stability``, and the same box
+  is taken on the mixture; the value is the mean effect over the replicates.
 """
 
 from __future__ import annotations
@@ -82,10 +82,13 @@ from enum import StrEnum
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from faircode import _metric_defs as defs
-from faircode import clusters, stats
-from faircode._paired_box import box_range, expanded_level, percentile_bounds
-from faircode._paired_counts import (
+from faircode.core import checks
+from faircode.core.errors import describe
+from faircode.core.seeds import child_seed
+from faircode.stats import _metric_defs as defs
+from faircode.stats import clusters, resampling
+from faircode.stats._paired_box import box_range, expanded_level, percentile_bounds
+from faircode.stats._paired_counts import (
     EFFECT_METRICS,
     JOINT_CELLS,
     PERFORMANCE_EFFECTS,
@@ -99,7 +102,6 @@ from faircode._paired_counts import (
     swap_counts,
     swap_draws,
 )
-from faircode.errors import describe
 
 __all__ = [
     "EFFECT_METRICS",
@@ -153,7 +155,7 @@ def box_interval(
     (:func:`expanded_level`).  For accuracy and balanced accuracy this is the expanded percentile
     interval of ``A − B``.
     """
-    stats.check_confidence(confidence)
+    checks.check_confidence(confidence)
     level = max(confidence, NUISANCE_CONFIDENCE) if nuisance is None else nuisance
     a, b = np.asarray(draws_a, np.float64), np.asarray(draws_b, np.float64)
     box = np.concatenate([percentile_bounds(a + b, expanded_level(level, n_units)),
@@ -242,7 +244,7 @@ def _prepare(
 def _paired_draws(joint: NDArray[np.int64], types: clusters.UnitTypes | None, n_resamples: int,
                   seed: int | np.random.SeedSequence) -> PairedDraws:
     """The paired bootstrap from ``child_seed(seed, 0)`` (rows, or units with ``types``)."""
-    rng = np.random.default_rng(stats.child_seed(seed, 0))
+    rng = np.random.default_rng(child_seed(seed, 0))
     draws_a, draws_b = _component_draws(bootstrap_joint(joint, types, n_resamples, rng))
     counts_a, counts_b = marginal_counts(joint)
     if types is None:
@@ -268,7 +270,7 @@ def paired_draws(
     Labels and both decision vectors must be oriented (1 = favourable); ``units`` as in
     :func:`paired_effects`, whose draws (and interval) these are for the same arguments.
     """
-    stats.check_positive_int("n_resamples", n_resamples)
+    checks.check_positive_int("n_resamples", n_resamples)
     joint, types = _prepare(y_true, y_pred_a, y_pred_b, disadvantaged, units)
     return _paired_draws(joint, types, n_resamples, seed)
 
@@ -278,7 +280,7 @@ class EffectResult:
     """One paired effect of A against B: ``Δ``, its interval (and method), the swap p-value.
 
     ``gap_a``/``gap_b`` are the two strategies' own values (what
-    :func:`faircode.metrics.fairness_metrics` reports; for accuracy and balanced accuracy the
+    :func:`faircode.stats.metrics.fairness_metrics` reports; for accuracy and balanced accuracy the
     values themselves); ``n_units`` counts the independent units (rows without repeats).
     """
 
@@ -333,9 +335,9 @@ def paired_effects(
     paired bootstrap (:func:`paired_draws`), ``(seed, 1)`` the swap test, ``(seed, 2)`` the row
     bootstrap of the design effect (module docstring).
     """
-    stats.check_positive_int("n_resamples", n_resamples)
-    stats.check_positive_int("n_permutations", n_permutations)
-    stats.check_confidence(confidence)
+    checks.check_positive_int("n_resamples", n_resamples)
+    checks.check_positive_int("n_permutations", n_permutations)
+    checks.check_confidence(confidence)
     joint, types = _prepare(y_true, y_pred_a, y_pred_b, disadvantaged, units)
     draws = _paired_draws(joint, types, n_resamples, seed)
     low, high = draws.interval(confidence=confidence)
@@ -343,7 +345,7 @@ def paired_effects(
     p_values = _swap_p_values(value, joint, types, n_permutations, seed)
     deff = np.ones(len(EFFECT_METRICS))
     if types is not None:
-        rng = np.random.default_rng(stats.child_seed(seed, 2))
+        rng = np.random.default_rng(child_seed(seed, 2))
         rows = _delta(*_component_draws(bootstrap_joint(joint, None, n_resamples, rng)))
         unit_delta = draws.delta
         deff = np.array([clusters.design_effect(unit_delta[k], rows[k])
@@ -372,10 +374,10 @@ def _delta(draws_a: Floats, draws_b: Floats) -> Floats:
 def _swap_p_values(value: Floats, joint: NDArray[np.int64], types: clusters.UnitTypes | None,
                    n_permutations: int, seed: int | np.random.SeedSequence) -> list[float]:
     """The swap test's p-value of every effect from ``child_seed(seed, 1)`` (NaN if undefined)."""
-    rng = np.random.default_rng(stats.child_seed(seed, 1))
+    rng = np.random.default_rng(child_seed(seed, 1))
     swapped = swap_draws(joint, n_permutations=n_permutations, rng=rng, types=types)
     permuted = _delta(*_component_draws(swapped))
-    return [stats.permutation_p_value(v, permuted[k]) if np.isfinite(v) else float("nan")
+    return [resampling.permutation_p_value(v, permuted[k]) if np.isfinite(v) else float("nan")
             for k, v in enumerate(value)]
 
 
@@ -427,10 +429,10 @@ def combine_replicates(
 ) -> tuple[CombinedEffect, ...]:
     """Combine K replicates' paired draws of the same comparison (module docstring).
 
-    The interval is :func:`box_interval` on the mixture of the replicates' draws (pooled with
-    equal weight, ``faircode.stability``'s mixture); ``mean`` and ``sd_between`` (``ddof=1``,
-    NaN below two) are over the replicates where the effect is defined; ``sign_flips`` says
-    some replicate's effect is above 0 and another's below.
+    The interval is :func:`box_interval` on the mixture of the replicates' draws (pooled with equal
+    weight, ``faircode.evaluate.stability``'s mixture); ``mean`` and ``sd_between`` (``ddof=1``,
+    NaN below two) are over the replicates where the effect is defined; ``sign_flips`` says some
+    replicate's effect is above 0 and another's below.
     """
     if not draws:
         raise ValueError("combine_replicates: draws: expected at least one replicate, got none")

@@ -1,6 +1,6 @@
 """Geometry of the paired signed box: the range of a kinked effect over a box of intervals.
 
-Private to :mod:`faircode.paired` (which explains the interval and why).  An effect is a
+Private to :mod:`faircode.stats.paired` (which explains the interval and why).  An effect is a
 function of two strategies' signed components ``c_A`` and ``c_B``; in the coordinates
 ``s = c_A + c_B`` and ``d = c_A − c_B`` each component gets an interval, and :func:`box_range`
 returns the exact range of the effect over the product of those intervals.  The effect is
@@ -16,7 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 from scipy import special
 
-from faircode import stats
+from faircode.core import checks
 
 __all__ = ["box_range", "expanded_level", "percentile_bounds"]
 
@@ -103,7 +103,7 @@ def expanded_level(confidence: float, n_units: int | None) -> float:
     undoes the bootstrap's ``(n − 1) / n`` variance and the normal-for-t substitution, which make
     the percentile interval short on a few dozen units.  ``None`` or ``n < 2``: ``confidence``.
     """
-    stats.check_confidence(confidence)
+    checks.check_confidence(confidence)
     if n_units is None or n_units < 2:
         return confidence
     tail = (1.0 - confidence) / 2.0

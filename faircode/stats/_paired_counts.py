@@ -1,12 +1,12 @@
 """The paired table: each group's counts of (y, ŷ_A, ŷ_B), its draws, and the effects' parts.
 
-Private to :mod:`faircode.paired` (which states the design).  One group's rows fall in 8 joint
-cells, index ``4·y + 2·ŷ_A + ŷ_B`` (:data:`JOINT_CELLS`); arrays of joint counts have shape
+Private to :mod:`faircode.stats.paired` (which states the design).  One group's rows fall in 8
+joint cells, index ``4·y + 2·ŷ_A + ŷ_B`` (:data:`JOINT_CELLS`); arrays of joint counts have shape
 ``(..., 2, 8)`` (disadvantaged group first), and with repeated units each unit carries such an
-array.  A's confusion counts (cell ``2·y + ŷ_A``, :data:`faircode.stats.CELLS`) are the table
-summed over ``ŷ_B``, B's summed over ``ŷ_A``; exchanging the two strategies permutes the cells.
-Every effect is a function of each strategy's signed *components* (:func:`components`), built
-from the definitions of :mod:`faircode._metric_defs`, through its :func:`distance`.
+array.  A's confusion counts (cell ``2·y + ŷ_A``, :data:`faircode.stats.resampling.CELLS`) are the
+table summed over ``ŷ_B``, B's summed over ``ŷ_A``; exchanging the two strategies permutes the
+cells. Every effect is a function of each strategy's signed *components* (:func:`components`),
+built from the definitions of :mod:`faircode.stats._metric_defs`, through its :func:`distance`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from faircode import _metric_defs as defs
-from faircode import clusters, stats
-from faircode._metric_defs import FAIRNESS_METRICS
+from faircode.core import checks
+from faircode.stats import _metric_defs as defs
+from faircode.stats import clusters, resampling
+from faircode.stats._metric_defs import FAIRNESS_METRICS
 
 __all__ = [
     "EFFECT_METRICS",
@@ -53,11 +54,11 @@ def joint_counts(
     y_true: ArrayLike, y_pred_a: ArrayLike, y_pred_b: ArrayLike, disadvantaged: ArrayLike
 ) -> NDArray[np.int64]:
     """Validate the four arrays and count each group's joint cells, shape ``(2, 8)`` (D, A)."""
-    y = stats.as_binary("y_true", y_true)
-    a = stats.as_binary("y_pred_a", y_pred_a)
-    b = stats.as_binary("y_pred_b", y_pred_b)
-    mask = stats.as_mask("disadvantaged", disadvantaged)
-    stats.check_lengths(y_true=y, y_pred_a=a, y_pred_b=b, disadvantaged=mask)
+    y = checks.as_binary("y_true", y_true)
+    a = checks.as_binary("y_pred_a", y_pred_a)
+    b = checks.as_binary("y_pred_b", y_pred_b)
+    mask = checks.as_mask("disadvantaged", disadvantaged)
+    checks.check_lengths(y_true=y, y_pred_a=a, y_pred_b=b, disadvantaged=mask)
     index = 8 * np.where(mask, 0, 1) + 4 * y.astype(np.int64) + 2 * a + b
     return np.bincount(index, minlength=16).astype(np.int64).reshape(2, 8)
 
@@ -78,10 +79,10 @@ def joint_unit_counts(
     inverse: NDArray[np.int64],
 ) -> NDArray[np.int64]:
     """Every unit's joint counts ``(U, 2, 8)`` from validated arrays and unit ids ``0..U-1``."""
-    y = stats.as_binary("y_true", y_true).astype(np.int64)
-    a = stats.as_binary("y_pred_a", y_pred_a).astype(np.int64)
-    b = stats.as_binary("y_pred_b", y_pred_b).astype(np.int64)
-    group = np.where(stats.as_mask("disadvantaged", disadvantaged), 0, 1)
+    y = checks.as_binary("y_true", y_true).astype(np.int64)
+    a = checks.as_binary("y_pred_a", y_pred_a).astype(np.int64)
+    b = checks.as_binary("y_pred_b", y_pred_b).astype(np.int64)
+    group = np.where(checks.as_mask("disadvantaged", disadvantaged), 0, 1)
     n_units = int(inverse.max()) + 1 if inverse.size else 0
     flat = (inverse * 2 + group) * 8 + 4 * y + 2 * a + b
     return np.bincount(flat, minlength=16 * n_units).astype(np.int64).reshape(n_units, 2, 8)
@@ -116,7 +117,7 @@ def swap_draws(
     ``rng``, so with one row per unit this is the row draw bit for bit); the multi-row units of a
     type and of its swap image form one pool, a binomial number of which end as the type.
     """
-    stats.check_positive_int("n_permutations", n_permutations)
+    checks.check_positive_int("n_permutations", n_permutations)
     if types is None:
         return _swap_rows(np.asarray(joint, np.int64), n_permutations, rng)
     single = types.counts.sum(axis=(1, 2)) == 1
@@ -145,7 +146,7 @@ def bootstrap_joint(joint: NDArray[np.int64], types: clusters.UnitTypes | None,
     """Joint count draws ``(B, 2, 8)``: each group's rows at its size, or units (module doc)."""
     if types is not None:
         return clusters.cluster_bootstrap_counts(types, n_resamples=n_resamples, rng=rng)
-    return np.stack([stats.bootstrap_counts(joint[g], n_resamples=n_resamples, rng=rng)
+    return np.stack([resampling.bootstrap_counts(joint[g], n_resamples=n_resamples, rng=rng)
                      for g in (0, 1)], axis=1)
 
 
