@@ -66,8 +66,8 @@ def real_cell(audit: str) -> None:
     from faircode.core.cells import ModelFamily, Strategy
     from faircode.core.config import BenchmarkConfig
     from faircode.core.seeds import Stream, child_seed
-    from faircode.evaluate.score import _score_cell
-    from faircode.grid.fit import _fit_cell
+    from faircode.evaluate.score import score_cell
+    from faircode.grid.fit import fit_cell
 
     manifest = load_manifest(ROOT / "audits" / audit / "audit.yaml")
     mirrors = [Path(p) for p in os.environ.get("FAIRCODE_DATA_MIRROR", "").split(os.pathsep) if p]
@@ -75,10 +75,12 @@ def real_cell(audit: str) -> None:
              if (m / audit / manifest.dataset.path.name).is_file()]
     data = prepare(load_audit(manifest, path=found[0] if found else manifest.dataset.path))
     config = BenchmarkConfig(jobs=1)
-    cell = _fit_cell(data, Strategy.BASELINE, ModelFamily.LOGISTIC_REGRESSION, data.perturbed,
-                     config)
-    result = _score_cell(data, cell, config)
+    cell = fit_cell(data, Strategy.BASELINE, ModelFamily.LOGISTIC_REGRESSION,
+                    mitigation=config.mitigation, seed=manifest.random_state,
+                    train=data.train_index, test=data.test_index, perturbed=data.perturbed,
+                    keep_train_scores=True)
     rule = resolve_rule(manifest.decision, default_threshold=config.decision_threshold)
+    result = score_cell(data, cell, rule=rule, stats=config.stats, degenerate=config.degenerate)
     cutoff = decision_cutoff(rule, train_scores=cell.train_score,
                              train_labels=data.y[data.train_index])
     test, master = data.test_index, manifest.random_state
@@ -96,7 +98,7 @@ def real_cell(audit: str) -> None:
         decision_seed=child_seed(master, Stream.DECISIONS, s, m),
         units=None if data.unit is None else data.unit[test])
     seconds = time.perf_counter() - t0
-    main = pd.DataFrame([*result.fairness, *result.performance]).fillna(
+    main = pd.DataFrame([*result.fairness.records(), *result.performance.records()]).fillna(
         {"protected_attribute": ""})
     at = curve[curve["threshold"] == cutoff.value]
     merged = at.merge(main, on=["protected_attribute", "metric"], suffixes=("", "_main"))

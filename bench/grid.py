@@ -39,12 +39,12 @@ from faircode.audit.prepared import PreparedAudit, prepare
 from faircode.core.cells import grid_cells
 from faircode.core.config import BenchmarkConfig, ExecutionConfig
 from faircode.core.errors import DataUnavailableError
-from faircode.evaluate.audit import evaluate_audit
 from faircode.grid import scheduler
 from faircode.grid.fit import fit_audits
 from faircode.grid.predictions import AuditPredictions
 from faircode.grid.scheduler import Finished
 from faircode.pipeline.cli import resolve_manifests
+from faircode.pipeline.run import evaluate
 
 ORIGINAL = ("benefits_denial", "compas", "german_credit_lending", "healthcare_readmission",
             "insurance_denial")
@@ -126,7 +126,7 @@ def main() -> None:
     wall, finished, workers, predictions = fit_queue(datas, config=config,
                                                      execution=ExecutionConfig())
     t1 = time.perf_counter()
-    results = [evaluate_audit(d, p, config=config) for d, p in zip(datas, predictions,
+    results = [evaluate(d, p, config=config) for d, p in zip(datas, predictions,
                                                                    strict=True)]
     evaluate = time.perf_counter() - t1
 
@@ -134,7 +134,7 @@ def main() -> None:
           f"{'stats':>8}{'cf':>7}")
     for data, result in zip(datas, results, strict=True):
         cells = result.cells
-        total = {k: sum(c.seconds.get(k, 0.0) for c in cells)
+        total = {k: sum(c.seconds.as_dict().get(k, 0.0) for c in cells)
                  for k in ("fit", "predict", "statistics", "counterfactual")}
         cell_time = sum(total.values()) or 1.0
         share = {k: 100 * v / cell_time for k, v in total.items()}

@@ -17,7 +17,7 @@ process (warmed up by one call each); the ratios compare timings taken side by s
 * per cell: the ``baseline``/``logistic_regression`` cell of every audit, all its rows (eight
   metrics x attributes + intersectional pairs), and its equalized-odds rows alone.
 * per audit: every committed row of the audit in one batched call (after only).
-* ``--fit AUDIT``: the S0 logistic-regression cell fitted here, then ``evaluate._score_cell``
+* ``--fit AUDIT``: the S0 logistic-regression cell fitted here, then ``score_cell``
   timed with ``detectable_gap`` from the frozen module and from the new one (its
   ``seconds.statistics``), and with ``--profile`` the cProfile top lines of both.
 """
@@ -36,7 +36,6 @@ from pathlib import Path
 
 import numpy as np
 
-import faircode.evaluate as evaluate
 from faircode.stats import power
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -133,13 +132,16 @@ def main() -> None:
 
 
 def score_cell(audit: str, *, profile: bool) -> None:
-    """Time evaluate._score_cell on a freshly fitted S0 LR cell with each detectable_gap."""
+    """Time the evaluate step's cell scorer on a freshly fitted S0 LR cell: minimum detectable
+    gaps one call per row with the frozen reference (before) and batched (after)."""
     from faircode.audit.data import load_audit
+    from faircode.audit.decision import resolve_rule
     from faircode.audit.manifest import load_manifest
     from faircode.audit.prepared import prepare
     from faircode.core.cells import ModelFamily, Strategy
     from faircode.core.config import BenchmarkConfig
-    from faircode.grid.fit import _fit_cell
+    from faircode.evaluate import score
+    from faircode.grid.fit import fit_cell
 
     manifest = load_manifest(ROOT / "audits" / audit / "audit.yaml")
     mirrors = [Path(p) for p in os.environ.get("FAIRCODE_DATA_MIRROR", "").split(os.pathsep) if p]
@@ -148,26 +150,41 @@ def score_cell(audit: str, *, profile: bool) -> None:
     path = found[0] if found else manifest.dataset.path
     data = prepare(load_audit(manifest, path=path))
     config = BenchmarkConfig(jobs=1)
-    cell = _fit_cell(data, Strategy.BASELINE, ModelFamily.LOGISTIC_REGRESSION, data.perturbed,
-                     config)
-    evaluate._score_cell(data, cell, config)  # warm-up
-    print(f"evaluate._score_cell, {audit} S0 logistic_regression "
+    cell = fit_cell(data, Strategy.BASELINE, ModelFamily.LOGISTIC_REGRESSION,
+                    mitigation=config.mitigation, seed=manifest.random_state,
+                    train=data.train_index, test=data.test_index, perturbed=data.perturbed,
+                    keep_train_scores=True)
+    rule = resolve_rule(manifest.decision, default_threshold=config.decision_threshold)
+
+    def run() -> score.CellResult:
+        return score.score_cell(data, cell, rule=rule, stats=config.stats,
+                                degenerate=config.degenerate)
+
+    def per_row(metrics, counts_d, counts_a, *, values, alpha, power):  # type: ignore[no-untyped-def]
+        found = [reference.detectable_gap(m, d, a, value=v, alpha=alpha, power=power)
+                 for m, d, a, v in zip(metrics, counts_d, counts_a, values, strict=True)]
+        return (np.array([f.mde for f in found]), np.array([f.powered for f in found]),
+                np.array([f.note for f in found]))
+
+    run()  # warm-up
+    print(f"score_cell, {audit} S0 logistic_regression "
           f"({len(manifest.protected_attributes)} attributes), seconds.statistics:")
-    for label, module in (("before", reference), ("after", power)):
-        evaluate.detectable_gap = module.detectable_gap
-        result = evaluate._score_cell(data, cell, config)
-        print(f"  {label:<7} {result.seconds['statistics'] * 1e3:7.1f} ms  "
-              f"({len(result.fairness)} fairness + {len(result.intersectional)} "
+    batched_gaps = score.detectable_gaps
+    for label, solver in (("before", per_row), ("after", batched_gaps)):
+        score.detectable_gaps = solver  # type: ignore[assignment]
+        result = run()
+        print(f"  {label:<7} {result.seconds.statistics * 1e3:7.1f} ms  "
+              f"({len(result.fairness.values)} fairness + {len(result.intersectional.values)} "
               f"intersectional rows)")
         if profile:
             profiler = cProfile.Profile()
             profiler.enable()
-            evaluate._score_cell(data, cell, config)
+            run()
             profiler.disable()
             out = io.StringIO()
             pstats.Stats(profiler, stream=out).sort_stats("cumulative").print_stats(8)
             print("\n".join(out.getvalue().strip().splitlines()[:20]))
-    evaluate.detectable_gap = power.detectable_gap
+    score.detectable_gaps = batched_gaps
 
 
 if __name__ == "__main__":

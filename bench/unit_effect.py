@@ -22,9 +22,8 @@ from faircode.audit.manifest import load_manifest
 from faircode.audit.prepared import prepare
 from faircode.core.config import BenchmarkConfig
 from faircode.core.provenance import provenance
-from faircode.evaluate.audit import evaluate_audit
 from faircode.evaluate.write import write_audit
-from faircode.grid.fit import fit_audit
+from faircode.pipeline.run import evaluate, fit
 
 
 def main() -> None:
@@ -43,11 +42,11 @@ def main() -> None:
     prepared = prepare(data)
     if prepared.unit is None:
         raise SystemExit(f"{args.audit}: declares no dataset.unit")
-    predictions = fit_audit(prepared, config=config)
+    predictions = fit(prepared, config=config)
     record = provenance()
     results = {}
     for name, audit in (("units", prepared), ("rows", dataclasses.replace(prepared, unit=None))):
-        results[name] = evaluate_audit(audit, predictions, config=config)
+        results[name] = evaluate(audit, predictions, config=config)
         folder = write_audit(audit, results[name], config=config,
                              out_dir=Path(f"{args.out}-{name}"), provenance_record=record)
         print(f"wrote {folder}")

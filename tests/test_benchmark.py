@@ -16,7 +16,7 @@ from faircode.audit.decision import DecisionRule
 from faircode.core.config import BenchmarkConfig
 from faircode.evaluate.tables import PERFORMANCE_COLUMNS
 from faircode.pipeline.cli import main
-from faircode.pipeline.run import run_audit
+from faircode.pipeline.run import evaluate, fit, run_audit
 from faircode.stats.metrics import FAIRNESS_COLUMNS, FAIRNESS_METRICS
 from faircode.stats.operating import DEGENERATE_NOTE
 
@@ -120,17 +120,17 @@ def test_one_failing_audit_loses_nothing_of_the_others(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A crash in one audit is named, exits non-zero, and the other audits' results are written."""
-    import faircode.evaluate.audit
+    import faircode.pipeline.run
 
     # `faircode run` fits all audits, then evaluates each
-    real = faircode.evaluate.audit.evaluate_audit
+    real = faircode.pipeline.run.evaluate
 
     def flaky(data: AuditData, *args: object, **kwargs: object) -> object:
         if data.manifest.name == "german_credit_lending":
             raise RuntimeError("simulated crash")
         return real(data, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(faircode.evaluate.audit, "evaluate_audit", flaky)
+    monkeypatch.setattr(faircode.pipeline.run, "evaluate", flaky)
     out = tmp_path / "results"
     code = main(["run", "german_credit_lending", "insurance_denial", "ai_fair_recruitment",
                  "--audits", str(audit_repo.audits), "--out", str(out),
@@ -154,7 +154,8 @@ def test_rewriting_results_replaces_the_folder_and_leaves_no_staging(
 
     def results(value: float) -> AuditResults:
         frame = pd.DataFrame({"audit": ["insurance_denial"], "value": [value]})
-        return AuditResults(frame, frame, frame, frame, cells=())
+        return AuditResults(frame, frame, frame, frame, cells=(),
+                            rule=DecisionRule("threshold", threshold=0.5))
 
     config = BenchmarkConfig(jobs=1)
     write_audit(insurance, results(1.0), config=config, out_dir=tmp_path, provenance_record={})
@@ -188,13 +189,14 @@ def test_base_rate_rule_moves_s0_s2_cutoffs_and_s3_s4_objectives(insurance: Audi
     results = run_audit(data, config=BenchmarkConfig(jobs=2, max_iter=10, **SMALL))
     p = float(insurance.y[insurance.train_index].mean())
     for cell in results.cells:
+        decision = dict(cell.decision)
         if cell.strategy.value in ("in_processing", "post_processing"):
-            assert "cutoff" not in cell.decision
+            assert "cutoff" not in decision
             expected = ("balanced_accuracy_score" if cell.strategy.value == "post_processing"
                         else f"error_rate(costs={{fp: {2 * p!r}, fn: {2 * (1 - p)!r}}})")
-            assert cell.decision["objective"] == expected
+            assert decision["objective"] == expected
         else:
-            assert cell.decision["cutoff"] == p and cell.decision["inclusive"] is False
+            assert decision["cutoff"] == p and decision["inclusive"] is False
     perf = results.performance
     rate = perf.query("strategy == 'baseline' and model == 'logistic_regression' "
                       "and metric == 'selection_rate'")["value"].iloc[0]
@@ -205,21 +207,19 @@ def test_base_rate_rule_moves_s0_s2_cutoffs_and_s3_s4_objectives(insurance: Audi
 def insurance_fit(insurance: AuditData):  # type: ignore[no-untyped-def]
     """The insurance audit prepared and fitted once (predictions of every cell)."""
     from faircode.audit.prepared import prepare
-    from faircode.grid.fit import fit_audit
 
     prepared = prepare(insurance)
-    return prepared, fit_audit(prepared, config=BenchmarkConfig(jobs=2, **SMALL))
+    return prepared, fit(prepared, config=BenchmarkConfig(jobs=2, **SMALL))
 
 
 def test_one_row_per_unit_evaluates_bit_identically_to_no_unit(insurance_fit) -> None:  # type: ignore[no-untyped-def]
     """A unit column without repeats takes the row path: every table is equal bit for bit."""
-    from faircode.evaluate.audit import evaluate_audit
 
     prepared, predictions = insurance_fit
     config = BenchmarkConfig(jobs=2, **SMALL)
-    plain = evaluate_audit(dataclasses.replace(prepared, unit=None), predictions, config=config)
+    plain = evaluate(dataclasses.replace(prepared, unit=None), predictions, config=config)
     units = np.arange(len(prepared.y), dtype=np.int64)[::-1].copy()
-    with_unit = evaluate_audit(dataclasses.replace(prepared, unit=units), predictions,
+    with_unit = evaluate(dataclasses.replace(prepared, unit=units), predictions,
                                config=config)
     for table in ("fairness", "performance", "intersectional", "counterfactual"):
         pd.testing.assert_frame_equal(getattr(plain, table), getattr(with_unit, table),
@@ -229,15 +229,14 @@ def test_one_row_per_unit_evaluates_bit_identically_to_no_unit(insurance_fit) ->
 
 def test_repeated_units_change_p_values_and_record_design_effects(insurance_fit) -> None:  # type: ignore[no-untyped-def]
     """Pairs of test rows as one unit: unit-level tests, design effects, run.json summary."""
-    from faircode.evaluate.audit import evaluate_audit
     from faircode.evaluate.write import design_effect_summary
 
     prepared, predictions = insurance_fit
     config = BenchmarkConfig(jobs=2, **SMALL)
     units = np.arange(len(prepared.y), dtype=np.int64) // 2
-    results = evaluate_audit(dataclasses.replace(prepared, unit=units), predictions,
+    results = evaluate(dataclasses.replace(prepared, unit=units), predictions,
                              config=config)
-    plain = evaluate_audit(dataclasses.replace(prepared, unit=None), predictions, config=config)
+    plain = evaluate(dataclasses.replace(prepared, unit=None), predictions, config=config)
     fairness = results.fairness
     pd.testing.assert_series_equal(fairness["value"], plain.fairness["value"])
     assert not np.array_equal(fairness["p_value"].to_numpy(), plain.fairness["p_value"].to_numpy(),
@@ -253,14 +252,13 @@ def test_repeated_units_change_p_values_and_record_design_effects(insurance_fit)
 def test_mde_columns_equal_power_module_values(insurance_fit) -> None:  # type: ignore[no-untyped-def]
     """fairness.csv's mde/powered/mde_note equal power.detectable_gap on the row's counts."""
     from faircode.audit.decision import decision_cutoff, resolve_rule
-    from faircode.evaluate.audit import evaluate_audit
     from faircode.stats.metrics import orient
     from faircode.stats.power import detectable_gap
     from faircode.stats.resampling import confusion_counts
 
     prepared, predictions = insurance_fit
     config = BenchmarkConfig(jobs=2, **SMALL)
-    results = evaluate_audit(dataclasses.replace(prepared, unit=None), predictions, config=config)
+    results = evaluate(dataclasses.replace(prepared, unit=None), predictions, config=config)
     cell = next(c for c in predictions.cells if c.strategy.value == "baseline"
                 and c.family.value == "logistic_regression")
     test = prepared.test_index

@@ -167,14 +167,20 @@ def test_threshold_change_reruns_evaluate_only_and_changes_results(repo: Repo) -
 
 
 def test_mitigation_change_reruns_fit_and_evaluate_not_prepare(repo: Repo) -> None:
-    """A mitigation change marks fit changed (evaluate follows on its new predictions), never
-    fetch or prepare."""
+    """An eps change marks only S3's fit stage changed (evaluate follows on its new
+    predictions), a constraint change S3's and S4's; never S0-S2's fit, fetch or prepare."""
     repo.write_params(mitigation={"eps": 0.05})
     try:
         status = json.loads(repo.dvc("status", "--json").stdout)
-        assert {s for s in status if s != "check-params"} == {f"fit@{a}" for a in AUDITS}
+        assert {s for s in status if s != "check-params"} == {
+            f"fit-in-processing@{a}" for a in AUDITS}
         dag = repo.dvc("dag", "--dot", "evaluate@german_credit_lending").stdout
-        assert "fit@german_credit_lending" in dag
+        assert "fit-in-processing@german_credit_lending" in dag
+        repo.write_params(mitigation={"constraint": "equalized_odds"})
+        status = json.loads(repo.dvc("status", "--json").stdout)
+        assert {s for s in status if s != "check-params"} == {
+            f"{stage}@{a}" for stage in ("fit-in-processing", "fit-post-processing")
+            for a in AUDITS}
     finally:
         repo.restore()
 
@@ -188,11 +194,14 @@ def test_seeds_change_reruns_fit_and_evaluate_and_writes_stability(repo: Repo) -
     try:
         status = json.loads(repo.dvc("status", "--json").stdout)
         assert {s for s in status if s != "check-params"} == {
-            f"{stage}@{a}" for stage in ("fit", "evaluate") for a in AUDITS}
+            f"{stage}@{a}" for stage in ("fit", "fit-in-processing", "fit-post-processing",
+                                         "evaluate") for a in AUDITS}
         repo.dvc("repro")
         for audit in AUDITS:
             assert (repo.root / "results" / audit / "stability.csv").is_file()
-            assert (repo.root / "data" / "predictions" / audit / "replicates.parquet").is_file()
+            for part in ("unmitigated", "in_processing", "post_processing"):
+                assert (repo.root / "data" / "predictions" / audit / part
+                        / "replicates.parquet").is_file()
         assert fairness.read_text() == before
     finally:
         repo.restore()

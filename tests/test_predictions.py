@@ -13,10 +13,8 @@ from faircode.audit.decision import Cutoff
 from faircode.audit.prepared import load_prepared, prepare, save_prepared
 from faircode.core.cells import ModelFamily, Strategy
 from faircode.core.config import BenchmarkConfig
-from faircode.evaluate.audit import evaluate_audit
-from faircode.grid.fit import fit_audit
 from faircode.grid.predictions import CellPredictions, load_predictions, save_predictions
-from faircode.pipeline.run import run_audit
+from faircode.pipeline.run import evaluate, fit, run_audit
 
 TABLES = ("fairness", "performance", "intersectional", "counterfactual")
 
@@ -35,11 +33,11 @@ def test_fit_save_load_evaluate_equals_run_audit(
     expected = run_audit(data, config=compas_config)
     save_prepared(prepare(data), tmp_path / "prepared")
     prepared = load_prepared(tmp_path / "prepared", manifest=data.manifest)
-    predictions = fit_audit(prepared, config=compas_config)
+    predictions = fit(prepared, config=compas_config)
     save_predictions(predictions, tmp_path / "predictions", test_index=prepared.test_index,
                      train_index=prepared.train_index)
     loaded = load_predictions(tmp_path / "predictions")
-    got = evaluate_audit(load_prepared(tmp_path / "prepared", manifest=data.manifest), loaded,
+    got = evaluate(load_prepared(tmp_path / "prepared", manifest=data.manifest), loaded,
                          config=compas_config)
     assert len(expected.counterfactual) > 0
     for table in TABLES:

@@ -15,7 +15,13 @@ import pytest
 
 from faircode.audit.data import load_audit
 from faircode.audit.prepared import PreparedAudit, prepare
-from faircode.core.config import BenchmarkConfig, ExecutionConfig, params_from_mapping
+from faircode.core.config import (
+    BenchmarkConfig,
+    ExecutionConfig,
+    MitigationConfig,
+    ReplicateConfig,
+    params_from_mapping,
+)
 from faircode.core.errors import ConfigError
 from faircode.grid import scheduler
 from faircode.grid.fit import fit_audits, grid_tasks
@@ -199,7 +205,7 @@ def insurance(audit_repo) -> PreparedAudit:  # type: ignore[no-untyped-def]
 
 def test_grid_tasks_carry_no_data(insurance: PreparedAudit) -> None:
     """A grid task's function and arguments pickle small: the data travels once per worker."""
-    tasks = grid_tasks(insurance, config=BenchmarkConfig(jobs=1))
+    tasks = grid_tasks(insurance, mitigation=MitigationConfig(), replicates=ReplicateConfig())
     assert len(tasks) == 15
     assert max(len(pickle.dumps((t.fn, t.args))) for t in tasks) < 2_000
     assert len(pickle.dumps(insurance)) > 50_000
@@ -207,7 +213,8 @@ def test_grid_tasks_carry_no_data(insurance: PreparedAudit) -> None:
 
 def _cheap_cells(data: PreparedAudit, config: BenchmarkConfig) -> list[Task]:
     """The grid's tasks without the ExponentiatedGradient tree cells (seconds, not minutes)."""
-    return [t for t in grid_tasks(data, config=config)
+    return [t for t in grid_tasks(data, mitigation=config.mitigation,
+                                  replicates=config.replicates)
             if not (t.key[0] == "in_processing" and t.key[1] != "logistic_regression")]
 
 
@@ -244,7 +251,7 @@ def test_fit_audits_reports_a_failing_audit_and_keeps_the_other(
     monkeypatch.setattr("faircode.core.cells.grid_cells", lambda: [
         (Strategy.BASELINE, ModelFamily.LOGISTIC_REGRESSION)])
     failed: list[str] = []
-    out = fit_audits([insurance, broken], config=BenchmarkConfig(jobs=1, **FAST),
+    out = fit_audits([insurance, broken], mitigation=BenchmarkConfig(**FAST).mitigation, jobs=1,
                      on_audit_failed=lambda name, exc: failed.append(name))
     assert failed == ["broken"]
     assert [p.audit for p in out] == ["insurance_denial"]

@@ -12,13 +12,13 @@ import pandas as pd
 import pytest
 
 from faircode.audit.data import load_audit
+from faircode.audit.decision import DecisionRule
 from faircode.audit.prepared import PreparedAudit, prepare, replicate_split
 from faircode.core.cells import ModelFamily, Strategy
 from faircode.core.config import BenchmarkConfig, params_from_mapping
 from faircode.core.errors import ConfigError, DataError
 from faircode.core.provenance import provenance
 from faircode.core.seeds import Stream, child_seed, replicate_seed
-from faircode.evaluate.audit import evaluate_audit
 from faircode.evaluate.stability import (
     STABILITY_COLUMNS,
     ReplicateScores,
@@ -27,9 +27,10 @@ from faircode.evaluate.stability import (
 )
 from faircode.evaluate.tables import AuditResults
 from faircode.evaluate.write import write_audit
-from faircode.grid.fit import fit_audit, fit_replicate
+from faircode.grid.fit import fit_replicate
 from faircode.grid.predictions import AuditPredictions, load_predictions, save_predictions
 from faircode.pipeline.cli import main
+from faircode.pipeline.run import evaluate, fit
 from faircode.stats.metrics import FAIRNESS_METRICS, bootstrap_distribution, orient
 
 SMALL = {"max_iter": 2, "n_resamples": 40, "n_permutations": 40}
@@ -51,15 +52,15 @@ def german(audit_repo: Any) -> PreparedAudit:
 @pytest.fixture(scope="module")
 def single(insurance: PreparedAudit) -> AuditPredictions:
     """Insurance fitted with one seed (today's grid) on one worker."""
-    return fit_audit(insurance, config=BenchmarkConfig(jobs=1, **SMALL))
+    return fit(insurance, config=BenchmarkConfig(jobs=1, **SMALL))
 
 
 @pytest.fixture(scope="module")
 def three(insurance: PreparedAudit) -> tuple[AuditPredictions, AuditResults]:
     """Insurance fitted and evaluated with three model-mode seeds on one worker."""
     config = BenchmarkConfig(jobs=1, seeds=3, **SMALL)
-    predictions = fit_audit(insurance, config=config)
-    return predictions, evaluate_audit(insurance, predictions, config=config)
+    predictions = fit(insurance, config=config)
+    return predictions, evaluate(insurance, predictions, config=config)
 
 
 def test_replicate_zero_is_the_grid_fit_and_later_seeds_derive_from_the_master() -> None:
@@ -85,7 +86,7 @@ def test_one_seed_writes_exactly_the_files_and_records_of_before(
     assert sorted(p.name for p in (tmp_path / "p").iterdir()) == [
         "cells.json", "counterfactual.parquet", "test.parquet", "train.parquet"]
     assert "replicates" not in json.loads((tmp_path / "p" / "cells.json").read_text())
-    results = evaluate_audit(insurance, predictions, config=config)
+    results = evaluate(insurance, predictions, config=config)
     assert results.stability is None and results.replicates is None
     folder = write_audit(insurance, results, config=config, out_dir=tmp_path / "r",
                          provenance_record=provenance())
@@ -103,7 +104,7 @@ def test_replicates_leave_every_main_table_unchanged(
 ) -> None:
     """The four tables of a K = 3 run equal the K = 1 run's exactly; replicate 0 of the
     stability rows is fairness.csv (value, p, q, significant)."""
-    one = evaluate_audit(insurance, single, config=BenchmarkConfig(jobs=1, **SMALL))
+    one = evaluate(insurance, single, config=BenchmarkConfig(jobs=1, **SMALL))
     _, results = three
     for table in TABLES:
         pd.testing.assert_frame_equal(getattr(results, table), getattr(one, table),
@@ -124,7 +125,7 @@ def test_replicate_zero_refit_reproduces_the_grid_cell(
     config = BenchmarkConfig(jobs=1, seeds=3, **SMALL)
     for strategy in (Strategy.BASELINE, Strategy.IN_PROCESSING, Strategy.POST_PROCESSING):
         family = ModelFamily.RANDOM_FOREST
-        zero = fit_replicate(insurance, strategy, family, 0, config)
+        zero = fit_replicate(insurance, strategy, family, 0, config.mitigation, config.seed_mode)
         cell = next(c for c in predictions.cells if (c.strategy, c.family) == (strategy, family))
         for name in ("test_score", "test_decision"):
             got, want = getattr(zero.cell, name), getattr(cell, name)
@@ -184,7 +185,7 @@ def test_three_seeds_are_bit_identical_for_one_and_two_workers(
     """Seeds are keyed by (replicate, grid position): two workers give the same stability
     and per-replicate tables as one, bit for bit."""
     config = BenchmarkConfig(jobs=2, seeds=3, **SMALL)
-    two = evaluate_audit(insurance, fit_audit(insurance, config=config), config=config)
+    two = evaluate(insurance, fit(insurance, config=config), config=config)
     _, one = three
     assert one.stability is not None and two.stability is not None
     pd.testing.assert_frame_equal(two.stability, one.stability, check_exact=True)
@@ -196,7 +197,7 @@ def test_store_round_trips_replicates_in_split_mode(
 ) -> None:
     """Saving and loading a split-mode K = 2 fit and evaluating it equals the in-memory run."""
     config = BenchmarkConfig(jobs=2, seeds=2, seed_mode="split", **SMALL)
-    predictions = fit_audit(german, config=config)
+    predictions = fit(german, config=config)
     save_predictions(predictions, tmp_path, test_index=german.test_index,
                      train_index=german.train_index)
     assert (tmp_path / "replicates.parquet").is_file()
@@ -204,8 +205,8 @@ def test_store_round_trips_replicates_in_split_mode(
     assert (loaded.seeds, loaded.seed_mode, len(loaded.replicates)) == (2, "split", 15)
     for a, b in zip(loaded.replicates, predictions.replicates, strict=True):
         np.testing.assert_array_equal(a.test_index, b.test_index)
-    want = evaluate_audit(german, predictions, config=config)
-    got = evaluate_audit(german, loaded, config=config)
+    want = evaluate(german, predictions, config=config)
+    got = evaluate(german, loaded, config=config)
     pd.testing.assert_frame_equal(got.stability, want.stability, check_exact=True)
     assert not np.array_equal(predictions.replicates[0].test_index, german.test_index)
 
@@ -217,7 +218,7 @@ def test_evaluating_predictions_of_another_seed_count_is_refused(
     predictions, _ = three
     with pytest.raises(DataError, match=r"run.seeds/run.seed_mode: expected 2/model .*got "
                                         r"3/model; re-run fit"):
-        evaluate_audit(insurance, predictions, config=BenchmarkConfig(jobs=1, seeds=2, **SMALL))
+        evaluate(insurance, predictions, config=BenchmarkConfig(jobs=1, seeds=2, **SMALL))
 
 
 def test_replicate_draws_are_the_engine_bootstrap_at_the_rows_seed(
@@ -228,7 +229,9 @@ def test_replicate_draws_are_the_engine_bootstrap_at_the_rows_seed(
     predictions, _ = three
     config = BenchmarkConfig(jobs=1, seeds=3, **SMALL)
     cells = [r for r in predictions.replicates if r.replicate == 1]
-    scores = score_replicate(insurance, cells, replicate=1, config=config)
+    rule = DecisionRule("threshold", threshold=config.decision_threshold)
+    scores = score_replicate(insurance, cells, replicate=1, rule=rule, stats=config.stats,
+                             degenerate=config.degenerate)
     s, m, a = 0, 1, 1  # baseline, random_forest, second attribute
     cell = cells[s * 3 + m].cell
     test = insurance.test_index

@@ -26,7 +26,8 @@ def test_unavailable_audit_flows_to_a_results_note(
     note = json.loads((raw / "unavailable.json").read_text())
     assert note["available"] is False and "dataset unavailable" in note["message"]
     prepare.main([AUDIT, str(raw), str(prepared)])
-    fit.main([AUDIT, str(prepared), str(predictions)])
+    for part in ("unmitigated", "in_processing", "post_processing"):
+        fit.main([AUDIT, part, str(prepared), str(predictions / part)])
     evaluate.main([AUDIT, str(prepared), str(predictions), "results"])
     assert sorted(p.name for p in (Path("results") / AUDIT).iterdir()) == ["unavailable.json"]
     final = json.loads((Path("results") / AUDIT / "unavailable.json").read_text())

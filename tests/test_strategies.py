@@ -72,7 +72,8 @@ def test_calibration_split_refuses_a_stratum_with_one_row() -> None:
 
 def test_threshold_one_half_reproduces_predict(german: AuditData) -> None:
     """S0-S2 with decision_threshold 0.5 decide exactly as the estimator's own predict."""
-    fitted = fit_strategy(Strategy.BASELINE, ModelFamily.RANDOM_FOREST, config=CONFIG,
+    fitted = fit_strategy(Strategy.BASELINE, ModelFamily.RANDOM_FOREST,
+                          mitigation=CONFIG.mitigation,
                           **_train(german))
     X = german.X.iloc[german.test_index]
     decisions, score = fitted.predict(X, sensitive=np.zeros(len(X)), random_state=0)
@@ -82,10 +83,10 @@ def test_threshold_one_half_reproduces_predict(german: AuditData) -> None:
 
 
 def test_decision_threshold_moves_decisions(german: AuditData) -> None:
-    """A higher threshold predicts 1 for exactly the rows whose probability exceeds it."""
-    config = CONFIG.replace(decision_threshold=0.8)
-    fitted = fit_strategy(Strategy.UNAWARENESS, ModelFamily.LOGISTIC_REGRESSION, config=config,
-                          **_train(german))
+    """A higher cutoff predicts 1 for exactly the rows whose probability exceeds it."""
+    fitted = fit_strategy(Strategy.UNAWARENESS, ModelFamily.LOGISTIC_REGRESSION,
+                          mitigation=CONFIG.mitigation, **_train(german)
+                          ).with_cutoff(Cutoff(0.8, inclusive=False))
     X = german.X.iloc[german.test_index]
     decisions, score = fitted.predict(X, sensitive=np.zeros(len(X)), random_state=0)
     assert score is not None
@@ -96,7 +97,7 @@ def test_decision_threshold_moves_decisions(german: AuditData) -> None:
 def test_in_processing_score_is_the_mixture_probability(german: AuditData) -> None:
     """S3's score equals fairlearn's own pmf, and its decisions are seeded draws against it."""
     fitted = fit_strategy(Strategy.IN_PROCESSING, ModelFamily.LOGISTIC_REGRESSION,
-                          config=CONFIG, **_train(german))
+                          mitigation=CONFIG.mitigation, **_train(german))
     X = german.X.iloc[german.test_index]
     decisions, score = fitted.predict(X, sensitive=np.zeros(len(X)), random_state=123)
     pmf = fitted.estimator._pmf_predict(X.loc[:, list(fitted.columns)])[:, 1]
@@ -112,7 +113,7 @@ def test_post_processing_calibrates_on_rows_the_model_never_saw(german: AuditDat
     """S4's base model is fitted on the 70 % part and its thresholds on the held-out 30 %."""
     train = _train(german)
     fitted = fit_strategy(Strategy.POST_PROCESSING, ModelFamily.LOGISTIC_REGRESSION,
-                          config=CONFIG, **train)
+                          mitigation=CONFIG.mitigation, **train)
     fit_idx, cal_idx = calibration_split(train["y"], train["sensitive"],
                                          random_state=german.manifest.random_state)
     cols = list(fitted.columns)
@@ -161,9 +162,11 @@ def test_no_strategy_trains_on_the_target_column(audit_repo) -> None:  # type: i
 
 def test_default_rule_keeps_the_accuracy_objectives(german: AuditData) -> None:
     """Without a rule (or with threshold) S3 uses fairlearn's default error, S4 accuracy."""
-    s3 = fit_strategy(Strategy.IN_PROCESSING, ModelFamily.LOGISTIC_REGRESSION, config=CONFIG,
+    s3 = fit_strategy(Strategy.IN_PROCESSING, ModelFamily.LOGISTIC_REGRESSION,
+                      mitigation=CONFIG.mitigation,
                       decision=DecisionRule("threshold", threshold=0.5), **_train(german))
-    s4 = fit_strategy(Strategy.POST_PROCESSING, ModelFamily.LOGISTIC_REGRESSION, config=CONFIG,
+    s4 = fit_strategy(Strategy.POST_PROCESSING, ModelFamily.LOGISTIC_REGRESSION,
+                      mitigation=CONFIG.mitigation,
                       **_train(german))
     assert s3.estimator.objective is None and s3.objective == "error_rate"
     assert s4.estimator.objective == "accuracy_score" == s4.objective
@@ -177,7 +180,8 @@ def test_non_default_rule_gives_s3_costs_and_s4_balanced_accuracy(
     """Under base_rate/top_fraction S3 gets ErrorRate(fp 2p, fn 2(1-p)), S4 balanced accuracy."""
     train = _train(german)
     p = float(train["y"].mean())  # German credit: 0.7 of the training rows are 'good'
-    s3 = fit_strategy(Strategy.IN_PROCESSING, ModelFamily.LOGISTIC_REGRESSION, config=CONFIG,
+    s3 = fit_strategy(Strategy.IN_PROCESSING, ModelFamily.LOGISTIC_REGRESSION,
+                      mitigation=CONFIG.mitigation,
                       decision=rule, **train)
     objective = s3.estimator.objective
     assert isinstance(objective, ErrorRate)
@@ -185,7 +189,8 @@ def test_non_default_rule_gives_s3_costs_and_s4_balanced_accuracy(
         2 * (1 - p))
     assert objective.fp_cost == pytest.approx(1.4)
     assert "error_rate(costs=" in s3.objective
-    s4 = fit_strategy(Strategy.POST_PROCESSING, ModelFamily.LOGISTIC_REGRESSION, config=CONFIG,
+    s4 = fit_strategy(Strategy.POST_PROCESSING, ModelFamily.LOGISTIC_REGRESSION,
+                      mitigation=CONFIG.mitigation,
                       decision=rule, **train)
     assert s4.estimator.objective == "balanced_accuracy_score" == s4.objective
 
@@ -197,7 +202,8 @@ def test_error_costs_follow_the_training_label_rate() -> None:
 
 def test_with_cutoff_moves_s0_to_an_inclusive_cutoff(german: AuditData) -> None:
     """A score cutoff from a rule replaces the threshold; inclusive means score >= cutoff."""
-    fitted = fit_strategy(Strategy.BASELINE, ModelFamily.LOGISTIC_REGRESSION, config=CONFIG,
+    fitted = fit_strategy(Strategy.BASELINE, ModelFamily.LOGISTIC_REGRESSION,
+                          mitigation=CONFIG.mitigation,
                           **_train(german))
     X = german.X.iloc[german.test_index]
     _, score = fitted.predict(X, sensitive=np.zeros(len(X)), random_state=0)
@@ -212,6 +218,6 @@ def test_with_cutoff_moves_s0_to_an_inclusive_cutoff(german: AuditData) -> None:
 def test_with_cutoff_refuses_randomised_strategies(german: AuditData) -> None:
     """S4's decisions are not a cutoff on a score, so a rule's cutoff cannot be put on it."""
     fitted = fit_strategy(Strategy.POST_PROCESSING, ModelFamily.LOGISTIC_REGRESSION,
-                          config=CONFIG, **_train(german))
+                          mitigation=CONFIG.mitigation, **_train(german))
     with pytest.raises(ValueError, match="not a cutoff"):
         fitted.with_cutoff(Cutoff(0.3, inclusive=False))

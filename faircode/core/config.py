@@ -41,10 +41,14 @@ __all__ = [
     "Backend",
     "BenchmarkConfig",
     "Constraint",
+    "DegenerateConfig",
     "ExecutionConfig",
+    "MitigationConfig",
     "Params",
+    "ReplicateConfig",
     "ReportConfig",
     "SeedMode",
+    "StatsConfig",
     "config_from_mapping",
     "config_from_params",
     "load_params",
@@ -70,44 +74,111 @@ def _default_jobs() -> int:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class MitigationConfig:
+    """``mitigation.*``: what S3 (ExponentiatedGradient) and S4 (ThresholdOptimizer) enforce.
+
+    Read by the fit step only.  ThresholdOptimizer has no ``error_rate_parity``; with it, S4
+    cells are skipped and the skip is recorded in ``run.json``.
+    """
+
+    constraint: Constraint = "demographic_parity"
+    eps: float = 0.01
+    max_iter: int = 50
+
+    def __post_init__(self) -> None:
+        if self.constraint not in CONSTRAINTS:
+            raise config_error("config.constraint", f"one of {', '.join(CONSTRAINTS)}",
+                               self.constraint)
+        _check_number("config.eps", self.eps, low=0.0, high=None, open_low=True)
+        _check_int("config.max_iter", self.max_iter, low=1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StatsConfig:
+    """``stats.*``: resamples, permutations, interval level, FDR level and the MDE's power.
+
+    Read by the evaluate step only (``power``: see :mod:`faircode.stats.power`).
+    """
+
+    n_resamples: int = 2000
+    n_permutations: int = 2000
+    confidence: float = 0.95
+    alpha: float = 0.05
+    power: float = 0.8
+
+    def __post_init__(self) -> None:
+        _check_int("config.n_resamples", self.n_resamples, low=1)
+        _check_int("config.n_permutations", self.n_permutations, low=1)
+        for name in ("confidence", "alpha", "power"):
+            _check_number(f"config.{name}", getattr(self, name), low=0.0, high=1.0,
+                          open_low=True, open_high=True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DegenerateConfig:
+    """``degenerate.*``: when a cell's decisions cannot show a gap
+    (:func:`faircode.stats.operating.is_degenerate`).  Read by the evaluate step."""
+
+    min_selection_rate: float = 0.01
+    max_selection_rate: float = 0.99
+    balanced_accuracy_margin: float = 0.02
+
+    def __post_init__(self) -> None:
+        check_degenerate_bounds(
+            min_selection_rate=self.min_selection_rate,
+            max_selection_rate=self.max_selection_rate,
+            balanced_accuracy_margin=self.balanced_accuracy_margin, where="config",
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplicateConfig:
+    """``run.seeds`` and ``run.seed_mode``: training replicates per cell and what each re-draws.
+
+    ``seeds`` 1 is the single fit; replicates ``1..seeds-1`` are re-fits with derived seeds
+    (:mod:`faircode.evaluate.stability`).  ``seed_mode`` ``model`` re-seeds every fit on the same
+    split, ``split`` also re-draws the train/test split.  Read by the fit and evaluate steps.
+    """
+
+    seeds: int = 1
+    seed_mode: SeedMode = "model"
+
+    def __post_init__(self) -> None:
+        _check_int("config.seeds", self.seeds, low=1)
+        if self.seed_mode not in SEED_MODES:
+            raise config_error("config.seed_mode", f"one of {', '.join(SEED_MODES)}",
+                               self.seed_mode)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BenchmarkConfig:
     """Every knob of the S0-S4 grid and its statistics, with the benchmark's defaults.
 
+    The public, flat record (``BenchmarkConfig(n_resamples=200, eps=0.02)``) that ``run.json``
+    records field by field.  Library functions do not take it whole: each takes the sections it
+    reads -- :attr:`mitigation` (fit), :attr:`stats` and :attr:`degenerate` (evaluate),
+    :attr:`replicates` (both), ``decision_threshold`` (the evaluate step's default operating
+    point) and ``jobs`` (worker processes; no number depends on it) -- so every signature says
+    which params it reads.  Validation is the sections' own.
+
     Parameters
     ----------
-    constraint
-        Fairness constraint of S3 (ExponentiatedGradient) and S4 (ThresholdOptimizer).
-        ThresholdOptimizer has no ``error_rate_parity``; with it, S4 cells are skipped and
-        the skip is recorded in ``run.json``.
-    eps
-        ExponentiatedGradient's allowed constraint violation.
-    max_iter
-        ExponentiatedGradient's iteration budget.
+    constraint, eps, max_iter
+        :class:`MitigationConfig`.
     decision_threshold
-        S0-S2 predict 1 when ``predict_proba`` exceeds it (0.5 reproduces ``predict``).
-    n_resamples, n_permutations
-        Bootstrap resamples per CI and permutations per p-value.
-    confidence
-        Coverage of the percentile bootstrap intervals.
-    alpha
-        Benjamini-Hochberg false-discovery level for the ``significant`` column.
-    power
-        Target power of the minimum detectable gap (``mde``/``powered`` columns), at the
-        two-sided level ``alpha``; see :mod:`faircode.stats.power`.
+        S0-S2 predict 1 when ``predict_proba`` exceeds it, unless the manifest declares a
+        ``decision`` rule (:mod:`faircode.audit.decision`).
+    n_resamples, n_permutations, confidence, alpha, power
+        :class:`StatsConfig`.
     jobs
-        Worker processes for the strategy x model cells (results do not depend on it).
+        Worker processes for the fit and scoring tasks (results do not depend on it).
     degenerate_min_selection_rate, degenerate_max_selection_rate
         A cell flagging fewer (more) than this share of test rows is degenerate.
     degenerate_balanced_accuracy_margin
         A cell whose balanced accuracy is within this of 0.5 (inclusive) is degenerate
-        (:func:`faircode.stats.operating.is_degenerate`).
-    seeds
-        Training replicates per cell (``run.seeds``); replicate 0 is the single fit of ``1``,
-        replicates ``1..seeds-1`` are re-fits with derived seeds
-        (:mod:`faircode.evaluate.stability`).
-    seed_mode
-        What a replicate re-draws (``run.seed_mode``): ``model`` (every seed inside fitting, same
-        train/test split) or ``split`` (also the train/test split).
+        (:class:`DegenerateConfig`).
+    seeds, seed_mode
+        :class:`ReplicateConfig`.
     """
 
     constraint: Constraint = "demographic_parity"
@@ -127,32 +198,37 @@ class BenchmarkConfig:
     seed_mode: SeedMode = "model"
 
     def __post_init__(self) -> None:
-        where = "config"
-        if self.constraint not in CONSTRAINTS:
-            raise config_error(f"{where}.constraint", f"one of {', '.join(CONSTRAINTS)}",
-                               self.constraint)
-        _check_number(f"{where}.eps", self.eps, low=0.0, high=None, open_low=True)
-        _check_int(f"{where}.max_iter", self.max_iter, low=1)
-        _check_number(f"{where}.decision_threshold", self.decision_threshold, low=0.0, high=1.0,
+        _ = self.mitigation
+        _check_number("config.decision_threshold", self.decision_threshold, low=0.0, high=1.0,
                       open_low=False)
-        _check_int(f"{where}.n_resamples", self.n_resamples, low=1)
-        _check_int(f"{where}.n_permutations", self.n_permutations, low=1)
-        _check_number(f"{where}.confidence", self.confidence, low=0.0, high=1.0, open_low=True,
-                      open_high=True)
-        _check_number(f"{where}.alpha", self.alpha, low=0.0, high=1.0, open_low=True,
-                      open_high=True)
-        _check_number(f"{where}.power", self.power, low=0.0, high=1.0, open_low=True,
-                      open_high=True)
-        _check_int(f"{where}.jobs", self.jobs, low=1)
-        _check_int(f"{where}.seeds", self.seeds, low=1)
-        if self.seed_mode not in SEED_MODES:
-            raise config_error(f"{where}.seed_mode", f"one of {', '.join(SEED_MODES)}",
-                               self.seed_mode)
-        check_degenerate_bounds(
+        _ = self.stats
+        _check_int("config.jobs", self.jobs, low=1)
+        _ = self.replicates
+        _ = self.degenerate
+
+    @property
+    def mitigation(self) -> MitigationConfig:
+        """The ``mitigation.*`` section (the fit step's params)."""
+        return MitigationConfig(constraint=self.constraint, eps=self.eps, max_iter=self.max_iter)
+
+    @property
+    def stats(self) -> StatsConfig:
+        """The ``stats.*`` section."""
+        return StatsConfig(n_resamples=self.n_resamples, n_permutations=self.n_permutations,
+                           confidence=self.confidence, alpha=self.alpha, power=self.power)
+
+    @property
+    def degenerate(self) -> DegenerateConfig:
+        """The ``degenerate.*`` section."""
+        return DegenerateConfig(
             min_selection_rate=self.degenerate_min_selection_rate,
             max_selection_rate=self.degenerate_max_selection_rate,
-            balanced_accuracy_margin=self.degenerate_balanced_accuracy_margin, where=where,
-        )
+            balanced_accuracy_margin=self.degenerate_balanced_accuracy_margin)
+
+    @property
+    def replicates(self) -> ReplicateConfig:
+        """``run.seeds`` and ``run.seed_mode``."""
+        return ReplicateConfig(seeds=self.seeds, seed_mode=self.seed_mode)
 
     def replace(self, **changes: object) -> BenchmarkConfig:
         """Return a copy with ``changes`` applied (and validated)."""

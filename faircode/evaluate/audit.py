@@ -3,40 +3,55 @@
 :func:`evaluate_audit` scores each cell of an :class:`~faircode.grid.predictions.AuditPredictions`
 (from :func:`faircode.grid.fit.fit_audit`, in memory or loaded from ``data/predictions/``) with
 :func:`faircode.evaluate.score.score_cell` and assembles the rows into the four tables
-(:class:`AuditResults`).  Benjamini-Hochberg q-values are computed across every fairness test of
-the audit (:func:`faircode.stats.metrics.audit_q_values`: each per-attribute null once, the
-intersectional gaps and interactions), and ``significant`` is ``q < alpha``.
+(:func:`faircode.evaluate.tables.assemble`: the audit's one Benjamini-Hochberg family).
 
-With training replicates (``run.seeds`` > 1, :mod:`faircode.evaluate.stability`) every replicate
-is scored the same way with its own master seed and summarised in ``stability.csv``.
+Design decisions
+----------------
+* **One operating point per step.**  The audit's decision rule is resolved here, once
+  (:func:`faircode.audit.decision.resolve_rule`: the manifest's ``decision`` block, else
+  ``threshold`` at ``decision_threshold``), and handed to every cell and to the writer.
+* **The fit step's executor.**  Cells are scored as tasks of the same queue that fits them
+  (:func:`faircode.grid.scheduler.run_tasks`: ``jobs`` local workers, the audit's data shipped
+  once per worker, ``jobs = 1`` in this process); no number depends on ``jobs``.
+* With training replicates (``run.seeds`` > 1, :mod:`faircode.evaluate.stability`) every further
+  replicate is scored the same way with its own master seed; replicate 0 is this run's own
+  cells, not scored twice.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from joblib import Parallel, delayed
-
+from faircode.audit.decision import DecisionRule, resolve_rule
 from faircode.audit.prepared import PreparedAudit
-from faircode.core.config import BenchmarkConfig
+from faircode.core.cells import position
+from faircode.core.config import DegenerateConfig, ReplicateConfig, StatsConfig
 from faircode.core.errors import DataError
 from faircode.evaluate import stability
-from faircode.evaluate.score import _score_cell
+from faircode.evaluate.score import CellResult, score_cell, scoring_seconds
 from faircode.evaluate.tables import AuditResults, assemble
-from faircode.grid.predictions import AuditPredictions
+from faircode.grid.predictions import AuditPredictions, CellPredictions
+from faircode.grid.scheduler import Task, run_tasks
 
-__all__ = ["evaluate_audit"]
+__all__ = ["evaluate_audit", "score_cells"]
 
 
 def evaluate_audit(
-    data: PreparedAudit, predictions: AuditPredictions, *, config: BenchmarkConfig
+    data: PreparedAudit,
+    predictions: AuditPredictions,
+    *,
+    decision_threshold: float,
+    stats: StatsConfig,
+    degenerate: DegenerateConfig,
+    replicates: ReplicateConfig | None = None,
+    jobs: int = 1,
 ) -> AuditResults:
     """Score every cell of ``predictions`` on ``data``; return the four tables.
 
-    Reads ``decision_threshold``, ``n_resamples``, ``n_permutations``, ``confidence``, ``alpha``
-    and ``jobs`` of ``config``; with ``seeds`` > 1 (which must match the predictions') also
-    :attr:`AuditResults.stability` and :attr:`AuditResults.replicates`
-    (:func:`faircode.evaluate.stability.evaluate_stability`).
+    ``decision_threshold`` is the operating point of an audit without a ``decision`` block;
+    ``replicates`` must match the predictions' (with ``seeds`` > 1 the result also holds
+    :attr:`AuditResults.stability` and :attr:`AuditResults.replicates`); ``jobs`` local workers
+    score the cells (no number depends on it).
     """
     if predictions.audit != data.manifest.name:
         raise DataError(f"predictions of {predictions.audit!r} cannot be evaluated on "
@@ -44,14 +59,42 @@ def evaluate_audit(
     if predictions.dataset_sha256 and predictions.dataset_sha256 != data.sha256:
         raise DataError(f"{data.manifest.name}: predictions: dataset_sha256: expected "
                         f"{data.sha256}, got {predictions.dataset_sha256}; re-run fit")
-    cells = predictions.cells
-    jobs = min(config.jobs, max(1, len(cells)))
-    results = Parallel(n_jobs=jobs)(delayed(_score_cell)(data, c, config) for c in cells)
-    assembled = assemble(data, results, config)
-    if config.seeds == 1 and predictions.seeds == 1:
+    replicates = replicates or ReplicateConfig()
+    rule = resolve_rule(data.manifest.decision, default_threshold=decision_threshold)
+    results = score_cells(data, predictions.cells, rule=rule, stats=stats,
+                          degenerate=degenerate, jobs=jobs)
+    assembled = assemble(data.manifest.name, results, rule=rule, alpha=stats.alpha)
+    if replicates.seeds == 1 and predictions.seeds == 1:
         return assembled
     # training replicates (run.seeds > 1): stability.csv and stability_replicates.csv
-    table, replicates = stability.evaluate_stability(data, predictions, config=config)
-    return dataclasses.replace(assembled, stability=table, replicates=replicates)
+    table, replicate_rows = stability.evaluate_stability(
+        data, predictions, main=assembled, replicates=replicates, stats=stats,
+        degenerate=degenerate, jobs=jobs)
+    return dataclasses.replace(assembled, stability=table, replicates=replicate_rows)
 
 
+def score_cells(
+    data: PreparedAudit,
+    cells: tuple[CellPredictions, ...],
+    *,
+    rule: DecisionRule,
+    stats: StatsConfig,
+    degenerate: DegenerateConfig,
+    jobs: int,
+    master: int | None = None,
+) -> list[CellResult]:
+    """Every cell scored as a task of the queue (grid order kept); ``master`` as in
+    :func:`~faircode.evaluate.score.score_cell`."""
+    name = data.manifest.name
+    cost = scoring_seconds(data)
+    tasks = [Task(audit=name, key=position(c.strategy, c.family), fn=_score_task,
+                  args=(c, rule, stats, degenerate, master), cost=cost) for c in cells]
+    done = run_tasks(tasks, data={name: data}, jobs=jobs)
+    return [done[t.id] for t in tasks]
+
+
+def _score_task(data: PreparedAudit, cell: CellPredictions, rule: DecisionRule,
+                stats: StatsConfig, degenerate: DegenerateConfig,
+                master: int | None) -> CellResult:
+    """One cell's scoring, as a scheduler task (module level: picklable)."""
+    return score_cell(data, cell, rule=rule, stats=stats, degenerate=degenerate, master=master)

@@ -1,44 +1,42 @@
-"""The evaluate step of the grid: decisions and predictions in, the four result tables out.
+"""Scoring one row set: a cell's (or any system's) decisions in, its rows of the result tables out.
 
-:func:`evaluate_audit` scores each cell of an :class:`~faircode.grid.predictions.AuditPredictions`
-(from :func:`faircode.grid.fit.fit_audit`, in memory or loaded from ``data/predictions/``) with
+:func:`score_cell` scores one strategy x model cell of the grid: :func:`decide_cell` fixes its
+decisions at the audit's operating point (S0-S2: the rule's cutoff on the training rows, applied
+to the stored scores; S3/S4: the randomised decisions drawn at fit time) and
+:func:`score_decided` computes its rows of the four tables:
 
-* the six group-fairness metrics for every protected attribute (bootstrap CI + permutation p),
-* accuracy / AUC / F1 with CIs,
+* the group-fairness metrics for every protected attribute (closed-form interval, permutation p)
+  with their minimum detectable gaps,
+* accuracy / AUC / F1 with CIs and the operating-point numbers (selection rates, balanced
+  accuracy, majority baseline),
 * the intersectional demographic-parity gap for every pair of attributes,
 * the counterfactual flip rate of every manifest axis (explicit and proxy channels apart).
 
-With training replicates (``run.seeds`` > 1, :mod:`faircode.evaluate.stability`) every replicate is
-scored the same way with its own master seed and summarised in ``stability.csv``.
+:func:`score_decided` knows nothing of the grid: it takes any :class:`Decided` row set (a grid
+cell, a deployed system's own decisions) with its label and seed position.
 
-The audit's operating point (:mod:`faircode.audit.decision`) is resolved here: the manifest's
-``decision`` block, else ``threshold`` at ``config.decision_threshold``; S0-S2 decide at the rule's
-cutoff, fixed on the training rows, and S3/S4 keep the randomised decisions drawn at fit time
-(fitted with the rule's objective).  Every cell's selection rate (overall and per group),
-balanced accuracy and majority baseline join ``performance.csv``; a degenerate cell's fairness
-rows carry the note ``degenerate_decisions``.  Labels and decisions are oriented once by the
-manifest's ``target.favourable`` (:func:`faircode.stats.metrics.orient`) before any group metric.
-Benjamini-Hochberg q-values are computed across every fairness test of the audit
-(:func:`faircode.stats.metrics.audit_q_values`: each per-attribute null once, the intersectional
-gaps
-and interactions), and ``significant`` is ``q < alpha``.  :func:`write_audit` writes
-``<out>/<audit>/`` (four CSVs + ``run.json``).
-
-Every statistic draws from the child stream of its grid position (:class:`Stream`), so the
-numbers do not depend on ``jobs`` or on whether the fit ran in this process.
-
-Repeated units: when the audit declares ``dataset.unit`` (``data.unit``) and a unit has several
-test rows, the test rows' unit ids are passed to every metric (``units=``): fairness p-values
-exchange labels between units, intervals are taken at design-effect-deflated effective sizes,
-the performance bootstrap resamples units and flip rates use Clopper–Pearson at the effective
-size (:mod:`faircode.stats.metrics`, :mod:`faircode.stats.flips`).  ``design_effect`` (a column of
-``fairness.csv``, ``intersectional.csv`` and ``counterfactual.csv``; per metric summarised in
-``run.json``) is 1.0 without a unit and with one row per unit (rows are then the independent
-units, the design effect is 1 by definition), where every other number is bit-identical to the
-unit-free path.  ``mde``/``powered``/``mde_note``
-(:func:`faircode.stats.power.detectable_gap` at ``config.alpha`` and ``config.power``) are computed
-for every fairness row and every intersectional DD-vs-AA gap, at effective counts (each count
-divided by ``max(1, design_effect)``, rounded) when units repeat.
+Design decisions
+----------------
+* **Oriented once.**  Labels and decisions are oriented by the manifest's ``target.favourable``
+  (:func:`faircode.stats.metrics.orient`) before any group metric, and the oriented arrays are
+  part of the result (:attr:`CellResult.decided`), so whatever re-uses a cell's decisions (the
+  training-replicate draws of :mod:`faircode.evaluate.stability`) does not derive them again.
+* **Seeds by position.**  Every statistic draws from the child stream of its grid position
+  (``child_seed(master, Stream.<kind>, s, m, ...)``), so the numbers do not depend on ``jobs``
+  or on whether the fit ran in this process.  ``master`` is the manifest's ``random_state``
+  (a training replicate passes its own).
+* **Repeated units**: when the audit declares ``dataset.unit`` and a unit has several test rows,
+  the rows' unit ids are passed to every metric (``units=``): fairness p-values exchange labels
+  between units, intervals are taken at design-effect-deflated effective sizes, the performance
+  bootstrap resamples units and flip rates use Clopper–Pearson at the effective size.  Without a
+  unit, or with one row per unit, every number is bit-identical to the unit-free path.
+* **Minimum detectable gaps in one call per cell** (:func:`faircode.stats.power.detectable_gaps`,
+  bit-identical to one call per row): every fairness row and every intersectional DD-vs-AA gap,
+  at effective counts (each count divided by ``max(1, design_effect)``, rounded) when units
+  repeat.
+* **Immutable rows.**  A :class:`CellResult` is frozen all the way down: its table rows are
+  :class:`Rows` (a header and tuples), its timings a :class:`Timings`, its decision record a tuple
+  of pairs, its decisions read-only arrays.
 """
 
 from __future__ import annotations
@@ -46,15 +44,16 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from faircode.audit.decision import decision_cutoff, resolve_rule
+from faircode.audit.decision import Cutoff, DecisionRule, decision_cutoff
 from faircode.audit.prepared import PreparedAudit
-from faircode.core.cells import ModelFamily, Strategy
-from faircode.core.config import BenchmarkConfig
+from faircode.core.cells import ModelFamily, Strategy, position
+from faircode.core.config import DegenerateConfig, StatsConfig
 from faircode.core.seeds import Stream, child_seed
 from faircode.grid.predictions import CellPredictions
 from faircode.stats import clusters
@@ -66,162 +65,314 @@ from faircode.stats.metrics import (
     performance_metrics,
 )
 from faircode.stats.operating import DEGENERATE_NOTE, is_degenerate, operating_point_metrics
-from faircode.stats.power import detectable_gap
+from faircode.stats.power import detectable_gaps
 from faircode.stats.resampling import confusion_counts
 
-__all__ = [
-    "CellResult",
-]
+__all__ = ["CellResult", "Decided", "Rows", "Timings", "decide_cell", "score_cell",
+           "score_decided", "scoring_seconds"]
+
+
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """Table rows under one header, as immutable tuples (what a cell adds to one table)."""
+
+    columns: tuple[str, ...] = ()
+    values: tuple[tuple[Any, ...], ...] = ()
+
+    def __post_init__(self) -> None:
+        if any(len(v) != len(self.columns) for v in self.values):
+            raise ValueError(f"Rows: expected {len(self.columns)} values per row")
+
+    @classmethod
+    def of(cls, records: Sequence[Mapping[str, Any]]) -> Rows:
+        """The rows of ``records``: every key any record has (first-seen order), NaN where a
+        record lacks one (as a DataFrame built from the records fills it)."""
+        columns = tuple(dict.fromkeys(k for r in records for k in r))
+        nan = float("nan")
+        return cls(columns, tuple(tuple(r.get(c, nan) for c in columns) for r in records))
+
+    def records(self) -> list[dict[str, Any]]:
+        """The rows as mappings (column -> value; every column in every row)."""
+        return [dict(zip(self.columns, v, strict=True)) for v in self.values]
+
+
+@dataclass(frozen=True, slots=True)
+class Timings:
+    """Where a cell's seconds went: fit and predict (the fit step), statistics, counterfactual."""
+
+    fit: float = 0.0
+    predict: float = 0.0
+    statistics: float = 0.0
+    counterfactual: float = 0.0
+
+    def as_dict(self) -> dict[str, float]:
+        """The timings as ``run.json`` records them."""
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """A row set's test decisions at its operating point, oriented for every group metric.
+
+    ``y_pred`` is the decisions in the target's coding (1 = label 1 predicted), ``y_fav`` and
+    ``yhat_fav`` the labels and decisions oriented so that 1 is the favourable outcome,
+    ``flipped`` the decisions on each counterfactual set, ``score`` the score behind them (None
+    for a system that has none), ``cutoff`` the cutoff applied to the score (None when the
+    decisions were given, as S3/S4's randomised ones).  Arrays are made read-only.
+    """
+
+    y_pred: np.ndarray
+    y_fav: np.ndarray
+    yhat_fav: np.ndarray
+    flipped: tuple[np.ndarray, ...] = ()
+    score: np.ndarray | None = None
+    cutoff: Cutoff | None = None
+
+    def __post_init__(self) -> None:
+        for array in (self.y_pred, self.y_fav, self.yhat_fav, *self.flipped, self.score):
+            if array is not None:
+                array.flags.writeable = False
 
 
 @dataclass(frozen=True, slots=True)
 class CellResult:
-    """Every row one strategy x model cell contributes, and where its time went."""
+    """Every row one row set (a strategy x model cell) contributes, and where its time went."""
 
-    strategy: Strategy
-    family: ModelFamily
-    fairness: tuple[dict[str, Any], ...] = ()
-    performance: tuple[dict[str, Any], ...] = ()
-    intersectional: tuple[dict[str, Any], ...] = ()
-    counterfactual: tuple[dict[str, Any], ...] = ()
-    seconds: dict[str, float] = field(default_factory=dict)
+    strategy: Strategy | str
+    family: ModelFamily | str
+    fairness: Rows = Rows()
+    performance: Rows = Rows()
+    intersectional: Rows = Rows()
+    counterfactual: Rows = Rows()
+    seconds: Timings = Timings()
     skipped: str = ""
     degenerate: bool = False
-    decision: dict[str, Any] = field(default_factory=dict)
+    decision: tuple[tuple[str, Any], ...] = ()
+    decided: Decided | None = None
 
 
-def _score_cell(data: PreparedAudit, cell: CellPredictions, config: BenchmarkConfig, *,
-                master: int | None = None) -> CellResult:
-    """Score one cell's predictions (runs in a worker process).
+def scoring_seconds(data: PreparedAudit) -> float:
+    """A cell's expected scoring seconds (dispatch and the in-process decision only): a fixed
+    cost plus one proportional to its test rows and protected attributes (the count-level
+    statistics cost little; the unit path's cluster resampling more)."""
+    rows = len(data.test_index) * len(data.manifest.protected_attributes)
+    return 0.02 + rows * (4e-5 if data.unit is not None else 1e-5)
 
-    ``master`` seeds every statistic (default the manifest's ``random_state``; a training
-    replicate passes its own, :mod:`faircode.evaluate.stability`).
-    """
-    strategy, family = cell.strategy, cell.family
-    if cell.skipped:
-        return CellResult(strategy, family, seconds=dict(cell.seconds), skipped=cell.skipped)
-    manifest = data.manifest
-    master = manifest.random_state if master is None else master
-    s, m = list(Strategy).index(strategy), list(ModelFamily).index(family)
-    test = data.test_index
-    y_test = data.y[test]
-    # The audit's operating point, fixed on the training rows (S0-S2; S3/S4 keep their draws).
-    rule = resolve_rule(manifest.decision, default_threshold=config.decision_threshold)
+
+def decide_cell(data: PreparedAudit, cell: CellPredictions, *, rule: DecisionRule) -> Decided:
+    """A fitted cell's test decisions at the audit's operating point, fixed on the training rows
+    (S0-S2; S3/S4 keep their randomised draws)."""
     cutoff = decision_cutoff(
         rule, train_scores=cell.train_score if rule.rule == "top_fraction" else None,
         train_labels=data.y[data.train_index])
     y_pred, flipped = cell.decisions(cutoff)
-    y_score = cell.test_score
     # every group metric counts the favourable outcome (negative = disadvantaged worse off)
-    y_fav, yhat_fav = orient(y_test, y_pred, favourable=manifest.target.favourable)
+    y_fav, yhat_fav = orient(data.y[data.test_index], y_pred,
+                             favourable=data.manifest.target.favourable)
+    return Decided(y_pred, y_fav, yhat_fav, flipped, score=cell.test_score,
+                   cutoff=cutoff if cell.test_decision is None else None)
 
-    t2 = time.perf_counter()
-    label = {"strategy": strategy.value, "model": family.value}
-    attributes = manifest.protected_attributes
-    points = operating_point_metrics(
-        y_test, y_pred, {a.name: data.disadvantaged[a.name][test] for a in attributes},
-        n_resamples=config.n_resamples, confidence=config.confidence,
-        seed=child_seed(master, Stream.DECISIONS, s, m),
-    )
-    point = {p.metric: p.value for p in points if not p.protected_attribute}
-    degenerate = is_degenerate(
-        selection_rate=point["selection_rate"], balanced_accuracy=point["balanced_accuracy"],
-        min_selection_rate=config.degenerate_min_selection_rate,
-        max_selection_rate=config.degenerate_max_selection_rate,
-        balanced_accuracy_margin=config.degenerate_balanced_accuracy_margin,
-    )
-    decision = {**rule.as_dict(), "objective": cell.objective,
-                "selection_rate": point["selection_rate"],
-                "balanced_accuracy": point["balanced_accuracy"], "degenerate": degenerate}
-    if cell.test_decision is None:
-        decision.update(cutoff=cutoff.value, inclusive=cutoff.inclusive)
-    units = None if data.unit is None else data.unit[test]
-    fairness: list[dict[str, Any]] = []
-    for a, attribute in enumerate(attributes):
-        mask = data.disadvantaged[attribute.name][test]
-        counts_d = confusion_counts(y_fav[mask], yhat_fav[mask])
-        counts_a = confusion_counts(y_fav[~mask], yhat_fav[~mask])
-        for result in fairness_metrics(
-            y_fav, yhat_fav, mask,
-            n_permutations=config.n_permutations,
-            confidence=config.confidence, seed=child_seed(master, Stream.FAIRNESS, s, m, a),
-            units=units, n_resamples=config.n_resamples,
-        ):
-            row = {**label, "protected_attribute": attribute.name,
-                   **dataclasses.asdict(result),
-                   **_mde(result.metric, counts_d, counts_a, value=result.value,
-                          design_effect=result.design_effect, config=config)}
-            if degenerate:
-                row["note"] = ";".join(n for n in (row["note"], DEGENERATE_NOTE) if n)
-            fairness.append(row)
+
+def score_cell(
+    data: PreparedAudit,
+    cell: CellPredictions,
+    *,
+    rule: DecisionRule,
+    stats: StatsConfig,
+    degenerate: DegenerateConfig,
+    master: int | None = None,
+) -> CellResult:
+    """Score one fitted cell (a task of the evaluate step's queue).
+
+    ``rule`` is the audit's resolved operating point; ``master`` seeds every statistic (default
+    the manifest's ``random_state``; a training replicate passes its own).
+    """
+    if cell.skipped:
+        return CellResult(cell.strategy, cell.family, seconds=_fit_timings(cell.seconds),
+                          skipped=cell.skipped)
+    return score_decided(
+        data, decide_cell(data, cell, rule=rule), strategy=cell.strategy, family=cell.family,
+        key=position(cell.strategy, cell.family), rule=rule, objective=cell.objective,
+        stats=stats, degenerate=degenerate,
+        master=data.manifest.random_state if master is None else master,
+        fit_seconds=cell.seconds)
+
+
+def score_decided(
+    data: PreparedAudit,
+    decided: Decided,
+    *,
+    strategy: Strategy | str,
+    family: ModelFamily | str,
+    key: tuple[int, int],
+    rule: DecisionRule,
+    objective: str,
+    stats: StatsConfig,
+    degenerate: DegenerateConfig,
+    master: int,
+    fit_seconds: Mapping[str, float] | None = None,
+) -> CellResult:
+    """Every table row of one row set's decisions on ``data``'s test rows.
+
+    ``key`` is the row set's seed position ``(s, m)``; ``objective`` what its decisions were
+    fitted for (recorded in ``run.json``).
+    """
+    label = {"strategy": str(strategy), "model": str(family)}
+    t0 = time.perf_counter()
+    points, flagged, record = _operating_point(
+        data, decided, rule=rule, objective=objective, stats=stats, degenerate=degenerate,
+        seed=child_seed(master, Stream.DECISIONS, *key))
+    fairness = _fairness_rows(data, decided, label, stats=stats, master=master, key=key,
+                              degenerate=flagged)
     performance = [
         {**label, **dataclasses.asdict(result)}
         for result in performance_metrics(
-            y_test, y_pred, y_score, n_resamples=config.n_resamples,
-            confidence=config.confidence, seed=child_seed(master, Stream.PERFORMANCE, s, m),
-            units=units,
+            data.y[data.test_index], decided.y_pred, decided.score,
+            n_resamples=stats.n_resamples, confidence=stats.confidence,
+            seed=child_seed(master, Stream.PERFORMANCE, *key), units=_units(data),
         )
     ] + [{**label, **dataclasses.asdict(p)} for p in points]
-    intersectional: list[dict[str, Any]] = []
-    for p, (a, b) in enumerate(itertools.combinations(range(len(attributes)), 2)):
-        pair = intersectional_gap(
-            yhat_fav, data.disadvantaged[attributes[a].name][test],
-            data.disadvantaged[attributes[b].name][test], n_permutations=config.n_permutations,
-            confidence=config.confidence, seed=child_seed(master, Stream.INTERSECTIONAL, s, m, p),
-            units=units, n_resamples=config.n_resamples,
-        )
-        intersectional.append({**label, "attribute_a": attributes[a].name,
-                               "attribute_b": attributes[b].name, **dataclasses.asdict(pair),
-                               **_mde("demographic_parity_diff",
-                                      _rate_counts(pair.n_dd, pair.rate_dd),
-                                      _rate_counts(pair.n_aa, pair.rate_aa),
-                                      value=pair.gap, design_effect=pair.design_effect,
-                                      config=config)})
-    t3 = time.perf_counter()
-
-    counterfactual: list[dict[str, Any]] = []
-    for rows, y_flip in zip(data.perturbed, flipped, strict=True):
-        flips = flip_rates(
-            y_pred, y_flip, rows.changed, axis=rows.axis, kind=rows.kind,
-            favourable=manifest.target.favourable, confidence=config.confidence, units=units,
-        )
-        record = dataclasses.asdict(flips)
-        record["kind"] = flips.kind.value
-        counterfactual.append({**label, "columns": " ".join(rows.columns), **record})
-    t4 = time.perf_counter()
-    fit = cell.seconds
+    intersectional = _intersectional_rows(data, decided, label, stats=stats, master=master,
+                                          key=key)
+    _add_power(fairness, intersectional, stats=stats)
+    t1 = time.perf_counter()
+    counterfactual = _counterfactual_rows(data, decided, label, stats=stats)
+    t2 = time.perf_counter()
+    fit = _fit_timings(fit_seconds or {})
     return CellResult(
-        strategy, family, tuple(fairness), tuple(performance), tuple(intersectional),
-        tuple(counterfactual),
-        seconds={"fit": fit.get("fit", 0.0), "predict": fit.get("predict", 0.0),
-                 "statistics": t3 - t2,
-                 "counterfactual": fit.get("counterfactual", 0.0) + t4 - t3},
-        degenerate=degenerate, decision=decision,
+        strategy, family, Rows.of(fairness), Rows.of(performance), Rows.of(intersectional),
+        Rows.of(counterfactual),
+        seconds=dataclasses.replace(fit, statistics=t1 - t0,
+                                    counterfactual=fit.counterfactual + t2 - t1),
+        degenerate=flagged, decision=tuple(record.items()), decided=decided,
     )
 
 
-def _mde(
-    metric: str,
-    counts_d: np.ndarray,
-    counts_a: np.ndarray,
-    *,
-    value: float,
-    design_effect: float,
-    config: BenchmarkConfig,
-) -> dict[str, Any]:
-    """``mde``, ``powered``, ``mde_note`` of one comparison, at effective counts with units."""
-    factor = clusters.deflation(design_effect)
-    if factor != 1.0:  # Kish's effective sizes (power.py takes integer counts: rounded)
-        counts_d = np.rint(counts_d / factor).astype(np.int64)
-        counts_a = np.rint(counts_a / factor).astype(np.int64)
-    found = detectable_gap(metric, counts_d, counts_a, value=value, alpha=config.alpha,
-                           power=config.power)
-    return {"mde": found.mde, "powered": found.powered, "mde_note": found.note}
+def _fit_timings(seconds: Mapping[str, float]) -> Timings:
+    return Timings(fit=seconds.get("fit", 0.0), predict=seconds.get("predict", 0.0),
+                   counterfactual=seconds.get("counterfactual", 0.0))
+
+
+def _units(data: PreparedAudit) -> np.ndarray | None:
+    return None if data.unit is None else data.unit[data.test_index]
+
+
+def _masks(data: PreparedAudit) -> dict[str, np.ndarray]:
+    """Each protected attribute's disadvantaged mask on the test rows, in manifest order."""
+    test = data.test_index
+    return {a.name: data.disadvantaged[a.name][test] for a in data.manifest.protected_attributes}
+
+
+def _operating_point(
+    data: PreparedAudit, decided: Decided, *, rule: DecisionRule, objective: str,
+    stats: StatsConfig, degenerate: DegenerateConfig, seed: np.random.SeedSequence,
+) -> tuple[tuple[Any, ...], bool, dict[str, Any]]:
+    """The operating-point numbers, whether the decisions are degenerate, and the record of
+    the decision for ``run.json``."""
+    points = operating_point_metrics(
+        data.y[data.test_index], decided.y_pred, _masks(data),
+        n_resamples=stats.n_resamples, confidence=stats.confidence, seed=seed,
+    )
+    point = {p.metric: p.value for p in points if not p.protected_attribute}
+    flagged = is_degenerate(
+        selection_rate=point["selection_rate"], balanced_accuracy=point["balanced_accuracy"],
+        min_selection_rate=degenerate.min_selection_rate,
+        max_selection_rate=degenerate.max_selection_rate,
+        balanced_accuracy_margin=degenerate.balanced_accuracy_margin,
+    )
+    record = {**rule.as_dict(), "objective": objective,
+              "selection_rate": point["selection_rate"],
+              "balanced_accuracy": point["balanced_accuracy"], "degenerate": flagged}
+    if decided.cutoff is not None:
+        record.update(cutoff=decided.cutoff.value, inclusive=decided.cutoff.inclusive)
+    return points, flagged, record
+
+
+def _fairness_rows(
+    data: PreparedAudit, decided: Decided, label: Mapping[str, str], *, stats: StatsConfig,
+    master: int, key: tuple[int, int], degenerate: bool,
+) -> list[dict[str, Any]]:
+    """Every fairness metric of every protected attribute (``_counts_d``/``_counts_a`` are the
+    groups' oriented counts, taken off again by :func:`_add_power`)."""
+    y_fav, yhat_fav = decided.y_fav, decided.yhat_fav
+    rows: list[dict[str, Any]] = []
+    for a, (name, mask) in enumerate(_masks(data).items()):
+        counts_d = confusion_counts(y_fav[mask], yhat_fav[mask])
+        counts_a = confusion_counts(y_fav[~mask], yhat_fav[~mask])
+        for result in fairness_metrics(
+            y_fav, yhat_fav, mask, n_permutations=stats.n_permutations,
+            confidence=stats.confidence, seed=child_seed(master, Stream.FAIRNESS, *key, a),
+            units=_units(data), n_resamples=stats.n_resamples,
+        ):
+            row = {**label, "protected_attribute": name, **dataclasses.asdict(result),
+                   "_counts_d": counts_d, "_counts_a": counts_a}
+            if degenerate:
+                row["note"] = ";".join(n for n in (row["note"], DEGENERATE_NOTE) if n)
+            rows.append(row)
+    return rows
+
+
+def _intersectional_rows(
+    data: PreparedAudit, decided: Decided, label: Mapping[str, str], *, stats: StatsConfig,
+    master: int, key: tuple[int, int],
+) -> list[dict[str, Any]]:
+    """The intersectional gap of every pair of protected attributes."""
+    masks = _masks(data)
+    names = list(masks)
+    rows: list[dict[str, Any]] = []
+    for p, (a, b) in enumerate(itertools.combinations(names, 2)):
+        pair = intersectional_gap(
+            decided.yhat_fav, masks[a], masks[b], n_permutations=stats.n_permutations,
+            confidence=stats.confidence, seed=child_seed(master, Stream.INTERSECTIONAL, *key, p),
+            units=_units(data), n_resamples=stats.n_resamples,
+        )
+        rows.append({**label, "attribute_a": a, "attribute_b": b, **dataclasses.asdict(pair),
+                     "_counts_d": _rate_counts(pair.n_dd, pair.rate_dd),
+                     "_counts_a": _rate_counts(pair.n_aa, pair.rate_aa)})
+    return rows
+
+
+def _add_power(fairness: list[dict[str, Any]], intersectional: list[dict[str, Any]], *,
+               stats: StatsConfig) -> None:
+    """``mde``, ``powered``, ``mde_note`` of every comparison, in one batched call."""
+    rows = [*fairness, *intersectional]
+    if not rows:
+        return
+    metrics = [r["metric"] for r in fairness] + ["demographic_parity_diff"] * len(intersectional)
+    values = [r["value"] for r in fairness] + [r["gap"] for r in intersectional]
+    counts_d, counts_a = [], []
+    for row in rows:
+        d, a = row.pop("_counts_d"), row.pop("_counts_a")
+        factor = clusters.deflation(row["design_effect"])
+        if factor != 1.0:  # Kish's effective sizes (power.py takes integer counts: rounded)
+            d, a = np.rint(d / factor).astype(np.int64), np.rint(a / factor).astype(np.int64)
+        counts_d.append(d)
+        counts_a.append(a)
+    mde, powered, note = detectable_gaps(metrics, np.stack(counts_d), np.stack(counts_a),
+                                         values=np.asarray(values, dtype=float),
+                                         alpha=stats.alpha, power=stats.power)
+    for row, m, ok, why in zip(rows, mde, powered, note, strict=True):
+        row.update(mde=float(m), powered=bool(ok), mde_note=str(why))
+
+
+def _counterfactual_rows(
+    data: PreparedAudit, decided: Decided, label: Mapping[str, str], *, stats: StatsConfig,
+) -> list[dict[str, Any]]:
+    """The flip rate of every counterfactual set of the audit."""
+    rows: list[dict[str, Any]] = []
+    for perturbed, y_flip in zip(data.perturbed, decided.flipped, strict=True):
+        flips = flip_rates(
+            decided.y_pred, y_flip, perturbed.changed, axis=perturbed.axis, kind=perturbed.kind,
+            favourable=data.manifest.target.favourable, confidence=stats.confidence,
+            units=_units(data),
+        )
+        record = dataclasses.asdict(flips)
+        record["kind"] = flips.kind.value
+        rows.append({**label, "columns": " ".join(perturbed.columns), **record})
+    return rows
 
 
 def _rate_counts(n: int, rate: float) -> np.ndarray:
     """A cell's favourable decisions as (TN, FP, 0, 0) counts, from its size and rate."""
     positives = round(rate * n) if n else 0
     return np.array([n - positives, positives, 0, 0], dtype=np.int64)
-
-

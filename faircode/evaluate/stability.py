@@ -68,19 +68,18 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from faircode.audit.decision import decision_cutoff, resolve_rule
+from faircode.audit.decision import DecisionRule
 from faircode.audit.prepared import PreparedAudit
-from faircode.core.cells import position as _position
-from faircode.core.config import BenchmarkConfig
+from faircode.core.cells import ModelFamily, Strategy, position
+from faircode.core.config import DegenerateConfig, ReplicateConfig, StatsConfig
 from faircode.core.errors import DataError
 from faircode.core.seeds import Stream, child_seed, replicate_seed
-from faircode.evaluate.score import _score_cell
-from faircode.evaluate.tables import assemble
+from faircode.evaluate.score import CellResult, score_cell, scoring_seconds
+from faircode.evaluate.tables import AuditResults, assemble
 from faircode.grid.predictions import AuditPredictions, ReplicatePredictions
-from faircode.stats import clusters
-from faircode.stats.metrics import FAIRNESS_METRICS, metric_values, orient
+from faircode.grid.scheduler import Task, run_tasks
+from faircode.stats.metrics import bootstrap_draws
 from faircode.stats.operating import DEGENERATE_NOTE
-from faircode.stats.resampling import bootstrap_counts, confusion_counts
 
 __all__ = [
     "REPLICATE_COLUMNS",
@@ -88,6 +87,7 @@ __all__ = [
     "ReplicateScores",
     "aggregate",
     "evaluate_stability",
+    "replicate_scores",
     "replicate_table",
     "run_record",
     "score_replicate",
@@ -138,10 +138,12 @@ def score_replicate(
     cells: Sequence[ReplicatePredictions],
     *,
     replicate: int,
-    config: BenchmarkConfig,
+    rule: DecisionRule,
+    stats: StatsConfig,
+    degenerate: DegenerateConfig,
 ) -> ReplicateScores:
-    """Score one replicate's cells (grid order): fairness rows with the replicate's own BH
-    q-values, and every row's bootstrap draws (module docstring).  A worker task."""
+    """Score one further replicate's cells (grid order): fairness rows with the replicate's own
+    BH q-values, and every row's bootstrap draws (module docstring).  A worker task."""
     manifest = data.manifest
     seed = replicate_seed(manifest.random_state, replicate)
     if not cells:
@@ -150,57 +152,44 @@ def score_replicate(
     if any(not np.array_equal(c.test_index, test) for c in cells if not c.cell.skipped):
         raise DataError(f"{manifest.name}: replicate {replicate}: its cells differ in test rows")
     view = _replicate_data(data, test)
-    results = [_score_cell(view, c.cell, config, master=seed) for c in cells]
-    fairness = assemble(view, results, config).fairness
-    rule = resolve_rule(manifest.decision, default_threshold=config.decision_threshold)
-    attributes = manifest.protected_attributes
-    units = None if view.unit is None else view.unit[view.test_index]
-    inverse = clusters.repeated_units(units, len(view.test_index))
+    results = [score_cell(view, c.cell, rule=rule, stats=stats, degenerate=degenerate,
+                          master=seed) for c in cells]
+    fairness = assemble(manifest.name, results, rule=rule, alpha=stats.alpha).fairness
+    return replicate_scores(view, results, fairness, replicate=replicate, seed=seed,
+                            n_resamples=stats.n_resamples)
+
+
+def replicate_scores(
+    data: PreparedAudit,
+    results: Sequence[CellResult],
+    fairness: pd.DataFrame,
+    *,
+    replicate: int,
+    seed: int,
+    n_resamples: int,
+) -> ReplicateScores:
+    """A scored replicate's :class:`ReplicateScores`: its fairness table and, from each
+    cell's oriented decisions, the bootstrap draws of every row (stream
+    ``child_seed(seed, Stream.FAIRNESS, s, m, a)`` of
+    :func:`faircode.stats.metrics.bootstrap_draws`)."""
+    attributes = data.manifest.protected_attributes
+    test = data.test_index
+    units = None if data.unit is None else data.unit[test]
     blocks: list[np.ndarray] = []
-    for c in cells:
-        cell = c.cell
-        if cell.skipped:
+    for result in results:
+        if result.skipped:
             continue
-        s, m = _position(cell.strategy, cell.family)
-        cutoff = decision_cutoff(
-            rule, train_scores=cell.train_score if rule.rule == "top_fraction" else None,
-            train_labels=view.y[view.train_index])
-        y_pred, _ = cell.decisions(cutoff)
-        y_fav, yhat_fav = orient(view.y[view.test_index], y_pred,
-                                 favourable=manifest.target.favourable)
+        assert result.decided is not None  # every scored cell keeps its decisions
+        s, m = position(Strategy(result.strategy), ModelFamily(result.family))
         for a, attribute in enumerate(attributes):
-            mask = np.asarray(view.disadvantaged[attribute.name][view.test_index], dtype=bool)
-            blocks.append(_draws(y_fav, yhat_fav, mask, inverse, n_resamples=config.n_resamples,
-                                 seed=child_seed(seed, Stream.FAIRNESS, s, m, a)))
-    draws = np.concatenate(blocks) if blocks else np.empty((0, config.n_resamples))
+            blocks.append(bootstrap_draws(
+                result.decided.y_fav, result.decided.yhat_fav,
+                np.asarray(data.disadvantaged[attribute.name][test], dtype=bool),
+                n_resamples=n_resamples, seed=child_seed(seed, Stream.FAIRNESS, s, m, a),
+                units=units))
+    draws = np.concatenate(blocks) if blocks else np.empty((0, n_resamples))
     draws[~np.isfinite(fairness["value"].to_numpy(dtype=float))] = np.nan
     return ReplicateScores(replicate, seed, fairness.reset_index(drop=True), draws)
-
-
-def _draws(
-    y_fav: np.ndarray, yhat_fav: np.ndarray, mask: np.ndarray, inverse: np.ndarray | None, *,
-    n_resamples: int, seed: np.random.SeedSequence,
-) -> np.ndarray:
-    """Bootstrap draws of every fairness metric (rows in :data:`FAIRNESS_METRICS` order)."""
-    out = np.empty((len(FAIRNESS_METRICS), n_resamples))
-    types = None
-    if inverse is None:
-        counts_d = confusion_counts(y_fav[mask], yhat_fav[mask])
-        counts_a = confusion_counts(y_fav[~mask], yhat_fav[~mask])
-    else:
-        types = clusters.unit_types(clusters.unit_counts(
-            y_fav, yhat_fav, np.where(mask, 0, 1).astype(np.int64), inverse, n_groups=2))
-    for k, metric in enumerate(FAIRNESS_METRICS):
-        rng = np.random.default_rng(child_seed(seed, k, 0))
-        if types is None:
-            boot_d = bootstrap_counts(counts_d, n_resamples=n_resamples, rng=rng)
-            boot_a = bootstrap_counts(counts_a, n_resamples=n_resamples, rng=rng)
-        else:
-            boot = clusters.cluster_bootstrap_counts(types, n_resamples=n_resamples, rng=rng)
-            boot_d, boot_a = boot[:, 0], boot[:, 1]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out[k] = metric_values(metric, boot_d, boot_a)
-    return out
 
 
 def aggregate(
@@ -271,56 +260,72 @@ def replicate_table(scores: Sequence[ReplicateScores]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True).loc[:, list(REPLICATE_COLUMNS)]
 
 
-def _by_replicate(predictions: AuditPredictions, data: PreparedAudit
-                  ) -> list[list[ReplicatePredictions]]:
-    """Replicate 0 (the grid's own cells) and every stored replicate, each in grid order."""
-    zero = [ReplicatePredictions(0, dataclasses.replace(
-        c, counterfactual_score=(), counterfactual_decision=()), data.test_index)
-        for c in predictions.cells]
+def _by_replicate(predictions: AuditPredictions) -> list[list[ReplicatePredictions]]:
+    """Every stored replicate ``1..seeds-1``, each in grid order."""
     groups: dict[int, list[ReplicatePredictions]] = {}
     for r in predictions.replicates:
         groups.setdefault(r.replicate, []).append(r)
     expected = list(range(1, predictions.seeds))
-    if sorted(groups) != expected or any(len(g) != len(zero) for g in groups.values()):
+    n_cells = len(predictions.cells)
+    if sorted(groups) != expected or any(len(g) != n_cells for g in groups.values()):
         raise DataError(f"{predictions.audit}: predictions: replicates: expected replicates "
-                        f"{expected} of {len(zero)} cells each, got "
+                        f"{expected} of {n_cells} cells each, got "
                         f"{ {k: len(v) for k, v in sorted(groups.items())} }; re-run fit")
-    return [zero, *(groups[k] for k in expected)]
+    return [groups[k] for k in expected]
 
 
 def evaluate_stability(
-    data: PreparedAudit, predictions: AuditPredictions, *, config: BenchmarkConfig
+    data: PreparedAudit,
+    predictions: AuditPredictions,
+    *,
+    main: AuditResults,
+    replicates: ReplicateConfig,
+    stats: StatsConfig,
+    degenerate: DegenerateConfig,
+    jobs: int,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Score every replicate of ``predictions`` and summarise: ``(stability, replicates)``.
+    """Score every further replicate of ``predictions`` and summarise: ``(stability,
+    replicates)``.
 
-    ``predictions`` must hold the ``config.seeds`` replicates in ``config.seed_mode``.  Reads the
-    statistics keys of ``config`` and ``jobs`` (replicates are scored in parallel; no number
-    depends on it).
+    Replicate 0 is ``main``, the run's own scored cells (never scored again).  ``predictions``
+    must hold the ``replicates.seeds`` replicates in ``replicates.seed_mode``; the further
+    replicates are scored as tasks of the queue on ``jobs`` workers (no number depends on it).
     """
-    from joblib import Parallel, delayed
-
-    if (predictions.seeds, predictions.seed_mode) != (config.seeds, config.seed_mode):
+    if (predictions.seeds, predictions.seed_mode) != (replicates.seeds, replicates.seed_mode):
         raise DataError(
             f"{predictions.audit}: predictions: run.seeds/run.seed_mode: expected "
-            f"{config.seeds}/{config.seed_mode} as configured, got "
+            f"{replicates.seeds}/{replicates.seed_mode} as configured, got "
             f"{predictions.seeds}/{predictions.seed_mode}; re-run fit")
-    groups = _by_replicate(predictions, data)
-    jobs = min(config.jobs, len(groups))
-    scores: list[ReplicateScores] = Parallel(n_jobs=jobs)(
-        delayed(score_replicate)(data, cells, replicate=k, config=config)
-        for k, cells in enumerate(groups))
-    return (aggregate(scores, seed_mode=config.seed_mode, confidence=config.confidence),
+    name = data.manifest.name
+    zero = replicate_scores(data, main.cells, main.fairness, replicate=0,
+                            seed=data.manifest.random_state, n_resamples=stats.n_resamples)
+    cost = len(main.cells) * scoring_seconds(data)
+    tasks = [Task(audit=name, key=(k,), fn=_replicate_task,
+                  args=(cells, k, main.rule, stats, degenerate), cost=cost)
+             for k, cells in enumerate(_by_replicate(predictions), start=1)]
+    done = run_tasks(tasks, data={name: data}, jobs=jobs)
+    scores = [zero, *(done[t.id] for t in tasks)]
+    return (aggregate(scores, seed_mode=replicates.seed_mode, confidence=stats.confidence),
             replicate_table(scores))
 
 
-def run_record(config: BenchmarkConfig, *, master: int) -> dict[str, Any]:
+def _replicate_task(data: PreparedAudit, cells: Sequence[ReplicatePredictions], replicate: int,
+                    rule: DecisionRule, stats: StatsConfig,
+                    degenerate: DegenerateConfig) -> ReplicateScores:
+    """One replicate's scoring, as a scheduler task (module level: picklable)."""
+    return score_replicate(data, cells, replicate=replicate, rule=rule, stats=stats,
+                           degenerate=degenerate)
+
+
+def run_record(replicates: ReplicateConfig, *, master: int) -> dict[str, Any]:
     """run.json's record of the replicates (only written when ``seeds > 1``)."""
     return {
-        "seeds": config.seeds, "mode": config.seed_mode,
-        "masters": [replicate_seed(master, k) for k in range(config.seeds)],
+        "seeds": replicates.seeds, "mode": replicates.seed_mode,
+        "masters": [replicate_seed(master, k) for k in range(replicates.seeds)],
         "scheme": "replicate 0: the master seed; replicate k >= 1: first 32-bit word of "
                   f"SeedSequence(master, spawn_key=({int(Stream.REPLICATE)}, k)), used as the "
                   "master seed of the whole run (models, S4 calibration split, predictions, "
-                  "statistics" + (", train/test split" if config.seed_mode == "split" else "")
+                  "statistics" + (", train/test split" if replicates.seed_mode == "split"
+                                  else "")
                   + ")",
     }

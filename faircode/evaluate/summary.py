@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from faircode.core.cells import ModelFamily, Strategy
+from faircode.core.cells import STRATEGY_CODES, ModelFamily, Strategy
 from faircode.evaluate.tables import AuditResults
 
 __all__ = ["parity_plot", "summary"]
@@ -38,9 +38,8 @@ def summary(results: AuditResults) -> dict[str, Any]:
     perf = results.performance
     accuracy = perf[perf["metric"] == "accuracy"].set_index(["strategy", "model"])["value"]
     out: dict[str, Any] = {}
-    codes = {s: f"S{i}" for i, s in enumerate(Strategy)}
     for strategy in SUMMARY_STRATEGIES:
-        out[codes[strategy]] = {
+        out[STRATEGY_CODES[strategy]] = {
             family.value: {"parity_gap": _number(parity.get((strategy.value, family.value))),
                            "accuracy": _number(accuracy.get((strategy.value, family.value)))}
             for family in ModelFamily
@@ -62,8 +61,7 @@ def parity_plot(results: AuditResults | None) -> pd.DataFrame:
     if results is None:
         return pd.DataFrame(columns=columns)
     frame = _parity(results)
-    codes = {s.value: f"S{i}" for i, s in enumerate(Strategy)}
-    frame.insert(0, "cell", [f"{codes[s]} {m}" for s, m in zip(frame["strategy"], frame["model"],
-                                                               strict=True)])
+    frame.insert(0, "cell", [f"{STRATEGY_CODES[Strategy(s)]} {m}"
+                             for s, m in zip(frame["strategy"], frame["model"], strict=True)])
     return frame.reset_index(drop=True).loc[:, columns]
 

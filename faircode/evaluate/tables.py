@@ -10,24 +10,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import pandas as pd
 
-from faircode.audit.prepared import AuditLike
-from faircode.core.config import BenchmarkConfig
-from faircode.evaluate.score import CellResult
+from faircode.audit.decision import DecisionRule
+from faircode.evaluate.score import CellResult, Rows
 from faircode.stats.metrics import FAIRNESS_COLUMNS, INTERSECTIONAL_COLUMNS, audit_q_values
 
 __all__ = ["COUNTERFACTUAL_COLUMNS", "PERFORMANCE_COLUMNS", "AuditResults", "assemble"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class AuditResults:
-    """The four result tables of one audit and the per-cell record that produced them.
+    """The four result tables of one audit, the per-cell records and the rule behind them.
 
-    ``stability``/``replicates``: the training-replicate tables
-    (:mod:`faircode.evaluate.stability`),
+    A plain (not frozen) container: its tables are DataFrames.  ``rule`` is the operating point
+    the evaluate step resolved once (:func:`faircode.audit.decision.resolve_rule`);
+    ``stability``/``replicates`` the training-replicate tables (:mod:`faircode.evaluate.stability`),
     None without replicates (``run.seeds`` 1).
     """
 
@@ -36,6 +35,7 @@ class AuditResults:
     intersectional: pd.DataFrame
     counterfactual: pd.DataFrame
     cells: tuple[CellResult, ...]
+    rule: DecisionRule
     stability: pd.DataFrame | None = None
     replicates: pd.DataFrame | None = None
 
@@ -52,29 +52,27 @@ COUNTERFACTUAL_COLUMNS = (
 
 
 def assemble(
-    data: AuditLike, results: Sequence[CellResult], config: BenchmarkConfig
+    audit: str, results: Sequence[CellResult], *, rule: DecisionRule, alpha: float
 ) -> AuditResults:
-    audit = data.manifest.name
-    fairness = _frame(audit, [row for r in results for row in r.fairness], FAIRNESS_COLUMNS)
-    intersectional = _frame(audit, [row for r in results for row in r.intersectional],
-                            INTERSECTIONAL_COLUMNS)
+    """The four tables of ``results`` (grid order), with the audit's BH q-values at ``alpha``."""
+    fairness = _frame(audit, [r.fairness for r in results], FAIRNESS_COLUMNS)
+    intersectional = _frame(audit, [r.intersectional for r in results], INTERSECTIONAL_COLUMNS)
     # One BH family per audit: each fairness null once, every DD-vs-AA gap and interaction.
-    fairness, intersectional = audit_q_values(fairness, intersectional, alpha=config.alpha)
+    fairness, intersectional = audit_q_values(fairness, intersectional, alpha=alpha)
     return AuditResults(
         fairness=fairness,
-        performance=_frame(audit, [row for r in results for row in r.performance],
-                           PERFORMANCE_COLUMNS),
+        performance=_frame(audit, [r.performance for r in results], PERFORMANCE_COLUMNS),
         intersectional=intersectional,
-        counterfactual=_frame(audit, [row for r in results for row in r.counterfactual],
+        counterfactual=_frame(audit, [r.counterfactual for r in results],
                               COUNTERFACTUAL_COLUMNS),
-        cells=tuple(results),
+        cells=tuple(results), rule=rule,
     )
 
 
-def _frame(audit: str, rows: list[dict[str, Any]], columns: tuple[str, ...]) -> pd.DataFrame:
+def _frame(audit: str, parts: Sequence[Rows], columns: tuple[str, ...]) -> pd.DataFrame:
     """Rows as a frame with exactly ``columns`` (q_value/significant filled in later)."""
+    rows = [row for part in parts for row in part.records()]
     frame = pd.DataFrame(rows, columns=[c for c in columns
                                         if c not in ("audit", "q_value", "significant")])
     frame.insert(0, "audit", audit)
     return frame.reindex(columns=list(columns))
-

@@ -15,7 +15,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from faircode.audit.decision import resolve_rule
 from faircode.audit.manifest import repository_root
 from faircode.audit.prepared import AuditLike
 from faircode.core.config import BenchmarkConfig
@@ -76,22 +75,21 @@ def write_audit(
                                     f"{s.value}={s.name.lower()}" for s in Stream
                                     if s is not Stream.REPLICATE),
                       "models": manifest.random_state,
-                      **({"replicates": stability.run_record(config,
+                      **({"replicates": stability.run_record(config.replicates,
                                                              master=manifest.random_state)}
                          if config.seeds > 1 else {})},
             "config": config.as_dict(),
             "decision": {
-                **resolve_rule(manifest.decision,
-                               default_threshold=config.decision_threshold).as_dict(),
+                **results.rule.as_dict(),
                 "source": ("manifest decision block" if manifest.decision is not None
                            else "config decision_threshold"),
             },
             "design_effect": design_effect_summary(results, unit=manifest.unit),
             **provenance_record,
             "cells": [
-                {"strategy": c.strategy.value, "model": c.family.value,
-                 "seconds": {k: round(v, 4) for k, v in c.seconds.items()},
-                 **({"decision": c.decision} if c.decision else {}),
+                {"strategy": str(c.strategy), "model": str(c.family),
+                 "seconds": {k: round(v, 4) for k, v in c.seconds.as_dict().items()},
+                 **({"decision": dict(c.decision)} if c.decision else {}),
                  **({"skipped": c.skipped} if c.skipped else {})}
                 for c in results.cells
             ],

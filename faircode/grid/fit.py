@@ -2,19 +2,26 @@
 
 For one audit the grid is two steps, so a change of threshold or statistics never refits:
 
-1. :func:`fit_audits` fits the 5 strategies x 3 model families (15 cells) of every audit of a
-   run, as one queue of tasks (:mod:`faircode.grid.scheduler`: longest expected cell first, on one
-   pool of local worker processes or a Dask cluster), and keeps only their predictions
-   (:class:`~faircode.grid.predictions.AuditPredictions`): the test
-   rows' scores (and decisions of the randomised S3/S4), the training rows' scores, and the
-   predictions of every counterfactual test-row set.
-2. :func:`~faircode.evaluate.audit.evaluate_audit` applies ``decision_threshold`` and computes every
+1. :func:`fit_audits` fits the 5 strategies x 3 model families (15 cells; or the strategies
+   asked for) of every audit of a run, as one queue of tasks (:mod:`faircode.grid.scheduler`:
+   longest expected cell first, on one pool of local worker processes or a Dask cluster), and
+   keeps only their predictions (:class:`~faircode.grid.predictions.AuditPredictions`): the
+   test rows' scores (and decisions of the randomised S3/S4), the training rows' scores, and
+   the predictions of every counterfactual test-row set.
+2. :func:`~faircode.evaluate.audit.evaluate_audit` applies the operating point and computes every
    metric, interval, p- and q-value into the four result tables.
 
-:func:`fit_audit` is the one-audit case.  :func:`run_audit` is both steps in memory; ``faircode
-run`` fits every requested audit in one queue, then evaluates each; the DVC pipeline runs them as
-the ``fit`` and ``evaluate`` stages with the predictions stored in between.  The numbers are
+:func:`fit_audit` is the one-audit case.  :func:`faircode.pipeline.run.run_audit` is both steps
+in memory; ``faircode run`` fits every requested audit in one queue, then evaluates each; the DVC
+pipeline runs them as stages with the predictions stored in between -- one fit stage per group
+of strategies that read the same params (S0-S2 none, S3 every ``mitigation.*``, S4 only
+``mitigation.constraint``), so a mitigation sweep re-fits only what it changes.  The numbers are
 bit-identical either way.
+
+One function fits a cell, :func:`fit_cell`, for the grid (the prepared split, the master seed,
+the counterfactual sets) and for a training replicate (its own split and seed, no
+counterfactual sets); the fit step reads only ``mitigation`` and the manifest's declared
+decision rule (which objective S3/S4 fit), never the threshold value.
 
 Reproducibility: one master seed, the manifest's ``random_state``.  Each stochastic step draws
 from its own child stream ``SeedSequence(master, spawn_key=(stream, strategy, model, ...))``
@@ -22,20 +29,22 @@ from its own child stream ``SeedSequence(master, spawn_key=(stream, strategy, mo
 order, so results are bit-identical for any ``jobs``, backend, dispatch and completion order.
 Models are seeded with the master seed itself, as the manifest spec requires.  Training
 replicates (``run.seeds`` > 1) re-fit every cell with derived master seeds
-(:mod:`faircode.evaluate.stability`); they are tasks of the same queue, keyed ``(strategy, model,
-k)``.
+(:func:`faircode.core.seeds.replicate_seed`); they are tasks of the same queue, keyed
+``(strategy, model, k)``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from faircode.audit.decision import resolve_rule
+import numpy as np
+
 from faircode.audit.perturbed import PerturbedRows
 from faircode.audit.prepared import PreparedAudit, manifest_sha256, replicate_split
 from faircode.core.cells import ModelFamily, Strategy, grid_cells, position
-from faircode.core.config import BenchmarkConfig, ExecutionConfig
+from faircode.core.config import ExecutionConfig, MitigationConfig, ReplicateConfig
 from faircode.core.seeds import Stream, child_seed, replicate_seed
 from faircode.grid.predictions import AuditPredictions, CellPredictions, ReplicatePredictions
 from faircode.grid.scheduler import (
@@ -47,87 +56,94 @@ from faircode.grid.scheduler import (
     Task,
     run_tasks,
 )
-from faircode.grid.strategies import fit_strategy, supports_constraint
+from faircode.grid.strategies import READS, fit_strategy, supports_constraint
 
-__all__ = [
-    "fit_audit",
-    "fit_audits",
-    "fit_replicate",
-    "grid_tasks",
-]
+__all__ = ["fit_audit", "fit_audits", "fit_cell", "fit_replicate", "grid_tasks"]
 
-FIT_KEYS = ("constraint", "eps", "max_iter")
-"""The config keys the fit step reads (``jobs`` only sets the worker count, not a result)."""
+RANDOMISED = (Strategy.IN_PROCESSING, Strategy.POST_PROCESSING)
+"""The strategies whose decisions are drawn at fit time (the others are a cutoff on a score)."""
 
 
 def grid_tasks(
     data: PreparedAudit,
     *,
-    config: BenchmarkConfig,
+    mitigation: MitigationConfig,
+    replicates: ReplicateConfig,
+    strategies: Sequence[Strategy] = tuple(Strategy),
     previous: Mapping[tuple[str, str], float] | None = None,
 ) -> list[Task]:
-    """The 15 grid cells of ``data`` as scheduler tasks, costed by :class:`CostModel`.
+    """The grid cells of ``strategies`` on ``data`` as scheduler tasks, costed by
+    :class:`CostModel`.
 
-    With ``config.seeds`` K > 1 also every cell's training replicates ``1..K-1``
-    (:func:`~faircode.grid.fit.fit_replicate`, key ``(strategy, model, k)``, costed as their
-    cell).  ``previous``: per-cell seconds of an earlier run of this audit (ordering only).
+    With ``replicates.seeds`` K > 1 also every cell's training replicates ``1..K-1``
+    (:func:`fit_replicate`, key ``(strategy, model, k)``, costed as their cell).  ``previous``:
+    per-cell seconds of an earlier run of this audit (ordering only).
     """
     model = CostModel(DEFAULT_COEFFICIENTS, observed=previous)
     rows = len(data.train_index)
     name = data.manifest.name
-    cost = {(s, m): model.expected(s, m, rows=rows) for s, m in grid_cells()}
-    tasks = [Task(audit=name, key=(s, m), fn=_fit_grid_cell, args=(s, m, config),
-                  cost=cost[s, m]) for s, m in grid_cells()]
-    tasks += [Task(audit=name, key=(s, m, k), fn=fit_replicate, args=(s, m, k, config),
-                   cost=cost[s, m]) for k in range(1, config.seeds) for s, m in grid_cells()]
+    cells = [(s, m) for s, m in grid_cells() if s in strategies]
+    cost = {(s, m): model.expected(s, m, rows=rows) for s, m in cells}
+    tasks = [Task(audit=name, key=(s, m), fn=_fit_grid_cell, args=(s, m, mitigation),
+                  cost=cost[s, m]) for s, m in cells]
+    tasks += [Task(audit=name, key=(s, m, k), fn=fit_replicate,
+                   args=(s, m, k, mitigation, replicates.seed_mode), cost=cost[s, m])
+              for k in range(1, replicates.seeds) for s, m in cells]
     return tasks
 
 
 def fit_audits(
     datas: Sequence[PreparedAudit],
     *,
-    config: BenchmarkConfig,
+    mitigation: MitigationConfig,
+    replicates: ReplicateConfig | None = None,
+    strategies: Sequence[Strategy] = tuple(Strategy),
+    jobs: int = 1,
     execution: ExecutionConfig | None = None,
     previous: Mapping[str, Mapping[tuple[str, str], float]] | None = None,
     on_start: OnStart | None = None,
     on_cell_done: Callable[[Finished], None] | None = None,
     on_audit_failed: Callable[[str, BaseException], None] | None = None,
 ) -> list[AuditPredictions]:
-    """Fit every cell of every audit of ``datas`` in one queue; their predictions in order.
+    """Fit every cell of ``strategies`` of every audit of ``datas`` in one queue; their
+    predictions in order.
 
-    Reads ``constraint``, ``eps``, ``max_iter``, ``seeds``, ``seed_mode`` and ``jobs`` of
-    ``config`` only; ``execution``
-    chooses the backend (default: local processes).  ``previous`` maps an audit to the per-cell
-    seconds of its previous run (dispatch order only).  ``on_start(tasks, workers)`` and
-    ``on_cell_done(finished)`` are called in this process (progress display).  Without
-    ``on_audit_failed`` the first failing cell raises; with it, a failing audit is reported
-    there and left out of the result, and the other audits go on.
+    ``jobs`` local workers (or ``execution``'s backend; no number depends on either).
+    ``previous`` maps an audit to the per-cell seconds of its previous run (dispatch order
+    only).  ``on_start(tasks, workers)`` and ``on_cell_done(finished)`` are called in this
+    process (progress display).  Without ``on_audit_failed`` the first failing cell raises; with
+    it, a failing audit is reported there and left out of the result, and the other audits go
+    on.
     """
+    replicates = replicates or ReplicateConfig()
     names = [d.manifest.name for d in datas]
     if len(set(names)) != len(names):
         raise ValueError(f"fit_audits: expected distinct audits, got {names}")
     previous = previous or {}
     tasks = [t for d in datas
-             for t in grid_tasks(d, config=config, previous=previous.get(d.manifest.name))]
+             for t in grid_tasks(d, mitigation=mitigation, replicates=replicates,
+                                 strategies=strategies, previous=previous.get(d.manifest.name))]
     on_error: OnError | None = None if on_audit_failed is None else (
         lambda task, exc: on_audit_failed(task.audit, exc))
-    results = run_tasks(tasks, data={d.manifest.name: d for d in datas}, jobs=config.jobs,
+    results = run_tasks(tasks, data={d.manifest.name: d for d in datas}, jobs=jobs,
                         execution=execution, on_start=on_start, on_done=on_cell_done,
                         on_error=on_error)
+    cells = [(s, m) for s, m in grid_cells() if s in strategies]
+    read = dataclasses.asdict(mitigation)
+    record = {k: read[k] for k in read if any(k in READS[s] for s in strategies)}
     out = []
     for data in datas:
         name = data.manifest.name
-        keys = [(name, cell) for cell in grid_cells()]
-        replicate_keys = [(name, (s, m, k)) for k in range(1, config.seeds)
-                          for s, m in grid_cells()]  # replicate, then grid order
+        keys = [(name, cell) for cell in cells]
+        replicate_keys = [(name, (s, m, k)) for k in range(1, replicates.seeds)
+                          for s, m in cells]  # replicate, then grid order
         if not all(k in results for k in keys + replicate_keys):
             continue  # failed (reported through on_audit_failed)
         out.append(AuditPredictions(
-            audit=name, cells=tuple(results[k] for k in keys),
-            config={k: getattr(config, k) for k in FIT_KEYS},
+            audit=name, cells=tuple(results[k] for k in keys), config=record,
             manifest_sha256=manifest_sha256(data.manifest), dataset_sha256=data.sha256,
-            replicates=tuple(results[k] for k in replicate_keys), seeds=config.seeds,
-            seed_mode=config.seed_mode,
+            replicates=tuple(results[k] for k in replicate_keys), seeds=replicates.seeds,
+            seed_mode=replicates.seed_mode,
         ))
     return out
 
@@ -135,12 +151,15 @@ def fit_audits(
 def fit_audit(
     data: PreparedAudit,
     *,
-    config: BenchmarkConfig,
+    mitigation: MitigationConfig,
+    replicates: ReplicateConfig | None = None,
+    strategies: Sequence[Strategy] = tuple(Strategy),
+    jobs: int = 1,
     execution: ExecutionConfig | None = None,
     previous: Mapping[tuple[str, str], float] | None = None,
     on_cell_done: Callable[[CellPredictions], None] | None = None,
 ) -> AuditPredictions:
-    """Fit every cell of the grid on ``data`` and return their predictions (grid order).
+    """Fit every cell of ``strategies`` on ``data`` and return their predictions (grid order).
 
     The one-audit case of :func:`fit_audits`; ``on_cell_done`` receives each cell's predictions
     in this process as it finishes.
@@ -150,60 +169,78 @@ def fit_audit(
             on_cell_done(finished.result)  # grid cells only, not training replicates
 
     [predictions] = fit_audits(
-        [data], config=config, execution=execution, on_cell_done=done,
+        [data], mitigation=mitigation, replicates=replicates, strategies=strategies, jobs=jobs,
+        execution=execution, on_cell_done=done,
         previous=None if previous is None else {data.manifest.name: previous})
     return predictions
 
 
-def _fit_grid_cell(
-    data: PreparedAudit, strategy: Strategy, family: ModelFamily, config: BenchmarkConfig,
-) -> CellPredictions:
-    """Scheduler task of one grid cell: :func:`_fit_cell` on the audit's counterfactual sets."""
-    return _fit_cell(data, strategy, family, data.perturbed, config)
-
-
-def _fit_cell(
+def fit_cell(
     data: PreparedAudit,
     strategy: Strategy,
     family: ModelFamily,
-    perturbed: Sequence[PerturbedRows],
-    config: BenchmarkConfig,
+    *,
+    mitigation: MitigationConfig,
+    seed: int,
+    train: np.ndarray,
+    test: np.ndarray,
+    perturbed: Sequence[PerturbedRows] | None,
+    keep_train_scores: bool,
 ) -> CellPredictions:
-    """Fit one cell and predict its test, training and counterfactual rows (in a worker)."""
-    if not supports_constraint(strategy, config.constraint):
-        return CellPredictions(strategy, family, skipped=(
-            f"{strategy.value} cannot enforce constraint {config.constraint!r}"))
-    manifest = data.manifest
-    s, m = list(Strategy).index(strategy), list(ModelFamily).index(family)
-    first = data.disadvantaged[manifest.protected_attributes[0].name]
-    train, test = data.train_index, data.test_index
-    randomised = strategy in (Strategy.IN_PROCESSING, Strategy.POST_PROCESSING)
+    """Fit one cell on the rows ``train`` with master seed ``seed``; predict its ``test`` rows,
+    every counterfactual set of ``perturbed`` (None: none, and no time recorded for them) and,
+    with ``keep_train_scores``, the training rows (a worker task's body).
 
+    Every estimator (and S4's calibration split) is seeded with ``seed``; the randomised S3/S4
+    predictions with ``child_seed(seed, Stream.PREDICTION, s, m)``, the same draws for the test
+    rows and every counterfactual set (common random numbers).
+    """
+    if not supports_constraint(strategy, mitigation.constraint):
+        return CellPredictions(strategy, family, skipped=(
+            f"{strategy.value} cannot enforce constraint {mitigation.constraint!r}"))
+    manifest = data.manifest
+    first = data.disadvantaged[manifest.protected_attributes[0].name]
     t0 = time.perf_counter()
     fitted = fit_strategy(
         strategy, family, X=data.X.iloc[train], y=data.y[train], sensitive=first[train],
-        manifest=manifest, config=config,
-        groups=None if data.unit is None else data.unit[train],
-        decision=resolve_rule(manifest.decision, default_threshold=config.decision_threshold),
+        manifest=manifest, mitigation=mitigation,
+        groups=None if data.unit is None else data.unit[train], decision=manifest.decision,
+        random_state=seed,
     )
     t1 = time.perf_counter()
-    seed = int(child_seed(manifest.random_state, Stream.PREDICTION, s, m).generate_state(1)[0])
-    y_pred, y_score = fitted.predict(data.X.iloc[test], sensitive=first[test], random_state=seed)
+    draw = int(child_seed(seed, Stream.PREDICTION, *position(strategy, family))
+               .generate_state(1)[0])
+    y_pred, y_score = fitted.predict(data.X.iloc[test], sensitive=first[test], random_state=draw)
     t2 = time.perf_counter()
+    randomised = strategy in RANDOMISED
     cf_score, cf_decision = [], []
-    for rows in perturbed:
-        flip, score = fitted.predict(rows.X, sensitive=rows.sensitive, random_state=seed)
+    for rows in perturbed or ():
+        flip, score = fitted.predict(rows.X, sensitive=rows.sensitive, random_state=draw)
         cf_score.append(score)
         cf_decision.append(flip if randomised else None)
     t3 = time.perf_counter()
-    _, train_score = fitted.predict(data.X.iloc[train], sensitive=first[train], random_state=seed)
+    train_score = None
+    if keep_train_scores:
+        _, train_score = fitted.predict(data.X.iloc[train], sensitive=first[train],
+                                        random_state=draw)
+    seconds = {"fit": t1 - t0, "predict": t2 - t1}
+    if perturbed is not None:
+        seconds["counterfactual"] = t3 - t2
     return CellPredictions(
         strategy, family, test_score=y_score, test_decision=y_pred if randomised else None,
         train_score=train_score, counterfactual_score=tuple(cf_score),
-        counterfactual_decision=tuple(cf_decision),
-        seconds={"fit": t1 - t0, "predict": t2 - t1, "counterfactual": t3 - t2},
-        objective=fitted.objective,
+        counterfactual_decision=tuple(cf_decision), seconds=seconds, objective=fitted.objective,
     )
+
+
+def _fit_grid_cell(
+    data: PreparedAudit, strategy: Strategy, family: ModelFamily, mitigation: MitigationConfig,
+) -> CellPredictions:
+    """Scheduler task of one grid cell: the prepared split, the master seed, every
+    counterfactual set, the training scores."""
+    return fit_cell(data, strategy, family, mitigation=mitigation,
+                    seed=data.manifest.random_state, train=data.train_index,
+                    test=data.test_index, perturbed=data.perturbed, keep_train_scores=True)
 
 
 def fit_replicate(
@@ -211,41 +248,19 @@ def fit_replicate(
     strategy: Strategy,
     family: ModelFamily,
     replicate: int,
-    config: BenchmarkConfig,
+    mitigation: MitigationConfig,
+    seed_mode: str,
 ) -> ReplicatePredictions:
-    """Fit one cell as training replicate ``replicate`` and predict its test rows (a worker task).
-
-    Reads ``constraint``, ``eps``, ``max_iter``, ``decision_threshold`` and ``seed_mode``.
-    Replicate 0 reproduces the grid's own fit of the cell (same seeds, same split).
-    """
+    """Scheduler task of training replicate ``replicate`` of one cell: its split
+    (:func:`~faircode.audit.prepared.replicate_split`) and seed, no counterfactual sets,
+    training scores only where the decision rule needs them (``top_fraction``).  Replicate 0
+    reproduces the grid's own fit of the cell."""
     manifest = data.manifest
-    train, test = replicate_split(data, replicate=replicate, mode=config.seed_mode)
-    if not supports_constraint(strategy, config.constraint):
-        return ReplicatePredictions(replicate, CellPredictions(strategy, family, skipped=(
-            f"{strategy.value} cannot enforce constraint {config.constraint!r}")), test)
-    seed = replicate_seed(manifest.random_state, replicate)
-    s, m = position(strategy, family)
-    first = data.disadvantaged[manifest.protected_attributes[0].name]
-    rule = resolve_rule(manifest.decision, default_threshold=config.decision_threshold)
-    t0 = time.perf_counter()
-    fitted = fit_strategy(
-        strategy, family, X=data.X.iloc[train], y=data.y[train], sensitive=first[train],
-        manifest=manifest, config=config,
-        groups=None if data.unit is None else data.unit[train], decision=rule,
-        random_state=seed,
-    )
-    t1 = time.perf_counter()
-    draw = int(child_seed(seed, Stream.PREDICTION, s, m).generate_state(1)[0])
-    y_pred, y_score = fitted.predict(data.X.iloc[test], sensitive=first[test], random_state=draw)
-    train_score = None
-    if rule.rule == "top_fraction" and y_score is not None:
-        _, train_score = fitted.predict(data.X.iloc[train], sensitive=first[train],
-                                        random_state=draw)
-    randomised = strategy in (Strategy.IN_PROCESSING, Strategy.POST_PROCESSING)
-    cell = CellPredictions(
-        strategy, family, test_score=y_score, test_decision=y_pred if randomised else None,
-        train_score=train_score, seconds={"fit": t1 - t0, "predict": time.perf_counter() - t1},
-        objective=fitted.objective,
-    )
+    train, test = replicate_split(data, replicate=replicate, mode=seed_mode)
+    rule = manifest.decision
+    cell = fit_cell(data, strategy, family, mitigation=mitigation,
+                    seed=replicate_seed(manifest.random_state, replicate), train=train,
+                    test=test, perturbed=None,
+                    keep_train_scores=rule is not None and rule.rule == "top_fraction"
+                    and strategy is not Strategy.POST_PROCESSING)
     return ReplicatePredictions(replicate, cell, test)
-

@@ -46,7 +46,9 @@ Design decisions
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 from faircode.audit.decision import Cutoff
-from faircode.core.cells import ModelFamily, Strategy
+from faircode.core.cells import ModelFamily, Strategy, grid_cells
 from faircode.core.errors import DataError
 
 __all__ = [
@@ -63,6 +65,7 @@ __all__ = [
     "CellPredictions",
     "ReplicatePredictions",
     "load_predictions",
+    "merge_predictions",
     "save_predictions",
 ]
 
@@ -152,6 +155,36 @@ class AuditPredictions:
     replicates: tuple[ReplicatePredictions, ...] = ()
     seeds: int = 1
     seed_mode: str = "model"
+
+
+def merge_predictions(parts: Sequence[AuditPredictions]) -> AuditPredictions:
+    """One audit's predictions from the parts fitted apart (one per fit stage), in grid order.
+
+    The parts must be of the same audit, manifest, data and replicates and cover distinct
+    cells; the merged ``config`` records every mitigation key some part read.
+    """
+    if not parts:
+        raise ValueError("merge_predictions: parts: expected at least one, got none")
+    first = parts[0]
+    for part in parts[1:]:
+        for name in ("audit", "manifest_sha256", "dataset_sha256", "seeds", "seed_mode"):
+            if getattr(part, name) != getattr(first, name):
+                raise DataError(f"{first.audit}: predictions: {name}: the fit stages' parts "
+                                f"differ ({getattr(first, name)!r} vs {getattr(part, name)!r}); "
+                                "re-run fit")
+    order = {cell: i for i, cell in enumerate(grid_cells())}
+    cells = sorted((c for p in parts for c in p.cells),
+                   key=lambda c: order[c.strategy, c.family])
+    keys = [(c.strategy, c.family) for c in cells]
+    if len(set(keys)) != len(keys):
+        raise DataError(f"{first.audit}: predictions: a cell is in two parts; re-run fit")
+    replicates = sorted((r for p in parts for r in p.replicates),
+                        key=lambda r: (r.replicate, order[r.cell.strategy, r.cell.family]))
+    config: dict[str, Any] = {}
+    for part in parts:
+        config.update(part.config)
+    return dataclasses.replace(first, cells=tuple(cells), replicates=tuple(replicates),
+                               config=config)
 
 
 def _long(cell: CellPredictions, rows: np.ndarray, score: np.ndarray | None,

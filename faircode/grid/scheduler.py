@@ -28,7 +28,9 @@ Design decisions
   ``results/*/run.json`` timings, :data:`DEFAULT_COEFFICIENTS`); the per-cell seconds of a
   previous ``run.json`` of the same audit replace the prediction when present.  A wrong
   estimate can only make the run slower, never change a number.
-* ``jobs = 1`` (or a single task) runs in this process, in dispatch order: no pool to start.
+* ``jobs = 1``, a single task, or a queue expected to take less than :data:`INLINE_SECONDS` in
+  all runs in this process, in dispatch order: starting a pool (spawned workers importing the
+  numerical stack and receiving the data) would cost more than it saves.
 * **No worker outlives the coordinating process** (:mod:`faircode.grid._lifetime`): a local worker
   dies with its parent (``prctl(PR_SET_PDEATHSIG)`` on Linux, a ``getppid`` watchdog elsewhere),
   and SIGTERM/SIGINT during the pool kill the workers and exit ``128 + signal``
@@ -73,6 +75,9 @@ TaskKey = tuple[str, tuple[Hashable, ...]]
 """``(audit, key)``: the identity of a task within a run."""
 
 CONNECT_TIMEOUT = "10s"
+
+INLINE_SECONDS = 5.0
+"""A queue whose tasks are expected to take less than this in all runs in this process."""
 
 
 class SchedulerError(FaircodeError):
@@ -337,7 +342,7 @@ def run_tasks(
         return _run_dask(order, data=data, address=execution.scheduler, on_start=on_start,
                          on_done=on_done, on_error=on_error)
     workers = max(1, min(jobs, len(order)))
-    if workers == 1:
+    if workers == 1 or sum(t.cost for t in order) < INLINE_SECONDS:
         return _run_inline(order, data=data, on_start=on_start, on_done=on_done,
                            on_error=on_error)
     return _run_pool(order, data=data, workers=workers, on_start=on_start, on_done=on_done,

@@ -72,13 +72,13 @@ from faircode.audit.data import grouped_split
 from faircode.audit.decision import Cutoff, DecisionRule
 from faircode.audit.manifest import Manifest
 from faircode.core.cells import ModelFamily, Strategy
-from faircode.core.config import BenchmarkConfig
+from faircode.core.config import MitigationConfig
 from faircode.core.errors import DataError
 from faircode.grid.models import make_model, sample_weight_name
 
 __all__ = [
+    "READS",
     "FittedStrategy",
-    "Strategy",
     "calibration_split",
     "error_costs",
     "feature_columns",
@@ -104,6 +104,16 @@ _THRESHOLD_CONSTRAINTS = {
     "true_positive_rate_parity": "true_positive_rate_parity",
     "false_positive_rate_parity": "false_positive_rate_parity",
 }
+
+
+READS: dict[Strategy, frozenset[str]] = {
+    Strategy.BASELINE: frozenset(),
+    Strategy.UNAWARENESS: frozenset(),
+    Strategy.UNAWARENESS_PROXY_REMOVAL: frozenset(),
+    Strategy.IN_PROCESSING: frozenset({"constraint", "eps", "max_iter"}),
+    Strategy.POST_PROCESSING: frozenset({"constraint"}),
+}
+"""Which ``mitigation.*`` keys each strategy's fit reads (the DVC fit stages are split by it)."""
 
 
 def supports_constraint(strategy: Strategy, constraint: str) -> bool:
@@ -135,7 +145,7 @@ class FittedStrategy:
     family: ModelFamily
     columns: tuple[str, ...]
     estimator: Any
-    decision_threshold: float
+    decision_threshold: float = 0.5
     inclusive: bool = False
     objective: str = ""
 
@@ -235,7 +245,7 @@ def fit_strategy(
     y: np.ndarray,
     sensitive: np.ndarray,
     manifest: Manifest,
-    config: BenchmarkConfig,
+    mitigation: MitigationConfig,
     groups: np.ndarray | None = None,
     decision: DecisionRule | None = None,
     random_state: int | None = None,
@@ -247,9 +257,12 @@ def fit_strategy(
     Every estimator (and S4's calibration split) is seeded with ``random_state``, by default
     the manifest's ``random_state``; a training replicate passes its own
     (:mod:`faircode.evaluate.stability`).
-    ``decision`` is the audit's resolved rule; None or ``threshold`` keeps S3/S4's accuracy
-    objectives, any other rule gives them the balanced ones (module docstring).  S0-S2 decide
-    at ``config.decision_threshold`` until :meth:`FittedStrategy.with_cutoff` moves them.
+    ``decision`` is the manifest's declared rule; None or ``threshold`` keeps S3/S4's accuracy
+    objectives, any other rule gives them the balanced ones (module docstring): the fit reads
+    the rule's kind, never a threshold value.  ``mitigation`` is read by S3 (every key) and S4
+    (the constraint) only (:data:`READS`).  S0-S2 decide at 0.5 until
+    :meth:`FittedStrategy.with_cutoff` moves them (the grid stores their scores and decides in
+    the evaluate step).
     """
     strategy, family = Strategy(strategy), ModelFamily(family)
     columns = feature_columns(strategy, manifest)
@@ -264,10 +277,10 @@ def fit_strategy(
             f"error_rate(costs={{fp: {costs['fp']!r}, fn: {costs['fn']!r}}})")
         estimator: Any = ExponentiatedGradient(
             make_model(family, random_state=seed),
-            _REDUCTION_MOMENTS[config.constraint](),
+            _REDUCTION_MOMENTS[mitigation.constraint](),
             objective=None if costs is None else ErrorRate(costs=costs),
-            eps=config.eps,
-            max_iter=config.max_iter,
+            eps=mitigation.eps,
+            max_iter=mitigation.max_iter,
             sample_weight_name=sample_weight_name(family),
         )
         with warnings.catch_warnings():
@@ -277,16 +290,16 @@ def fit_strategy(
                                     module=r"fairlearn\.")
             estimator.fit(features, y, sensitive_features=sens)
     elif strategy is Strategy.POST_PROCESSING:
-        if not supports_constraint(strategy, config.constraint):
+        if not supports_constraint(strategy, mitigation.constraint):
             raise DataError(f"post_processing: ThresholdOptimizer cannot enforce "
-                            f"{config.constraint!r}")
+                            f"{mitigation.constraint!r}")
         fit_idx, cal_idx = calibration_split(y, sens, random_state=seed, groups=groups)
         base = make_model(family, random_state=seed)
         base.fit(features.iloc[fit_idx], y[fit_idx])
         objective = "balanced_accuracy_score" if balanced else "accuracy_score"
         estimator = ThresholdOptimizer(
             estimator=base,
-            constraints=_THRESHOLD_CONSTRAINTS[config.constraint],
+            constraints=_THRESHOLD_CONSTRAINTS[mitigation.constraint],
             objective=objective,
             prefit=True,
             predict_method="predict_proba",
@@ -295,5 +308,4 @@ def fit_strategy(
     else:
         estimator = make_model(family, random_state=seed)
         estimator.fit(features, y)
-    return FittedStrategy(strategy, family, columns, estimator, config.decision_threshold,
-                          objective=objective)
+    return FittedStrategy(strategy, family, columns, estimator, objective=objective)

@@ -187,15 +187,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from rich.console import Console
 
-    from faircode.audit.prepared import PreparedAudit, prepare
-    from faircode.core.cells import STRATEGY_CODES
     from faircode.core.config import ExecutionConfig, Params, load_params
     from faircode.core.provenance import provenance
-    from faircode.evaluate.audit import evaluate_audit
-    from faircode.evaluate.write import write_audit
-    from faircode.grid import fit as grid_fit
-    from faircode.grid.scheduler import previous_cell_seconds
-    from faircode.pipeline.progress import AuditSummary, RunDisplay, audit_summary, summary_table
+    from faircode.pipeline.progress import RunDisplay, audit_summary, summary_table
+    from faircode.pipeline.run import degenerate_cells, prepare_audits, run_audits
 
     started = time.perf_counter()
     # params.yaml (optional) -> config, then the flags override it: the same object either way
@@ -207,10 +202,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
     backend = args.backend or ("dask" if args.scheduler else params.execution.backend)
     execution = ExecutionConfig(backend=backend,
                                 scheduler=args.scheduler or params.execution.scheduler)
-    names = args.audit or list(params.audits)
-    out = Path(args.out)
-    record = provenance()
-    console = Console(stderr=True)
     failed, bad_input = False, False
 
     def report(name: str, exc: BaseException) -> None:
@@ -222,52 +213,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"{name}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             failed = True
 
-    prepared: dict[str, PreparedAudit] = {}
-    for path in resolve_manifests(Path(args.audits), names):
-        name = path.parent.name
-        try:
-            manifest = load_manifest(path)
-            name = manifest.name
-            prepared[name] = prepare(load_audit(manifest))
-        except DataUnavailableError as exc:
-            print(f"skipped: {exc}")
-        except Exception as exc:
-            report(name, exc)
-    # every requested audit's cells in one queue, longest first; ordered by the previous run's
-    # timings where <out>/<audit>/run.json has them
-    previous = {name: previous_cell_seconds(out / name / "run.json") for name in prepared}
-    with RunDisplay(console, quiet=args.quiet) as display:
-        fitted = grid_fit.fit_audits(
-            list(prepared.values()), config=config, execution=execution, previous=previous,
-            on_start=display.start, on_cell_done=display.done, on_audit_failed=report)
-    summaries: list[AuditSummary] = []
-    degenerate: dict[str, list[str]] = {}
-    for predictions in fitted:
-        name = predictions.audit
-        data = prepared[name]
-        try:
-            results = evaluate_audit(data, predictions, config=config)
-            folder = write_audit(data, results, config=config, out_dir=out,
-                                 provenance_record=record)
-        except Exception as exc:
-            report(name, exc)
-            continue
-        print(f"{name}: wrote {folder}")
-        summaries.append(audit_summary(predictions, results, rows=len(data.y)))
-        degenerate[name] = [
-            f"{STRATEGY_CODES[c.strategy]} {c.family.value} (selection rate "
-            f"{c.decision['selection_rate']:.4f}, balanced accuracy "
-            f"{c.decision['balanced_accuracy']:.4f})"
-            for c in results.cells if c.degenerate
-        ]
-    if summaries:
+    prepared = prepare_audits(resolve_manifests(Path(args.audits), args.audit or
+                                                list(params.audits)),
+                              on_error=report, on_skipped=lambda m: print(f"skipped: {m}"))
+    with RunDisplay(Console(stderr=True), quiet=args.quiet) as display:
+        runs = run_audits(prepared, config=config, execution=execution, out=Path(args.out),
+                          provenance_record=provenance(), on_error=report,
+                          on_start=display.start, on_cell_done=display.done)
+    for run in runs:
+        print(f"{run.data.manifest.name}: wrote {run.folder}")
+    if runs:
         # a file or pipe gets the whole table on one line per audit, not 80-column wrapping
-        Console(width=None if sys.stdout.isatty() else 160).print(
-            summary_table(summaries, wall=time.perf_counter() - started))
-    if degenerate:
+        Console(width=None if sys.stdout.isatty() else 160).print(summary_table(
+            [audit_summary(r.predictions, r.results, rows=len(r.data.y)) for r in runs],
+            wall=time.perf_counter() - started))
         print("degenerate decisions (uninformative cells: their gaps are not findings):")
-        for name, cells in degenerate.items():
-            print(f"  {name}: " + ("; ".join(cells) if cells else "none"))
+        for run in runs:
+            cells = degenerate_cells(run.results)
+            print(f"  {run.data.manifest.name}: " + ("; ".join(cells) if cells else "none"))
     return EXIT_USAGE if bad_input else EXIT_FAILED if failed else EXIT_OK
 
 

@@ -1,23 +1,37 @@
-"""One audit in memory, end to end: prepare, fit every cell, evaluate (:func:`run_audit`).
+"""Running audits end to end: prepare, fit every cell in one queue, evaluate, write.
 
-The library's one-call path for a notebook or script; ``faircode run`` and the DVC pipeline run
-the same steps (fit in one queue for every audit, then evaluate each) and give bit-identical
-numbers.
+:func:`run_audit` is the library's one-call path for a notebook or script (one loaded audit,
+in memory).  :func:`run_audits` is what ``faircode run`` does: load and prepare every requested
+audit, fit all their cells in one queue (longest first), then evaluate and write each; one
+audit's failure is reported and loses none of the others' results.  The DVC pipeline runs the
+same steps as stages and gives bit-identical numbers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
-from faircode.audit.data import AuditData
-from faircode.audit.prepared import prepare
-from faircode.core.config import BenchmarkConfig
+from faircode.audit.data import AuditData, load_audit
+from faircode.audit.manifest import load_manifest
+from faircode.audit.prepared import PreparedAudit, prepare
+from faircode.core.cells import STRATEGY_CODES, Strategy
+from faircode.core.config import BenchmarkConfig, ExecutionConfig
+from faircode.core.errors import DataUnavailableError
 from faircode.evaluate.audit import evaluate_audit
 from faircode.evaluate.tables import AuditResults
-from faircode.grid.fit import fit_audit
-from faircode.grid.predictions import CellPredictions
+from faircode.evaluate.write import write_audit
+from faircode.grid.fit import fit_audit, fit_audits
+from faircode.grid.predictions import AuditPredictions, CellPredictions
+from faircode.grid.scheduler import Finished, OnStart, previous_cell_seconds
 
-__all__ = ["run_audit"]
+__all__ = ["AuditRun", "degenerate_cells", "evaluate", "fit", "prepare_audits", "run_audit",
+           "run_audits"]
+
+OnError = Callable[[str, BaseException], None]
+"""``on_error(audit, exception)``: an audit failed (bad input or a bug); the others go on."""
 
 
 def run_audit(
@@ -28,6 +42,93 @@ def run_audit(
 ) -> AuditResults:
     """Run the full grid on one loaded audit (fit, then evaluate, in memory)."""
     prepared = prepare(data)
-    predictions = fit_audit(prepared, config=config, on_cell_done=on_cell_done)
-    return evaluate_audit(prepared, predictions, config=config)
+    return evaluate(prepared, fit(prepared, config=config, on_cell_done=on_cell_done),
+                    config=config)
 
+
+def fit(data: PreparedAudit, *, config: BenchmarkConfig,
+        on_cell_done: Callable[[CellPredictions], None] | None = None) -> AuditPredictions:
+    """The fit step of ``config`` on one prepared audit, in this process's queue."""
+    return fit_audit(data, mitigation=config.mitigation, replicates=config.replicates,
+                     jobs=config.jobs, on_cell_done=on_cell_done)
+
+
+def evaluate(data: PreparedAudit, predictions: AuditPredictions, *,
+             config: BenchmarkConfig) -> AuditResults:
+    """The evaluate step of ``config`` on one audit's predictions."""
+    return evaluate_audit(data, predictions, decision_threshold=config.decision_threshold,
+                          stats=config.stats, degenerate=config.degenerate,
+                          replicates=config.replicates, jobs=config.jobs)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRun:
+    """One audit of a ``faircode run``: its data, predictions, results and result folder."""
+
+    data: PreparedAudit
+    predictions: AuditPredictions
+    results: AuditResults
+    folder: Path
+
+
+def prepare_audits(paths: Iterable[Path], *, on_error: OnError,
+                   on_skipped: Callable[[str], None]) -> dict[str, PreparedAudit]:
+    """Load and prepare every manifest of ``paths``; an audit without data is ``on_skipped``
+    (the message says how to obtain it), any other failure ``on_error``."""
+    prepared: dict[str, PreparedAudit] = {}
+    for path in paths:
+        name = path.parent.name
+        try:
+            manifest = load_manifest(path)
+            name = manifest.name
+            prepared[name] = prepare(load_audit(manifest))
+        except DataUnavailableError as exc:
+            on_skipped(str(exc))
+        except Exception as exc:  # one audit's failure must not lose the others
+            on_error(name, exc)
+    return prepared
+
+
+def run_audits(
+    prepared: Mapping[str, PreparedAudit],
+    *,
+    config: BenchmarkConfig,
+    execution: ExecutionConfig,
+    out: Path,
+    provenance_record: Mapping[str, Any],
+    on_error: OnError,
+    on_start: OnStart | None = None,
+    on_cell_done: Callable[[Finished], None] | None = None,
+) -> list[AuditRun]:
+    """Fit every cell of every audit of ``prepared`` in one queue (ordered by the previous
+    ``<out>/<audit>/run.json`` timings where they exist), then evaluate and write each audit
+    into ``out``."""
+    previous = {name: previous_cell_seconds(out / name / "run.json") for name in prepared}
+    fitted = fit_audits(list(prepared.values()), mitigation=config.mitigation,
+                        replicates=config.replicates, jobs=config.jobs, execution=execution,
+                        previous=previous, on_start=on_start, on_cell_done=on_cell_done,
+                        on_audit_failed=on_error)
+    runs = []
+    for predictions in fitted:
+        data = prepared[predictions.audit]
+        try:
+            results = evaluate(data, predictions, config=config)
+            folder = write_audit(data, results, config=config, out_dir=out,
+                                 provenance_record=dict(provenance_record))
+        except Exception as exc:  # one audit's failure must not lose the others
+            on_error(predictions.audit, exc)
+            continue
+        runs.append(AuditRun(data, predictions, results, folder))
+    return runs
+
+
+def degenerate_cells(results: AuditResults) -> list[str]:
+    """The uninformative cells of an audit, each with its selection rate and balanced accuracy."""
+    out = []
+    for cell in results.cells:
+        if cell.degenerate:
+            decision = dict(cell.decision)
+            out.append(f"{STRATEGY_CODES[Strategy(cell.strategy)]} {cell.family} (selection "
+                       f"rate {decision['selection_rate']:.4f}, balanced accuracy "
+                       f"{decision['balanced_accuracy']:.4f})")
+    return out

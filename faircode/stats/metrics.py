@@ -65,6 +65,7 @@ Design decisions
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -93,6 +94,7 @@ __all__ = [
     "PerformanceResult",
     "audit_q_values",
     "bootstrap_distribution",
+    "bootstrap_draws",
     "fairness_metrics",
     "interaction_test",
     "intersectional_gap",
@@ -295,6 +297,44 @@ def _cluster_permutation(
     return float(spec.statistic(pooled[0], pooled[1])), spec.statistic(perm_d, perm_a)
 
 
+def bootstrap_draws(
+    y_true: ArrayLike,
+    y_pred: ArrayLike,
+    disadvantaged: ArrayLike,
+    *,
+    n_resamples: int = 2000,
+    seed: int | np.random.SeedSequence,
+    units: ArrayLike | None = None,
+    metrics: Sequence[str] = FAIRNESS_METRICS,
+) -> defs.Floats:
+    """Bootstrap resamples of each of ``metrics``, shape ``(len(metrics), n_resamples)``.
+
+    Metric ``k`` of :data:`FAIRNESS_METRICS` draws from its stream ``child_seed(seed, k, 0)``
+    whichever others are asked for.  Without repeated units each group is resampled at its own size
+    as a multinomial of its cell counts; when some unit repeats (``units``), whole units are
+    resampled with their count vectors (:func:`faircode.stats.clusters.cluster_bootstrap_counts`,
+    bit-identical to the row bootstrap with one row per unit).  The reported intervals are
+    closed-form; these draws are what combines training replicates
+    (:mod:`faircode.evaluate.stability`) and a diagnostic of the engine.
+    """
+    counts_d, counts_a = _group_counts(y_true, y_pred, disadvantaged)
+    checks.check_positive_int("n_resamples", n_resamples)
+    types = _fairness_types(y_true, y_pred, disadvantaged, units)
+    out = np.empty((len(metrics), n_resamples))
+    for row, metric in enumerate(metrics):
+        spec = defs.spec(metric)
+        rng = np.random.default_rng(child_seed(seed, FAIRNESS_METRICS.index(metric), 0))
+        if types is None:
+            boot_d = resampling.bootstrap_counts(counts_d, n_resamples=n_resamples, rng=rng)
+            boot_a = resampling.bootstrap_counts(counts_a, n_resamples=n_resamples, rng=rng)
+        else:
+            boot = clusters.cluster_bootstrap_counts(types, n_resamples=n_resamples, rng=rng)
+            boot_d, boot_a = boot[:, 0], boot[:, 1]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[row] = spec.value(boot_d, boot_a)
+    return out
+
+
 def bootstrap_distribution(
     metric: str,
     y_true: ArrayLike,
@@ -303,16 +343,11 @@ def bootstrap_distribution(
     *,
     n_resamples: int = 2000,
     seed: int | np.random.SeedSequence,
+    units: ArrayLike | None = None,
 ) -> defs.Floats:
-    """Return bootstrap resamples of ``metric`` from its stream ``child_seed(seed, k, 0)``.
-
-    A diagnostic of the count-level engine (the reported intervals are closed-form): each group
-    is resampled at its own size as a multinomial of its cell counts.
-    """
-    counts_d, counts_a = _group_counts(y_true, y_pred, disadvantaged)
-    spec = defs.spec(metric)
-    stream = child_seed(seed, FAIRNESS_METRICS.index(metric))
-    return _bootstrap_values(spec, counts_d, counts_a, n_resamples, stream)
+    """Return bootstrap resamples of ``metric``: one row of :func:`bootstrap_draws`."""
+    return bootstrap_draws(y_true, y_pred, disadvantaged, n_resamples=n_resamples, seed=seed,
+                           units=units, metrics=(metric,))[0]
 
 
 def permutation_distribution(
@@ -372,19 +407,6 @@ def audit_q_values(
     inter["interaction_significant"] = np.nan_to_num(q_int, nan=1.0) < alpha
     return fairness, inter
 
-
-def _bootstrap_values(
-    spec: defs.Spec,
-    counts_d: defs.Counts,
-    counts_a: defs.Counts,
-    n_resamples: int,
-    stream: int | np.random.SeedSequence,
-) -> defs.Floats:
-    """Bootstrap both groups independently from ``child_seed(stream, 0)``; metric per resample."""
-    rng = np.random.default_rng(child_seed(stream, 0))
-    boot_d = resampling.bootstrap_counts(counts_d, n_resamples=n_resamples, rng=rng)
-    boot_a = resampling.bootstrap_counts(counts_a, n_resamples=n_resamples, rng=rng)
-    return spec.value(boot_d, boot_a)
 
 
 def _permutation(

@@ -18,12 +18,27 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from faircode.core.cells import Strategy
 from faircode.core.errors import FaircodeError
 
-__all__ = ["UNAVAILABLE", "carry_unavailable", "manifest_path", "run_stage", "write_unavailable"]
+__all__ = [
+    "PARTS",
+    "UNAVAILABLE",
+    "carry_unavailable",
+    "manifest_path",
+    "run_stage",
+    "write_unavailable",
+]
 
 UNAVAILABLE = "unavailable.json"
 PARAMS = Path("params.yaml")
+PARTS: dict[str, tuple[Strategy, ...]] = {
+    "unmitigated": (Strategy.BASELINE, Strategy.UNAWARENESS, Strategy.UNAWARENESS_PROXY_REMOVAL),
+    "in_processing": (Strategy.IN_PROCESSING,),
+    "post_processing": (Strategy.POST_PROCESSING,),
+}
+"""The grid's parts, one fit stage each (split by the ``mitigation.*`` keys they read,
+:data:`faircode.grid.strategies.READS`), in grid order; evaluate merges them."""
 
 
 def manifest_path(audit: str) -> Path:

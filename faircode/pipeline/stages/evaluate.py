@@ -6,6 +6,9 @@
 Reads ``models.*``, ``stats.*``, ``run.seeds``, ``run.seed_mode`` (tracked) and ``run.jobs``
 (not tracked, changes no number).  With ``run.seeds`` > 1 also ``results/<audit>/stability.csv``.
 
+The predictions are the fit stages' parts, ``PREDICTIONS_DIR/<part>/``
+(:data:`faircode.pipeline.stages.PARTS`), merged in grid order.
+
 Usage: ``python -m faircode.pipeline.stages.evaluate AUDIT PREPARED_DIR PREDICTIONS_DIR
 RESULTS_DIR``
 """
@@ -23,8 +26,8 @@ from faircode.core.provenance import provenance
 from faircode.evaluate.audit import evaluate_audit
 from faircode.evaluate.summary import parity_plot, summary
 from faircode.evaluate.write import write_audit
-from faircode.grid.predictions import load_predictions
-from faircode.pipeline.stages import PARAMS, carry_unavailable, manifest_path, run_stage
+from faircode.grid.predictions import load_predictions, merge_predictions
+from faircode.pipeline.stages import PARAMS, PARTS, carry_unavailable, manifest_path, run_stage
 
 
 def main(argv: list[str]) -> None:
@@ -36,14 +39,18 @@ def main(argv: list[str]) -> None:
 
     def work() -> None:
         config = load_params(PARAMS).config
+        parts = [predictions_dir / part for part in PARTS]
         metrics.parent.mkdir(parents=True, exist_ok=True)
         plots.parent.mkdir(parents=True, exist_ok=True)
-        if carry_unavailable(predictions_dir, results / audit, audit=audit):
+        if carry_unavailable(parts[0], results / audit, audit=audit):
             metrics.write_text(json.dumps({"available": False}) + "\n")
             parity_plot(None).to_csv(plots, index=False)
             return
         data = load_prepared(prepared_dir, manifest=load_manifest(manifest_path(audit)))
-        outcome = evaluate_audit(data, load_predictions(predictions_dir), config=config)
+        predictions = merge_predictions([load_predictions(part) for part in parts])
+        outcome = evaluate_audit(
+            data, predictions, decision_threshold=config.decision_threshold, stats=config.stats,
+            degenerate=config.degenerate, replicates=config.replicates, jobs=config.jobs)
         folder = write_audit(data, outcome, config=config, out_dir=results,
                              provenance_record=provenance())
         metrics.write_text(json.dumps(summary(outcome), indent=2) + "\n")

@@ -1,13 +1,16 @@
-"""Stage ``fit@<audit>``: fit the 15 strategy x model cells and store their predictions under
-``data/predictions/<audit>/`` (see :mod:`faircode.grid.predictions` for the layout).
+"""Stage ``fit*@<audit>``: fit one part of the grid and store its predictions under
+``data/predictions/<audit>/<part>/`` (see :mod:`faircode.grid.predictions` for the layout).
 
-Reads ``mitigation.*``, ``run.seeds``, ``run.seed_mode`` (tracked by DVC) and ``run.jobs``,
-``run.backend``, ``run.scheduler`` (deliberately not tracked: the worker count and the backend,
-local processes or a Dask cluster, change no number, so changing them must not refit).  The
-cells (and their training replicates) are dispatched longest first, ordered by the per-cell
-seconds of ``results/<audit>/run.json`` when it exists (ordering only; it is not a dependency).
+The grid is fitted in three parts, one DVC stage each, split by the params they read
+(:data:`faircode.grid.strategies.READS`), so a mitigation sweep re-fits only what it changes:
+``unmitigated`` (S0-S2: no ``mitigation.*`` key), ``in_processing`` (S3: every
+``mitigation.*`` key) and ``post_processing`` (S4: ``mitigation.constraint`` only).  Every part
+reads ``run.seeds`` and ``run.seed_mode`` (tracked by DVC) and ``run.jobs``, ``run.backend``,
+``run.scheduler`` (deliberately not tracked: the worker count and the backend change no number).
+A part's cells (and their training replicates) are dispatched longest first, ordered by the
+per-cell seconds of ``results/<audit>/run.json`` when it exists (ordering only).
 
-Usage: ``python -m faircode.pipeline.stages.fit AUDIT PREPARED_DIR OUT_DIR``
+Usage: ``python -m faircode.pipeline.stages.fit AUDIT PART PREPARED_DIR OUT_DIR``
 """
 
 from __future__ import annotations
@@ -19,10 +22,11 @@ from faircode.audit.manifest import load_manifest
 from faircode.audit.prepared import load_prepared
 from faircode.core.cells import STRATEGY_CODES
 from faircode.core.config import load_params
+from faircode.core.errors import ConfigError
 from faircode.grid.fit import fit_audit
 from faircode.grid.predictions import CellPredictions, save_predictions
 from faircode.grid.scheduler import previous_cell_seconds
-from faircode.pipeline.stages import PARAMS, carry_unavailable, manifest_path, run_stage
+from faircode.pipeline.stages import PARAMS, PARTS, carry_unavailable, manifest_path, run_stage
 
 RESULTS = Path("results")
 
@@ -33,20 +37,25 @@ def _progress(cell: CellPredictions) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Fit audit ``argv[0]`` on the prepared table ``argv[1]``; write ``argv[2]``."""
-    audit, prepared_dir, out = argv[0], Path(argv[1]), Path(argv[2])
+    """Fit part ``argv[1]`` of audit ``argv[0]`` on the prepared table ``argv[2]``; write
+    ``argv[3]``."""
+    audit, part, prepared_dir, out = argv[0], argv[1], Path(argv[2]), Path(argv[3])
 
     def work() -> None:
+        if part not in PARTS:
+            raise ConfigError(f"fit: PART: expected one of {', '.join(PARTS)}, got {part!r}")
         params = load_params(PARAMS)
         if carry_unavailable(prepared_dir, out, audit=audit):
             return
         data = load_prepared(prepared_dir, manifest=load_manifest(manifest_path(audit)))
+        config = params.config
         predictions = fit_audit(
-            data, config=params.config, execution=params.execution, on_cell_done=_progress,
-            previous=previous_cell_seconds(RESULTS / audit / "run.json"))
+            data, mitigation=config.mitigation, replicates=config.replicates,
+            strategies=PARTS[part], jobs=config.jobs, execution=params.execution,
+            on_cell_done=_progress, previous=previous_cell_seconds(RESULTS / audit / "run.json"))
         save_predictions(predictions, out, test_index=data.test_index,
                          train_index=data.train_index)
-        print(f"{audit}: predictions in {out}")
+        print(f"{audit}: {part} predictions in {out}")
 
     run_stage(work)
 
