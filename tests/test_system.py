@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import AUDITS, _skip_or_fail
 
 from faircode.audit.data import load_audit
 from faircode.audit.manifest import SCORE_SCALES, Manifest, load_manifest
@@ -19,8 +20,6 @@ from faircode.core.errors import DataError, ManifestError
 from faircode.pipeline.cli import main
 from faircode.stats.calibration import SCALES
 from faircode.stats.groups import group_rates
-
-from conftest import AUDITS, _skip_or_fail
 
 # rows 1-8 are kept (group a/b, outcome present); row 9 is filtered out (group c)
 CSV = """id,group,age,x,tool,risk,p,outcome

@@ -19,7 +19,7 @@ import pandas as pd
 from faircode.audit.manifest import Manifest, ReadOptions
 from faircode.core.errors import DataError
 
-__all__ = ["column_sources", "data_lines", "read_csv", "read_raw"]
+__all__ = ["PARSES", "column_sources", "data_lines", "read_csv", "read_raw"]
 
 
 def column_sources(manifest: Manifest) -> dict[str, str]:
@@ -44,22 +44,24 @@ def column_sources(manifest: Manifest) -> dict[str, str]:
     return where
 
 
-def _parse_failure(where: str, file: Path, exc: Exception) -> DataError:
-    detail = " ".join(str(exc).split())
-    return DataError(f"{where}: expected {file.name} to parse with these options, "
-                     f"got {type(exc).__name__}: {detail}")
+PARSES = "to parse with these options"
+"""What a parse error says was expected of an audit's raw file (its manifest's options)."""
 
 
-def read_csv(read: ReadOptions, file: Path, *, where: str, **kwargs: object) -> pd.DataFrame:
+def read_csv(read: ReadOptions, file: Path, *, where: str, expected: str = PARSES,
+             **kwargs: object) -> pd.DataFrame:
     """``pandas.read_csv`` with reading options ``read``; a parse failure is one DataError line.
 
-    ``where`` opens the error (``<manifest>: dataset.read``).
+    ``where`` opens the error (``<manifest>: dataset.read``), ``expected`` says what the file
+    should have been (``<where>: expected <file> <expected>, got <error>``).
     """
     options = {**read.pandas_kwargs(), **kwargs}
     try:
         return pd.read_csv(file, **options)
     except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise _parse_failure(where, file, exc) from None
+        detail = " ".join(str(exc).split())
+        raise DataError(f"{where}: expected {file.name} {expected}, got "
+                        f"{type(exc).__name__}: {detail}") from None
 
 
 def _header(manifest: Manifest, file: Path) -> list[str]:
@@ -76,12 +78,14 @@ def _header(manifest: Manifest, file: Path) -> list[str]:
     return list(read.names)
 
 
-def data_lines(file: Path, read: ReadOptions, *, where: str) -> tuple[list[str], int]:
+def data_lines(file: Path, read: ReadOptions, *, where: str,
+               expected: str = PARSES) -> tuple[list[str], int]:
     """``line N`` where each data row of ``file`` starts, and the line after the last row.
 
     Raises :class:`DataError` at the first row whose field count differs from the header's (or
     from ``read.names``).  Blank lines are skipped, as pandas skips them.  ``where`` opens a
-    parse error (``<manifest>: dataset.read``).
+    parse error (``<manifest>: dataset.read``) and ``expected`` its expectation, as in
+    :func:`read_csv`.
     """
     skip = -1 if read.header is None else read.header  # non-blank rows before the header
     width = len(read.names) if read.names is not None else 0
@@ -107,7 +111,7 @@ def data_lines(file: Path, read: ReadOptions, *, where: str) -> tuple[list[str],
                 else:
                     lines.append(f"line {start}")
     except (UnicodeDecodeError, csv.Error) as exc:
-        raise DataError(f"{where}: expected {file.name} to parse with these options, got "
+        raise DataError(f"{where}: expected {file.name} {expected}, got "
                         f"{type(exc).__name__}: {exc}") from None
     finally:
         csv.field_size_limit(limit)

@@ -52,6 +52,7 @@ __all__ = [
     "check_keys",
     "check_scores",
     "key_text",
+    "python_value",
     "system_outputs",
 ]
 
@@ -113,7 +114,7 @@ class RowKeys:
             raise ValueError(f"RowKeys {self.column!r}: kept: expected unique keys")
 
 
-def _native(value: object) -> object:
+def python_value(value: object) -> object:
     """A numpy scalar as the Python value it holds (errors show ``2 (int)``, not ``np.int64``)."""
     return value.item() if isinstance(value, np.generic) else value
 
@@ -156,7 +157,7 @@ def check_keys(values: pd.Series, *, at: str, rows: RowNames) -> np.ndarray:
         second = _first(pd.Series(codes).duplicated(keep="first").to_numpy())
         first = _first(codes == codes[second])
         raise DataError(f"{at.format(rows[second])}: expected each key once, got "
-                        f"{describe(_native(values.iloc[second]))} again (first at "
+                        f"{describe(python_value(values.iloc[second]))} again (first at "
                         f"{rows[first]})")
     return text
 
@@ -176,7 +177,7 @@ def check_decisions(values: pd.Series, *, at: str, rows: RowNames) -> np.ndarray
     if bad.any():
         i = _first(bad)
         raise DataError(f"{at.format(rows[i])}: expected a 0/1 decision (0/1, true/false, "
-                        f"yes/no), got {describe(_native(values.iloc[i]))}")
+                        f"yes/no), got {describe(python_value(values.iloc[i]))}")
     return decision
 
 
@@ -193,7 +194,7 @@ def check_scores(values: pd.Series, *, scale: ScoreScale, at: str,
     if is_bool_dtype(values):
         i = _first(present) if present.any() else 0
         raise DataError(f"{at.format(rows[i])}: expected a numeric score, got "
-                        f"{describe(_native(values.iloc[i]))}")
+                        f"{describe(python_value(values.iloc[i]))}")
     if is_numeric_dtype(values):
         nums = values.to_numpy(dtype=np.float64, na_value=np.nan)
     else:
@@ -203,7 +204,7 @@ def check_scores(values: pd.Series, *, scale: ScoreScale, at: str,
         if text.any():
             i = _first(text)
             raise DataError(f"{at.format(rows[i])}: expected a numeric score, got "
-                            f"{describe(_native(values.iloc[i]))}")
+                            f"{describe(python_value(values.iloc[i]))}")
     if not present.all():
         i = _first(~present)
         raise DataError(f"{at.format(rows[i])}: expected a score in every row, got a missing "
@@ -282,4 +283,4 @@ def _refuse_text(values: pd.Series, *, at: str, rows: RowNames) -> None:
                         f"rule, got dtype {values.dtype}")
     i = _first(text)
     raise DataError(f"{at.format(rows[i])}: expected a number for a threshold rule, got "
-                    f"{describe(_native(values.iloc[i]))}")
+                    f"{describe(python_value(values.iloc[i]))}")
