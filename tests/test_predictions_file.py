@@ -13,7 +13,7 @@ import yaml
 
 from faircode.audit.data import AuditData, load_audit
 from faircode.audit.manifest import load_manifest
-from faircode.audit.outputs import RowKeys
+from faircode.audit.outputs import RowKeys, array_decisions, array_scores
 from faircode.audit.predictions_file import ExternalPredictions, read_predictions
 from faircode.core.errors import DataError
 
@@ -284,3 +284,21 @@ def test_key_repeated_only_on_a_dropped_row_is_fine(tmp_path: Path) -> None:
     """Row 9 (dropped) may share a kept row's id: the kept row's key wins, nothing is dropped."""
     data = audit(tmp_path, CSV.replace("9,c,50,", "1,c,50,"))
     assert data.keys is not None and data.keys.dropped.tolist() == []
+
+
+# ------------------------------------------------------------------------------ arrays
+
+
+def test_arrays_are_checked_like_file_columns() -> None:
+    """Array decisions and scores pass the file's checks; a bad value is named by position."""
+    assert array_decisions(np.array([True, False, True])).tolist() == [1, 0, 1]
+    assert array_scores([0.25, 1.0], scale="probability").tolist() == [0.25, 1.0]
+    with pytest.raises(DataError, match=r"^y_pred\[2\]: expected a 0/1 decision \(0/1, "
+                                        r"true/false, yes/no\), got 2 \(int\)$"):
+        array_decisions([0, 1, 2], name="y_pred")
+    with pytest.raises(DataError, match=r"^scores\[1\]: expected a score in \[0, 1\] \(scale "
+                                        r"probability\), got inf \(float\)$"):
+        array_scores([0.5, np.inf], scale="probability")
+    with pytest.raises(DataError, match=r"^scores\[0\]: expected a score in every row, got a "
+                                        r"missing value$"):
+        array_scores([np.nan], scale="ordinal")

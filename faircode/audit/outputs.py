@@ -6,6 +6,8 @@ kept rows' values into a :class:`SystemOutputs` record (``load_audit`` stores it
 The value checks :func:`check_decisions` and :func:`check_scores` are shared with the reader of a
 practitioner's own predictions file (:mod:`faircode.audit.predictions_file`), and
 :func:`key_text` is the one canonical form in which an audit's rows and a file's rows are joined.
+:func:`array_decisions` and :func:`array_scores` apply the same checks to arrays (a notebook's
+``y_pred``), naming the position of a bad value.
 
 Design decisions
 ----------------
@@ -39,6 +41,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
 from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
 from faircode.audit._data_columns import as_text, binary_values, derive_target, is_numeric_column
@@ -48,6 +51,8 @@ from faircode.core.errors import DataError, describe
 __all__ = [
     "RowKeys",
     "SystemOutputs",
+    "array_decisions",
+    "array_scores",
     "check_decisions",
     "check_keys",
     "check_scores",
@@ -219,6 +224,38 @@ def check_scores(values: pd.Series, *, scale: ScoreScale, at: str,
         raise DataError(f"{at.format(rows[i])}: expected {expected}, got "
                         f"{describe(float(nums[i]))}")
     return nums
+
+
+class _Positions(Sequence[str]):
+    """``[i]`` for each position of an array of ``n`` values (made only for the row shown)."""
+
+    def __init__(self, n: int) -> None:
+        self._n = n
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __getitem__(self, i: int) -> str:  # type: ignore[override]
+        return f"[{int(i)}]"
+
+
+def _series(values: ArrayLike, name: str) -> pd.Series:
+    array = np.asarray(values)
+    if array.ndim != 1:
+        raise DataError(f"{name}: expected a 1-D array, got ndim={array.ndim}")
+    return pd.Series(array)
+
+
+def array_decisions(values: ArrayLike, *, name: str = "decisions") -> np.ndarray:
+    """:func:`check_decisions` for an array (notebook use): ``decisions[3]: expected ...``."""
+    series = _series(values, name)
+    return check_decisions(series, at=f"{name}{{}}", rows=_Positions(len(series)))
+
+
+def array_scores(values: ArrayLike, *, scale: ScoreScale, name: str = "scores") -> np.ndarray:
+    """:func:`check_scores` for an array (notebook use): ``scores[3]: expected ...``."""
+    series = _series(values, name)
+    return check_scores(series, scale=scale, at=f"{name}{{}}", rows=_Positions(len(series)))
 
 
 def _common_values(values: pd.Series) -> str:
