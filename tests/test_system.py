@@ -427,3 +427,13 @@ def test_compas_system_reproduces_propublicas_truth_tables(mirror_extra: Path) -
     assert table == {"African-American": (990, 805, 532, 1369),
                      "Caucasian": (1139, 349, 461, 505)}
     assert "decile_score" not in data.X.columns and "score_text" not in data.X.columns
+
+
+def test_take_selects_the_outputs_of_given_rows(tmp_path: Path) -> None:
+    """take(test_index) gives the decision and score of exactly those rows, in that order."""
+    data = load_audit(manifest(tmp_path))
+    assert data.system is not None and data.system.score is not None
+    part = data.system.take(data.test_index)
+    assert part.decision.tolist() == [FLAGGED[i] for i in data.test_index]
+    assert part.score is not None
+    assert part.score.tolist() == data.system.score[data.test_index].tolist()
