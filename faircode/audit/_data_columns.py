@@ -22,16 +22,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
 from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
-from faircode.audit.manifest import Manifest, ProtectedAttribute, RowFilter, Scalar, Target
+from faircode.audit.manifest import Manifest, ProtectedAttribute, RowFilter, Scalar
 from faircode.core.errors import DataError, describe
 
 __all__ = [
+    "LabelRule",
     "as_text",
+    "binary_values",
     "check_declared_numbers",
     "check_features",
     "derive_target",
@@ -105,33 +108,68 @@ def first_per_unit(units: pd.Series, order: pd.Series, keep: np.ndarray) -> np.n
     return out
 
 
-def _binary(values: pd.Series, where: str) -> tuple[np.ndarray, np.ndarray]:
-    derivable = values.notna().to_numpy()
+def binary_values(values: pd.Series) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Read a 0/1 column: ``(value int8, present bool, bad bool)`` masks per row.
+
+    Booleans, the numbers 0 and 1, and the texts true/false, t/f, yes/no, y/n, 1/0 (any case,
+    surrounding spaces ignored) are 0/1; a present value of any other kind is ``bad`` (its
+    ``value`` is 0).  Missing values are not ``present``.
+    """
+    present = values.notna().to_numpy(dtype=bool)
     if is_bool_dtype(values):
-        return values.fillna(False).to_numpy(dtype=bool).astype(np.int8), derivable
+        return (values.fillna(False).to_numpy(dtype=bool).astype(np.int8), present,
+                np.zeros(len(values), dtype=bool))
     if is_numeric_column(values):
         nums = values.to_numpy(dtype=float, na_value=np.nan)
-        bad = derivable & ~np.isin(nums, [0.0, 1.0])
-        if bad.any():
-            raise DataError(f"{where}: expected 0/1 values for method binary, got {nums[bad][0]!r}")
-        return np.where(derivable, nums, 0).astype(np.int8), derivable
+        bad = present & ~np.isin(nums, [0.0, 1.0])
+        return np.where(present & ~bad, nums, 0).astype(np.int8), present, bad
     text = values.astype(object).map(lambda v: as_text(v).strip().lower())
     is_true, is_false = text.isin(_TRUE).to_numpy(), text.isin(_FALSE).to_numpy()
-    bad = derivable & ~(is_true | is_false)
+    return is_true.astype(np.int8), present, present & ~(is_true | is_false)
+
+
+def _binary(values: pd.Series, where: str) -> tuple[np.ndarray, np.ndarray]:
+    label, derivable, bad = binary_values(values)
     if bad.any():
         got = values[bad].iloc[0]
+        if is_numeric_column(values):
+            raise DataError(f"{where}: expected 0/1 values for method binary, got {float(got)!r}")
         raise DataError(f"{where}: expected true/false or 0/1 text for method binary, got {got!r}")
-    return is_true.astype(np.int8), derivable
+    return label, derivable
 
 
-def derive_target(target: Target, values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """Return ``(label int8, derivable bool)``; rows with a missing target are not derivable."""
-    where = f"target.column {target.column!r}"
+class LabelRule(Protocol):
+    """What :func:`derive_target` reads of a rule: a :class:`Target` or a system's decision."""
+
+    @property
+    def column(self) -> str: ...
+    @property
+    def method(self) -> str: ...
+    @property
+    def value(self) -> Scalar | None: ...
+    @property
+    def values(self) -> tuple[Scalar, ...] | None: ...
+    @property
+    def threshold(self) -> float | None: ...
+    @property
+    def quantile(self) -> float | None: ...
+    @property
+    def direction(self) -> str | None: ...
+
+
+def derive_target(target: LabelRule, values: pd.Series, *,
+                  where: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Return ``(label int8, derivable bool)``; rows with a missing target are not derivable.
+
+    ``target`` is the manifest's :class:`Target` or any rule with its fields (a deployed
+    system's decision); ``where`` names the rule in errors (default ``target.column '<col>'``).
+    """
+    where = where or f"target.column {target.column!r}"
     if target.method == "binary":
         return _binary(values, where)
     derivable = values.notna().to_numpy(dtype=bool)
     if target.method in ("threshold", "quantile"):
-        cut = target_cut(target, values)
+        cut = target_cut(target, values, where=where)
         if cut is None:
             return np.zeros(len(values), np.int8), derivable
         nums = values.to_numpy(dtype=float, na_value=np.nan)
@@ -154,8 +192,8 @@ def derive_target(target: Target, values: pd.Series) -> tuple[np.ndarray, np.nda
     return _isin(values, targets).astype(np.int8), derivable
 
 
-def target_cut(target: Target, values: pd.Series) -> float | None:
-    """Return the number a ``threshold``/``quantile`` target cuts at (None: other methods).
+def target_cut(target: LabelRule, values: pd.Series, *, where: str | None = None) -> float | None:
+    """Return the number a ``threshold``/``quantile`` rule cuts at (None: other methods).
 
     For ``quantile`` it is the quantile of the non-missing ``values`` (None when there are none).
     """
@@ -163,8 +201,8 @@ def target_cut(target: Target, values: pd.Series) -> float | None:
         return None
     if not is_numeric_column(values):
         raise DataError(
-            f"target.column {target.column!r}: expected a numeric column for method "
-            f"{target.method}, got {values.dtype}"
+            f"{where or f'target.column {target.column!r}'}: expected a numeric column for "
+            f"method {target.method}, got {values.dtype}"
         )
     if target.method == "threshold":
         return float(target.threshold)  # type: ignore[arg-type]

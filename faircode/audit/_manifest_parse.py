@@ -14,6 +14,7 @@ import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal, cast
 
+from faircode.audit._manifest_system import parse_system
 from faircode.audit._manifest_types import (
     _SHA_RE,
     ATTRIBUTE_TYPES,
@@ -55,6 +56,7 @@ _TOP_KEYS: dict[str, bool] = {
     "proxy_features": False,
     "counterfactual_axes": False,
     "decision": False,
+    "system": False,
 }
 _DATASET_KEYS: dict[str, bool] = {
     "path": True, "sha256": False, "source": False, "unit": False, "read": False
@@ -310,6 +312,13 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
         )
     dataset = _parse_dataset(c, data["dataset"], root)
     _check_unit(c, dataset.unit, filters, (*protected, *core, *proxy, target.column))
+    system = None
+    if data.get("system") is not None:
+        roles = {**({dataset.unit: "the unit (dataset.unit)"} if dataset.unit else {}),
+                 target.column: "the target column", **dict.fromkeys(proxy, "a proxy feature"),
+                 **dict.fromkeys(core, "a core feature"),
+                 **dict.fromkeys(protected, "a protected attribute's column")}
+        system = parse_system(c, data["system"], name_pattern=_NAME_RE, roles=roles)
     return Manifest(
         name=name,
         title=title,
@@ -326,6 +335,7 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
             c, data.get("counterfactual_axes"), features=(*protected, *core, *proxy)
         ),
         decision=_parse_decision(c, data["decision"]) if "decision" in data else None,
+        system=system,
     )
 
 

@@ -24,12 +24,18 @@ TargetMethod = Literal["binary", "equals", "isin", "above_median", "threshold", 
 Direction = Literal["above", "at_least"]
 AttributeType = Literal["categorical", "numeric_threshold", "age_interval_threshold"]
 Side = Literal["below", "above"]
+DecisionMethod = Literal["isin", "equals", "threshold"]
+ScoreScale = Literal["ordinal", "probability"]
 
 OPERATORS: tuple[str, ...] = get_args(Operator)
 TARGET_METHODS: tuple[str, ...] = get_args(TargetMethod)
 ATTRIBUTE_TYPES: tuple[str, ...] = get_args(AttributeType)
 SIDES: tuple[str, ...] = get_args(Side)
 DIRECTIONS: tuple[str, ...] = get_args(Direction)
+DECISION_METHODS: tuple[str, ...] = get_args(DecisionMethod)
+SCORE_SCALES: tuple[str, ...] = get_args(ScoreScale)
+"""The score scales of a deployed system; the same as :data:`faircode.stats.calibration.SCALES`
+(``audit`` may not import ``stats``; ``tests/test_system.py`` checks that the two agree)."""
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 
 
@@ -202,6 +208,77 @@ class CounterfactualAxis:
 
 
 @dataclass(frozen=True, slots=True)
+class SystemDecision:
+    """How a column of the raw file becomes a deployed system's 0/1 decision.
+
+    The same rule fields, names and comparisons as a :class:`Target` (``isin``/``equals`` by type
+    family, ``threshold`` with its ``direction``), so both go through
+    :func:`faircode.audit._data_columns.derive_target`.  Decision 1 is the decision that calls for
+    label 1 (the target's coding: COMPAS flagged = predicted re-arrest), whichever is favourable.
+    """
+
+    column: str
+    method: DecisionMethod
+    values: tuple[Scalar, ...] | None = None
+    value: Scalar | None = None
+    threshold: float | None = None
+    direction: Direction | None = None
+
+    def __post_init__(self) -> None:
+        if self.method not in DECISION_METHODS:
+            raise _bad("system.decision", f"one of {', '.join(DECISION_METHODS)}", self.method)
+        if self.method == "isin" and not self.values:
+            raise _bad("system.decision.isin", "a non-empty list", self.values)
+        if self.method == "equals" and self.value is None:
+            raise _bad("system.decision.equals", "a value", None)
+        if self.method == "threshold" and (self.threshold is None
+                                           or self.direction not in DIRECTIONS):
+            raise _bad("system.decision.direction",
+                       f"a threshold and one of {', '.join(DIRECTIONS)}", self.direction)
+
+    @property
+    def quantile(self) -> None:
+        """No quantile cut (the rule interface :func:`derive_target` reads)."""
+        return None
+
+    def describe(self) -> str:
+        """Return a short human-readable form, e.g. ``score_text isin ['Medium', 'High']``."""
+        if self.method == "threshold":
+            op = ">" if self.direction == "above" else ">="
+            return f"{self.column} {op} {self.threshold:g}"
+        shown = list(self.values or ()) if self.method == "isin" else self.value
+        return f"{self.column} {self.method} {shown!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class SystemScore:
+    """A deployed system's numeric risk score: higher means label 1 is more likely."""
+
+    column: str
+    scale: ScoreScale
+
+    def __post_init__(self) -> None:
+        if self.scale not in SCORE_SCALES:
+            raise _bad("system.score.scale", f"one of {', '.join(SCORE_SCALES)}", self.scale)
+
+
+@dataclass(frozen=True, slots=True)
+class DeployedSystem:
+    """The audited system whose outputs are columns of the raw file (manifest ``system:``)."""
+
+    name: str
+    title: str
+    decision: SystemDecision
+    score: SystemScore | None = None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The decision column, then the score column (unique)."""
+        score = () if self.score is None else (self.score.column,)
+        return tuple(dict.fromkeys((self.decision.column, *score)))
+
+
+@dataclass(frozen=True, slots=True)
 class Manifest:
     """A validated audit manifest (see ``MANIFEST_SPEC.md``)."""
 
@@ -218,12 +295,19 @@ class Manifest:
     proxy_features: tuple[str, ...] = ()
     counterfactual_axes: tuple[CounterfactualAxis, ...] = ()
     decision: DecisionRule | None = None
+    system: DeployedSystem | None = None
 
     def __post_init__(self) -> None:
         if not self.protected_attributes:
             raise _bad(f"{self.file}: protected_attributes", "at least one attribute", ())
         if not 0.0 < self.test_size < 1.0:
             raise _bad(f"{self.file}: test_size", "a number in (0, 1)", self.test_size)
+        taken = {*self.feature_columns, self.target.column,
+                 *(() if self.unit is None else (self.unit,))}
+        for column in self.system_columns:
+            if column in taken:
+                raise _bad(f"{self.file}: system", "columns that are no feature, protected, "
+                           "target or unit column", column)
 
     @property
     def protected_columns(self) -> tuple[str, ...]:
@@ -244,10 +328,21 @@ class Manifest:
 
     @property
     def named_columns(self) -> tuple[str, ...]:
-        """Every column named: features, target, filter columns, the unit, ``first_by`` orders."""
+        """Every column the prepared rows are built from: features, target, filter columns, the
+        unit, ``first_by`` orders (the deployed system's are :attr:`system_columns`)."""
         filters = (f.column for f in self.row_filters)
         orders = (str(f.value) for f in self.row_filters if f.operator == "first_by")
         unit = () if self.unit is None else (self.unit,)
         return tuple(
             dict.fromkeys((*self.feature_columns, self.target.column, *filters, *unit, *orders))
         )
+
+    @property
+    def system_columns(self) -> tuple[str, ...]:
+        """The deployed system's decision and score columns (``()`` without a system)."""
+        return () if self.system is None else self.system.columns
+
+    @property
+    def read_columns(self) -> tuple[str, ...]:
+        """Every column read from the raw file: :attr:`named_columns`, then the system's."""
+        return tuple(dict.fromkeys((*self.named_columns, *self.system_columns)))

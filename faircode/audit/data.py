@@ -8,7 +8,7 @@ every named column uniformly → stratified train/test split on the label.
 Design decisions
 ----------------
 * **Personal data never enters memory.**  The CSV is read once with ``usecols`` = the manifest's
-  named columns; COMPAS names and dates of birth are never parsed, so they cannot reach a prepared
+  read columns; COMPAS names and dates of birth are never parsed, so they cannot reach a prepared
   table, a result, a log or a report.
 * **Missing values are pandas' standard NA markers** (``""``, ``NA``, ``N/A``, ``NULL``, ``None``,
   ``nan``, ...).  Sentinel strings that are not among them — ``"?"`` in Adult and the diabetes
@@ -57,15 +57,23 @@ Design decisions
   kept, each unit's row with the smallest order value (missing order values last; ties by file
   order).  With a unit the train/test split is by unit (:func:`grouped_split`); without one it is
   exactly the row split it always was.
+* **A deployed system** (manifest ``system:``): its decision and score columns are read
+  (:attr:`Manifest.read_columns`) and turned into :attr:`AuditData.system` on the kept rows
+  (:mod:`faircode.audit.outputs`: int8 decision, float64 score), never encoded into ``X``: the
+  encoder sees the feature columns only, and the manifest refuses a system column that is a
+  feature.  The system never decides which rows are kept: a kept row without an output is an
+  error, so the rows, the split and every grid number are those of the audit without the block.
+* **A join key** (``load_audit(key=...)``, for a predictions file): the named column is read too,
+  checked (present and unique on the kept rows) and kept as text (:class:`RowKeys`) beside the
+  keys of the rows the audit drops; it is not kept in :attr:`AuditData.raw`.
 
 The column-level rules (filters, targets, disadvantaged masks, ``first_by``) live in
-:mod:`faircode.audit._data_columns`; this module re-exports them.
+:mod:`faircode.audit._data_columns` (this module re-exports them), reading the file in
+:mod:`faircode.audit._data_read`.
 """
 
 from __future__ import annotations
 
-import csv
-import difflib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,14 +94,18 @@ from faircode.audit._data_columns import (
     is_numeric_column,
     target_cut,
 )
+from faircode.audit._data_read import column_sources, read_raw
 from faircode.audit.fetch import sha256_file, unavailable_message
 from faircode.audit.manifest import Manifest
+from faircode.audit.outputs import RowKeys, SystemOutputs, check_keys, key_text, system_outputs
 from faircode.core.errors import ChecksumError, DataError, DataUnavailableError
 
 __all__ = [
     "UNSEEN_CODE",
     "AuditData",
     "Encoder",
+    "RowKeys",
+    "SystemOutputs",
     "derive_target",
     "disadvantaged_mask",
     "filter_mask",
@@ -242,115 +254,19 @@ class AuditData:
     target_cut: float | None = None
     warnings: tuple[str, ...] = ()
     """Data a user may mean but should see (a mostly-numeric feature read as categories)."""
+    system: SystemOutputs | None = None
+    """The deployed system's decision and score per row (manifest ``system:``), or None."""
+    keys: RowKeys | None = None
+    """The join key of every row (``load_audit(key=...)``), or None."""
 
 
-def _column_sources(manifest: Manifest) -> dict[str, str]:
-    """Map every named column to the first key path that names it."""
-    where: dict[str, str] = {}
-    if manifest.unit is not None:
-        where.setdefault(manifest.unit, "dataset.unit")
-    for i, f in enumerate(manifest.row_filters):
-        where.setdefault(f.column, f"row_filters[{i}].column")
-        if f.operator == "first_by":
-            where.setdefault(str(f.value), f"row_filters[{i}].first_by")
-    where.setdefault(manifest.target.column, "target.column")
-    for i, a in enumerate(manifest.protected_attributes):
-        where.setdefault(a.column, f"protected_attributes[{i}].column")
-    for key in ("core_features", "proxy_features"):
-        for i, col in enumerate(getattr(manifest, key)):
-            where.setdefault(col, f"{key}[{i}]")
-    return where
+def load_audit(manifest: Manifest, *, path: Path | None = None,
+               key: str | None = None) -> AuditData:
+    """Load, filter, label, classify, encode and split the audit's raw file.
 
-
-def _read_csv(manifest: Manifest, file: Path, **kwargs: object) -> pd.DataFrame:
-    """``pandas.read_csv`` with the manifest's reading options; parse failures are DataError."""
-    options = {**manifest.dataset.read.pandas_kwargs(), **kwargs}
-    try:
-        return pd.read_csv(file, **options)
-    except (UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        detail = " ".join(str(exc).split())
-        raise DataError(
-            f"{manifest.file}: dataset.read: expected {file.name} to parse with these options, "
-            f"got {type(exc).__name__}: {detail}"
-        ) from None
-
-
-def _header(manifest: Manifest, file: Path) -> list[str]:
-    """Return the file's column names (checking a manifest's names against its field count)."""
-    names = manifest.dataset.read.names
-    if names is None:
-        return [str(c) for c in _read_csv(manifest, file, nrows=0).columns]
-    fields = _read_csv(manifest, file, nrows=1, names=None, usecols=None).shape[1]
-    if fields != len(names):
-        raise DataError(
-            f"{manifest.file}: dataset.read.names: expected {fields} names for the {fields} "
-            f"fields of {file.name}, got {len(names)} names (list)"
-        )
-    return list(names)
-
-
-def _data_lines(manifest: Manifest, file: Path) -> tuple[list[str], int]:
-    """``line N`` where each data row of ``file`` starts, and the line after the last row.
-
-    Raises :class:`DataError` at the first row whose field count differs from the header's (or
-    from ``dataset.read.names``).  Blank lines are skipped, as pandas skips them.
+    ``key`` names a column of the raw file to join other files on (a predictions file): it is
+    read beside the manifest's columns, never encoded, and returned as :attr:`AuditData.keys`.
     """
-    read = manifest.dataset.read
-    skip = -1 if read.header is None else read.header  # non-blank rows before the header
-    width = len(read.names) if read.names is not None else 0
-    lines: list[str] = []
-    ended = rows = 0
-    limit = csv.field_size_limit(2**31 - 1)  # pandas reads any field length; so must the scan
-    try:
-        with file.open(encoding=read.encoding, newline="") as handle:
-            reader = csv.reader(handle, delimiter=read.separator)
-            for fields in reader:
-                start, ended = ended + 1, reader.line_num
-                if not fields:
-                    continue
-                rows += 1
-                if rows - 1 < skip:
-                    continue
-                if rows - 1 == skip:
-                    width = len(fields)
-                elif len(fields) != width:
-                    source = "in the header" if read.names is None else "in dataset.read.names"
-                    raise DataError(f"{file}: line {start}: expected {width} fields as "
-                                    f"{source}, got {len(fields)}")
-                else:
-                    lines.append(f"line {start}")
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise DataError(f"{manifest.file}: dataset.read: expected {file.name} to parse with "
-                        f"these options, got {type(exc).__name__}: {exc}") from None
-    finally:
-        csv.field_size_limit(limit)
-    return lines, ended + 1
-
-
-def _read(manifest: Manifest, file: Path) -> tuple[pd.DataFrame, list[str]]:
-    """The named columns of ``file`` and the ``line N`` of each of its rows."""
-    header = _header(manifest, file)
-    for col, where in _column_sources(manifest).items():
-        if col not in header:
-            close = difflib.get_close_matches(col, header, n=3, cutoff=0.5)
-            hint = f"; closest: {', '.join(close)}" if close else ""
-            raise DataError(
-                f"{manifest.file}: {where}: expected a column of {file.name}, "
-                f"got {col!r} (str){hint}"
-            )
-    lines, end = _data_lines(manifest, file)
-    if not lines:
-        below = " below the header" if manifest.dataset.read.names is None else ""
-        raise DataError(f"{file}: line {end}: expected data rows{below}, got none")
-    named = list(manifest.named_columns)
-    frame = _read_csv(manifest, file, usecols=named, low_memory=False)
-    if len(frame) != len(lines):  # pandas and csv disagree on an odd file: number rows plainly
-        lines = [f"data row {i + 1}" for i in range(len(frame))]
-    return frame[named], lines
-
-
-def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
-    """Load, filter, label, classify, encode and split the audit's raw file."""
     file = path if path is not None else manifest.dataset.path
     if not file.is_file():
         raise DataUnavailableError(unavailable_message(manifest, missing=file))
@@ -358,8 +274,9 @@ def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
     expected = manifest.dataset.sha256
     if expected is not None and digest != expected:
         raise ChecksumError(f"{file}: sha256: expected {expected}, got {digest}")
-    frame, lines = _read(manifest, file)
+    frame, lines = read_raw(manifest, file, extra={key: "key"} if key is not None else None)
     rows = np.asarray(lines, dtype=object)  # where each remaining row is in the file
+    every_key = None if key is None else frame[key]
     steps: list[tuple[str, int]] = [("loaded", len(frame))]
     keep = np.ones(len(frame), dtype=bool)
     for i, row_filter in enumerate(manifest.row_filters, start=1):
@@ -385,9 +302,16 @@ def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
     masks = {name: mask[classified] for name, mask in masks.items()}
     _check_prepared(manifest, y, masks)
     unit = _unit_codes(manifest, frame)
-    sources = _column_sources(manifest)
+    sources = column_sources(manifest)
     warnings = check_features(frame, {c: sources[c] for c in manifest.feature_columns},
                               rows=rows, file=file)
+    system = None
+    if manifest.system is not None:
+        system, more = system_outputs(manifest, frame, rows=rows, file=file)
+        warnings += more
+    keys = None if key is None or every_key is None else _row_keys(
+        key, frame[key], every_key, rows=rows, file=file)
+    frame = frame.loc[:, list(manifest.read_columns)]
     encoder = Encoder.fit(frame.loc[:, list(manifest.feature_columns)])
     try:
         train, test = split_rows(y, unit, test_size=manifest.test_size,
@@ -395,20 +319,19 @@ def load_audit(manifest: Manifest, *, path: Path | None = None) -> AuditData:
     except ValueError as exc:
         raise DataError(f"{manifest.file}: test_size: cannot split {len(y)} rows: {exc}") from None
     return AuditData(
-        manifest=manifest,
-        raw=frame,
-        X=encoder.transform(frame),
-        y=y,
-        disadvantaged=masks,
-        train_index=train,
-        test_index=test,
-        encoder=encoder,
-        steps=tuple(steps),
-        sha256=digest,
-        unit=unit,
-        target_cut=cut,
-        warnings=warnings,
+        manifest=manifest, raw=frame, X=encoder.transform(frame), y=y, disadvantaged=masks,
+        train_index=train, test_index=test, encoder=encoder, steps=tuple(steps), sha256=digest,
+        unit=unit, target_cut=cut, warnings=warnings, system=system, keys=keys,
     )
+
+
+def _row_keys(column: str, kept: pd.Series, every: pd.Series, *, rows: np.ndarray,
+              file: Path) -> RowKeys:
+    """The kept rows' keys (unique, present) and the other keys of the file."""
+    text = check_keys(kept, at=f"{file}: {{}}: column {column!r} (key)", rows=rows)
+    others, present = key_text(every)
+    dropped = np.setdiff1d(others[present].astype(str), text.astype(str))
+    return RowKeys(column, text, dropped.astype(object))
 
 
 def _unit_codes(manifest: Manifest, frame: pd.DataFrame) -> np.ndarray | None:

@@ -34,6 +34,13 @@ Design decisions
 * **Numeric cuts state their side**: ``threshold`` and ``quantile`` targets need ``direction``
   (``above`` is ``>``, ``at_least`` is ``>=``); there is no default, because ``G3 >= 10`` and
   ``G3 > 10`` are different labels.
+* **A deployed system** (``system:``, ``docs/manifest.md``): the audited tool whose outputs are
+  columns of the raw file -- its name, its 0/1 decision as a rule on one column (the target's
+  rule keys and comparisons: ``isin``, ``equals``, ``threshold`` with ``direction``) and,
+  optionally, its score and the score's declared scale.  Its columns are read but are never
+  features: a system column that is a feature, protected, target or unit column is an error, and
+  :attr:`Manifest.named_columns` (what the prepared rows and ``X`` are built from) leaves them
+  out; :attr:`Manifest.read_columns` adds them.
 * **Layout**: this module is the public face (value types re-exported, loading, discovery); the
   records live in :mod:`faircode.audit._manifest_types` and the section parsers with their key
   tables in
@@ -48,21 +55,28 @@ from pathlib import Path
 from faircode.audit._manifest_parse import parse_manifest
 from faircode.audit._manifest_types import (
     ATTRIBUTE_TYPES,
+    DECISION_METHODS,
     DIRECTIONS,
     OPERATORS,
+    SCORE_SCALES,
     SIDES,
     TARGET_METHODS,
     AttributeType,
     CounterfactualAxis,
     DatasetSpec,
+    DecisionMethod,
+    DeployedSystem,
     Direction,
     Manifest,
     Operator,
     ProtectedAttribute,
     ReadOptions,
     RowFilter,
+    ScoreScale,
     Side,
     Source,
+    SystemDecision,
+    SystemScore,
     Target,
     TargetMethod,
 )
@@ -72,14 +86,18 @@ from faircode.core.schema import Checker, Scalar, read_yaml
 
 __all__ = [
     "ATTRIBUTE_TYPES",
+    "DECISION_METHODS",
     "DIRECTIONS",
     "OPERATORS",
+    "SCORE_SCALES",
     "SIDES",
     "TARGET_METHODS",
     "AttributeType",
     "CounterfactualAxis",
     "DatasetSpec",
+    "DecisionMethod",
     "DecisionRule",
+    "DeployedSystem",
     "Direction",
     "Manifest",
     "Operator",
@@ -87,8 +105,11 @@ __all__ = [
     "ReadOptions",
     "RowFilter",
     "Scalar",
+    "ScoreScale",
     "Side",
     "Source",
+    "SystemDecision",
+    "SystemScore",
     "Target",
     "TargetMethod",
     "discover_manifests",

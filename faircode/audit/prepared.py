@@ -12,22 +12,28 @@ Store layout (the contract other steps rely on)
     encoder's order), one row per prepared row, row ``i`` = prepared position ``i``.
 ``rows.parquet``
     ``y`` (int8 label), ``split`` (``"train"`` | ``"test"``) and one bool column
-    ``disadvantaged:<attribute>`` per protected attribute, in manifest order, and ``unit`` (int64
-    unit code) when the manifest declares ``dataset.unit``; same rows as ``features.parquet``.
+    ``disadvantaged:<attribute>`` per protected attribute, in manifest order, ``unit`` (int64
+    unit code) when the manifest declares ``dataset.unit``, and ``system_decision`` (int8 0/1)
+    and ``system_score`` (float64, when it has a score) when it declares a ``system``; same rows
+    as ``features.parquet``.
 ``counterfactual.parquet``
     Every perturbed test-row set stacked: ``set`` (int, index into ``meta.json``'s
     ``counterfactual``), ``row`` (prepared position of the test row), ``sensitive`` (bool: the
     first attribute's disadvantaged mask after the edit), ``changed`` (bool) and the encoded
     feature columns.
 ``meta.json``
-    ``audit``, ``manifest_sha256``, ``dataset_sha256``, ``steps``, ``attributes`` and
-    ``counterfactual`` (one ``{"axis", "kind", "columns"}`` per set, in set order).
+    ``audit``, ``manifest_sha256``, ``dataset_sha256``, ``steps``, ``attributes``,
+    ``counterfactual`` (one ``{"axis", "kind", "columns"}`` per set, in set order) and ``system``
+    (``{"name", "title", "rule", "scale"}`` or null).
 
 Design decisions
 ----------------
-* **Raw values never reach the store**: only encoded features and masks (COMPAS personal data
-  stays in the raw file).  Counterfactual rows are perturbed on the raw values at ``prepare`` and
-  stored encoded, so the fit step never needs the raw table or the encoder.
+* **Raw values never reach the store**: only encoded features and masks, and a deployed
+  system's 0/1 decision and numeric score (COMPAS personal data stays in the raw file; a join
+  key such as ``id`` is never stored -- a predictions file is joined on a fresh
+  ``load_audit(key=...)``, whose rows are the store's rows in the same order).  Counterfactual
+  rows are perturbed on the raw values at ``prepare`` and stored encoded, so the fit step never
+  needs the raw table or the encoder.
 * **The manifest is not stored**; :func:`load_prepared` is given it and refuses a store written
   from a different manifest (its sha256 is recorded), so a stale table cannot be evaluated under
   a changed manifest.
@@ -42,13 +48,14 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, cast
 
 import numpy as np
 import pandas as pd
 
 from faircode.audit.data import AuditData, split_rows
-from faircode.audit.manifest import Manifest
+from faircode.audit.manifest import Manifest, ScoreScale
+from faircode.audit.outputs import SystemOutputs
 from faircode.audit.perturbed import PerturbedRows, perturb_test_rows
 from faircode.core.errors import DataError
 from faircode.core.seeds import replicate_seed
@@ -67,6 +74,7 @@ __all__ = [
 FEATURES, ROWS, COUNTERFACTUAL, META = (
     "features.parquet", "rows.parquet", "counterfactual.parquet", "meta.json")
 MASK_PREFIX = "disadvantaged:"
+SYSTEM_DECISION, SYSTEM_SCORE = "system_decision", "system_score"
 
 
 class AuditLike(Protocol):
@@ -107,11 +115,17 @@ class PreparedAudit:
     sha256: str
     perturbed: tuple[PerturbedRows, ...]
     unit: np.ndarray | None = None
+    system: SystemOutputs | None = None
+    """The deployed system's outputs per prepared row (manifest ``system:``), or None."""
 
     def __post_init__(self) -> None:
         n = len(self.X)
         if len(self.y) != n or any(len(m) != n for m in self.disadvantaged.values()):
             raise DataError(f"{self.manifest.name}: prepared: X, y and masks differ in length")
+        if (self.system is None) != (self.manifest.system is None) or (
+                self.system is not None and self.system.decision.size != n):
+            raise DataError(f"{self.manifest.name}: prepared: expected the manifest's system "
+                            "outputs for every row")
         names = [a.name for a in self.manifest.protected_attributes]
         if list(self.disadvantaged) != names:
             raise DataError(f"{self.manifest.name}: prepared: expected masks for {names}, "
@@ -129,6 +143,7 @@ def prepare(data: AuditData) -> PreparedAudit:
         manifest=data.manifest, X=data.X, y=data.y, disadvantaged=dict(data.disadvantaged),
         train_index=data.train_index, test_index=data.test_index, steps=data.steps,
         sha256=data.sha256, perturbed=perturb_test_rows(data), unit=data.unit,
+        system=data.system,
     )
 
 
@@ -143,6 +158,11 @@ def save_prepared(prepared: PreparedAudit, folder: Path) -> None:
         rows[MASK_PREFIX + name] = np.asarray(mask, dtype=bool)
     if prepared.unit is not None:
         rows["unit"] = np.asarray(prepared.unit, dtype=np.int64)
+    system = prepared.system
+    if system is not None:
+        rows[SYSTEM_DECISION] = system.decision.astype(np.int8)
+        if system.score is not None:
+            rows[SYSTEM_SCORE] = system.score.astype(np.float64)
     rows.to_parquet(folder / ROWS, index=False)
     frames = []
     for k, rows_k in enumerate(prepared.perturbed):
@@ -162,6 +182,8 @@ def save_prepared(prepared: PreparedAudit, folder: Path) -> None:
         "attributes": list(prepared.disadvantaged),
         "counterfactual": [{"axis": p.axis, "kind": p.kind.value, "columns": list(p.columns)}
                            for p in prepared.perturbed],
+        "system": None if system is None else {"name": system.name, "title": system.title,
+                                               "rule": system.rule, "scale": system.scale},
     }
     (folder / META).write_text(json.dumps(meta, indent=2) + "\n")
 
@@ -194,7 +216,24 @@ def load_prepared(folder: Path, *, manifest: Manifest) -> PreparedAudit:
         steps=tuple((str(s), int(n)) for s, n in meta["steps"]), sha256=meta["dataset_sha256"],
         perturbed=tuple(perturbed),
         unit=rows["unit"].to_numpy(dtype=np.int64) if "unit" in rows.columns else None,
+        system=_stored_system(meta.get("system"), rows, folder=folder),
     )
+
+
+def _stored_system(meta: Mapping[str, object] | None, rows: pd.DataFrame, *,
+                   folder: Path) -> SystemOutputs | None:
+    """The system outputs of a store's ``rows.parquet`` (None when it has none)."""
+    if meta is None:
+        return None
+    if SYSTEM_DECISION not in rows.columns:
+        raise DataError(f"{folder / ROWS}: expected column {SYSTEM_DECISION} (meta.json names "
+                        "a system), got none; re-run prepare")
+    score = rows[SYSTEM_SCORE].to_numpy(dtype=np.float64) if SYSTEM_SCORE in rows.columns \
+        else None
+    scale = meta.get("scale")
+    return SystemOutputs(name=str(meta["name"]), title=str(meta["title"]),
+                         decision=rows[SYSTEM_DECISION].to_numpy(dtype=np.int8), score=score,
+                         scale=cast(ScoreScale | None, scale), rule=str(meta.get("rule", "")))
 
 
 def replicate_split(

@@ -140,6 +140,14 @@ def summary_lines(data: AuditData) -> list[str]:
                 f"  {attribute.name:<16} {group:<14} {size:>9,} rows  label rate {rate:.4f}"
             )
     lines.append(f"  train {len(data.train_index):,} / test {len(data.test_index):,} rows")
+    if data.system is not None and m.system is not None:
+        system, decided = data.system, data.system.decision
+        lines.append(f"  system {system.name}: decision 1 = {system.rule}: selection rate "
+                     f"{decided.mean():.4f} ({int(decided.sum()):,} of {decided.size:,} rows)")
+        if system.score is not None and m.system.score is not None:
+            lines.append(f"  system {system.name}: score {m.system.score.column} "
+                         f"({system.scale}) from {system.score.min():g} to "
+                         f"{system.score.max():g}")
     if data.unit is not None:
         sizes = np.bincount(data.unit)
         shared = np.intersect1d(data.unit[data.train_index], data.unit[data.test_index]).size

@@ -17,7 +17,10 @@ Design decisions
   listed in :data:`INTERSECTIONAL_P_COLUMNS` when present.  A metric whose permutation test
   is another metric's null (:data:`SHARED_NULL_TESTS`: disparate impact tests the same
   "equal positive rates" null as demographic parity) is not counted again; it takes the q of
-  the test it shares.  NaN p-values are not tests and are left out of ``m``.
+  the test it shares.  NaN p-values are not tests and are left out of ``m``.  Where an audit has
+  a deployed system, the family also holds the tests the report marks for it
+  (:func:`benchmark_family`: its fairness tests on the test rows and the calibration gaps of
+  that audit); without one the family is exactly the grid's.
 * **Nothing undefined is shown as a number.**  ``insufficient_data``, undefined ratios, NaN
   intervals, cells that were not run and unavailable audits are "n/a" with the reason in a
   footnote; a ``degenerate_decisions`` note is "uninformative", never "no gap".
@@ -35,6 +38,7 @@ Design decisions
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -57,10 +61,12 @@ __all__ = [
     "DEFAULT_METRIC",
     "INTERSECTIONAL_P_COLUMNS",
     "SHARED_NULL_TESTS",
+    "BenchmarkQ",
     "ReportConfig",
     "ReportInputs",
     "UnavailableAudit",
     "abs_bounds",
+    "benchmark_family",
     "benchmark_q_values",
     "floor_counts",
     "load_results",
@@ -107,6 +113,56 @@ def benchmark_q_values(
     -------
     (q for each ``fairness`` row, q for each ``intersectional`` row and present p column)
     """
+    q_fair, inter, _ = _family_q(fairness, intersectional, np.empty(0), shared_null=shared_null,
+                                 intersectional_p_columns=intersectional_p_columns)
+    return q_fair, inter
+
+
+@dataclass(frozen=True, slots=True)
+class BenchmarkQ:
+    """The benchmark-wide q of every test the report marks, split back by table."""
+
+    fairness: pd.Series
+    intersectional: pd.DataFrame
+    deployed: pd.Series
+    calibration_gap: pd.Series
+
+
+def benchmark_family(
+    fairness: pd.DataFrame,
+    intersectional: pd.DataFrame,
+    *,
+    deployed: pd.DataFrame,
+    calibration_gap: pd.DataFrame,
+) -> BenchmarkQ:
+    """:func:`benchmark_q_values` over the grid's tests plus the deployed systems' shown tests.
+
+    The family adds the deployed systems' fairness tests on the test rows (``deployed``, the
+    rows of strategy ``deployed`` of ``fairness.csv``) and the calibration-gap tests of the
+    audits with a system (``calibration_gap``).  With both empty every q equals
+    :func:`benchmark_q_values`' bit for bit.
+    """
+    both = fairness if deployed.empty else pd.concat([fairness, deployed], ignore_index=True)
+    extra = calibration_gap["p_value"].to_numpy(dtype=float) if not calibration_gap.empty \
+        else np.empty(0)
+    q_all, inter, q_gap = _family_q(both, intersectional, extra)
+    n = len(fairness)
+    return BenchmarkQ(
+        fairness=pd.Series(q_all.to_numpy()[:n], index=fairness.index, name="q_benchmark"),
+        intersectional=inter,
+        deployed=pd.Series(q_all.to_numpy()[n:], index=deployed.index, name="q_benchmark"),
+        calibration_gap=pd.Series(q_gap, index=calibration_gap.index, name="q_benchmark"))
+
+
+def _family_q(
+    fairness: pd.DataFrame,
+    intersectional: pd.DataFrame,
+    extra: np.ndarray,
+    *,
+    shared_null: Mapping[str, str] = SHARED_NULL_TESTS,
+    intersectional_p_columns: Sequence[str] = INTERSECTIONAL_P_COLUMNS,
+) -> tuple[pd.Series, pd.DataFrame, np.ndarray]:
+    """The family's q-values: fairness rows, intersectional columns, then ``extra`` p-values."""
     p = fairness["p_value"].to_numpy(dtype=float).copy()
     partner = np.array([_shares_null(str(m), shared_null) for m in fairness["metric"]],
                        dtype=object)
@@ -114,8 +170,8 @@ def benchmark_q_values(
     p[duplicate] = np.nan
     columns = [c for c in intersectional_p_columns if c in intersectional.columns]
     inter_p = [intersectional[c].to_numpy(dtype=float) for c in columns]
-    q = benjamini_hochberg(np.concatenate([p, *inter_p]) if len(p) + sum(map(len, inter_p))
-                           else np.empty(0))
+    every = [p, *inter_p, *((extra,) if extra.size else ())]
+    q = benjamini_hochberg(np.concatenate(every) if sum(map(len, every)) else np.empty(0))
     q_fair = pd.Series(q[: len(p)], index=fairness.index, name="q_benchmark")
     if duplicate.any():
         key = ["audit", "strategy", "model", "protected_attribute"]
@@ -135,7 +191,7 @@ def benchmark_q_values(
     for c in columns:
         inter[c.replace("p_value", "q_benchmark")] = q[start: start + len(intersectional)]
         start += len(intersectional)
-    return q_fair, inter
+    return q_fair, inter, q[start:]
 
 
 def summarise(fairness: pd.DataFrame, *, q_benchmark: pd.Series, alpha: float) -> pd.DataFrame:

@@ -1,6 +1,8 @@
 """``faircode report``: every output of the report stage written from the results on disk.
 
 Reads ``results/<audit>/`` (:mod:`faircode.report.inputs`), never the grid or the evaluate step.
+An audit with a deployed system adds its tables (:mod:`faircode.report.deployed`), its
+calibration figure and a section of the page; an audit without one is rendered as before.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import pandas as pd
 from faircode.core.errors import DataError, FaircodeError, describe
 from faircode.report.analysis import (
     DEFAULT_METRIC,
-    benchmark_q_values,
+    benchmark_family,
     floor_counts,
     residual_floor,
     summarise,
 )
+from faircode.report.deployed import deployed_tables
 from faircode.report.inputs import (
     MODELS,
     STRATEGIES,
@@ -106,7 +109,12 @@ def write_report(
                             f"got {describe(model)}")
     alpha = _alpha(inputs.runs, "alpha", 0.05)
     confidence = _alpha(inputs.runs, "confidence", 0.95)
-    q_fair, q_inter = benchmark_q_values(inputs.fairness, inputs.intersectional)
+    deployed = inputs.deployed
+    gaps = deployed.calibration_gap
+    gaps = gaps[gaps["audit"].isin(list(deployed.systems))]  # shown (and tested) with a system
+    family = benchmark_family(inputs.fairness, inputs.intersectional,
+                              deployed=deployed.fairness, calibration_gap=gaps)
+    q_fair, q_inter = family.fairness, family.intersectional
     fairness = inputs.fairness.assign(q_benchmark=q_fair)
     intersectional = pd.concat([inputs.intersectional, q_inter], axis=1)
     summary = summarise(inputs.fairness, q_benchmark=q_fair, alpha=alpha)
@@ -115,10 +123,13 @@ def write_report(
     floor = residual_floor(fairness, metric=metric)
     floor_path = results / "residual_floor.csv"
     floor.to_csv(floor_path, index=False, na_rep="NaN")
-    context = report_tables.Context(inputs=inputs, fairness=fairness, metric=metric,
-                                    models=tuple([model] if model else models), alpha=alpha,
-                                    confidence=confidence)
-    tables = report_tables.write_tables(context, floor=floor, out=results)
+    context = report_tables.Context(
+        inputs=inputs, fairness=fairness, metric=metric,
+        models=tuple([model] if model else models), alpha=alpha, confidence=confidence,
+        deployed_fairness=deployed.fairness.assign(q_benchmark=family.deployed),
+        calibration_gap=gaps.assign(q_benchmark=family.calibration_gap))
+    tables = report_tables.write_tables(context, floor=floor, out=results,
+                                        extra=deployed_tables(context))
     for generated in ("figures", "plots"):  # wholly the report's: no stale file survives
         shutil.rmtree(results / generated, ignore_errors=True)
     figures = report_figures.write_figures(context, floor=floor, out=results / "figures")

@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from faircode.report.deployed import deployed_tables
 from faircode.report.figures import FigureFile
 from faircode.report.inputs import strategy_code
 from faircode.report.tables import Context, all_tables, num, to_html
@@ -200,6 +201,25 @@ def _details(ctx: Context, intersectional: pd.DataFrame) -> str:
     return "".join(parts)
 
 
+def _deployed(ctx: Context, figures: Sequence[FigureFile]) -> list[str]:
+    """The deployed-system section (only where some audit has a system)."""
+    tables = deployed_tables(ctx)
+    if not tables:
+        return []
+    shown = [(i, f) for i, f in enumerate(figures) if f.section == "deployed"]
+    return [
+        "<h2>Deployed systems</h2>",
+        "<p>Decisions nobody here trained: the system an audit's manifest declares, scored on "
+        "the grid's test rows beside S0-S4 (same people, same statistics) and on every row of "
+        "the audit, the replication of a published audit. Error-rate balance (the FPR and FNR "
+        "gaps, the per-group table) and calibration within groups (the calibration gap, the "
+        "figure) are the two views of the COMPAS debate; where base rates differ, no score has "
+        "both, so both are shown.</p>",
+        *(to_html(t) for t in tables),
+        "".join(_figure(f, i) for i, f in shown),
+    ]
+
+
 def write_html(ctx: Context, *, summary: pd.DataFrame, floor: pd.DataFrame,
                counts: pd.DataFrame, intersectional: pd.DataFrame,
                figures: Sequence[FigureFile], provenance: Mapping[str, Any],
@@ -216,7 +236,9 @@ def write_html(ctx: Context, *, summary: pd.DataFrame, floor: pd.DataFrame,
         "</p>",
         "<h2>Paper table</h2>", to_html(paper),
         "<h2>Residual floor</h2>", _floor_sentence(counts), to_html(floor_table),
-        "<h2>Figures</h2>", "".join(_figure(f, i) for i, f in enumerate(figures)),
+        *_deployed(ctx, figures),
+        "<h2>Figures</h2>", "".join(_figure(f, i) for i, f in enumerate(figures)
+                                    if f.section == "figures"),
         "<h2>Performance</h2>", to_html(performance),
         "<h2>Counterfactual flip rates</h2>", to_html(counterfactual),
         *_stability(ctx),

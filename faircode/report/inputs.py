@@ -10,15 +10,21 @@ Design decisions
   come from its manifest's ``dataset.source``.  Missing required columns are one-line errors
   naming the file and the columns; extra columns are kept and shown.
 * ``<audit>/stability.csv`` (training replicates across seeds, :mod:`faircode.evaluate.stability`)
-  is
-  optional: read where it exists, an empty :attr:`ReportInputs.stability` otherwise.
+  is optional: read where it exists, an empty :attr:`ReportInputs.stability` otherwise.
+* **A deployed system** (manifest ``system:``) appears in ``fairness.csv``, ``performance.csv``
+  and ``intersectional.csv`` as rows of strategy :data:`DEPLOYED` (model = the system's name) on
+  the grid's test rows, and on every row in ``<audit>/deployed/``.  Those rows are split off at
+  read time into :attr:`ReportInputs.deployed` (:class:`DeployedInputs`, with the optional
+  ``groups.csv``, ``calibration.csv`` and ``calibration_gap.csv``), so every grid view -- the
+  paper table, the figures, ``summary.csv``, the plot data -- reads exactly the rows it read
+  before; an audit without a system is read byte for byte as before.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,12 +34,16 @@ import pandas as pd
 from faircode.audit.manifest import discover_manifests, load_manifest
 from faircode.core.cells import STRATEGY_CODES, ModelFamily, Strategy
 from faircode.core.errors import DataError, FaircodeError, describe
+from faircode.stats.calibration import CALIBRATION_COLUMNS
+from faircode.stats.groups import GROUP_COLUMNS
 
 __all__ = [
+    "DEPLOYED",
     "MODELS",
     "STRATEGIES",
     "TABLES",
     "UNINFORMATIVE_NOTE",
+    "DeployedInputs",
     "ReportInputs",
     "UnavailableAudit",
     "is_uninformative",
@@ -46,7 +56,13 @@ __all__ = [
 ]
 
 UNINFORMATIVE_NOTE = "degenerate_decisions"
+DEPLOYED = "deployed"
+"""The strategy of a deployed system's rows (its model is the system's name)."""
 TABLES = ("fairness", "performance", "intersectional", "counterfactual")
+DEPLOYED_TABLES = ("fairness", "performance", "intersectional")
+"""The tables of ``<audit>/deployed/`` (the system on every row of the audit)."""
+EXTRA_TABLES = ("groups", "calibration", "calibration_gap")
+"""Optional per-audit tables: per-group rates, calibration bins, calibration gaps."""
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "fairness": ("audit", "strategy", "model", "protected_attribute", "metric", "value",
                  "ci_low", "ci_high", "p_value", "note"),
@@ -55,6 +71,10 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
                        "ci_low", "ci_high", "p_value", "note"),
     "counterfactual": ("audit", "strategy", "model", "axis", "kind", "flip_rate", "ci_low",
                        "ci_high", "note"),
+    "groups": ("audit", "strategy", "model", *GROUP_COLUMNS),
+    "calibration": ("audit", "strategy", "model", *CALIBRATION_COLUMNS),
+    "calibration_gap": ("audit", "strategy", "model", "row_set", "protected_attribute", "value",
+                        "ci_low", "ci_high", "p_value", "note"),
     "stability": ("audit", "strategy", "model", "protected_attribute", "metric", "seeds",
                   "seed_mode", "value_replicate0", "mean", "sd_between", "min", "max",
                   "share_significant", "sign_flips", "combined_ci_low", "combined_ci_high",
@@ -79,6 +99,42 @@ class UnavailableAudit:
                                 f"got {describe(getattr(self, name))}")
 
 
+def _empty(table: str) -> pd.DataFrame:
+    return pd.DataFrame(columns=list(_REQUIRED[table]))
+
+
+@dataclass(frozen=True, slots=True)
+class DeployedInputs:
+    """Every audit's deployed-system rows: on the grid's test rows and on all rows.
+
+    ``fairness``/``performance``/``intersectional`` are the rows of strategy :data:`DEPLOYED`
+    of the main tables (test rows); ``*_all`` those of ``<audit>/deployed/`` (every row);
+    ``groups``, ``calibration``, ``calibration_gap`` the optional tables as written (every
+    strategy, both row sets).  ``favourable`` maps each audit with a system to its target's
+    favourable label (``run.json`` ``target.favourable``, else its manifest); ``titles`` to
+    the system's title.
+    """
+
+    fairness: pd.DataFrame = field(default_factory=lambda: _empty("fairness"))
+    performance: pd.DataFrame = field(default_factory=lambda: _empty("performance"))
+    intersectional: pd.DataFrame = field(default_factory=lambda: _empty("intersectional"))
+    fairness_all: pd.DataFrame = field(default_factory=lambda: _empty("fairness"))
+    performance_all: pd.DataFrame = field(default_factory=lambda: _empty("performance"))
+    intersectional_all: pd.DataFrame = field(default_factory=lambda: _empty("intersectional"))
+    groups: pd.DataFrame = field(default_factory=lambda: _empty("groups"))
+    calibration: pd.DataFrame = field(default_factory=lambda: _empty("calibration"))
+    calibration_gap: pd.DataFrame = field(default_factory=lambda: _empty("calibration_gap"))
+    favourable: Mapping[str, int] = field(default_factory=dict)
+    titles: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def systems(self) -> dict[str, str]:
+        """``{audit: system name}`` for every audit with deployed rows, in audit order."""
+        rows = self.fairness.drop_duplicates("audit")
+        return {str(a): str(m) for a, m in sorted(zip(rows["audit"], rows["model"],
+                                                       strict=True))}
+
+
 @dataclass(frozen=True, slots=True)
 class ReportInputs:
     """Every audit's tables concatenated, the run records, and the unavailable audits."""
@@ -90,6 +146,7 @@ class ReportInputs:
     runs: Mapping[str, Mapping[str, Any]]
     unavailable: tuple[UnavailableAudit, ...] = ()
     stability: pd.DataFrame = field(default_factory=pd.DataFrame)
+    deployed: DeployedInputs = field(default_factory=DeployedInputs)
 
     @property
     def audits(self) -> tuple[str, ...]:
@@ -145,6 +202,7 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
     runs: dict[str, dict[str, Any]] = {}
     unavailable: dict[str, UnavailableAudit] = {}
     stability: list[pd.DataFrame] = []
+    deployed: dict[str, list[pd.DataFrame]] = {}
     # hidden folders are the grid's staging copies (see benchmark.write_audit), never results
     for folder in sorted(p for p in results.iterdir()
                          if p.is_dir() and not p.name.startswith(".")):
@@ -156,9 +214,13 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
                 path = folder / f"{table}.csv"
                 if not path.is_file():
                     raise DataError(f"{folder}: expected {table}.csv beside run.json, got none")
-                frames[table].append(_read_csv(path, table))
+                grid, system = _split_deployed(_read_csv(path, table))
+                frames[table].append(grid)
+                if system is not None:
+                    deployed.setdefault(table, []).append(system)
             if (folder / "stability.csv").is_file():  # only with training replicates
                 stability.append(_read_csv(folder / "stability.csv", "stability"))
+            _read_deployed(folder, deployed)
         elif (folder / "unavailable.json").is_file():
             data = _read_json(folder / "unavailable.json")
             where = folder / "unavailable.json"
@@ -195,7 +257,62 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
         **{t: (pd.concat(frames[t], ignore_index=True) if frames[t] else
                pd.DataFrame(columns=list(_REQUIRED[t]))) for t in TABLES},
         runs=runs, unavailable=tuple(unavailable[k] for k in sorted(unavailable)),
-        stability=pd.concat(stability, ignore_index=True) if stability else pd.DataFrame())
+        stability=pd.concat(stability, ignore_index=True) if stability else pd.DataFrame(),
+        deployed=_deployed_inputs(deployed, runs, audits_dir))
+
+
+def _split_deployed(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """``(grid rows, deployed rows or None)``: a frame without deployed rows is returned as is."""
+    mine = frame["strategy"].astype(str).eq(DEPLOYED).to_numpy()
+    if not mine.any():
+        return frame, None
+    return frame[~mine].reset_index(drop=True), frame[mine].reset_index(drop=True)
+
+
+def _read_deployed(folder: Path, into: dict[str, list[pd.DataFrame]]) -> None:
+    """Append ``<folder>/deployed/<table>.csv`` (as ``<table>_all``) and the optional tables."""
+    for table in DEPLOYED_TABLES:
+        path = folder / DEPLOYED / f"{table}.csv"
+        if path.is_file():
+            into.setdefault(f"{table}_all", []).append(_read_csv(path, table))
+    for table in EXTRA_TABLES:
+        path = folder / f"{table}.csv"
+        if path.is_file():
+            into.setdefault(table, []).append(_read_csv(path, table))
+
+
+def _favourable(audit: str, run: Mapping[str, Any], audits_dir: Path | None) -> int:
+    """The audit's favourable label: ``run.json`` ``target.favourable``, else its manifest."""
+    target = run.get("target")
+    value = target.get("favourable") if isinstance(target, dict) else None
+    if value is None and audits_dir is not None and (audits_dir / audit / "audit.yaml").is_file():
+        value = load_manifest(audits_dir / audit / "audit.yaml").target.favourable
+    if value not in (0, 1) or isinstance(value, bool):
+        raise DataError(f"{audit}/run.json: target.favourable: expected 0 or 1 (the coding of "
+                        f"the deployed system's table), got {describe(value)}")
+    return int(value)
+
+
+def _deployed_inputs(frames: Mapping[str, list[pd.DataFrame]],
+                     runs: Mapping[str, Mapping[str, Any]],
+                     audits_dir: Path | None) -> DeployedInputs:
+    """Concatenate the deployed rows and optional tables; orientation and title per system."""
+    def part(name: str) -> pd.DataFrame:
+        table = name.removesuffix("_all")
+        return pd.concat(frames[name], ignore_index=True) if name in frames else _empty(table)
+
+    out = DeployedInputs(
+        fairness=part("fairness"), performance=part("performance"),
+        intersectional=part("intersectional"), fairness_all=part("fairness_all"),
+        performance_all=part("performance_all"), intersectional_all=part("intersectional_all"),
+        groups=part("groups"), calibration=part("calibration"),
+        calibration_gap=part("calibration_gap"))
+    favourable, titles = {}, {}
+    for audit, name in out.systems.items():
+        favourable[audit] = _favourable(audit, runs.get(audit, {}), audits_dir)
+        system = runs.get(audit, {}).get("system")
+        titles[audit] = str(system.get("title") or name) if isinstance(system, dict) else name
+    return replace(out, favourable=favourable, titles=titles)
 
 
 def resolve_metric(name: str, available: Iterable[str], *, where: str = "--metric") -> str:

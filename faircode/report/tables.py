@@ -70,6 +70,10 @@ class Context:
     models: tuple[str, ...]
     alpha: float
     confidence: float
+    deployed_fairness: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """The deployed systems' fairness rows on the test rows, with ``q_benchmark``."""
+    calibration_gap: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """The calibration gaps of the audits with a system, with ``q_benchmark``."""
 
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 1.0 or not 0.0 < self.confidence < 1.0:
@@ -422,10 +426,11 @@ def all_tables(ctx: Context, floor: pd.DataFrame) -> tuple[Table, ...]:
             floor_table(ctx, floor))
 
 
-def write_tables(ctx: Context, *, floor: pd.DataFrame, out: Path) -> tuple[Path, ...]:
-    """Write ``<name>.md`` and ``<name>.tex`` of every table into ``out``."""
+def write_tables(ctx: Context, *, floor: pd.DataFrame, out: Path,
+                 extra: Sequence[Table] = ()) -> tuple[Path, ...]:
+    """Write ``<name>.md`` and ``<name>.tex`` of every table (and of ``extra``) into ``out``."""
     written = []
-    for table in all_tables(ctx, floor):
+    for table in (*all_tables(ctx, floor), *extra):
         for suffix, render in ((".md", to_markdown), (".tex", to_latex)):
             path = out / f"{table.name}{suffix}"
             path.write_text(render(table), encoding="utf-8")
