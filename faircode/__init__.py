@@ -3,7 +3,8 @@
 The public API is re-exported here: manifests and data (:func:`load_manifest`,
 :func:`load_audit`), the grid (:class:`BenchmarkConfig`, :func:`run_audit`), and the
 counterfactual perturbation engine (:class:`AxisSpec`, :class:`Substitution`,
-:class:`PerturbationKind`, :func:`perturb`, :func:`flip_rate`).
+:class:`PerturbationKind`, :func:`perturb`, :func:`flip_rate`), and the audit of decisions no one
+here trained (:func:`audit_decisions`).
 
 The package face is quiet: every name is loaded on first use (PEP 562 ``__getattr__``), so
 ``import faircode`` -- and importing one wing, e.g. ``faircode.counterfactual`` -- loads only
@@ -27,6 +28,7 @@ _PUBLIC: dict[str, str] = {
     "FaircodeError": "faircode.core.errors",
     "Perturbation": "faircode.counterfactual.perturb",
     "PerturbationKind": "faircode.counterfactual.perturb",
+    "audit_decisions": "faircode.pipeline.run",
     "Substitution": "faircode.counterfactual.perturb",
     "flip_rate": "faircode.stats.flips",
     "load_audit": "faircode.audit.data",
@@ -43,6 +45,7 @@ __all__ = [
     "PerturbationKind",
     "Substitution",
     "__version__",
+    "audit_decisions",
     "flip_rate",
     "load_audit",
     "load_manifest",
@@ -62,7 +65,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         Substitution,
         perturb,
     )
-    from faircode.pipeline.run import run_audit
+    from faircode.pipeline.run import audit_decisions, run_audit
     from faircode.stats.flips import flip_rate
 
 

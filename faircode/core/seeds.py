@@ -32,6 +32,8 @@ class Stream(IntEnum):
     DECISIONS = 5
     REPLICATE = 6
     """A training replicate's own master seed: ``SeedSequence(master, spawn_key=(6, k))``."""
+    CALIBRATION = 7
+    """The calibration gap's bootstrap and permutation (:mod:`faircode.evaluate.detail`)."""
 
 
 

@@ -13,6 +13,8 @@ Design decisions
 * **The fit step's executor.**  Cells are scored as tasks of the same queue that fits them
   (:func:`faircode.grid.scheduler.run_tasks`: ``jobs`` local workers, the audit's data shipped
   once per worker, ``jobs = 1`` in this process); no number depends on ``jobs``.
+* An audit with a deployed system (the manifest's ``system:`` block) has it scored beside the
+  grid on the same test rows, and on every row on its own (:mod:`faircode.evaluate.deployed`).
 * With training replicates (``run.seeds`` > 1, :mod:`faircode.evaluate.stability`) every further
   replicate is scored the same way with its own master seed; replicate 0 is this run's own
   cells, not scored twice.
@@ -28,6 +30,7 @@ from faircode.core.cells import position
 from faircode.core.config import DegenerateConfig, ReplicateConfig, StatsConfig
 from faircode.core.errors import DataError
 from faircode.evaluate import stability
+from faircode.evaluate.deployed import score_system_all_rows, score_system_test_rows
 from faircode.evaluate.score import CellResult, score_cell, scoring_seconds
 from faircode.evaluate.tables import AuditResults, assemble
 from faircode.grid.predictions import AuditPredictions, CellPredictions
@@ -63,7 +66,10 @@ def evaluate_audit(
     rule = resolve_rule(data.manifest.decision, default_threshold=decision_threshold)
     results = score_cells(data, predictions.cells, rule=rule, stats=stats,
                           degenerate=degenerate, jobs=jobs)
-    assembled = assemble(data.manifest.name, results, rule=rule, alpha=stats.alpha)
+    system = score_system_test_rows(data, stats=stats, degenerate=degenerate)
+    assembled = assemble(data.manifest.name, [*results, *([system] if system else [])],
+                         rule=rule, alpha=stats.alpha)
+    assembled.deployed = score_system_all_rows(data, stats=stats, degenerate=degenerate)
     if replicates.seeds == 1 and predictions.seeds == 1:
         return assembled
     # training replicates (run.seeds > 1): stability.csv and stability_replicates.csv

@@ -55,8 +55,10 @@ from faircode.audit.prepared import PreparedAudit
 from faircode.core.cells import ModelFamily, Strategy, position
 from faircode.core.config import DegenerateConfig, StatsConfig
 from faircode.core.seeds import Stream, child_seed
+from faircode.evaluate.detail import calibration_gap_rows, calibration_rows, group_rows
 from faircode.grid.predictions import CellPredictions
 from faircode.stats import clusters
+from faircode.stats.calibration import Scale
 from faircode.stats.flips import flip_rates
 from faircode.stats.metrics import (
     fairness_metrics,
@@ -149,6 +151,9 @@ class CellResult:
     degenerate: bool = False
     decision: tuple[tuple[str, Any], ...] = ()
     decided: Decided | None = None
+    groups: Rows = Rows()
+    calibration: Rows = Rows()
+    calibration_gap: Rows = Rows()
 
 
 def scoring_seconds(data: PreparedAudit) -> float:
@@ -181,11 +186,13 @@ def score_cell(
     stats: StatsConfig,
     degenerate: DegenerateConfig,
     master: int | None = None,
+    detail: bool = True,
 ) -> CellResult:
     """Score one fitted cell (a task of the evaluate step's queue).
 
     ``rule`` is the audit's resolved operating point; ``master`` seeds every statistic (default
-    the manifest's ``random_state``; a training replicate passes its own).
+    the manifest's ``random_state``; a training replicate passes its own, without ``detail``:
+    the per-group and calibration tables of :mod:`faircode.evaluate.detail`).
     """
     if cell.skipped:
         return CellResult(cell.strategy, cell.family, seconds=_fit_timings(cell.seconds),
@@ -195,7 +202,7 @@ def score_cell(
         key=position(cell.strategy, cell.family), rule=rule, objective=cell.objective,
         stats=stats, degenerate=degenerate,
         master=data.manifest.random_state if master is None else master,
-        fit_seconds=cell.seconds)
+        fit_seconds=cell.seconds, scale="probability" if detail else None, detail=detail)
 
 
 def score_decided(
@@ -205,17 +212,23 @@ def score_decided(
     strategy: Strategy | str,
     family: ModelFamily | str,
     key: tuple[int, int],
-    rule: DecisionRule,
+    rule: DecisionRule | None,
     objective: str,
     stats: StatsConfig,
     degenerate: DegenerateConfig,
     master: int,
     fit_seconds: Mapping[str, float] | None = None,
+    scale: Scale | None = "probability",
+    row_set: str = "test",
+    detail: bool = True,
 ) -> CellResult:
     """Every table row of one row set's decisions on ``data``'s test rows.
 
-    ``key`` is the row set's seed position ``(s, m)``; ``objective`` what its decisions were
-    fitted for (recorded in ``run.json``).
+    ``key`` is the row set's seed position ``(s, m)``; ``rule`` the operating point its
+    decisions were taken at (None: given, as a deployed system's); ``objective`` what they were
+    fitted for (recorded in ``run.json``).  With ``detail``, also the per-group table and, when
+    the row set has a score on ``scale``, its calibration by group (``row_set`` names the rows
+    in those tables).
     """
     label = {"strategy": str(strategy), "model": str(family)}
     t0 = time.perf_counter()
@@ -235,6 +248,16 @@ def score_decided(
     intersectional = _intersectional_rows(data, decided, label, stats=stats, master=master,
                                           key=key)
     _add_power(fairness, intersectional, stats=stats)
+    groups, calibration, gaps = [], [], []
+    if detail:
+        groups = group_rows(data, decided.y_pred, label, row_set=row_set,
+                            confidence=stats.confidence)
+        if decided.score is not None and scale is not None:
+            score = _on_scale(decided.score, scale)
+            calibration = calibration_rows(data, score, label, row_set=row_set, scale=scale,
+                                           confidence=stats.confidence)
+            gaps = calibration_gap_rows(data, score, label, row_set=row_set, scale=scale,
+                                        stats=stats, master=master, key=key)
     t1 = time.perf_counter()
     counterfactual = _counterfactual_rows(data, decided, label, stats=stats)
     t2 = time.perf_counter()
@@ -245,7 +268,18 @@ def score_decided(
         seconds=dataclasses.replace(fit, statistics=t1 - t0,
                                     counterfactual=fit.counterfactual + t2 - t1),
         degenerate=flagged, decision=tuple(record.items()), decided=decided,
+        groups=Rows.of(groups), calibration=Rows.of(calibration), calibration_gap=Rows.of(gaps),
     )
+
+
+def _on_scale(score: np.ndarray, scale: Scale) -> np.ndarray:
+    """A probability score with its floating-point excess (S3's mixture can sum to 1 + 1e-16)
+    clipped into [0, 1]; anything further out is left for the calibration checks to refuse."""
+    if scale != "probability":
+        return score
+    tolerance = 1e-9
+    inside = (score >= -tolerance) & (score <= 1.0 + tolerance)
+    return np.where(inside, np.clip(score, 0.0, 1.0), score)
 
 
 def _fit_timings(seconds: Mapping[str, float]) -> Timings:
@@ -264,7 +298,7 @@ def _masks(data: PreparedAudit) -> dict[str, np.ndarray]:
 
 
 def _operating_point(
-    data: PreparedAudit, decided: Decided, *, rule: DecisionRule, objective: str,
+    data: PreparedAudit, decided: Decided, *, rule: DecisionRule | None, objective: str,
     stats: StatsConfig, degenerate: DegenerateConfig, seed: np.random.SeedSequence,
 ) -> tuple[tuple[Any, ...], bool, dict[str, Any]]:
     """The operating-point numbers, whether the decisions are degenerate, and the record of
@@ -280,7 +314,8 @@ def _operating_point(
         max_selection_rate=degenerate.max_selection_rate,
         balanced_accuracy_margin=degenerate.balanced_accuracy_margin,
     )
-    record = {**rule.as_dict(), "objective": objective,
+    record = {**(rule.as_dict() if rule is not None else {"rule": "given"}),
+              "objective": objective,
               "selection_rate": point["selection_rate"],
               "balanced_accuracy": point["balanced_accuracy"], "degenerate": flagged}
     if decided.cutoff is not None:

@@ -153,7 +153,7 @@ def score_replicate(
         raise DataError(f"{manifest.name}: replicate {replicate}: its cells differ in test rows")
     view = _replicate_data(data, test)
     results = [score_cell(view, c.cell, rule=rule, stats=stats, degenerate=degenerate,
-                          master=seed) for c in cells]
+                          master=seed, detail=False) for c in cells]
     fairness = assemble(manifest.name, results, rule=rule, alpha=stats.alpha).fairness
     return replicate_scores(view, results, fairness, replicate=replicate, seed=seed,
                             n_resamples=stats.n_resamples)
@@ -297,9 +297,14 @@ def evaluate_stability(
             f"{replicates.seeds}/{replicates.seed_mode} as configured, got "
             f"{predictions.seeds}/{predictions.seed_mode}; re-run fit")
     name = data.manifest.name
-    zero = replicate_scores(data, main.cells, main.fairness, replicate=0,
+    # replicate 0: the run's own grid cells (the deployed system is no replicate), in a family
+    # of the grid's own tests as every further replicate's (re-assembled, not re-scored)
+    grid = [c for c in main.cells if c.strategy in tuple(Strategy)]
+    fairness = main.fairness if len(grid) == len(main.cells) else assemble(
+        name, grid, rule=main.rule, alpha=stats.alpha).fairness
+    zero = replicate_scores(data, grid, fairness, replicate=0,
                             seed=data.manifest.random_state, n_resamples=stats.n_resamples)
-    cost = len(main.cells) * scoring_seconds(data)
+    cost = len(grid) * scoring_seconds(data)
     tasks = [Task(audit=name, key=(k,), fn=_replicate_task,
                   args=(cells, k, main.rule, stats, degenerate), cost=cost)
              for k, cells in enumerate(_by_replicate(predictions), start=1)]

@@ -9,15 +9,21 @@ once, every DD-vs-AA gap and interaction) are filled in here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from faircode.audit.decision import DecisionRule
+from faircode.evaluate.detail import GAP_COLUMNS
 from faircode.evaluate.score import CellResult, Rows
+from faircode.stats.calibration import CALIBRATION_COLUMNS
+from faircode.stats.groups import GROUP_COLUMNS
 from faircode.stats.metrics import FAIRNESS_COLUMNS, INTERSECTIONAL_COLUMNS, audit_q_values
+from faircode.stats.resampling import benjamini_hochberg
 
-__all__ = ["COUNTERFACTUAL_COLUMNS", "PERFORMANCE_COLUMNS", "AuditResults", "assemble"]
+__all__ = ["CALIBRATION_TABLE_COLUMNS", "COUNTERFACTUAL_COLUMNS", "GROUPS_COLUMNS",
+           "PERFORMANCE_COLUMNS", "AuditResults", "assemble"]
 
 
 @dataclass(slots=True)
@@ -27,7 +33,9 @@ class AuditResults:
     A plain (not frozen) container: its tables are DataFrames.  ``rule`` is the operating point
     the evaluate step resolved once (:func:`faircode.audit.decision.resolve_rule`);
     ``stability``/``replicates`` the training-replicate tables (:mod:`faircode.evaluate.stability`),
-    None without replicates (``run.seeds`` 1).
+    None without replicates (``run.seeds`` 1).  ``groups``, ``calibration`` and
+    ``calibration_gap`` are the tables of :mod:`faircode.evaluate.detail`; ``deployed`` the
+    audit's deployed system on every row (:mod:`faircode.evaluate.deployed`), None without one.
     """
 
     fairness: pd.DataFrame
@@ -35,7 +43,11 @@ class AuditResults:
     intersectional: pd.DataFrame
     counterfactual: pd.DataFrame
     cells: tuple[CellResult, ...]
-    rule: DecisionRule
+    rule: DecisionRule | None
+    groups: pd.DataFrame = field(default_factory=lambda: _empty(GROUPS_COLUMNS))
+    calibration: pd.DataFrame = field(default_factory=lambda: _empty(CALIBRATION_TABLE_COLUMNS))
+    calibration_gap: pd.DataFrame = field(default_factory=lambda: _empty(GAP_COLUMNS))
+    deployed: AuditResults | None = None
     stability: pd.DataFrame | None = None
     replicates: pd.DataFrame | None = None
 
@@ -43,6 +55,9 @@ class AuditResults:
 PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "protected_attribute", "metric",
                        "value", "ci_low", "ci_high", "n", "note")
 
+
+GROUPS_COLUMNS: tuple[str, ...] = ("audit", "strategy", "model", *GROUP_COLUMNS)
+CALIBRATION_TABLE_COLUMNS: tuple[str, ...] = ("audit", "strategy", "model", *CALIBRATION_COLUMNS)
 
 COUNTERFACTUAL_COLUMNS = (
     "audit", "strategy", "model", "axis", "kind", "columns", "flip_rate", "ci_low", "ci_high",
@@ -52,13 +67,20 @@ COUNTERFACTUAL_COLUMNS = (
 
 
 def assemble(
-    audit: str, results: Sequence[CellResult], *, rule: DecisionRule, alpha: float
+    audit: str, results: Sequence[CellResult], *, rule: DecisionRule | None, alpha: float
 ) -> AuditResults:
-    """The four tables of ``results`` (grid order), with the audit's BH q-values at ``alpha``."""
+    """The tables of ``results`` (grid order), with the audit's BH q-values at ``alpha``.
+
+    The fairness and intersectional tests form the audit's one family; the calibration gaps
+    their own (a different question, so adding a score to an audit moves no fairness q-value).
+    """
     fairness = _frame(audit, [r.fairness for r in results], FAIRNESS_COLUMNS)
     intersectional = _frame(audit, [r.intersectional for r in results], INTERSECTIONAL_COLUMNS)
     # One BH family per audit: each fairness null once, every DD-vs-AA gap and interaction.
     fairness, intersectional = audit_q_values(fairness, intersectional, alpha=alpha)
+    gaps = _frame(audit, [r.calibration_gap for r in results], GAP_COLUMNS)
+    gaps["q_value"] = benjamini_hochberg(gaps["p_value"].to_numpy(dtype=float))
+    gaps["significant"] = np.nan_to_num(gaps["q_value"].to_numpy(dtype=float), nan=1.0) < alpha
     return AuditResults(
         fairness=fairness,
         performance=_frame(audit, [r.performance for r in results], PERFORMANCE_COLUMNS),
@@ -66,7 +88,14 @@ def assemble(
         counterfactual=_frame(audit, [r.counterfactual for r in results],
                               COUNTERFACTUAL_COLUMNS),
         cells=tuple(results), rule=rule,
+        groups=_frame(audit, [r.groups for r in results], GROUPS_COLUMNS),
+        calibration=_frame(audit, [r.calibration for r in results], CALIBRATION_TABLE_COLUMNS),
+        calibration_gap=gaps,
     )
+
+
+def _empty(columns: tuple[str, ...]) -> pd.DataFrame:
+    return pd.DataFrame(columns=list(columns))
 
 
 def _frame(audit: str, parts: Sequence[Rows], columns: tuple[str, ...]) -> pd.DataFrame:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from faircode.audit.prepared import AuditLike
 from faircode.core.config import BenchmarkConfig
 from faircode.core.seeds import Stream
 from faircode.evaluate import stability
+from faircode.evaluate.deployed import DEPLOYED
 from faircode.evaluate.swap import replacing
 from faircode.evaluate.tables import AuditResults
 
@@ -41,9 +43,12 @@ def write_audit(
     config: BenchmarkConfig,
     out_dir: Path,
     provenance_record: dict[str, Any],
+    extra: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write ``<out_dir>/<audit>/`` (four CSVs + ``run.json``; with training replicates also
-    ``stability.csv`` and ``stability_replicates.csv``) atomically; return the folder.
+    """Write ``<out_dir>/<audit>/`` (the :data:`TABLES` + ``run.json``; with training replicates
+    also ``stability.csv`` and ``stability_replicates.csv``; with a deployed system its own
+    tables on every row in ``deployed/``) atomically; return the folder.  ``extra`` adds keys to
+    ``run.json`` (e.g. the predictions file an external audit read).
 
     Everything is written to a sibling staging folder which then replaces the audit's folder in
     one step (:func:`faircode.evaluate.swap.replacing`): a failure or a kill leaves the old
@@ -53,9 +58,10 @@ def write_audit(
     manifest = data.manifest
     final = out_dir / manifest.name
     with replacing(final) as staging:
-        for name in ("fairness", "performance", "intersectional", "counterfactual"):
-            # default float formatting is the shortest exact repr: numbers round-trip
-            getattr(results, name).to_csv(staging / f"{name}.csv", index=False)
+        _write_tables(results, staging, TABLES)
+        if results.deployed is not None:  # the deployed system on every row, its own tables
+            (staging / DEPLOYED).mkdir()
+            _write_tables(results.deployed, staging / DEPLOYED, DEPLOYED_TABLES)
         if results.stability is not None:  # training replicates (run.seeds > 1) only
             results.stability.to_csv(staging / "stability.csv", index=False)
         if results.replicates is not None:
@@ -63,6 +69,11 @@ def write_audit(
         run = {
             "audit": manifest.name,
             "title": manifest.title,
+            "target": {"column": manifest.target.column,
+                       "favourable": manifest.target.favourable},
+            **({"system": {"name": data.system.name, "title": data.system.title,
+                           "decision": data.system.rule, "scale": data.system.scale}}
+               if data.system is not None else {}),
             "manifest": _relative_manifest(manifest.file),
             "manifest_sha256": hashlib.sha256(manifest.file.read_bytes()).hexdigest(),
             "dataset": {"path": manifest.dataset.declared_path, "sha256": data.sha256,
@@ -80,11 +91,12 @@ def write_audit(
                          if config.seeds > 1 else {})},
             "config": config.as_dict(),
             "decision": {
-                **results.rule.as_dict(),
+                **(results.rule.as_dict() if results.rule is not None else {}),
                 "source": ("manifest decision block" if manifest.decision is not None
                            else "config decision_threshold"),
             },
             "design_effect": design_effect_summary(results, unit=manifest.unit),
+            **(extra or {}),
             **provenance_record,
             "cells": [
                 {"strategy": str(c.strategy), "model": str(c.family),
@@ -96,6 +108,21 @@ def write_audit(
         }
         (staging / "run.json").write_text(json.dumps(run, indent=2) + "\n")
     return final
+
+
+TABLES = ("fairness", "performance", "intersectional", "counterfactual", "groups",
+          "calibration", "calibration_gap")
+"""The tables of ``results/<audit>/`` (each ``<name>.csv``)."""
+
+DEPLOYED_TABLES = ("fairness", "performance", "intersectional", "groups", "calibration",
+                   "calibration_gap")
+"""The tables of ``results/<audit>/deployed/``: the deployed system on every row."""
+
+
+def _write_tables(results: AuditResults, folder: Path, names: tuple[str, ...]) -> None:
+    for name in names:
+        # default float formatting is the shortest exact repr: numbers round-trip
+        getattr(results, name).to_csv(folder / f"{name}.csv", index=False)
 
 
 def design_effect_summary(results: AuditResults, *, unit: str | None) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""The ``faircode`` command line: ``data fetch``, ``validate``, ``run`` and ``perturb``.
+"""The ``faircode`` command line: ``data fetch``, ``validate``, ``run``, ``audit``, ``perturb``,
+``report``, ``track``, ``freeze`` and ``verify``.
 
 Design decisions
 ----------------
@@ -32,6 +33,7 @@ from faircode.audit.data import AuditData, load_audit
 from faircode.audit.fetch import MIRROR_ENV, default_mirror, fetch, mirror_dirs
 from faircode.audit.manifest import Manifest, discover_manifests, load_manifest
 from faircode.core.errors import DataUnavailableError, FaircodeError
+from faircode.pipeline.audit_command import add_audit
 
 __all__ = ["SUBCOMMANDS", "main", "mirror_dirs", "resolve_manifests"]
 
@@ -468,6 +470,7 @@ SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser
     _add_track,
     _add_freeze,
     _add_verify,
+    add_audit,
 )
 
 

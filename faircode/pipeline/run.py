@@ -14,21 +14,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from numpy.typing import ArrayLike
+
 from faircode.audit.data import AuditData, load_audit
 from faircode.audit.manifest import load_manifest
+from faircode.audit.outputs import SCORE_SCALES, array_decisions, array_scores
 from faircode.audit.prepared import PreparedAudit, prepare
 from faircode.core.cells import STRATEGY_CODES, Strategy
 from faircode.core.config import BenchmarkConfig, ExecutionConfig
-from faircode.core.errors import DataUnavailableError
+from faircode.core.errors import ConfigError, DataUnavailableError, config_error
 from faircode.evaluate.audit import evaluate_audit
+from faircode.evaluate.deployed import score_given
 from faircode.evaluate.tables import AuditResults
 from faircode.evaluate.write import write_audit
 from faircode.grid.fit import fit_audit, fit_audits
 from faircode.grid.predictions import AuditPredictions, CellPredictions
 from faircode.grid.scheduler import Finished, OnStart, previous_cell_seconds
 
-__all__ = ["AuditRun", "degenerate_cells", "evaluate", "fit", "prepare_audits", "run_audit",
-           "run_audits"]
+__all__ = ["AuditRun", "audit_decisions", "degenerate_cells", "evaluate", "fit", "prepare_audits",
+           "run_audit", "run_audits"]
 
 OnError = Callable[[str, BaseException], None]
 """``on_error(audit, exception)``: an audit failed (bad input or a bug); the others go on."""
@@ -51,6 +55,42 @@ def fit(data: PreparedAudit, *, config: BenchmarkConfig,
     """The fit step of ``config`` on one prepared audit, in this process's queue."""
     return fit_audit(data, mitigation=config.mitigation, replicates=config.replicates,
                      jobs=config.jobs, on_cell_done=on_cell_done)
+
+
+def audit_decisions(
+    data: AuditData,
+    *,
+    decision: ArrayLike | None = None,
+    score: ArrayLike | None = None,
+    scale: str | None = None,
+    name: str = "model",
+    config: BenchmarkConfig | None = None,
+) -> AuditResults:
+    """Audit a model no one here trained: its decisions and/or score on every row of a loaded
+    audit (in the audit's row order), with the same tables as a deployed system (notebook use).
+
+    ``decision`` is 0/1 per row (1 = label 1 predicted); ``score`` a number per row on ``scale``
+    (``probability`` in [0, 1] or ``ordinal``), higher = label 1 more likely; without a decision
+    the model decides ``score > config.decision_threshold``.  Bad arrays raise one line naming
+    the array and an example value.
+    """
+    config = config or BenchmarkConfig()
+    if decision is None and score is None:
+        raise ConfigError("audit_decisions: expected decision and/or score, got neither")
+    checked_decision = None if decision is None else array_decisions(decision, name="decision")
+    checked_score = None
+    if score is not None:
+        if scale not in SCORE_SCALES:
+            raise config_error("audit_decisions: scale", f"one of {', '.join(SCORE_SCALES)}",
+                               scale)
+        checked_score = array_scores(score, scale=scale, name="score")  # type: ignore[arg-type]
+    for array, what in ((checked_decision, "decision"), (checked_score, "score")):
+        if array is not None and array.size != len(data.y):
+            raise config_error(f"audit_decisions: {what}", f"{len(data.y)} values (the audit's "
+                               "rows)", f"{array.size} values")
+    return score_given(prepare(data), name=name, decision=checked_decision, score=checked_score,
+                       scale=scale, threshold=config.decision_threshold, stats=config.stats,
+                       degenerate=config.degenerate)
 
 
 def evaluate(data: PreparedAudit, predictions: AuditPredictions, *,
