@@ -257,59 +257,22 @@ def _parse_attribute(c: Checker, raw: object, where: str) -> ProtectedAttribute:
 
 
 def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
-    """Validate the YAML mapping ``doc`` of ``c.file``; paths must stay inside ``root``."""
+    """Validate the YAML mapping ``doc`` of ``c.file``; paths must stay inside ``root``.
+
+    The sections are checked in a fixed order (names, split, filters, target, attributes,
+    features, dataset, unit, system, axes, decision), so the first error reported is stable.
+    """
     data = c.mapping(doc, "", _TOP_KEYS)
-    name = c.string(data["name"], "name")
-    if not _NAME_RE.match(name):
-        raise c.fail("name", "letters, digits, '_', '.', '-' (a folder-safe id)", name)
-    title = c.string(data["title"], "title") if data.get("title") is not None else name
-    random_state = data.get("random_state", 42)
-    if (
-        isinstance(random_state, bool)
-        or not isinstance(random_state, int)
-        or not 0 <= random_state < 2**32
-    ):
-        raise c.fail("random_state", "an integer in [0, 2**32)", random_state)
-    test_size = data.get("test_size", 0.2)
-    if (
-        isinstance(test_size, bool)
-        or not isinstance(test_size, int | float)
-        or not 0 < test_size < 1
-    ):
-        raise c.fail("test_size", "a number in (0, 1)", test_size)
+    name, title = _parse_name(c, data)
+    random_state, test_size = _parse_split(c, data)
     raw_filters = data.get("row_filters") or []
     if not isinstance(raw_filters, list):
         raise c.fail("row_filters", "a list", raw_filters)
     filters = tuple(_parse_filter(c, f, f"row_filters[{i}]") for i, f in enumerate(raw_filters))
     target = _parse_target(c, data["target"])
-    raw_attrs = data["protected_attributes"]
-    if not isinstance(raw_attrs, list) or not raw_attrs:
-        raise c.fail("protected_attributes", "a non-empty list", raw_attrs)
-    attrs = tuple(
-        _parse_attribute(c, a, f"protected_attributes[{i}]") for i, a in enumerate(raw_attrs)
-    )
-    for i, attr in enumerate(attrs):
-        if attr.name in (a.name for a in attrs[:i]):
-            raise c.fail(
-                f"protected_attributes[{i}].name", "a name not used by another attribute", attr.name
-            )
-    core = c.columns(data["core_features"], "core_features", allow_empty=False)
-    proxy = c.columns(data.get("proxy_features") or [], "proxy_features", allow_empty=True)
+    attrs = _parse_attributes(c, data["protected_attributes"])
     protected = {a.column for a in attrs}
-    for key, cols in (("core_features", core), ("proxy_features", proxy)):
-        for i, col in enumerate(cols):
-            if key == "proxy_features" and col in core:
-                raise c.fail(f"{key}[{i}]", "a column not also in core_features", col)
-            if col in protected:
-                raise c.fail(
-                    f"{key}[{i}]", "a column that is not a protected attribute's column", col
-                )
-            if col == target.column:
-                raise c.fail(f"{key}[{i}]", "a column other than the target column", col)
-    if target.column in protected:
-        raise c.fail(
-            "target.column", "a column that is not a protected attribute's column", target.column
-        )
+    core, proxy = _parse_features(c, data, protected=protected, target=target.column)
     dataset = _parse_dataset(c, data["dataset"], root)
     _check_unit(c, dataset.unit, filters, (*protected, *core, *proxy, target.column))
     system = None
@@ -325,7 +288,7 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
         file=c.file,
         dataset=dataset,
         random_state=random_state,
-        test_size=float(test_size),
+        test_size=test_size,
         row_filters=filters,
         target=target,
         protected_attributes=attrs,
@@ -337,6 +300,70 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
         decision=_parse_decision(c, data["decision"]) if "decision" in data else None,
         system=system,
     )
+
+
+def _parse_name(c: Checker, data: dict[str, Any]) -> tuple[str, str]:
+    """``name`` (a folder-safe id) and ``title`` (the name when absent)."""
+    name = c.string(data["name"], "name")
+    if not _NAME_RE.match(name):
+        raise c.fail("name", "letters, digits, '_', '.', '-' (a folder-safe id)", name)
+    title = c.string(data["title"], "title") if data.get("title") is not None else name
+    return name, title
+
+
+def _parse_split(c: Checker, data: dict[str, Any]) -> tuple[int, float]:
+    """``random_state`` (an integer in [0, 2**32), 42) and ``test_size`` (in (0, 1), 0.2)."""
+    random_state = data.get("random_state", 42)
+    if (
+        isinstance(random_state, bool)
+        or not isinstance(random_state, int)
+        or not 0 <= random_state < 2**32
+    ):
+        raise c.fail("random_state", "an integer in [0, 2**32)", random_state)
+    test_size = data.get("test_size", 0.2)
+    if (
+        isinstance(test_size, bool)
+        or not isinstance(test_size, int | float)
+        or not 0 < test_size < 1
+    ):
+        raise c.fail("test_size", "a number in (0, 1)", test_size)
+    return random_state, float(test_size)
+
+
+def _parse_attributes(c: Checker, raw: object) -> tuple[ProtectedAttribute, ...]:
+    """``protected_attributes``: a non-empty list of attributes with distinct names."""
+    if not isinstance(raw, list) or not raw:
+        raise c.fail("protected_attributes", "a non-empty list", raw)
+    attrs = tuple(_parse_attribute(c, a, f"protected_attributes[{i}]") for i, a in enumerate(raw))
+    for i, attr in enumerate(attrs):
+        if attr.name in (a.name for a in attrs[:i]):
+            raise c.fail(
+                f"protected_attributes[{i}].name", "a name not used by another attribute", attr.name
+            )
+    return attrs
+
+
+def _parse_features(
+    c: Checker, data: dict[str, Any], *, protected: set[str], target: str
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``core_features`` and ``proxy_features``: disjoint, never a protected or target column."""
+    core = c.columns(data["core_features"], "core_features", allow_empty=False)
+    proxy = c.columns(data.get("proxy_features") or [], "proxy_features", allow_empty=True)
+    for key, cols in (("core_features", core), ("proxy_features", proxy)):
+        for i, col in enumerate(cols):
+            if key == "proxy_features" and col in core:
+                raise c.fail(f"{key}[{i}]", "a column not also in core_features", col)
+            if col in protected:
+                raise c.fail(
+                    f"{key}[{i}]", "a column that is not a protected attribute's column", col
+                )
+            if col == target:
+                raise c.fail(f"{key}[{i}]", "a column other than the target column", col)
+    if target in protected:
+        raise c.fail(
+            "target.column", "a column that is not a protected attribute's column", target
+        )
+    return core, proxy
 
 
 def _check_unit(

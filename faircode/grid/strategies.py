@@ -272,40 +272,62 @@ def fit_strategy(
     balanced = decision is not None and not decision.default_objective
     objective = ""
     if strategy is Strategy.IN_PROCESSING:
-        costs = error_costs(y) if balanced else None
-        objective = "error_rate" if costs is None else (
-            f"error_rate(costs={{fp: {costs['fp']!r}, fn: {costs['fn']!r}}})")
-        estimator: Any = ExponentiatedGradient(
-            make_model(family, random_state=seed),
-            _REDUCTION_MOMENTS[mitigation.constraint](),
-            objective=None if costs is None else ErrorRate(costs=costs),
-            eps=mitigation.eps,
-            max_iter=mitigation.max_iter,
-            sample_weight_name=sample_weight_name(family),
+        estimator, objective = _fit_in_processing(
+            family, features, y, sens, mitigation=mitigation, balanced=balanced, seed=seed
         )
-        with warnings.catch_warnings():
-            # fairlearn 0.15 sets Series values with .at on new keys, which pandas 3 deprecates
-            # (Pandas4Warning); the result is unaffected.  Not ours to fix, so not shown.
-            warnings.filterwarnings("ignore", category=_PANDAS_DEPRECATION,
-                                    module=r"fairlearn\.")
-            estimator.fit(features, y, sensitive_features=sens)
     elif strategy is Strategy.POST_PROCESSING:
-        if not supports_constraint(strategy, mitigation.constraint):
-            raise DataError(f"post_processing: ThresholdOptimizer cannot enforce "
-                            f"{mitigation.constraint!r}")
-        fit_idx, cal_idx = calibration_split(y, sens, random_state=seed, groups=groups)
-        base = make_model(family, random_state=seed)
-        base.fit(features.iloc[fit_idx], y[fit_idx])
-        objective = "balanced_accuracy_score" if balanced else "accuracy_score"
-        estimator = ThresholdOptimizer(
-            estimator=base,
-            constraints=_THRESHOLD_CONSTRAINTS[mitigation.constraint],
-            objective=objective,
-            prefit=True,
-            predict_method="predict_proba",
+        estimator, objective = _fit_post_processing(
+            family, features, y, sens, mitigation=mitigation, balanced=balanced, seed=seed,
+            groups=groups,
         )
-        estimator.fit(features.iloc[cal_idx], y[cal_idx], sensitive_features=sens[cal_idx])
     else:
         estimator = make_model(family, random_state=seed)
         estimator.fit(features, y)
     return FittedStrategy(strategy, family, columns, estimator, objective=objective)
+
+
+def _fit_in_processing(
+    family: ModelFamily, features: pd.DataFrame, y: np.ndarray, sens: np.ndarray, *,
+    mitigation: MitigationConfig, balanced: bool, seed: int,
+) -> tuple[ExponentiatedGradient, str]:
+    """S3: ExponentiatedGradient under the constraint, with balanced costs if ``balanced``."""
+    costs = error_costs(y) if balanced else None
+    objective = "error_rate" if costs is None else (
+        f"error_rate(costs={{fp: {costs['fp']!r}, fn: {costs['fn']!r}}})")
+    estimator = ExponentiatedGradient(
+        make_model(family, random_state=seed),
+        _REDUCTION_MOMENTS[mitigation.constraint](),
+        objective=None if costs is None else ErrorRate(costs=costs),
+        eps=mitigation.eps,
+        max_iter=mitigation.max_iter,
+        sample_weight_name=sample_weight_name(family),
+    )
+    with warnings.catch_warnings():
+        # fairlearn 0.15 sets Series values with .at on new keys, which pandas 3 deprecates
+        # (Pandas4Warning); the result is unaffected.  Not ours to fix, so not shown.
+        warnings.filterwarnings("ignore", category=_PANDAS_DEPRECATION, module=r"fairlearn\.")
+        estimator.fit(features, y, sensitive_features=sens)
+    return estimator, objective
+
+
+def _fit_post_processing(
+    family: ModelFamily, features: pd.DataFrame, y: np.ndarray, sens: np.ndarray, *,
+    mitigation: MitigationConfig, balanced: bool, seed: int, groups: np.ndarray | None,
+) -> tuple[ThresholdOptimizer, str]:
+    """S4: a base model on 70 % of the rows, ThresholdOptimizer's thresholds on the other 30 %."""
+    if not supports_constraint(Strategy.POST_PROCESSING, mitigation.constraint):
+        raise DataError(f"post_processing: ThresholdOptimizer cannot enforce "
+                        f"{mitigation.constraint!r}")
+    fit_idx, cal_idx = calibration_split(y, sens, random_state=seed, groups=groups)
+    base = make_model(family, random_state=seed)
+    base.fit(features.iloc[fit_idx], y[fit_idx])
+    objective = "balanced_accuracy_score" if balanced else "accuracy_score"
+    estimator = ThresholdOptimizer(
+        estimator=base,
+        constraints=_THRESHOLD_CONSTRAINTS[mitigation.constraint],
+        objective=objective,
+        prefit=True,
+        predict_method="predict_proba",
+    )
+    estimator.fit(features.iloc[cal_idx], y[cal_idx], sensitive_features=sens[cal_idx])
+    return estimator, objective

@@ -114,16 +114,7 @@ def flip_rates(
         ``K`` units with changed rows (``f_u`` flips of ``m_u`` rows).  Deterministic, like the
         rate.  ``design_effect`` is 1.0 without units or when no unit repeats.
     """
-    before = np.asarray(original)
-    after = np.asarray(perturbed)
-    mask = np.asarray(changed)
-    if before.ndim != 1 or before.shape != after.shape or before.shape != mask.shape:
-        raise ValueError(
-            f"original, perturbed and changed must be 1-D of one length, got shapes "
-            f"{before.shape}, {after.shape}, {mask.shape}"
-        )
-    if mask.dtype != np.bool_:
-        raise TypeError(f"changed: expected a boolean array, got dtype {mask.dtype}")
+    before, after, mask = _decisions(original, perturbed, changed)
     checks.check_confidence(confidence)
     n_changed = int(mask.sum())
     n_unchanged = int(mask.size - n_changed)
@@ -136,23 +127,54 @@ def flip_rates(
     rate = n_flipped / n_changed
     up = np.count_nonzero((b != favourable) & (a == favourable)) / n_changed
     down = np.count_nonzero((b == favourable) & (a != favourable)) / n_changed
-    deff = 1.0
+    deff = _unit_design_effect(units, mask, flipped=b != a, rate=rate)
+    low, high = _flip_interval(n_flipped, n_changed, factor=clusters.deflation(deff),
+                               confidence=confidence)
+    return FlipRateResult(axis, kind, rate, low, high, float(up), float(down),
+                          n_changed, n_unchanged, n_flipped, "", deff)
+
+
+def _decisions(
+    original: np.ndarray, perturbed: np.ndarray, changed: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The decisions before and after and the changed mask, checked: 1-D, one length, boolean."""
+    before = np.asarray(original)
+    after = np.asarray(perturbed)
+    mask = np.asarray(changed)
+    if before.ndim != 1 or before.shape != after.shape or before.shape != mask.shape:
+        raise ValueError(
+            f"original, perturbed and changed must be 1-D of one length, got shapes "
+            f"{before.shape}, {after.shape}, {mask.shape}"
+        )
+    if mask.dtype != np.bool_:
+        raise TypeError(f"changed: expected a boolean array, got dtype {mask.dtype}")
+    return before, after, mask
+
+
+def _unit_design_effect(
+    units: np.ndarray | None, mask: np.ndarray, *, flipped: np.ndarray, rate: float
+) -> float:
+    """The flip rate's design effect over the changed rows' units (1.0 when no unit repeats)."""
     inverse = clusters.repeated_units(units, mask.size)
-    if inverse is not None:
-        _, unit = np.unique(inverse[mask], return_inverse=True)
-        unit = unit.reshape(-1)
-        if int(unit.max()) + 1 < n_changed:  # some unit has several changed rows
-            deff = _flip_design_effect(unit, (b != a).astype(np.float64), rate)
-    factor = clusters.deflation(deff)
+    if inverse is None:
+        return 1.0
+    _, unit = np.unique(inverse[mask], return_inverse=True)
+    unit = unit.reshape(-1)
+    if int(unit.max()) + 1 < flipped.size:  # some unit has several changed rows
+        return _flip_design_effect(unit, flipped.astype(np.float64), rate)
+    return 1.0
+
+
+def _flip_interval(
+    n_flipped: int, n_changed: int, *, factor: float, confidence: float
+) -> tuple[float, float]:
+    """Clopper–Pearson's interval, at Kish's effective counts when ``factor`` is not 1."""
     if factor == 1.0:
         interval = sps.binomtest(n_flipped, n_changed).proportion_ci(
             confidence_level=confidence, method="exact"
         )
-        low, high = float(interval.low), float(interval.high)
-    else:
-        low, high = _clopper_pearson(n_flipped / factor, n_changed / factor, confidence)
-    return FlipRateResult(axis, kind, rate, low, high, float(up), float(down),
-                          n_changed, n_unchanged, n_flipped, "", deff)
+        return float(interval.low), float(interval.high)
+    return _clopper_pearson(n_flipped / factor, n_changed / factor, confidence)
 
 
 def _flip_design_effect(unit: np.ndarray, flipped: np.ndarray, rate: float) -> float:

@@ -118,53 +118,109 @@ def intersectional_gap(
     checks.check_lengths(y_pred=yhat, disadvantaged_a=mask_a, disadvantaged_b=mask_b)
     checks.check_positive_int("n_permutations", n_permutations)
     checks.check_confidence(confidence)
+    groups = _cell_counts(yhat, mask_a, mask_b)
+    dd, da, ad, aa = groups.values()
+    described: dict[str, Any] = {
+        "gap_a": float(defs.dp(dd + da, ad + aa)), "gap_b": float(defs.dp(dd + ad, da + aa)),
+        **{f"n_{k}": int(c.sum()) for k, c in groups.items()},
+        **{f"rate_{k}": float(defs.positive_rate(c)) for k, c in groups.items()},
+    }
+    inverse = clusters.repeated_units(units, yhat.size)
+    if min(int(c.sum()) for c in groups.values()) == 0:
+        nan = float("nan")
+        return IntersectionalResult(
+            gap=nan, ci_low=nan, ci_high=nan, p_value=nan, interaction=nan,
+            interaction_ci_low=nan, interaction_ci_high=nan, interaction_p_value=nan,
+            **described, note="empty_intersectional_cell",
+            design_effect=1.0 if inverse is None else nan,
+        )
+    gap = float(defs.dp(dd, aa))
+    if inverse is None:
+        tests = _row_tests(groups, gap, n_permutations=n_permutations, confidence=confidence,
+                           seed=seed)
+    else:
+        checks.check_positive_int("n_resamples", n_resamples)
+        tests = _unit_tests(groups, gap, yhat, mask_a, mask_b, inverse,
+                            n_permutations=n_permutations, n_resamples=n_resamples,
+                            confidence=confidence, seed=seed)
+    return IntersectionalResult(gap=gap, **tests, **described)
 
-    def cell(mask: NDArray[np.bool_]) -> defs.Counts:  # ŷ as the (TN, FP) cells of y = 0 rows
+
+def _cell_counts(
+    yhat: NDArray[np.int8], mask_a: NDArray[np.bool_], mask_b: NDArray[np.bool_]
+) -> dict[str, defs.Counts]:
+    """The cells dd, da, ad, aa as confusion counts: ŷ in the (TN, FP) cells of y = 0 rows."""
+
+    def cell(mask: NDArray[np.bool_]) -> defs.Counts:
         positives = int(yhat[mask].sum())
         return np.array([int(mask.sum()) - positives, positives, 0, 0], dtype=np.int64)
 
-    dd, da = cell(mask_a & mask_b), cell(mask_a & ~mask_b)
-    ad, aa = cell(~mask_a & mask_b), cell(~mask_a & ~mask_b)
-    gap_a = float(defs.dp(dd + da, ad + aa))
-    gap_b = float(defs.dp(dd + ad, da + aa))
-    groups = {"dd": dd, "da": da, "ad": ad, "aa": aa}
-    cells: dict[str, Any] = {f"n_{k}": int(c.sum()) for k, c in groups.items()}
-    cells |= {f"rate_{k}": float(defs.positive_rate(c)) for k, c in groups.items()}
-    nan = float("nan")
-    inverse = clusters.repeated_units(units, yhat.size)
-    no_repeats = 1.0
-    if min(int(c.sum()) for c in groups.values()) == 0:
-        return IntersectionalResult(
-            nan, nan, nan, nan, nan, nan, nan, nan, gap_a, gap_b, **cells,
-            note="empty_intersectional_cell", design_effect=no_repeats if inverse is None else nan,
-        )
-    gap = float(defs.dp(dd, aa))
+    return {"dd": cell(mask_a & mask_b), "da": cell(mask_a & ~mask_b),
+            "ad": cell(~mask_a & mask_b), "aa": cell(~mask_a & ~mask_b)}
+
+
+def _successes_trials(
+    groups: dict[str, defs.Counts],
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Favourable decisions and rows of the four cells, in (dd, da, ad, aa) order."""
     x = np.array([c[defs.FP] for c in groups.values()], dtype=np.int64)
     n = np.array([c.sum() for c in groups.values()], dtype=np.int64)
-    if inverse is None:
-        low, high = resampling.newcombe_interval(
-            dd[defs.FP], dd.sum(), aa[defs.FP], aa.sum(), confidence=confidence
-        )
-        rng = np.random.default_rng(child_seed(seed, 1))
-        perm_d, perm_a = resampling.permute_counts(
-            dd, aa, strata=((defs.TN, defs.FP),), n_permutations=n_permutations, rng=rng
-        )
-        p_value = resampling.permutation_p_value(abs(gap), defs.dp(perm_d, perm_a))
-        interaction, i_low, i_high, i_p = interaction_test(
-            x, n, n_simulations=n_permutations, confidence=confidence,
-            seed=child_seed(seed, 2),
-        )
-        return IntersectionalResult(
-            gap, float(low), float(high), p_value, interaction, i_low, i_high, i_p,
-            gap_a, gap_b, **cells, note="", design_effect=no_repeats,
-        )
-    checks.check_positive_int("n_resamples", n_resamples)
+    return x, n
+
+
+def _row_tests(
+    groups: dict[str, defs.Counts], gap: float, *, n_permutations: int, confidence: float,
+    seed: int | np.random.SeedSequence,
+) -> dict[str, Any]:
+    """Rows independent: the gap's Newcombe interval and permutation test, the interaction's."""
+    dd, aa = groups["dd"], groups["aa"]
+    low, high = resampling.newcombe_interval(
+        dd[defs.FP], dd.sum(), aa[defs.FP], aa.sum(), confidence=confidence
+    )
+    rng = np.random.default_rng(child_seed(seed, 1))
+    perm_d, perm_a = resampling.permute_counts(
+        dd, aa, strata=((defs.TN, defs.FP),), n_permutations=n_permutations, rng=rng
+    )
+    x, n = _successes_trials(groups)
+    interaction, i_low, i_high, i_p = interaction_test(
+        x, n, n_simulations=n_permutations, confidence=confidence, seed=child_seed(seed, 2),
+    )
+    return {
+        "ci_low": float(low), "ci_high": float(high),
+        "p_value": resampling.permutation_p_value(abs(gap), defs.dp(perm_d, perm_a)),
+        "interaction": interaction, "interaction_ci_low": i_low, "interaction_ci_high": i_high,
+        "interaction_p_value": i_p, "note": "", "design_effect": 1.0,
+    }
+
+
+def _unit_tests(
+    groups: dict[str, defs.Counts], gap: float, yhat: NDArray[np.int8],
+    mask_a: NDArray[np.bool_], mask_b: NDArray[np.bool_], inverse: NDArray[np.int64], *,
+    n_permutations: int, n_resamples: int, confidence: float,
+    seed: int | np.random.SeedSequence,
+) -> dict[str, Any]:
+    """Repeated units: the gap's and the interaction's tests at unit level (module docstring)."""
     # cell index per row: 0 dd, 1 da, 2 ad, 3 aa (y = 0 throughout: ŷ in the TN/FP cells)
     cell_of = (2 * (~mask_a) + (~mask_b)).astype(np.int64)
     zeros = np.zeros(yhat.size, dtype=np.int64)
     four = clusters.unit_types(clusters.unit_counts(zeros, yhat, cell_of, inverse, n_groups=4))
     pair = clusters.unit_types(clusters.unit_counts(
         zeros, yhat, np.select([cell_of == 0, cell_of == 3], [0, 1], -1), inverse, n_groups=2))
+    gap_tests = _unit_gap_tests(pair, groups["dd"], groups["aa"], gap,
+                                n_permutations=n_permutations, n_resamples=n_resamples,
+                                confidence=confidence, seed=seed)
+    return gap_tests | _unit_interaction_tests(
+        four, groups, n_permutations=n_permutations, n_resamples=n_resamples,
+        confidence=confidence, seed=seed,
+    ) | {"note": clusters.cluster_permutation_note(pair)}
+
+
+def _unit_gap_tests(
+    pair: clusters.UnitTypes, dd: defs.Counts, aa: defs.Counts, gap: float, *,
+    n_permutations: int, n_resamples: int, confidence: float,
+    seed: int | np.random.SeedSequence,
+) -> dict[str, Any]:
+    """The gap's unit permutation test (stream 3), design effect (4, 5) and deflated interval."""
     rng = np.random.default_rng(child_seed(seed, 3))
     perm_d, perm_a = clusters.cluster_permute_counts(
         pair, strata=((defs.TN, defs.FP),), n_permutations=n_permutations, rng=rng
@@ -175,20 +231,28 @@ def intersectional_gap(
     low, high = resampling.newcombe_interval(
         dd[defs.FP] / f, dd.sum() / f, aa[defs.FP] / f, aa.sum() / f, confidence=confidence
     )
+    return {"ci_low": float(low), "ci_high": float(high), "p_value": p_value,
+            "design_effect": deff}
+
+
+def _unit_interaction_tests(
+    four: clusters.UnitTypes, groups: dict[str, defs.Counts], *, n_permutations: int,
+    n_resamples: int, confidence: float, seed: int | np.random.SeedSequence,
+) -> dict[str, Any]:
+    """The interaction's design effect (streams 6, 7) and its test at the deflated cell sizes."""
     weights = np.asarray(INTERACTION_WEIGHTS)
     i_f = clusters.deflation(_design_effect(
         four, lambda c: defs.positive_rate(c) @ weights, n_resamples, seed, 6))
-    interaction, i_low, i_high, i_p = interaction_test(
+    x, n = _successes_trials(groups)
+    _, i_low, i_high, i_p = interaction_test(
         x / i_f, n / i_f, n_simulations=n_permutations, confidence=confidence,
         seed=child_seed(seed, 2),
     )
+    # the observed contrast from the undeflated counts
     interaction = float(np.round(defs.positive_rate(np.stack(list(groups.values()))) @ weights,
-                                 12)) + 0.0  # the observed contrast from the undeflated counts
-    note = clusters.cluster_permutation_note(pair)
-    return IntersectionalResult(
-        gap, float(low), float(high), p_value, interaction, i_low, i_high, i_p,
-        gap_a, gap_b, **cells, note=note, design_effect=deff,
-    )
+                                 12)) + 0.0
+    return {"interaction": interaction, "interaction_ci_low": i_low,
+            "interaction_ci_high": i_high, "interaction_p_value": i_p}
 
 
 def _design_effect(

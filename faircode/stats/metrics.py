@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -185,70 +185,119 @@ def fairness_metrics(
     types = _fairness_types(y_true, y_pred, disadvantaged, units)
     if types is not None:
         checks.check_positive_int("n_resamples", n_resamples)
-    mixed = clusters.cluster_permutation_note(types) if types is not None else ""
-    no_repeats = 1.0
-    p_values: dict[str, float] = {}
-    deffs: dict[str, float] = {}
+    tests = _AttributeTests(counts_d, counts_a, types, n_permutations=n_permutations,
+                            n_resamples=n_resamples, seed=seed)
+    return tuple(_metric_result(metric, tests, confidence=confidence)
+                 for metric in FAIRNESS_METRICS)
 
-    def deff_of(metric: str) -> float:
-        if metric not in deffs and types is not None:
-            deffs[metric] = _design_effect(metric, types, n_resamples, seed)
-        return deffs[metric]
 
-    def p_value_of(null: str) -> float:
-        if null not in p_values:
-            if types is None:
-                observed, permuted = _permutation(null, counts_d, counts_a, n_permutations, seed)
+@dataclass(slots=True)
+class _AttributeTests:
+    """One attribute's (D, A) counts and unit types, with its p-values and design effects.
+
+    Each p-value (by null) and design effect (by metric) is drawn on first use from its own
+    stream and kept, so a :data:`SAME_NULL` twin or equalized odds' components draw once.
+    """
+
+    counts_d: defs.Counts
+    counts_a: defs.Counts
+    types: clusters.UnitTypes | None
+    n_permutations: int
+    n_resamples: int
+    seed: int | np.random.SeedSequence
+    p_values: dict[str, float] = field(default_factory=dict)
+    deffs: dict[str, float] = field(default_factory=dict)
+    mixed: str = field(init=False)  # the note of an attribute that varies within units
+
+    def __post_init__(self) -> None:
+        self.mixed = "" if self.types is None else clusters.cluster_permutation_note(self.types)
+
+    def p_value(self, null: str) -> float:
+        """The permutation p-value of ``null`` (unit-level when some unit repeats)."""
+        if null not in self.p_values:
+            if self.types is None:
+                observed, permuted = _permutation(null, self.counts_d, self.counts_a,
+                                                  self.n_permutations, self.seed)
             else:
-                observed, permuted = _cluster_permutation(null, types, n_permutations, seed)
-            p_values[null] = resampling.permutation_p_value(observed, permuted)
-        return p_values[null]
+                observed, permuted = self._cluster_permutation(null, self.types)
+            self.p_values[null] = resampling.permutation_p_value(observed, permuted)
+        return self.p_values[null]
 
-    results = []
-    for metric in FAIRNESS_METRICS:
+    def _cluster_permutation(
+        self, metric: str, types: clusters.UnitTypes
+    ) -> tuple[float, defs.Floats]:
+        """Observed ``|T|`` and unit-permuted ``|T*|`` of ``metric`` (stream ``(k, 2)``)."""
         spec = defs.SPECS[metric]
-        sizes_d = [int(counts_d[list(s)].sum()) for s in spec.subsets]
-        sizes_a = [int(counts_a[list(s)].sum()) for s in spec.subsets]
-        union = sorted({cell for subset in spec.subsets for cell in subset})
-        n_d, n_a = int(counts_d[union].sum()), int(counts_a[union].sum())
-        small = min(sizes_d + sizes_a) < SMALL_SAMPLE
-        value = float(spec.value(counts_d, counts_a))
-        method = spec.interval.value
-        if min(sizes_d + sizes_a) == 0 or np.isnan(value):
-            # an empty subset, or else disparate impact with a zero advantaged rate
-            why = "insufficient_data" if min(sizes_d + sizes_a) == 0 else _DI_UNDEFINED
-            nan = float("nan")
-            results.append(MetricResult(metric, nan, nan, nan, method, nan, n_d, n_a, small, why,
-                                        no_repeats if types is None else nan))
-            continue
-        deff, factor = no_repeats, 1.0
-        if types is not None:
-            deff = deff_of(metric)
+        rng = np.random.default_rng(child_seed(self.seed, FAIRNESS_METRICS.index(metric), 2))
+        perm_d, perm_a = clusters.cluster_permute_counts(
+            types, strata=spec.subsets, n_permutations=self.n_permutations, rng=rng
+        )
+        pooled = types.pooled()
+        return float(spec.statistic(pooled[0], pooled[1])), spec.statistic(perm_d, perm_a)
+
+    def design_effect(self, metric: str) -> float:
+        """Cluster- over row-bootstrap variance of ``metric`` (streams ``(k, 3)`` and ``(k, 4)``).
+
+        Only asked for when some unit repeats.
+        """
+        if metric not in self.deffs and self.types is not None:
+            spec, k, types = defs.SPECS[metric], FAIRNESS_METRICS.index(metric), self.types
+            rng = np.random.default_rng(child_seed(self.seed, k, 3))
+            boot = clusters.cluster_bootstrap_counts(types, n_resamples=self.n_resamples, rng=rng)
+            pooled = types.pooled()
+            rng = np.random.default_rng(child_seed(self.seed, k, 4))
+            row_d = resampling.bootstrap_counts(pooled[0], n_resamples=self.n_resamples, rng=rng)
+            row_a = resampling.bootstrap_counts(pooled[1], n_resamples=self.n_resamples, rng=rng)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cluster_values = spec.value(boot[:, 0], boot[:, 1])
+                row_values = spec.value(row_d, row_a)
+            self.deffs[metric] = clusters.design_effect(cluster_values, row_values)
+        return self.deffs[metric]
+
+    def interval(self, metric: str, *, confidence: float) -> tuple[float, float, float]:
+        """``(design_effect, ci_low, ci_high)``: the closed form at Kish's effective counts."""
+        deff, factor = 1.0, 1.0
+        if self.types is not None:
+            deff = self.design_effect(metric)
             factor = clusters.deflation(deff)
-            if spec.interval is Interval.NEWCOMBE_MAX:
+            if defs.SPECS[metric].interval is Interval.NEWCOMBE_MAX:
                 # the max of two |gaps| is not a smooth statistic, its variance ratio is no
                 # variance-scaling factor: deflate by the larger of its components' effects
-                factor = max(clusters.deflation(deff_of("tpr_gap")),
-                             clusters.deflation(deff_of("fpr_gap")))
+                factor = max(clusters.deflation(self.design_effect("tpr_gap")),
+                             clusters.deflation(self.design_effect("fpr_gap")))
+        d, a = self.counts_d, self.counts_a
         if factor == 1.0:
-            low_a, high_a = defs.closed_form_interval(
-                metric, counts_d, counts_a, confidence=confidence
-            )
-        else:  # Kish's effective sizes: every count divided by the design effect
-            low_a, high_a = defs.closed_form_interval(
-                metric, counts_d / factor, counts_a / factor, confidence=confidence
-            )
-        low, high = float(low_a), float(high_a)
-        p_value = p_value_of(SAME_NULL.get(metric, metric))
-        note = ""
-        if metric == "equalized_odds_diff":
-            tgap = abs(float(defs.SPECS["tpr_gap"].value(counts_d, counts_a)))
-            note = "tpr_gap" if tgap >= value else "fpr_gap"
-        note = ";".join(n for n in (note, mixed) if n)
-        results.append(
-            MetricResult(metric, value, low, high, method, p_value, n_d, n_a, small, note, deff)
-        )
-    return tuple(results)
+            low, high = defs.closed_form_interval(metric, d, a, confidence=confidence)
+        else:  # every count divided by the design effect
+            low, high = defs.closed_form_interval(metric, d / factor, a / factor,
+                                                  confidence=confidence)
+        return deff, float(low), float(high)
+
+
+def _metric_result(metric: str, tests: _AttributeTests, *, confidence: float) -> MetricResult:
+    """One metric's row: value, interval at (effective) counts, p-value of its null, note."""
+    spec = defs.SPECS[metric]
+    counts_d, counts_a = tests.counts_d, tests.counts_a
+    sizes = [int(c[list(s)].sum()) for c in (counts_d, counts_a) for s in spec.subsets]
+    union = sorted({cell for subset in spec.subsets for cell in subset})
+    n_d, n_a = int(counts_d[union].sum()), int(counts_a[union].sum())
+    small = min(sizes) < SMALL_SAMPLE
+    value = float(spec.value(counts_d, counts_a))
+    method = spec.interval.value
+    if min(sizes) == 0 or np.isnan(value):
+        # an empty subset, or else disparate impact with a zero advantaged rate
+        why = "insufficient_data" if min(sizes) == 0 else _DI_UNDEFINED
+        nan = float("nan")
+        return MetricResult(metric, nan, nan, nan, method, nan, n_d, n_a, small, why,
+                            1.0 if tests.types is None else nan)
+    deff, low, high = tests.interval(metric, confidence=confidence)
+    p_value = tests.p_value(SAME_NULL.get(metric, metric))
+    note = ""
+    if metric == "equalized_odds_diff":  # name the larger gap
+        tgap = abs(float(defs.SPECS["tpr_gap"].value(counts_d, counts_a)))
+        note = "tpr_gap" if tgap >= value else "fpr_gap"
+    note = ";".join(n for n in (note, tests.mixed) if n)
+    return MetricResult(metric, value, low, high, method, p_value, n_d, n_a, small, note, deff)
 
 
 def _fairness_types(
@@ -263,38 +312,6 @@ def _fairness_types(
     return clusters.unit_types(
         clusters.unit_counts(y_true, y_pred, group, inverse, n_groups=2)
     )
-
-
-def _design_effect(
-    metric: str, types: clusters.UnitTypes, n_resamples: int, seed: int | np.random.SeedSequence
-) -> float:
-    """Cluster- over row-bootstrap variance of ``metric`` (streams ``(k, 3)`` and ``(k, 4)``)."""
-    spec = defs.SPECS[metric]
-    k = FAIRNESS_METRICS.index(metric)
-    rng = np.random.default_rng(child_seed(seed, k, 3))
-    boot = clusters.cluster_bootstrap_counts(types, n_resamples=n_resamples, rng=rng)
-    pooled = types.pooled()
-    rng = np.random.default_rng(child_seed(seed, k, 4))
-    row_d = resampling.bootstrap_counts(pooled[0], n_resamples=n_resamples, rng=rng)
-    row_a = resampling.bootstrap_counts(pooled[1], n_resamples=n_resamples, rng=rng)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        cluster_values = spec.value(boot[:, 0], boot[:, 1])
-        row_values = spec.value(row_d, row_a)
-    return clusters.design_effect(cluster_values, row_values)
-
-
-def _cluster_permutation(
-    metric: str, types: clusters.UnitTypes, n_permutations: int,
-    seed: int | np.random.SeedSequence,
-) -> tuple[float, defs.Floats]:
-    """Observed ``|T|`` and unit-permuted ``|T*|`` of ``metric`` from ``child_seed(seed, k, 2)``."""
-    spec = defs.SPECS[metric]
-    rng = np.random.default_rng(child_seed(seed, FAIRNESS_METRICS.index(metric), 2))
-    perm_d, perm_a = clusters.cluster_permute_counts(
-        types, strata=spec.subsets, n_permutations=n_permutations, rng=rng
-    )
-    pooled = types.pooled()
-    return float(spec.statistic(pooled[0], pooled[1])), spec.statistic(perm_d, perm_a)
 
 
 def bootstrap_draws(
@@ -406,7 +423,6 @@ def audit_q_values(
     inter["interaction_q_value"] = q_int
     inter["interaction_significant"] = np.nan_to_num(q_int, nan=1.0) < alpha
     return fairness, inter
-
 
 
 def _permutation(

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from faircode.core import checks
 from faircode.core.errors import describe
@@ -74,54 +74,69 @@ def performance_metrics(
     checks.check_positive_int("n_resamples", n_resamples)
     checks.check_confidence(confidence)
     counts = resampling.confusion_counts(y, yhat)
-    n, nan = int(y.size), float("nan")
+    n = int(y.size)
     inverse = clusters.repeated_units(units, n)
     types = None if inverse is None else clusters.unit_types(clusters.unit_counts(
         y, yhat, np.zeros(n, dtype=np.int64), inverse, n_groups=1))
-
-    def bootstrapped(
-        k: int, name: str, fn: Callable[[defs.Counts], defs.Floats], bad: str
-    ) -> PerformanceResult:
-        value = float(fn(counts))
-        if np.isnan(value):
-            return PerformanceResult(name, nan, nan, nan, n, "insufficient_data" if n == 0 else bad)
-        if types is None:
-            rng = np.random.default_rng(child_seed(seed, k))
-            draws = fn(resampling.bootstrap_counts(counts, n_resamples=n_resamples, rng=rng))
-        else:  # repeated units: resample whole units
-            rng = np.random.default_rng(child_seed(seed, k, 1))
-            boot = clusters.cluster_bootstrap_counts(types, n_resamples=n_resamples, rng=rng)
-            draws = fn(boot[:, 0])
-        low, high = resampling.percentile_interval(draws, confidence=confidence)
-        return PerformanceResult(name, value, low, high, n, "")
-
-    accuracy = bootstrapped(0, "accuracy", defs.accuracy, "insufficient_data")
-    f1 = bootstrapped(
-        2,
-        "f1",
-        lambda c: defs.ratio(
-            2 * c[..., defs.TP], 2 * c[..., defs.TP] + c[..., defs.FP] + c[..., defs.FN]
-        ),
-        "undefined_no_positives",
-    )
-    if y_score is None:
-        auc = PerformanceResult("auc", nan, nan, nan, n, "no_scores")
-    else:
-        score = np.asarray(y_score, dtype=np.float64)
-        if score.ndim != 1 or not np.all(np.isfinite(score)):
-            raise ValueError(
-                f"y_score: expected a 1-D array of finite floats, got {describe(y_score)}"
-            )
-        checks.check_lengths(y_true=y, y_score=score)
-        value, variance = resampling.delong_auc(y, score)
-        if np.isnan(value):
-            auc = PerformanceResult("auc", nan, nan, nan, n, "single_class")
-        elif np.isnan(variance):
-            auc = PerformanceResult("auc", value, nan, nan, n, "too_few_for_variance")
-        else:
-            half = resampling.z_quantile(confidence) * float(np.sqrt(variance))
-            auc = PerformanceResult(
-                "auc", value, max(0.0, value - half), min(1.0, value + half), n,
-                "" if types is None else "auc_rows_independent",
-            )
+    accuracy = _bootstrapped(0, "accuracy", defs.accuracy, "insufficient_data", counts=counts,
+                             types=types, n_resamples=n_resamples, confidence=confidence,
+                             seed=seed)
+    f1 = _bootstrapped(2, "f1", _f1, "undefined_no_positives", counts=counts, types=types,
+                       n_resamples=n_resamples, confidence=confidence, seed=seed)
+    auc = _auc(y, y_score, confidence=confidence, clustered=types is not None)
     return (accuracy, auc, f1)
+
+
+def _f1(c: defs.Counts) -> defs.Floats:
+    """F1 = 2 TP / (2 TP + FP + FN) of counts over a leading resample axis."""
+    return defs.ratio(2 * c[..., defs.TP], 2 * c[..., defs.TP] + c[..., defs.FP] + c[..., defs.FN])
+
+
+def _bootstrapped(
+    k: int, name: str, fn: Callable[[defs.Counts], defs.Floats], bad: str, *,
+    counts: defs.Counts, types: clusters.UnitTypes | None, n_resamples: int, confidence: float,
+    seed: int | np.random.SeedSequence,
+) -> PerformanceResult:
+    """Metric ``k``'s value and percentile bootstrap interval; NaN with note ``bad`` if undefined.
+
+    Rows are resampled from ``child_seed(seed, k)``, or whole units (``types``) from
+    ``child_seed(seed, k, 1)``.
+    """
+    n, nan = int(counts.sum()), float("nan")
+    value = float(fn(counts))
+    if np.isnan(value):
+        return PerformanceResult(name, nan, nan, nan, n, "insufficient_data" if n == 0 else bad)
+    if types is None:
+        rng = np.random.default_rng(child_seed(seed, k))
+        draws = fn(resampling.bootstrap_counts(counts, n_resamples=n_resamples, rng=rng))
+    else:  # repeated units: resample whole units
+        rng = np.random.default_rng(child_seed(seed, k, 1))
+        boot = clusters.cluster_bootstrap_counts(types, n_resamples=n_resamples, rng=rng)
+        draws = fn(boot[:, 0])
+    low, high = resampling.percentile_interval(draws, confidence=confidence)
+    return PerformanceResult(name, value, low, high, n, "")
+
+
+def _auc(
+    y: NDArray[np.int8], y_score: ArrayLike | None, *, confidence: float, clustered: bool
+) -> PerformanceResult:
+    """AUC with DeLong's interval clipped to [0, 1] (notes in :func:`performance_metrics`)."""
+    n, nan = int(y.size), float("nan")
+    if y_score is None:
+        return PerformanceResult("auc", nan, nan, nan, n, "no_scores")
+    score = np.asarray(y_score, dtype=np.float64)
+    if score.ndim != 1 or not np.all(np.isfinite(score)):
+        raise ValueError(
+            f"y_score: expected a 1-D array of finite floats, got {describe(y_score)}"
+        )
+    checks.check_lengths(y_true=y, y_score=score)
+    value, variance = resampling.delong_auc(y, score)
+    if np.isnan(value):
+        return PerformanceResult("auc", nan, nan, nan, n, "single_class")
+    if np.isnan(variance):
+        return PerformanceResult("auc", value, nan, nan, n, "too_few_for_variance")
+    half = resampling.z_quantile(confidence) * float(np.sqrt(variance))
+    return PerformanceResult(
+        "auc", value, max(0.0, value - half), min(1.0, value + half), n,
+        "auc_rows_independent" if clustered else "",
+    )
