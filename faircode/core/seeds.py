@@ -32,6 +32,8 @@ class Stream(IntEnum):
     DECISIONS = 5
     REPLICATE = 6
     """A training replicate's own master seed: ``SeedSequence(master, spawn_key=(6, k))``."""
+    EFFECTS = 7
+    """Paired mitigation effects: ``(7, comparison, model, attribute)``, not a grid position."""
 
 
 

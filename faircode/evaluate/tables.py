@@ -9,7 +9,7 @@ once, every DD-vs-AA gap and interaction) are filled in here.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -27,7 +27,9 @@ class AuditResults:
     A plain (not frozen) container: its tables are DataFrames.  ``rule`` is the operating point
     the evaluate step resolved once (:func:`faircode.audit.decision.resolve_rule`);
     ``stability``/``replicates`` the training-replicate tables (:mod:`faircode.evaluate.stability`),
-    None without replicates (``run.seeds`` 1).
+    None without replicates (``run.seeds`` 1); ``effects`` the paired effects
+    (:mod:`faircode.evaluate.effects`), ``effects_stability`` their combination over the
+    replicates (None with one); ``seconds`` where the evaluate step's time went (``run.json``).
     """
 
     fairness: pd.DataFrame
@@ -38,6 +40,9 @@ class AuditResults:
     rule: DecisionRule
     stability: pd.DataFrame | None = None
     replicates: pd.DataFrame | None = None
+    effects: pd.DataFrame | None = None
+    effects_stability: pd.DataFrame | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "protected_attribute", "metric",
