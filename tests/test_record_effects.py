@@ -57,3 +57,17 @@ def test_other_children_get_no_effect_metrics(tmp_path: Path) -> None:
     for strategy, attribute in (("baseline", "age"), ("reweighing", "sex")):
         metrics = _child(results, strategy, "random_forest", attribute)
         assert not any(k.startswith("effect_vs_") for k in metrics)
+
+
+def test_children_say_whether_training_variance_is_included(tmp_path: Path) -> None:
+    """run.json's training_variance becomes every child's tag: "not included" at K = 1."""
+    import json
+
+    results = write_results(tmp_path / "results", seed=1)
+    run_json = results / "alpha_lending" / "run.json"
+    run = json.loads(run_json.read_text())
+    run["training_variance"] = {"included": False, "replicates": 1, "note": "..."}
+    run_json.write_text(json.dumps(run))
+    children, _ = collect_children(results)
+    tags = {c.tags.get("training_variance") for c in children if c.audit == "alpha_lending"}
+    assert tags == {"not included (run.seeds 1)"}

@@ -55,6 +55,14 @@ the estimates.  Non-finite draws are dropped as
 drops them.  ``note`` joins the notes the seeds' ``fairness.csv`` rows would carry (e.g.
 ``degenerate_decisions``, ``insufficient_data``); ``n_degenerate`` counts the seeds whose cell
 is degenerate.
+
+Paired effects across replicates
+--------------------------------
+Each further replicate's task also computes its paired effects
+(:func:`faircode.evaluate.effects.score_effects`: its own decisions of both strategies on its
+own test rows, at master ``r_k``) and keeps their draws; replicate 0's come from the evaluate
+step (never computed twice), and :func:`faircode.evaluate.effects.combine` pools them into
+``effects_stability.csv``.
 """
 
 from __future__ import annotations

@@ -227,6 +227,11 @@ def _audit_children(folder: Path) -> list[ChildRun]:
     dataset = run.get("dataset") or {}
     base_tags = {"audit": audit, "dataset_sha256": str(dataset.get("sha256", "")),
                  "manifest_sha256": str(run.get("manifest_sha256", ""))}
+    variance = run.get("training_variance")
+    if isinstance(variance, dict) and "included" in variance:  # K = 1 says it is not included
+        base_tags["training_variance"] = (
+            f"included ({variance.get('replicates')} replicates)" if variance["included"]
+            else "not included (run.seeds 1)")
     frames = {}
     for table in TABLES:
         path = folder / f"{table}.csv"
