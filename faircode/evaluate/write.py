@@ -44,8 +44,9 @@ def write_audit(
     out_dir: Path,
     provenance_record: dict[str, Any],
 ) -> Path:
-    """Write ``<out_dir>/<audit>/`` (four CSVs + ``run.json``; with training replicates also
-    ``stability.csv`` and ``stability_replicates.csv``) atomically; return the folder.
+    """Write ``<out_dir>/<audit>/`` (four CSVs, ``effects.csv`` + ``run.json``; with training
+    replicates also ``stability.csv``, ``stability_replicates.csv`` and
+    ``effects_stability.csv``) atomically; return the folder.
 
     Everything is written to a sibling staging folder which then replaces the audit's folder in
     one step (:func:`faircode.evaluate.swap.replacing`): a failure or a kill leaves the old
