@@ -358,7 +358,7 @@ def test_model_option_restricts_tables_to_one_family(results: Path) -> None:
 def test_latex_table_compiles_with_booktabs(rendered: Path, tmp_path: Path) -> None:
     """The .tex fragments compile in a booktabs document (structure checked without pdflatex)."""
     for name in ("paper_table", "performance_table", "counterfactual_table",
-                 "residual_floor_table"):
+                 "residual_floor_table", "effects_table"):
         tex = (rendered / f"{name}.tex").read_text()
         assert tex.isascii()
         assert tex.count(r"\begin{tabular}") == tex.count(r"\end{tabular}")

@@ -341,7 +341,7 @@ def to_markdown(table: Table) -> str:
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
         "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}",
-        "|": r"$|$", "<": r"$<$", ">": r"$>$"}
+        "|": r"$|$", "<": r"$<$", ">": r"$>$", "Δ": r"$\Delta$"}
 
 
 def tex_escape(text: str) -> str:
