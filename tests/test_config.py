@@ -158,10 +158,11 @@ def test_load_params_rejects_a_repeated_key(tmp_path) -> None:  # type: ignore[n
 
 
 def test_shipped_params_yaml_is_valid_and_lists_every_audit() -> None:
-    """The committed params.yaml loads and names every shipped audit."""
+    """The committed params.yaml loads, names every shipped audit and is the paper state:
+    the defaults but K = 5 training replicates in split mode."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
     params = load_params(root / "params.yaml")
     assert sorted(params.audits) == sorted(p.parent.name for p in root.glob("audits/*/audit.yaml"))
-    assert params.config == BenchmarkConfig(jobs=params.config.jobs)
+    assert params.config == BenchmarkConfig(jobs=params.config.jobs, seeds=5, seed_mode="split")

@@ -135,8 +135,8 @@ def test_repro_writes_results_metrics_and_plots(repo: Repo) -> None:
     for audit in AUDITS:
         folder = repo.root / "results" / audit
         assert sorted(p.name for p in folder.iterdir()) == [
-            "calibration.csv", "calibration_gap.csv", "counterfactual.csv", "fairness.csv",
-            "groups.csv", "intersectional.csv", "performance.csv", "run.json"]
+            "calibration.csv", "calibration_gap.csv", "counterfactual.csv", "effects.csv",
+            "fairness.csv", "groups.csv", "intersectional.csv", "performance.csv", "run.json"]
         run = json.loads((folder / "run.json").read_text())
         assert run["config"]["n_resamples"] == 50 and run["config"]["max_iter"] == 2
         metrics = json.loads((repo.root / "results" / "metrics" / f"{audit}.json").read_text())

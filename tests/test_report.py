@@ -19,9 +19,7 @@ from faircode.pipeline.cli import main
 from faircode.pipeline.stages import report as report_stage
 from faircode.report.analysis import (
     benchmark_q_values,
-    floor_counts,
     load_results,
-    residual_floor,
     resolve_metric,
     summarise,
 )
@@ -90,7 +88,36 @@ def write_audit_folder(root: Path, audit: str, attributes: tuple[str, ...]) -> P
            "git_commit": "c" * 40, "git_dirty": False, "versions": {"python": "3.11"},
            "cells": []}
     (folder / "run.json").write_text(json.dumps(run))
+    effect_rows(audit, attributes).to_csv(folder / "effects.csv", index=False)
     return folder
+
+
+COMPARISONS = (("unawareness", "baseline"), ("unawareness_proxy_removal", "baseline"),
+               ("in_processing", "baseline"), ("post_processing", "baseline"),
+               ("in_processing", "unawareness_proxy_removal"),
+               ("post_processing", "unawareness_proxy_removal"))
+
+
+def effect_rows(audit: str, attributes: tuple[str, ...]) -> pd.DataFrame:
+    """Hand-made effects.csv rows: |gap| differences of the synthetic gaps, CIs of ±0.02."""
+    gaps = {(r["strategy"], r["model"], r["protected_attribute"], r["metric"]): r["value"]
+            for r in _fairness_rows(audit, attributes)}
+    rows = []
+    for a, b in COMPARISONS:
+        for model in MODELS:
+            for attr in attributes:
+                for metric in (DP, DI, EO, "tpr_gap", "accuracy"):
+                    parity = 1.0 if metric == DI else 0.0
+                    key = (model, attr, DP if metric in ("tpr_gap", "accuracy") else metric)
+                    value = (-0.01 if metric == "accuracy" else
+                             abs(gaps[(a, *key)] - parity) - abs(gaps[(b, *key)] - parity))
+                    rows.append({"audit": audit, "strategy": a, "reference": b,
+                                 "model": model, "protected_attribute": attr,
+                                 "metric": metric, "value": value, "ci_low": value - 0.02,
+                                 "ci_high": value + 0.02, "ci_method": "paired_signed_box",
+                                 "p_value": 0.001 if abs(value) > 0.03 else 0.5,
+                                 "note": ""})
+    return pd.DataFrame(rows)
 
 
 def edit_fairness(folder: Path, *, where: dict[str, str], **changes: object) -> None:
@@ -207,37 +234,6 @@ def test_resolve_metric_matches_a_unique_prefix_and_rejects_unknown_names() -> N
     assert resolve_metric("demographic_parity", [DP, DI]) == DP
     with pytest.raises(FaircodeError, match=r"--metric: expected one of .*got 'dp' \(str\)"):
         resolve_metric("dp", [DP, DI])
-
-
-def test_residual_floor_interval_is_the_hand_computed_interval_arithmetic() -> None:
-    """|S3|-|S2| = -0.08 in [-0.15, 0.00] (not distinguishable); S4's excludes 0."""
-    fairness = pd.DataFrame({
-        "audit": "A", "protected_attribute": "sex", "model": "logistic_regression",
-        "metric": DP, "note": "",
-        "strategy": ["unawareness_proxy_removal", "in_processing", "post_processing"],
-        "value": [-0.10, 0.02, 0.0], "ci_low": [-0.15, -0.01, -0.01],
-        "ci_high": [-0.05, 0.05, 0.01]})
-    floor = residual_floor(fairness, metric=DP).set_index("strategy")
-    # |S2| in [0.05, 0.15]; |S3| in [0, 0.05]; |S4| in [0, 0.01]
-    assert floor.loc["in_processing", ["difference", "low", "high"]].tolist() == \
-        pytest.approx([-0.08, -0.15, 0.0])
-    assert floor.loc["post_processing", ["difference", "low", "high"]].tolist() == \
-        pytest.approx([-0.10, -0.15, -0.04])
-    assert not floor.loc["in_processing", "distinguishable"]
-    assert floor.loc["post_processing", "distinguishable"]
-    counts = floor_counts(floor.reset_index()).set_index("strategy")
-    assert counts.loc["in_processing", "audits_not_distinguishable"] == 1
-    assert counts.loc["post_processing", "audits_not_distinguishable"] == 0
-
-
-def test_residual_floor_measures_a_ratio_from_one() -> None:
-    """For disparate impact the distance from parity is |ratio - 1|."""
-    fairness = pd.DataFrame({
-        "audit": "A", "protected_attribute": "sex", "model": "logistic_regression",
-        "metric": DI, "note": "", "strategy": ["unawareness_proxy_removal", "in_processing"],
-        "value": [0.8, 0.95], "ci_low": [0.7, 0.9], "ci_high": [0.9, 1.0]})
-    floor = residual_floor(fairness, metric=DI)
-    assert floor["difference"].iloc[0] == pytest.approx(-0.15)
 
 
 # ------------------------------------------------------------------------------ outputs
@@ -362,7 +358,7 @@ def test_model_option_restricts_tables_to_one_family(results: Path) -> None:
 def test_latex_table_compiles_with_booktabs(rendered: Path, tmp_path: Path) -> None:
     """The .tex fragments compile in a booktabs document (structure checked without pdflatex)."""
     for name in ("paper_table", "performance_table", "counterfactual_table",
-                 "residual_floor_table"):
+                 "residual_floor_table", "effects_table"):
         tex = (rendered / f"{name}.tex").read_text()
         assert tex.isascii()
         assert tex.count(r"\begin{tabular}") == tex.count(r"\end{tabular}")
@@ -443,7 +439,7 @@ def test_report_renders_in_chromium_with_every_figure_and_no_request(
     assert len(images) == len(list((rendered / "figures").glob("*.png")))
     for image in images:
         assert image["complete"] and image["width"] > 0 and image["height"] > 0, image
-    assert check["tables"] == 4
+    assert check["tables"] == 5  # paper, effects, residual floor, performance, counterfactual
     assert check["resources"] == [] and requests == []
     assert page.with_suffix(".png").stat().st_size > 0
 

@@ -34,6 +34,8 @@ class Stream(IntEnum):
     """A training replicate's own master seed: ``SeedSequence(master, spawn_key=(6, k))``."""
     CALIBRATION = 7
     """The calibration gap's bootstrap and permutation (:mod:`faircode.evaluate.detail`)."""
+    EFFECTS = 8
+    """Paired mitigation effects: ``(8, comparison, model, attribute)``, not a grid position."""
 
 
 

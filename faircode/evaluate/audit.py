@@ -18,18 +18,22 @@ Design decisions
 * With training replicates (``run.seeds`` > 1, :mod:`faircode.evaluate.stability`) every further
   replicate is scored the same way with its own master seed; replicate 0 is this run's own
   cells, not scored twice.
+* The paired effects of the strategies (:mod:`faircode.evaluate.effects`) come from the scored
+  cells' decisions, in this process (a few ms per comparison); with replicates their draws are
+  kept for the combination, and each further replicate computes its own in its task.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 
 from faircode.audit.decision import DecisionRule, resolve_rule
 from faircode.audit.prepared import PreparedAudit
 from faircode.core.cells import position
 from faircode.core.config import DegenerateConfig, ReplicateConfig, StatsConfig
 from faircode.core.errors import DataError
-from faircode.evaluate import stability
+from faircode.evaluate import effects, stability
 from faircode.evaluate.deployed import score_system_all_rows, score_system_test_rows
 from faircode.evaluate.score import CellResult, score_cell, scoring_seconds
 from faircode.evaluate.tables import AuditResults, assemble
@@ -63,6 +67,7 @@ def evaluate_audit(
         raise DataError(f"{data.manifest.name}: predictions: dataset_sha256: expected "
                         f"{data.sha256}, got {predictions.dataset_sha256}; re-run fit")
     replicates = replicates or ReplicateConfig()
+    started = time.perf_counter()
     rule = resolve_rule(data.manifest.decision, default_threshold=decision_threshold)
     results = score_cells(data, predictions.cells, rule=rule, stats=stats,
                           degenerate=degenerate, jobs=jobs)
@@ -70,13 +75,24 @@ def evaluate_audit(
     assembled = assemble(data.manifest.name, [*results, *([system] if system else [])],
                          rule=rule, alpha=stats.alpha)
     assembled.deployed = score_system_all_rows(data, stats=stats, degenerate=degenerate)
-    if replicates.seeds == 1 and predictions.seeds == 1:
-        return assembled
-    # training replicates (run.seeds > 1): stability.csv and stability_replicates.csv
-    table, replicate_rows = stability.evaluate_stability(
-        data, predictions, main=assembled, replicates=replicates, stats=stats,
-        degenerate=degenerate, jobs=jobs)
-    return dataclasses.replace(assembled, stability=table, replicates=replicate_rows)
+    single = replicates.seeds == 1 and predictions.seeds == 1
+    zero = effects.score_effects(data, results, seed=data.manifest.random_state, stats=stats,
+                                 keep_draws=not single)
+    seconds: dict[str, float] = {
+        "statistics": sum(r.seconds.statistics for r in results), "effects": zero.seconds}
+    assembled = dataclasses.replace(assembled, effects=zero.table, seconds=seconds)
+    if not single:
+        # training replicates (run.seeds > 1): stability.csv, stability_replicates.csv and
+        # effects_stability.csv
+        extra = stability.evaluate_stability(
+            data, predictions, main=assembled, replicates=replicates, stats=stats,
+            degenerate=degenerate, jobs=jobs, main_effects=zero)
+        seconds.update({f"replicates_{k}": v for k, v in extra.seconds.items()})
+        assembled = dataclasses.replace(assembled, stability=extra.stability,
+                                        replicates=extra.replicates,
+                                        effects_stability=extra.effects)
+    seconds["evaluate"] = time.perf_counter() - started
+    return assembled
 
 
 def score_cells(

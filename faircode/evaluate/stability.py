@@ -55,6 +55,14 @@ the estimates.  Non-finite draws are dropped as
 drops them.  ``note`` joins the notes the seeds' ``fairness.csv`` rows would carry (e.g.
 ``degenerate_decisions``, ``insufficient_data``); ``n_degenerate`` counts the seeds whose cell
 is degenerate.
+
+Paired effects across replicates
+--------------------------------
+Each further replicate's task also computes its paired effects
+(:func:`faircode.evaluate.effects.score_effects`: its own decisions of both strategies on its
+own test rows, at master ``r_k``) and keeps their draws; replicate 0's come from the evaluate
+step (never computed twice), and :func:`faircode.evaluate.effects.combine` pools them into
+``effects_stability.csv``.
 """
 
 from __future__ import annotations
@@ -74,6 +82,7 @@ from faircode.core.cells import ModelFamily, Strategy, position
 from faircode.core.config import DegenerateConfig, ReplicateConfig, StatsConfig
 from faircode.core.errors import DataError
 from faircode.core.seeds import Stream, child_seed, replicate_seed
+from faircode.evaluate import effects as paired_effects
 from faircode.evaluate.score import CellResult, score_cell, scoring_seconds
 from faircode.evaluate.tables import AuditResults, assemble
 from faircode.grid.predictions import AuditPredictions, ReplicatePredictions
@@ -85,12 +94,14 @@ __all__ = [
     "REPLICATE_COLUMNS",
     "STABILITY_COLUMNS",
     "ReplicateScores",
+    "StabilityTables",
     "aggregate",
     "evaluate_stability",
     "replicate_scores",
     "replicate_table",
     "run_record",
     "score_replicate",
+    "training_variance",
 ]
 
 KEYS = ("strategy", "model", "protected_attribute", "metric")
@@ -120,12 +131,15 @@ def _replicate_data(data: PreparedAudit, test_index: np.ndarray) -> PreparedAudi
 class ReplicateScores:
     """One replicate's fairness rows (``fairness.csv`` columns, its own q-values) and the
     bootstrap draws behind each row, shape ``(rows, n_resamples)`` (NaN rows where the metric is
-    undefined)."""
+    undefined); its paired effects with their draws (:mod:`faircode.evaluate.effects`) and the
+    statistics seconds of its cells."""
 
     replicate: int
     seed: int
     fairness: pd.DataFrame
     draws: np.ndarray
+    effects: paired_effects.ReplicateEffects | None = None
+    seconds: float = 0.0
 
     def __post_init__(self) -> None:
         if self.draws.ndim != 2 or self.draws.shape[0] != len(self.fairness):
@@ -155,8 +169,12 @@ def score_replicate(
     results = [score_cell(view, c.cell, rule=rule, stats=stats, degenerate=degenerate,
                           master=seed, detail=False) for c in cells]
     fairness = assemble(manifest.name, results, rule=rule, alpha=stats.alpha).fairness
-    return replicate_scores(view, results, fairness, replicate=replicate, seed=seed,
-                            n_resamples=stats.n_resamples)
+    scores = replicate_scores(view, results, fairness, replicate=replicate, seed=seed,
+                              n_resamples=stats.n_resamples)
+    effects = paired_effects.score_effects(view, results, seed=seed, stats=stats,
+                                           replicate=replicate, keep_draws=True)
+    return dataclasses.replace(scores, effects=effects, seconds=sum(
+        r.seconds.statistics for r in results))
 
 
 def replicate_scores(
@@ -274,6 +292,18 @@ def _by_replicate(predictions: AuditPredictions) -> list[list[ReplicatePredictio
     return [groups[k] for k in expected]
 
 
+@dataclass(frozen=True, slots=True)
+class StabilityTables:
+    """What the training replicates add to an audit's results: ``stability.csv``,
+    ``stability_replicates.csv``, ``effects_stability.csv`` (None without replicate 0's effect
+    draws), and the statistics seconds of the further replicates (cells, effects)."""
+
+    stability: pd.DataFrame
+    replicates: pd.DataFrame
+    effects: pd.DataFrame | None = None
+    seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+
+
 def evaluate_stability(
     data: PreparedAudit,
     predictions: AuditPredictions,
@@ -283,13 +313,14 @@ def evaluate_stability(
     stats: StatsConfig,
     degenerate: DegenerateConfig,
     jobs: int,
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Score every further replicate of ``predictions`` and summarise: ``(stability,
-    replicates)``.
+    main_effects: paired_effects.ReplicateEffects | None = None,
+) -> StabilityTables:
+    """Score every further replicate of ``predictions`` and summarise them.
 
-    Replicate 0 is ``main``, the run's own scored cells (never scored again).  ``predictions``
-    must hold the ``replicates.seeds`` replicates in ``replicates.seed_mode``; the further
-    replicates are scored as tasks of the queue on ``jobs`` workers (no number depends on it).
+    Replicate 0 is ``main``, the run's own scored cells, and ``main_effects`` their effects with
+    draws (never scored again).  ``predictions`` must hold the ``replicates.seeds`` replicates in
+    ``replicates.seed_mode``; the further replicates are scored as tasks of the queue on
+    ``jobs`` workers (no number depends on it).
     """
     if (predictions.seeds, predictions.seed_mode) != (replicates.seeds, replicates.seed_mode):
         raise DataError(
@@ -304,14 +335,23 @@ def evaluate_stability(
         name, grid, rule=main.rule, alpha=stats.alpha).fairness
     zero = replicate_scores(data, grid, fairness, replicate=0,
                             seed=data.manifest.random_state, n_resamples=stats.n_resamples)
-    cost = len(grid) * scoring_seconds(data)
+    cost = len(grid) * scoring_seconds(data) * 2  # cells, then their effects
     tasks = [Task(audit=name, key=(k,), fn=_replicate_task,
                   args=(cells, k, main.rule, stats, degenerate), cost=cost)
              for k, cells in enumerate(_by_replicate(predictions), start=1)]
     done = run_tasks(tasks, data={name: data}, jobs=jobs)
-    scores = [zero, *(done[t.id] for t in tasks)]
-    return (aggregate(scores, seed_mode=replicates.seed_mode, confidence=stats.confidence),
-            replicate_table(scores))
+    further = [done[t.id] for t in tasks]
+    scores = [zero, *further]
+    effects = None
+    if main_effects is not None:
+        effects = paired_effects.combine(
+            [main_effects, *(s.effects for s in further if s.effects is not None)],
+            seed_mode=replicates.seed_mode, confidence=stats.confidence)
+    seconds = {"statistics": sum(s.seconds for s in further),
+               "effects": sum(s.effects.seconds for s in further if s.effects is not None)}
+    return StabilityTables(
+        aggregate(scores, seed_mode=replicates.seed_mode, confidence=stats.confidence),
+        replicate_table(scores), effects, seconds)
 
 
 def _replicate_task(data: PreparedAudit, cells: Sequence[ReplicatePredictions], replicate: int,
@@ -334,3 +374,16 @@ def run_record(replicates: ReplicateConfig, *, master: int) -> dict[str, Any]:
                                   else "")
                   + ")",
     }
+
+
+def training_variance(replicates: ReplicateConfig) -> dict[str, Any]:
+    """run.json's ``training_variance``: whether the run's intervals include it, and where."""
+    if replicates.seeds == 1:
+        return {"included": False, "replicates": 1,
+                "note": "run.seeds 1: every interval, p-value and significance flag reflects "
+                        "test-sample noise of one fit only; training variance is not included "
+                        "(run.seeds > 1 adds stability.csv and effects_stability.csv)"}
+    return {"included": True, "replicates": replicates.seeds, "seed_mode": replicates.seed_mode,
+            "note": "stability.csv and effects_stability.csv pool the replicates' bootstrap "
+                    "draws (sampling and training variance); fairness.csv and effects.csv are "
+                    "replicate 0 alone"}

@@ -30,12 +30,15 @@ __all__ = ["CALIBRATION_TABLE_COLUMNS", "COUNTERFACTUAL_COLUMNS", "GROUPS_COLUMN
 class AuditResults:
     """The four result tables of one audit, the per-cell records and the rule behind them.
 
-    A plain (not frozen) container: its tables are DataFrames.  ``rule`` is the operating point
-    the evaluate step resolved once (:func:`faircode.audit.decision.resolve_rule`);
-    ``stability``/``replicates`` the training-replicate tables (:mod:`faircode.evaluate.stability`),
-    None without replicates (``run.seeds`` 1).  ``groups``, ``calibration`` and
-    ``calibration_gap`` are the tables of :mod:`faircode.evaluate.detail`; ``deployed`` the
-    audit's deployed system on every row (:mod:`faircode.evaluate.deployed`), None without one.
+    A plain (not frozen) container: its tables are DataFrames.  ``rule`` is the operating point the
+    evaluate step resolved once (:func:`faircode.audit.decision.resolve_rule`);
+    ``stability``/``replicates`` the training-replicate tables
+    (:mod:`faircode.evaluate.stability`), None without replicates (``run.seeds`` 1).  ``groups``,
+    ``calibration`` and ``calibration_gap`` are the tables of :mod:`faircode.evaluate.detail`;
+    ``deployed`` the audit's deployed system on every row (:mod:`faircode.evaluate.deployed`), None
+    without one; ``effects`` the paired effects (:mod:`faircode.evaluate.effects`),
+    ``effects_stability`` their combination over the replicates (None with one); ``seconds`` where
+    the evaluate step's time went (``run.json``).
     """
 
     fairness: pd.DataFrame
@@ -50,6 +53,9 @@ class AuditResults:
     deployed: AuditResults | None = None
     stability: pd.DataFrame | None = None
     replicates: pd.DataFrame | None = None
+    effects: pd.DataFrame | None = None
+    effects_stability: pd.DataFrame | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "protected_attribute", "metric",

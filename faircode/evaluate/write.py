@@ -1,8 +1,10 @@
-"""Writing one audit's results: ``results/<audit>/`` (four CSVs, ``run.json``), swapped in whole.
+"""Writing one audit's results: ``results/<audit>/`` (its tables, ``effects.csv``, ``run.json``),
+swapped in whole.
 
 ``run.json`` records what produced the tables: the manifest and dataset digests, the rows after
-each step, the seed scheme, the config, the decision rule, the design-effect summary and the
-provenance of the code (:mod:`faircode.core.provenance`).
+each step, the seed scheme, the config, whether training variance is included, the decision
+rule, the design-effect summary, the provenance of the code (:mod:`faircode.core.provenance`)
+and the evaluate step's seconds (volatile: left out of every digest).
 """
 
 from __future__ import annotations
@@ -45,10 +47,11 @@ def write_audit(
     provenance_record: dict[str, Any],
     extra: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write ``<out_dir>/<audit>/`` (the :data:`TABLES` + ``run.json``; with training replicates
-    also ``stability.csv`` and ``stability_replicates.csv``; with a deployed system its own
-    tables on every row in ``deployed/``) atomically; return the folder.  ``extra`` adds keys to
-    ``run.json`` (e.g. the predictions file an external audit read).
+    """Write ``<out_dir>/<audit>/`` (the :data:`TABLES`, ``effects.csv`` + ``run.json``; with
+    training replicates also ``stability.csv``, ``stability_replicates.csv`` and
+    ``effects_stability.csv``; with a deployed system its own tables on every row in
+    ``deployed/``) atomically; return the folder.  ``extra`` adds keys to ``run.json`` (e.g. the
+    predictions file an external audit read).
 
     Everything is written to a sibling staging folder which then replaces the audit's folder in
     one step (:func:`faircode.evaluate.swap.replacing`): a failure or a kill leaves the old
@@ -66,6 +69,10 @@ def write_audit(
             results.stability.to_csv(staging / "stability.csv", index=False)
         if results.replicates is not None:
             results.replicates.to_csv(staging / "stability_replicates.csv", index=False)
+        if results.effects is not None:  # paired effects (faircode.evaluate.effects)
+            results.effects.to_csv(staging / "effects.csv", index=False)
+        if results.effects_stability is not None:
+            results.effects_stability.to_csv(staging / "effects_stability.csv", index=False)
         run = {
             "audit": manifest.name,
             "title": manifest.title,
@@ -84,12 +91,15 @@ def write_audit(
                       "scheme": "SeedSequence(master, spawn_key=(stream, strategy, model, "
                                 "index)); streams " + ", ".join(
                                     f"{s.value}={s.name.lower()}" for s in Stream
-                                    if s is not Stream.REPLICATE),
+                                    if s not in (Stream.REPLICATE, Stream.EFFECTS)),
+                      "effects": f"SeedSequence(master, spawn_key=({int(Stream.EFFECTS)}, "
+                                 "comparison, model, attribute))",
                       "models": manifest.random_state,
                       **({"replicates": stability.run_record(config.replicates,
                                                              master=manifest.random_state)}
                          if config.seeds > 1 else {})},
             "config": config.as_dict(),
+            "training_variance": stability.training_variance(config.replicates),
             "decision": {
                 **(results.rule.as_dict() if results.rule is not None else {}),
                 "source": ("manifest decision block" if manifest.decision is not None
@@ -105,6 +115,8 @@ def write_audit(
                  **({"skipped": c.skipped} if c.skipped else {})}
                 for c in results.cells
             ],
+            **({"seconds": {k: round(v, 4) for k, v in results.seconds.items()}}
+               if results.seconds else {}),
         }
         (staging / "run.json").write_text(json.dumps(run, indent=2) + "\n")
     return final

@@ -268,8 +268,9 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     parser.add_argument("--constraint", choices=CONSTRAINTS, help="S3/S4 fairness constraint")
     parser.add_argument("--eps", type=float, help="ExponentiatedGradient eps (0.01)")
     parser.add_argument("--decision-threshold", type=float, help="S0-S2 threshold (0.5)")
-    parser.add_argument("--seeds", type=int, help="training replicates per cell (1); K > 1 "
-                                                  "writes stability.csv")
+    parser.add_argument("--seeds", type=int, help="training replicates per cell (1; the paper "
+                                                  "state: params.yaml's 5); K > 1 writes "
+                                                  "stability.csv and effects_stability.csv")
     parser.add_argument("--seed-mode", help="what a replicate re-draws: model (model seeds, "
                                             "same split; default) or split (also the split)")
     parser.set_defaults(handler=_cmd_run)

@@ -8,6 +8,13 @@ cells become tags.  No metric or column list is hard-coded.  An empty numeric ce
 dropped; two values for one metric key of one run is an error, not an overwrite.  A table that is
 not whole -- its last line not ending in a newline (a copy or a write cut short), or a row not as
 wide as its header -- is an error naming the file and line, never a new state to log.
+
+The paired effects (``effects.csv``, with replicates ``effects_stability.csv``) go to the child of
+the effect's strategy x model x attribute as ``effect_vs_<ref>.<metric>`` (the value) and
+``effect_vs_<ref>.<metric>.<column>`` (its interval, p, q, ..., the pooled columns), ``<ref>``
+the reference's code (S0, S2).  Unlike the other tables, an undefined effect (its ``value`` or
+``mean`` empty) logs nothing, and no other empty or non-finite cell is logged: an undefined
+effect is no number, and its reason is in the CSV.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import csv
 import hashlib
 import io
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,6 +32,7 @@ from typing import Any
 
 import pandas as pd
 
+from faircode.core.cells import STRATEGY_CODES, Strategy
 from faircode.core.errors import FaircodeError, describe
 
 __all__ = ["TABLES", "ChildRun", "ResultsError", "audit_folders", "canonical", "collect_children",
@@ -218,6 +227,11 @@ def _audit_children(folder: Path) -> list[ChildRun]:
     dataset = run.get("dataset") or {}
     base_tags = {"audit": audit, "dataset_sha256": str(dataset.get("sha256", "")),
                  "manifest_sha256": str(run.get("manifest_sha256", ""))}
+    variance = run.get("training_variance")
+    if isinstance(variance, dict) and "included" in variance:  # K = 1 says it is not included
+        base_tags["training_variance"] = (
+            f"included ({variance.get('replicates')} replicates)" if variance["included"]
+            else "not included (run.seeds 1)")
     frames = {}
     for table in TABLES:
         path = folder / f"{table}.csv"
@@ -260,7 +274,46 @@ def _audit_children(folder: Path) -> list[ChildRun]:
                     if group is None or group[i] in ("", draft.tags["attribute"])]
             _add_rows(draft, perf, perf_numeric, rows, table="performance", keys=perf_keys,
                       path=folder / "performance.csv")
+    for table in EFFECT_TABLES:
+        if (folder / f"{table}.csv").is_file():
+            _add_effects(drafts, _read_table(folder / f"{table}.csv"), folder / f"{table}.csv")
     return [_finish(key, draft) for key, draft in drafts.items()]
+
+
+EFFECT_TABLES = ("effects", "effects_stability")
+_EFFECT_KEYS = ("audit", "strategy", "reference", "model", "protected_attribute", "metric")
+
+
+def _add_effects(drafts: Mapping[str, _Draft], frame: pd.DataFrame, path: Path) -> None:
+    """Log every finite effect cell on its strategy's fairness child (module docstring)."""
+    missing = [c for c in _EFFECT_KEYS if c not in frame.columns]
+    if missing:
+        raise ResultsError(f"{path}: expected columns {', '.join(missing)}, got "
+                           f"{', '.join(frame.columns)}")
+    numeric = _numeric_columns(frame, _EFFECT_KEYS)
+    estimate = numeric.get("value", numeric.get("mean"))
+    for i in range(len(frame)):
+        if estimate is None or not math.isfinite(estimate[i]):  # undefined: nothing to log
+            continue
+        row = {k: str(frame[k].iat[i]) for k in _EFFECT_KEYS}
+        draft = drafts.get("|".join(("fairness", row["audit"], row["strategy"], row["model"],
+                                     row["protected_attribute"])))
+        if draft is None:  # no fairness child (a skipped cell): nothing to attach to
+            continue
+        try:
+            reference = STRATEGY_CODES[Strategy(row["reference"])]
+        except ValueError:
+            reference = row["reference"]
+        prefix = f"effect_vs_{reference}.{row['metric']}"
+        for column, values in numeric.items():
+            value = values[i]
+            if not math.isfinite(value):
+                continue
+            key = sanitise(prefix if column == "value" else f"{prefix}.{column}")
+            if key in draft.metrics:
+                raise ResultsError(f"{path}: row {i + 2}: expected one value of {key!r} per "
+                                   "strategy/model/attribute, got a second one")
+            draft.metrics[key] = value
 
 
 def _finish(key: str, draft: _Draft) -> ChildRun:

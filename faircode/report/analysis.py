@@ -24,14 +24,9 @@ Design decisions
 * **Nothing undefined is shown as a number.**  ``insufficient_data``, undefined ratios, NaN
   intervals, cells that were not run and unavailable audits are "n/a" with the reason in a
   footnote; a ``degenerate_decisions`` note is "uninformative", never "no gap".
-* **Residual floor** (:func:`residual_floor`): ``|S3| - |S2|`` and ``|S4| - |S2|`` (distance
-  from parity: ``|x - 1|`` for a ratio metric) per audit x attribute x model.  The CSVs keep
-  only each estimate's CI, not its bootstrap draws, so the interval is conservative interval
-  arithmetic: with ``[l, h]`` the CI of a signed gap, ``|gap|`` lies in
-  ``[0 if l <= 0 <= h else min(|l|, |h|), max(|l|, |h|)]``; the difference lies in
-  ``[lo_m - hi_2, hi_m - lo_2]`` whenever both CIs cover, so under any dependence between the
-  two estimates its coverage is at least ``1 - 2 (1 - confidence)`` (90 % from two 95 % CIs).
-  "Not distinguishable" means that interval contains 0.
+* **Residual floor**: the paired effect of S3 and S4 against S2 on the same test rows
+  (:func:`faircode.report.effects.residual_floor`, from ``effects.csv``); :func:`floor_counts`
+  counts the audits where it is not distinguishable from S2.
 * Library functions take every path explicitly; the CLI and the stage decide where they are.
 """
 
@@ -43,10 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from faircode.core.cells import Strategy
 from faircode.core.config import ReportConfig
 from faircode.report.inputs import (
-    UNINFORMATIVE_NOTE,
     ReportInputs,
     UnavailableAudit,
     is_uninformative,
@@ -71,7 +64,6 @@ __all__ = [
     "floor_counts",
     "load_results",
     "metric_reference",
-    "residual_floor",
     "resolve_metric",
     "summarise",
 ]
@@ -81,8 +73,6 @@ SHARED_NULL_TESTS: Mapping[str, str] = {"disparate_impact": "demographic_parity"
 """Metric (name or ``<name>_*``) -> the metric whose null hypothesis its p-value tests."""
 INTERSECTIONAL_P_COLUMNS: tuple[str, ...] = ("p_value", "interaction_p_value")
 """Columns of ``intersectional.csv`` whose p-values join the benchmark-wide family if present."""
-REFERENCE, MITIGATED = Strategy.UNAWARENESS_PROXY_REMOVAL.value, (
-    Strategy.IN_PROCESSING.value, Strategy.POST_PROCESSING.value)
 
 
 # ------------------------------------------------------------------------------ statistics
@@ -226,58 +216,20 @@ def summarise(fairness: pd.DataFrame, *, q_benchmark: pd.Series, alpha: float) -
 
 
 def abs_bounds(low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Bounds of ``|x|`` for ``x`` in ``[low, high]`` (NaN stays NaN)."""
+    """Bounds of ``|x|`` for ``x`` in ``[low, high]`` (NaN stays NaN): one strategy's distance
+    from parity in the trade-off figure (never a difference of two strategies')."""
     lo = np.where((low <= 0) & (high >= 0), 0.0, np.minimum(np.abs(low), np.abs(high)))
     hi = np.maximum(np.abs(low), np.abs(high))
     nan = np.isnan(low) | np.isnan(high)
     return np.where(nan, np.nan, lo), np.where(nan, np.nan, hi)
 
 
-def residual_floor(fairness: pd.DataFrame, *, metric: str) -> pd.DataFrame:
-    """``|S_m| - |S2|`` for S3 and S4 with a conservative interval, per audit x attribute x model.
-
-    Distances are from parity (:func:`metric_reference`).  Columns: ``audit``,
-    ``protected_attribute``, ``model``, ``strategy``, ``metric``, ``difference``, ``low``,
-    ``high``, ``distinguishable`` (interval excludes 0; NaN when undefined), ``note``.
-    """
-    ref = metric_reference(metric)
-    rows = fairness[fairness["metric"] == metric].copy()
-    bad = is_uninformative(rows["note"])
-    for c in ("value", "ci_low", "ci_high"):
-        rows[c] = rows[c].astype(float).where(~bad) - ref
-    rows["dist"] = rows["value"].abs()
-    rows["uninformative"] = bad
-    rows["lo"], rows["hi"] = abs_bounds(rows["ci_low"].to_numpy(float),
-                                         rows["ci_high"].to_numpy(float))
-    key = ["audit", "protected_attribute", "model"]
-    base = rows[rows["strategy"] == REFERENCE].set_index(key)[
-        ["dist", "lo", "hi", "note", "uninformative"]]
-    out = []
-    for strategy in MITIGATED:
-        m = rows[rows["strategy"] == strategy].merge(
-            base, left_on=key, right_index=True, suffixes=("", "_ref"), how="inner")
-        out.append(pd.DataFrame({
-            "audit": m["audit"], "protected_attribute": m["protected_attribute"],
-            "model": m["model"], "strategy": strategy, "metric": metric,
-            "difference": m["dist"] - m["dist_ref"], "low": m["lo"] - m["hi_ref"],
-            "high": m["hi"] - m["lo_ref"],
-            "note": np.where(m["uninformative"] | m["uninformative_ref"], UNINFORMATIVE_NOTE,
-                             (m["note"] + " " + m["note_ref"]).str.strip()),
-        }))
-    result = pd.concat(out, ignore_index=True) if out else pd.DataFrame()
-    if result.empty:
-        return result
-    defined = result[["low", "high"]].notna().all(axis=1)
-    distinguishable = ((result["low"] > 0) | (result["high"] < 0)).astype("boolean")
-    result["distinguishable"] = distinguishable.mask(~defined)
-    return result
-
-
 def floor_counts(floor: pd.DataFrame) -> pd.DataFrame:
     """Per mitigated strategy x model: audits (and pairs) whose gap is not distinguishable.
 
-    An audit counts as "not distinguishable from S2" when no attribute's interval excludes 0;
-    attributes without a defined interval are left out (``n_undefined``).
+    An audit counts as "not distinguishable from S2" when no attribute's effect is
+    ``distinguishable`` (its star, :func:`faircode.report.effects.residual_floor`); attributes
+    without a defined effect are left out (``n_undefined``).
     """
     if floor.empty:
         return pd.DataFrame(columns=["strategy", "model", "audits_not_distinguishable",

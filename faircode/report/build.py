@@ -16,11 +16,11 @@ from typing import Any
 import pandas as pd
 
 from faircode.core.errors import DataError, FaircodeError, describe
+from faircode.report import effects as report_effects
 from faircode.report.analysis import (
     DEFAULT_METRIC,
     benchmark_family,
     floor_counts,
-    residual_floor,
     summarise,
 )
 from faircode.report.deployed import deployed_tables
@@ -120,16 +120,21 @@ def write_report(
     summary = summarise(inputs.fairness, q_benchmark=q_fair, alpha=alpha)
     summary_path = results / "summary.csv"
     summary.to_csv(summary_path, index=False, na_rep="NaN")
-    floor = residual_floor(fairness, metric=metric)
+    effects = report_effects.shown_effects(inputs, alpha=alpha)  # paired, pooled at K > 1
+    floor = report_effects.residual_floor(effects, metric=metric)
     floor_path = results / "residual_floor.csv"
     floor.to_csv(floor_path, index=False, na_rep="NaN")
     context = report_tables.Context(
         inputs=inputs, fairness=fairness, metric=metric,
         models=tuple([model] if model else models), alpha=alpha, confidence=confidence,
         deployed_fairness=deployed.fairness.assign(q_benchmark=family.deployed),
-        calibration_gap=gaps.assign(q_benchmark=family.calibration_gap))
-    tables = report_tables.write_tables(context, floor=floor, out=results,
-                                        extra=deployed_tables(context))
+        calibration_gap=gaps.assign(q_benchmark=family.calibration_gap),
+        gaps=report_effects.shown_gaps(fairness, inputs.stability, metric=metric, alpha=alpha),
+        effects=effects, variance_note=report_effects.training_variance_note(inputs))
+    effects_table = report_effects.effects_table(context)
+    tables = report_tables.write_tables(
+        context, floor=floor, out=results,
+        extra=(*deployed_tables(context), *([effects_table] if effects_table else [])))
     for generated in ("figures", "plots"):  # wholly the report's: no stale file survives
         shutil.rmtree(results / generated, ignore_errors=True)
     figures = report_figures.write_figures(context, floor=floor, out=results / "figures")

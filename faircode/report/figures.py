@@ -195,7 +195,8 @@ def heatmap(ctx: Context, out: Path) -> FigureFile | None:
 
 
 def floor_figure(ctx: Context, floor: pd.DataFrame, out: Path) -> FigureFile | None:
-    """|S3|-|S2| and |S4|-|S2| with conservative intervals, per audit x attribute x family."""
+    """|S3|-|S2| and |S4|-|S2|, the paired effects with their intervals, per audit x attribute
+    x family."""
     floor = floor[floor["model"].isin(ctx.models)] if not floor.empty else floor
     if floor.empty:
         return None
@@ -232,11 +233,10 @@ def floor_figure(ctx: Context, floor: pd.DataFrame, out: Path) -> FigureFile | N
                        label=SHORT.get(m, m)) for m in models]
     fig.legend(handles=handles, ncols=len(handles), loc="outside upper center",
                frameon=False, handletextpad=0.1, columnspacing=0.6)
-    cover = 1 - 2 * (1 - ctx.confidence)
     return _save(fig, out, f"residual_floor_{ctx.metric}",
                  f"Residual floor of {ctx.metric}: mitigated distance from parity minus S2's, "
-                 f"with conservative intervals (coverage >= {cover:.0%}); an interval through 0 "
-                 "means not distinguishable from S2.")
+                 f"the paired effect on the same test rows with its {ctx.confidence:.0%} paired "
+                 f"signed box interval. {ctx.variance_note}".strip())
 
 
 def tradeoff(ctx: Context, audit: str, out: Path) -> FigureFile | None:

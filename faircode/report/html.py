@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from faircode.report.deployed import deployed_tables
+from faircode.report.effects import effects_table
 from faircode.report.figures import FigureFile
 from faircode.report.inputs import strategy_code
 from faircode.report.tables import Context, all_tables, num, to_html
@@ -220,6 +221,19 @@ def _deployed(ctx: Context, figures: Sequence[FigureFile]) -> list[str]:
     ]
 
 
+def _effects(ctx: Context) -> list[str]:
+    """The paired-effects section (only where some audit has effects.csv)."""
+    table = effects_table(ctx)
+    if table is None:
+        return []
+    return ["<h2>What mitigation buys: paired effects</h2>",
+            "<p>Each mitigated strategy against S0, and S3/S4 against S2 (the residual floor), "
+            "scored on the same test rows in every bootstrap draw: the change in distance from "
+            "parity and in accuracy, with the paired interval and the swap test of no change "
+            "(effects.csv; effects_stability.csv pools the training replicates).</p>",
+            to_html(table)]
+
+
 def write_html(ctx: Context, *, summary: pd.DataFrame, floor: pd.DataFrame,
                counts: pd.DataFrame, intersectional: pd.DataFrame,
                figures: Sequence[FigureFile], provenance: Mapping[str, Any],
@@ -234,7 +248,9 @@ def write_html(ctx: Context, *, summary: pd.DataFrame, floor: pd.DataFrame,
         f"{len(ctx.inputs.runs)} audits with results, {len(ctx.inputs.unavailable)} "
         f"unavailable. Significance: benchmark-wide Benjamini-Hochberg q &lt; {ctx.alpha:g}."
         "</p>",
+        f"<p>{_esc(ctx.variance_note)}</p>" if ctx.variance_note else "",
         "<h2>Paper table</h2>", to_html(paper),
+        *_effects(ctx),
         "<h2>Residual floor</h2>", _floor_sentence(counts), to_html(floor_table),
         *_deployed(ctx, figures),
         "<h2>Figures</h2>", "".join(_figure(f, i) for i, f in enumerate(figures)

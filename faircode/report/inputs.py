@@ -10,7 +10,9 @@ Design decisions
   come from its manifest's ``dataset.source``.  Missing required columns are one-line errors
   naming the file and the columns; extra columns are kept and shown.
 * ``<audit>/stability.csv`` (training replicates across seeds, :mod:`faircode.evaluate.stability`)
-  is optional: read where it exists, an empty :attr:`ReportInputs.stability` otherwise.
+  is optional: read where it exists, an empty :attr:`ReportInputs.stability` otherwise; so are
+  ``effects.csv`` and ``effects_stability.csv`` (the paired effects of the strategies,
+  :attr:`ReportInputs.effects` and :attr:`ReportInputs.effects_stability`).
 * **A deployed system** (manifest ``system:``) appears in ``fairness.csv``, ``performance.csv``
   and ``intersectional.csv`` as rows of strategy :data:`DEPLOYED` (model = the system's name) on
   the grid's test rows, and on every row in ``<audit>/deployed/``.  Those rows are split off at
@@ -79,6 +81,12 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
                   "seed_mode", "value_replicate0", "mean", "sd_between", "min", "max",
                   "share_significant", "sign_flips", "combined_ci_low", "combined_ci_high",
                   "note"),
+    "effects": ("audit", "strategy", "reference", "model", "protected_attribute", "metric",
+                "value", "ci_low", "ci_high", "p_value", "note"),
+    "effects_stability": ("audit", "strategy", "reference", "model", "protected_attribute",
+                          "metric", "seeds", "seed_mode", "value_replicate0", "mean",
+                          "sd_between", "n_defined", "share_significant", "sign_flips",
+                          "combined_ci_low", "combined_ci_high", "n_degenerate", "note"),
 }
 
 
@@ -147,6 +155,8 @@ class ReportInputs:
     unavailable: tuple[UnavailableAudit, ...] = ()
     stability: pd.DataFrame = field(default_factory=pd.DataFrame)
     deployed: DeployedInputs = field(default_factory=DeployedInputs)
+    effects: pd.DataFrame = field(default_factory=pd.DataFrame)
+    effects_stability: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def audits(self) -> tuple[str, ...]:
@@ -202,6 +212,7 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
     runs: dict[str, dict[str, Any]] = {}
     unavailable: dict[str, UnavailableAudit] = {}
     stability: list[pd.DataFrame] = []
+    optional: dict[str, list[pd.DataFrame]] = {"effects": [], "effects_stability": []}
     deployed: dict[str, list[pd.DataFrame]] = {}
     # hidden folders are the grid's staging copies (see benchmark.write_audit), never results
     for folder in sorted(p for p in results.iterdir()
@@ -220,6 +231,9 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
                     deployed.setdefault(table, []).append(system)
             if (folder / "stability.csv").is_file():  # only with training replicates
                 stability.append(_read_csv(folder / "stability.csv", "stability"))
+            for table, found in optional.items():  # paired effects (and their replicates)
+                if (folder / f"{table}.csv").is_file():
+                    found.append(_read_csv(folder / f"{table}.csv", table))
             _read_deployed(folder, deployed)
         elif (folder / "unavailable.json").is_file():
             data = _read_json(folder / "unavailable.json")
@@ -258,7 +272,9 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
                pd.DataFrame(columns=list(_REQUIRED[t]))) for t in TABLES},
         runs=runs, unavailable=tuple(unavailable[k] for k in sorted(unavailable)),
         stability=pd.concat(stability, ignore_index=True) if stability else pd.DataFrame(),
-        deployed=_deployed_inputs(deployed, runs, audits_dir))
+        deployed=_deployed_inputs(deployed, runs, audits_dir),
+        **{t: pd.concat(f, ignore_index=True) if f else pd.DataFrame()
+           for t, f in optional.items()})
 
 
 def _split_deployed(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:

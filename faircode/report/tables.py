@@ -74,6 +74,12 @@ class Context:
     """The deployed systems' fairness rows on the test rows, with ``q_benchmark``."""
     calibration_gap: pd.DataFrame = field(default_factory=pd.DataFrame)
     """The calibration gaps of the audits with a system, with ``q_benchmark``."""
+    gaps: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """The paper table's rows as shown (:func:`faircode.report.effects.shown_gaps`)."""
+    effects: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """The paired effects as shown (:func:`faircode.report.effects.shown_effects`)."""
+    variance_note: str = ""
+    """Whether intervals and stars include training variance (every caption says it)."""
 
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 1.0 or not 0.0 < self.confidence < 1.0:
@@ -219,8 +225,10 @@ def _legend(ctx: Context, what: str) -> str:
 def paper_table(ctx: Context) -> Table:
     """Rows audit x attribute, columns S0-S4: the gap of ``ctx.metric`` per model family."""
     fn = _Footnotes()
-    frame = ctx.fairness[ctx.fairness["metric"] == ctx.metric]
-    frame = frame.assign(mark=frame["q_benchmark"].lt(ctx.alpha))
+    frame = ctx.gaps
+    if frame.empty:  # a context built without the shown rows: replicate 0, q < alpha
+        frame = ctx.fairness[ctx.fairness["metric"] == ctx.metric]
+        frame = frame.assign(mark=frame["q_benchmark"].lt(ctx.alpha))
 
     def rows_of(audit: str) -> list[tuple[str, ...]]:
         sub = frame[frame["audit"] == audit]
@@ -230,7 +238,8 @@ def paper_table(ctx: Context) -> Table:
                               rows_of=rows_of, fn=fn, skip=_skip_reason(ctx))
     return Table("paper_table", f"{ctx.metric} by audit, attribute and strategy",
                  ("audit", "attribute"), columns, sections,
-                 _legend(ctx, f"{ctx.metric} estimate"), fn.items())
+                 f"{_legend(ctx, f'{ctx.metric} estimate')} {ctx.variance_note}".strip(),
+                 fn.items())
 
 
 def performance_table(ctx: Context) -> Table:
@@ -275,7 +284,7 @@ def counterfactual_table(ctx: Context) -> Table:
 
 
 def floor_table(ctx: Context, floor: pd.DataFrame) -> Table:
-    """Rows audit x attribute, columns |S3|-|S2| and |S4|-|S2| with the conservative interval."""
+    """Rows audit x attribute, columns |S3|-|S2| and |S4|-|S2|: the paired effect against S2."""
     fn = _Footnotes()
     frame = floor.rename(columns={"difference": "value", "low": "ci_low", "high": "ci_high"})
     frame = frame.assign(mark=frame["distinguishable"].fillna(False).astype(bool))
@@ -290,15 +299,16 @@ def floor_table(ctx: Context, floor: pd.DataFrame) -> Table:
                                         fn=fn) for s in strategies)
             rows.append(((audit, attr), cells))
         sections.append((model, tuple(rows)))
-    cover = 1 - 2 * (1 - ctx.confidence)
     return Table(
         "residual_floor_table",
         f"Residual floor: distance from parity of {ctx.metric}, mitigated minus S2",
         ("audit", "attribute"), tuple(f"|{strategy_code(s)}|-|S2|" for s in strategies),
         tuple(sections),
-        f"Each cell: |S_m| - |S2| [conservative interval from the two {ctx.confidence:.0%} CIs, "
-        f"coverage >= {cover:.0%} under any dependence]. {SIGNIFICANT} interval excludes 0.",
-        fn.items())
+        f"Each cell: |S_m| - |S2|, the paired effect on the same test rows [{ctx.confidence:.0%} "
+        f"paired signed box interval]. {SIGNIFICANT} distinguishable from S2: benchmark-wide "
+        f"Benjamini-Hochberg q < {ctx.alpha:g} of the swap test (the effects' family) and an "
+        "interval excluding 0. "
+        f"{ctx.variance_note}".strip(), fn.items())
 
 
 # ------------------------------------------------------------------------------ renderers
@@ -331,7 +341,7 @@ def to_markdown(table: Table) -> str:
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
         "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}",
-        "|": r"$|$", "<": r"$<$", ">": r"$>$"}
+        "|": r"$|$", "<": r"$<$", ">": r"$>$", "Δ": r"$\Delta$"}
 
 
 def tex_escape(text: str) -> str:

@@ -175,7 +175,9 @@ def components(counts: ArrayLike) -> Floats:
                 parity = 1.0 if metric == "disparate_impact_ratio" else 0.0
                 out[..., k, 0] = defs.metric_values(metric, d, a) - parity
         out[..., -2, 0] = defs.accuracy(pooled)
-        out[..., -1, 0] = (defs.tpr(pooled) + 1.0 - defs.fpr(pooled)) / 2.0
+        # (TPR + TNR) / 2 as faircode.stats.operating computes it: performance.csv's value
+        tnr = defs.ratio(pooled[..., defs.TN], pooled[..., defs.TN] + pooled[..., defs.FP])
+        out[..., -1, 0] = (defs.tpr(pooled) + tnr) / 2.0
     return out
 
 

@@ -117,8 +117,10 @@ __all__ = [
     "components",
     "distance",
     "expanded_level",
+    "interval_method",
     "joint_counts",
     "marginal_counts",
+    "paired_comparison",
     "paired_draws",
     "paired_effects",
     "swap_counts",
@@ -138,7 +140,8 @@ class EffectInterval(StrEnum):
     EXPANDED_PERCENTILE = "paired_expanded_percentile"
 
 
-def _method(metric: str) -> str:
+def interval_method(metric: str) -> str:
+    """The ``ci_method`` of ``metric``'s effect (an :class:`EffectInterval` value)."""
     linear = effect_shape(metric) == "linear"
     return (EffectInterval.EXPANDED_PERCENTILE if linear else EffectInterval.SIGNED_BOX).value
 
@@ -335,6 +338,28 @@ def paired_effects(
     paired bootstrap (:func:`paired_draws`), ``(seed, 1)`` the swap test, ``(seed, 2)`` the row
     bootstrap of the design effect (module docstring).
     """
+    return paired_comparison(y_true, y_pred_a, y_pred_b, disadvantaged, seed=seed, units=units,
+                             n_resamples=n_resamples, n_permutations=n_permutations,
+                             confidence=confidence)[0]
+
+
+def paired_comparison(
+    y_true: ArrayLike,
+    y_pred_a: ArrayLike,
+    y_pred_b: ArrayLike,
+    disadvantaged: ArrayLike,
+    *,
+    seed: int | np.random.SeedSequence,
+    units: ArrayLike | None = None,
+    n_resamples: int = 2000,
+    n_permutations: int = 2000,
+    confidence: float = 0.95,
+) -> tuple[tuple[EffectResult, ...], PairedDraws]:
+    """:func:`paired_effects` and the :class:`PairedDraws` behind them, from one bootstrap.
+
+    The draws are those of :func:`paired_draws` for the same arguments, so a caller that also
+    combines training replicates (:func:`combine_replicates`) resamples each comparison once.
+    """
     checks.check_positive_int("n_resamples", n_resamples)
     checks.check_positive_int("n_permutations", n_permutations)
     checks.check_confidence(confidence)
@@ -359,10 +384,10 @@ def paired_effects(
         defined = bool(np.isfinite(value[k]))
         results.append(EffectResult(
             metric, float(value[k]) if defined else nan, float(low[k]) if defined else nan,
-            float(high[k]) if defined else nan, _method(metric), p_values[k],
+            float(high[k]) if defined else nan, interval_method(metric), p_values[k],
             _own_value(metric, counts_a), _own_value(metric, counts_b), n_d, n_a, n_units,
             float(deff[k]), "" if defined else _why_undefined(metric, counts_a, counts_b)))
-    return tuple(results)
+    return tuple(results), draws
 
 
 def _delta(draws_a: Floats, draws_b: Floats) -> Floats:
@@ -453,6 +478,6 @@ def combine_replicates(
             metric, float(v.mean()) if defined else float("nan"),
             float(v.std(ddof=1)) if v.size >= 2 else float("nan"),
             float(low[k]) if defined else float("nan"),
-            float(high[k]) if defined else float("nan"), _method(metric), len(draws),
+            float(high[k]) if defined else float("nan"), interval_method(metric), len(draws),
             int(v.size), bool((v > 0).any() and (v < 0).any())))
     return tuple(out)

@@ -4,7 +4,9 @@
 (``results/plots/`` belongs to the report stage).
 
 Reads ``models.*``, ``stats.*``, ``run.seeds``, ``run.seed_mode`` (tracked) and ``run.jobs``
-(not tracked, changes no number).  With ``run.seeds`` > 1 also ``results/<audit>/stability.csv``.
+(not tracked, changes no number).  Always ``results/<audit>/effects.csv`` (the paired effects);
+with ``run.seeds`` > 1 also ``stability.csv``, ``stability_replicates.csv`` and
+``effects_stability.csv``.
 
 The predictions are the fit stages' parts, ``PREDICTIONS_DIR/<part>/``
 (:data:`faircode.pipeline.stages.PARTS`), merged in grid order.

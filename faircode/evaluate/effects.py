@@ -1,0 +1,309 @@
+"""What a mitigation buys: the paired effects of every comparison of strategies, per audit.
+
+From the scored cells of one replicate (their oriented test decisions,
+:attr:`faircode.evaluate.score.CellResult.decided`), :func:`score_effects` computes, for every
+model family x protected attribute x effect metric
+(:data:`faircode.stats.paired.EFFECT_METRICS`: the eight fairness metrics, then accuracy and
+balanced accuracy), the paired effect of each comparison of :data:`COMPARISONS` -- every
+mitigated strategy against S0 (S1-S4 vs S0) and the residual floor, S3 and S4 against S2 --
+with :func:`faircode.stats.paired.paired_comparison`: ``Δ = |gap_A| − |gap_B|`` (fairness;
+negative = A closer to parity) or ``A − B`` (accuracy), the paired signed box interval, the
+swap test's p-value, both strategies' own values, the sizes and the design effect.  That is
+``effects.csv``.  With training replicates :func:`combine` pools each comparison's paired
+draws over the replicates (:func:`faircode.stats.paired.combine_replicates`) into
+``effects_stability.csv``.
+
+Design decisions
+----------------
+* **Seeds by comparison, not by grid cell**: comparison ``c`` (index in :data:`COMPARISONS`) of
+  family ``m`` on attribute ``a`` draws from ``child_seed(master, Stream.EFFECTS, c, m, a)``,
+  ``master`` the replicate's master seed (:func:`faircode.core.seeds.replicate_seed`), so
+  replicate 0 (``effects.csv``) is the same whatever ``run.seeds`` is and no number depends on
+  the worker count.
+* **Units respected**: with ``dataset.unit`` the test rows' unit ids go to the engine (unit
+  bootstrap, unit-level swap test, ``design_effect``), as for every other table.
+* **One Benjamini-Hochberg family per audit, of its own** (:func:`effect_q_values`): every
+  effect's swap-test p-value, apart from the gap tables' family (an effect is a different
+  question from a gap).  ``tpr_gap``'s effect is equal opportunity's -- the same distance, so
+  the same ``Δ``, the same swap draws and the same p-value -- and is counted once: it is left
+  out of ``m`` and takes ``equal_opportunity_diff``'s q.  The other metrics of one comparison
+  test the same exchangeability null with different statistics; each is counted (conservative).
+* **Nothing uninformative is a number**: a comparison with a skipped cell (note
+  :data:`NOT_RUN_NOTE`) or a degenerate one (``degenerate_decisions``) has NaN rows with that
+  note, left out of the family; the group sizes are still given.
+* **Training variance** (:func:`combine`): replicate ``k``'s effects pair the replicate's own
+  decisions of both strategies on its own test rows; the K replicates' paired draws are pooled
+  with equal weight (the mixture of ``stability.csv``), and the box is taken on the mixture.
+  ``share_significant`` is the share of the K replicates in which the effect is significant in
+  that replicate's own family.  Replicate 0 is ``effects.csv``'s computation, never repeated.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from faircode.audit.prepared import PreparedAudit
+from faircode.core.cells import STRATEGY_CODES, ModelFamily, Strategy
+from faircode.core.config import StatsConfig
+from faircode.core.errors import DataError
+from faircode.core.seeds import Stream, child_seed
+from faircode.evaluate.score import CellResult
+from faircode.stats.operating import DEGENERATE_NOTE
+from faircode.stats.paired import (
+    EFFECT_METRICS,
+    PairedDraws,
+    combine_replicates,
+    interval_method,
+    paired_comparison,
+)
+from faircode.stats.resampling import benjamini_hochberg
+
+__all__ = [
+    "COMPARISONS",
+    "EFFECTS_STABILITY_COLUMNS",
+    "EFFECT_COLUMNS",
+    "NOT_RUN_NOTE",
+    "SAME_TEST",
+    "ReplicateEffects",
+    "combine",
+    "comparison_code",
+    "effect_q_values",
+    "score_effects",
+]
+
+S = Strategy
+COMPARISONS: tuple[tuple[Strategy, Strategy], ...] = (
+    (S.UNAWARENESS, S.BASELINE), (S.UNAWARENESS_PROXY_REMOVAL, S.BASELINE),
+    (S.IN_PROCESSING, S.BASELINE), (S.POST_PROCESSING, S.BASELINE),
+    (S.IN_PROCESSING, S.UNAWARENESS_PROXY_REMOVAL),
+    (S.POST_PROCESSING, S.UNAWARENESS_PROXY_REMOVAL),
+)
+"""``(strategy, reference)`` in result (and seed-key) order: S1-S4 vs S0, then S3, S4 vs S2."""
+
+NOT_RUN_NOTE = "not_run"
+"""The note of a comparison one of whose cells was skipped by the fit step."""
+
+SAME_TEST: dict[str, str] = {"tpr_gap": "equal_opportunity_diff"}
+"""An effect whose test is another's (same Δ, same draws): counted once, through its twin."""
+
+KEYS = ("strategy", "reference", "model", "protected_attribute", "metric")
+EFFECT_COLUMNS: tuple[str, ...] = (
+    "audit", *KEYS, "value", "ci_low", "ci_high", "ci_method", "p_value", "q_value",
+    "significant", "gap_strategy", "gap_reference", "n_disadvantaged", "n_advantaged",
+    "n_units", "design_effect", "note",
+)
+"""Columns of ``effects.csv`` (one row per comparison x model x attribute x effect metric)."""
+
+EFFECTS_STABILITY_COLUMNS: tuple[str, ...] = (
+    "audit", *KEYS, "seeds", "seed_mode", "value_replicate0", "mean", "sd_between", "min",
+    "max", "n_defined", "share_significant", "sign_flips", "combined_ci_low",
+    "combined_ci_high", "ci_method", "n_degenerate", "note",
+)
+"""Columns of ``effects_stability.csv`` (``run.seeds`` > 1; the rows of ``effects.csv``)."""
+
+
+def comparison_code(strategy: str, reference: str) -> str:
+    """``S3-S2`` for ``in_processing`` against ``unawareness_proxy_removal``."""
+    return f"{STRATEGY_CODES[Strategy(strategy)]}-{STRATEGY_CODES[Strategy(reference)]}"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicateEffects:
+    """One replicate's effect rows (``effects.csv`` columns, its own q-values) and, when kept,
+    the paired draws of each comparison x model x attribute block of rows (None where the
+    block is NaN), in row order; ``seconds`` the time the effects took."""
+
+    replicate: int
+    seed: int
+    table: pd.DataFrame
+    draws: tuple[PairedDraws | None, ...] = ()
+    seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.draws and len(self.draws) * len(EFFECT_METRICS) != len(self.table):
+            raise ValueError(f"ReplicateEffects: draws: expected one per block of "
+                             f"{len(EFFECT_METRICS)} rows ({len(self.table)} rows), got "
+                             f"{len(self.draws)}")
+
+
+def _unusable(a: CellResult | None, b: CellResult | None) -> str:
+    """Why a comparison of cells ``a`` and ``b`` has no effect ("" when it has one)."""
+    if a is None or b is None or a.skipped or b.skipped or a.decided is None \
+            or b.decided is None:
+        return NOT_RUN_NOTE
+    return DEGENERATE_NOTE if a.degenerate or b.degenerate else ""
+
+
+def score_effects(
+    data: PreparedAudit,
+    results: Sequence[CellResult],
+    *,
+    seed: int,
+    stats: StatsConfig,
+    replicate: int = 0,
+    keep_draws: bool = False,
+) -> ReplicateEffects:
+    """Every paired effect of one replicate's scored cells on ``data``'s test rows.
+
+    ``results`` are the replicate's cells (any order), scored on ``data`` (for a replicate, its
+    own test rows); ``seed`` its master seed.  ``keep_draws`` keeps each block's paired draws
+    for :func:`combine`.  q-values are the replicate's own family (:func:`effect_q_values`).
+    """
+    started = time.perf_counter()
+    test = data.test_index
+    units = None if data.unit is None else np.asarray(data.unit)[test]
+    n_units = len(test) if units is None else int(np.unique(units).size)
+    cells = {(str(r.strategy), str(r.family)): r for r in results}
+    families = [f for f in ModelFamily if any(k[1] == f.value for k in cells)]
+    rows: list[dict[str, Any]] = []
+    blocks: list[PairedDraws | None] = []
+    for c, (strategy, reference) in enumerate(COMPARISONS):
+        for family in families:
+            m = list(ModelFamily).index(family)
+            a, b = cells.get((strategy.value, family.value)), cells.get((reference.value,
+                                                                          family.value))
+            why = _unusable(a, b)
+            for k, attribute in enumerate(data.manifest.protected_attributes):
+                mask = np.asarray(data.disadvantaged[attribute.name][test], dtype=bool)
+                label = {"strategy": strategy.value, "reference": reference.value,
+                         "model": family.value, "protected_attribute": attribute.name}
+                if why:
+                    rows += _nan_rows(label, why, mask=mask, n_units=n_units)
+                    blocks.append(None)
+                    continue
+                assert a is not None and b is not None and a.decided and b.decided
+                if not np.array_equal(a.decided.y_fav, b.decided.y_fav):
+                    raise DataError(f"{data.manifest.name}: {strategy.value} and "
+                                    f"{reference.value} ({family.value}) were scored on "
+                                    "different test rows")
+                effects, draws = paired_comparison(
+                    a.decided.y_fav, a.decided.yhat_fav, b.decided.yhat_fav, mask,
+                    seed=child_seed(seed, Stream.EFFECTS, c, m, k), units=units,
+                    n_resamples=stats.n_resamples, n_permutations=stats.n_permutations,
+                    confidence=stats.confidence)
+                rows += [{**label, "metric": e.metric, "value": e.value, "ci_low": e.ci_low,
+                          "ci_high": e.ci_high, "ci_method": e.ci_method,
+                          "p_value": e.p_value, "gap_strategy": e.gap_a,
+                          "gap_reference": e.gap_b, "n_disadvantaged": e.n_disadvantaged,
+                          "n_advantaged": e.n_advantaged, "n_units": e.n_units,
+                          "design_effect": e.design_effect, "note": e.note} for e in effects]
+                blocks.append(draws)
+    frame = pd.DataFrame(rows, columns=[c for c in EFFECT_COLUMNS
+                                        if c not in ("audit", "q_value", "significant")])
+    frame.insert(0, "audit", data.manifest.name)
+    table = effect_q_values(frame.reindex(columns=list(EFFECT_COLUMNS)), alpha=stats.alpha)
+    return ReplicateEffects(replicate, seed, table, tuple(blocks) if keep_draws else (),
+                            time.perf_counter() - started)
+
+
+def _nan_rows(label: dict[str, str], note: str, *, mask: np.ndarray,
+              n_units: int) -> list[dict[str, Any]]:
+    """One block of undefined effects: NaN numbers, the group sizes, ``note``."""
+    nan = float("nan")
+    return [{**label, "metric": metric, "value": nan, "ci_low": nan, "ci_high": nan,
+             "ci_method": interval_method(metric), "p_value": nan, "gap_strategy": nan,
+             "gap_reference": nan, "n_disadvantaged": int(mask.sum()),
+             "n_advantaged": int((~mask).sum()), "n_units": n_units, "design_effect": nan,
+             "note": note} for metric in EFFECT_METRICS]
+
+
+def effect_q_values(table: pd.DataFrame, *, alpha: float) -> pd.DataFrame:
+    """A copy of ``table`` with the family's BH ``q_value`` and ``significant`` (q < alpha).
+
+    The family is every non-NaN ``p_value`` whose metric is not in :data:`SAME_TEST`; such a
+    metric takes its twin's q (same strategy, reference, model and attribute).
+    """
+    out = table.copy()
+    metric = out["metric"].to_numpy(dtype=str)
+    own = ~np.isin(metric, list(SAME_TEST))
+    q = np.full(len(out), np.nan)
+    q[own] = benjamini_hochberg(out["p_value"].to_numpy(dtype=float)[own])
+    block = [tuple(row) for row in out.loc[:, list(KEYS[:-1])].itertuples(index=False)]
+    lookup = {(b, m): v for b, m, v in zip(block, metric, q, strict=True)}
+    for i in np.flatnonzero(~own):
+        q[i] = lookup.get((block[i], SAME_TEST[metric[i]]), np.nan)
+    out["q_value"] = q
+    out["significant"] = np.nan_to_num(q, nan=1.0) < alpha
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Pooled:
+    """One block's combination over the replicates (NaN where no replicate is defined)."""
+
+    mean: np.ndarray
+    sd: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    flips: np.ndarray = field(default_factory=lambda: np.zeros(len(EFFECT_METRICS), bool))
+
+
+def _pool(draws: Sequence[PairedDraws | None], *, confidence: float) -> _Pooled:
+    present = [d for d in draws if d is not None]
+    nan = np.full(len(EFFECT_METRICS), np.nan)
+    if not present:
+        return _Pooled(nan, nan, nan, nan)
+    combined = combine_replicates(present, confidence=confidence)
+
+    def column(name: str) -> np.ndarray:
+        return np.array([getattr(e, name) for e in combined], dtype=float)
+
+    return _Pooled(column("mean"), column("sd_between"), column("ci_low"), column("ci_high"),
+                   flips=np.array([e.sign_flips for e in combined], dtype=bool))
+
+
+def combine(
+    replicates: Sequence[ReplicateEffects], *, seed_mode: str, confidence: float
+) -> pd.DataFrame:
+    """``effects_stability.csv``'s rows from every replicate's effects (replicate order).
+
+    Every replicate must hold the rows of replicate 0 in the same order, with its draws.
+    ``mean``/``sd_between``/``sign_flips``/``combined_ci_*`` as
+    :func:`~faircode.stats.paired.combine_replicates` computes them over the replicates where
+    the block is defined; ``min``/``max``/``n_defined`` over the defined values;
+    ``share_significant`` over all K; ``n_degenerate`` counts replicates whose block is
+    degenerate; ``note`` joins the replicates' notes.
+    """
+    if not replicates:
+        raise ValueError("combine: replicates: expected at least one replicate, got none")
+    first = replicates[0].table
+    keys = first.loc[:, list(KEYS)].reset_index(drop=True)
+    for r in replicates:
+        if not r.table.loc[:, list(KEYS)].reset_index(drop=True).equals(keys) or \
+                len(r.draws) * len(EFFECT_METRICS) != len(keys):
+            raise ValueError(f"combine: replicate {r.replicate}: expected the rows of replicate "
+                             "0 in the same order, with their draws")
+    n_blocks = len(keys) // len(EFFECT_METRICS)
+    pooled = [_pool([r.draws[j] for r in replicates], confidence=confidence)
+              for j in range(n_blocks)]
+
+    def stacked(name: str) -> np.ndarray:
+        return np.concatenate([getattr(p, name) for p in pooled]) if pooled else np.empty(0)
+
+    values = np.stack([r.table["value"].to_numpy(dtype=float) for r in replicates], axis=1)
+    significant = np.stack([r.table["significant"].to_numpy(dtype=bool) for r in replicates], 1)
+    notes = np.stack([r.table["note"].fillna("").astype(str).to_numpy() for r in replicates], 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows give NaN, as intended
+        lowest = np.nanmin(values, axis=1) if len(keys) else np.empty(0)
+        highest = np.nanmax(values, axis=1) if len(keys) else np.empty(0)
+    frame = pd.DataFrame({
+        "audit": first["audit"].to_numpy(), **{c: keys[c].to_numpy() for c in KEYS},
+        "seeds": len(replicates), "seed_mode": seed_mode, "value_replicate0": values[:, 0],
+        "mean": stacked("mean"), "sd_between": stacked("sd"), "min": lowest, "max": highest,
+        "n_defined": np.isfinite(values).sum(axis=1),
+        "share_significant": significant.mean(axis=1), "sign_flips": stacked("flips"),
+        "combined_ci_low": stacked("low"), "combined_ci_high": stacked("high"),
+        "ci_method": first["ci_method"].to_numpy(),
+        "n_degenerate": (np.char.find(notes.astype(str), DEGENERATE_NOTE) >= 0).sum(axis=1),
+        "note": [";".join(dict.fromkeys(p for n in row for p in n.split(";") if p))
+                 for row in notes],
+    })
+    return frame.loc[:, list(EFFECTS_STABILITY_COLUMNS)]

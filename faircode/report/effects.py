@@ -1,0 +1,259 @@
+"""What mitigation buys, as the report shows it: paired effects, the residual floor, stable stars.
+
+Reads the effects the evaluate step wrote (``<audit>/effects.csv``: every mitigated strategy
+against S0 and S3/S4 against S2, on the same test rows; ``effects_stability.csv`` with training
+replicates), never re-estimates them.
+
+Design decisions
+----------------
+* **The effects' own benchmark-wide family** (:func:`effect_q_benchmark`): every effect
+  p-value of every audit (the swap test), Benjamini-Hochberg at once, apart from the gaps'
+  family; ``tpr_gap``'s effect repeats equal opportunity's test (same Δ, same draws) and is
+  counted once, taking its twin's q (:data:`SAME_EFFECT_TEST`).
+* **Stars** (:func:`stable_mark`).  With one replicate (K = 1) a gap is starred when its
+  benchmark-wide ``q < alpha``, as before, and an effect when its ``q < alpha`` *and* its paired
+  interval excludes 0 (the swap test is of exchangeable decisions, not of ``Δ = 0`` alone, and
+  at a kink the box can straddle 0 while the test rejects: no star for a change whose sign the
+  interval leaves open); every output says that training variance is not included
+  (:func:`training_variance_note`).  With K > 1 replicates its value is the mean
+  over the replicates and its interval the pooled (mixture) interval of the K replicates'
+  bootstrap draws, and it is starred only if **all** of: replicate 0's benchmark-wide
+  ``q < alpha`` (significant, multiplicity controlled); the pooled interval excludes the
+  no-change value (parity for a gap, 0 for an effect); no sign flip across the replicates
+  (every defined replicate's estimate on one side of it); and every replicate defined and
+  informative (``n_defined = K``, no degenerate replicate).  So K > 1 can only remove a star
+  that K = 1 gives: a star is a finding that survives re-fitting (and re-splitting).
+* **The residual floor is the paired effect** (:func:`residual_floor`): the S3/S4 vs S2 rows of
+  the report metric, ``|S_m| − |S2|`` with the paired signed box interval (pooled at K > 1);
+  ``distinguishable`` is the star.  The conservative interval arithmetic on two separate
+  intervals is gone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from faircode.report.inputs import (
+    STRATEGIES,
+    ReportInputs,
+    metric_reference,
+    strategy_code,
+)
+from faircode.report.tables import SIGNIFICANT, Cell, Context, Table, _Footnotes, estimate_cell
+from faircode.stats.resampling import benjamini_hochberg
+
+__all__ = [
+    "EFFECT_KEYS",
+    "SAME_EFFECT_TEST",
+    "effect_q_benchmark",
+    "effects_table",
+    "replicates_of",
+    "residual_floor",
+    "shown_effects",
+    "shown_gaps",
+    "stable_mark",
+    "training_variance_note",
+]
+
+EFFECT_KEYS = ("audit", "strategy", "reference", "model", "protected_attribute", "metric")
+SAME_EFFECT_TEST: Mapping[str, str] = {"tpr_gap": "equal_opportunity_diff"}
+"""An effect whose test is another's: counted once in the family, through its twin."""
+REFERENCE = "unawareness_proxy_removal"
+PERFORMANCE = ("accuracy", "balanced_accuracy")
+
+
+def effect_q_benchmark(effects: pd.DataFrame) -> pd.Series:
+    """Benjamini-Hochberg q of every effect row over every audit's effects (module docstring)."""
+    if effects.empty:
+        return pd.Series(dtype=float, name="q_benchmark")
+    metric = effects["metric"].astype(str).to_numpy()
+    own = ~np.isin(metric, list(SAME_EFFECT_TEST))
+    q = np.full(len(effects), np.nan)
+    q[own] = benjamini_hochberg(effects["p_value"].to_numpy(dtype=float)[own])
+    block = [tuple(str(v) for v in row) for row in
+             effects.loc[:, list(EFFECT_KEYS[:-1])].itertuples(index=False)]
+    lookup = {(b, m): v for b, m, v in zip(block, metric, q, strict=True)}
+    for i in np.flatnonzero(~own):
+        q[i] = lookup.get((block[i], SAME_EFFECT_TEST[metric[i]]), np.nan)
+    return pd.Series(q, index=effects.index, name="q_benchmark")
+
+
+def stable_mark(frame: pd.DataFrame, *, alpha: float, null: np.ndarray | float,
+                interval: bool = False) -> np.ndarray:
+    """The star of every row (module docstring): ``q_benchmark < alpha`` -- with ``interval``
+    also replicate 0's interval (``ci_low``/``ci_high``) excluding ``null`` -- and with
+    ``seeds`` > 1 also the pooled interval (``combined_ci_low``/``high``) excluding ``null``, no
+    ``sign_flips``, ``n_defined == seeds`` and ``n_degenerate == 0``."""
+    significant = frame["q_benchmark"].to_numpy(dtype=float) < alpha
+    if interval:
+        significant &= _excludes(frame["ci_low"], frame["ci_high"], null)
+    if "seeds" not in frame:
+        return significant
+    seeds = frame["seeds"].to_numpy(dtype=float)
+    flips = frame["sign_flips"].map(lambda v: str(v).strip().lower() in ("true", "1")).to_numpy(
+        dtype=bool)
+    complete = (frame["n_defined"].to_numpy(dtype=float) == seeds) & (
+        frame["n_degenerate"].fillna(0).to_numpy(dtype=float) == 0)
+    stable = _excludes(frame["combined_ci_low"], frame["combined_ci_high"], null) & ~flips \
+        & complete
+    return np.where(np.nan_to_num(seeds, nan=1.0) > 1, significant & stable, significant)
+
+
+def _excludes(low: pd.Series, high: pd.Series, null: np.ndarray | float) -> np.ndarray:
+    """Whether each interval ``[low, high]`` lies wholly on one side of ``null`` (NaN: no)."""
+    lo, hi = low.to_numpy(dtype=float), high.to_numpy(dtype=float)
+    return np.asarray((lo > null) | (hi < null), dtype=bool)
+
+
+_POOLED = ("seeds", "seed_mode", "mean", "sd_between", "n_defined", "share_significant",
+           "sign_flips", "combined_ci_low", "combined_ci_high", "n_degenerate")
+
+
+def _with_replicates(rows: pd.DataFrame, pooled: pd.DataFrame, keys: list[str], *,
+                     alpha: float, null: np.ndarray | float,
+                     interval: bool = False) -> pd.DataFrame:
+    """``rows`` with the shown value, interval and star (pooled where ``pooled`` has the row)."""
+    out = rows.copy()
+    if pooled.empty:
+        out["mark"] = stable_mark(out, alpha=alpha, null=null, interval=interval)
+        return out
+    extra = pooled.loc[:, [*keys, *_POOLED]].astype({k: str for k in keys})
+    out = out.astype({k: str for k in keys}).merge(extra, on=keys, how="left",
+                                                   validate="one_to_one")
+    out.index = rows.index
+    out["mark"] = stable_mark(out, alpha=alpha, null=null, interval=interval)
+    many = out["seeds"].to_numpy(dtype=float) > 1
+    out["value_replicate0"] = out["value"]
+    for shown, source in (("value", "mean"), ("ci_low", "combined_ci_low"),
+                          ("ci_high", "combined_ci_high")):
+        out[shown] = np.where(many, out[source].to_numpy(dtype=float),
+                              out[shown].to_numpy(dtype=float))
+    return out
+
+
+def shown_gaps(fairness: pd.DataFrame, stability: pd.DataFrame, *, metric: str,
+               alpha: float) -> pd.DataFrame:
+    """The paper table's rows of ``metric`` (``fairness`` with ``q_benchmark``): value,
+    interval and ``mark`` as shown -- replicate 0 at K = 1, pooled over the K replicates else."""
+    rows = fairness[fairness["metric"] == metric]
+    pooled = stability[stability["metric"] == metric] if not stability.empty else stability
+    return _with_replicates(rows, pooled, ["audit", "strategy", "model", "protected_attribute",
+                                           "metric"], alpha=alpha,
+                            null=metric_reference(metric))
+
+
+def shown_effects(inputs: ReportInputs, *, alpha: float) -> pd.DataFrame:
+    """Every effect row with ``q_benchmark`` and its value, interval and ``mark`` as shown."""
+    effects = inputs.effects
+    if effects.empty:
+        return effects
+    rows = effects.assign(q_benchmark=effect_q_benchmark(effects))
+    return _with_replicates(rows, inputs.effects_stability, list(EFFECT_KEYS), alpha=alpha,
+                            null=0.0, interval=True)
+
+
+def residual_floor(effects: pd.DataFrame, *, metric: str) -> pd.DataFrame:
+    """``|S_m| − |S2|`` of ``metric`` for S3 and S4, per audit x attribute x model: the paired
+    effect against S2 as shown (:func:`shown_effects`).
+
+    Columns: ``audit``, ``protected_attribute``, ``model``, ``strategy``, ``metric``,
+    ``difference``, ``low``, ``high``, ``p_value``, ``q_benchmark``, ``seeds``,
+    ``distinguishable`` (the star; NaN where the effect or its interval is undefined), ``note``.
+    """
+    columns = ["audit", "protected_attribute", "model", "strategy", "metric", "difference",
+               "low", "high", "p_value", "q_benchmark", "seeds", "distinguishable", "note"]
+    if effects.empty:
+        return pd.DataFrame(columns=columns)
+    rows = effects[(effects["reference"] == REFERENCE) & (effects["metric"] == metric)]
+    out = rows.rename(columns={"value": "difference", "ci_low": "low", "ci_high": "high"})
+    out = out.assign(seeds=out["seeds"] if "seeds" in out else 1)
+    defined = out[["difference", "low", "high"]].notna().all(axis=1)
+    out["distinguishable"] = pd.array(out["mark"].to_numpy(dtype=bool),
+                                      dtype="boolean").copy()
+    out.loc[~defined, "distinguishable"] = pd.NA
+    return out.loc[:, columns].reset_index(drop=True)
+
+
+def replicates_of(inputs: ReportInputs) -> dict[str, int]:
+    """Each audit's training replicates K (``run.json`` ``config.seeds``; absent = 1)."""
+    out = {}
+    for audit, run in inputs.runs.items():
+        config = run.get("config") if isinstance(run, Mapping) else None
+        seeds = config.get("seeds", 1) if isinstance(config, Mapping) else 1
+        out[audit] = int(seeds) if isinstance(seeds, int) and not isinstance(seeds, bool) else 1
+    return out
+
+
+def training_variance_note(inputs: ReportInputs) -> str:
+    """One sentence for every caption: whether (and for which audits) intervals and stars
+    include training variance."""
+    k = replicates_of(inputs)
+    single = sorted(a for a, n in k.items() if n == 1)
+    many = sorted(a for a, n in k.items() if n > 1)
+    parts = []
+    if many:
+        counts = sorted({k[a] for a in many})
+        parts.append(
+            f"{', '.join(many) if single else 'Every audit'}: K = "
+            f"{'/'.join(map(str, counts))} training replicates; each value is the mean over "
+            "the replicates, its interval pools their bootstrap draws (sampling and training "
+            f"variance), and {SIGNIFICANT} needs replicate 0's q < alpha, a pooled interval "
+            "excluding no change and no sign flip across replicates.")
+    if single:
+        parts.append(
+            f"{', '.join(single) if many else 'Every audit'}: K = 1, training variance not "
+            "included (intervals and stars reflect the test-sample noise of one fit; "
+            "run.seeds > 1 adds it).")
+    return " ".join(parts)
+
+
+def _comparisons(effects: pd.DataFrame) -> list[tuple[str, str]]:
+    pairs = dict.fromkeys(zip(effects["strategy"].astype(str), effects["reference"].astype(str),
+                              strict=True))
+    order = {s: i for i, s in enumerate(STRATEGIES)}
+    return sorted(pairs, key=lambda p: (p[1] != STRATEGIES[0], order.get(p[1], 99),
+                                        order.get(p[0], 99)))
+
+
+def effects_table(ctx: Context) -> Table | None:
+    """Rows audit x attribute x (Δ distance from parity of the report metric, Δ accuracy),
+    columns every comparison (S1-S0 ... S4-S0, S3-S2, S4-S2), per model family."""
+    effects = ctx.effects
+    if effects.empty:
+        return None
+    fn = _Footnotes()
+    comparisons = _comparisons(effects)
+    shown = effects[effects["metric"].isin([ctx.metric, "accuracy"])]
+    lookup = {tuple(str(v) for v in k): r for k, (_, r) in zip(
+        shown[["model", "audit", "protected_attribute", "metric", "strategy",
+               "reference"]].itertuples(index=False, name=None), shown.iterrows(), strict=True)}
+    labels = {ctx.metric: f"Δ |{ctx.metric}|", "accuracy": "Δ accuracy"}
+    sections: list[tuple[str, tuple[Any, ...]]] = []
+    pairs = list(dict.fromkeys(zip(shown["audit"].astype(str),
+                                   shown["protected_attribute"].astype(str), strict=True)))
+    for model in ctx.models:
+        rows = []
+        for audit, attr in pairs:
+            for metric in (ctx.metric, "accuracy"):
+                cells: tuple[Cell, ...] = tuple(
+                    estimate_cell(lookup.get((model, audit, attr, metric, a, b)), value="value",
+                                  fn=fn, missing="no effect row for this comparison")
+                    for a, b in comparisons)
+                rows.append(((audit, attr, labels[metric]), cells))
+        sections.append((model, tuple(rows)))
+    pct = f"{ctx.confidence:.0%}"
+    legend = (f"Each cell: the paired effect of the column's strategy against its reference on "
+              f"the same test rows [{pct} paired signed box interval; accuracy: expanded "
+              "percentile]: Δ |gap| = |gap(S_m)| - |gap(S_ref)| (< 0: closer to parity; "
+              f"|x - 1| for a ratio) and Δ accuracy = S_m - S_ref. {SIGNIFICANT} "
+              f"benchmark-wide Benjamini-Hochberg q < {ctx.alpha:g} of the swap test (one "
+              "family: every effect of every audit, tpr_gap once) and an interval excluding "
+              "0. " + ctx.variance_note)
+    return Table("effects_table", f"What mitigation buys: paired effects on {ctx.metric} and "
+                 "accuracy", ("audit", "attribute", "effect"),
+                 tuple(f"{strategy_code(a)}-{strategy_code(b)}" for a, b in comparisons),
+                 tuple(sections), legend.strip(), fn.items())

@@ -1,0 +1,73 @@
+"""Tests of faircode.record.runs' effect metrics: effects.csv on the strategy's child runs."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+from test_tracking import write_results
+
+from faircode.record.runs import collect_children
+
+
+def _write_effects(results: Path) -> None:
+    """Two effect rows of alpha_lending's reweighing forest on age: one defined, one not."""
+    rows = [{"audit": "alpha_lending", "strategy": "reweighing", "reference": "baseline",
+             "model": "random_forest", "protected_attribute": "age", "metric": metric,
+             "value": value, "ci_low": low, "ci_high": low + 0.26, "ci_method": "paired_signed_box",
+             "p_value": p, "q_value": p, "significant": p == 0.002, "note": note}
+            for metric, value, low, p, note in (
+                ("demographic_parity_diff", -0.125, -0.25, 0.002, ""),
+                ("disparate_impact_ratio", float("nan"), float("nan"), float("nan"),
+                 "undefined_advantaged_rate_zero"))]
+    pd.DataFrame(rows).to_csv(results / "alpha_lending" / "effects.csv", index=False)
+    pooled = [{**{k: rows[0][k] for k in ("audit", "strategy", "reference", "model",
+                                          "protected_attribute", "metric")},
+               "seeds": 5, "seed_mode": "split", "mean": -0.1, "combined_ci_low": float("nan"),
+               "sign_flips": True, "note": ""}]
+    pd.DataFrame(pooled).to_csv(results / "alpha_lending" / "effects_stability.csv", index=False)
+
+
+def _child(results: Path, strategy: str, model: str, attribute: str) -> dict[str, float]:
+    children, _ = collect_children(results)
+    return next(dict(c.metrics) for c in children if c.tags["table"] == "fairness"
+                and (c.audit, c.tags["strategy"], c.tags["model"], c.tags["attribute"])
+                == ("alpha_lending", strategy, model, attribute))
+
+
+def test_effects_are_metrics_of_the_strategys_child_and_nan_is_not_logged(tmp_path: Path) -> None:
+    """The reweighing forest's age child gets effect_vs_S0.<metric> with its columns and the
+    pooled ones; nothing of the undefined effect and not the NaN pooled bound."""
+    results = write_results(tmp_path / "results", seed=1)
+    _write_effects(results)
+    metrics = _child(results, "reweighing", "random_forest", "age")
+    effect = {k: v for k, v in metrics.items() if k.startswith("effect_vs_")}
+    dp = "effect_vs_S0.demographic_parity_diff"
+    assert effect == {dp: -0.125, f"{dp}.ci_low": -0.25, f"{dp}.ci_high": -0.25 + 0.26,
+                      f"{dp}.p_value": 0.002, f"{dp}.q_value": 0.002, f"{dp}.significant": 1.0,
+                      f"{dp}.seeds": 5.0, f"{dp}.mean": -0.1, f"{dp}.sign_flips": 1.0}
+    assert all(math.isfinite(v) for v in effect.values())
+
+
+def test_other_children_get_no_effect_metrics(tmp_path: Path) -> None:
+    """The reference's child and another attribute's child hold no effect metric."""
+    results = write_results(tmp_path / "results", seed=1)
+    _write_effects(results)
+    for strategy, attribute in (("baseline", "age"), ("reweighing", "sex")):
+        metrics = _child(results, strategy, "random_forest", attribute)
+        assert not any(k.startswith("effect_vs_") for k in metrics)
+
+
+def test_children_say_whether_training_variance_is_included(tmp_path: Path) -> None:
+    """run.json's training_variance becomes every child's tag: "not included" at K = 1."""
+    import json
+
+    results = write_results(tmp_path / "results", seed=1)
+    run_json = results / "alpha_lending" / "run.json"
+    run = json.loads(run_json.read_text())
+    run["training_variance"] = {"included": False, "replicates": 1, "note": "..."}
+    run_json.write_text(json.dumps(run))
+    children, _ = collect_children(results)
+    tags = {c.tags.get("training_variance") for c in children if c.audit == "alpha_lending"}
+    assert tags == {"not included (run.seeds 1)"}
