@@ -13,6 +13,8 @@ Design decisions
 * **The fit step's executor.**  Cells are scored as tasks of the same queue that fits them
   (:func:`faircode.grid.scheduler.run_tasks`: ``jobs`` local workers, the audit's data shipped
   once per worker, ``jobs = 1`` in this process); no number depends on ``jobs``.
+* **Operating-point curves** (``curves.csv``, :mod:`faircode.evaluate.curves`) are computed
+  here from the scored cells, after the queue: they need nothing the cells do not hold.
 * With training replicates (``run.seeds`` > 1, :mod:`faircode.evaluate.stability`) every further
   replicate is scored the same way with its own master seed; replicate 0 is this run's own
   cells, not scored twice.
@@ -25,9 +27,10 @@ import dataclasses
 from faircode.audit.decision import DecisionRule, resolve_rule
 from faircode.audit.prepared import PreparedAudit
 from faircode.core.cells import position
-from faircode.core.config import DegenerateConfig, ReplicateConfig, StatsConfig
+from faircode.core.config import CurvesConfig, DegenerateConfig, ReplicateConfig, StatsConfig
 from faircode.core.errors import DataError
 from faircode.evaluate import stability
+from faircode.evaluate.curves import audit_curves
 from faircode.evaluate.score import CellResult, score_cell, scoring_seconds
 from faircode.evaluate.tables import AuditResults, assemble
 from faircode.grid.predictions import AuditPredictions, CellPredictions
@@ -45,13 +48,15 @@ def evaluate_audit(
     degenerate: DegenerateConfig,
     replicates: ReplicateConfig | None = None,
     jobs: int = 1,
+    curves: CurvesConfig | None = None,
 ) -> AuditResults:
     """Score every cell of ``predictions`` on ``data``; return the four tables.
 
     ``decision_threshold`` is the operating point of an audit without a ``decision`` block;
     ``replicates`` must match the predictions' (with ``seeds`` > 1 the result also holds
     :attr:`AuditResults.stability` and :attr:`AuditResults.replicates`); ``jobs`` local workers
-    score the cells (no number depends on it).
+    score the cells (no number depends on it).  With ``curves`` (``curves.*``) the result also
+    holds :attr:`AuditResults.curves` (:func:`faircode.evaluate.curves.audit_curves`).
     """
     if predictions.audit != data.manifest.name:
         raise DataError(f"predictions of {predictions.audit!r} cannot be evaluated on "
@@ -64,6 +69,10 @@ def evaluate_audit(
     results = score_cells(data, predictions.cells, rule=rule, stats=stats,
                           degenerate=degenerate, jobs=jobs)
     assembled = assemble(data.manifest.name, results, rule=rule, alpha=stats.alpha)
+    if curves is not None:  # the operating-point curves (curves.csv) of replicate 0's cells
+        assembled.curves = audit_curves(data, results, thresholds=curves.thresholds,
+                                        confidence=stats.confidence,
+                                        n_resamples=stats.n_resamples)
     if replicates.seeds == 1 and predictions.seeds == 1:
         return assembled
     # training replicates (run.seeds > 1): stability.csv and stability_replicates.csv

@@ -38,6 +38,8 @@ class AuditResults:
     rule: DecisionRule
     stability: pd.DataFrame | None = None
     replicates: pd.DataFrame | None = None
+    curves: pd.DataFrame | None = None
+    """The operating-point curves (:mod:`faircode.evaluate.curves`); None when not asked for."""
 
 
 PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "protected_attribute", "metric",

@@ -43,7 +43,8 @@ def write_audit(
     provenance_record: dict[str, Any],
 ) -> Path:
     """Write ``<out_dir>/<audit>/`` (four CSVs + ``run.json``; with training replicates also
-    ``stability.csv`` and ``stability_replicates.csv``) atomically; return the folder.
+    ``stability.csv`` and ``stability_replicates.csv``; with curves ``curves.csv``) atomically;
+    return the folder.
 
     Everything is written to a sibling staging folder which then replaces the audit's folder in
     one step (:func:`faircode.evaluate.swap.replacing`): a failure or a kill leaves the old
@@ -60,6 +61,8 @@ def write_audit(
             results.stability.to_csv(staging / "stability.csv", index=False)
         if results.replicates is not None:
             results.replicates.to_csv(staging / "stability_replicates.csv", index=False)
+        if results.curves is not None:  # operating-point curves (curves.* params)
+            results.curves.to_csv(staging / "curves.csv", index=False)
         run = {
             "audit": manifest.name,
             "title": manifest.title,

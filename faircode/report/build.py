@@ -100,6 +100,7 @@ def write_report(
     from faircode.report import figures as report_figures
     from faircode.report import html as report_html
     from faircode.report import tables as report_tables
+    from faircode.report.threshold_curves import write_curve_figures
 
     inputs = load_results(results, audits_dir=audits_dir, only=only)
     metric = resolve_metric(metric, inputs.fairness["metric"].astype(str))
@@ -133,6 +134,7 @@ def write_report(
     for generated in ("figures", "plots"):  # wholly the report's: no stale file survives
         shutil.rmtree(results / generated, ignore_errors=True)
     figures = report_figures.write_figures(context, floor=floor, out=results / "figures")
+    figures += write_curve_figures(context, out=results / "figures")  # where curves.csv is
     plots = write_plot_data(inputs, out=results / "plots")
     html = report_html.write_html(
         context, summary=summary, floor=floor, counts=floor_counts(floor),

@@ -11,6 +11,8 @@ Design decisions
   naming the file and the columns; extra columns are kept and shown.
 * ``<audit>/stability.csv`` (training replicates across seeds, :mod:`faircode.evaluate.stability`)
   is optional: read where it exists, an empty :attr:`ReportInputs.stability` otherwise.
+* ``<audit>/curves.csv`` (operating-point curves, :mod:`faircode.evaluate.curves`) likewise:
+  :attr:`ReportInputs.curves`, empty where no audit has one.
 * **A deployed system** (manifest ``system:``) appears in ``fairness.csv``, ``performance.csv``
   and ``intersectional.csv`` as rows of strategy :data:`DEPLOYED` (model = the system's name) on
   the grid's test rows, and on every row in ``<audit>/deployed/``.  Those rows are split off at
@@ -75,6 +77,8 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "calibration": ("audit", "strategy", "model", *CALIBRATION_COLUMNS),
     "calibration_gap": ("audit", "strategy", "model", "row_set", "protected_attribute", "value",
                         "ci_low", "ci_high", "p_value", "note"),
+    "curves": ("audit", "strategy", "model", "threshold", "protected_attribute", "metric",
+               "value", "ci_low", "ci_high", "note", "point"),
     "stability": ("audit", "strategy", "model", "protected_attribute", "metric", "seeds",
                   "seed_mode", "value_replicate0", "mean", "sd_between", "min", "max",
                   "share_significant", "sign_flips", "combined_ci_low", "combined_ci_high",
@@ -147,6 +151,8 @@ class ReportInputs:
     unavailable: tuple[UnavailableAudit, ...] = ()
     stability: pd.DataFrame = field(default_factory=pd.DataFrame)
     deployed: DeployedInputs = field(default_factory=DeployedInputs)
+    curves: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Every ``<audit>/curves.csv`` (operating-point curves); empty where none was written."""
 
     @property
     def audits(self) -> tuple[str, ...]:
@@ -203,6 +209,7 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
     unavailable: dict[str, UnavailableAudit] = {}
     stability: list[pd.DataFrame] = []
     deployed: dict[str, list[pd.DataFrame]] = {}
+    curves: list[pd.DataFrame] = []
     # hidden folders are the grid's staging copies (see benchmark.write_audit), never results
     for folder in sorted(p for p in results.iterdir()
                          if p.is_dir() and not p.name.startswith(".")):
@@ -220,6 +227,8 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
                     deployed.setdefault(table, []).append(system)
             if (folder / "stability.csv").is_file():  # only with training replicates
                 stability.append(_read_csv(folder / "stability.csv", "stability"))
+            if (folder / "curves.csv").is_file():  # operating-point curves (curves.*)
+                curves.append(_read_csv(folder / "curves.csv", "curves"))
             _read_deployed(folder, deployed)
         elif (folder / "unavailable.json").is_file():
             data = _read_json(folder / "unavailable.json")
@@ -258,6 +267,7 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
                pd.DataFrame(columns=list(_REQUIRED[t]))) for t in TABLES},
         runs=runs, unavailable=tuple(unavailable[k] for k in sorted(unavailable)),
         stability=pd.concat(stability, ignore_index=True) if stability else pd.DataFrame(),
+        curves=pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(),
         deployed=_deployed_inputs(deployed, runs, audits_dir))
 
 
