@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
+from faircode.report.figure_reuse import FigureReuse
 from faircode.report.figures import (
     RC,
     SHORT,
@@ -140,8 +141,12 @@ def curve_figure(ctx: Context, audit: str, out: Path) -> FigureFile | None:
                  "rule, drawn in the S2 column (same core features) at the declared cutoff.")
 
 
-def write_curve_figures(ctx: Context, *, out: Path) -> tuple[FigureFile, ...]:
-    """Write the curve figure of every audit with ``curves.csv`` into ``out`` (audit order)."""
+def write_curve_figures(ctx: Context, *, out: Path,
+                        reuse: FigureReuse | None = None) -> tuple[FigureFile, ...]:
+    """Write the curve figure of every audit with ``curves.csv`` into ``out`` (audit order);
+    ``reuse`` as in :func:`faircode.report.figures.write_figures`."""
     with matplotlib.rc_context(RC):  # type: ignore[arg-type]  # keys are valid rcParams
-        figures = [curve_figure(ctx, audit, out) for audit in ctx.inputs.runs]
+        figures = [curve_figure(ctx, audit, out) if reuse is None
+                   else reuse.figure(curve_figure, ctx, audit, out)
+                   for audit in ctx.inputs.runs]
     return tuple(f for f in figures if f is not None)
