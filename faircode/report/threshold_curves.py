@@ -14,8 +14,9 @@ Design decisions
   family, 3.3 in wide, 7 pt text, PNG and PDF; a missing value is a gap in a line, never 0.
 * Bands are drawn below the lines at a low alpha so that three families stay readable where
   they overlap; the y axes are shared along a row, so the three strategies compare by eye.
-* Only the grid is drawn as the line; the declared point (also when it lies between two grid
-  thresholds, as a ``base_rate`` or ``top_fraction`` cutoff does) is a marker on it.
+* The line runs through the grid and the declared point (which lies between two grid
+  thresholds for a ``base_rate`` or ``top_fraction`` cutoff); the declared point is also a
+  marker on it.
 """
 
 from __future__ import annotations
@@ -67,9 +68,7 @@ def _panel(ax: plt.Axes, rows: pd.DataFrame, models: list[str]) -> None:
         x = line["threshold"].to_numpy(float)
         ax.fill_between(x, line["ci_low"].to_numpy(float), line["ci_high"].to_numpy(float),
                         color=colour, alpha=0.15, lw=0)
-        grid = line[line["point"] == "grid"]
-        ax.plot(grid["threshold"].to_numpy(float), grid["value"].to_numpy(float), "-",
-                color=colour, lw=0.8)
+        ax.plot(x, line["value"].to_numpy(float), "-", color=colour, lw=0.8)
         declared = line[line["point"] == "declared"]
         ax.plot(declared["threshold"].to_numpy(float), declared["value"].to_numpy(float),
                 marker, color=colour, ms=3.2, mec="white", mew=0.4, zorder=3)
