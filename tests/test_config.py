@@ -125,7 +125,7 @@ def test_every_config_field_has_one_params_key() -> None:
          r"n_permutations, n_resamples, power\), got 'n_resampels' \(str\)$"),
         ({"stat": {"n_resamples": 10}},
          r"^params.yaml: stat: expected a known section \(audits, mitigation, models, stats, "
-         r"degenerate, run, report\), got 'stat' \(str\)$"),
+         r"degenerate, curves, run, report\), got 'stat' \(str\)$"),
         ({"stats": {"n_resamples": "many"}},
          r"^params.yaml: stats.n_resamples: expected an integer, got 'many' \(str\)$"),
         ({"models": {"decision_threshold": 2}},
@@ -166,3 +166,31 @@ def test_shipped_params_yaml_is_valid_and_lists_every_audit() -> None:
     params = load_params(root / "params.yaml")
     assert sorted(params.audits) == sorted(p.parent.name for p in root.glob("audits/*/audit.yaml"))
     assert params.config == BenchmarkConfig(jobs=params.config.jobs, seeds=5, seed_mode="split")
+
+
+def test_curve_thresholds_default_to_the_curve_engines_grid() -> None:
+    """``curves.thresholds`` defaults to stats.curves' grid, read from YAML lists as a tuple."""
+    from faircode.stats.curves import DEFAULT_THRESHOLDS
+
+    assert BenchmarkConfig(jobs=1).curve_thresholds == DEFAULT_THRESHOLDS
+    config = config_from_params({"curves": {"thresholds": [0.2, 0.7]}})
+    assert config.curves.thresholds == (0.2, 0.7)
+    assert config.as_dict()["curve_thresholds"] == [0.2, 0.7]
+
+
+@pytest.mark.parametrize(
+    ("thresholds", "message"),
+    [
+        ([], r"^params.yaml: curves.thresholds: expected a non-empty list of at most 1000 "
+             r"distinct numbers in \[0, 1\], got \[\] \(list\)$"),
+        ([0.3, 0.3], r"^params.yaml: curves.thresholds: expected a non-empty list"),
+        ([0.1, 1.5], r"^params.yaml: curves.thresholds\[1\]: expected a number in \[0, 1\], "
+                     r"got 1.5 \(float\)$"),
+        ([0.1, True], r"^params.yaml: curves.thresholds\[1\]: expected a number in \[0, 1\], "
+                      r"got True \(bool\)$"),
+    ],
+)
+def test_bad_curve_thresholds_name_the_key_path(thresholds: object, message: str) -> None:
+    """A bad threshold grid is one line naming ``curves.thresholds`` (and the position)."""
+    with pytest.raises(ConfigError, match=message):
+        params_from_mapping({"curves": {"thresholds": thresholds}})

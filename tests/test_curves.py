@@ -204,3 +204,106 @@ def test_packed_unit_types_equal_the_clusters_module(rng: np.random.Generator) -
     got = _unit_types(y, yhat, inverse)
     for field in ("counts", "multiplicity", "pattern"):
         assert np.array_equal(getattr(got, field), getattr(want, field)), field
+
+
+# --- the evaluate step's curves.csv and the report's figure, on a real audit -------------------
+
+SMALL_AUDIT = "german_credit_lending"  # 1,000 rows, one attribute, the threshold rule
+CELLS = (("baseline", "logistic_regression"), ("unawareness", "gradient_boosting"),
+         ("unawareness_proxy_removal", "random_forest"), ("in_processing", "logistic_regression"),
+         ("post_processing", "logistic_regression"))
+DECLARED = 0.42  # off the default grid: the declared cutoff must join it
+
+
+@pytest.fixture(scope="module")
+def written(audit_repo, tmp_path_factory):  # type: ignore[no-untyped-def]
+    """German credit, five cells fitted, evaluated at small B/P with curves, written to disk."""
+    from faircode.audit.data import load_audit
+    from faircode.audit.prepared import prepare
+    from faircode.core.cells import ModelFamily, Strategy
+    from faircode.core.config import BenchmarkConfig
+    from faircode.evaluate.audit import evaluate_audit
+    from faircode.evaluate.write import write_audit
+    from faircode.grid.fit import fit_cell
+    from faircode.grid.predictions import AuditPredictions
+
+    data = prepare(load_audit(audit_repo.manifests[SMALL_AUDIT]))
+    config = BenchmarkConfig(jobs=1, n_resamples=100, n_permutations=100,
+                             decision_threshold=DECLARED)
+    cells = tuple(fit_cell(data, Strategy(s), ModelFamily(m), mitigation=config.mitigation,
+                           seed=data.manifest.random_state, train=data.train_index,
+                           test=data.test_index, perturbed=data.perturbed,
+                           keep_train_scores=False)
+                  for s, m in CELLS)
+    predictions = AuditPredictions(audit=SMALL_AUDIT, cells=cells, config={})
+    results = evaluate_audit(data, predictions, decision_threshold=DECLARED, stats=config.stats,
+                             degenerate=config.degenerate, curves=config.curves)
+    out = tmp_path_factory.mktemp("results")
+    return write_audit(data, results, config=config, out_dir=out, provenance_record={})
+
+
+def _read(folder, name: str) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    frame = pd.read_csv(folder / f"{name}.csv")
+    return frame.fillna({"protected_attribute": ""}) if "protected_attribute" in frame else frame
+
+
+def test_curves_csv_declared_rows_equal_the_main_tables(written) -> None:  # type: ignore[no-untyped-def]
+    """Every non-grid row of curves.csv (S0-S2 at the declared cutoff, S3/S4's point) equals
+    fairness.csv / performance.csv's row bit for bit, read back from disk."""
+    curves = _read(written, "curves")
+    main = pd.concat([_read(written, "fairness"), _read(written, "performance")])
+    keys = ["strategy", "model", "protected_attribute", "metric"]
+    at = curves[curves["point"] != "grid"]
+    merged = at.merge(main, on=keys, suffixes=("", "_main"), validate="one_to_one")
+    assert len(merged) == len(at) == len(CELLS) * (8 + 3)  # one attribute: 8 metrics + 3 overall
+    for column in ("value", "ci_low", "ci_high"):
+        assert (bits(merged[column]) == bits(merged[f"{column}_main"])).all(), column
+    fair = merged[merged["protected_attribute"] != ""]
+    assert (fair["n_disadvantaged"] == fair["n_disadvantaged_main"]).all()
+
+
+def test_declared_cutoff_joins_the_grid_and_s3_s4_are_points(written) -> None:  # type: ignore[no-untyped-def]
+    """S0-S2 curves run over the default grid plus the declared 0.42 (marked ``declared``);
+    S3/S4 are one ``point_only`` row per metric without a threshold."""
+    curves = _read(written, "curves")
+    s0 = curves[(curves["strategy"] == "baseline") & (curves["metric"] == "accuracy")]
+    assert s0["threshold"].tolist() == sorted({*DEFAULT_THRESHOLDS, DECLARED})
+    assert s0.loc[s0["point"] == "declared", "threshold"].tolist() == [DECLARED]
+    points = curves[curves["strategy"].isin(["in_processing", "post_processing"])]
+    assert set(points["point"]) == {"point_only"} and points["threshold"].isna().all()
+    assert len(points) == 2 * (8 + 3)
+
+
+def test_curve_figure_is_written(written, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """The report draws the audit's curve figure (PNG and PDF) from curves.csv on disk."""
+    from faircode.report.inputs import load_results
+    from faircode.report.tables import Context
+    from faircode.report.threshold_curves import write_curve_figures
+
+    inputs = load_results(written.parent)
+    ctx = Context(inputs=inputs, fairness=inputs.fairness, metric="demographic_parity_diff",
+                  models=("logistic_regression", "random_forest", "gradient_boosting"),
+                  alpha=0.05, confidence=0.95)
+    (figure,) = write_curve_figures(ctx, out=tmp_path)
+    assert figure.png.name == f"{SMALL_AUDIT}_curves_demographic_parity_diff.png"
+    assert figure.png.stat().st_size > 10_000 and figure.pdf.is_file()
+
+
+def test_curve_plot_is_one_column_per_s0_s2_cell() -> None:
+    """The DVC plot view pivots the first attribute's parity gap: threshold x S0-S2 cell."""
+    from faircode.evaluate.curves import curve_plot
+
+    rows = [("baseline", "random_forest", t, "a", "demographic_parity_diff", v, "grid")
+            for t, v in ((0.2, -0.1), (0.6, 0.3))]
+    rows += [("baseline", "random_forest", 0.2, "b", "demographic_parity_diff", 9.0, "grid"),
+             ("baseline", "random_forest", 0.2, "", "accuracy", 0.7, "grid"),
+             ("in_processing", "random_forest", np.nan, "a", "demographic_parity_diff", 5.0,
+              "point_only")]
+    frame = pd.DataFrame(rows, columns=["strategy", "model", "threshold", "protected_attribute",
+                                        "metric", "value", "point"])
+    plot = curve_plot(frame)
+    assert list(plot.columns)[:3] == ["threshold", "S0 logistic_regression", "S0 random_forest"]
+    assert len(plot.columns) == 10
+    assert plot["threshold"].tolist() == [0.2, 0.6]
+    assert plot["S0 random_forest"].tolist() == [-0.1, 0.3]
+    assert plot["S0 logistic_regression"].isna().all()

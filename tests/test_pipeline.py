@@ -131,16 +131,19 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
 
 
 def test_repro_writes_results_metrics_and_plots(repo: Repo) -> None:
-    """`dvc repro` writes the four tables, run.json, a metrics summary and plot data per audit."""
+    """`dvc repro` writes the four tables, curves.csv, run.json, a metrics summary and plot
+    data per audit."""
     for audit in AUDITS:
         folder = repo.root / "results" / audit
         assert sorted(p.name for p in folder.iterdir()) == [
-            "calibration.csv", "calibration_gap.csv", "counterfactual.csv", "effects.csv",
-            "fairness.csv", "groups.csv", "intersectional.csv", "performance.csv", "run.json"]
+            "calibration.csv", "calibration_gap.csv", "counterfactual.csv", "curves.csv",
+            "effects.csv", "fairness.csv", "groups.csv", "intersectional.csv", "performance.csv",
+            "run.json"]
         run = json.loads((folder / "run.json").read_text())
         assert run["config"]["n_resamples"] == 50 and run["config"]["max_iter"] == 2
+        assert (repo.root / "results" / "curves" / f"{audit}.csv").is_file()
         metrics = json.loads((repo.root / "results" / "metrics" / f"{audit}.json").read_text())
-        assert set(metrics) == {"S0", "S2"}
+        assert set(metrics) == {"S0", "S2", "S3"}
         assert 0 <= metrics["S0"]["logistic_regression"]["accuracy"] <= 1
     shown = json.loads(repo.dvc("metrics", "show", "--json").stdout)
     assert "results/metrics/german_credit_lending.json" in json.dumps(shown)

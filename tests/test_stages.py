@@ -77,3 +77,31 @@ def test_default_mirror_resolves_from_the_project_outside_an_experiment_copy(
     shared = (tmp_path / "shared").resolve()
     expected = f"{shared / 'datasets'}{os.pathsep}{shared / 'datasets-extra'}"
     assert fetch.default_mirror(copy) == expected == fetch.default_mirror(project)
+
+
+def test_unavailable_audit_writes_the_plot_headers_without_numerical_imports(
+    tmp_path: Path,
+) -> None:
+    """An unavailable audit's evaluate stage writes parity_plot(None) and curve_plot(None) as
+    CSV headers and imports neither numpy nor pandas (a sweep re-runs it for nothing)."""
+    import subprocess
+    import sys
+
+    from faircode.evaluate.curves import curve_plot
+    from faircode.evaluate.summary import parity_plot
+
+    note = tmp_path / "pred" / "unmitigated"
+    note.mkdir(parents=True)
+    (note / "unavailable.json").write_text(json.dumps({"message": "x: dataset unavailable"}))
+    Path(tmp_path / "params.yaml").write_text("audits: [x]\n")
+    code = ("import sys; from faircode.pipeline.stages import evaluate; "
+            "evaluate.main(['x', 'prep', 'pred', 'results']); "
+            "print(sorted({'numpy', 'pandas'} & set(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, check=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+    results = tmp_path / "results"
+    assert (results / "metrics" / "x-parity.csv").read_text() == parity_plot(None).to_csv(
+        index=False)
+    assert (results / "curves" / "x.csv").read_text() == curve_plot(None).to_csv(index=False)

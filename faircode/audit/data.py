@@ -81,7 +81,6 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from sklearn.model_selection import train_test_split
 
 from faircode.audit._data_columns import (
     as_text,
@@ -153,6 +152,8 @@ def grouped_split(
     unit is one row and codes follow row order this is exactly the stratified row split.
     Raises ``ValueError`` (from sklearn) when the units cannot be split so.
     """
+    from sklearn.model_selection import train_test_split  # here: evaluate loads, never splits
+
     units = np.asarray(units, dtype=np.int64)
     strata = _unit_strata(units, [np.asarray(k, dtype=np.float64) for k in keys])
     _, test_u = train_test_split(
@@ -176,6 +177,8 @@ def split_rows(
     split.
     """
     if unit is None:
+        from sklearn.model_selection import train_test_split
+
         train, test = train_test_split(
             np.arange(len(y)), test_size=test_size, random_state=random_state, stratify=y
         )

@@ -7,9 +7,10 @@ place a parsed mapping becomes a config; it rejects unknown keys and names the k
 bad value, so a typo in ``params.yaml`` cannot silently fall back to a default.
 
 ``params.yaml`` is split by concern (:data:`PARAM_KEYS`): ``audits``, ``mitigation.*``,
-``models.*``, ``stats.*``, ``run.*``.  :func:`params_from_mapping` maps each ``section.key`` to its
-config field and hands the flat result to :func:`config_from_mapping`, so the pipeline and the
-``faircode run`` flags build the very same :class:`BenchmarkConfig`.  Adding a param is one line
+``models.*``, ``stats.*``, ``degenerate.*``, ``curves.*``, ``run.*``.
+:func:`params_from_mapping` maps each ``section.key`` to its config field and hands the flat
+result to :func:`config_from_mapping`, so the pipeline and the ``faircode run`` flags build the
+very same :class:`BenchmarkConfig`.  Adding a param is one line
 in :data:`PARAM_KEYS` (plus the field).  ``run.jobs: null`` means "every core"; apart from it only
 ``run.scheduler`` may be null.
 
@@ -41,6 +42,7 @@ __all__ = [
     "Backend",
     "BenchmarkConfig",
     "Constraint",
+    "CurvesConfig",
     "DegenerateConfig",
     "ExecutionConfig",
     "MitigationConfig",
@@ -114,6 +116,44 @@ class StatsConfig:
                           open_low=True, open_high=True)
 
 
+CURVE_THRESHOLDS: tuple[float, ...] = tuple(round(0.05 * k, 2) for k in range(1, 20))
+"""``curves.thresholds``' default: 0.05, 0.10, ..., 0.95 (the decimal values exactly)."""
+
+MAX_CURVE_THRESHOLDS = 1000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CurvesConfig:
+    """``curves.*``: the threshold grid of the operating-point curves (``curves.csv``).
+
+    Read by the evaluate step only (:mod:`faircode.evaluate.curves`); the audit's declared
+    cutoff is always added to the grid, so the grid never moves a main-table number.  A list
+    or tuple of distinct finite numbers in [0, 1] (the score scale of S0-S2), stored as a tuple.
+    """
+
+    thresholds: tuple[float, ...] = CURVE_THRESHOLDS
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "thresholds",
+                           check_thresholds("config.curve_thresholds", self.thresholds))
+
+
+def check_thresholds(where: str, value: object) -> tuple[float, ...]:
+    """``value`` as a tuple of floats; :class:`ConfigError` unless it is a non-empty list of at
+    most :data:`MAX_CURVE_THRESHOLDS` distinct numbers in [0, 1] (not booleans)."""
+    expected = (f"a non-empty list of at most {MAX_CURVE_THRESHOLDS} distinct numbers in "
+                "[0, 1]")
+    if not isinstance(value, list | tuple) or not 0 < len(value) <= MAX_CURVE_THRESHOLDS:
+        raise config_error(where, expected, value)
+    for i, item in enumerate(value):
+        if (isinstance(item, bool) or not isinstance(item, int | float)
+                or not math.isfinite(item) or not 0 <= item <= 1):
+            raise config_error(f"{where}[{i}]", "a number in [0, 1]", item)
+    if len(set(value)) != len(value):
+        raise config_error(where, expected, value)
+    return tuple(float(item) for item in value)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DegenerateConfig:
     """``degenerate.*``: when a cell's decisions cannot show a gap
@@ -179,6 +219,8 @@ class BenchmarkConfig:
         (:class:`DegenerateConfig`).
     seeds, seed_mode
         :class:`ReplicateConfig`.
+    curve_thresholds
+        :class:`CurvesConfig` (the operating-point curves' grid; changes no main-table number).
     """
 
     constraint: Constraint = "demographic_parity"
@@ -196,8 +238,10 @@ class BenchmarkConfig:
     degenerate_balanced_accuracy_margin: float = 0.02
     seeds: int = 1
     seed_mode: SeedMode = "model"
+    curve_thresholds: tuple[float, ...] = CURVE_THRESHOLDS
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "curve_thresholds", self.curves.thresholds)  # list -> tuple
         _ = self.mitigation
         _check_number("config.decision_threshold", self.decision_threshold, low=0.0, high=1.0,
                       open_low=False)
@@ -226,6 +270,11 @@ class BenchmarkConfig:
             balanced_accuracy_margin=self.degenerate_balanced_accuracy_margin)
 
     @property
+    def curves(self) -> CurvesConfig:
+        """The ``curves.*`` section (the evaluate step's threshold grid)."""
+        return CurvesConfig(thresholds=self.curve_thresholds)
+
+    @property
     def replicates(self) -> ReplicateConfig:
         """``run.seeds`` and ``run.seed_mode``."""
         return ReplicateConfig(seeds=self.seeds, seed_mode=self.seed_mode)
@@ -241,6 +290,7 @@ class BenchmarkConfig:
         run as it always was (the mode then changes nothing), and its record stays the same.
         """
         record = dataclasses.asdict(self)
+        record["curve_thresholds"] = list(self.curve_thresholds)  # as params.yaml spells it
         if self.seeds == 1:
             del record["seeds"], record["seed_mode"]
         return record
@@ -278,6 +328,7 @@ PARAM_KEYS: dict[str, str] = {
     "degenerate.min_selection_rate": "degenerate_min_selection_rate",
     "degenerate.max_selection_rate": "degenerate_max_selection_rate",
     "degenerate.balanced_accuracy_margin": "degenerate_balanced_accuracy_margin",
+    "curves.thresholds": "curve_thresholds",
     "run.jobs": "jobs",
     "run.seeds": "seeds",
     "run.seed_mode": "seed_mode",
@@ -427,7 +478,7 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
     except ConfigError as exc:
         text = str(exc)
         for name, path in field_to_path.items():
-            if text.startswith(f"config.{name}:"):
+            if text.startswith((f"config.{name}:", f"config.{name}[")):
                 text = f"{where}: {path}" + text[len(f"config.{name}"):]
                 break
         else:

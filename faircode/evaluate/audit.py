@@ -15,6 +15,8 @@ Design decisions
   once per worker, ``jobs = 1`` in this process); no number depends on ``jobs``.
 * An audit with a deployed system (the manifest's ``system:`` block) has it scored beside the
   grid on the same test rows, and on every row on its own (:mod:`faircode.evaluate.deployed`).
+* **Operating-point curves** (``curves.csv``, :mod:`faircode.evaluate.curves`) are computed
+  here from the scored cells, after the queue: they need nothing the cells do not hold.
 * With training replicates (``run.seeds`` > 1, :mod:`faircode.evaluate.stability`) every further
   replicate is scored the same way with its own master seed; replicate 0 is this run's own
   cells, not scored twice.
@@ -31,9 +33,10 @@ import time
 from faircode.audit.decision import DecisionRule, resolve_rule
 from faircode.audit.prepared import PreparedAudit
 from faircode.core.cells import position
-from faircode.core.config import DegenerateConfig, ReplicateConfig, StatsConfig
+from faircode.core.config import CurvesConfig, DegenerateConfig, ReplicateConfig, StatsConfig
 from faircode.core.errors import DataError
 from faircode.evaluate import effects, stability
+from faircode.evaluate.curves import audit_curves
 from faircode.evaluate.deployed import score_system_all_rows, score_system_test_rows
 from faircode.evaluate.score import CellResult, score_cell, scoring_seconds
 from faircode.evaluate.tables import AuditResults, assemble
@@ -52,13 +55,15 @@ def evaluate_audit(
     degenerate: DegenerateConfig,
     replicates: ReplicateConfig | None = None,
     jobs: int = 1,
+    curves: CurvesConfig | None = None,
 ) -> AuditResults:
     """Score every cell of ``predictions`` on ``data``; return the four tables.
 
     ``decision_threshold`` is the operating point of an audit without a ``decision`` block;
     ``replicates`` must match the predictions' (with ``seeds`` > 1 the result also holds
     :attr:`AuditResults.stability` and :attr:`AuditResults.replicates`); ``jobs`` local workers
-    score the cells (no number depends on it).
+    score the cells (no number depends on it).  With ``curves`` (``curves.*``) the result also
+    holds :attr:`AuditResults.curves` (:func:`faircode.evaluate.curves.audit_curves`).
     """
     if predictions.audit != data.manifest.name:
         raise DataError(f"predictions of {predictions.audit!r} cannot be evaluated on "
@@ -75,6 +80,10 @@ def evaluate_audit(
     assembled = assemble(data.manifest.name, [*results, *([system] if system else [])],
                          rule=rule, alpha=stats.alpha)
     assembled.deployed = score_system_all_rows(data, stats=stats, degenerate=degenerate)
+    if curves is not None:  # the operating-point curves (curves.csv) of replicate 0's cells
+        assembled.curves = audit_curves(data, results, thresholds=curves.thresholds,
+                                        confidence=stats.confidence,
+                                        n_resamples=stats.n_resamples)
     single = replicates.seeds == 1 and predictions.seeds == 1
     zero = effects.score_effects(data, results, seed=data.manifest.random_state, stats=stats,
                                  keep_draws=not single)

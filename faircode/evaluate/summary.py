@@ -12,7 +12,10 @@ from faircode.evaluate.tables import AuditResults
 __all__ = ["parity_plot", "summary"]
 
 
-SUMMARY_STRATEGIES = (Strategy.BASELINE, Strategy.UNAWARENESS_PROXY_REMOVAL)
+SUMMARY_STRATEGIES = (Strategy.BASELINE, Strategy.UNAWARENESS_PROXY_REMOVAL,
+                      Strategy.IN_PROCESSING)
+"""The cells of the DVC metrics: the baseline, proxy removal, and S3 (what a threshold sweep
+moves, and what a ``mitigation.eps`` sweep alone moves: ``dvc exp show`` tells them apart)."""
 
 
 PARITY_METRIC = "demographic_parity_diff"
@@ -30,7 +33,7 @@ def _parity(results: AuditResults) -> pd.DataFrame:
 
 
 def summary(results: AuditResults) -> dict[str, Any]:
-    """The pipeline's DVC metrics of one audit: S0 and S2 parity gap and accuracy per model.
+    """The pipeline's DVC metrics of one audit: S0, S2 and S3 parity gap and accuracy per model.
 
     The parity gap is the first protected attribute's ``demographic_parity_diff``.
     """

@@ -56,6 +56,8 @@ class AuditResults:
     effects: pd.DataFrame | None = None
     effects_stability: pd.DataFrame | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    curves: pd.DataFrame | None = None
+    """The operating-point curves (:mod:`faircode.evaluate.curves`); None when not asked for."""
 
 
 PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "protected_attribute", "metric",

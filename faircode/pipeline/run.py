@@ -98,7 +98,8 @@ def evaluate(data: PreparedAudit, predictions: AuditPredictions, *,
     """The evaluate step of ``config`` on one audit's predictions."""
     return evaluate_audit(data, predictions, decision_threshold=config.decision_threshold,
                           stats=config.stats, degenerate=config.degenerate,
-                          replicates=config.replicates, jobs=config.jobs)
+                          replicates=config.replicates, jobs=config.jobs,
+                          curves=config.curves)
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,6 +24,7 @@ from faircode.report.analysis import (
     summarise,
 )
 from faircode.report.deployed import deployed_tables
+from faircode.report.figure_reuse import FigureReuse
 from faircode.report.inputs import (
     MODELS,
     STRATEGIES,
@@ -100,6 +101,7 @@ def write_report(
     from faircode.report import figures as report_figures
     from faircode.report import html as report_html
     from faircode.report import tables as report_tables
+    from faircode.report.threshold_curves import write_curve_figures
 
     inputs = load_results(results, audits_dir=audits_dir, only=only)
     metric = resolve_metric(metric, inputs.fairness["metric"].astype(str))
@@ -135,9 +137,23 @@ def write_report(
     tables = report_tables.write_tables(
         context, floor=floor, out=results,
         extra=(*deployed_tables(context), *([effects_table] if effects_table else [])))
-    for generated in ("figures", "plots"):  # wholly the report's: no stale file survives
-        shutil.rmtree(results / generated, ignore_errors=True)
-    figures = report_figures.write_figures(context, floor=floor, out=results / "figures")
+    # figures/ and plots/ are wholly the report's: no stale file survives; a per-audit figure
+    # whose inputs did not change is carried over from the previous figures/ (figure_reuse)
+    shutil.rmtree(results / "plots", ignore_errors=True)
+    previous = results / ".figures-previous"
+    shutil.rmtree(previous, ignore_errors=True)
+    if (results / "figures").is_dir():
+        (results / "figures").rename(previous)
+    try:
+        reuse = FigureReuse(previous, results=results, make=report_figures.FigureFile,
+                            settings={"metric": metric, "models": context.models,
+                                      "alpha": alpha, "confidence": confidence})
+        figures = report_figures.write_figures(context, floor=floor, out=results / "figures",
+                                               reuse=reuse)
+        figures += write_curve_figures(context, out=results / "figures", reuse=reuse)
+        reuse.write(results / "figures")
+    finally:
+        shutil.rmtree(previous, ignore_errors=True)
     plots = write_plot_data(inputs, out=results / "plots")
     html = report_html.write_html(
         context, summary=summary, floor=floor, counts=floor_counts(floor),

@@ -28,6 +28,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from faircode.report.analysis import abs_bounds
+from faircode.report.figure_reuse import FigureReuse
 from faircode.report.inputs import (
     DEPLOYED,
     MODELS,
@@ -394,12 +395,19 @@ def calibration_by_group(ctx: Context, audit: str, out: Path) -> FigureFile | No
         f"{ctx.alpha:g}.", section="deployed")
 
 
-def write_figures(ctx: Context, *, floor: pd.DataFrame, out: Path) -> tuple[FigureFile, ...]:
-    """Write every figure (PNG and PDF) into ``out``; return them in report order."""
+def write_figures(ctx: Context, *, floor: pd.DataFrame, out: Path,
+                  reuse: FigureReuse | None = None) -> tuple[FigureFile, ...]:
+    """Write every figure (PNG and PDF) into ``out``; return them in report order.
+
+    With ``reuse`` a per-audit figure whose inputs did not change is carried over from the
+    previous report instead of drawn (:mod:`faircode.report.figure_reuse`).
+    """
     with matplotlib.rc_context(RC):  # type: ignore[arg-type]  # keys are valid rcParams
         figures = [heatmap(ctx, out), floor_figure(ctx, floor, out)]
         for audit in ctx.inputs.runs:
-            figures += [by_strategy(ctx, audit, out), tradeoff(ctx, audit, out)]
+            figures += [draw(ctx, audit, out) if reuse is None
+                        else reuse.figure(draw, ctx, audit, out)
+                        for draw in (by_strategy, tradeoff)]
         for audit in ctx.inputs.deployed.systems:
             if audit in ctx.inputs.runs:
                 figures.append(calibration_by_group(ctx, audit, out))

@@ -13,6 +13,8 @@ Design decisions
   is optional: read where it exists, an empty :attr:`ReportInputs.stability` otherwise; so are
   ``effects.csv`` and ``effects_stability.csv`` (the paired effects of the strategies,
   :attr:`ReportInputs.effects` and :attr:`ReportInputs.effects_stability`).
+* ``<audit>/curves.csv`` (operating-point curves, :mod:`faircode.evaluate.curves`) likewise:
+  :attr:`ReportInputs.curves`, empty where no audit has one.
 * **A deployed system** (manifest ``system:``) appears in ``fairness.csv``, ``performance.csv``
   and ``intersectional.csv`` as rows of strategy :data:`DEPLOYED` (model = the system's name) on
   the grid's test rows, and on every row in ``<audit>/deployed/``.  Those rows are split off at
@@ -77,6 +79,8 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "calibration": ("audit", "strategy", "model", *CALIBRATION_COLUMNS),
     "calibration_gap": ("audit", "strategy", "model", "row_set", "protected_attribute", "value",
                         "ci_low", "ci_high", "p_value", "note"),
+    "curves": ("audit", "strategy", "model", "threshold", "protected_attribute", "metric",
+               "value", "ci_low", "ci_high", "note", "point"),
     "stability": ("audit", "strategy", "model", "protected_attribute", "metric", "seeds",
                   "seed_mode", "value_replicate0", "mean", "sd_between", "min", "max",
                   "share_significant", "sign_flips", "combined_ci_low", "combined_ci_high",
@@ -157,6 +161,8 @@ class ReportInputs:
     deployed: DeployedInputs = field(default_factory=DeployedInputs)
     effects: pd.DataFrame = field(default_factory=pd.DataFrame)
     effects_stability: pd.DataFrame = field(default_factory=pd.DataFrame)
+    curves: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Every ``<audit>/curves.csv`` (operating-point curves); empty where none was written."""
 
     @property
     def audits(self) -> tuple[str, ...]:
@@ -214,6 +220,7 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
     stability: list[pd.DataFrame] = []
     optional: dict[str, list[pd.DataFrame]] = {"effects": [], "effects_stability": []}
     deployed: dict[str, list[pd.DataFrame]] = {}
+    curves: list[pd.DataFrame] = []
     # hidden folders are the grid's staging copies (see benchmark.write_audit), never results
     for folder in sorted(p for p in results.iterdir()
                          if p.is_dir() and not p.name.startswith(".")):
@@ -234,6 +241,8 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
             for table, found in optional.items():  # paired effects (and their replicates)
                 if (folder / f"{table}.csv").is_file():
                     found.append(_read_csv(folder / f"{table}.csv", table))
+            if (folder / "curves.csv").is_file():  # operating-point curves (curves.*)
+                curves.append(_read_csv(folder / "curves.csv", "curves"))
             _read_deployed(folder, deployed)
         elif (folder / "unavailable.json").is_file():
             data = _read_json(folder / "unavailable.json")
@@ -274,7 +283,8 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
         stability=pd.concat(stability, ignore_index=True) if stability else pd.DataFrame(),
         deployed=_deployed_inputs(deployed, runs, audits_dir),
         **{t: pd.concat(f, ignore_index=True) if f else pd.DataFrame()
-           for t, f in optional.items()})
+           for t, f in optional.items()},
+        curves=pd.concat(curves, ignore_index=True) if curves else pd.DataFrame())
 
 
 def _split_deployed(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:

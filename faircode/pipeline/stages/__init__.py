@@ -14,6 +14,7 @@ A bad ``params.yaml`` is one line on stderr and exit code 2.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -49,8 +50,8 @@ def manifest_path(audit: str) -> Path:
 def write_unavailable(folder: Path, *, audit: str, message: str) -> None:
     """Replace ``folder`` with a single note saying that ``audit`` has no data, and why."""
     folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.iterdir():
-        old.unlink()
+    for old in folder.iterdir():  # a persisted results folder may hold a deployed/ folder
+        shutil.rmtree(old) if old.is_dir() else old.unlink()
     note = {"audit": audit, "available": False, "message": message}
     (folder / UNAVAILABLE).write_text(json.dumps(note, indent=2) + "\n")
 

@@ -1,15 +1,24 @@
 """Stage ``evaluate@<audit>``: decisions, metrics, CIs, p- and q-values into ``results/<audit>/``
-(the same four CSVs and ``run.json`` as ``faircode run``), plus the DVC metrics summary
-``results/metrics/<audit>.json`` and plot data ``results/metrics/<audit>-parity.csv``
-(``results/plots/`` belongs to the report stage).
+(the same four CSVs and ``run.json`` as ``faircode run``, plus ``curves.csv``), the DVC metrics
+summary ``results/metrics/<audit>.json``, the plot data ``results/metrics/<audit>-parity.csv``
+and ``results/curves/<audit>.csv`` (the parity gap of S0-S2 against threshold;
+``results/plots/`` belongs to the report stage).
 
-Reads ``models.*``, ``stats.*``, ``run.seeds``, ``run.seed_mode`` (tracked) and ``run.jobs``
-(not tracked, changes no number).  Always ``results/<audit>/effects.csv`` (the paired effects);
-with ``run.seeds`` > 1 also ``stability.csv``, ``stability_replicates.csv`` and
-``effects_stability.csv``.
+Reads ``models.*``, ``stats.*``, ``degenerate.*``, ``curves.*``, ``run.seeds``,
+``run.seed_mode`` (tracked) and ``run.jobs`` (not tracked, changes no number).  Always
+``results/<audit>/effects.csv`` (the paired effects) and ``curves.csv``; with ``run.seeds`` > 1
+also ``stability.csv``, ``stability_replicates.csv`` and ``effects_stability.csv``.
 
 The predictions are the fit stages' parts, ``PREDICTIONS_DIR/<part>/``
 (:data:`faircode.pipeline.stages.PARTS`), merged in grid order.
+
+In a sweep every stage re-runs, so a stage does only what its inputs need:
+
+* an audit without data carries its note forward and writes header-only plot files, importing
+  nothing numerical (numpy, pandas and the statistics are imported only to evaluate);
+* an audit whose ``results/<audit>/run.json`` records the content address of this run's inputs
+  (:mod:`faircode.evaluate.reuse`: e.g. a ``base_rate`` audit under a new
+  ``models.decision_threshold``) keeps its tables and refreshes ``run.json``'s config only.
 
 Usage: ``python -m faircode.pipeline.stages.evaluate AUDIT PREPARED_DIR PREDICTIONS_DIR
 RESULTS_DIR``
@@ -20,16 +29,20 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from faircode.audit.manifest import load_manifest
-from faircode.audit.prepared import load_prepared
-from faircode.core.config import load_params
-from faircode.core.provenance import provenance
-from faircode.evaluate.audit import evaluate_audit
-from faircode.evaluate.summary import parity_plot, summary
-from faircode.evaluate.write import write_audit
-from faircode.grid.predictions import load_predictions, merge_predictions
+from faircode.core.config import BenchmarkConfig, load_params
 from faircode.pipeline.stages import PARAMS, PARTS, carry_unavailable, manifest_path, run_stage
+
+if TYPE_CHECKING:
+    from faircode.audit.manifest import Manifest
+
+PARITY_HEADER = "cell,strategy,model,parity_gap\n"
+"""``parity_plot(None)`` as CSV (tests/test_stages.py checks it), written without pandas."""
+CURVE_HEADER = ("threshold,S0 logistic_regression,S0 random_forest,S0 gradient_boosting,"
+                "S1 logistic_regression,S1 random_forest,S1 gradient_boosting,"
+                "S2 logistic_regression,S2 random_forest,S2 gradient_boosting\n")
+"""``curve_plot(None)`` as CSV, likewise."""
 
 
 def main(argv: list[str]) -> None:
@@ -38,28 +51,69 @@ def main(argv: list[str]) -> None:
                                                      Path(argv[3]))
     metrics = results / "metrics" / f"{audit}.json"
     plots = results / "metrics" / f"{audit}-parity.csv"
+    curves = results / "curves" / f"{audit}.csv"
 
     def work() -> None:
         config = load_params(PARAMS).config
         parts = [predictions_dir / part for part in PARTS]
-        metrics.parent.mkdir(parents=True, exist_ok=True)
-        plots.parent.mkdir(parents=True, exist_ok=True)
+        for path in (metrics, plots, curves):
+            path.parent.mkdir(parents=True, exist_ok=True)
         if carry_unavailable(parts[0], results / audit, audit=audit):
             metrics.write_text(json.dumps({"available": False}) + "\n")
-            parity_plot(None).to_csv(plots, index=False)
+            plots.write_text(PARITY_HEADER)
+            curves.write_text(CURVE_HEADER)
             return
-        data = load_prepared(prepared_dir, manifest=load_manifest(manifest_path(audit)))
-        predictions = merge_predictions([load_predictions(part) for part in parts])
-        outcome = evaluate_audit(
-            data, predictions, decision_threshold=config.decision_threshold, stats=config.stats,
-            degenerate=config.degenerate, replicates=config.replicates, jobs=config.jobs)
-        folder = write_audit(data, outcome, config=config, out_dir=results,
-                             provenance_record=provenance())
-        metrics.write_text(json.dumps(summary(outcome), indent=2) + "\n")
-        parity_plot(outcome).to_csv(plots, index=False)
-        print(f"{audit}: wrote {folder}")
+        evaluate(audit, prepared_dir, parts, results, config=config,
+                 views=(metrics, plots, curves))
 
     run_stage(work)
+
+
+def evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, *,
+             config: BenchmarkConfig, views: tuple[Path, Path, Path]) -> None:
+    """Evaluate and write one available audit, unless its results are those of the same inputs
+    (:mod:`faircode.evaluate.reuse`); the numerical imports happen past that check."""
+    from faircode.audit.manifest import load_manifest
+    from faircode.core.provenance import provenance
+    from faircode.evaluate.reuse import KEY, inputs_key, refresh_record, reusable
+
+    manifest = load_manifest(manifest_path(audit))
+    record = provenance()
+    key = inputs_key(manifest, config=config, inputs=[prepared_dir, *parts],
+                     versions=record["versions"])
+    run = reusable(results / audit, key=key, outputs=views)
+    if run is not None:
+        refresh_record(results / audit, run, config=config, provenance_record=record)
+        print(f"{audit}: kept {results / audit}: it holds the results of these inputs "
+              f"({KEY} {key[:12]}; this param change does not reach them)")
+        return
+    _evaluate(audit, prepared_dir, parts, results, manifest=manifest, config=config,
+              views=views, provenance_record={**record, KEY: key})
+
+
+def _evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, *,
+              manifest: Manifest, config: BenchmarkConfig, views: tuple[Path, Path, Path],
+              provenance_record: dict[str, Any]) -> None:
+    from faircode.audit.prepared import load_prepared
+    from faircode.evaluate.audit import evaluate_audit
+    from faircode.evaluate.curves import curve_plot
+    from faircode.evaluate.summary import parity_plot, summary
+    from faircode.evaluate.write import write_audit
+    from faircode.grid.predictions import load_predictions, merge_predictions
+
+    metrics, plots, curves = views
+    data = load_prepared(prepared_dir, manifest=manifest)
+    predictions = merge_predictions([load_predictions(part) for part in parts])
+    outcome = evaluate_audit(
+        data, predictions, decision_threshold=config.decision_threshold, stats=config.stats,
+        degenerate=config.degenerate, replicates=config.replicates, jobs=config.jobs,
+        curves=config.curves)
+    folder = write_audit(data, outcome, config=config, out_dir=results,
+                         provenance_record=provenance_record)
+    metrics.write_text(json.dumps(summary(outcome), indent=2) + "\n")
+    parity_plot(outcome).to_csv(plots, index=False)
+    curve_plot(outcome.curves).to_csv(curves, index=False)
+    print(f"{audit}: wrote {folder}")
 
 
 if __name__ == "__main__":
