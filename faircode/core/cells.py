@@ -17,6 +17,7 @@ __all__ = [
     "Strategy",
     "grid_cells",
     "position",
+    "strategy_code",
 ]
 
 
@@ -53,6 +54,14 @@ FAIRNESS_METRICS: tuple[str, ...] = (
 )
 """The fairness metrics in result order (:mod:`faircode.stats.metrics` defines them; metric
 ``k`` draws from ``child_seed(seed, k)``)."""
+
+
+def strategy_code(strategy: str) -> str:
+    """``S0``..``S4`` for a grid strategy, else the name itself (a deployed system's row set)."""
+    try:
+        return STRATEGY_CODES[Strategy(strategy)]
+    except ValueError:
+        return strategy
 
 
 def grid_cells() -> list[tuple[Strategy, ModelFamily]]:

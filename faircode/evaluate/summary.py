@@ -6,7 +6,7 @@ from typing import Any
 
 import pandas as pd
 
-from faircode.core.cells import STRATEGY_CODES, ModelFamily, Strategy
+from faircode.core.cells import STRATEGY_CODES, ModelFamily, Strategy, strategy_code
 from faircode.evaluate.tables import AuditResults
 
 __all__ = ["parity_plot", "summary"]
@@ -64,7 +64,7 @@ def parity_plot(results: AuditResults | None) -> pd.DataFrame:
     if results is None:
         return pd.DataFrame(columns=columns)
     frame = _parity(results)
-    frame.insert(0, "cell", [f"{STRATEGY_CODES[Strategy(s)]} {m}"
+    frame.insert(0, "cell", [f"{strategy_code(s)} {m}"
                              for s, m in zip(frame["strategy"], frame["model"], strict=True)])
     return frame.reset_index(drop=True).loc[:, columns]
 

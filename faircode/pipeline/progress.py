@@ -22,7 +22,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from faircode.core.cells import STRATEGY_CODES, Strategy
+from faircode.core.cells import STRATEGY_CODES, Strategy, strategy_code
 from faircode.evaluate.tables import AuditResults
 from faircode.grid.predictions import AuditPredictions
 from faircode.grid.scheduler import Finished, ProgressEstimate, Task
@@ -119,7 +119,7 @@ def audit_summary(predictions: AuditPredictions, results: AuditResults, *,
                          & fairness["value"].notna()]
         if len(found):
             row = found.iloc[int(np.argmax(found["value"].abs().to_numpy(dtype=float)))]
-            code = STRATEGY_CODES[Strategy(row["strategy"])]
+            code = strategy_code(row["strategy"])
             gap = (f"{row['value']:+.3f} {row['metric']} ({row['protected_attribute']}, "
                    f"{code} {row['model']})")
     return AuditSummary(

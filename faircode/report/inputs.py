@@ -36,7 +36,7 @@ import numpy as np
 import pandas as pd
 
 from faircode.audit.manifest import discover_manifests, load_manifest
-from faircode.core.cells import STRATEGY_CODES, ModelFamily, Strategy
+from faircode.core.cells import ModelFamily, Strategy, strategy_code
 from faircode.core.errors import DataError, FaircodeError, describe
 from faircode.stats.calibration import CALIBRATION_COLUMNS
 from faircode.stats.groups import GROUP_COLUMNS
@@ -367,13 +367,6 @@ def ordered(values: Iterable[str], known: Sequence[str]) -> list[str]:
 STRATEGIES = tuple(s.value for s in Strategy)
 MODELS = tuple(m.value for m in ModelFamily)
 
-
-def strategy_code(strategy: str) -> str:
-    """``S0``..``S4`` for a known strategy, else the name itself."""
-    try:
-        return STRATEGY_CODES[Strategy(strategy)]
-    except ValueError:
-        return strategy
 
 
 def is_uninformative(notes: pd.Series) -> pd.Series:
