@@ -1,21 +1,31 @@
 """MLflow tracking: sync the results on disk into an MLflow store, once per pipeline state.
 
 :func:`sync_results` reads ``<results>/<audit>/`` folders exactly as the grid wrote them
-(four CSVs and ``run.json``, or ``unavailable.json``) and logs one **parent run** for the whole
-state and one **child run** per audit x strategy x model x protected attribute, per
-intersectional pair and per counterfactual axis x channel.
+(four CSVs and ``run.json``, or ``unavailable.json``) and the report's outputs beside them, and
+logs one **parent run** for the whole state and one **child run** per audit x strategy x model x
+protected attribute, per intersectional pair and per counterfactual axis x channel.  The names,
+metric keys and the experiment's legend are :mod:`faircode.record.names`'.
 
 Design decisions
 ----------------
 * **The only module that imports mlflow, lazily.**  ``import faircode`` never loads mlflow; it is
   imported inside the functions that talk to a store.
 * **Reads what is on disk, never re-runs anything** (the reading is :mod:`faircode.record.runs`).
-  Tables are read as text and every numeric (or ``True``/``False``) column becomes a metric
-  ``<metric>.<column>`` (``<column>`` for tables without a ``metric`` column); other non-empty
-  text cells become tags.  No metric list is
-  hard-coded, so new rows (``tpr_gap``) and columns (``mde``) are logged without a change here.
-  A number is logged as ``float(cell)``: the CSVs hold shortest exact reprs, so a logged value
-  equals the CSV's.  An empty cell is logged as NaN, never dropped.
+  Tables are read as text and every numeric (or ``True``/``False``) column becomes a metric with
+  a short key (``dp``, ``dp.lo``, ``dp.q_audit``, ``acc``; an unknown row or column keeps its
+  name); other non-empty text cells become tags.  A number is logged as ``float(cell)``: the
+  CSVs hold shortest exact reprs, so a logged value equals the CSV's.  **An empty or non-finite
+  cell is not logged** (MLflow would show ``NaN`` as a number; its table shows the cell empty).
+* **One identity.**  The parent is tagged with the state its results were produced from --
+  ``state.git_commit``, ``state.code_sha256``, ``state.inputs_dirty``, ``state.params_sha256``,
+  read from the ``run.json`` files, the same values ``report.html`` prints -- never the commit
+  or ``dvc.lock`` of the moment of the sync (the lock that records a state is written after its
+  stages run; the freeze record holds it).  Audits from different states make the differing
+  fields ``mixed`` and ``state.states`` their count; each child carries its own audit's state.
+* **Named by what it is.**  A parent is named by its freeze (the caller finds the record whose
+  results match), its DVC experiment, or its swept params and digests; a state frozen after it
+  was logged is renamed by the next sync.  The experiment's description is the legend of the
+  keys and says which q the report's stars use.
 * **Idempotent by content.**  The state's digest is sha256 over the config and every file of
   every audit folder (``run.json`` without its ``seconds`` timings and ``jobs`` worker count,
   which differ between runs of the same state and change no number).  The parent carries it
@@ -32,10 +42,11 @@ Design decisions
   the claim (the kernel drops its file lock; its lease is taken over), and the next sync completes
   the state as above.  A complete parent's duplicate children (left by syncs before the claim
   existed) are deleted by the next sync of that state, one finished child per key kept.
-* **Fast by batching.**  A child costs three store calls whatever its metric count: create
-  with all its tags, one ``log_batch`` of params and metrics, terminate.  The raw datasets are
-  dataset inputs of the parent only (one per audit); a child names its audit's dataset by the
-  ``dataset_sha256`` tag (a per-child ``log_inputs`` was a sixth of the time per child).
+* **Fast by batching.**  A child costs four store calls whatever its metric count: create
+  with all its tags, one ``log_batch`` of params and metrics, its audit's raw dataset as input
+  (``log_inputs``: MLflow's dataset column of the child rows; ``bench/tracking.py`` measures
+  its share), terminate.  The parent has every audit's dataset as input, and the report, its
+  tables, figures and summary as artifacts (``report/``).
 * **The embedded SQLite store is switched to WAL journaling** (``PRAGMA journal_mode=WAL``, a
   documented, persistent property of the file; ``sqlite_wal=False`` leaves the file alone).
   MLflow commits several transactions per call, and in SQLite's default rollback-journal mode
@@ -58,7 +69,6 @@ Design decisions
 
 from __future__ import annotations
 
-import hashlib
 import importlib.metadata
 import sqlite3
 import time
@@ -72,16 +82,19 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from faircode.core.errors import describe
 from faircode.record._claim import claim_state, sqlite_path, store_lock
+from faircode.record.names import legend, parent_name
 from faircode.record.runs import (
     ChildRun,
     ResultsError,
     audit_folders,
-    canonical,
     collect_children,
     datasets,
     recorded_config,
+    recorded_state,
+    report_files,
     results_digest,
     sanitise,
+    state_tags,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -114,29 +127,27 @@ class TrackingError(Exception):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SyncContext:
-    """Pipeline-state details the caller gathered (git, DVC); every field is optional.
+    """Pipeline-state details the caller gathered (freeze, DVC); every field is optional.
+
+    The state's identity is not here: it is the results' own (their ``run.json``).
 
     Parameters
     ----------
-    git_commit, git_dirty
-        The code's commit and whether tracked files differed from it.
-    dvc_lock_sha256
-        sha256 of ``dvc.lock``, when the state was produced by the pipeline.
+    freeze_name
+        The freeze record whose results are these (names the parent).
     dvc_exp_name, dvc_exp_baseline
         The DVC experiment's name and baseline commit, when run by ``dvc exp run``.
     versions
         Package versions to tag (``versions.<package>``).
     """
 
-    git_commit: str | None = None
-    git_dirty: bool | None = None
-    dvc_lock_sha256: str | None = None
+    freeze_name: str | None = None
     dvc_exp_name: str | None = None
     dvc_exp_baseline: str | None = None
     versions: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("git_commit", "dvc_lock_sha256", "dvc_exp_name", "dvc_exp_baseline"):
+        for name in ("freeze_name", "dvc_exp_name", "dvc_exp_baseline"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"SyncContext.{name}: expected a str or None, got "
@@ -144,9 +155,8 @@ class SyncContext:
 
     def tags(self) -> dict[str, str]:
         """The parent-run tags these details become (absent ones are left out)."""
-        tags = {"git_commit": self.git_commit, "dvc_lock_sha256": self.dvc_lock_sha256,
-                "dvc_exp_name": self.dvc_exp_name, "dvc_exp_baseline": self.dvc_exp_baseline,
-                "git_dirty": None if self.git_dirty is None else str(self.git_dirty).lower()}
+        tags = {"faircode.freeze": self.freeze_name, "dvc_exp_name": self.dvc_exp_name,
+                "dvc_exp_baseline": self.dvc_exp_baseline}
         tags.update({f"versions.{k}": v for k, v in self.versions.items()})
         return {k: str(v) for k, v in tags.items() if v is not None}
 
@@ -248,22 +258,23 @@ def _log(client: MlflowClient, run_id: str, *, params: Mapping[str, str],
 
 
 def _experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
+    """The experiment's id, created if absent; its kind tag and legend kept up to date."""
+    wanted = dict([EXPERIMENT_KIND, ("mlflow.note.content", legend())])
     found = client.get_experiment_by_name(name)
     if found is None:
         try:
             return str(client.create_experiment(name, artifact_location=artifact_location,
-                                                tags=dict([EXPERIMENT_KIND])))
+                                                tags=wanted))
         except Exception as exc:  # a concurrent sync created it first: use that one
             if getattr(exc, "error_code", None) != "RESOURCE_ALREADY_EXISTS":
                 raise
             found = client.get_experiment_by_name(name)
             if found is None:
                 raise
-    if found is not None:
-        experiment_id = found.experiment_id
-        if found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
-            client.set_experiment_tag(experiment_id, *EXPERIMENT_KIND)
-    return str(experiment_id)
+    for key, value in wanted.items():
+        if found.tags.get(key) != value:
+            client.set_experiment_tag(found.experiment_id, key, value)
+    return str(found.experiment_id)
 
 
 def _search(client: MlflowClient, experiment_id: str, filter_string: str) -> list[Any]:
@@ -381,8 +392,21 @@ def _sync(client: MlflowClient, results: Path, digest: str, children: list[Child
                                   experiment_id=experiment_id, config=config, context=context,
                                   started=started, workers=workers, check=claim.check)
             parent_id = complete()
+    if parent_id and context.freeze_name:
+        _name_frozen(client, parent_id, context.freeze_name)
     return SyncReport("unchanged", digest, experiment_id, parent_id or "", 0, len(children),
                       dict(skipped), time.perf_counter() - started)
+
+
+def _name_frozen(client: MlflowClient, parent_id: str, freeze: str) -> None:
+    """Name a parent logged before its state was frozen by the freeze (tag and run name)."""
+    run = client.get_run(parent_id)
+    if run.data.tags.get("faircode.freeze") != freeze:
+        dirty = run.data.tags.get("state.inputs_dirty") == "true"
+        client.set_tag(parent_id, "faircode.freeze", freeze)
+        client.update_run(parent_id, name=parent_name(
+            freeze=freeze, dvc_exp=None, config={}, code_sha256=None, params_sha256=None,
+            dirty=dirty))
 
 
 def _dedupe_children(client: MlflowClient, experiment_id: str, parent: Any) -> str:
@@ -426,6 +450,7 @@ def _log_state(client: MlflowClient, results: Path, digest: str, children: list[
         return report("unchanged", complete[0].info.run_id, 0)
     done: set[str] = set()
     status: SyncStatus = "completed" if keep is not None else "logged"
+    inputs = {a: _input(a, p, sha) for a, (p, sha) in datasets(results).items()}
     if keep is not None:
         parent_id = keep.info.run_id
         for child in _search(client, experiment_id, f"tags.`mlflow.parentRunId` = '{parent_id}'"):
@@ -435,9 +460,9 @@ def _log_state(client: MlflowClient, results: Path, digest: str, children: list[
             else:
                 client.delete_run(child.info.run_id)
     else:
-        inputs = [_input(a, p, s) for a, (p, s) in datasets(results).items()]
         parent_id = _create_parent(client, experiment_id, results, digest, children, skipped,
-                                   config=config, context=context, inputs=inputs)
+                                   config=config, context=context,
+                                   inputs=list(inputs.values()))
     finished = RunStatus.to_string(RunStatus.FINISHED)
 
     def log_child(child: ChildRun) -> None:
@@ -446,6 +471,8 @@ def _log_state(client: MlflowClient, results: Path, digest: str, children: list[
             **child.tags, "faircode.parent_digest": digest, "mlflow.parentRunId": parent_id})
         run_id = run.info.run_id
         _log(client, run_id, params=child.params, metrics=child.metrics)
+        if child.audit in inputs:  # MLflow's dataset column of the child's row
+            client.log_inputs(run_id, datasets=[inputs[child.audit]])
         client.set_terminated(run_id, finished)
 
     todo = [c for c in children if c.key not in done]
@@ -462,26 +489,58 @@ def _log_state(client: MlflowClient, results: Path, digest: str, children: list[
     logged = len(todo)
     for folder in audit_folders(results):
         client.log_artifacts(parent_id, str(folder), f"results/{folder.name}")
+    for path in report_files(results):  # the report, its tables, figures and summary
+        where = path.parent.relative_to(results).as_posix()
+        client.log_artifact(parent_id, str(path), "report" if where == "." else f"report/{where}")
     client.set_tag(parent_id, "faircode.sync_state", "complete")
     client.set_terminated(parent_id, finished)
     return report(status, parent_id, logged)
+
+
+_FIELDS = ("git_commit", "code_sha256", "inputs_dirty", "params_sha256")
+
+
+def _state_tags(results: Path) -> tuple[dict[str, str], dict[str, str | None]]:
+    """(the parent's ``state.*`` tags, each identity field's tag value: the audits' common one,
+    ``mixed`` where they differ, ``None`` where unknown; dirty if any audit is)."""
+    groups = recorded_state(results)
+    consensus: dict[str, str | None] = {}
+    for i, name in enumerate(_FIELDS):
+        values = {None if s is None else _tag_value(s.key()[i]) for s in groups}
+        consensus[name] = values.pop() if len(values) == 1 else "mixed"
+    if any(s is not None and s.inputs_dirty for s in groups):
+        consensus["inputs_dirty"] = "true"
+    if len(groups) == 1:
+        return state_tags(next(iter(groups))), consensus
+    tags = {f"state.{k}": v for k, v in consensus.items() if v is not None}
+    return {**tags, "state.states": str(len(groups))}, consensus
+
+
+def _tag_value(value: object) -> str | None:
+    return None if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _create_parent(client: MlflowClient, experiment_id: str, results: Path, digest: str,
                    children: list[ChildRun], skipped: Mapping[str, str], *,
                    config: Mapping[str, Any], context: SyncContext, inputs: list[Any]) -> str:
     audits = sorted({c.audit for c in children})
-    name = f"{context.dvc_exp_name or 'state'} {digest[:10]}"
+    state, consensus = _state_tags(results)
+    name = parent_name(freeze=context.freeze_name, dvc_exp=context.dvc_exp_name, config=config,
+                       code_sha256=consensus.get("code_sha256"),
+                       params_sha256=consensus.get("params_sha256"),
+                       dirty=consensus.get("inputs_dirty") == "true")
     tags = {"faircode.digest": digest, "faircode.sync_state": "incomplete",
             "faircode.children_expected": str(len(children)), "audits": ", ".join(audits),
-            "params_sha256": hashlib.sha256(canonical(dict(config))).hexdigest(),
-            "results": str(results.resolve()), **context.tags(),
+            "results": str(results.resolve()), **state, **context.tags(),
             "versions.mlflow": importlib.metadata.version("mlflow"),
             **{sanitise(f"unavailable.{a}"): r for a, r in skipped.items()},
             "mlflow.note.content": (
-                f"faircode state {digest[:10]}: {len(children)} child runs over "
+                f"faircode state {name}: {len(children)} child runs over "
                 f"{', '.join(audits) or 'no audit'}"
-                + (f"; unavailable: {', '.join(sorted(skipped))}" if skipped else ""))}
+                + (f"; unavailable: {', '.join(sorted(skipped))}" if skipped else "")
+                + ". Identity (as in run.json and report.html): "
+                + ", ".join(f"{k} {v}" for k, v in consensus.items())
+                + ". Cite the freeze record (freezes/<name>.json), not this run.")}
     parent = client.create_run(experiment_id, tags=tags, run_name=name)
     parent_id = parent.info.run_id
     _log(client, parent_id, params=dict(_flatten(config)), metrics={})
