@@ -33,11 +33,11 @@ import pytest
 
 from faircode.evaluate.tables import COUNTERFACTUAL_COLUMNS, PERFORMANCE_COLUMNS
 from faircode.pipeline import cli
+from faircode.record._store import switch_to_wal
 from faircode.record.names import metric_key
 from faircode.record.tracking import (
     SyncContext,
     TrackingError,
-    _sqlite_wal,
     results_digest,
     sync_results,
 )
@@ -534,7 +534,7 @@ def test_digest_ignores_timings_not_numbers(tmp_path) -> None:
 def test_sqlite_store_is_switched_to_wal(tmp_path) -> None:
     """A sqlite:/// store's file is put in WAL journaling mode, which persists in the file."""
     path = tmp_path / "sub" / "mlflow.db"
-    _sqlite_wal(f"sqlite:///{path}")
+    switch_to_wal(f"sqlite:///{path}")
     with closing(sqlite3.connect(path)) as connection:
         assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 

@@ -8,8 +8,10 @@ metric keys and the experiment's legend are :mod:`faircode.record.names`'.
 
 Design decisions
 ----------------
-* **The only module that imports mlflow, lazily.**  ``import faircode`` never loads mlflow; it is
-  imported inside the functions that talk to a store.
+* **The only modules that import mlflow, lazily** (this one, its store calls
+  :mod:`faircode.record._store` and its parent run :mod:`faircode.record._parent`).
+  ``import faircode`` never loads mlflow; it is imported inside the functions that talk to a
+  store.
 * **Reads what is on disk, never re-runs anything** (the reading is :mod:`faircode.record.runs`).
   Tables are read as text and every numeric (or ``True``/``False``) column becomes a metric with
   a short key (``dp``, ``dp.lo``, ``dp.q_audit``, ``acc``; an unknown row or column keeps its
@@ -26,11 +28,17 @@ Design decisions
   results match), its DVC experiment, or its swept params and digests; a state frozen after it
   was logged is renamed by the next sync.  The experiment's description is the legend of the
   keys and says which q the report's stars use.
-* **Idempotent by content.**  The state's digest is sha256 over the config and every file of
-  every audit folder (``run.json`` without its ``seconds`` timings and ``jobs`` worker count,
-  which differ between runs of the same state and change no number).  The parent carries it
-  as tag ``faircode.digest``; a second sync of the same state finds it and logs nothing.
-  Whether DVC runs or skips the command, a state is logged once.
+* **The runs table, not the GenAI overview.**  The experiment is tagged
+  ``mlflow.experimentKind=custom_model_development``, but MLflow 3.17 ignores that tag for the
+  view an experiment opens on: the sidebar's workflow toggle decides (a browser setting, default
+  GenAI, whose overview shows no run).  No tag or server option changes it (checked in the UI
+  bundle and in the real UI: ``bench/mlflow_ui.py``), so :func:`runs_url` -- the address
+  ``faircode track`` prints -- carries ``workflowType=machine_learning``.
+* **Idempotent by content.**  The state's digest is sha256 over the config, every file of every
+  audit folder (``run.json`` without its ``seconds`` timings and ``jobs`` worker count, which
+  differ between runs of the same state and change no number) and the report's outputs.  The
+  parent carries it as tag ``faircode.digest``; a second sync of the same state finds it and
+  logs nothing.  Whether DVC runs or skips the command, a state is logged once.
 * **A crash never duplicates.**  A parent is tagged ``faircode.sync_state=incomplete`` when
   created and ``complete`` as its last write; a child is ``FINISHED`` only after all its writes.
   A later sync of that state keeps the finished children of the incomplete parent, deletes the
@@ -70,12 +78,8 @@ Design decisions
 
 from __future__ import annotations
 
-import importlib.metadata
-import sqlite3
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -83,7 +87,16 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from faircode.core.errors import describe
 from faircode.record._claim import claim_state, sqlite_path, store_lock
-from faircode.record.names import legend, parent_name
+from faircode.record._parent import create_parent, name_frozen
+from faircode.record._store import (
+    TrackingError,
+    check_server,
+    dataset_input,
+    ensure_experiment,
+    log_batched,
+    search_all,
+    switch_to_wal,
+)
 from faircode.record.runs import (
     ChildRun,
     ResultsError,
@@ -91,11 +104,8 @@ from faircode.record.runs import (
     collect_children,
     datasets,
     recorded_config,
-    recorded_state,
     report_files,
     results_digest,
-    sanitise,
-    state_tags,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -116,14 +126,8 @@ __all__ = [
 ]
 
 DEFAULT_EXPERIMENT = "faircode"
-EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
-_BATCH_METRICS, _BATCH_PARAMS_TAGS = 1000, 100
 _HTTP_WORKERS = 2
 SyncStatus = Literal["logged", "completed", "unchanged"]
-
-
-class TrackingError(Exception):
-    """The tracking store or server failed; the message is one line saying why and what to do."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -186,110 +190,6 @@ def runs_url(server: str, experiment_id: str) -> str:
     return f"{server.rstrip('/')}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
 
 
-# ------------------------------------------------------------------------------ logging
-
-
-def _flatten(value: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
-    for key, item in value.items():
-        if isinstance(item, Mapping):
-            yield from _flatten(item, f"{prefix}{key}.")
-        else:
-            yield sanitise(f"{prefix}{key}"), str(item)[:6000]
-
-
-def _check_server(uri: str, timeout: float) -> None:
-    if not uri.startswith(("http://", "https://")):
-        return
-    try:
-        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout) as answer:
-            answer.read()
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise TrackingError(f"server {uri} unreachable: {reason}") from None
-
-
-def _sqlite_wal(uri: str) -> None:
-    """Put a ``sqlite:///<path>`` store in WAL journaling mode (persistent; a no-op when it is)."""
-    if not uri.startswith("sqlite:///") or "?" in uri:
-        return
-    path = Path(uri.removeprefix("sqlite:///"))
-    if path.name in ("", ":memory:"):
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        connection = sqlite3.connect(path, timeout=20)
-        try:
-            connection.execute("PRAGMA journal_mode=WAL")
-        finally:
-            connection.close()
-    except sqlite3.Error as exc:
-        raise TrackingError(f"store {uri}: cannot open the SQLite file: {exc}") from None
-
-
-def _input(audit: str, path: str, sha256: str) -> Any:
-    import warnings
-
-    from mlflow.data.dataset_source_registry import resolve_dataset_source
-    from mlflow.data.meta_dataset import MetaDataset
-    from mlflow.entities import Dataset, DatasetInput, InputTag
-
-    with warnings.catch_warnings():  # two local-file source classes match a path; either is right
-        warnings.simplefilter("ignore", UserWarning)
-        source = resolve_dataset_source(path or f"{audit}.raw")
-    dataset = MetaDataset(source, name=audit, digest=sha256[:36])  # type: ignore[abstract]
-    return DatasetInput(Dataset(**dataset.to_dict()), tags=[
-        InputTag("mlflow.data.context", "raw"), InputTag("sha256", sha256)])
-
-
-def _log(client: MlflowClient, run_id: str, *, params: Mapping[str, str],
-         metrics: Mapping[str, float], tags: Mapping[str, str] | None = None) -> None:
-    from mlflow.entities import Metric, Param, RunTag
-
-    now = int(time.time() * 1000)
-    small = [Param(k, v) for k, v in params.items()] + [
-        RunTag(k, v) for k, v in (tags or {}).items()]
-    big = [Metric(k, v, now, 0) for k, v in metrics.items()]
-    while small or big:
-        chunk_small, small = small[:_BATCH_PARAMS_TAGS], small[_BATCH_PARAMS_TAGS:]
-        chunk_big, big = big[:_BATCH_METRICS], big[_BATCH_METRICS:]
-        client.log_batch(run_id,
-                         metrics=chunk_big,
-                         params=[p for p in chunk_small if isinstance(p, Param)],
-                         tags=[t for t in chunk_small if isinstance(t, RunTag)])
-
-
-def _experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
-    """The experiment's id, created if absent; its kind tag and legend kept up to date."""
-    wanted = dict([EXPERIMENT_KIND, ("mlflow.note.content", legend())])
-    found = client.get_experiment_by_name(name)
-    if found is None:
-        try:
-            return str(client.create_experiment(name, artifact_location=artifact_location,
-                                                tags=wanted))
-        except Exception as exc:  # a concurrent sync created it first: use that one
-            if getattr(exc, "error_code", None) != "RESOURCE_ALREADY_EXISTS":
-                raise
-            found = client.get_experiment_by_name(name)
-            if found is None:
-                raise
-    for key, value in wanted.items():
-        if found.tags.get(key) != value:
-            client.set_experiment_tag(found.experiment_id, key, value)
-    return str(found.experiment_id)
-
-
-def _search(client: MlflowClient, experiment_id: str, filter_string: str) -> list[Any]:
-    runs: list[Any] = []
-    token = None
-    while True:
-        page = client.search_runs([experiment_id], filter_string, max_results=1000,
-                                  order_by=["attributes.start_time ASC"], page_token=token)
-        runs.extend(page)
-        token = page.token
-        if not token:
-            return runs
-
-
 def sync_results(
     results: Path,
     *,
@@ -349,10 +249,10 @@ def sync_results(
     digest = results_digest(results, config=config)
     children, skipped = collect_children(results)
     try:
-        _check_server(tracking_uri, health_timeout)
+        check_server(tracking_uri, health_timeout)
         with store_lock(tracking_uri):  # SQLite: one sync (and schema creation) at a time
             if sqlite_wal:
-                _sqlite_wal(tracking_uri)
+                switch_to_wal(tracking_uri)
             import mlflow
             from mlflow.tracking import MlflowClient
 
@@ -381,10 +281,10 @@ def _sync(client: MlflowClient, results: Path, digest: str, children: list[Child
           skipped: Mapping[str, str], *, experiment: str, config: Mapping[str, Any],
           context: SyncContext, artifact_location: str | None, started: float,
           workers: int, lease: bool, child_inputs: bool) -> SyncReport:
-    experiment_id = _experiment(client, experiment, artifact_location)
+    experiment_id = ensure_experiment(client, experiment, artifact_location)
 
     def complete() -> str | None:
-        found = _search(client, experiment_id, f"tags.`faircode.digest` = '{digest}' and "
+        found = search_all(client, experiment_id, f"tags.`faircode.digest` = '{digest}' and "
                         "tags.`faircode.sync_state` = 'complete'")
         parent = next((r for r in found if "mlflow.parentRunId" not in r.data.tags), None)
         return None if parent is None else _dedupe_children(client, experiment_id, parent)
@@ -400,26 +300,15 @@ def _sync(client: MlflowClient, results: Path, digest: str, children: list[Child
                                   child_inputs=child_inputs)
             parent_id = complete()
     if parent_id and context.freeze_name:
-        _name_frozen(client, parent_id, context.freeze_name)
+        name_frozen(client, parent_id, context.freeze_name)
     return SyncReport("unchanged", digest, experiment_id, parent_id or "", 0, len(children),
                       dict(skipped), time.perf_counter() - started)
-
-
-def _name_frozen(client: MlflowClient, parent_id: str, freeze: str) -> None:
-    """Name a parent logged before its state was frozen by the freeze (tag and run name)."""
-    run = client.get_run(parent_id)
-    if run.data.tags.get("faircode.freeze") != freeze:
-        dirty = run.data.tags.get("state.inputs_dirty") == "true"
-        client.set_tag(parent_id, "faircode.freeze", freeze)
-        client.update_run(parent_id, name=parent_name(
-            freeze=freeze, dvc_exp=None, config={}, code_sha256=None, params_sha256=None,
-            dirty=dirty))
 
 
 def _dedupe_children(client: MlflowClient, experiment_id: str, parent: Any) -> str:
     """Delete all but one child per key of a complete parent (finished, earliest first)."""
     parent_id = str(parent.info.run_id)
-    found = _search(client, experiment_id, f"tags.`mlflow.parentRunId` = '{parent_id}'")
+    found = search_all(client, experiment_id, f"tags.`mlflow.parentRunId` = '{parent_id}'")
     kept: set[str] = set()
     for child in sorted(found, key=lambda r: (r.info.status != "FINISHED", r.info.start_time,
                                               r.info.run_id)):
@@ -438,13 +327,13 @@ def _log_state(client: MlflowClient, results: Path, digest: str, children: list[
     """Log (or complete) the state's parent and children; the caller holds the claim."""
     from mlflow.entities import RunStatus
 
-    parents = [r for r in _search(client, experiment_id, f"tags.`faircode.digest` = '{digest}'")
+    parents = [r for r in search_all(client, experiment_id, f"tags.`faircode.digest` = '{digest}'")
                if "mlflow.parentRunId" not in r.data.tags]
     complete = [r for r in parents if r.data.tags.get("faircode.sync_state") == "complete"]
     keep = complete[0] if complete else (parents[0] if parents else None)
     for extra in parents:  # a concurrent or crashed duplicate: never leave two of one state
         if extra is not keep:
-            for child in _search(client, experiment_id,
+            for child in search_all(client, experiment_id,
                                  f"tags.`mlflow.parentRunId` = '{extra.info.run_id}'"):
                 client.delete_run(child.info.run_id)
             client.delete_run(extra.info.run_id)
@@ -457,42 +346,24 @@ def _log_state(client: MlflowClient, results: Path, digest: str, children: list[
         return report("unchanged", complete[0].info.run_id, 0)
     done: set[str] = set()
     status: SyncStatus = "completed" if keep is not None else "logged"
-    inputs = {a: _input(a, p, sha) for a, (p, sha) in datasets(results).items()}
+    inputs = {a: dataset_input(a, p, sha) for a, (p, sha) in datasets(results).items()}
     if keep is not None:
         parent_id = keep.info.run_id
-        for child in _search(client, experiment_id, f"tags.`mlflow.parentRunId` = '{parent_id}'"):
+        query = f"tags.`mlflow.parentRunId` = '{parent_id}'"
+        for child in search_all(client, experiment_id, query):
             key = child.data.tags.get("faircode.child_key")
             if child.info.status == "FINISHED" and key and key not in done:
                 done.add(key)
             else:
                 client.delete_run(child.info.run_id)
     else:
-        parent_id = _create_parent(client, experiment_id, results, digest, children, skipped,
+        parent_id = create_parent(client, experiment_id, results, digest, children, skipped,
                                    config=config, context=context,
                                    inputs=list(inputs.values()))
-    finished = RunStatus.to_string(RunStatus.FINISHED)
-
-    def log_child(child: ChildRun) -> None:
-        check()  # a holder that stalled past its lease stops here
-        run = client.create_run(experiment_id, run_name=child.name, tags={
-            **child.tags, "faircode.parent_digest": digest, "mlflow.parentRunId": parent_id})
-        run_id = run.info.run_id
-        _log(client, run_id, params=child.params, metrics=child.metrics)
-        if child_inputs and child.audit in inputs:  # MLflow's dataset column of the child's row
-            client.log_inputs(run_id, datasets=[inputs[child.audit]])
-        client.set_terminated(run_id, finished)
-
     todo = [c for c in children if c.key not in done]
-    if workers == 1:
-        for child in todo:
-            log_child(child)
-    else:
-        pool = ThreadPoolExecutor(max_workers=workers)
-        try:  # the first failure cancels what has not started; started children may stay RUNNING
-            for future in [pool.submit(log_child, c) for c in todo]:
-                future.result()
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+    _log_children(client, todo, experiment_id=experiment_id, parent_id=parent_id,
+                  digest=digest, inputs=inputs if child_inputs else {}, workers=workers,
+                  check=check)
     logged = len(todo)
     for folder in audit_folders(results):
         client.log_artifacts(parent_id, str(folder), f"results/{folder.name}")
@@ -500,57 +371,37 @@ def _log_state(client: MlflowClient, results: Path, digest: str, children: list[
         where = path.parent.relative_to(results).as_posix()
         client.log_artifact(parent_id, str(path), "report" if where == "." else f"report/{where}")
     client.set_tag(parent_id, "faircode.sync_state", "complete")
-    client.set_terminated(parent_id, finished)
+    client.set_terminated(parent_id, RunStatus.to_string(RunStatus.FINISHED))
     return report(status, parent_id, logged)
 
 
-_FIELDS = ("git_commit", "code_sha256", "inputs_dirty", "params_sha256")
+def _log_children(client: MlflowClient, todo: list[ChildRun], *, experiment_id: str,
+                  parent_id: str, digest: str, inputs: Mapping[str, Any], workers: int,
+                  check: Callable[[], None]) -> None:
+    """Log ``todo`` under the parent: sequentially, or by ``workers`` threads (a server)."""
+    from mlflow.entities import RunStatus
+
+    finished = RunStatus.to_string(RunStatus.FINISHED)
+
+    def log_child(child: ChildRun) -> None:
+        check()  # a holder that stalled past its lease stops here
+        run = client.create_run(experiment_id, run_name=child.name, tags={
+            **child.tags, "faircode.parent_digest": digest, "mlflow.parentRunId": parent_id})
+        run_id = run.info.run_id
+        log_batched(client, run_id, params=child.params, metrics=child.metrics)
+        if child.audit in inputs:  # MLflow's dataset column of the child's row
+            client.log_inputs(run_id, datasets=[inputs[child.audit]])
+        client.set_terminated(run_id, finished)
+
+    if workers == 1:
+        for child in todo:
+            log_child(child)
+        return
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:  # the first failure cancels what has not started; started children may stay RUNNING
+        for future in [pool.submit(log_child, c) for c in todo]:
+            future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _state_tags(results: Path) -> tuple[dict[str, str], dict[str, str | None]]:
-    """(the parent's ``state.*`` tags, each identity field's tag value: the audits' common one,
-    ``mixed`` where they differ, ``None`` where unknown; dirty if any audit is)."""
-    groups = recorded_state(results)
-    consensus: dict[str, str | None] = {}
-    for i, name in enumerate(_FIELDS):
-        values = {None if s is None else _tag_value(s.key()[i]) for s in groups}
-        consensus[name] = values.pop() if len(values) == 1 else "mixed"
-    if any(s is not None and s.inputs_dirty for s in groups):
-        consensus["inputs_dirty"] = "true"
-    if len(groups) == 1:
-        return state_tags(next(iter(groups))), consensus
-    tags = {f"state.{k}": v for k, v in consensus.items() if v is not None}
-    return {**tags, "state.states": str(len(groups))}, consensus
-
-
-def _tag_value(value: object) -> str | None:
-    return None if value is None else str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _create_parent(client: MlflowClient, experiment_id: str, results: Path, digest: str,
-                   children: list[ChildRun], skipped: Mapping[str, str], *,
-                   config: Mapping[str, Any], context: SyncContext, inputs: list[Any]) -> str:
-    audits = sorted({c.audit for c in children})
-    state, consensus = _state_tags(results)
-    name = parent_name(freeze=context.freeze_name, dvc_exp=context.dvc_exp_name, config=config,
-                       code_sha256=consensus.get("code_sha256"),
-                       params_sha256=consensus.get("params_sha256"),
-                       dirty=consensus.get("inputs_dirty") == "true")
-    tags = {"faircode.digest": digest, "faircode.sync_state": "incomplete",
-            "faircode.children_expected": str(len(children)), "audits": ", ".join(audits),
-            "results": str(results.resolve()), **state, **context.tags(),
-            "versions.mlflow": importlib.metadata.version("mlflow"),
-            **{sanitise(f"unavailable.{a}"): r for a, r in skipped.items()},
-            "mlflow.note.content": (
-                f"faircode state {name}: {len(children)} child runs over "
-                f"{', '.join(audits) or 'no audit'}"
-                + (f"; unavailable: {', '.join(sorted(skipped))}" if skipped else "")
-                + ". Identity (as in run.json and report.html): "
-                + ", ".join(f"{k} {v}" for k, v in consensus.items())
-                + ". Cite the freeze record (freezes/<name>.json), not this run.")}
-    parent = client.create_run(experiment_id, tags=tags, run_name=name)
-    parent_id = parent.info.run_id
-    _log(client, parent_id, params=dict(_flatten(config)), metrics={})
-    if inputs:
-        client.log_inputs(parent_id, datasets=inputs)
-    return str(parent_id)
