@@ -11,7 +11,8 @@ It logs into a fresh embedded SQLite store (what ``dvc repro`` uses by default; 
 ``mlflow server``; a new experiment each time), once batched (``log_batch``; ``--workers``
 threads, default 1 on SQLite and 2 over HTTP) and, for a ratio, ``--naive-sample`` children the
 naive way (one call per metric/param/tag; 0 skips it).  Then it times the second, unchanged
-sync.  Timings are of one run on whatever the machine is doing; quote the ratios.
+sync.  ``--no-child-inputs`` leaves out each child's dataset input (one store call per child) to
+measure its share.  Timings are of one run on whatever the machine is doing; quote the ratios.
 
 Usage: ``PYTHONPATH=. python bench/tracking.py --template /tmp/tracking-results``
 """
@@ -56,9 +57,10 @@ def build(template: Path, out: Path, *, attributes: int, axes: int, seed: int) -
         fairness = pd.concat([first.assign(protected_attribute=a) for a in names])
         pairs = pd.concat([inter.iloc[:0], *(inter.assign(attribute_a=a, attribute_b=b)
                                              for a, b in itertools.combinations(names, 2))])
+        numbers = COUNTERFACTUAL_COLUMNS[6:-1]
         cf = pd.DataFrame([
             {"strategy": s, "model": m, "axis": f"axis{k}", "kind": kind, "columns": "c",
-             **dict(zip(COUNTERFACTUAL_COLUMNS[6:-1], rng.uniform(size=8), strict=True)),
+             **dict(zip(numbers, rng.uniform(size=len(numbers)), strict=True)),
              "note": ""}
             for s, m in cells.itertuples(index=False) for k in range(axes)
             for kind in ("explicit", "proxy")], columns=list(COUNTERFACTUAL_COLUMNS[1:]))
@@ -99,6 +101,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--tracking-uri", default=None, help="a running server (default: a "
                         "fresh SQLite store)")
     parser.add_argument("--no-wal", action="store_true", help="SQLite's rollback journal")
+    parser.add_argument("--no-child-inputs", action="store_true",
+                        help="no dataset input per child (one store call less per child)")
     parser.add_argument("--naive-sample", type=int, default=30)
     parser.add_argument("--seed", type=int, default=20261129)
     args = parser.parse_args(argv)
@@ -118,7 +122,7 @@ def main(argv: list[str]) -> int:
         setup = time.perf_counter() - started
         artifacts = None if args.tracking_uri else (work / "a").as_uri()
         options = {"tracking_uri": uri, "experiment": name, "workers": args.workers,
-                   "sqlite_wal": not args.no_wal}
+                   "sqlite_wal": not args.no_wal, "child_inputs": not args.no_child_inputs}
         first = sync_results(results, artifact_location=artifacts, **options)
         again = sync_results(results, **options)
         per_batch = first.seconds / first.children_logged
@@ -127,7 +131,8 @@ def main(argv: list[str]) -> int:
               f"axes x 2 channels))")
         print(f"mlflow import + new store: {setup:.1f}s (once)")
         print(f"store {'server' if args.tracking_uri else 'sqlite'}"
-              f"{' rollback journal' if args.no_wal else ''}")
+              f"{' rollback journal' if args.no_wal else ''}"
+              f"{', no child dataset inputs' if args.no_child_inputs else ''}")
         print(f"first sync (batched, workers {args.workers or 'default'}): {first.seconds:.1f}s "
               f"= {1000 * per_batch:.0f} ms/child")
         print(f"second sync (unchanged): {again.seconds:.1f}s, status {again.status}")

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from faircode.core.config import load_params
+from faircode.core.provenance import code_digest, params_digest
 from faircode.record.freeze import (
     FreezeError,
     check_committed,
@@ -17,6 +19,8 @@ from faircode.record.freeze import (
     freeze,
     list_freezes,
     load_freeze,
+    matching_freeze,
+    restore_tags,
     verify,
 )
 
@@ -27,13 +31,23 @@ FAIRNESS = (
 )
 
 
-def _results(folder: Path, fairness: str = FAIRNESS, seconds: float = 1.0) -> Path:
+def _results(folder: Path, fairness: str = FAIRNESS, seconds: float = 1.0,
+             state: dict | None = None) -> Path:
     (folder / "german").mkdir(parents=True)
     (folder / "german" / "fairness.csv").write_text(fairness)
     run = {"audit": "german", "config": {"n_resamples": 100}, "git_commit": "abc",
+           "state": state or {"git_commit": "abc", "code_sha256": "0" * 64,
+                              "inputs_dirty": False, "params_sha256": "1" * 64},
            "cells": [{"strategy": "baseline", "seconds": {"fit": seconds}}]}
     (folder / "german" / "run.json").write_text(json.dumps(run))
     return folder
+
+
+def _state_of(root: Path, **changes: object) -> dict:
+    """The state a clean run at ``root`` records (its code and params.yaml digests)."""
+    config = load_params(root / "params.yaml").config.as_dict()
+    return {"git_commit": "abc", "code_sha256": code_digest(root), "inputs_dirty": False,
+            "params_sha256": params_digest(config), **changes}
 
 
 def test_identical_folders_have_no_drift(tmp_path: Path) -> None:
@@ -124,9 +138,9 @@ def repo(tmp_path: Path) -> Path:
     _git(root, "init", "-q")
     _git(root, "config", "user.email", "test@example.org")
     _git(root, "config", "user.name", "test")
-    _results(root / "results")
-    (root / "dvc.lock").write_text("schema: '2.0'\n")
     (root / "params.yaml").write_text("stats:\n  n_resamples: 100\n")
+    _results(root / "results", state=_state_of(root))
+    (root / "dvc.lock").write_text("schema: '2.0'\n")
     (root / "audits" / "german").mkdir(parents=True)
     (root / "audits" / "german" / "audit.yaml").write_text("name: german\n")
     _git(root, "add", "-A")
@@ -140,11 +154,13 @@ STALE_DVC = ("sh", "-c", "echo '{\"evaluate@german\": [{\"changed outs\": {}}]}'
 
 
 def test_freeze_records_commits_and_tags(repo: Path) -> None:
-    """freeze writes the record with every digest, commits it and adds an annotated tag."""
+    """freeze writes the record with every digest and the results' state, commits it and adds an
+    annotated tag."""
     head = _git(repo, "rev-parse", "HEAD").strip()
     path = freeze("v0.1-paper", root=repo, dvc=CLEAN_DVC)
     record = json.loads(path.read_text())
     assert record["git_commit"] == head
+    assert record["state"] == _state_of(repo)
     assert set(record["results"]) == {"results/german/fairness.csv", "results/german/run.json"}
     assert record["manifests"].keys() == {"german"}
     assert record["params"] == {"stats": {"n_resamples": 100}}
@@ -253,3 +269,80 @@ def test_the_rendered_report_page_is_not_compared(tmp_path: Path) -> None:
     (a / "report.html").write_text("<p>commit abc</p>")
     (b / "report.html").write_text("<p>commit def</p>")
     assert compare_results(a, b) == ([], 2, 2)
+
+
+def _restate(root: Path, **changes: object) -> None:
+    """Rewrite the committed run.json's state with ``changes`` and commit it."""
+    path = root / "results" / "german" / "run.json"
+    run = json.loads(path.read_text())
+    run["state"] = _state_of(root, **changes)
+    path.write_text(json.dumps(run))
+    _git(root, "commit", "-qam", "restate")
+
+
+def test_freeze_refuses_results_from_dirty_inputs(repo: Path) -> None:
+    """Results whose state says their inputs were uncommitted are refused, naming the change."""
+    _restate(repo, inputs_dirty=True, dirty_inputs=["M params.yaml"])
+    with pytest.raises(FreezeError, match=r"results/german/run.json: state.inputs_dirty: "
+                                          r"expected false .*got True \(M params.yaml\)"):
+        freeze("x", root=repo, dvc=CLEAN_DVC)
+
+
+def test_freeze_refuses_results_of_other_code(repo: Path) -> None:
+    """Results whose code digest is not HEAD's are refused, naming both digests."""
+    _restate(repo, code_sha256="f" * 64)
+    with pytest.raises(FreezeError, match=r"state.code_sha256: expected [0-9a-f]{12} \(the code "
+                                          r"at HEAD\), got ffffffffffff"):
+        freeze("x", root=repo, dvc=CLEAN_DVC)
+
+
+def test_freeze_refuses_results_of_other_params(repo: Path) -> None:
+    """Results whose params digest is not params.yaml's (a `faircode run --flag`) are refused."""
+    (repo / "params.yaml").write_text("stats:\n  n_resamples: 200\n")
+    _git(repo, "commit", "-qam", "other params")
+    with pytest.raises(FreezeError, match=r"state.params_sha256: expected .*\(params.yaml\)"):
+        freeze("x", root=repo, dvc=CLEAN_DVC)
+
+
+def test_freeze_refuses_results_without_a_state(repo: Path) -> None:
+    """A run.json written before states were recorded cannot be frozen."""
+    path = repo / "results" / "german" / "run.json"
+    run = json.loads(path.read_text())
+    del run["state"]
+    path.write_text(json.dumps(run))
+    _git(repo, "commit", "-qam", "old record")
+    with pytest.raises(FreezeError, match=r"state: expected the state .*got none"):
+        freeze("x", root=repo, dvc=CLEAN_DVC)
+
+
+def test_restore_tags_recreates_a_missing_tag_on_the_record_commit(repo: Path) -> None:
+    """A deleted freeze tag is re-created on the commit that added the record; an existing one
+    is left alone."""
+    freeze("v1", root=repo, dvc=CLEAN_DVC)
+    added = _git(repo, "rev-parse", "v1^{commit}").strip()
+    _git(repo, "tag", "-d", "v1")
+    assert restore_tags(root=repo) == [f"v1: tagged {added[:12]} (the commit that added "
+                                       "freezes/v1.json)"]
+    assert _git(repo, "rev-parse", "v1^{commit}").strip() == added
+    assert _git(repo, "cat-file", "-t", "v1").strip() == "tag"
+    assert restore_tags(root=repo) == [f"v1: tag exists (on {added[:12]}); left alone"]
+
+
+def test_matching_freeze_names_the_record_of_these_results(repo: Path) -> None:
+    """The freeze whose results are the files on disk is found; a changed file matches none."""
+    assert matching_freeze(repo, repo / "results") is None
+    freeze("v1", root=repo, dvc=CLEAN_DVC)
+    assert matching_freeze(repo, repo / "results") == "v1"
+    fairness = repo / "results" / "german" / "fairness.csv"
+    fairness.write_text(fairness.read_text().replace("0.8", "0.7"))
+    assert matching_freeze(repo, repo / "results") is None
+
+
+def test_verify_reports_a_code_digest_unlike_the_record(repo: Path) -> None:
+    """verify recomputes the frozen commit's code digest; one unlike the record's comes first."""
+    path = freeze("v1", root=repo, dvc=CLEAN_DVC)
+    record = json.loads(path.read_text())
+    record["state"]["code_sha256"] = "e" * 64
+    path.write_text(json.dumps(record))
+    report = verify("v1", root=repo, command=("true",))
+    assert report.environment[0].startswith("code: frozen code_sha256 eeeeeeeeeeee, now ")

@@ -149,6 +149,41 @@ def test_repro_writes_results_metrics_and_plots(repo: Repo) -> None:
     assert "results/metrics/german_credit_lending.json" in json.dumps(shown)
 
 
+def test_one_identity_in_run_json_report_and_mlflow_parent(repo: Repo) -> None:
+    """One `dvc repro` of a committed tree: every run.json, report.html and the MLflow parent
+    (the track stage) show the same state -- the commit it ran at, the tree's code and params
+    digests, clean inputs -- although dvc.lock and results/ changed while it ran."""
+    from faircode.core.config import load_params
+    from faircode.core.provenance import code_digest, params_digest
+
+    expected = {"git_commit": repo.run("git", "rev-parse", "HEAD~1").stdout.strip(),
+                "code_sha256": code_digest(repo.root), "inputs_dirty": False,
+                "params_sha256": params_digest(
+                    load_params(repo.root / "params.yaml").config.as_dict())}
+    for audit in AUDITS:
+        run = json.loads((repo.root / "results" / audit / "run.json").read_text())
+        assert run["state"] == expected, audit
+    html = (repo.root / "results" / "report.html").read_text()
+    shown = re.findall(r'<dl class="state" data-commit="(\w+)" data-code="(\w+)" '
+                       r'data-params="(\w+)" data-dirty="(\w+)">', html)
+    assert shown == [(expected["git_commit"], expected["code_sha256"],
+                      expected["params_sha256"], "false")]
+    store = f"sqlite:///{repo.root.parent / 'identity-mlflow.db'}"
+    env = {**repo.env, "MLFLOW_TRACKING_URI": store}
+    done = subprocess.run([sys.executable, "-m", "faircode.pipeline.stages.track", "--strict",
+                           "results"], cwd=repo.root, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=store)
+    experiment = client.get_experiment_by_name("faircode").experiment_id
+    (parent,) = client.search_runs([experiment], "tags.`faircode.sync_state` = 'complete'")
+    tags = parent.data.tags
+    assert {k: tags[f"state.{k}"] for k in expected} == {**expected, "inputs_dirty": "false"}
+    assert expected["code_sha256"][:7] in parent.info.run_name
+
+
 def test_second_repro_reruns_nothing(repo: Repo) -> None:
     """A repro of an unchanged state runs only the always-run params check."""
     assert repo.ran("repro") == {"check-params"}

@@ -33,10 +33,11 @@ import pytest
 
 from faircode.evaluate.tables import COUNTERFACTUAL_COLUMNS, PERFORMANCE_COLUMNS
 from faircode.pipeline import cli
+from faircode.record._store import switch_to_wal
+from faircode.record.names import metric_key
 from faircode.record.tracking import (
     SyncContext,
     TrackingError,
-    _sqlite_wal,
     results_digest,
     sync_results,
 )
@@ -113,9 +114,16 @@ def client(server: str):
     return MlflowClient(tracking_uri=server)
 
 
+HEADER = 13  # characters of a metric key the runs table's column header shows
+STATE = {"git_commit": "c0ffee" + "0" * 34, "code_sha256": "a" * 64, "inputs_dirty": False,
+         "params_sha256": "b" * 64}
+
+
 def write_results(out: Path, *, seed: int, threshold: float = 0.5) -> Path:
-    """Write two synthetic audits' results and one unavailable audit under ``out``."""
+    """Write two synthetic audits' results, one unavailable audit and the report's outputs
+    (a summary with a per-model benchmark-wide q, a page, a table, a figure) under ``out``."""
     rng = np.random.default_rng(seed)
+    bench = []
     for audit in AUDITS:
         folder = out / audit
         folder.mkdir(parents=True)
@@ -128,6 +136,8 @@ def write_results(out: Path, *, seed: int, threshold: float = 0.5) -> Path:
                         low, high = sorted(rng.normal(0, 0.1, 2))
                         note = "degenerate_decisions" if (s, m, a) == (
                             "reweighing", "random_forest", "sex") else ""
+                        bench.append({**cell, "protected_attribute": a, "metric": metric,
+                                      "q_benchmark": rng.uniform()})
                         fair.append({**cell, "protected_attribute": a, "metric": metric,
                                      "value": (low + high) / 2, "ci_low": low, "ci_high": high,
                                      "p_value": rng.uniform(), "q_value": rng.uniform(),
@@ -167,7 +177,7 @@ def write_results(out: Path, *, seed: int, threshold: float = 0.5) -> Path:
         sha = hashlib.sha256(audit.encode()).hexdigest()
         run = {"audit": audit, "manifest_sha256": hashlib.sha256(b"m" + audit.encode()).hexdigest(),
                "dataset": {"path": f"data/raw/{audit}/raw.csv", "sha256": sha},
-               "seeds": {"master": 42},
+               "seeds": {"master": 42}, "state": STATE,
                "config": {"constraint": "demographic_parity", "eps": 0.01, "max_iter": 50,
                           "decision_threshold": threshold, "n_resamples": 100,
                           "n_permutations": 100, "confidence": 0.95, "alpha": 0.05, "jobs": 2},
@@ -177,6 +187,11 @@ def write_results(out: Path, *, seed: int, threshold: float = 0.5) -> Path:
     gone.mkdir()
     (gone / "unavailable.json").write_text(json.dumps(
         {"audit": "gamma_hiring", "available": False, "message": "no verified copy of raw.csv"}))
+    pd.DataFrame(bench).to_csv(out / "summary.csv", index=False)
+    (out / "report.html").write_text("<!DOCTYPE html><p>report</p>\n")
+    (out / "paper_table.md").write_text("| audit |\n|:--|\n")
+    (out / "figures").mkdir()
+    (out / "figures" / "heatmap.png").write_bytes(b"\x89PNG fake")
     return out
 
 
@@ -199,13 +214,13 @@ def synced(server: str, tmp_path_factory: pytest.TempPathFactory):
     """The first sync of the two audits over HTTP: (results folder, report)."""
     results = write_results(tmp_path_factory.mktemp("state") / "results", seed=1)
     report = sync_results(results, tracking_uri=server, experiment="faircode-test",
-                          context=SyncContext(git_commit="abc123", git_dirty=False,
-                                              dvc_exp_name="exp-one"))
+                          context=SyncContext(dvc_exp_name="exp-one"))
     return results, report
 
 
 def _csv_expectation(results: Path, run) -> dict[str, float]:
-    """The metrics a child must hold, read from the CSVs with the csv module."""
+    """The metrics a child must hold, read from the CSVs with the csv module (an empty cell is
+    not logged; the benchmark-wide q comes from summary.csv)."""
     tags = run.data.tags
     table = tags["table"]
     keys = {"fairness": ("protected_attribute",), "intersectional": ("attribute_a", "attribute_b"),
@@ -224,15 +239,23 @@ def _csv_expectation(results: Path, run) -> dict[str, float]:
                 if name == "performance" and row["protected_attribute"] not in (
                         "", tags["attribute"]):
                     continue
-                prefix = f"{row['metric']}." if "metric" in row else ""
+                metric = row.get("metric")
                 for column, cell in row.items():
                     if column in (*match, "metric", "note", "columns", "protected_attribute",
                                   *keys):
                         continue
+                    key = metric_key(name, metric, column)
                     if cell in ("True", "False"):
-                        expected[prefix + column] = float(cell == "True")
-                    elif column not in ("kind", "ci_method", "mde_note"):  # text: tags
-                        expected[prefix + column] = float(cell) if cell else math.nan
+                        expected[key] = float(cell == "True")
+                    elif column not in ("kind", "ci_method", "mde_note") and cell:  # text: tags
+                        expected[key] = float(cell)
+    if table == "fairness":
+        with (results / "summary.csv").open() as handle:
+            for row in csv.DictReader(handle):
+                if all(row[k] == wanted[k] for k in ("audit", "strategy", "model")) and row[
+                        "protected_attribute"] == tags["attribute"]:
+                    expected[metric_key("fairness", row["metric"], "q_benchmark")] = float(
+                        row["q_benchmark"])
     return expected
 
 
@@ -246,38 +269,77 @@ def test_sync_logs_one_child_per_key(client, synced) -> None:
 
 
 def test_every_metric_equals_the_csv(client, synced) -> None:
-    """Every child's metrics are exactly the CSV cells (NaN for an empty cell), nothing more."""
+    """Every child's metrics are exactly the non-empty CSV cells, nothing more, no NaN."""
     results, report = synced
     for child in _children(client, report.parent_run_id):
         expected = _csv_expectation(results, child)
         got = child.data.metrics
         assert set(got) == set(expected), child.info.run_name
-        for key, value in expected.items():
-            assert (math.isnan(value) and math.isnan(got[key])) or got[key] == value, key
+        assert got == expected, child.info.run_name
+        assert not any(math.isnan(v) for v in got.values())
+
+
+def test_an_empty_cell_is_not_logged(client, synced) -> None:
+    """The one empty p-value cell (each audit's last fairness row) is absent, not NaN."""
+    _, report = synced
+    last = [c for c in _children(client, report.parent_run_id)
+            if c.data.tags.get("table") == "fairness" and c.data.tags["strategy"] == "reweighing"
+            and c.data.tags["model"] == MODELS[1] and c.data.tags["attribute"] == "sex"]
+    assert len(last) == len(AUDITS)
+    for child in last:
+        assert "tpr_gap.p" not in child.data.metrics and "tpr_gap" in child.data.metrics
 
 
 def test_new_rows_and_columns_are_logged(client, synced) -> None:
-    """A metric row and a column the sync was never told about arrive as metrics."""
+    """A metric row and a column the sync has no short code for arrive under their own names."""
     _, report = synced
     child = next(c for c in _children(client, report.parent_run_id)
                  if c.data.tags["table"] == "fairness")
-    assert {"tpr_gap.value", "tpr_gap.future_statistic", "accuracy.ci_low",
-            "tpr_gap.n_advantaged"} <= set(child.data.metrics)
+    assert {"tpr_gap", "tpr_gap.future_statistic", "tpr_gap.n_adv"} <= set(child.data.metrics)
+
+
+def test_metric_keys_are_short_and_name_their_q_family(client, synced) -> None:
+    """A fairness child's keys are the short codes: value, interval, per-audit and benchmark q."""
+    _, report = synced
+    child = next(c for c in _children(client, report.parent_run_id)
+                 if c.data.tags["table"] == "fairness" and c.data.tags["strategy"] == "baseline")
+    keys = set(child.data.metrics)
+    assert {"dp", "dp.lo", "dp.hi", "dp.p", "dp.q_audit", "dp.sig_audit", "dp.q_bench",
+            "dp.mde", "dp.deff", "eopp", "eopp.q_audit", "acc", "acc.lo", "auc", "f1",
+            "sel_dis"} <= keys
+    assert not [k for k in keys if k.startswith("demographic_parity")]
+    shown = [k[:HEADER] for k in keys if not k.endswith(".future_statistic")]
+    assert len(set(shown)) == len(shown)  # the runs table's cut headers still differ
 
 
 def test_child_tags_params_and_name(client, synced) -> None:
-    """A fairness child carries the four keys in its name, the sha256 tags and the config params."""
+    """A fairness child has a short sortable name, its identity as params and tags, the sha256
+    tags and the config params."""
     _, report = synced
     child = next(c for c in _children(client, report.parent_run_id)
                  if c.data.tags.get("attribute") == "sex" and c.data.tags["audit"] == AUDITS[1]
                  and c.data.tags["strategy"] == "baseline" and c.data.tags["model"] == MODELS[0])
     tags, params = child.data.tags, child.data.params
-    assert child.info.run_name == f"{AUDITS[1]} | baseline | {MODELS[0]} | sex"
+    assert child.info.run_name == f"{AUDITS[1]} S0 LR sex"
+    identity = {"audit": AUDITS[1], "strategy": "baseline", "strategy_code": "S0",
+                "model": MODELS[0], "attribute": "sex", "table": "fairness"}
+    assert {k: params[k] for k in identity} == identity
+    assert {k: tags[k] for k in identity} == identity
     assert tags["dataset_sha256"] == hashlib.sha256(AUDITS[1].encode()).hexdigest()
     assert tags["manifest_sha256"] == hashlib.sha256(b"m" + AUDITS[1].encode()).hexdigest()
     assert tags["informative"] == "true"
     assert params["decision_threshold"] == "0.5" and params["seed"] == "42"
     assert params["n_resamples"] == "100" and params["constraint"] == "demographic_parity"
+
+
+def test_pair_and_axis_children_are_named_by_what_they_hold(client, synced) -> None:
+    """An intersectional child is named by its pair, a counterfactual one by its axis and
+    channel; an unknown strategy keeps its name."""
+    _, report = synced
+    names = {c.info.run_name for c in _children(client, report.parent_run_id)
+             if c.data.tags["audit"] == AUDITS[0] and c.data.tags["model"] == MODELS[1]}
+    assert {f"{AUDITS[0]} S0 RF age & sex", f"{AUDITS[0]} reweighing RF flip gender (proxy)",
+            f"{AUDITS[0]} S0 RF age"} <= names
 
 
 def test_degenerate_cell_is_uninformative(client, synced) -> None:
@@ -291,7 +353,8 @@ def test_degenerate_cell_is_uninformative(client, synced) -> None:
 
 
 def test_dataset_inputs_carry_the_sha256(client, synced) -> None:
-    """The parent has each audit's raw dataset as input (digest, sha256 tag); children name it."""
+    """The parent has each audit's raw dataset as input (digest, sha256 tag); each child has its
+    own audit's (MLflow's dataset column) and names it by tag."""
     _, report = synced
     parent = client.get_run(report.parent_run_id)
     given = {d.dataset.name: d for d in parent.inputs.dataset_inputs}
@@ -301,19 +364,68 @@ def test_dataset_inputs_carry_the_sha256(client, synced) -> None:
         assert dataset_input.dataset.digest == sha[:36]
         assert {t.key: t.value for t in dataset_input.tags}["sha256"] == sha
     for child in _children(client, report.parent_run_id):
-        sha = {t.key: t.value for t in given[child.data.tags["audit"]].tags}["sha256"]
+        audit = child.data.tags["audit"]
+        sha = {t.key: t.value for t in given[audit].tags}["sha256"]
         assert child.data.tags["dataset_sha256"] == sha
+        inputs = client.get_run(child.info.run_id).inputs.dataset_inputs
+        assert [(d.dataset.name, d.dataset.digest) for d in inputs] == [(audit, sha[:36])]
 
 
-def test_parent_tags_and_experiment_kind(client, synced) -> None:
-    """The parent is tagged with git, DVC, unavailable audits; the experiment is "custom model"."""
+def test_parent_carries_the_results_state(client, synced) -> None:
+    """The parent's state.* tags are the run.json state, and no commit or lock of the sync."""
     _, report = synced
     tags = client.get_run(report.parent_run_id).data.tags
-    assert tags["git_commit"] == "abc123" and tags["dvc_exp_name"] == "exp-one"
+    assert {k: tags[f"state.{k}"] for k in STATE} == {**STATE, "inputs_dirty": "false"}
+    assert not {"git_commit", "git_dirty", "dvc_lock_sha256", "params_sha256"} & set(tags)
+    child = _children(client, report.parent_run_id)[0]
+    assert child.data.tags["state.code_sha256"] == STATE["code_sha256"]
+
+
+def test_parent_name_tags_and_experiment_legend(client, synced) -> None:
+    """The parent is named by its DVC experiment and code digest and tagged with DVC and the
+    unavailable audits; the experiment is "custom model" and describes the keys."""
+    _, report = synced
+    parent = client.get_run(report.parent_run_id)
+    assert parent.info.run_name == "exp-one · code aaaaaaa"
+    tags = parent.data.tags
+    assert tags["dvc_exp_name"] == "exp-one"
     assert tags["unavailable.gamma_hiring"] == "no verified copy of raw.csv"
     assert tags["faircode.sync_state"] == "complete"
     experiment = client.get_experiment(report.experiment_id)
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    assert "q_audit is the Benjamini-Hochberg q within one audit" in experiment.tags[
+        "mlflow.note.content"]
+
+
+def test_parent_holds_the_report_as_artifacts(client, synced) -> None:
+    """The report page, its tables, summary and figures are the parent's report/ artifacts."""
+    _, report = synced
+    listed = {f.path for f in client.list_artifacts(report.parent_run_id, "report")}
+    assert {"report/report.html", "report/paper_table.md", "report/summary.csv",
+            "report/figures"} <= listed
+    figures = {f.path for f in client.list_artifacts(report.parent_run_id, "report/figures")}
+    assert figures == {"report/figures/heatmap.png"}
+
+
+def test_a_parent_without_a_dvc_experiment_is_named_by_its_params(client, server,
+                                                                  tmp_path) -> None:
+    """Outside an experiment the parent's name is its swept params and digests."""
+    results = write_results(tmp_path / "results", seed=6, threshold=0.3)
+    done = sync_results(results, tracking_uri=server, experiment="faircode-names")
+    assert client.get_run(done.parent_run_id).info.run_name == (
+        "K=1 · thr 0.3 · eps 0.01 · DP · params bbbbbbb · code aaaaaaa")
+
+
+def test_a_state_frozen_after_its_sync_is_renamed(client, server, tmp_path) -> None:
+    """A second sync of a logged state, now frozen, names the parent by the freeze."""
+    results = write_results(tmp_path / "results", seed=7)
+    first = sync_results(results, tracking_uri=server, experiment="faircode-frozen")
+    again = sync_results(results, tracking_uri=server, experiment="faircode-frozen",
+                         context=SyncContext(freeze_name="v9-paper"))
+    assert (again.status, again.parent_run_id) == ("unchanged", first.parent_run_id)
+    parent = client.get_run(first.parent_run_id)
+    assert parent.info.run_name == "v9-paper"
+    assert parent.data.tags["faircode.freeze"] == "v9-paper"
 
 
 def test_second_sync_adds_nothing(client, server, synced) -> None:
@@ -344,9 +456,8 @@ def test_changed_threshold_adds_one_parent(client, server, synced, tmp_path) -> 
     assert new.status == "logged" and len(parents) == len(parents_before) + 1
     children = _children(client, new.parent_run_id)
     assert len(children) == 40
-    first = next(c for c in children if c.info.run_name == f"{AUDITS[0]} | baseline | "
-                 f"{MODELS[0]} | age")
-    assert first.data.metrics["demographic_parity_diff.value"] == 0.123456789
+    first = next(c for c in children if c.info.run_name == f"{AUDITS[0]} S0 LR age")
+    assert first.data.metrics["dp"] == 0.123456789
     assert first.data.params["decision_threshold"] == "0.3"
 
 
@@ -423,7 +534,7 @@ def test_digest_ignores_timings_not_numbers(tmp_path) -> None:
 def test_sqlite_store_is_switched_to_wal(tmp_path) -> None:
     """A sqlite:/// store's file is put in WAL journaling mode, which persists in the file."""
     path = tmp_path / "sub" / "mlflow.db"
-    _sqlite_wal(f"sqlite:///{path}")
+    switch_to_wal(f"sqlite:///{path}")
     with closing(sqlite3.connect(path)) as connection:
         assert connection.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 

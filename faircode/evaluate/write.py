@@ -3,8 +3,10 @@ swapped in whole.
 
 ``run.json`` records what produced the tables: the manifest and dataset digests, the rows after
 each step, the seed scheme, the config, whether training variance is included, the decision
-rule, the design-effect summary, the provenance of the code (:mod:`faircode.core.provenance`)
-and the evaluate step's seconds (volatile: left out of every digest).
+rule, the design-effect summary, the package versions, the ``state`` the tables were produced
+from (commit, code and params digests, dirty inputs:
+:class:`faircode.core.provenance.StateIdentity`; the params digest is of the config recorded
+here) and the evaluate step's seconds (volatile: left out of every digest).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import pandas as pd
 from faircode.audit.manifest import repository_root
 from faircode.audit.prepared import AuditLike
 from faircode.core.config import BenchmarkConfig
+from faircode.core.provenance import params_digest
 from faircode.core.seeds import Stream
 from faircode.evaluate import stability
 from faircode.evaluate.deployed import DEPLOYED
@@ -110,6 +113,8 @@ def write_audit(
             "design_effect": design_effect_summary(results, unit=manifest.unit),
             **(extra or {}),
             **provenance_record,
+            "state": {**provenance_record.get("state", {}),
+                      "params_sha256": params_digest(config.as_dict())},
             "cells": [
                 {"strategy": str(c.strategy), "model": str(c.family),
                  "seconds": {k: round(v, 4) for k, v in c.seconds.as_dict().items()},

@@ -326,14 +326,12 @@ def _add_perturb(subparsers: argparse._SubParsersAction, common: argparse.Argume
 
 def _add_report(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     def handler(args: argparse.Namespace) -> int:
-        from faircode.core.provenance import provenance
+        from faircode.core.provenance import REPORT_CODE, provenance
         from faircode.report.build import write_report
 
-        lock = Path("dvc.lock")
         outputs = write_report(
             Path(args.results), audits_dir=Path(args.audits), only=tuple(args.audit),
-            metric=args.metric, model=args.model, provenance=provenance(),
-            dvc_lock=lock if lock.is_file() else None)
+            metric=args.metric, model=args.model, provenance=provenance(code=REPORT_CODE))
         print(f"wrote {outputs.summary}, {len(outputs.tables)} tables, "
               f"{len(outputs.figures)} figures (PNG+PDF), {len(outputs.plots)} plot files, "
               f"{outputs.html}")
@@ -391,28 +389,40 @@ def _add_freeze(subparsers: argparse._SubParsersAction, common: argparse.Argumen
     """``faircode freeze NAME``: record, commit and tag the state behind cited numbers."""
 
     def handler(args: argparse.Namespace) -> int:
-        from faircode.record.freeze import freeze, list_freezes
+        from faircode.record.freeze import freeze, list_freezes, load_freeze, restore_tags
 
         root = Path.cwd()
         if args.list:
             for record in list_freezes(root=root):
                 print(f"{record['name']:<24} {record['created']}  "
-                      f"commit {str(record['git_commit'])[:12]}  {record['files']} results files")
+                      f"commit {str(record['git_commit'])[:12]}  "
+                      f"code {str(record['code_sha256'] or 'unrecorded')[:12]}  "
+                      f"{record['files']} results files")
+            return EXIT_OK
+        if args.restore_tags:
+            print("\n".join(restore_tags(root=root)) or "no freeze records")
             return EXIT_OK
         if not args.name:
             raise FaircodeError("freeze NAME: expected a name (or --list), got nothing")
         path = freeze(args.name, root=root, dvc=(sys.executable, "-m", "dvc"),
                       env=_pipeline_env(root))
+        state = load_freeze(args.name, root=root)["state"]
         print(f"froze {args.name}: {path.relative_to(root.resolve())} committed and tagged "
-              f"{args.name}; anyone can re-derive it with `faircode verify {args.name}`")
+              f"{args.name} (results of code {state['code_sha256'][:12]}, params "
+              f"{str(state['params_sha256'])[:12]}); cite the record; anyone can re-derive it "
+              f"with `faircode verify {args.name}`")
         return EXIT_OK
 
     parser = subparsers.add_parser(
         "freeze", help="record, commit and tag the exact state behind cited numbers",
         description="Example: faircode freeze v0.1-paper   (then: git push --follow-tags)",
-        **_example("faircode freeze v0.1-paper", "faircode freeze --list"))
+        **_example("faircode freeze v0.1-paper", "faircode freeze --list",
+                   "faircode freeze --restore-tags"))
     parser.add_argument("name", nargs="?", help="the state's name, also its git tag")
     parser.add_argument("--list", action="store_true", help="list the frozen states")
+    parser.add_argument("--restore-tags", action="store_true",
+                        help="create the missing git tag of every freeze record (a clone may "
+                             "lack them; the records are the source of truth)")
     parser.set_defaults(handler=handler)
 
 

@@ -1,38 +1,44 @@
 """Frozen states: the exact code, data, params and results behind numbers people cite.
 
 A *freeze* is a committed record, ``freezes/<NAME>.json``, plus an annotated git tag ``NAME`` on
-the commit that adds it.  The record names the commit whose results are cited and carries every
-digest needed to recognise that state again: ``dvc.lock``, ``params.yaml``, each audit's manifest
-and raw dataset, every file under ``results/``, and the package versions and Python that produced
-them.  :func:`verify` re-creates the frozen commit in a temporary git worktree, re-runs the
-pipeline there from the raw data, and compares what it produces with the frozen results, cell by
-cell.
+the commit that adds it.  The record names the commit that contains the cited results and carries
+every digest needed to recognise that state again: ``dvc.lock``, ``params.yaml``, each audit's
+manifest and raw dataset, every file under ``results/``, the package versions and Python that
+produced them, and the ``state`` the results were produced from -- the identity
+(:mod:`faircode.core.provenance`) their ``run.json``, ``report.html`` and the MLflow parent show.
+The record is what a citation names.  :func:`verify` re-creates the frozen commit in a temporary
+git worktree, re-runs the pipeline there from the raw data, and compares what it produces with
+the frozen results, cell by cell.
 
 Design decisions
 ----------------
 * **The record, not the tag, is the source of truth.**  Tags do not always travel with a push;
   ``verify`` reads ``freezes/<NAME>.json`` from the working tree and checks out the commit it names.
 * **Refuse what cannot be re-derived.**  ``freeze`` refuses a dirty working tree (tracked changes
-  or untracked files that are not ignored) and results that ``dvc status`` says do not match
-  ``dvc.lock``: the record must describe a state that exists in git, exactly.
+  or untracked files that are not ignored), results that ``dvc status`` says do not match
+  ``dvc.lock``, and results whose ``state`` says they were produced from dirty inputs, by other
+  code than HEAD's (:data:`~faircode.core.provenance.RESULTS_CODE`) or with other params than
+  ``params.yaml``'s: the record must describe a state that exists in git, exactly.
+* **Tags are a convenience.**  ``freeze`` tags the commit that adds the record;
+  :func:`restore_tags` re-creates missing tags from the records (a clone may not have fetched
+  them).  ``verify`` needs only the record.
 * **Environment before numbers.**  A different package version is reported before any number is
   compared, because it is the first suspect of a drift.
 * **Bit for bit first, then the size of each drift.**  Every results file is compared by sha256;
   a CSV that differs is then compared cell by cell and each differing cell is reported with its
   frozen value, its new value and the absolute difference.  ``run.json`` is compared without its
-  volatile keys (wall-clock seconds, the worker count, the git commit and dirty flag of the re-run).
-  ``report.html`` is not compared byte-wise: it is a rendering of the compared tables and figures
-  whose provenance block names the commit and ``dvc.lock`` it was generated from, which a
-  re-run in another worktree cannot reproduce; every number it shows is compared in its source.
+  volatile keys (wall-clock seconds, the worker count, the re-run's commit): its code and params
+  digests must match.  ``verify`` also recomputes the code digest of the frozen commit and
+  reports a difference from the record's before any number (:mod:`faircode.record.compare`).
+  ``report.html`` is not compared byte-wise: it renders the compared tables and figures and names
+  the commit of the code that rendered it; every number it shows is compared in its source.
 * The library takes every input explicitly (the project root, the dvc command, the environment of
   the re-run); only the CLI reads the process environment.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import math
 import platform
 import re
 import shutil
@@ -45,10 +51,17 @@ from importlib.metadata import distributions
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
+from faircode.core.config import load_params
 from faircode.core.errors import FaircodeError
+from faircode.core.provenance import code_digest, group_states, params_digest
 from faircode.core.schema import read_yaml
+from faircode.record.compare import (
+    VOLATILE_RUN_KEYS,
+    CellDrift,
+    compare_results,
+    environment_differences,
+)
+from faircode.record.compare import sha256_file as _sha256
 
 __all__ = [
     "VOLATILE_RUN_KEYS",
@@ -58,42 +71,23 @@ __all__ = [
     "check_committed",
     "compare_results",
     "environment",
+    "environment_differences",
     "freeze",
     "list_freezes",
     "load_freeze",
+    "matching_freeze",
+    "restore_tags",
     "verify",
 ]
 
 FREEZES_DIR = "freezes"
 RESULTS_DIR = "results"
-VOLATILE_RUN_KEYS = frozenset({"seconds", "git_commit", "git_dirty", "jobs"})
-"""``run.json`` keys whose values legitimately differ between two runs of the same state."""
-RENDERED = frozenset({"report.html"})
-"""Results files that render compared files with their generation provenance (not compared)."""
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
 
 class FreezeError(FaircodeError):
     """A state cannot be frozen or verified; the message says why in one line."""
-
-
-@dataclass(frozen=True, slots=True)
-class CellDrift:
-    """One number (or file) that differs between the frozen and the re-derived results."""
-
-    file: str
-    row: str
-    column: str
-    frozen: str
-    new: str
-    difference: float | None = None
-
-    def describe(self) -> str:
-        """One line naming the cell, both values and the size of the drift."""
-        size = "" if self.difference is None else f" (|diff| {self.difference:.3g})"
-        where = f"{self.file}: {self.row}: {self.column}" if self.row else self.file
-        return f"{where}: frozen {self.frozen}, now {self.new}{size}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,14 +110,6 @@ class VerifyReport:
 
 
 # ------------------------------------------------------------------------------ records
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def environment() -> dict[str, Any]:
@@ -196,6 +182,46 @@ def _dvc_stale(root: Path, dvc: Sequence[str], env: Mapping[str, str] | None) ->
     return sorted(str(stage) for stage, why in status.items() if why != ["always changed"])
 
 
+def _results_state(root: Path, name: str) -> dict[str, Any]:
+    """The record's ``state``: the identity the results' ``run.json`` carry, checked against
+    HEAD (clean inputs, HEAD's code digest, ``params.yaml``'s params digest)."""
+    runs = {}
+    for path in sorted((root / RESULTS_DIR).glob("*/run.json")):
+        try:
+            runs[path.parent.name] = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise FreezeError(f"{path}: expected a JSON run record, got {exc}") from None
+    if not runs:
+        raise FreezeError(f"freeze {name}: {RESULTS_DIR}/: expected <audit>/run.json, got none")
+    groups = group_states(runs)
+    code = code_digest(root)
+    params_path = root / "params.yaml"
+    params = params_digest(load_params(params_path).config.as_dict()) \
+        if params_path.is_file() else None
+    for state, audits in groups.items():
+        where = f"{RESULTS_DIR}/{audits[0]}/run.json: state"
+        if state is None:
+            raise FreezeError(f"{where}: expected the state the results were produced from, got "
+                              "none (written before states were recorded); re-run and commit")
+        if state.inputs_dirty is not False:
+            raise FreezeError(f"{where}.inputs_dirty: expected false (produced from committed "
+                              f"inputs), got {state.inputs_dirty} "
+                              f"({', '.join(state.dirty_inputs) or 'no git status'}); commit "
+                              "the inputs, re-run and commit")
+        if state.code_sha256 != code:
+            raise FreezeError(f"{where}.code_sha256: expected {code[:12]} (the code at HEAD), "
+                              f"got {state.code_sha256[:12]}; re-run with this code and commit")
+        if params is not None and state.params_sha256 != params:
+            raise FreezeError(f"{where}.params_sha256: expected {params[:12]} (params.yaml), got "
+                              f"{str(state.params_sha256)[:12]}; re-run and commit")
+    commits = {audit: state.git_commit for state, audits in groups.items() if state
+               for audit in audits}
+    one = len(set(commits.values())) == 1
+    return {"git_commit": next(iter(commits.values())) if one else "mixed",
+            **({} if one else {"git_commits": commits}),
+            "code_sha256": code, "params_sha256": params, "inputs_dirty": False}
+
+
 def freeze(
     name: str,
     *,
@@ -207,7 +233,8 @@ def freeze(
     """Record the state of ``root`` as ``freezes/<name>.json``, commit it and tag it ``name``.
 
     Refuses (:class:`FreezeError`, one line) an invalid or existing name, a dirty working tree,
-    and results that do not match ``dvc.lock``.  Returns the record's path.
+    results that do not match ``dvc.lock``, and results whose state is not HEAD's (see the module
+    docstring).  Returns the record's path.
     """
     root = root.resolve()
     if not _NAME.match(name) or name.endswith((".lock", ".")) or ".." in name:
@@ -231,6 +258,7 @@ def freeze(
         raise FreezeError(f"freeze {name}: results do not match dvc.lock (dvc status lists "
                           f"{', '.join(stale[:5])}{' ...' if len(stale) > 5 else ''}); run "
                           "dvc repro and commit")
+    state = _results_state(root, name)
     commit = _git(root, "rev-parse", "HEAD").strip()
     params_path = root / "params.yaml"
     params = read_yaml(params_path) if params_path.is_file() else None  # bounded, as every reader
@@ -239,6 +267,7 @@ def freeze(
         "name": name,
         "created": datetime.now(UTC).replace(microsecond=0).isoformat(),
         "git_commit": commit,
+        "state": state,
         "dvc_lock_sha256": _sha256(lock),
         "params_sha256": _sha256(params_path) if params_path.is_file() else None,
         "params": params,
@@ -274,7 +303,7 @@ def load_freeze(name: str, *, root: Path) -> dict[str, Any]:
 
 
 def list_freezes(*, root: Path) -> list[dict[str, Any]]:
-    """Every committed freeze record, oldest first (name, created, commit, files)."""
+    """Every committed freeze record, oldest first (name, created, commit, code digest, files)."""
     records = []
     for path in sorted((root / FREEZES_DIR).glob("*.json")):
         try:
@@ -283,122 +312,49 @@ def list_freezes(*, root: Path) -> list[dict[str, Any]]:
             continue
         records.append({"name": record.get("name", path.stem), "created": record.get("created"),
                         "git_commit": record.get("git_commit"),
+                        "code_sha256": (record.get("state") or {}).get("code_sha256"),
                         "files": len(record.get("results", {}))})
     return sorted(records, key=lambda r: str(r["created"]))
 
 
-# ------------------------------------------------------------------------------ comparing
+def matching_freeze(root: Path, results: Path) -> str | None:
+    """The newest freeze record whose results are exactly the files under ``results`` now."""
+    results = results.resolve()
+    current = _results_digests(results, results.parent)
+    names = [r["name"] for r in list_freezes(root=root)]
+    for name in reversed(names):
+        try:
+            record = json.loads((root / FREEZES_DIR / f"{name}.json").read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        if record.get("results") == current:
+            return str(name)
+    return None
 
 
-def environment_differences(frozen: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """One line per Python or package version that differs between two :func:`environment`s."""
+def restore_tags(*, root: Path) -> list[str]:
+    """Create the missing annotated tag of every freeze record (on the commit that added the
+    record, as :func:`freeze` tags it); one line per record saying what was done."""
+    root = root.resolve()
     lines = []
-    if frozen.get("python") != current.get("python"):
-        lines.append(f"python: frozen {frozen.get('python')}, now {current.get('python')}")
-    old, new = frozen.get("packages", {}), current.get("packages", {})
-    for package in sorted(set(old) | set(new)):
-        if package == "faircode":
-            continue  # the code itself is pinned by the commit
-        if old.get(package) != new.get(package):
-            lines.append(f"{package}: frozen {old.get(package, 'absent')}, "
-                         f"now {new.get(package, 'absent')}")
+    for record in list_freezes(root=root):
+        name = str(record["name"])
+        rel = f"{FREEZES_DIR}/{name}.json"
+        added = _git(root, "log", "--diff-filter=A", "--format=%H", "--", rel).split()
+        if not added:
+            lines.append(f"{name}: {rel} is not committed; no tag")
+            continue
+        commit = added[-1]
+        existing = _git(root, "rev-parse", "--verify", "--quiet", f"refs/tags/{name}^{{commit}}",
+                        check=False).strip()
+        if existing:
+            same = "on" if existing == commit else f"on {existing[:12]}, not on"
+            lines.append(f"{name}: tag exists ({same} {commit[:12]}); left alone")
+            continue
+        _git(root, "tag", "-a", name, commit, "-m",
+             f"Freeze {name} (restored from {rel}; the record is the source of truth)")
+        lines.append(f"{name}: tagged {commit[:12]} (the commit that added {rel})")
     return lines
-
-
-def _strip_volatile(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _strip_volatile(v) for k, v in value.items() if k not in VOLATILE_RUN_KEYS}
-    if isinstance(value, list):
-        return [_strip_volatile(v) for v in value]
-    return value
-
-
-def _compare_csv(name: str, frozen: Path, new: Path) -> list[CellDrift]:
-    old_frame = pd.read_csv(frozen, dtype=str, keep_default_na=False)
-    new_frame = pd.read_csv(new, dtype=str, keep_default_na=False)
-    if list(old_frame.columns) != list(new_frame.columns) or len(old_frame) != len(new_frame):
-        return [CellDrift(name, "", "shape",
-                          f"{len(old_frame)} rows x {list(old_frame.columns)}",
-                          f"{len(new_frame)} rows x {list(new_frame.columns)}")]
-    keys = [c for c in ("strategy", "model", "protected_attribute", "attribute_a",
-                        "attribute_b", "axis", "kind", "metric") if c in old_frame.columns]
-    drift = []
-    differs = old_frame.to_numpy() != new_frame.to_numpy()
-    for i, j in zip(*differs.nonzero(), strict=True):
-        row = old_frame.iloc[i]
-        label = " ".join(str(row[k]) for k in keys) if keys else ""
-        column = str(old_frame.columns[j])
-        before, after = str(old_frame.iat[i, j]), str(new_frame.iat[i, j])
-        drift.append(CellDrift(name, f"row {i + 2} ({label})" if label else f"row {i + 2}",
-                               column, before, after, _difference(before, after)))
-    return drift
-
-
-def _difference(before: str, after: str) -> float | None:
-    try:
-        a, b = float(before), float(after)
-    except ValueError:
-        return None
-    if math.isnan(a) or math.isnan(b):
-        return None
-    return abs(a - b)
-
-
-def _compare_json(name: str, frozen: Path, new: Path) -> list[CellDrift]:
-    old = _strip_volatile(json.loads(frozen.read_text()))
-    now = _strip_volatile(json.loads(new.read_text()))
-    drift: list[CellDrift] = []
-
-    def walk(a: Any, b: Any, path: str) -> None:
-        if isinstance(a, dict) and isinstance(b, dict):
-            for key in sorted(set(a) | set(b), key=str):
-                walk(a.get(key), b.get(key), f"{path}.{key}" if path else str(key))
-        elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-            for k, (x, y) in enumerate(zip(a, b, strict=True)):
-                walk(x, y, f"{path}[{k}]")
-        elif a != b:
-            drift.append(CellDrift(name, "", path, json.dumps(a), json.dumps(b),
-                                   _difference(str(a), str(b))))
-
-    walk(old, now, "")
-    return drift
-
-
-def compare_results(frozen: Path, new: Path, *, label: str = RESULTS_DIR) -> tuple[
-        list[CellDrift], int, int]:
-    """Compare two results folders: ``(drifts, identical files, files compared)``.
-
-    Files are compared by content first; a CSV that differs is compared cell by cell and a
-    ``run.json`` without :data:`VOLATILE_RUN_KEYS`; any other differing file is one drift.  A file
-    present on one side only is a drift.
-    """
-    old_files = {p.relative_to(frozen).as_posix() for p in frozen.rglob("*") if p.is_file()}
-    new_files = {p.relative_to(new).as_posix() for p in new.rglob("*") if p.is_file()}
-    drift: list[CellDrift] = []
-    identical = 0
-    compared = {rel for rel in old_files | new_files if Path(rel).name not in RENDERED}
-    for rel in sorted(compared):
-        name = f"{label}/{rel}"
-        if rel not in new_files:
-            drift.append(CellDrift(name, "", "file", "present", "missing"))
-            continue
-        if rel not in old_files:
-            drift.append(CellDrift(name, "", "file", "missing", "present"))
-            continue
-        a, b = frozen / rel, new / rel
-        if _sha256(a) == _sha256(b):
-            identical += 1
-        elif rel.endswith(".csv"):
-            found = _compare_csv(name, a, b)
-            drift.extend(found)
-            identical += not found
-        elif rel.endswith("run.json"):
-            found = _compare_json(name, a, b)
-            drift.extend(found)
-            identical += not found
-        else:
-            drift.append(CellDrift(name, "", "sha256", _sha256(a)[:12], _sha256(b)[:12]))
-    return drift, identical, len(compared)
 
 
 # ------------------------------------------------------------------------------ verify
@@ -438,6 +394,11 @@ def verify(
                              if digests.get(k) != record["results"].get(k))
             raise FreezeError(f"{FREEZES_DIR}/{name}.json: results at commit {commit[:12]} do not "
                               f"match the record ({', '.join(changed[:3])})")
+        frozen_code = (record.get("state") or {}).get("code_sha256")
+        now_code = code_digest(work)
+        if frozen_code and frozen_code != now_code:
+            env_lines = (f"code: frozen code_sha256 {frozen_code[:12]}, now {now_code[:12]} at "
+                         f"commit {commit[:12]}", *env_lines)
         shutil.copytree(checked_out, frozen)
         try:
             done = subprocess.run(list(command), cwd=work, capture_output=True, text=True,

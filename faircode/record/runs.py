@@ -1,20 +1,29 @@
 """Results on disk -> the MLflow runs they describe (no mlflow here; see
 :mod:`faircode.record.tracking`).
 
-Reads ``<results>/<audit>/`` exactly as the grid writes it.  Tables are read as text; every
-column whose non-empty cells are all numbers (or ``True``/``False``) becomes a metric
-``<metric>.<column>`` (``<column>`` for tables without a ``metric`` column); other non-empty text
-cells become tags.  No metric or column list is hard-coded.  An empty numeric cell is NaN, never
-dropped; two values for one metric key of one run is an error, not an overwrite.  A table that is
-not whole -- its last line not ending in a newline (a copy or a write cut short), or a row not as
-wide as its header -- is an error naming the file and line, never a new state to log.
+Reads ``<results>/<audit>/`` exactly as the grid writes it, and the report's outputs beside them
+(``summary.csv``, the paper tables, ``report.html``, ``figures/``: :func:`report_files`).
+Tables are read as text; every column whose non-empty cells are all numbers (or
+``True``/``False``) becomes a metric whose short key :func:`faircode.record.names.metric_key`
+gives (``dp``, ``dp.lo``, ``dp.q_audit``); other non-empty text cells become tags.  No metric or
+column list decides *what* is logged: an unknown row or column keeps its own name.  An empty or
+non-finite cell is not logged (MLflow's table shows it empty; the CSV keeps it); two values for
+one metric key of one run is an error, not an overwrite.  A table that is not whole -- its last
+line not ending in a newline (a copy or a write cut short), or a row not as wide as its header --
+is an error naming the file and line, never a new state to log.
+
+A child's identity is also its params (``audit``, ``strategy``, ``strategy_code``, ``model``,
+``table``, ``attribute`` or ``axis``/``channel``) so MLflow's compare view shows what differs;
+they are tags too.  Its audit's ``state`` (``run.json``) is tagged ``state.*``.  The benchmark-wide
+q (``q_benchmark``) is joined from ``summary.csv`` when the report wrote it per model
+(``q_bench``), unless ``fairness.csv`` carries it itself.
 
 The paired effects (``effects.csv``, with replicates ``effects_stability.csv``) go to the child of
 the effect's strategy x model x attribute as ``effect_vs_<ref>.<metric>`` (the value) and
-``effect_vs_<ref>.<metric>.<column>`` (its interval, p, q, ..., the pooled columns), ``<ref>``
-the reference's code (S0, S2).  Unlike the other tables, an undefined effect (its ``value`` or
-``mean`` empty) logs nothing, and no other empty or non-finite cell is logged: an undefined
-effect is no number, and its reason is in the CSV.
+``effect_vs_<ref>.<metric>.<column>`` (its interval, p, q, ...), ``<metric>`` and ``<column>`` in
+the short codes of :func:`faircode.record.names.metric_key` and ``<ref>`` the reference's code
+(S0, S2).  An undefined effect (its ``value`` or ``mean`` empty) logs nothing: its reason is in
+the CSV.
 """
 
 from __future__ import annotations
@@ -32,11 +41,14 @@ from typing import Any
 
 import pandas as pd
 
-from faircode.core.cells import STRATEGY_CODES, Strategy
+from faircode.core.cells import strategy_code
 from faircode.core.errors import FaircodeError, describe
+from faircode.core.provenance import StateIdentity, group_states, state_of
+from faircode.record.names import child_name, metric_key
 
 __all__ = ["TABLES", "ChildRun", "ResultsError", "audit_folders", "canonical", "collect_children",
-           "datasets", "recorded_config", "results_digest", "sanitise"]
+           "datasets", "recorded_config", "recorded_state", "report_files", "results_digest",
+           "sanitise"]
 
 TABLES = ("fairness", "performance", "intersectional", "counterfactual")
 # The columns that identify the child run a row belongs to, per table.
@@ -103,20 +115,34 @@ def canonical(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()
 
 
+def report_files(results: Path) -> list[Path]:
+    """The report's outputs beside the audit folders: every top-level file of ``results`` and
+    every file under ``results/figures/`` (hidden ones aside), sorted."""
+    if not results.is_dir():
+        return []
+    top = [p for p in results.iterdir() if p.is_file() and not p.name.startswith(".")]
+    figures = results / "figures"
+    shown = [p for p in figures.rglob("*") if p.is_file()] if figures.is_dir() else []
+    return sorted(top + shown)
+
+
 def results_digest(results: Path, *, config: Mapping[str, Any] | None = None) -> str:
-    """sha256 of the config and every file of every audit folder.
+    """sha256 of the config, every file of every audit folder and the report's outputs.
 
     ``run.json`` enters without its ``seconds`` (timings) and ``jobs`` (worker count) keys: they
-    differ between two runs of the same state and change no number.
+    differ between two runs of the same state and change no number.  The report's outputs
+    (:func:`report_files`) count because the parent carries them and the children the report's
+    benchmark-wide q.
     """
-    h = hashlib.sha256(b"faircode-tracking-v1\0")
+    h = hashlib.sha256(b"faircode-tracking-v2\0")
     h.update(canonical(dict(config or {})) + b"\0")
-    for folder in audit_folders(results):
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-            h.update(path.relative_to(results).as_posix().encode() + b"\0")
-            data = (canonical(_drop_volatile(_read_json(path))) if path.name == "run.json"
-                    else path.read_bytes())
-            h.update(hashlib.sha256(data).digest())
+    files = [p for folder in audit_folders(results)
+             for p in sorted(q for q in folder.rglob("*") if q.is_file())]
+    for path in [*files, *report_files(results)]:
+        h.update(path.relative_to(results).as_posix().encode() + b"\0")
+        data = (canonical(_drop_volatile(_read_json(path))) if path.name == "run.json"
+                else path.read_bytes())
+        h.update(hashlib.sha256(data).digest())
     return h.hexdigest()
 
 
@@ -178,19 +204,27 @@ class _Draft:
     params: dict[str, str]
     metrics: dict[str, float] = field(default_factory=dict)
     notes: set[str] = field(default_factory=set)
+    seen: set[str] = field(default_factory=set)
+
+    def add(self, key: str, value: float, *, where: str, per: str) -> None:
+        """Set one metric; a non-finite value is not logged, a second value is an error."""
+        if key in self.seen:
+            raise ResultsError(f"{where}: expected one value of {key!r} per {per}, got a "
+                               "second one")
+        self.seen.add(key)
+        if math.isfinite(value):
+            self.metrics[key] = value
 
 
 def _add_rows(draft: _Draft, frame: pd.DataFrame, numeric: dict[str, list[float]],
               rows: list[int], *, table: str, keys: tuple[str, ...], path: Path) -> None:
     text = [c for c in frame.columns if c not in keys and c not in numeric and c != "metric"]
     for i in rows:
-        prefix = str(frame["metric"].iat[i]) + "." if "metric" in frame.columns else ""
+        metric = str(frame["metric"].iat[i]) if "metric" in frame.columns else None
+        prefix = f"{metric}." if metric is not None else ""
         for column, values in numeric.items():
-            key = sanitise(prefix + column)
-            if key in draft.metrics:
-                raise ResultsError(f"{path}: row {i + 2}: expected one value of {key!r} per "
-                                   f"{'/'.join(keys)}, got a second one")
-            draft.metrics[key] = values[i]
+            draft.add(sanitise(metric_key(table, metric, column)), values[i],
+                      where=f"{path}: row {i + 2}", per="/".join(keys))
         for column in text:
             cell = str(frame[column].iat[i])
             if cell:
@@ -203,17 +237,48 @@ def collect_children(results: Path) -> tuple[list[ChildRun], dict[str, str]]:
     """Every child run the results on disk describe, and the unavailable audits' reasons."""
     children: list[ChildRun] = []
     skipped: dict[str, str] = {}
+    benchmark_q = _benchmark_q(results)
     for folder in audit_folders(results):
         if not (folder / "run.json").is_file():
             info = _read_json(folder / "unavailable.json")
             reason = info.get("reason") or info.get("message") if isinstance(info, dict) else None
             skipped[folder.name] = str(reason or json.dumps(info))[:8000]
             continue
-        children.extend(_audit_children(folder))
+        children.extend(_audit_children(folder, benchmark_q))
     return children, skipped
 
 
-def _audit_children(folder: Path) -> list[ChildRun]:
+_BENCH_KEYS = ("audit", "strategy", "model", "protected_attribute", "metric")
+_BENCH_COLUMNS = ("q_benchmark", "significant_benchmark")
+
+
+def _benchmark_q(results: Path) -> dict[tuple[str, ...], dict[str, float]]:
+    """(audit, strategy, model, attribute, metric) -> the benchmark-wide q columns of
+    ``summary.csv`` when it carries them per model (else nothing)."""
+    path = results / "summary.csv"
+    if not path.is_file():
+        return {}
+    frame = _read_table(path)
+    columns = [c for c in _BENCH_COLUMNS if c in frame.columns]
+    if not columns or any(k not in frame.columns for k in _BENCH_KEYS):
+        return {}
+    numeric = _numeric_columns(frame.loc[:, columns], ())
+    keys = frame.loc[:, list(_BENCH_KEYS)].itertuples(index=False, name=None)
+    return {tuple(key): {c: values[i] for c, values in numeric.items()}
+            for i, key in enumerate(keys)}
+
+
+def _identity(table: str, ident: Mapping[str, str]) -> dict[str, str]:
+    """The params (and tags) that say which child a row belongs to, beyond the cell."""
+    if table == "fairness":
+        return {"attribute": ident["protected_attribute"]}
+    if table == "intersectional":
+        return {"attribute": f"{ident['attribute_a']} & {ident['attribute_b']}"}
+    return {"axis": ident["axis"], "channel": ident["kind"]}
+
+
+def _audit_base(folder: Path) -> tuple[str, dict[str, str], dict[str, str]]:
+    """(audit, the params every child of it shares, the tags every child shares)."""
     run = _read_json(folder / "run.json")
     if not isinstance(run, dict) or not isinstance(run.get("config"), dict):
         raise ResultsError(f"{folder / 'run.json'}: config: expected a mapping, got "
@@ -222,16 +287,22 @@ def _audit_children(folder: Path) -> list[ChildRun]:
     config = run["config"]
     params = {k: str(config[k]) for k in _PARAM_KEYS if k in config}
     params.update({k: str(v) for k, v in config.items() if k not in params and k != "jobs"})
-    seeds = run.get("seeds") or {}
-    params["seed"] = str(seeds.get("master", ""))
+    params["seed"] = str((run.get("seeds") or {}).get("master", ""))
     dataset = run.get("dataset") or {}
-    base_tags = {"audit": audit, "dataset_sha256": str(dataset.get("sha256", "")),
-                 "manifest_sha256": str(run.get("manifest_sha256", ""))}
+    tags = {"audit": audit, "dataset_sha256": str(dataset.get("sha256", "")),
+            "manifest_sha256": str(run.get("manifest_sha256", "")),
+            **state_tags(state_of(run))}
     variance = run.get("training_variance")
     if isinstance(variance, dict) and "included" in variance:  # K = 1 says it is not included
-        base_tags["training_variance"] = (
+        tags["training_variance"] = (
             f"included ({variance.get('replicates')} replicates)" if variance["included"]
             else "not included (run.seeds 1)")
+    return audit, params, tags
+
+
+def _audit_children(folder: Path, benchmark_q: Mapping[tuple[str, ...], Mapping[str, float]]
+                    ) -> list[ChildRun]:
+    audit, params, base_tags = _audit_base(folder)
     frames = {}
     for table in TABLES:
         path = folder / f"{table}.csv"
@@ -249,20 +320,41 @@ def _audit_children(folder: Path) -> list[ChildRun]:
         numeric = _numeric_columns(frame, keys)
         groups: dict[Any, Any] = frame.groupby(list(keys), sort=False).indices
         for values, rows in groups.items():
-            ident = dict(zip(keys, values, strict=True))
-            key = "|".join((table, *(str(v) for v in values)))
-            extra = " | ".join(str(ident[k]) for k in _CHILD_KEYS[table])
-            tags = {**base_tags, "table": table, **{k: str(v) for k, v in ident.items()}}
-            if table == "fairness":
-                tags["attribute"] = ident["protected_attribute"]
+            ident = {k: str(v) for k, v in zip(keys, values, strict=True)}
+            key = "|".join((table, *ident.values()))
+            who = {"audit": audit, "strategy": ident["strategy"],
+                   "strategy_code": strategy_code(ident["strategy"]), "model": ident["model"],
+                   "table": table, **_identity(table, ident)}
+            tags = {**base_tags, **ident, **who}
             draft = drafts.setdefault(key, _Draft(
-                audit, f"{audit} | {ident['strategy']} | {ident['model']} | {extra}",
-                tags, dict(params)))
+                audit, child_name(audit, ident["strategy"], ident["model"], table=table,
+                                  ident=ident), tags, {**params, **who}))
             _add_rows(draft, frame, numeric, list(rows), table=table, keys=keys,
                       path=folder / f"{table}.csv")
-    # A fairness child also holds its cell's performance rows: the whole-test-set rows, and the
-    # per-group rows (e.g. selection_rate_disadvantaged) of its own attribute only.
-    perf = frames["performance"]
+            if table == "fairness":
+                _add_benchmark(draft, frame, list(rows), benchmark_q)
+    _add_performance(drafts, frames["performance"], folder / "performance.csv")
+    for table in EFFECT_TABLES:
+        if (folder / f"{table}.csv").is_file():
+            _add_effects(drafts, _read_table(folder / f"{table}.csv"), folder / f"{table}.csv")
+    return [_finish(key, draft) for key, draft in drafts.items()]
+
+
+def _add_benchmark(draft: _Draft, frame: pd.DataFrame, rows: list[int],
+                   benchmark_q: Mapping[tuple[str, ...], Mapping[str, float]]) -> None:
+    """The benchmark-wide q of ``summary.csv`` for the child's rows (fairness.csv's own wins)."""
+    for i in rows:
+        found = benchmark_q.get(tuple(str(frame[k].iat[i]) for k in _BENCH_KEYS), {})
+        metric = str(frame["metric"].iat[i])
+        for column, value in found.items():
+            key = sanitise(metric_key("fairness", metric, column))
+            if key not in draft.seen:
+                draft.add(key, value, where="summary.csv", per="child")
+
+
+def _add_performance(drafts: Mapping[str, _Draft], perf: pd.DataFrame, path: Path) -> None:
+    """A fairness child also holds its cell's performance rows: the whole-test-set rows, and the
+    per-group rows (e.g. selection_rate_disadvantaged) of its own attribute only."""
     perf_keys = (*_CELL, "protected_attribute") if "protected_attribute" in perf else _CELL
     group = perf["protected_attribute"].to_numpy(dtype=str) if len(perf_keys) > 3 else None
     perf_numeric = _numeric_columns(perf, perf_keys)
@@ -273,11 +365,18 @@ def _audit_children(folder: Path) -> list[ChildRun]:
             rows = [i for i in perf_rows[cell]
                     if group is None or group[i] in ("", draft.tags["attribute"])]
             _add_rows(draft, perf, perf_numeric, rows, table="performance", keys=perf_keys,
-                      path=folder / "performance.csv")
-    for table in EFFECT_TABLES:
-        if (folder / f"{table}.csv").is_file():
-            _add_effects(drafts, _read_table(folder / f"{table}.csv"), folder / f"{table}.csv")
-    return [_finish(key, draft) for key, draft in drafts.items()]
+                      path=path)
+
+
+def state_tags(state: StateIdentity | None) -> dict[str, str]:
+    """A state as ``state.*`` tags (``state.code_sha256`` ...); an unknown one as
+    ``state.unknown``."""
+    if state is None:
+        return {"state.unknown": "run.json records no state"}
+    tags = {f"state.{k}": ("" if v is None else str(v).lower() if isinstance(v, bool) else
+                           ", ".join(v) if isinstance(v, list) else str(v))
+            for k, v in state.as_dict().items()}
+    return {k: v[:8000] for k, v in tags.items() if v}
 
 
 EFFECT_TABLES = ("effects", "effects_stability")
@@ -300,16 +399,13 @@ def _add_effects(drafts: Mapping[str, _Draft], frame: pd.DataFrame, path: Path) 
                                      row["protected_attribute"])))
         if draft is None:  # no fairness child (a skipped cell): nothing to attach to
             continue
-        try:
-            reference = STRATEGY_CODES[Strategy(row["reference"])]
-        except ValueError:
-            reference = row["reference"]
-        prefix = f"effect_vs_{reference}.{row['metric']}"
+        reference = strategy_code(row["reference"])
         for column, values in numeric.items():
             value = values[i]
             if not math.isfinite(value):
                 continue
-            key = sanitise(prefix if column == "value" else f"{prefix}.{column}")
+            short = metric_key("fairness", row["metric"], column)
+            key = sanitise(f"effect_vs_{reference}.{short}")
             if key in draft.metrics:
                 raise ResultsError(f"{path}: row {i + 2}: expected one value of {key!r} per "
                                    "strategy/model/attribute, got a second one")
@@ -339,6 +435,12 @@ def datasets(results: Path) -> dict[str, tuple[str, str]]:
             if dataset.get("sha256"):
                 out[folder.name] = (str(dataset.get("path", "")), str(dataset["sha256"]))
     return out
+
+
+def recorded_state(results: Path) -> dict[StateIdentity | None, tuple[str, ...]]:
+    """The states of the audits' ``run.json`` (:func:`faircode.core.provenance.group_states`)."""
+    return group_states({f.name: _read_json(f / "run.json") for f in audit_folders(results)
+                         if (f / "run.json").is_file()})
 
 
 def recorded_config(results: Path) -> dict[str, Any]:

@@ -1,26 +1,44 @@
 """MLflow tracking: sync the results on disk into an MLflow store, once per pipeline state.
 
 :func:`sync_results` reads ``<results>/<audit>/`` folders exactly as the grid wrote them
-(four CSVs and ``run.json``, or ``unavailable.json``) and logs one **parent run** for the whole
-state and one **child run** per audit x strategy x model x protected attribute, per
-intersectional pair and per counterfactual axis x channel.
+(four CSVs and ``run.json``, or ``unavailable.json``) and the report's outputs beside them, and
+logs one **parent run** for the whole state and one **child run** per audit x strategy x model x
+protected attribute, per intersectional pair and per counterfactual axis x channel.  The names,
+metric keys and the experiment's legend are :mod:`faircode.record.names`'.
 
 Design decisions
 ----------------
-* **The only module that imports mlflow, lazily.**  ``import faircode`` never loads mlflow; it is
-  imported inside the functions that talk to a store.
+* **The only modules that import mlflow, lazily** (this one, its store calls
+  :mod:`faircode.record._store` and its parent run :mod:`faircode.record._parent`).
+  ``import faircode`` never loads mlflow; it is imported inside the functions that talk to a
+  store.
 * **Reads what is on disk, never re-runs anything** (the reading is :mod:`faircode.record.runs`).
-  Tables are read as text and every numeric (or ``True``/``False``) column becomes a metric
-  ``<metric>.<column>`` (``<column>`` for tables without a ``metric`` column); other non-empty
-  text cells become tags.  No metric list is
-  hard-coded, so new rows (``tpr_gap``) and columns (``mde``) are logged without a change here.
-  A number is logged as ``float(cell)``: the CSVs hold shortest exact reprs, so a logged value
-  equals the CSV's.  An empty cell is logged as NaN, never dropped.
-* **Idempotent by content.**  The state's digest is sha256 over the config and every file of
-  every audit folder (``run.json`` without its ``seconds`` timings and ``jobs`` worker count,
-  which differ between runs of the same state and change no number).  The parent carries it
-  as tag ``faircode.digest``; a second sync of the same state finds it and logs nothing.
-  Whether DVC runs or skips the command, a state is logged once.
+  Tables are read as text and every numeric (or ``True``/``False``) column becomes a metric with
+  a short key (``dp``, ``dp.lo``, ``dp.q_audit``, ``acc``; an unknown row or column keeps its
+  name); other non-empty text cells become tags.  A number is logged as ``float(cell)``: the
+  CSVs hold shortest exact reprs, so a logged value equals the CSV's.  **An empty or non-finite
+  cell is not logged** (MLflow would show ``NaN`` as a number; its table shows the cell empty).
+* **One identity.**  The parent is tagged with the state its results were produced from --
+  ``state.git_commit``, ``state.code_sha256``, ``state.inputs_dirty``, ``state.params_sha256``,
+  read from the ``run.json`` files, the same values ``report.html`` prints -- never the commit
+  or ``dvc.lock`` of the moment of the sync (the lock that records a state is written after its
+  stages run; the freeze record holds it).  Audits from different states make the differing
+  fields ``mixed`` and ``state.states`` their count; each child carries its own audit's state.
+* **Named by what it is.**  A parent is named by its freeze (the caller finds the record whose
+  results match), its DVC experiment, or its swept params and digests; a state frozen after it
+  was logged is renamed by the next sync.  The experiment's description is the legend of the
+  keys and says which q the report's stars use.
+* **The runs table, not the GenAI overview.**  The experiment is tagged
+  ``mlflow.experimentKind=custom_model_development``, but MLflow 3.17 ignores that tag for the
+  view an experiment opens on: the sidebar's workflow toggle decides (a browser setting, default
+  GenAI, whose overview shows no run).  No tag or server option changes it (checked in the UI
+  bundle and in the real UI: ``bench/mlflow_ui.py``), so :func:`runs_url` -- the address
+  ``faircode track`` prints -- carries ``workflowType=machine_learning``.
+* **Idempotent by content.**  The state's digest is sha256 over the config, every file of every
+  audit folder (``run.json`` without its ``seconds`` timings and ``jobs`` worker count, which
+  differ between runs of the same state and change no number) and the report's outputs.  The
+  parent carries it as tag ``faircode.digest``; a second sync of the same state finds it and
+  logs nothing.  Whether DVC runs or skips the command, a state is logged once.
 * **A crash never duplicates.**  A parent is tagged ``faircode.sync_state=incomplete`` when
   created and ``complete`` as its last write; a child is ``FINISHED`` only after all its writes.
   A later sync of that state keeps the finished children of the incomplete parent, deletes the
@@ -32,10 +50,12 @@ Design decisions
   the claim (the kernel drops its file lock; its lease is taken over), and the next sync completes
   the state as above.  A complete parent's duplicate children (left by syncs before the claim
   existed) are deleted by the next sync of that state, one finished child per key kept.
-* **Fast by batching.**  A child costs three store calls whatever its metric count: create
-  with all its tags, one ``log_batch`` of params and metrics, terminate.  The raw datasets are
-  dataset inputs of the parent only (one per audit); a child names its audit's dataset by the
-  ``dataset_sha256`` tag (a per-child ``log_inputs`` was a sixth of the time per child).
+* **Fast by batching.**  A child costs four store calls whatever its metric count: create
+  with all its tags, one ``log_batch`` of params and metrics, its audit's raw dataset as input
+  (``log_inputs``: MLflow's dataset column of the child rows; ``bench/tracking.py`` measured
+  1,500 children in 28-29 s with it and 24-25 s without, about 15 %, worth a filled column),
+  terminate.  The parent has every audit's dataset as input, and the report, its
+  tables, figures and summary as artifacts (``report/``).
 * **The embedded SQLite store is switched to WAL journaling** (``PRAGMA journal_mode=WAL``, a
   documented, persistent property of the file; ``sqlite_wal=False`` leaves the file alone).
   MLflow commits several transactions per call, and in SQLite's default rollback-journal mode
@@ -58,13 +78,8 @@ Design decisions
 
 from __future__ import annotations
 
-import hashlib
-import importlib.metadata
-import sqlite3
 import time
-import urllib.error
-import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,16 +87,25 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from faircode.core.errors import describe
 from faircode.record._claim import claim_state, sqlite_path, store_lock
+from faircode.record._parent import create_parent, name_frozen
+from faircode.record._store import (
+    TrackingError,
+    check_server,
+    dataset_input,
+    ensure_experiment,
+    log_batched,
+    search_all,
+    switch_to_wal,
+)
 from faircode.record.runs import (
     ChildRun,
     ResultsError,
     audit_folders,
-    canonical,
     collect_children,
     datasets,
     recorded_config,
+    report_files,
     results_digest,
-    sanitise,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -102,41 +126,33 @@ __all__ = [
 ]
 
 DEFAULT_EXPERIMENT = "faircode"
-EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
-_BATCH_METRICS, _BATCH_PARAMS_TAGS = 1000, 100
 _HTTP_WORKERS = 2
 SyncStatus = Literal["logged", "completed", "unchanged"]
 
 
-class TrackingError(Exception):
-    """The tracking store or server failed; the message is one line saying why and what to do."""
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SyncContext:
-    """Pipeline-state details the caller gathered (git, DVC); every field is optional.
+    """Pipeline-state details the caller gathered (freeze, DVC); every field is optional.
+
+    The state's identity is not here: it is the results' own (their ``run.json``).
 
     Parameters
     ----------
-    git_commit, git_dirty
-        The code's commit and whether tracked files differed from it.
-    dvc_lock_sha256
-        sha256 of ``dvc.lock``, when the state was produced by the pipeline.
+    freeze_name
+        The freeze record whose results are these (names the parent).
     dvc_exp_name, dvc_exp_baseline
         The DVC experiment's name and baseline commit, when run by ``dvc exp run``.
     versions
         Package versions to tag (``versions.<package>``).
     """
 
-    git_commit: str | None = None
-    git_dirty: bool | None = None
-    dvc_lock_sha256: str | None = None
+    freeze_name: str | None = None
     dvc_exp_name: str | None = None
     dvc_exp_baseline: str | None = None
     versions: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name in ("git_commit", "dvc_lock_sha256", "dvc_exp_name", "dvc_exp_baseline"):
+        for name in ("freeze_name", "dvc_exp_name", "dvc_exp_baseline"):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise TypeError(f"SyncContext.{name}: expected a str or None, got "
@@ -144,9 +160,8 @@ class SyncContext:
 
     def tags(self) -> dict[str, str]:
         """The parent-run tags these details become (absent ones are left out)."""
-        tags = {"git_commit": self.git_commit, "dvc_lock_sha256": self.dvc_lock_sha256,
-                "dvc_exp_name": self.dvc_exp_name, "dvc_exp_baseline": self.dvc_exp_baseline,
-                "git_dirty": None if self.git_dirty is None else str(self.git_dirty).lower()}
+        tags = {"faircode.freeze": self.freeze_name, "dvc_exp_name": self.dvc_exp_name,
+                "dvc_exp_baseline": self.dvc_exp_baseline}
         tags.update({f"versions.{k}": v for k, v in self.versions.items()})
         return {k: str(v) for k, v in tags.items() if v is not None}
 
@@ -175,109 +190,6 @@ def runs_url(server: str, experiment_id: str) -> str:
     return f"{server.rstrip('/')}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
 
 
-# ------------------------------------------------------------------------------ logging
-
-
-def _flatten(value: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
-    for key, item in value.items():
-        if isinstance(item, Mapping):
-            yield from _flatten(item, f"{prefix}{key}.")
-        else:
-            yield sanitise(f"{prefix}{key}"), str(item)[:6000]
-
-
-def _check_server(uri: str, timeout: float) -> None:
-    if not uri.startswith(("http://", "https://")):
-        return
-    try:
-        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout) as answer:
-            answer.read()
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise TrackingError(f"server {uri} unreachable: {reason}") from None
-
-
-def _sqlite_wal(uri: str) -> None:
-    """Put a ``sqlite:///<path>`` store in WAL journaling mode (persistent; a no-op when it is)."""
-    if not uri.startswith("sqlite:///") or "?" in uri:
-        return
-    path = Path(uri.removeprefix("sqlite:///"))
-    if path.name in ("", ":memory:"):
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        connection = sqlite3.connect(path, timeout=20)
-        try:
-            connection.execute("PRAGMA journal_mode=WAL")
-        finally:
-            connection.close()
-    except sqlite3.Error as exc:
-        raise TrackingError(f"store {uri}: cannot open the SQLite file: {exc}") from None
-
-
-def _input(audit: str, path: str, sha256: str) -> Any:
-    import warnings
-
-    from mlflow.data.dataset_source_registry import resolve_dataset_source
-    from mlflow.data.meta_dataset import MetaDataset
-    from mlflow.entities import Dataset, DatasetInput, InputTag
-
-    with warnings.catch_warnings():  # two local-file source classes match a path; either is right
-        warnings.simplefilter("ignore", UserWarning)
-        source = resolve_dataset_source(path or f"{audit}.raw")
-    dataset = MetaDataset(source, name=audit, digest=sha256[:36])  # type: ignore[abstract]
-    return DatasetInput(Dataset(**dataset.to_dict()), tags=[
-        InputTag("mlflow.data.context", "raw"), InputTag("sha256", sha256)])
-
-
-def _log(client: MlflowClient, run_id: str, *, params: Mapping[str, str],
-         metrics: Mapping[str, float], tags: Mapping[str, str] | None = None) -> None:
-    from mlflow.entities import Metric, Param, RunTag
-
-    now = int(time.time() * 1000)
-    small = [Param(k, v) for k, v in params.items()] + [
-        RunTag(k, v) for k, v in (tags or {}).items()]
-    big = [Metric(k, v, now, 0) for k, v in metrics.items()]
-    while small or big:
-        chunk_small, small = small[:_BATCH_PARAMS_TAGS], small[_BATCH_PARAMS_TAGS:]
-        chunk_big, big = big[:_BATCH_METRICS], big[_BATCH_METRICS:]
-        client.log_batch(run_id,
-                         metrics=chunk_big,
-                         params=[p for p in chunk_small if isinstance(p, Param)],
-                         tags=[t for t in chunk_small if isinstance(t, RunTag)])
-
-
-def _experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
-    found = client.get_experiment_by_name(name)
-    if found is None:
-        try:
-            return str(client.create_experiment(name, artifact_location=artifact_location,
-                                                tags=dict([EXPERIMENT_KIND])))
-        except Exception as exc:  # a concurrent sync created it first: use that one
-            if getattr(exc, "error_code", None) != "RESOURCE_ALREADY_EXISTS":
-                raise
-            found = client.get_experiment_by_name(name)
-            if found is None:
-                raise
-    if found is not None:
-        experiment_id = found.experiment_id
-        if found.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:
-            client.set_experiment_tag(experiment_id, *EXPERIMENT_KIND)
-    return str(experiment_id)
-
-
-def _search(client: MlflowClient, experiment_id: str, filter_string: str) -> list[Any]:
-    runs: list[Any] = []
-    token = None
-    while True:
-        page = client.search_runs([experiment_id], filter_string, max_results=1000,
-                                  order_by=["attributes.start_time ASC"], page_token=token)
-        runs.extend(page)
-        token = page.token
-        if not token:
-            return runs
-
-
 def sync_results(
     results: Path,
     *,
@@ -289,6 +201,7 @@ def sync_results(
     health_timeout: float = 5.0,
     workers: int | None = None,
     sqlite_wal: bool = True,
+    child_inputs: bool = True,
 ) -> SyncReport:
     """Log the results on disk as one parent run and its children, unless already logged.
 
@@ -316,6 +229,9 @@ def sync_results(
         children, which the next sync replaces.
     sqlite_wal
         Switch a ``sqlite:///`` store to WAL journaling first (see the module docstring).
+    child_inputs
+        Log each child's audit dataset as its input (MLflow's dataset column of the child rows);
+        ``False`` saves one store call per child (``bench/tracking.py --no-child-inputs``).
 
     Raises
     ------
@@ -333,10 +249,10 @@ def sync_results(
     digest = results_digest(results, config=config)
     children, skipped = collect_children(results)
     try:
-        _check_server(tracking_uri, health_timeout)
+        check_server(tracking_uri, health_timeout)
         with store_lock(tracking_uri):  # SQLite: one sync (and schema creation) at a time
             if sqlite_wal:
-                _sqlite_wal(tracking_uri)
+                switch_to_wal(tracking_uri)
             import mlflow
             from mlflow.tracking import MlflowClient
 
@@ -346,7 +262,8 @@ def sync_results(
                              config=recorded_config(results) if config is None else config,
                              context=context or SyncContext(),
                              artifact_location=artifact_location, started=started,
-                             workers=workers, lease=sqlite_path(tracking_uri) is None)
+                             workers=workers, lease=sqlite_path(tracking_uri) is None,
+                             child_inputs=child_inputs)
             except mlflow.exceptions.MlflowException as exc:
                 raise TrackingError(_one_line(exc)) from None
     except TrackingError:
@@ -363,11 +280,11 @@ def _one_line(exc: BaseException) -> str:
 def _sync(client: MlflowClient, results: Path, digest: str, children: list[ChildRun],
           skipped: Mapping[str, str], *, experiment: str, config: Mapping[str, Any],
           context: SyncContext, artifact_location: str | None, started: float,
-          workers: int, lease: bool) -> SyncReport:
-    experiment_id = _experiment(client, experiment, artifact_location)
+          workers: int, lease: bool, child_inputs: bool) -> SyncReport:
+    experiment_id = ensure_experiment(client, experiment, artifact_location)
 
     def complete() -> str | None:
-        found = _search(client, experiment_id, f"tags.`faircode.digest` = '{digest}' and "
+        found = search_all(client, experiment_id, f"tags.`faircode.digest` = '{digest}' and "
                         "tags.`faircode.sync_state` = 'complete'")
         parent = next((r for r in found if "mlflow.parentRunId" not in r.data.tags), None)
         return None if parent is None else _dedupe_children(client, experiment_id, parent)
@@ -379,8 +296,11 @@ def _sync(client: MlflowClient, results: Path, digest: str, children: list[Child
             if claim.held:
                 return _log_state(client, results, digest, children, skipped,
                                   experiment_id=experiment_id, config=config, context=context,
-                                  started=started, workers=workers, check=claim.check)
+                                  started=started, workers=workers, check=claim.check,
+                                  child_inputs=child_inputs)
             parent_id = complete()
+    if parent_id and context.freeze_name:
+        name_frozen(client, parent_id, context.freeze_name)
     return SyncReport("unchanged", digest, experiment_id, parent_id or "", 0, len(children),
                       dict(skipped), time.perf_counter() - started)
 
@@ -388,7 +308,7 @@ def _sync(client: MlflowClient, results: Path, digest: str, children: list[Child
 def _dedupe_children(client: MlflowClient, experiment_id: str, parent: Any) -> str:
     """Delete all but one child per key of a complete parent (finished, earliest first)."""
     parent_id = str(parent.info.run_id)
-    found = _search(client, experiment_id, f"tags.`mlflow.parentRunId` = '{parent_id}'")
+    found = search_all(client, experiment_id, f"tags.`mlflow.parentRunId` = '{parent_id}'")
     kept: set[str] = set()
     for child in sorted(found, key=lambda r: (r.info.status != "FINISHED", r.info.start_time,
                                               r.info.run_id)):
@@ -403,17 +323,17 @@ def _dedupe_children(client: MlflowClient, experiment_id: str, parent: Any) -> s
 def _log_state(client: MlflowClient, results: Path, digest: str, children: list[ChildRun],
                skipped: Mapping[str, str], *, experiment_id: str, config: Mapping[str, Any],
                context: SyncContext, started: float, workers: int,
-               check: Callable[[], None]) -> SyncReport:
+               check: Callable[[], None], child_inputs: bool) -> SyncReport:
     """Log (or complete) the state's parent and children; the caller holds the claim."""
     from mlflow.entities import RunStatus
 
-    parents = [r for r in _search(client, experiment_id, f"tags.`faircode.digest` = '{digest}'")
+    parents = [r for r in search_all(client, experiment_id, f"tags.`faircode.digest` = '{digest}'")
                if "mlflow.parentRunId" not in r.data.tags]
     complete = [r for r in parents if r.data.tags.get("faircode.sync_state") == "complete"]
     keep = complete[0] if complete else (parents[0] if parents else None)
     for extra in parents:  # a concurrent or crashed duplicate: never leave two of one state
         if extra is not keep:
-            for child in _search(client, experiment_id,
+            for child in search_all(client, experiment_id,
                                  f"tags.`mlflow.parentRunId` = '{extra.info.run_id}'"):
                 client.delete_run(child.info.run_id)
             client.delete_run(extra.info.run_id)
@@ -426,18 +346,41 @@ def _log_state(client: MlflowClient, results: Path, digest: str, children: list[
         return report("unchanged", complete[0].info.run_id, 0)
     done: set[str] = set()
     status: SyncStatus = "completed" if keep is not None else "logged"
+    inputs = {a: dataset_input(a, p, sha) for a, (p, sha) in datasets(results).items()}
     if keep is not None:
         parent_id = keep.info.run_id
-        for child in _search(client, experiment_id, f"tags.`mlflow.parentRunId` = '{parent_id}'"):
+        query = f"tags.`mlflow.parentRunId` = '{parent_id}'"
+        for child in search_all(client, experiment_id, query):
             key = child.data.tags.get("faircode.child_key")
             if child.info.status == "FINISHED" and key and key not in done:
                 done.add(key)
             else:
                 client.delete_run(child.info.run_id)
     else:
-        inputs = [_input(a, p, s) for a, (p, s) in datasets(results).items()]
-        parent_id = _create_parent(client, experiment_id, results, digest, children, skipped,
-                                   config=config, context=context, inputs=inputs)
+        parent_id = create_parent(client, experiment_id, results, digest, children, skipped,
+                                   config=config, context=context,
+                                   inputs=list(inputs.values()))
+    todo = [c for c in children if c.key not in done]
+    _log_children(client, todo, experiment_id=experiment_id, parent_id=parent_id,
+                  digest=digest, inputs=inputs if child_inputs else {}, workers=workers,
+                  check=check)
+    logged = len(todo)
+    for folder in audit_folders(results):
+        client.log_artifacts(parent_id, str(folder), f"results/{folder.name}")
+    for path in report_files(results):  # the report, its tables, figures and summary
+        where = path.parent.relative_to(results).as_posix()
+        client.log_artifact(parent_id, str(path), "report" if where == "." else f"report/{where}")
+    client.set_tag(parent_id, "faircode.sync_state", "complete")
+    client.set_terminated(parent_id, RunStatus.to_string(RunStatus.FINISHED))
+    return report(status, parent_id, logged)
+
+
+def _log_children(client: MlflowClient, todo: list[ChildRun], *, experiment_id: str,
+                  parent_id: str, digest: str, inputs: Mapping[str, Any], workers: int,
+                  check: Callable[[], None]) -> None:
+    """Log ``todo`` under the parent: sequentially, or by ``workers`` threads (a server)."""
+    from mlflow.entities import RunStatus
+
     finished = RunStatus.to_string(RunStatus.FINISHED)
 
     def log_child(child: ChildRun) -> None:
@@ -445,46 +388,20 @@ def _log_state(client: MlflowClient, results: Path, digest: str, children: list[
         run = client.create_run(experiment_id, run_name=child.name, tags={
             **child.tags, "faircode.parent_digest": digest, "mlflow.parentRunId": parent_id})
         run_id = run.info.run_id
-        _log(client, run_id, params=child.params, metrics=child.metrics)
+        log_batched(client, run_id, params=child.params, metrics=child.metrics)
+        if child.audit in inputs:  # MLflow's dataset column of the child's row
+            client.log_inputs(run_id, datasets=[inputs[child.audit]])
         client.set_terminated(run_id, finished)
 
-    todo = [c for c in children if c.key not in done]
     if workers == 1:
         for child in todo:
             log_child(child)
-    else:
-        pool = ThreadPoolExecutor(max_workers=workers)
-        try:  # the first failure cancels what has not started; started children may stay RUNNING
-            for future in [pool.submit(log_child, c) for c in todo]:
-                future.result()
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
-    logged = len(todo)
-    for folder in audit_folders(results):
-        client.log_artifacts(parent_id, str(folder), f"results/{folder.name}")
-    client.set_tag(parent_id, "faircode.sync_state", "complete")
-    client.set_terminated(parent_id, finished)
-    return report(status, parent_id, logged)
+        return
+    pool = ThreadPoolExecutor(max_workers=workers)
+    try:  # the first failure cancels what has not started; started children may stay RUNNING
+        for future in [pool.submit(log_child, c) for c in todo]:
+            future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _create_parent(client: MlflowClient, experiment_id: str, results: Path, digest: str,
-                   children: list[ChildRun], skipped: Mapping[str, str], *,
-                   config: Mapping[str, Any], context: SyncContext, inputs: list[Any]) -> str:
-    audits = sorted({c.audit for c in children})
-    name = f"{context.dvc_exp_name or 'state'} {digest[:10]}"
-    tags = {"faircode.digest": digest, "faircode.sync_state": "incomplete",
-            "faircode.children_expected": str(len(children)), "audits": ", ".join(audits),
-            "params_sha256": hashlib.sha256(canonical(dict(config))).hexdigest(),
-            "results": str(results.resolve()), **context.tags(),
-            "versions.mlflow": importlib.metadata.version("mlflow"),
-            **{sanitise(f"unavailable.{a}"): r for a, r in skipped.items()},
-            "mlflow.note.content": (
-                f"faircode state {digest[:10]}: {len(children)} child runs over "
-                f"{', '.join(audits) or 'no audit'}"
-                + (f"; unavailable: {', '.join(sorted(skipped))}" if skipped else ""))}
-    parent = client.create_run(experiment_id, tags=tags, run_name=name)
-    parent_id = parent.info.run_id
-    _log(client, parent_id, params=dict(_flatten(config)), metrics={})
-    if inputs:
-        client.log_inputs(parent_id, datasets=inputs)
-    return str(parent_id)

@@ -89,14 +89,14 @@ def write_report(
     metric: str = DEFAULT_METRIC,
     model: str | None = None,
     provenance: Mapping[str, Any] | None = None,
-    dvc_lock: Path | None = None,
 ) -> ReportOutputs:
     """Write summary, tables, figures, DVC plot data and ``report.html`` into ``results``.
 
     ``results/figures`` and ``results/plots`` belong to the report and are rewritten whole.
 
-    ``provenance`` is the report code's own record (``benchmark.provenance()``); ``dvc_lock``
-    the ``dvc.lock`` whose sha256 the page prints (both optional).
+    ``provenance`` is the report code's own record
+    (``faircode.core.provenance.provenance(code=REPORT_CODE)``; optional): the page shows the
+    state of the results (their ``run.json``) and names the code that rendered it.
     """
     from faircode.report import figures as report_figures
     from faircode.report import html as report_html
@@ -158,7 +158,7 @@ def write_report(
     html = report_html.write_html(
         context, summary=summary, floor=floor, counts=floor_counts(floor),
         intersectional=intersectional, figures=figures, provenance=provenance or {},
-        dvc_lock=dvc_lock, out=results / "report.html")
+        out=results / "report.html")
     return ReportOutputs(summary=summary_path, tables=tables,
                          figures=tuple(p for f in figures for p in (f.png, f.pdf)), plots=plots,
                          html=html, extra=(floor_path,))

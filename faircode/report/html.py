@@ -4,9 +4,11 @@ Design decisions
 ----------------
 * Self-contained: CSS inline, figures inline as base64 PNG, and a Content-Security-Policy that
   forbids every request except ``data:`` images, so opening the page can never reach a network.
-* Provenance is printed, not linked: the report code's git commit, the ``dvc.lock`` sha256,
-  and per audit the result's commit, dataset and manifest digests, seeds and parameters, all
-  from ``run.json``.
+* Provenance is printed, not linked: the state the results come from (commit, code and params
+  digests, dirty inputs: the ``state`` of every ``run.json``, grouped when audits differ), the
+  report code that rendered the page, and per audit the dataset and manifest digests, seeds and
+  parameters.  No ``dvc.lock`` digest: a stage cannot know the lock that will record it; the
+  citable identity is the freeze record, which the page names.
 * A small inline script writes every image's natural size and every loaded resource into
   ``<pre id="render-check">`` once the page has loaded; a headless browser's DOM dump then
   shows what a reader's browser actually rendered.  It changes nothing a reader sees.
@@ -16,7 +18,6 @@ Design decisions
 from __future__ import annotations
 
 import base64
-import hashlib
 import html
 import json
 from collections.abc import Mapping, Sequence
@@ -25,6 +26,7 @@ from typing import Any
 
 import pandas as pd
 
+from faircode.core.provenance import StateIdentity, group_states
 from faircode.report.deployed import deployed_tables
 from faircode.report.effects import effects_table
 from faircode.report.figures import FigureFile
@@ -140,20 +142,54 @@ def _floor_sentence(counts: pd.DataFrame) -> str:
     return f"<ul>{''.join(items)}</ul>"
 
 
-def _provenance(ctx: Context, record: Mapping[str, Any], dvc_lock: Path | None) -> str:
-    lock = ("not present (no DVC pipeline run yet)" if dvc_lock is None or not dvc_lock.is_file()
-            else "sha256 " + hashlib.sha256(dvc_lock.read_bytes()).hexdigest())
-    commit = record.get("git_commit") or "unknown"
-    dirty = " (uncommitted changes)" if record.get("git_dirty") else ""
-    parts = [f"<p>Report code: git commit <code>{_esc(commit)}</code>{_esc(dirty)}; "
-             f"dvc.lock: <code>{_esc(lock)}</code>. To cite a frozen state, cite the git tag "
-             "and the dvc.lock digest printed here.</p>"]
+def _state_html(state: StateIdentity | None, audits: Sequence[str], *, alone: bool) -> str:
+    """One state as a definition list whose ``data-*`` attributes carry the identity."""
+    who = "" if alone else f"<p>Audits {_esc(', '.join(audits))}:</p>"
+    if state is None:
+        return (f"{who}<p class=\"state\" data-state=\"unknown\">State unknown: their run.json "
+                "records no <code>state</code> (written before states were recorded); re-run "
+                "them to record it.</p>")
+    dirty = {True: "<b>DIRTY</b>: produced from uncommitted inputs ("
+                   + _esc(", ".join(state.dirty_inputs) or "changes") + "); not citable, "
+                   "<code>faircode freeze</code> refuses it",
+             False: "clean (every input as committed)",
+             None: "unknown (not in a git repository)"}[state.inputs_dirty]
+    attrs = (f'data-commit="{_esc(state.git_commit or "")}" data-code="{_esc(state.code_sha256)}" '
+             f'data-params="{_esc(state.params_sha256 or "")}" '
+             f'data-dirty="{_esc(str(state.inputs_dirty).lower())}"')
+    return (f'{who}<dl class="state" {attrs}>'
+            f"<dt>git commit</dt><dd><code>{_esc(state.git_commit or 'unknown')}</code></dd>"
+            f"<dt>code sha256</dt><dd><code>{_esc(state.code_sha256)}</code></dd>"
+            f"<dt>params sha256</dt><dd><code>{_esc(state.params_sha256 or 'unknown')}</code>"
+            f"</dd><dt>inputs</dt><dd>{dirty}</dd></dl>")
+
+
+def _provenance(ctx: Context, record: Mapping[str, Any]) -> str:
+    groups = group_states(ctx.inputs.runs)
+    lead = ("<p>These results come from one state (the same identity is in every "
+            "<code>run.json</code> as <code>state</code> and on the MLflow parent run as "
+            "<code>state.*</code> tags):</p>" if len(groups) == 1 else
+            f"<p><b>These results come from {len(groups)} states</b> (audits re-run after a "
+            "change): each audit's numbers are those of its own state below.</p>")
+    parts = [lead, *(_state_html(state, audits, alone=len(groups) == 1)
+                     for state, audits in groups.items()),
+             "<p>To cite these numbers, cite the freeze record <code>freezes/&lt;name&gt;.json"
+             "</code> that <code>faircode freeze &lt;name&gt;</code> makes once they are "
+             "committed: it adds the commit that contains them and its <code>dvc.lock</code>, "
+             "and <code>faircode verify &lt;name&gt;</code> re-derives every number.</p>"]
+    rendered = record.get("state")
+    if isinstance(rendered, Mapping) and "code_sha256" in rendered:
+        page = StateIdentity.from_dict(rendered)
+        inputs = {True: "from DIRTY inputs", False: "from clean inputs", None: ""}
+        parts.append(f"<p>This page was rendered by the report code at commit "
+                     f"<code>{_esc(page.git_commit or 'unknown')}</code> "
+                     f"{inputs[page.inputs_dirty]} (report code sha256 "
+                     f"<code>{_esc(page.code_sha256)}</code>).</p>")
     rows = []
     for audit, run in ctx.inputs.runs.items():
         dataset = run.get("dataset", {})
         rows.append({
-            "audit": audit, "git commit": str(run.get("git_commit") or "unknown")
-            + (" (dirty)" if run.get("git_dirty") else ""),
+            "audit": audit,
             "dataset sha256": dataset.get("sha256", "unknown"),
             "manifest sha256": run.get("manifest_sha256", "unknown"),
             "master seed": run.get("seeds", {}).get("master", "unknown"),
@@ -237,7 +273,7 @@ def _effects(ctx: Context) -> list[str]:
 def write_html(ctx: Context, *, summary: pd.DataFrame, floor: pd.DataFrame,
                counts: pd.DataFrame, intersectional: pd.DataFrame,
                figures: Sequence[FigureFile], provenance: Mapping[str, Any],
-               dvc_lock: Path | None, out: Path) -> Path:
+               out: Path) -> Path:
     """Write the self-contained report page to ``out``; return ``out``."""
     paper, performance, counterfactual, floor_table = all_tables(ctx, floor)
     models = ", ".join(ctx.models)
@@ -263,7 +299,7 @@ def write_html(ctx: Context, *, summary: pd.DataFrame, floor: pd.DataFrame,
         f"</summary>{_frame_html(summary_rows)}</details>",
         "<h2>Every result row</h2>", _details(ctx, intersectional),
         "<h2>Unavailable audits</h2>", _unavailable(ctx),
-        "<h2>Provenance</h2>", _provenance(ctx, provenance, dvc_lock),
+        "<h2>Provenance</h2>", _provenance(ctx, provenance),
         '<pre id="render-check"></pre>',
     ]
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"

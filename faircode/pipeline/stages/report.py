@@ -3,7 +3,8 @@
 ``python -m faircode.pipeline.stages.report --params params.yaml --results results --audits audits``
 reads the ``report`` section of params.yaml (``metric``, ``model``; absent means the defaults;
 the whole file is validated) and calls :func:`faircode.report.build.write_report`.  No statistics
-here.
+here.  The page names the report code that rendered it
+(:data:`faircode.core.provenance.REPORT_CODE`); the state it cites is its results' own.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from faircode.core.config import ReportConfig, load_params
 from faircode.core.errors import FaircodeError
-from faircode.core.provenance import provenance
+from faircode.core.provenance import REPORT_CODE, provenance
 from faircode.report.build import write_report
 
 
@@ -24,15 +25,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--params", default="params.yaml", help="params file (report section)")
     parser.add_argument("--results", default="results", help="results folder")
     parser.add_argument("--audits", default="audits", help="folder of <name>/audit.yaml")
-    parser.add_argument("--dvc-lock", default="dvc.lock", help="lock file whose digest is shown")
     args = parser.parse_args(argv)
     try:
         params_path = Path(args.params)
         config = load_params(params_path).report if params_path.is_file() else ReportConfig()
-        lock = Path(args.dvc_lock)
         outputs = write_report(Path(args.results), audits_dir=Path(args.audits),
                                metric=config.metric, model=config.model,
-                               provenance=provenance(), dvc_lock=lock if lock.is_file() else None)
+                               provenance=provenance(code=REPORT_CODE))
     except FaircodeError as exc:
         print(str(exc), file=sys.stderr)
         return 2

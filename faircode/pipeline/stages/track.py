@@ -2,17 +2,21 @@
 
 Gathers what the library takes explicitly: the project root (``$DVC_ROOT`` inside DVC, which is
 the real project even in an experiment's temporary copy, else the working directory), the store
-(``$MLFLOW_TRACKING_URI`` or ``sqlite:///<root>/mlflow.db``), git commit/dirty, the sha256 of
-``dvc.lock``, ``$DVC_EXP_NAME``/``$DVC_EXP_BASELINE_REV``, and ``params.yaml`` minus ``run``
-(worker count changes no number).  Exit codes: 0 logged or already logged, 2 bad results,
-3 tracking failed (one line; results intact).  As a DVC stage a tracking failure exits 0 unless
-``--strict``: a failed stage would discard a ``dvc exp run``'s results, and the next sync logs
-the missing state anyway.  Usage: ``python -m faircode.pipeline.stages.track [--strict] [RESULTS]``.
+(``$MLFLOW_TRACKING_URI`` or ``sqlite:///<root>/mlflow.db``), the freeze record whose results
+these are (it names the parent), ``$DVC_EXP_NAME``/``$DVC_EXP_BASELINE_REV``, the package
+versions, and ``params.yaml`` minus ``run`` (worker count changes no number).  The state's
+identity is not gathered here: the parent carries the results' own (their ``run.json``), never
+the commit or ``dvc.lock`` of the moment of the sync.  The line printed ends with the runs
+table's address (MLflow 3.17 opens an experiment on its GenAI overview unless the address says
+``workflowType=machine_learning``; no experiment tag changes that).  Exit codes: 0 logged or
+already logged, 2 bad results, 3 tracking failed (one line; results intact).  As a DVC stage a
+tracking failure exits 0 unless ``--strict``: a failed stage would discard a ``dvc exp run``'s
+results, and the next sync logs the missing state anyway.  Usage:
+``python -m faircode.pipeline.stages.track [--strict] [RESULTS]``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from collections.abc import Mapping
@@ -26,10 +30,12 @@ def track(results: Path, *, root: Path, env: Mapping[str, str], tracking_uri: st
           experiment: str = "faircode", config: Mapping[str, Any] | None = None) -> int:
     """Gather the pipeline state, sync it, print one line; return the exit code (0 or 3)."""
     from faircode.core.provenance import provenance
+    from faircode.record.freeze import matching_freeze
     from faircode.record.tracking import (
         SyncContext,
         TrackingError,
         default_tracking_uri,
+        runs_url,
         sync_results,
     )
 
@@ -40,13 +46,10 @@ def track(results: Path, *, root: Path, env: Mapping[str, str], tracking_uri: st
         # lines per child run nor fetches the run (one extra request per child over HTTP) for them
         os.environ.setdefault(key, value)
     uri = tracking_uri or env.get("MLFLOW_TRACKING_URI") or default_tracking_uri(root)
-    lock = root / "dvc.lock"
-    record = provenance(repo=root)
     context = SyncContext(
-        git_commit=record["git_commit"], git_dirty=record["git_dirty"],
-        dvc_lock_sha256=hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else None,
+        freeze_name=matching_freeze(root, results) if results.is_dir() else None,
         dvc_exp_name=env.get("DVC_EXP_NAME"), dvc_exp_baseline=env.get("DVC_EXP_BASELINE_REV"),
-        versions=record["versions"])
+        versions=provenance(repo=root)["versions"])
     local = None if "://" in uri.removeprefix("sqlite:///") else (root / "mlartifacts").as_uri()
     try:
         done = sync_results(results, tracking_uri=uri, experiment=experiment, config=config,
@@ -55,10 +58,13 @@ def track(results: Path, *, root: Path, env: Mapping[str, str], tracking_uri: st
         print(f"tracking failed: {exc}; results in {results} are intact; re-sync with: "
               f"faircode track --results {results} --tracking-uri {uri}", file=sys.stderr)
         return EXIT_TRACKING
+    server = uri if uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"
+    browse = "" if server == uri else f"`mlflow ui --backend-store-uri {uri}`, then "
     print(f"tracking {done.status}: {done.children_logged} of {done.children_total} child runs "
           f"in {done.seconds:.1f}s, parent {done.parent_run_id} (experiment {experiment}, id "
           f"{done.experiment_id}, {uri})"
-          + (f"; unavailable: {', '.join(done.skipped)}" if done.skipped else ""))
+          + (f"; unavailable: {', '.join(done.skipped)}" if done.skipped else "")
+          + f"; runs table: {browse}{runs_url(server, done.experiment_id)}")
     return 0
 
 

@@ -1,0 +1,87 @@
+"""The parent run of a state: its name, its identity tags and its creation.
+
+The identity is the results' own (their ``run.json`` ``state``; :mod:`faircode.core.provenance`):
+one state's tags as they are, several states' common values with ``mixed`` where they differ
+(and dirty if any audit is).  Named by :func:`faircode.record.names.parent_name`.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from faircode.record._store import flatten, log_batched
+from faircode.record.names import parent_name
+from faircode.record.runs import ChildRun, recorded_state, sanitise, state_tags
+
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import Mapping
+
+    from mlflow.tracking import MlflowClient
+
+    from faircode.record.tracking import SyncContext
+
+__all__ = ["create_parent", "name_frozen", "parent_state"]
+
+_FIELDS = ("git_commit", "code_sha256", "inputs_dirty", "params_sha256")
+
+
+def parent_state(results: Path) -> tuple[dict[str, str], dict[str, str | None]]:
+    """(the parent's ``state.*`` tags, each identity field's tag value: the audits' common one,
+    ``mixed`` where they differ, ``None`` where unknown; dirty if any audit is)."""
+    groups = recorded_state(results)
+    consensus: dict[str, str | None] = {}
+    for i, name in enumerate(_FIELDS):
+        values = {None if s is None else _tag_value(s.key()[i]) for s in groups}
+        consensus[name] = values.pop() if len(values) == 1 else "mixed"
+    if any(s is not None and s.inputs_dirty for s in groups):
+        consensus["inputs_dirty"] = "true"
+    if len(groups) == 1:
+        return state_tags(next(iter(groups))), consensus
+    tags = {f"state.{k}": v for k, v in consensus.items() if v is not None}
+    return {**tags, "state.states": str(len(groups))}, consensus
+
+
+def _tag_value(value: object) -> str | None:
+    return None if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def create_parent(client: MlflowClient, experiment_id: str, results: Path, digest: str,
+                   children: list[ChildRun], skipped: Mapping[str, str], *,
+                   config: Mapping[str, Any], context: SyncContext, inputs: list[Any]) -> str:
+    audits = sorted({c.audit for c in children})
+    state, consensus = parent_state(results)
+    name = parent_name(freeze=context.freeze_name, dvc_exp=context.dvc_exp_name, config=config,
+                       code_sha256=consensus.get("code_sha256"),
+                       params_sha256=consensus.get("params_sha256"),
+                       dirty=consensus.get("inputs_dirty") == "true")
+    tags = {"faircode.digest": digest, "faircode.sync_state": "incomplete",
+            "faircode.children_expected": str(len(children)), "audits": ", ".join(audits),
+            "results": str(results.resolve()), **state, **context.tags(),
+            "versions.mlflow": importlib.metadata.version("mlflow"),
+            **{sanitise(f"unavailable.{a}"): r for a, r in skipped.items()},
+            "mlflow.note.content": (
+                f"faircode state {name}: {len(children)} child runs over "
+                f"{', '.join(audits) or 'no audit'}"
+                + (f"; unavailable: {', '.join(sorted(skipped))}" if skipped else "")
+                + ". Identity (as in run.json and report.html): "
+                + ", ".join(f"{k} {v}" for k, v in consensus.items())
+                + ". Cite the freeze record (freezes/<name>.json), not this run.")}
+    parent = client.create_run(experiment_id, tags=tags, run_name=name)
+    parent_id = parent.info.run_id
+    log_batched(client, parent_id, params=dict(flatten(config)), metrics={})
+    if inputs:
+        client.log_inputs(parent_id, datasets=inputs)
+    return str(parent_id)
+
+
+def name_frozen(client: MlflowClient, parent_id: str, freeze: str) -> None:
+    """Name a parent logged before its state was frozen by the freeze (tag and run name)."""
+    run = client.get_run(parent_id)
+    if run.data.tags.get("faircode.freeze") != freeze:
+        dirty = run.data.tags.get("state.inputs_dirty") == "true"
+        client.set_tag(parent_id, "faircode.freeze", freeze)
+        client.update_run(parent_id, name=parent_name(
+            freeze=freeze, dvc_exp=None, config={}, code_sha256=None, params_sha256=None,
+            dirty=dirty))

@@ -1,0 +1,138 @@
+"""The MLflow store calls a sync makes (no logic about what is logged: see
+:mod:`faircode.record.tracking`).
+
+Batched logging (``log_batch`` in chunks of MLflow's limits), a dataset input built from a raw
+file's path and sha256, the experiment created (or updated) with its kind tag and legend, paged
+search, the embedded SQLite store's switch to WAL journaling and a server's health check.
+mlflow is imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from faircode.record.names import legend
+from faircode.record.runs import sanitise
+
+if TYPE_CHECKING:  # pragma: no cover
+    from mlflow.tracking import MlflowClient
+
+__all__ = ["EXPERIMENT_KIND", "TrackingError", "check_server", "dataset_input",
+           "ensure_experiment", "flatten", "log_batched", "search_all", "switch_to_wal"]
+
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+"""The experiment tag MLflow 3.x's kind selector reads.  MLflow 3.17 ignores it for the landing
+view (its sidebar's workflow toggle, default GenAI, decides): the runs table's address carries
+``workflowType=machine_learning`` (:func:`faircode.record.tracking.runs_url`)."""
+_BATCH_METRICS, _BATCH_PARAMS_TAGS = 1000, 100
+
+
+class TrackingError(Exception):
+    """The tracking store or server failed; the message is one line saying why and what to do."""
+
+
+def flatten(value: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
+    for key, item in value.items():
+        if isinstance(item, Mapping):
+            yield from flatten(item, f"{prefix}{key}.")
+        else:
+            yield sanitise(f"{prefix}{key}"), str(item)[:6000]
+
+
+def check_server(uri: str, timeout: float) -> None:
+    if not uri.startswith(("http://", "https://")):
+        return
+    try:
+        with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=timeout) as answer:
+            answer.read()
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise TrackingError(f"server {uri} unreachable: {reason}") from None
+
+
+def switch_to_wal(uri: str) -> None:
+    """Put a ``sqlite:///<path>`` store in WAL journaling mode (persistent; a no-op when it is)."""
+    if not uri.startswith("sqlite:///") or "?" in uri:
+        return
+    path = Path(uri.removeprefix("sqlite:///"))
+    if path.name in ("", ":memory:"):
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        connection = sqlite3.connect(path, timeout=20)
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+        finally:
+            connection.close()
+    except sqlite3.Error as exc:
+        raise TrackingError(f"store {uri}: cannot open the SQLite file: {exc}") from None
+
+
+def dataset_input(audit: str, path: str, sha256: str) -> Any:
+    import warnings
+
+    from mlflow.data.dataset_source_registry import resolve_dataset_source
+    from mlflow.data.meta_dataset import MetaDataset
+    from mlflow.entities import Dataset, DatasetInput, InputTag
+
+    with warnings.catch_warnings():  # two local-file source classes match a path; either is right
+        warnings.simplefilter("ignore", UserWarning)
+        source = resolve_dataset_source(path or f"{audit}.raw")
+    dataset = MetaDataset(source, name=audit, digest=sha256[:36])  # type: ignore[abstract]
+    return DatasetInput(Dataset(**dataset.to_dict()), tags=[
+        InputTag("mlflow.data.context", "raw"), InputTag("sha256", sha256)])
+
+
+def log_batched(client: MlflowClient, run_id: str, *, params: Mapping[str, str],
+         metrics: Mapping[str, float], tags: Mapping[str, str] | None = None) -> None:
+    from mlflow.entities import Metric, Param, RunTag
+
+    now = int(time.time() * 1000)
+    small = [Param(k, v) for k, v in params.items()] + [
+        RunTag(k, v) for k, v in (tags or {}).items()]
+    big = [Metric(k, v, now, 0) for k, v in metrics.items()]
+    while small or big:
+        chunk_small, small = small[:_BATCH_PARAMS_TAGS], small[_BATCH_PARAMS_TAGS:]
+        chunk_big, big = big[:_BATCH_METRICS], big[_BATCH_METRICS:]
+        client.log_batch(run_id,
+                         metrics=chunk_big,
+                         params=[p for p in chunk_small if isinstance(p, Param)],
+                         tags=[t for t in chunk_small if isinstance(t, RunTag)])
+
+
+def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
+    """The experiment's id, created if absent; its kind tag and legend kept up to date."""
+    wanted = dict([EXPERIMENT_KIND, ("mlflow.note.content", legend())])
+    found = client.get_experiment_by_name(name)
+    if found is None:
+        try:
+            return str(client.create_experiment(name, artifact_location=artifact_location,
+                                                tags=wanted))
+        except Exception as exc:  # a concurrent sync created it first: use that one
+            if getattr(exc, "error_code", None) != "RESOURCE_ALREADY_EXISTS":
+                raise
+            found = client.get_experiment_by_name(name)
+            if found is None:
+                raise
+    for key, value in wanted.items():
+        if found.tags.get(key) != value:
+            client.set_experiment_tag(found.experiment_id, key, value)
+    return str(found.experiment_id)
+
+
+def search_all(client: MlflowClient, experiment_id: str, filter_string: str) -> list[Any]:
+    runs: list[Any] = []
+    token = None
+    while True:
+        page = client.search_runs([experiment_id], filter_string, max_results=1000,
+                                  order_by=["attributes.start_time ASC"], page_token=token)
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs

@@ -1,0 +1,169 @@
+"""Comparing two results folders, cell by cell: what ``faircode verify`` and the CI drift check
+report.
+
+Files are compared by sha256 first; a CSV that differs is compared cell by cell (each differing
+cell with its frozen value, its new value and the absolute difference), ``run.json`` without
+its volatile keys (:data:`VOLATILE_RUN_KEYS`), any other differing file as one drift.
+``report.html`` is not compared (:data:`RENDERED`): it renders compared files and names the code
+that rendered it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["RENDERED", "VOLATILE_RUN_KEYS", "CellDrift", "compare_results",
+           "environment_differences", "sha256_file"]
+
+RESULTS_DIR = "results"
+VOLATILE_RUN_KEYS = frozenset({"seconds", "git_commit", "git_dirty", "jobs"})
+"""``run.json`` keys whose values legitimately differ between two runs of the same state (the
+re-run's commit is the freeze commit, not the one that produced the results)."""
+RENDERED = frozenset({"report.html"})
+"""Results files that render compared files with their generation provenance (not compared)."""
+
+
+def sha256_file(path: Path) -> str:
+    """The sha256 of a file, read in blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class CellDrift:
+    """One number (or file) that differs between the frozen and the re-derived results."""
+
+    file: str
+    row: str
+    column: str
+    frozen: str
+    new: str
+    difference: float | None = None
+
+    def describe(self) -> str:
+        """One line naming the cell, both values and the size of the drift."""
+        size = "" if self.difference is None else f" (|diff| {self.difference:.3g})"
+        where = f"{self.file}: {self.row}: {self.column}" if self.row else self.file
+        return f"{where}: frozen {self.frozen}, now {self.new}{size}"
+
+
+def environment_differences(frozen: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """One line per Python or package version that differs between two :func:`environment`s."""
+    lines = []
+    if frozen.get("python") != current.get("python"):
+        lines.append(f"python: frozen {frozen.get('python')}, now {current.get('python')}")
+    old, new = frozen.get("packages", {}), current.get("packages", {})
+    for package in sorted(set(old) | set(new)):
+        if package == "faircode":
+            continue  # the code itself is pinned by the commit
+        if old.get(package) != new.get(package):
+            lines.append(f"{package}: frozen {old.get(package, 'absent')}, "
+                         f"now {new.get(package, 'absent')}")
+    return lines
+
+
+def _strip_volatile(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip_volatile(v) for k, v in value.items() if k not in VOLATILE_RUN_KEYS}
+    if isinstance(value, list):
+        return [_strip_volatile(v) for v in value]
+    return value
+
+
+def _compare_csv(name: str, frozen: Path, new: Path) -> list[CellDrift]:
+    old_frame = pd.read_csv(frozen, dtype=str, keep_default_na=False)
+    new_frame = pd.read_csv(new, dtype=str, keep_default_na=False)
+    if list(old_frame.columns) != list(new_frame.columns) or len(old_frame) != len(new_frame):
+        return [CellDrift(name, "", "shape",
+                          f"{len(old_frame)} rows x {list(old_frame.columns)}",
+                          f"{len(new_frame)} rows x {list(new_frame.columns)}")]
+    keys = [c for c in ("strategy", "model", "protected_attribute", "attribute_a",
+                        "attribute_b", "axis", "kind", "metric") if c in old_frame.columns]
+    drift = []
+    differs = old_frame.to_numpy() != new_frame.to_numpy()
+    for i, j in zip(*differs.nonzero(), strict=True):
+        row = old_frame.iloc[i]
+        label = " ".join(str(row[k]) for k in keys) if keys else ""
+        column = str(old_frame.columns[j])
+        before, after = str(old_frame.iat[i, j]), str(new_frame.iat[i, j])
+        drift.append(CellDrift(name, f"row {i + 2} ({label})" if label else f"row {i + 2}",
+                               column, before, after, _difference(before, after)))
+    return drift
+
+
+def _difference(before: str, after: str) -> float | None:
+    try:
+        a, b = float(before), float(after)
+    except ValueError:
+        return None
+    if math.isnan(a) or math.isnan(b):
+        return None
+    return abs(a - b)
+
+
+def _compare_json(name: str, frozen: Path, new: Path) -> list[CellDrift]:
+    old = _strip_volatile(json.loads(frozen.read_text()))
+    now = _strip_volatile(json.loads(new.read_text()))
+    drift: list[CellDrift] = []
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in sorted(set(a) | set(b), key=str):
+                walk(a.get(key), b.get(key), f"{path}.{key}" if path else str(key))
+        elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+            for k, (x, y) in enumerate(zip(a, b, strict=True)):
+                walk(x, y, f"{path}[{k}]")
+        elif a != b:
+            drift.append(CellDrift(name, "", path, json.dumps(a), json.dumps(b),
+                                   _difference(str(a), str(b))))
+
+    walk(old, now, "")
+    return drift
+
+
+def compare_results(frozen: Path, new: Path, *, label: str = RESULTS_DIR) -> tuple[
+        list[CellDrift], int, int]:
+    """Compare two results folders: ``(drifts, identical files, files compared)``.
+
+    Files are compared by content first; a CSV that differs is compared cell by cell and a
+    ``run.json`` without :data:`VOLATILE_RUN_KEYS`; any other differing file is one drift.  A file
+    present on one side only is a drift.
+    """
+    old_files = {p.relative_to(frozen).as_posix() for p in frozen.rglob("*") if p.is_file()}
+    new_files = {p.relative_to(new).as_posix() for p in new.rglob("*") if p.is_file()}
+    drift: list[CellDrift] = []
+    identical = 0
+    compared = {rel for rel in old_files | new_files if Path(rel).name not in RENDERED}
+    for rel in sorted(compared):
+        name = f"{label}/{rel}"
+        if rel not in new_files:
+            drift.append(CellDrift(name, "", "file", "present", "missing"))
+            continue
+        if rel not in old_files:
+            drift.append(CellDrift(name, "", "file", "missing", "present"))
+            continue
+        a, b = frozen / rel, new / rel
+        if sha256_file(a) == sha256_file(b):
+            identical += 1
+        elif rel.endswith(".csv"):
+            found = _compare_csv(name, a, b)
+            drift.extend(found)
+            identical += not found
+        elif rel.endswith("run.json"):
+            found = _compare_json(name, a, b)
+            drift.extend(found)
+            identical += not found
+        else:
+            drift.append(CellDrift(name, "", "sha256", sha256_file(a)[:12], sha256_file(b)[:12]))
+    return drift, identical, len(compared)
