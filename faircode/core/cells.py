@@ -2,7 +2,8 @@
 
 Closed sets as enums, in the order results are reported; a cell's position in the grid
 (:func:`position`) keys its seed streams (:mod:`faircode.core.seeds`).  The strategies' code
-names (``S0`` ... ``S4``) have one table, :data:`STRATEGY_CODES`.
+names (``S0`` ... ``S4``) have one table, :data:`STRATEGY_CODES`, and so do their titles for a
+reader (:data:`STRATEGY_TITLES`) and the families' short names (:data:`FAMILY_CODES`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from enum import StrEnum
 
 __all__ = [
     "FAIRNESS_METRICS",
+    "FAMILY_CODES",
     "STRATEGY_CODES",
+    "STRATEGY_TITLES",
     "ModelFamily",
     "Strategy",
     "grid_cells",
@@ -41,6 +44,22 @@ class ModelFamily(StrEnum):
 
 STRATEGY_CODES: dict[Strategy, str] = {s: f"S{i}" for i, s in enumerate(Strategy)}
 """``S0`` ... ``S4`` by strategy: the one table of the strategies' short names."""
+
+STRATEGY_TITLES: dict[str, str] = {
+    "S0": "baseline",
+    "S1": "unawareness",
+    "S2": "unawareness + proxy removal",
+    "S3": "ExponentiatedGradient",
+    "S4": "ThresholdOptimizer",
+}
+"""What each code means to a reader (every legend: the report, the DVC plots, the README)."""
+
+FAMILY_CODES: dict[str, str] = {
+    ModelFamily.LOGISTIC_REGRESSION: "LR",
+    ModelFamily.RANDOM_FOREST: "RF",
+    ModelFamily.GRADIENT_BOOSTING: "GB",
+}
+"""``LR``, ``RF``, ``GB``: the families' short names (figure legends, DVC metric keys)."""
 
 FAIRNESS_METRICS: tuple[str, ...] = (
     "demographic_parity_diff",

@@ -26,10 +26,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from faircode.core.cells import ModelFamily
+from faircode.core.cells import FAMILY_CODES, strategy_code
 
-__all__ = ["COLUMN_CODES", "FAMILY_CODES", "METRIC_CODES", "child_name", "legend", "metric_key",
-           "parent_name", "strategy_code"]
+__all__ = ["COLUMN_CODES", "METRIC_CODES", "child_name", "legend", "metric_key",
+           "parent_name"]
 
 METRIC_CODES: dict[str, str] = {
     "demographic_parity_diff": "dp", "disparate_impact_ratio": "di",
@@ -51,12 +51,6 @@ COLUMN_CODES: dict[str, str] = {
 
 _OWN_VALUE = {"intersectional": ("gap", "gap"), "counterfactual": ("flip_rate", "flip")}
 """Tables without a ``metric`` column: (their value column, its code)."""
-
-FAMILY_CODES: dict[str, str] = {ModelFamily.LOGISTIC_REGRESSION: "LR",
-                                ModelFamily.RANDOM_FOREST: "RF",
-                                ModelFamily.GRADIENT_BOOSTING: "GB"}
-"""Short model-family names of the child-run names."""
-
 
 def metric_key(table: str, metric: str | None, column: str) -> str:
     """The MLflow metric key of ``column`` of a ``metric`` row of ``table`` (see the module).
