@@ -38,14 +38,15 @@ def _child(results: Path, strategy: str, model: str, attribute: str) -> dict[str
 
 def test_effects_are_metrics_of_the_strategys_child_and_nan_is_not_logged(tmp_path: Path) -> None:
     """The reweighing forest's age child gets effect_vs_S0.<metric> with its columns and the
-    pooled ones; nothing of the undefined effect and not the NaN pooled bound."""
+    pooled ones, in the short codes of the other metrics (dp, .lo, .q_audit); nothing of the
+    undefined effect and not the NaN pooled bound."""
     results = write_results(tmp_path / "results", seed=1)
     _write_effects(results)
     metrics = _child(results, "reweighing", "random_forest", "age")
     effect = {k: v for k, v in metrics.items() if k.startswith("effect_vs_")}
-    dp = "effect_vs_S0.demographic_parity_diff"
-    assert effect == {dp: -0.125, f"{dp}.ci_low": -0.25, f"{dp}.ci_high": -0.25 + 0.26,
-                      f"{dp}.p_value": 0.002, f"{dp}.q_value": 0.002, f"{dp}.significant": 1.0,
+    dp = "effect_vs_S0.dp"
+    assert effect == {dp: -0.125, f"{dp}.lo": -0.25, f"{dp}.hi": -0.25 + 0.26,
+                      f"{dp}.p": 0.002, f"{dp}.q_audit": 0.002, f"{dp}.sig_audit": 1.0,
                       f"{dp}.seeds": 5.0, f"{dp}.mean": -0.1, f"{dp}.sign_flips": 1.0}
     assert all(math.isfinite(v) for v in effect.values())
 
