@@ -42,7 +42,8 @@ HEADLINE_METRIC = "demographic_parity_diff"
 """The fairness metric of the DVC views (``dp_diff``): the benchmark's headline gap."""
 
 STRATEGY_PLOT_FIELDS: tuple[str, ...] = (
-    "attribute", "strategy", "family", "dp_diff", "ci_low", "ci_high", "q_value", "significant")
+    "attribute", "attribute_index", "strategy", "family", "dp_diff", "ci_low", "ci_high",
+    "q_value", "significant")
 """The fields of each record of :func:`strategy_plot` (the template reads them by name)."""
 
 
@@ -88,6 +89,7 @@ def strategy_plot(results: AuditResults | None, *, audit: str) -> list[dict[str,
     attribute the parity difference with its interval; ``[]`` for ``None``.
 
     ``attribute`` reads ``"<audit>: <attribute>"`` (the facet header names both),
+    ``attribute_index`` its position in the table (the manifest's order, the panels' order),
     ``strategy`` ``"S3 ExponentiatedGradient"`` (or ``"deployed <system name>"``), ``family``
     ``LR``/``RF``/``GB`` (``deployed`` for the system); ``significant`` is the per-audit BH
     decision.
@@ -96,12 +98,14 @@ def strategy_plot(results: AuditResults | None, *, audit: str) -> list[dict[str,
         return []
     fairness = results.fairness
     rows = fairness[fairness["metric"] == HEADLINE_METRIC]
+    order = {a: i for i, a in enumerate(dict.fromkeys(map(str, rows["protected_attribute"])))}
     out = []
     for row in rows.itertuples(index=False):
         code, family = _keys(str(row.strategy), str(row.model))
         title = STRATEGY_TITLES.get(code)
         out.append({
             "attribute": f"{audit}: {row.protected_attribute}",
+            "attribute_index": order[str(row.protected_attribute)],
             "strategy": f"{code} {title}" if title else f"{code} {family}",
             "family": family if title else "deployed",
             "dp_diff": _number(row.value), "ci_low": _number(row.ci_low),
