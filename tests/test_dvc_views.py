@@ -31,7 +31,7 @@ from faircode.evaluate.summary import strategy_plot, summary, unavailable_summar
 from faircode.evaluate.tables import AuditResults
 
 REPO = Path(__file__).resolve().parent.parent
-DOC = REPO / "docs" / "pipeline.md"
+DOCS = (REPO / "docs" / "pipeline.md", REPO / "README.md")
 
 
 def _results(cells: list[tuple[str, str]], attributes: tuple[str, ...]) -> AuditResults:
@@ -129,9 +129,9 @@ def test_one_threshold_curve_plot_per_audit_titled_by_it() -> None:
 
 
 def _documented() -> list[list[str]]:
-    """The ``dvc exp show`` commands of docs/pipeline.md, as argument lists."""
-    return [shlex.split(line, comments=True) for line in DOC.read_text().splitlines()
-            if line.startswith("dvc exp show ")]
+    """The ``dvc exp show`` commands of docs/pipeline.md and README.md, as argument lists."""
+    return [shlex.split(line, comments=True) for doc in DOCS
+            for line in doc.read_text().splitlines() if line.startswith("dvc exp show ")]
 
 
 def _repo(root: Path) -> dict[str, str]:
@@ -188,8 +188,8 @@ def test_exp_show_has_no_two_columns_of_one_name(views_repo: tuple[Path, dict[st
 @pytest.mark.parametrize("command", _documented(), ids=lambda c: " ".join(c[3:]))
 def test_documented_exp_show_pattern_runs(command: list[str],
                                           views_repo: tuple[Path, dict[str, str]]) -> None:
-    """Each ``dvc exp show`` recipe of docs/pipeline.md runs, keeps what its --keep names and
-    drops what its --drop names."""
+    """Each ``dvc exp show`` recipe of docs/pipeline.md and the README runs, keeps what its
+    --keep names and drops what its --drop names."""
     header = _show(views_repo, *command[3:])
     keep = [command[i + 1] for i, a in enumerate(command) if a == "--keep"]
     drop = [command[i + 1] for i, a in enumerate(command) if a == "--drop"]
@@ -202,7 +202,8 @@ def test_documented_exp_show_pattern_runs(command: list[str],
 
 
 def test_documented_recipes_exist() -> None:
-    """docs/pipeline.md documents at least three exp show recipes, one of them with --keep."""
+    """docs/pipeline.md and the README document at least three exp show recipes, one of them
+    with --keep."""
     commands = _documented()
     assert len(commands) >= 3 and any("--keep" in c for c in commands)
 
