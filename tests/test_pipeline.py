@@ -30,6 +30,7 @@ PARAMS = {
     "stats": {"n_resamples": 50, "n_permutations": 50, "confidence": 0.95, "alpha": 0.05},
     "degenerate": {"min_selection_rate": 0.01, "max_selection_rate": 0.99,
                    "balanced_accuracy_margin": 0.02},
+    "curves": {"thresholds": [0.3, 0.5, 0.7]},
     "run": {"jobs": 2, "seeds": 1, "seed_mode": "model"},
     "report": {"metric": "demographic_parity", "model": None},
 }
@@ -82,8 +83,10 @@ def _pipeline_for(root: Path, audits: tuple[str, ...]) -> None:
     MLflow start-up to every repro)."""
     pipeline = yaml.safe_load((root / "dvc.yaml").read_text())
     report = pipeline["stages"]["report"]
-    report["deps"] = [d for d in report["deps"] if not str(d).startswith("results/")] + [
-        f"results/{a}" for a in audits]
+    report["deps"] = [d for d in report["deps"] if not str(d).startswith(("results/", "audits/"))
+                      ] + [f"audits/{a}" for a in audits] + [f"results/{a}" for a in audits]
+    pipeline["plots"] = [p for p in pipeline["plots"] if not isinstance(p, dict)
+                         or any(a in str(p) for a in audits)]
     del pipeline["stages"]["track"]
     (root / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
 
@@ -115,6 +118,7 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
     for name in ("dvc.yaml", ".dvcignore", ".gitignore", "pyproject.toml", ".dvc/config"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / name, root / name)
+    shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")
     _pipeline_for(root, AUDITS)
     found = Repo(root, os.pathsep.join(str(m) for m in mirrors))
     found.write_params()
@@ -143,8 +147,8 @@ def test_repro_writes_results_metrics_and_plots(repo: Repo) -> None:
         assert run["config"]["n_resamples"] == 50 and run["config"]["max_iter"] == 2
         assert (repo.root / "results" / "curves" / f"{audit}.csv").is_file()
         metrics = json.loads((repo.root / "results" / "metrics" / f"{audit}.json").read_text())
-        assert set(metrics) == {"S0", "S2", "S3"}
-        assert 0 <= metrics["S0"]["logistic_regression"]["accuracy"] <= 1
+        assert list(metrics[audit]) == ["S0", "S1", "S2", "S3", "S4"]
+        assert 0 <= metrics[audit]["S0"]["LR"]["accuracy"] <= 1
     shown = json.loads(repo.dvc("metrics", "show", "--json").stdout)
     assert "results/metrics/german_credit_lending.json" in json.dumps(shown)
 

@@ -1,4 +1,30 @@
-"""The pipeline's DVC views of one audit: its metrics file and its parity plot data."""
+"""The pipeline's DVC views of one audit: its metrics file and its strategy-plot data.
+
+``results/metrics/<audit>.json`` (:func:`summary`) carries the headline numbers of every row set
+of the audit's main tables -- S0-S4 for each model family, and the deployed system where the
+audit declares one -- for every protected attribute: the accuracy of the cell, and per attribute
+its demographic-parity difference (``fairness.csv``'s ``demographic_parity_diff``, signed as
+there) and that test's per-audit Benjamini-Hochberg q-value (the family the stars use).
+``results/metrics/<audit>-strategies.json`` (:func:`strategy_plot`) is the same parity
+difference with its interval, one record per row set x attribute, for the ``faircode_strategies``
+template of ``dvc plots`` (``.dvc/plots/faircode_strategies.json``).
+
+Design decisions
+----------------
+* **Every key starts with the audit's name** (``compas.S3.LR.dp_diff.race``).  ``dvc exp show``
+  names a metric column by its key alone when that key is unique across the metric and params
+  files (and by ``<file>:<key>`` otherwise), so a key that carries its audit is unique, short and
+  never one of params.yaml's names (those have at most two parts: ``audits``, ``run.seeds``);
+  the documented ``--keep``/``--drop`` patterns (``^compas\\.``, ``\\.dp_diff\\.``) match every
+  audit alike.  A clash between a column name and a dep path is what crashed
+  ``dvc exp show --drop audits`` (tests/test_dvc_views.py checks that no name can clash).
+* **Attributes and metrics are leaves of their own key** (``dp_diff.<attribute>``,
+  ``dp_q.<attribute>``), never siblings of ``accuracy``, so an attribute may have any name.
+* **Short codes.**  Strategies by ``S0`` ... ``S4``, families by ``LR``/``RF``/``GB``
+  (:data:`faircode.core.cells.FAMILY_CODES`); the deployed system as ``deployed.<its name>``.
+* **Undefined is null.**  A degenerate cell's NaN is written as JSON ``null`` (DVC shows ``-``;
+  Vega-Lite leaves the point out) -- never a number it is not.
+"""
 
 from __future__ import annotations
 
@@ -6,48 +32,92 @@ from typing import Any
 
 import pandas as pd
 
-from faircode.core.cells import STRATEGY_CODES, ModelFamily, Strategy, strategy_code
+from faircode.core.cells import FAMILY_CODES, STRATEGY_TITLES, strategy_code
 from faircode.evaluate.tables import AuditResults
 
-__all__ = ["parity_plot", "summary"]
+__all__ = ["HEADLINE_METRIC", "STRATEGY_PLOT_FIELDS", "strategy_plot", "summary",
+           "unavailable_summary"]
+
+HEADLINE_METRIC = "demographic_parity_diff"
+"""The fairness metric of the DVC views (``dp_diff``): the benchmark's headline gap."""
+
+STRATEGY_PLOT_FIELDS: tuple[str, ...] = (
+    "attribute", "attribute_index", "strategy", "family", "dp_diff", "ci_low", "ci_high",
+    "q_value", "significant")
+"""The fields of each record of :func:`strategy_plot` (the template reads them by name)."""
 
 
-SUMMARY_STRATEGIES = (Strategy.BASELINE, Strategy.UNAWARENESS_PROXY_REMOVAL,
-                      Strategy.IN_PROCESSING)
-"""The cells of the DVC metrics: the baseline, proxy removal, and S3 (what a threshold sweep
-moves, and what a ``mitigation.eps`` sweep alone moves: ``dvc exp show`` tells them apart)."""
+def unavailable_summary(audit: str) -> dict[str, Any]:
+    """The metrics of an audit without data: ``{audit: {"available": false}}``."""
+    return {audit: {"available": False}}
 
 
-PARITY_METRIC = "demographic_parity_diff"
+def _row_sets(fairness: pd.DataFrame, performance: pd.DataFrame) -> list[tuple[str, str]]:
+    """The (strategy, model) row sets of the tables, in table (grid) order."""
+    pairs = pd.concat([fairness.loc[:, ["strategy", "model"]],
+                       performance.loc[:, ["strategy", "model"]]], ignore_index=True)
+    return [(str(s), str(m)) for s, m in pairs.drop_duplicates().itertuples(index=False)]
 
 
-def _parity(results: AuditResults) -> pd.DataFrame:
-    """The first protected attribute's parity gap per cell (grid order)."""
+def _keys(strategy: str, model: str) -> tuple[str, str]:
+    """A row set's two keys: ``("S3", "LR")``, or ``("deployed", "<system name>")``."""
+    return strategy_code(strategy), FAMILY_CODES.get(model, model)
+
+
+def summary(results: AuditResults, *, audit: str) -> dict[str, Any]:
+    """The DVC metrics of one audit: ``{audit: {code: {family: {"accuracy": a, "dp_diff":
+    {attribute: v}, "dp_q": {attribute: q}}}}}`` for every row set of its tables."""
     fairness = results.fairness
-    if not len(fairness):
-        return pd.DataFrame(columns=["strategy", "model", "parity_gap"])
-    first = fairness["protected_attribute"].iloc[0]
-    rows = fairness[(fairness["protected_attribute"] == first)
-                    & (fairness["metric"] == PARITY_METRIC)]
-    return rows.loc[:, ["strategy", "model", "value"]].rename(columns={"value": "parity_gap"})
-
-
-def summary(results: AuditResults) -> dict[str, Any]:
-    """The pipeline's DVC metrics of one audit: S0, S2 and S3 parity gap and accuracy per model.
-
-    The parity gap is the first protected attribute's ``demographic_parity_diff``.
-    """
-    parity = _parity(results).set_index(["strategy", "model"])["parity_gap"]
+    gaps = fairness[fairness["metric"] == HEADLINE_METRIC]
     perf = results.performance
     accuracy = perf[perf["metric"] == "accuracy"].set_index(["strategy", "model"])["value"]
-    out: dict[str, Any] = {}
-    for strategy in SUMMARY_STRATEGIES:
-        out[STRATEGY_CODES[strategy]] = {
-            family.value: {"parity_gap": _number(parity.get((strategy.value, family.value))),
-                           "accuracy": _number(accuracy.get((strategy.value, family.value)))}
-            for family in ModelFamily
+    out: dict[str, dict[str, Any]] = {}
+    for strategy, model in _row_sets(gaps, perf[perf["metric"] == "accuracy"]):
+        code, family = _keys(strategy, model)
+        rows = gaps[(gaps["strategy"] == strategy) & (gaps["model"] == model)]
+        attributes = [str(a) for a in rows["protected_attribute"]]
+        out.setdefault(code, {})[family] = {
+            "accuracy": _number(accuracy.get((strategy, model))),
+            "dp_diff": dict(zip(attributes, map(_number, rows["value"]), strict=True)),
+            "dp_q": dict(zip(attributes, map(_number, rows["q_value"]), strict=True)),
         }
+    return {audit: out}
+
+
+def strategy_plot(results: AuditResults | None, *, audit: str) -> list[dict[str, Any]]:
+    """Plot records for ``dvc plots`` (fields :data:`STRATEGY_PLOT_FIELDS`): per row set x
+    attribute the parity difference with its interval; ``[]`` for ``None``.
+
+    ``attribute`` reads ``"<audit>: <attribute>"`` (the facet header names both),
+    ``attribute_index`` its position in the table (the manifest's order, the panels' order),
+    ``strategy`` ``"S3 ExponentiatedGradient"`` (or ``"deployed <system name>"``), ``family``
+    ``LR``/``RF``/``GB`` (``deployed`` for the system); ``significant`` is the per-audit BH
+    decision.
+    """
+    if results is None:
+        return []
+    fairness = results.fairness
+    rows = fairness[fairness["metric"] == HEADLINE_METRIC]
+    order = {a: i for i, a in enumerate(dict.fromkeys(map(str, rows["protected_attribute"])))}
+    out = []
+    for row in rows.itertuples(index=False):
+        code, family = _keys(str(row.strategy), str(row.model))
+        title = STRATEGY_TITLES.get(code)
+        out.append({
+            "attribute": f"{audit}: {row.protected_attribute}",
+            "attribute_index": order[str(row.protected_attribute)],
+            "strategy": f"{code} {title}" if title else f"{code} {family}",
+            "family": family if title else "deployed",
+            "dp_diff": _number(row.value), "ci_low": _number(row.ci_low),
+            "ci_high": _number(row.ci_high), "q_value": _number(row.q_value),
+            "significant": _flag(row.significant),
+        })
     return out
+
+
+def _flag(value: object) -> bool | None:
+    """A JSON-safe boolean (None for a missing value)."""
+    return None if value is None or pd.isna(value) else bool(value)  # type: ignore[call-overload]
 
 
 def _number(value: object) -> float | None:
@@ -55,16 +125,3 @@ def _number(value: object) -> float | None:
     if value is None or pd.isna(value):  # type: ignore[call-overload]
         return None
     return float(value)  # type: ignore[arg-type]
-
-
-def parity_plot(results: AuditResults | None) -> pd.DataFrame:
-    """Plot data for ``dvc plots``: one row per cell, ``cell`` (e.g. ``S0 random_forest``),
-    ``strategy``, ``model``, ``parity_gap``; empty (header only) for ``None``."""
-    columns = ["cell", "strategy", "model", "parity_gap"]
-    if results is None:
-        return pd.DataFrame(columns=columns)
-    frame = _parity(results)
-    frame.insert(0, "cell", [f"{strategy_code(s)} {m}"
-                             for s, m in zip(frame["strategy"], frame["model"], strict=True)])
-    return frame.reset_index(drop=True).loc[:, columns]
-

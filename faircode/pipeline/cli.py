@@ -532,12 +532,14 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--audits", default="audits", help="folder of <name>/audit.yaml")
     common.add_argument("audit", nargs="*", help="audit names or manifest paths (default: all)")
     parser = _Parser(
-        prog="faircode", description=__doc__.splitlines()[0],
+        prog="faircode",
         **_example("faircode data fetch german_credit_lending insurance_denial",
                    "faircode run german_credit_lending insurance_denial --jobs 2"))
     subparsers = parser.add_subparsers(dest="command", required=True)
     for add in SUBCOMMANDS:
         add(subparsers, common)
+    parser.description = ("Audit machine-learning decisions for bias. Subcommands: "
+                          f"{', '.join(subparsers.choices)} (faircode <subcommand> --help).")
     return parser
 
 

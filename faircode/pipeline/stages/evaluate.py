@@ -1,7 +1,8 @@
 """Stage ``evaluate@<audit>``: decisions, metrics, CIs, p- and q-values into ``results/<audit>/``
 (the same four CSVs and ``run.json`` as ``faircode run``, plus ``curves.csv``), the DVC metrics
-summary ``results/metrics/<audit>.json``, the plot data ``results/metrics/<audit>-parity.csv``
-and ``results/curves/<audit>.csv`` (the parity gap of S0-S2 against threshold;
+summary ``results/metrics/<audit>.json``, the strategy-plot data
+``results/metrics/<audit>-strategies.json`` (:mod:`faircode.evaluate.summary`) and
+``results/curves/<audit>.csv`` (the parity gap of S0-S2 against threshold;
 ``results/plots/`` belongs to the report stage).
 
 Reads ``models.*``, ``stats.*``, ``degenerate.*``, ``curves.*``, ``run.seeds``,
@@ -14,7 +15,8 @@ The predictions are the fit stages' parts, ``PREDICTIONS_DIR/<part>/``
 
 In a sweep every stage re-runs, so a stage does only what its inputs need:
 
-* an audit without data carries its note forward and writes header-only plot files, importing
+* an audit without data carries its note forward and writes ``{audit: {"available": false}}``,
+  an empty strategy plot and a header-only curve file, importing
   nothing numerical (numpy, pandas and the statistics are imported only to evaluate);
 * an audit whose ``results/<audit>/run.json`` records the content address of this run's inputs
   (:mod:`faircode.evaluate.reuse`: e.g. a ``base_rate`` audit under a new
@@ -37,8 +39,8 @@ from faircode.pipeline.stages import PARAMS, PARTS, carry_unavailable, manifest_
 if TYPE_CHECKING:
     from faircode.audit.manifest import Manifest
 
-PARITY_HEADER = "cell,strategy,model,parity_gap\n"
-"""``parity_plot(None)`` as CSV (tests/test_stages.py checks it), written without pandas."""
+EMPTY_PLOT = "[]\n"
+"""``strategy_plot(None)`` as JSON (tests/test_stages.py checks it), written without pandas."""
 CURVE_HEADER = ("threshold,S0 logistic_regression,S0 random_forest,S0 gradient_boosting,"
                 "S1 logistic_regression,S1 random_forest,S1 gradient_boosting,"
                 "S2 logistic_regression,S2 random_forest,S2 gradient_boosting\n")
@@ -50,7 +52,7 @@ def main(argv: list[str]) -> None:
     audit, prepared_dir, predictions_dir, results = (argv[0], Path(argv[1]), Path(argv[2]),
                                                      Path(argv[3]))
     metrics = results / "metrics" / f"{audit}.json"
-    plots = results / "metrics" / f"{audit}-parity.csv"
+    plots = results / "metrics" / f"{audit}-strategies.json"
     curves = results / "curves" / f"{audit}.csv"
 
     def work() -> None:
@@ -59,8 +61,8 @@ def main(argv: list[str]) -> None:
         for path in (metrics, plots, curves):
             path.parent.mkdir(parents=True, exist_ok=True)
         if carry_unavailable(parts[0], results / audit, audit=audit):
-            metrics.write_text(json.dumps({"available": False}) + "\n")
-            plots.write_text(PARITY_HEADER)
+            metrics.write_text(json.dumps({audit: {"available": False}}) + "\n")
+            plots.write_text(EMPTY_PLOT)
             curves.write_text(CURVE_HEADER)
             return
         evaluate(audit, prepared_dir, parts, results, config=config,
@@ -97,7 +99,7 @@ def _evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, 
     from faircode.audit.prepared import load_prepared
     from faircode.evaluate.audit import evaluate_audit
     from faircode.evaluate.curves import curve_plot
-    from faircode.evaluate.summary import parity_plot, summary
+    from faircode.evaluate.summary import strategy_plot, summary
     from faircode.evaluate.write import write_audit
     from faircode.grid.predictions import load_predictions, merge_predictions
 
@@ -110,8 +112,8 @@ def _evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, 
         curves=config.curves)
     folder = write_audit(data, outcome, config=config, out_dir=results,
                          provenance_record=provenance_record)
-    metrics.write_text(json.dumps(summary(outcome), indent=2) + "\n")
-    parity_plot(outcome).to_csv(plots, index=False)
+    metrics.write_text(json.dumps(summary(outcome, audit=audit), indent=2) + "\n")
+    plots.write_text(json.dumps(strategy_plot(outcome, audit=audit), indent=1) + "\n")
     curve_plot(outcome.curves).to_csv(curves, index=False)
     print(f"{audit}: wrote {folder}")
 

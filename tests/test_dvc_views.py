@@ -1,0 +1,229 @@
+"""Tests of the DVC views: the metrics and plot files of faircode.evaluate.summary, dvc.yaml's
+plot definitions, and the documented ``dvc exp show`` patterns in a temporary git + DVC repository.
+
+The repository holds the real dvc.yaml, params.yaml and .dvc/plots templates and, for every audit
+of params.yaml, a metrics file of the real shape (every cell, every attribute of its manifest, the
+deployed system where declared) written by :func:`summary` from hand-made tables: ``dvc exp show``
+reads params, metrics and the deps of dvc.yaml without running a stage.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from faircode.audit.manifest import discover_manifests, load_manifest
+from faircode.core.cells import grid_cells
+from faircode.evaluate.summary import strategy_plot, summary, unavailable_summary
+from faircode.evaluate.tables import AuditResults
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = (REPO / "docs" / "pipeline.md", REPO / "README.md")
+
+
+def _results(cells: list[tuple[str, str]], attributes: tuple[str, ...]) -> AuditResults:
+    """Tables with a parity row (value k/100 for the k-th row) and a ratio row per cell and
+    attribute, and an accuracy and an AUC row per cell."""
+    fairness, performance = [], []
+    for strategy, model in cells:
+        for attribute in attributes:
+            k = len(fairness) // 2 + 1
+            fairness.append({"strategy": strategy, "model": model, "protected_attribute": attribute,
+                             "metric": "demographic_parity_diff", "value": k / 100,
+                             "ci_low": k / 100 - 0.05, "ci_high": k / 100 + 0.05,
+                             "q_value": k / 1000, "significant": True})
+            fairness.append({**fairness[-1], "metric": "disparate_impact_ratio", "value": 0.9})
+        performance.append({"strategy": strategy, "model": model, "protected_attribute": "",
+                            "metric": "accuracy", "value": 0.8})
+        performance.append({**performance[-1], "metric": "auc", "value": 0.7})
+    return AuditResults(fairness=pd.DataFrame(fairness), performance=pd.DataFrame(performance),
+                        intersectional=pd.DataFrame(), counterfactual=pd.DataFrame(), cells=(),
+                        rule=None)
+
+
+def test_summary_keys_each_row_set_by_audit_code_and_family() -> None:
+    """The metrics carry accuracy and, per attribute, the parity difference and its q, keyed
+    ``<audit>.<code>.<family>``; other metrics are left out."""
+    results = _results([("baseline", "logistic_regression"), ("in_processing", "random_forest")],
+                       ("race", "sex"))
+    assert summary(results, audit="toy") == {"toy": {
+        "S0": {"LR": {"accuracy": 0.8, "dp_diff": {"race": 0.01, "sex": 0.02},
+                      "dp_q": {"race": 0.001, "sex": 0.002}}},
+        "S3": {"RF": {"accuracy": 0.8, "dp_diff": {"race": 0.03, "sex": 0.04},
+                      "dp_q": {"race": 0.003, "sex": 0.004}}},
+    }}
+
+
+def test_summary_keys_a_deployed_system_by_its_name() -> None:
+    """A deployed system's row set is ``<audit>.deployed.<system name>``."""
+    results = _results([("deployed", "compas_tool")], ("race",))
+    assert list(summary(results, audit="toy")["toy"]) == ["deployed"]
+    assert summary(results, audit="toy")["toy"]["deployed"]["compas_tool"]["dp_diff"] == {
+        "race": 0.01}
+
+
+def test_summary_writes_an_undefined_value_as_null() -> None:
+    """A NaN parity difference (a degenerate cell) is JSON null, not a number."""
+    results = _results([("baseline", "gradient_boosting")], ("age",))
+    results.fairness.loc[0, "value"] = float("nan")
+    written = json.loads(json.dumps(summary(results, audit="toy")))
+    assert written["toy"]["S0"]["GB"]["dp_diff"] == {"age": None}
+
+
+def test_strategy_plot_names_audit_attribute_strategy_and_family() -> None:
+    """Each plot record names ``<audit>: <attribute>``, the strategy with its title and the
+    family, with the interval and the per-audit decision."""
+    records = strategy_plot(_results([("unawareness_proxy_removal", "gradient_boosting"),
+                                      ("deployed", "compas_tool")], ("race",)), audit="toy")
+    assert records == [
+        {"attribute": "toy: race", "attribute_index": 0,
+         "strategy": "S2 unawareness + proxy removal", "family": "GB",
+         "dp_diff": 0.01, "ci_low": -0.04, "ci_high": 0.060000000000000005, "q_value": 0.001,
+         "significant": True},
+        {"attribute": "toy: race", "attribute_index": 0, "strategy": "deployed compas_tool",
+         "family": "deployed",
+         "dp_diff": 0.02, "ci_low": 0.02 - 0.05, "ci_high": 0.07, "q_value": 0.002,
+         "significant": True},
+    ]
+
+
+def test_dvc_plots_are_ignored_by_git() -> None:
+    """``dvc plots show``'s output folder dvc_plots/ is in .gitignore."""
+    assert "/dvc_plots/" in (REPO / ".gitignore").read_text().splitlines()
+
+
+def test_report_depends_on_every_manifest_folder() -> None:
+    """The report stage lists ``audits/<name>`` for every manifest folder (it reads them all) and
+    never the folder ``audits`` itself, whose name is also a param."""
+    deps = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["report"]["deps"]
+    assert "audits" not in deps
+    assert sorted(d for d in deps if d.startswith("audits/")) == sorted(
+        f"audits/{p.parent.name}" for p in discover_manifests(REPO / "audits"))
+
+
+def test_one_threshold_curve_plot_per_audit_titled_by_it() -> None:
+    """dvc.yaml's top-level plots draw one threshold curve per audit of params.yaml, its title
+    naming the audit."""
+    plots = yaml.safe_load((REPO / "dvc.yaml").read_text())["plots"]
+    audits = yaml.safe_load((REPO / "params.yaml").read_text())["audits"]
+    curves = {name: body for entry in plots if isinstance(entry, dict)
+              for name, body in entry.items() if name.endswith(" threshold curve")}
+    assert sorted(curves) == sorted(f"{a} threshold curve" for a in audits)
+    for audit in audits:
+        body = curves[f"{audit} threshold curve"]
+        assert body["title"].startswith(f"{audit}: ")
+        assert list(body["y"]) == [f"results/curves/{audit}.csv"]
+
+
+def _documented() -> list[list[str]]:
+    """The ``dvc exp show`` commands of docs/pipeline.md and README.md, as argument lists."""
+    return [shlex.split(line, comments=True) for doc in DOCS
+            for line in doc.read_text().splitlines() if line.startswith("dvc exp show ")]
+
+
+def _repo(root: Path) -> dict[str, str]:
+    """Build the temporary repository at ``root``; return the environment to run dvc in."""
+    for name in ("dvc.yaml", "params.yaml", ".gitignore", ".dvcignore", ".dvc/config"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / name, root / name)
+    shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")
+    metrics = root / "results" / "metrics"
+    metrics.mkdir(parents=True)
+    for audit in yaml.safe_load((REPO / "params.yaml").read_text())["audits"]:
+        manifest = load_manifest(REPO / "audits" / audit / "audit.yaml")
+        cells = [(s.value, m.value) for s, m in grid_cells()]
+        if manifest.system is not None:
+            cells.append(("deployed", manifest.system.name))
+        attributes = tuple(a.name for a in manifest.protected_attributes)
+        out = (unavailable_summary(audit) if audit == "ai_fair_recruitment"
+               else summary(_results(cells, attributes), audit=audit))
+        (metrics / f"{audit}.json").write_text(json.dumps(out))
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
+           "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
+    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "views"]):
+        subprocess.run(args, cwd=root, env=env, check=True, capture_output=True)
+    return env
+
+
+@pytest.fixture(scope="module")
+def views_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, str]]:
+    """A committed git + DVC repository with the pipeline files and every audit's metrics."""
+    root = tmp_path_factory.mktemp("views")
+    return root, _repo(root)
+
+
+def _show(repo: tuple[Path, dict[str, str]], *args: str) -> list[str]:
+    """Run ``dvc exp show --csv`` with ``args``; return its header (fails on a non-zero exit)."""
+    root, env = repo
+    done = subprocess.run([sys.executable, "-m", "dvc", "exp", "show", "--csv", *args], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return next(csv.reader(io.StringIO(done.stdout)))
+
+
+def test_exp_show_has_no_two_columns_of_one_name(views_repo: tuple[Path, dict[str, str]]) -> None:
+    """No metric, param and dep column share a name, so no --drop can crash on one, and every
+    metric column is named by its audit's key (no ``<file>:`` prefix)."""
+    header = _show(views_repo)
+    assert [name for name, n in Counter(header).items() if n > 1] == []
+    assert "compas.S3.LR.dp_diff.race" in header and "audits" in header
+    assert not [name for name in header if name.startswith("results/metrics/")]
+    assert _show(views_repo, "--drop", "audits").count("audits") == 0
+
+
+@pytest.mark.parametrize("command", _documented(), ids=lambda c: " ".join(c[3:]))
+def test_documented_exp_show_pattern_runs(command: list[str],
+                                          views_repo: tuple[Path, dict[str, str]]) -> None:
+    """Each ``dvc exp show`` recipe of docs/pipeline.md and the README runs, keeps what its
+    --keep names and drops what its --drop names."""
+    header = _show(views_repo, *command[3:])
+    keep = [command[i + 1] for i, a in enumerate(command) if a == "--keep"]
+    drop = [command[i + 1] for i, a in enumerate(command) if a == "--drop"]
+    assert "Experiment" in header or not keep
+    for name in header:
+        kept = bool(keep) and re.match("|".join(keep), name) is not None
+        assert kept or not drop or not re.match("|".join(drop), name), name
+    if keep:
+        assert len(header) > len(keep)  # the patterns matched metric columns, not only headers
+
+
+def test_documented_recipes_exist() -> None:
+    """docs/pipeline.md and the README document at least three exp show recipes, one of them
+    with --keep."""
+    commands = _documented()
+    assert len(commands) >= 3 and any("--keep" in c for c in commands)
+
+
+def test_strategy_plot_renders_in_dvc(views_repo: tuple[Path, dict[str, str]]) -> None:
+    """``dvc plots show --json`` fills the strategy template for one audit without an error,
+    with the audit's title and the categorical strategy axis."""
+    root, env = views_repo
+    plot = root / "results" / "metrics" / "compas-strategies.json"
+    manifest = load_manifest(REPO / "audits" / "compas" / "audit.yaml")
+    cells = [(s.value, m.value) for s, m in grid_cells()]
+    plot.write_text(json.dumps(strategy_plot(
+        _results(cells, tuple(a.name for a in manifest.protected_attributes)), audit="compas")))
+    done = subprocess.run([sys.executable, "-m", "dvc", "plots", "show", "--json",
+                           "results/metrics/compas-strategies.json"], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    shown = json.loads(done.stdout)
+    assert "errors" not in shown, shown
+    spec = shown["data"]["results/metrics/compas-strategies.json"][0]["content"]
+    assert spec["title"]["text"].startswith("compas: ")
+    assert spec["spec"]["encoding"]["y"] == {**spec["spec"]["encoding"]["y"],
+                                             "field": "strategy", "type": "nominal"}
+    assert spec["spec"]["encoding"]["color"]["field"] == "family"

@@ -1,0 +1,167 @@
+"""Every command README.md shows is real: its subcommand and options parse, the cheap ones run.
+
+Commands are taken from the README's ``bash`` blocks and from inline code that starts with a
+command (``faircode``, ``dvc``, ``make``, ``mlflow``, optionally behind ``.venv/bin/``).
+``faircode``, ``dvc`` and ``mlflow ui`` lines are parsed by those programs' own parsers (nothing
+runs), ``make`` targets by ``make -n``; ``faircode --help`` and ``dvc dag
+--collapse-foreach-matrix`` run, and the README's copy of the graph must be the graph.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+README = (REPO / "README.md").read_text()
+PROGRAMS = ("faircode", "dvc", "make", "mlflow")
+INLINE_COMMAND = re.compile(r"`((?:\.venv/bin/)?(?:faircode|dvc|make|mlflow) [^`]*)`")
+
+
+def _commands(*, inline: bool) -> list[list[str]]:
+    """The README's command lines as argument lists (placeholders ``<x>`` become ``x``): those of
+    its bash blocks, or its inline ones (``inline``)."""
+    if inline:
+        lines = INLINE_COMMAND.findall(README)
+    else:
+        lines = [line for block in re.findall(r"```bash\n(.*?)```", README, re.S)
+                 for line in block.splitlines()]
+    out = []
+    for line in lines:
+        args = shlex.split(re.sub(r"<([\w-]+)>", r"\1", line), comments=True)
+        if args:
+            args[0] = args[0].removeprefix(".venv/bin/")
+            out.append(args)
+    return out
+
+
+BLOCKS = _commands(inline=False)
+INLINE = _commands(inline=True)
+NAMES = [c for c in INLINE if c[0] in ("faircode", "dvc") and all(a.isidentifier() for a in c)
+         and f"`{' '.join(c)}`" in README]
+"""Inline mentions of a subcommand alone (``faircode audit``): the name must exist."""
+COMMANDS = BLOCKS + [c for c in INLINE if c not in NAMES]
+"""Every full command line: parsed by its program."""
+
+
+def _subcommands(parser: object) -> dict[str, object]:
+    """The subparsers of an argparse parser, by name."""
+    import argparse
+
+    assert isinstance(parser, argparse.ArgumentParser)
+    return next((a.choices for a in parser._actions
+                 if isinstance(a, argparse._SubParsersAction)), {})
+
+
+@pytest.mark.parametrize("args", NAMES, ids=" ".join)
+def test_named_subcommand_exists(args: list[str]) -> None:
+    """A subcommand the README names in passing (``faircode audit``) exists."""
+    from dvc.cli.parser import get_main_parser
+
+    from faircode.pipeline.cli import build_parser
+
+    parser: object = {"faircode": build_parser, "dvc": get_main_parser}[args[0]]()
+    for name in args[1:]:
+        parser = _subcommands(parser)[name]
+
+
+def test_the_readme_shows_every_workflow_command() -> None:
+    """The quick start, the two set-up commands and the three workflows are all there."""
+    shown = {" ".join(c[:2]) for c in COMMANDS}
+    assert {"make results", "make test", "faircode run", "faircode track", "mlflow ui",
+            "dvc exp", "dvc dag", "dvc plots"} <= shown
+
+
+def test_every_readme_command_is_one_of_the_known_programs() -> None:
+    """No README command escapes the checks below."""
+    assert [c for c in BLOCKS + INLINE if c[0] not in PROGRAMS] == []
+
+
+@pytest.mark.parametrize("args", [c for c in COMMANDS if c[0] == "faircode" and "--help" not in c],
+                         ids=" ".join)
+def test_faircode_command_parses(args: list[str]) -> None:
+    """A README faircode command names a real subcommand with real options."""
+    from faircode.pipeline.cli import build_parser
+
+    namespace = build_parser().parse_args(args[1:])
+    assert callable(namespace.handler)
+
+
+def test_faircode_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    """`faircode --help` names every subcommand in its description, and the README's table
+    lists each of them."""
+    from faircode.pipeline.cli import build_parser, main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    subparsers = next(a for a in build_parser()._actions if a.choices and a.dest == "command")
+    for name in subparsers.choices:
+        assert re.search(rf"Subcommands: [^.]*\b{name}\b", text), name
+        assert f"| `faircode {name}" in README, name
+
+
+@pytest.mark.parametrize("args", [c for c in COMMANDS if c[0] == "dvc"], ids=" ".join)
+def test_dvc_command_parses(args: list[str]) -> None:
+    """A README dvc command is a real dvc subcommand with real options."""
+    from dvc.cli.parser import get_main_parser
+
+    namespace = get_main_parser().parse_args(args[1:])
+    assert namespace.func is not None
+
+
+@pytest.mark.parametrize("args", [c for c in COMMANDS if c[0] == "make"], ids=" ".join)
+def test_make_target_exists(args: list[str]) -> None:
+    """A README make target is one of the Makefile's (``make -n``: nothing runs)."""
+    done = subprocess.run(["make", "-n", *args[1:]], cwd=REPO, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("args", [c for c in COMMANDS if c[0] == "mlflow"], ids=" ".join)
+def test_mlflow_command_parses(args: list[str]) -> None:
+    """A README mlflow command is a real mlflow subcommand with real options."""
+    import click
+    from mlflow.cli import cli
+
+    command = cli.get_command(click.Context(cli), args[1])  # `ui` is an alias of `server`
+    assert command is not None
+    assert command.make_context(args[1], args[2:]).params
+
+
+def _boxes(drawing: str) -> list[str]:
+    """The stage names in the boxes of a ``dvc dag`` drawing, sorted."""
+    return sorted(re.findall(r"\| ([\w-]+) \|", drawing))
+
+
+def test_readme_graph_is_dvc_dag_of_the_pipeline(tmp_path: Path) -> None:
+    """The graph in the README has the stages `dvc dag --collapse-foreach-matrix` draws of
+    dvc.yaml (the drawing's layout varies from run to run; its boxes do not)."""
+    for name in ("dvc.yaml", "params.yaml", ".dvc/config"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / name, tmp_path / name)
+    env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"]}
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True, env=env)
+    done = subprocess.run([sys.executable, "-m", "dvc", "dag", "--collapse-foreach-matrix"],
+                          cwd=tmp_path, capture_output=True, text=True, check=True, env=env,
+                          timeout=120)
+    shown = re.search(r"```\n( +\+-+\+\n.*?)```", README, re.S)
+    assert shown is not None
+    assert _boxes(shown.group(1)) == _boxes(done.stdout) == sorted(
+        ["check-params", "fetch", "prepare", "fit", "fit-in-processing", "fit-post-processing",
+         "evaluate", "report", "track"])
+
+
+def test_readme_is_a_landing_page() -> None:
+    """The README stays short and links into docs/ (never into ../shared/)."""
+    assert len(README.splitlines()) <= 250
+    assert "](../" not in README and "../shared" not in README
+    for doc in ("methodology", "statistics", "pipeline", "operations"):
+        assert f"](docs/{doc}.md" in README and (REPO / "docs" / f"{doc}.md").is_file()
