@@ -197,7 +197,7 @@ def test_one_seed_writes_effects_csv_and_says_training_variance_is_not_included(
     run = json.loads((folder / "run.json").read_text())
     assert run["training_variance"]["included"] is False
     assert "not included" in run["training_variance"]["note"]
-    assert run["seeds"]["effects"] == "SeedSequence(master, spawn_key=(7, comparison, model, " \
+    assert run["seeds"]["effects"] == "SeedSequence(master, spawn_key=(8, comparison, model, " \
                                       "attribute))"
     written = pd.read_csv(folder / "effects.csv", dtype={"note": str}, keep_default_na=False,
                           na_values={c: ["nan", ""] for c in fx.EFFECT_COLUMNS if c != "note"})

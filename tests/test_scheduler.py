@@ -321,7 +321,7 @@ def cluster() -> Iterator[str]:
 
 def _strip_volatile(run: dict[str, Any]) -> dict[str, Any]:
     run = dict(run)
-    for key in ("git_commit", "git_dirty"):
+    for key in ("git_commit", "git_dirty", "seconds"):  # the evaluate step's timings
         run.pop(key, None)
     run["cells"] = [{k: v for k, v in c.items() if k != "seconds"} for c in run["cells"]]
     return run

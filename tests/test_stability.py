@@ -91,8 +91,9 @@ def test_one_seed_writes_exactly_the_files_and_records_of_before(
     folder = write_audit(insurance, results, config=config, out_dir=tmp_path / "r",
                          provenance_record=provenance())
     assert sorted(p.name for p in folder.iterdir()) == [
-        "calibration.csv", "calibration_gap.csv", "counterfactual.csv", "effects.csv",
-        "fairness.csv", "groups.csv", "intersectional.csv", "performance.csv", "run.json"]
+        "calibration.csv", "calibration_gap.csv", "counterfactual.csv", "curves.csv",
+        "effects.csv", "fairness.csv", "groups.csv", "intersectional.csv", "performance.csv",
+        "run.json"]
     run = json.loads((folder / "run.json").read_text())
     assert "seeds" not in run["config"] and "seed_mode" not in run["config"]
     assert "replicates" not in run["seeds"] and "6=" not in run["seeds"]["scheme"]
