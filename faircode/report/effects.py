@@ -257,8 +257,9 @@ def effects_table(ctx: Context) -> Table | None:
     pct = f"{ctx.confidence:.0%}"
     legend = (f"Each cell: the paired effect of the column's strategy against its reference on "
               f"the same test rows [{pct} paired signed box interval; accuracy: expanded "
-              "percentile]: Δ |gap| = |gap(S_m)| - |gap(S_ref)| (< 0: closer to parity; "
-              f"|x - 1| for a ratio) and Δ accuracy = S_m - S_ref. {SIGNIFICANT} the "
+              "percentile]: Δ |gap| = |gap(strategy)| - |gap(reference)| (< 0: closer to "
+              "parity; |x - 1| for a ratio) and Δ accuracy = accuracy(strategy) - "
+              f"accuracy(reference). {SIGNIFICANT} the "
               f"audit's own Benjamini-Hochberg q < {ctx.alpha:g} of the swap test (effects.csv "
               "q_value: every effect of the audit, tpr_gap once) and an interval excluding "
               "0. " + ctx.variance_note)

@@ -207,12 +207,12 @@ def heatmap(ctx: Context, out: Path) -> FigureFile | None:
     bar.ax.tick_params(labelsize=5.5, length=2)
     if ref:
         bar.ax.set_yticks(bar.get_ticks(), [f"{t + ref:.2f}" for t in bar.get_ticks()])
-    bar.set_label(f"{_label(ctx.metric)} (< {ref:g}: disadvantaged group worse off)",
-                  fontsize=6)
+    bar.set_label("gap", fontsize=6)  # the caption and the page's legend give the sign
     what = "mean over " + (f"{len(ctx.models)} model families" if len(ctx.models) > 1
                            else ctx.models[0])
     return _save(fig, out, f"heatmap_{ctx.metric}",
-                 f"{ctx.metric} by audit, attribute and strategy ({what}; grey: n/a). "
+                 f"{ctx.metric} by audit, attribute and strategy ({what}; grey: n/a; "
+                 f"< {ref:g}: the disadvantaged group is worse off). "
                  "* significant in every informative model family, (*) in some (the audit's "
                  f"own q < {ctx.alpha:g}). {ctx.variance_note}".strip(), "heatmap",
                  kind="heatmap")

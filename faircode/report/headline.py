@@ -181,7 +181,8 @@ def lead(items: Sequence[AuditFinding], *, metric: str, unavailable: int) -> tup
                              + ", ".join(stuck) + ".")
     quiet = [f.audit for f in items if f.starred == 0]
     if quiet:
-        sentences.append("S0's gap is not significant in " + ", ".join(quiet)
+        sentences.append("S0's gap on the first attribute is not significant in "
+                         + ", ".join(quiet)
                          + " (no star is not parity: see the powered footnotes).")
     return tuple(sentences)
 
