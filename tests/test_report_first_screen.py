@@ -151,14 +151,18 @@ def _chromium(page: Path, out: Path) -> dict[str, object]:
 def test_headline_and_legend_are_on_the_first_screen_before_any_table(
     families: Path, tmp_path: Path
 ) -> None:
-    """At 1280 x 1000 the headline and legend end above 1,000 px and precede the first table;
-    the screenshot of that screen is written to the test's folder."""
+    """At 1280 x 1000 the headline's sentences (``#lead``) and the legend end above 1,000 px and
+    precede the first table; the screenshot of that screen is written to the test's folder.
+
+    The per-audit lines under the lead are not bounded: at 13 audits they run past the first
+    screen (bench/report_first_screen.py measures a real page)."""
     from PIL import Image
 
     layout = _chromium(families / "report.html", tmp_path)
     assert layout["viewport"] == 1280
-    assert layout["headline"]["bottom"] <= 1000 and layout["legend"]["bottom"] <= 1000
+    assert layout["lead"]["bottom"] <= 1000 and layout["legend"]["bottom"] <= 1000
     assert layout["lead"]["top"] < 300  # the headline opens the page, under the title
+    assert layout["heatmap"]["top"] < 1000  # the heatmap starts on the first screen
     assert layout["before_first_table"] == {"headline": True, "legend": True}
     assert layout["width"] <= 1280  # nothing forces a horizontal scroll
     with Image.open(tmp_path / "first_screen.png") as shot:
