@@ -182,3 +182,15 @@ def test_page_is_short_and_small(families: Path) -> None:
              for m in re.finditer(r"<details", page)]
     assert tables and all(any(a < t < b for a, b in folds) for t in tables)
     assert set(MODELS) <= set(pd.read_csv(families / "summary.csv")["model"])
+
+
+def test_an_audit_without_effects_gets_verdicts_but_no_n_a_numbers(tmp_path: Path) -> None:
+    """Without effects.csv the per-audit line keeps each strategy's verdict and prints no
+    Δ numbers, never "n/a"."""
+    root = tmp_path / "results"
+    write_audit_folder(root, "audit_b", ("race",)).joinpath("effects.csv").unlink()
+    write_report(root)
+    page = (root / "report.html").read_text()
+    top = page.split('<section id="headline">', 1)[1].split("</section>", 1)[0]
+    assert "n/a" not in top
+    assert "S4: no significant gap left" in top and "S1: a gap remains (3 of 3)" in top

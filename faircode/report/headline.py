@@ -144,7 +144,7 @@ def findings(ctx: Context) -> tuple[AuditFinding, ...]:
 
 
 def _signed(x: float, digits: int = 2) -> str:
-    """``+0.12``, ``−0.34`` (typographic minus), ``n/a`` for NaN."""
+    """``+0.12``, ``−0.34`` (typographic minus); callers leave NaN out, ``n/a`` if not."""
     if not np.isfinite(x):
         return "n/a"
     text = num(x, digits)
@@ -170,8 +170,9 @@ def lead(items: Sequence[AuditFinding], *, metric: str, unavailable: int) -> tup
                 continue
             reached = sum(s.reaches for s in found)
             acc = _median(pd.Series([s.accuracy for s in found]))
-            parts.append(f"{code} ({STRATEGY_TITLES[code]}) in {reached} of {len(gapped)}, "
-                         f"median \u0394 accuracy {_signed(acc)}")
+            parts.append(f"{code} ({STRATEGY_TITLES[code]}) in {reached} of {len(gapped)}"
+                         + (f", median \u0394 accuracy {_signed(acc)}" if np.isfinite(acc)
+                            else ""))
         sentences.append("Of those, no significant gap is left in any model family by "
                          + "; ".join(parts) + ".")
         stuck = [f"{f.audit} ({f.attribute})" for f in gapped
@@ -202,6 +203,8 @@ def audit_line(item: AuditFinding) -> tuple[str, str]:
         verdict = ("no significant gap left" if s.reaches else
                    "uninformative" if s.informative == 0 else
                    f"a gap remains ({s.starred} of {s.informative})")
-        parts.append(f"{s.code} \u0394|gap| {_signed(s.effect)}, \u0394acc {_signed(s.accuracy)}: "
-                     f"{verdict}")
+        numbers = ", ".join(f"{what} {_signed(x)}" for what, x in
+                            (("\u0394|gap|", s.effect), ("\u0394acc", s.accuracy))
+                            if np.isfinite(x))  # no effects.csv row: no number, no "n/a"
+        parts.append(f"{s.code} {numbers}: {verdict}" if numbers else f"{s.code}: {verdict}")
     return label, head + " " + "; ".join(parts) + "."

@@ -1,8 +1,10 @@
 """The report's visual vocabulary: one colour per strategy, one marker per model family.
 
-Every figure (:mod:`faircode.report.figures`, :mod:`faircode.report.threshold_curves`), the page's
-legend (:mod:`faircode.report.html`) and the DVC plot templates (``.dvc/plots/``) read these
-tables, so a colour means the same strategy and a marker the same family everywhere.
+Every figure (:mod:`faircode.report.figures`, :mod:`faircode.report.threshold_curves`,
+:mod:`faircode.report.calibration_figure`) and the page's legend (:mod:`faircode.report.html`)
+read these tables, so a colour means the same strategy and a marker the same family everywhere
+on the page.  The DVC plots (dvc.yaml, the evaluate stage) are drawn by DVC's own templates and
+do not read them.
 
 Design decisions
 ----------------
