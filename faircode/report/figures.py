@@ -245,8 +245,8 @@ def floor_figure(ctx: Context, floor: pd.DataFrame, out: Path) -> FigureFile | N
                    filled=bool(marks[i]), size=2.8)
     ax.set_yticks(range(len(pairs)), [_row_label(a, b) for a, b in pairs], fontsize=5.5)
     ax.invert_yaxis()
-    ax.set_xlabel(f"\u0394 distance from parity ({_label(ctx.metric)}), against S2\n"
-                  "(< 0: S3 or S4 closer to parity than S2)")
+    fig.supxlabel(f"\u0394 distance from parity against S2 ({_label(ctx.metric)})\n"
+                  "(< 0: S3 or S4 closer to parity than S2)", fontsize=7)
     ax.grid(axis="x", color="0.9", lw=0.5)
     handles = legend_handles(strategies, models)
     for h in handles[:len(strategies)]:
