@@ -189,13 +189,13 @@ def _floor_sentence(counts: pd.DataFrame) -> str:
         return "<p>No audit has both S2 and a mitigated strategy for this metric.</p>"
     items = []
     for r in counts.to_dict("records"):
-        undefined = int(r["n_undefined"])
+        undefined, code = int(r["n_undefined"]), strategy_code(str(r["strategy"]))
         items.append(
-            f"<li>{_esc(strategy_code(str(r['strategy'])))} ({_esc(r['strategy'])}) · "
-            f"{_esc(r['model'])}: not distinguishable from S2 in "
+            f"<li>{_esc(code)} ({_esc(STRATEGY_TITLES.get(code, r['strategy']))}) · "
+            f"{_esc(SHORT.get(str(r['model']), r['model']))}: not distinguishable from S2 in "
             f"<b>{int(r['audits_not_distinguishable'])} of {int(r['audits'])}</b> audits "
             f"({int(r['pairs_not_distinguishable'])} of {int(r['pairs'])} audit × attribute "
-            "pairs" + (f"; {undefined} n/a" if undefined else "") + ")</li>")
+            "pairs" + (f"; {undefined} without an estimate" if undefined else "") + ")</li>")
     return f"<ul>{''.join(items)}</ul>"
 
 
