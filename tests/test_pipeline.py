@@ -30,6 +30,7 @@ PARAMS = {
     "stats": {"n_resamples": 50, "n_permutations": 50, "confidence": 0.95, "alpha": 0.05},
     "degenerate": {"min_selection_rate": 0.01, "max_selection_rate": 0.99,
                    "balanced_accuracy_margin": 0.02},
+    "curves": {"thresholds": [0.25, 0.5, 0.75]},
     "run": {"jobs": 2, "seeds": 1, "seed_mode": "model"},
     "report": {"metric": "demographic_parity", "model": None},
 }
@@ -348,7 +349,8 @@ def test_freeze_refuses_stale_results_and_verify_names_exactly_the_edited_number
     assert len(in_results) == 1, done.stdout
     assert in_results[0].startswith("drift: results/german_credit_lending/fairness.csv: row 2 (")
     assert f" {metric}): value: frozen {edited}, now " in in_results[0]
-    derived = ("drift: results/summary.csv", "drift: results/paper_table",
+    derived = ("drift: results/summary.csv", "drift: results/summary_families.csv",
+               "drift: results/paper_table",
                "drift: results/figures/", "drift: results/plots/", "drift: results/residual_floor")
     assert all(line.startswith(derived) for line in drift if line not in in_results), drift
     assert not [line for line in drift if "insurance_denial" in line]
