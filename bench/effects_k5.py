@@ -23,8 +23,9 @@ evaluate step apart, and renders each results folder with ``write_report``.  It 
    pooled interval, between-replicate SD, sign flips, share significant, star);
 4. the evaluate step's seconds (``run.json`` ``seconds``) and the wall time of fit and evaluate.
 
-The stars' benchmark-wide family here holds only the audits run, so a star can differ from the
-full benchmark's.  Results go to ``--out`` (default: a temporary folder, removed).
+The stars are each audit's own Benjamini-Hochberg q (``q_value``), as in the report; the
+benchmark-wide q (``q_benchmark``) rides along as the report's robustness column.
+Results go to ``--out`` (default: a temporary folder, removed).
 """
 
 from __future__ import annotations

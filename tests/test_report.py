@@ -45,13 +45,14 @@ def _fairness_rows(audit: str, attributes: tuple[str, ...]) -> list[dict[str, ob
         for s, strategy in enumerate(STRATEGIES):
             for m, model in enumerate(MODELS):
                 dp = (-0.20, -0.15, -0.10, -0.05, -0.02)[s] + 0.01 * m + 0.005 * a
+                p = 0.001 if abs(dp) > 0.08 else 0.3
                 for metric, value in ((DP, dp), (DI, 1 + dp), (EO, dp / 2)):
-                    rows.append({
+                    rows.append({  # the audit's own q: 2p stands in for its BH adjustment
                         "audit": audit, "strategy": strategy, "model": model,
                         "protected_attribute": attr, "metric": metric, "value": value,
-                        "ci_low": value - 0.03, "ci_high": value + 0.03,
-                        "p_value": 0.001 if abs(dp) > 0.08 else 0.3, "q_value": np.nan,
-                        "significant": False, "n_disadvantaged": 100, "n_advantaged": 100,
+                        "ci_low": value - 0.03, "ci_high": value + 0.03, "p_value": p,
+                        "q_value": 2 * p, "significant": 2 * p < 0.05,
+                        "n_disadvantaged": 100, "n_advantaged": 100,
                         "small_sample_warning": False, "note": ""})
     return rows
 
@@ -111,12 +112,12 @@ def effect_rows(audit: str, attributes: tuple[str, ...]) -> pd.DataFrame:
                     key = (model, attr, DP if metric in ("tpr_gap", "accuracy") else metric)
                     value = (-0.01 if metric == "accuracy" else
                              abs(gaps[(a, *key)] - parity) - abs(gaps[(b, *key)] - parity))
+                    p = 0.001 if abs(value) > 0.03 else 0.5
                     rows.append({"audit": audit, "strategy": a, "reference": b,
                                  "model": model, "protected_attribute": attr,
                                  "metric": metric, "value": value, "ci_low": value - 0.02,
                                  "ci_high": value + 0.02, "ci_method": "paired_signed_box",
-                                 "p_value": 0.001 if abs(value) > 0.03 else 0.5,
-                                 "note": ""})
+                                 "p_value": p, "q_value": 2 * p, "note": ""})
     return pd.DataFrame(rows)
 
 
@@ -154,10 +155,11 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Path:
     edit_fairness(root / "audit_b", where={"strategy": "post_processing",
                                           "model": "gradient_boosting", "metric": DP},
                   value=np.nan, ci_low=np.nan, ci_high=np.nan, p_value=np.nan,
-                  note="insufficient_data")
+                  q_value=np.nan, note="insufficient_data")
     edit_fairness(root / "audit_b", where={"strategy": "in_processing",
                                           "model": "random_forest", "metric": DP},
-                  value=0.0, ci_low=0.0, ci_high=0.0, p_value=1.0, note="degenerate_decisions")
+                  value=0.0, ci_low=0.0, ci_high=0.0, p_value=1.0, q_value=1.0,
+                  note="degenerate_decisions")
     write_report(root, provenance={"git_commit": "e" * 40})
     return root
 
@@ -205,17 +207,20 @@ def test_benchmark_q_values_add_interaction_tests_when_present() -> None:
 
 
 def test_summarise_matches_hand_computed_aggregates() -> None:
-    """Mean/min/max over families with a value; raw and BH counts; the missing family named."""
+    """Mean/min/max over families with a value; raw, per-audit and benchmark-wide counts; the
+    missing family named."""
     fairness = pd.DataFrame({
         "audit": "A", "strategy": "baseline", "protected_attribute": "sex", "metric": DP,
         "model": list(MODELS), "value": [-0.10, -0.20, np.nan],
-        "p_value": [0.01, 0.20, np.nan], "note": ["", "", "insufficient_data"]})
+        "p_value": [0.01, 0.04, np.nan], "q_value": [0.02, 0.04, np.nan],
+        "note": ["", "", "insufficient_data"]})
     out = summarise(fairness, q_benchmark=pd.Series([0.04, 0.06, np.nan]), alpha=0.05)
     row = out.iloc[0]
     assert (row["n_models"], row["n_estimated"]) == (3, 2)
     assert row["mean"] == pytest.approx(-0.15)
     assert (row["min"], row["max"]) == (pytest.approx(-0.20), pytest.approx(-0.10))
-    assert (row["n_significant_raw"], row["n_significant_bh"]) == (1, 1)
+    assert (row["n_significant_raw"], row["n_significant"],
+            row["n_significant_benchmark"]) == (2, 2, 1)
     assert row["note"] == "gradient_boosting: insufficient_data"
 
 
@@ -224,7 +229,7 @@ def test_summarise_leaves_uninformative_cells_out_of_the_mean() -> None:
     fairness = pd.DataFrame({
         "audit": "A", "strategy": "baseline", "protected_attribute": "sex", "metric": DP,
         "model": list(MODELS[:2]), "value": [-0.10, 0.0], "p_value": [0.5, 1.0],
-        "note": ["", "degenerate_decisions"]})
+        "q_value": [0.5, 1.0], "note": ["", "degenerate_decisions"]})
     row = summarise(fairness, q_benchmark=pd.Series([0.5, 1.0]), alpha=0.05).iloc[0]
     assert row["mean"] == pytest.approx(-0.10) and row["n_uninformative"] == 1
 
@@ -298,7 +303,8 @@ def test_optional_columns_are_shown_when_present(results: Path) -> None:
 
 
 def test_changing_one_result_changes_the_table_cell_and_the_summary(results: Path) -> None:
-    """Editing one fairness value moves its paper-table cell and its summary mean."""
+    """Editing one fairness value moves its paper-table cell, its summary.csv row and its
+    summary_families.csv mean."""
     write_report(results)
     where = {"strategy": "baseline", "model": "logistic_regression",
              "protected_attribute": "sex", "metric": DP}
@@ -307,7 +313,9 @@ def test_changing_one_result_changes_the_table_cell_and_the_summary(results: Pat
     row = _table_row((results / "paper_table.md").read_text(), "audit_a", "sex",
                      "logistic_regression")
     assert row[2] == "-0.500 [-0.230, -0.170]*"
-    summary = pd.read_csv(results / "summary.csv")
+    rows = pd.read_csv(results / "summary.csv")
+    assert rows.loc[(rows[list(where)] == pd.Series(where)).all(axis=1), "value"].item() == -0.5
+    summary = pd.read_csv(results / "summary_families.csv")
     cell = summary[(summary["audit"] == "audit_a") & (summary["strategy"] == "baseline")
                    & (summary["protected_attribute"] == "sex") & (summary["metric"] == DP)]
     # families: -0.5 (edited), -0.19, -0.18

@@ -45,7 +45,7 @@ def _fair_row(strategy: str, model: str, attr: str, metric: str, value: float, l
               high: float, p: float) -> dict[str, object]:
     return {"audit": AUDIT, "strategy": strategy, "model": model, "protected_attribute": attr,
             "metric": metric, "value": value, "ci_low": low, "ci_high": high, "p_value": p,
-            "q_value": np.nan, "significant": False, "n_disadvantaged": 100,
+            "q_value": min(1.0, 2 * p), "significant": 2 * p < 0.05, "n_disadvantaged": 100,
             "n_advantaged": 100, "small_sample_warning": False, "note": ""}
 
 
@@ -117,7 +117,8 @@ def _calibration_gap() -> pd.DataFrame:
     frame = pd.DataFrame(rows, columns=["strategy", "model", "row_set", "protected_attribute",
                                         "value", "ci_low", "ci_high", "p_value"])
     frame.insert(0, "audit", AUDIT)
-    return frame.assign(q_value=np.nan, significant=False, score_gap=0.0, bins_compared=10,
+    q = np.minimum(1.0, 2 * frame["p_value"])  # 2p stands in for the audit's BH adjustment
+    return frame.assign(q_value=q, significant=q < 0.05, score_gap=0.0, bins_compared=10,
                         bins_dropped=0, n_disadvantaged=100, n_advantaged=100, note="")
 
 
@@ -343,13 +344,15 @@ def test_figure_and_tables_are_deterministic(rendered: Path, tmp_path: Path) -> 
 
 
 def test_page_has_the_deployed_section_with_both_tables_and_the_figure(rendered: Path) -> None:
-    """report.html shows the section, its two tables and the figure (not in Figures)."""
+    """report.html folds the deployed section with its two tables, and the calibration figure
+    under its audit's figures (not among the benchmark-wide ones)."""
     page = (rendered / "report.html").read_text()
-    section = page.split("<h2>Deployed systems</h2>", 1)[1].split("<h2>", 1)[0]
+    section = page.split("<h3>Deployed systems", 1)[1].split("</details>", 1)[0]
     assert 'id="deployed_table"' in section and 'id="replication_table"' in section
-    assert f"figures/{AUDIT}_calibration_by_group.png" in section
-    figures = page.split("<h2>Figures</h2>", 1)[1].split("<h2>", 1)[0]
-    assert "calibration_by_group" not in figures
+    own = page.split(f"<h3>{AUDIT}: ", 1)[1].split("</details>", 1)[0]
+    assert f"figures/{AUDIT}_calibration_by_group.png" in own
+    benchmark = page.split("<h2>Residual floor", 1)[1].split("<h2>", 1)[0]
+    assert "calibration_by_group" not in benchmark
 
 
 def test_report_with_a_system_renders_in_chromium(rendered: Path, tmp_path: Path) -> None:
@@ -365,20 +368,23 @@ def test_report_with_a_system_renders_in_chromium(rendered: Path, tmp_path: Path
 
 
 def _outputs(folder: Path) -> dict[str, str]:
-    """sha256 of every file the report wrote (everything but the audit's own folder)."""
+    """sha256 of every file the report wrote (everything but the audit's own folder and the
+    figure-reuse record, whose keys hash every input CSV by design)."""
     return {str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(folder.rglob("*"))
-            if p.is_file() and p.relative_to(folder).parts[0] != "audit_a"}
+            if p.is_file() and p.relative_to(folder).parts[0] != "audit_a"
+            and p.relative_to(folder) != Path("figures/inputs.json")}
 
 
 def test_audit_without_a_system_renders_exactly_as_before(tmp_path: Path) -> None:
-    """Grid-only groups/calibration tables beside an audit without a system change no byte."""
+    """Grid-only calibration tables beside an audit without a system change no byte (both have
+    groups.csv, which the page reads for the test base rate)."""
     plain, extra = tmp_path / "plain", tmp_path / "extra"
+    grid = _groups()
     for root in (plain, extra):
         write_audit_folder(root, "audit_a", ("sex", "age"))
-    grid = _groups()
-    grid[grid["strategy"] != "deployed"].assign(audit="audit_a").to_csv(
-        extra / "audit_a" / "groups.csv", index=False)
+        grid[grid["strategy"] != "deployed"].assign(audit="audit_a").to_csv(
+            root / "audit_a" / "groups.csv", index=False)
     bins = _calibration(np.random.default_rng(7))
     bins[bins["strategy"] != "deployed"].assign(audit="audit_a").to_csv(
         extra / "audit_a" / "calibration.csv", index=False)

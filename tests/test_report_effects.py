@@ -42,9 +42,9 @@ def _marks(rows: list[dict[str, object]], *, interval: bool = False) -> list[boo
 def test_one_replicate_stars_by_q_alone_for_gaps_and_q_and_interval_for_effects() -> None:
     """K = 1: a gap with q < alpha is starred whatever its interval; an effect needs its
     interval to exclude 0 as well."""
-    rows = [{"q_benchmark": 0.01, "ci_low": -0.1, "ci_high": 0.2},
-            {"q_benchmark": 0.01, "ci_low": 0.05, "ci_high": 0.2},
-            {"q_benchmark": 0.20, "ci_low": 0.05, "ci_high": 0.2}]
+    rows = [{"q_value": 0.01, "ci_low": -0.1, "ci_high": 0.2},
+            {"q_value": 0.01, "ci_low": 0.05, "ci_high": 0.2},
+            {"q_value": 0.20, "ci_low": 0.05, "ci_high": 0.2}]
     assert _marks(rows) == [True, True, False]
     assert _marks(rows, interval=True) == [False, True, False]
 
@@ -52,10 +52,10 @@ def test_one_replicate_stars_by_q_alone_for_gaps_and_q_and_interval_for_effects(
 def test_replicates_star_only_a_significant_sign_stable_complete_finding() -> None:
     """K = 5: starred only with q < alpha, the pooled interval excluding 0, no sign flip, all
     five replicates defined and none degenerate; a K = 1 row of the same frame by q alone."""
-    base = {"q_benchmark": 0.01, "ci_low": 0.1, "ci_high": 0.2, "seeds": 5,
+    base = {"q_value": 0.01, "ci_low": 0.1, "ci_high": 0.2, "seeds": 5,
             "combined_ci_low": 0.02, "combined_ci_high": 0.3, "sign_flips": False,
             "n_defined": 5, "n_degenerate": 0}
-    rows = [base, {**base, "q_benchmark": 0.2}, {**base, "combined_ci_low": -0.01},
+    rows = [base, {**base, "q_value": 0.2}, {**base, "combined_ci_low": -0.01},
             {**base, "sign_flips": True}, {**base, "n_defined": 4},
             {**base, "n_degenerate": 1}, {**base, "seeds": 1, "combined_ci_low": -1.0}]
     assert _marks(rows) == [True, False, False, False, False, False, True]

@@ -12,9 +12,12 @@ Design decisions
 * **Names come from the data** (:mod:`faircode.report.inputs`); the only built-in metric name
   is the default ``demographic_parity``, matched to ``demographic_parity_diff`` by
   :func:`resolve_metric` (exact name, or the one metric named ``<name>_<suffix>``).
-* **One benchmark-wide Benjamini-Hochberg family** (:func:`benchmark_q_values`): every
-  fairness p-value of every audit, each null hypothesis once, plus the intersectional tests
-  listed in :data:`INTERSECTIONAL_P_COLUMNS` when present.  A metric whose permutation test
+* **Stars use each audit's own family** (``q_value`` of the CSVs, the q MLflow logs; see
+  :mod:`faircode.report.effects`): each audit is its own study.  **The benchmark-wide
+  Benjamini-Hochberg family** (:func:`benchmark_q_values`) is a robustness column,
+  ``q_benchmark`` (``summary.csv``, the tables' row dumps), never a star: every fairness p-value
+  of every audit, each null hypothesis once, plus the intersectional tests listed in
+  :data:`INTERSECTIONAL_P_COLUMNS` when present.  A metric whose permutation test
   is another metric's null (:data:`SHARED_NULL_TESTS`: disparate impact tests the same
   "equal positive rates" null as demographic parity) is not counted again; it takes the q of
   the test it shares.  NaN p-values are not tests and are left out of ``m``.  Where an audit has
@@ -54,6 +57,7 @@ __all__ = [
     "DEFAULT_METRIC",
     "INTERSECTIONAL_P_COLUMNS",
     "SHARED_NULL_TESTS",
+    "SUMMARY_COLUMNS",
     "BenchmarkQ",
     "ReportConfig",
     "ReportInputs",
@@ -66,6 +70,7 @@ __all__ = [
     "metric_reference",
     "resolve_metric",
     "summarise",
+    "summary_rows",
 ]
 
 DEFAULT_METRIC = "demographic_parity"
@@ -184,17 +189,53 @@ def _family_q(
     return q_fair, inter, q[start:]
 
 
+SUMMARY_COLUMNS = ("audit", "strategy", "strategy_code", "model", "protected_attribute",
+                   "metric", "value", "ci_low", "ci_high", "p_value", "q_value", "significant",
+                   "q_benchmark", "significant_benchmark", "star", "shown_value",
+                   "shown_ci_low", "shown_ci_high", "note", "alpha")
+"""``summary.csv``: one row per fairness test, both families' q under their own names."""
+
+
+def summary_rows(fairness: pd.DataFrame, *, shown: pd.DataFrame, q_benchmark: pd.Series,
+                 alpha: float) -> pd.DataFrame:
+    """``summary.csv``: every fairness row with both Benjamini-Hochberg families and its star.
+
+    ``value``/``ci_low``/``ci_high``/``p_value``/``q_value`` are ``fairness.csv``'s (replicate 0;
+    ``q_value`` the audit's own family); ``significant`` = ``q_value < alpha``;
+    ``q_benchmark``/``significant_benchmark`` the benchmark-wide family (robustness);
+    ``star`` and ``shown_*`` are what the report prints (``shown``: the rows of
+    :func:`faircode.report.effects.shown_gaps` for every metric, index aligned with
+    ``fairness``), so ``star`` implies ``significant``.
+    """
+    q = fairness["q_value"].to_numpy(dtype=float)
+    qb = q_benchmark.reindex(fairness.index).to_numpy(dtype=float)
+    informative = ~is_uninformative(fairness["note"]).to_numpy()
+    out = fairness.assign(
+        strategy_code=fairness["strategy"].map(strategy_code),
+        significant=np.nan_to_num(q, nan=1.0) < alpha,
+        q_benchmark=qb, significant_benchmark=np.nan_to_num(qb, nan=1.0) < alpha,
+        star=shown["mark"].reindex(fairness.index).fillna(False).astype(bool).to_numpy()
+        & informative,
+        shown_value=shown["value"].reindex(fairness.index),
+        shown_ci_low=shown["ci_low"].reindex(fairness.index),
+        shown_ci_high=shown["ci_high"].reindex(fairness.index), alpha=alpha)
+    return out.loc[:, list(SUMMARY_COLUMNS)].reset_index(drop=True)
+
+
 def summarise(fairness: pd.DataFrame, *, q_benchmark: pd.Series, alpha: float) -> pd.DataFrame:
-    """Per audit x strategy x attribute x metric: mean/min/max over model families and counts.
+    """Per audit x strategy x attribute x metric: mean/min/max over model families and counts
+    (``summary_families.csv``).
 
     ``mean``/``min``/``max`` are over the families with a defined, informative value;
-    ``n_significant_raw`` counts families with ``p < alpha``, ``n_significant_bh`` those with a
+    ``n_significant_raw`` counts families with ``p < alpha``, ``n_significant`` those with the
+    audit's own ``q_value < alpha`` (the stars' family), ``n_significant_benchmark`` those with a
     benchmark-wide ``q < alpha``; ``note`` lists each family without a value and why.
     """
     frame = fairness.assign(q_benchmark=q_benchmark)
     informative = ~is_uninformative(frame["note"])
     frame["usable"] = frame["value"].where(informative)
     frame["sig_raw"] = frame["p_value"].lt(alpha) & informative
+    frame["sig_audit"] = frame["q_value"].lt(alpha) & informative
     frame["sig_bh"] = frame["q_benchmark"].lt(alpha) & informative
     frame["uninformative"] = ~informative
     frame["why"] = np.where(
@@ -206,8 +247,8 @@ def summarise(fairness: pd.DataFrame, *, q_benchmark: pd.Series, alpha: float) -
     out = grouped.agg(
         n_models=("model", "nunique"), n_estimated=("usable", "count"),
         mean=("usable", "mean"), min=("usable", "min"), max=("usable", "max"),
-        n_significant_raw=("sig_raw", "sum"), n_significant_bh=("sig_bh", "sum"),
-        n_uninformative=("uninformative", "sum"),
+        n_significant_raw=("sig_raw", "sum"), n_significant=("sig_audit", "sum"),
+        n_significant_benchmark=("sig_bh", "sum"), n_uninformative=("uninformative", "sum"),
         note=("why", lambda s: "; ".join(x for x in s if x)),
     ).reset_index()
     out.insert(2, "strategy_code", out["strategy"].map(strategy_code))

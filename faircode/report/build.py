@@ -3,6 +3,13 @@
 Reads ``results/<audit>/`` (:mod:`faircode.report.inputs`), never the grid or the evaluate step.
 An audit with a deployed system adds its tables (:mod:`faircode.report.deployed`), its
 calibration figure and a section of the page; an audit without one is rendered as before.
+
+``summary.csv`` holds one row per fairness test with both Benjamini-Hochberg families under
+their own names (``q_value``/``significant``: the audit's own, the stars'; ``q_benchmark``/
+``significant_benchmark``: every audit at once, a robustness check) and the report's ``star``;
+``summary_families.csv`` the aggregate over model families.  ``results/plots`` holds the DVC
+plot data of every metric (:func:`write_plot_data`, dvc.yaml's top-level ``plots:``); the DVC
+metrics files are the evaluate stage's (:mod:`faircode.evaluate.summary`).
 """
 
 from __future__ import annotations
@@ -11,7 +18,7 @@ import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -22,6 +29,7 @@ from faircode.report.analysis import (
     benchmark_family,
     floor_counts,
     summarise,
+    summary_rows,
 )
 from faircode.report.deployed import deployed_tables
 from faircode.report.figure_reuse import FigureReuse
@@ -34,6 +42,10 @@ from faircode.report.inputs import (
     resolve_metric,
     strategy_code,
 )
+from faircode.report.tables import Context
+
+if TYPE_CHECKING:
+    from faircode.report.figures import FigureFile
 
 __all__ = ["ReportOutputs", "write_plot_data", "write_report"]
 
@@ -48,6 +60,7 @@ class ReportOutputs:
     plots: tuple[Path, ...]
     html: Path
     extra: tuple[Path, ...] = field(default=())
+    """``summary_families.csv`` and ``residual_floor.csv``."""
 
 
 def _alpha(runs: Mapping[str, Mapping[str, Any]], key: str, default: float) -> float:
@@ -98,10 +111,8 @@ def write_report(
     (``faircode.core.provenance.provenance(code=REPORT_CODE)``; optional): the page shows the
     state of the results (their ``run.json``) and names the code that rendered it.
     """
-    from faircode.report import figures as report_figures
-    from faircode.report import html as report_html
-    from faircode.report import tables as report_tables
-    from faircode.report.threshold_curves import write_curve_figures
+    from faircode.report.html import write_html
+    from faircode.report.tables import write_tables
 
     inputs = load_results(results, audits_dir=audits_dir, only=only)
     metric = resolve_metric(metric, inputs.fairness["metric"].astype(str))
@@ -111,55 +122,76 @@ def write_report(
                             f"got {describe(model)}")
     alpha = _alpha(inputs.runs, "alpha", 0.05)
     confidence = _alpha(inputs.runs, "confidence", 0.95)
+    context = _context(inputs, metric=metric, models=tuple([model] if model else models),
+                       alpha=alpha, confidence=confidence)
+    shown = report_effects.shown_gaps(context.fairness, inputs.stability, metric=None,
+                                      alpha=alpha)
+    summary_path, families_path = results / "summary.csv", results / "summary_families.csv"
+    summary_rows(context.fairness, shown=shown, q_benchmark=context.fairness["q_benchmark"],
+                 alpha=alpha).to_csv(summary_path, index=False, na_rep="NaN")
+    summary = summarise(inputs.fairness, q_benchmark=context.fairness["q_benchmark"],
+                        alpha=alpha)
+    summary.to_csv(families_path, index=False, na_rep="NaN")
+    floor = report_effects.residual_floor(context.effects, metric=metric)
+    floor_path = results / "residual_floor.csv"
+    floor.to_csv(floor_path, index=False, na_rep="NaN")
+    effects_table = report_effects.effects_table(context)
+    tables = write_tables(
+        context, floor=floor, out=results,
+        extra=(*deployed_tables(context), *([effects_table] if effects_table else [])))
+    figures = _figures(context, floor=floor, results=results)
+    shutil.rmtree(results / "plots", ignore_errors=True)
+    plots = write_plot_data(inputs, out=results / "plots")
+    html = write_html(context, floor=floor, counts=floor_counts(floor),
+                      intersectional=context.intersectional, figures=figures,
+                      provenance=provenance or {}, out=results / "report.html")
+    return ReportOutputs(summary=summary_path, tables=tables,
+                         figures=tuple(p for f in figures for p in (f.png, f.pdf)), plots=plots,
+                         html=html,
+                         extra=(families_path, floor_path))
+
+
+def _context(inputs: ReportInputs, *, metric: str, models: tuple[str, ...], alpha: float,
+             confidence: float) -> Context:
+    """Everything the tables and figures read: the shown gaps and effects (stars from each
+    audit's own q), plus the benchmark-wide q as ``q_benchmark`` columns."""
     deployed = inputs.deployed
     gaps = deployed.calibration_gap
     gaps = gaps[gaps["audit"].isin(list(deployed.systems))]  # shown (and tested) with a system
     family = benchmark_family(inputs.fairness, inputs.intersectional,
                               deployed=deployed.fairness, calibration_gap=gaps)
-    q_fair, q_inter = family.fairness, family.intersectional
-    fairness = inputs.fairness.assign(q_benchmark=q_fair)
-    intersectional = pd.concat([inputs.intersectional, q_inter], axis=1)
-    summary = summarise(inputs.fairness, q_benchmark=q_fair, alpha=alpha)
-    summary_path = results / "summary.csv"
-    summary.to_csv(summary_path, index=False, na_rep="NaN")
-    effects = report_effects.shown_effects(inputs, alpha=alpha)  # paired, pooled at K > 1
-    floor = report_effects.residual_floor(effects, metric=metric)
-    floor_path = results / "residual_floor.csv"
-    floor.to_csv(floor_path, index=False, na_rep="NaN")
-    context = report_tables.Context(
-        inputs=inputs, fairness=fairness, metric=metric,
-        models=tuple([model] if model else models), alpha=alpha, confidence=confidence,
+    fairness = inputs.fairness.assign(q_benchmark=family.fairness)
+    return Context(
+        inputs=inputs, fairness=fairness, metric=metric, models=models, alpha=alpha,
+        confidence=confidence,
         deployed_fairness=deployed.fairness.assign(q_benchmark=family.deployed),
         calibration_gap=gaps.assign(q_benchmark=family.calibration_gap),
         gaps=report_effects.shown_gaps(fairness, inputs.stability, metric=metric, alpha=alpha),
-        effects=effects, variance_note=report_effects.training_variance_note(inputs))
-    effects_table = report_effects.effects_table(context)
-    tables = report_tables.write_tables(
-        context, floor=floor, out=results,
-        extra=(*deployed_tables(context), *([effects_table] if effects_table else [])))
-    # figures/ and plots/ are wholly the report's: no stale file survives; a per-audit figure
-    # whose inputs did not change is carried over from the previous figures/ (figure_reuse)
-    shutil.rmtree(results / "plots", ignore_errors=True)
+        effects=report_effects.shown_effects(inputs, alpha=alpha),  # paired, pooled at K > 1
+        variance_note=report_effects.training_variance_note(inputs),
+        intersectional=pd.concat([inputs.intersectional, family.intersectional], axis=1))
+
+
+def _figures(ctx: Context, *, floor: pd.DataFrame, results: Path) -> tuple[FigureFile, ...]:
+    """Write ``results/figures/`` whole: no stale file survives; a per-audit figure whose
+    inputs did not change is carried over from the previous figures/ (figure_reuse)."""
+    from faircode.report import figures as report_figures
+    from faircode.report.calibration_figure import write_calibration_figures
+    from faircode.report.threshold_curves import write_curve_figures
+
     previous = results / ".figures-previous"
     shutil.rmtree(previous, ignore_errors=True)
     if (results / "figures").is_dir():
         (results / "figures").rename(previous)
     try:
         reuse = FigureReuse(previous, results=results, make=report_figures.FigureFile,
-                            settings={"metric": metric, "models": context.models,
-                                      "alpha": alpha, "confidence": confidence})
-        figures = report_figures.write_figures(context, floor=floor, out=results / "figures",
+                            settings={"metric": ctx.metric, "models": ctx.models,
+                                      "alpha": ctx.alpha, "confidence": ctx.confidence})
+        figures = report_figures.write_figures(ctx, floor=floor, out=results / "figures",
                                                reuse=reuse)
-        figures += write_curve_figures(context, out=results / "figures", reuse=reuse)
+        figures += write_curve_figures(ctx, out=results / "figures", reuse=reuse)
+        figures += write_calibration_figures(ctx, out=results / "figures")
         reuse.write(results / "figures")
     finally:
         shutil.rmtree(previous, ignore_errors=True)
-    plots = write_plot_data(inputs, out=results / "plots")
-    html = report_html.write_html(
-        context, summary=summary, floor=floor, counts=floor_counts(floor),
-        intersectional=intersectional, figures=figures, provenance=provenance or {},
-        out=results / "report.html")
-    return ReportOutputs(summary=summary_path, tables=tables,
-                         figures=tuple(p for f in figures for p in (f.png, f.pdf)), plots=plots,
-                         html=html, extra=(floor_path,))
-
+    return figures

@@ -7,7 +7,7 @@ LaTeX and HTML versions cannot disagree:
 
 * :func:`deployed_table` -- rows audit x attribute x gap, columns S0-S4 and the deployed system,
   on the same test rows: the parity gap, the FPR gap, the FNR gap and the calibration gap, each
-  with its interval and benchmark-wide significance mark.
+  with its interval and significance mark (the audit's own q).
 * :func:`replication_table` -- the system on every row of the audit, per attribute and group:
   ``n``, ``TN, FP, FN, TP``, FPR, FNR and PPV with Wilson intervals (``groups.csv``, row set
   ``all``): the per-group table of a published audit (ProPublica's truth tables for COMPAS).
@@ -26,8 +26,8 @@ Design decisions
   ``-tpr_gap``; with ``favourable: 0`` parity = ``-demographic_parity_diff``, FPR gap =
   ``-tpr_gap``, FNR gap = ``fpr_gap`` (a negated interval is ``[-high, -low]``; the test and
   its q do not depend on the sign).
-* Marks are the benchmark-wide BH q of :func:`faircode.report.analysis.benchmark_family`, the
-  same family as the paper table's.
+* Marks are the audit's own BH q (``q_value`` of ``fairness.csv`` and ``calibration_gap.csv``),
+  the same family as the paper table's stars and MLflow's.
 """
 
 from __future__ import annotations
@@ -59,14 +59,14 @@ def signed_gaps(favourable: int) -> dict[str, tuple[str, float]]:
 
 
 def _signed(row: pd.Series | None, sign: float, alpha: float) -> pd.Series | None:
-    """``row`` with value and interval multiplied by ``sign`` and its benchmark mark."""
+    """``row`` with value and interval multiplied by ``sign`` and its mark (per-audit q)."""
     if row is None:
         return None
     out = row.copy()
     low, high = float(row["ci_low"]) * sign, float(row["ci_high"]) * sign
     out["value"] = float(row["value"]) * sign
     out["ci_low"], out["ci_high"] = min(low, high), max(low, high)
-    out["mark"] = bool(float(row.get("q_benchmark", np.nan)) < alpha)
+    out["mark"] = bool(float(row.get("q_value", np.nan)) < alpha)
     return out
 
 
@@ -124,8 +124,9 @@ def deployed_table(ctx: Context) -> Table | None:
     pct = f"{ctx.confidence:.0%}"
     who = "; ".join(f"{a}: {deployed.titles.get(a, n)} ({n})" for a, n in systems.items())
     legend = (
-        f"Each cell: estimate [{pct} CI]; * benchmark-wide Benjamini-Hochberg q < "
-        f"{ctx.alpha:g}. Same test rows for every column. Disadvantaged minus advantaged, in the "
+        f"Each cell: estimate [{pct} CI]; * the audit's own Benjamini-Hochberg q < "
+        f"{ctx.alpha:g} (q_value). Same test rows for every column. Disadvantaged minus "
+        "advantaged, in the "
         "target's label coding (decision 1 = the decision calling for label 1, as in the "
         "per-group table): parity gap = difference in the share decided 1; FPR gap = in "
         "P(decided 1 | label 0); FNR gap = in P(decided 0 | label 1); calibration gap = the "

@@ -6,23 +6,27 @@ replicates), never re-estimates them.
 
 Design decisions
 ----------------
-* **The effects' own benchmark-wide family** (:func:`effect_q_benchmark`): every effect
-  p-value of every audit (the swap test), Benjamini-Hochberg at once, apart from the gaps'
-  family; ``tpr_gap``'s effect repeats equal opportunity's test (same Δ, same draws) and is
-  counted once, taking its twin's q (:data:`SAME_EFFECT_TEST`).
+* **One significance: each audit's own family.**  Every star reads the q-value the CSVs carry
+  (``q_value``: the audit's Benjamini-Hochberg family, :mod:`faircode.evaluate.effects` for the
+  effects), the same q MLflow logs, so no view stars a number another view calls not
+  significant.  Each audit is its own study: a reader of one audit should not see its stars
+  change because another audit was added to the benchmark.  The benchmark-wide family
+  (:func:`effect_q_benchmark`: every effect p-value of every audit, BH at once; ``tpr_gap``'s
+  effect repeats equal opportunity's test and is counted once, :data:`SAME_EFFECT_TEST`) stays as
+  a robustness column, ``q_benchmark``, never as a star.
 * **Stars** (:func:`stable_mark`).  With one replicate (K = 1) a gap is starred when its
-  benchmark-wide ``q < alpha``, as before, and an effect when its ``q < alpha`` *and* its paired
-  interval excludes 0 (the swap test is of exchangeable decisions, not of ``Δ = 0`` alone, and
-  at a kink the box can straddle 0 while the test rejects: no star for a change whose sign the
-  interval leaves open); every output says that training variance is not included
-  (:func:`training_variance_note`).  With K > 1 replicates its value is the mean
-  over the replicates and its interval the pooled (mixture) interval of the K replicates'
-  bootstrap draws, and it is starred only if **all** of: replicate 0's benchmark-wide
-  ``q < alpha`` (significant, multiplicity controlled); the pooled interval excludes the
-  no-change value (parity for a gap, 0 for an effect); no sign flip across the replicates
-  (every defined replicate's estimate on one side of it); and every replicate defined and
-  informative (``n_defined = K``, no degenerate replicate).  So K > 1 can only remove a star
-  that K = 1 gives: a star is a finding that survives re-fitting (and re-splitting).
+  per-audit ``q_value < alpha`` (= ``significant`` in ``fairness.csv``), and an effect when its
+  ``q_value < alpha`` *and* its paired interval excludes 0 (the swap test is of exchangeable
+  decisions, not of ``Δ = 0`` alone, and at a kink the box can straddle 0 while the test
+  rejects: no star for a change whose sign the interval leaves open); every output says that
+  training variance is not included (:func:`training_variance_note`).  With K > 1 replicates its
+  value is the mean over the replicates and its interval the pooled (mixture) interval of the K
+  replicates' bootstrap draws, and it is starred only if **all** of: replicate 0's per-audit
+  ``q_value < alpha``; the pooled interval excludes the no-change value (parity for a gap, 0 for
+  an effect); no sign flip across the replicates (every defined replicate's estimate on one side
+  of it); and every replicate defined and informative (``n_defined = K``, no degenerate
+  replicate).  So a star always implies ``significant`` in the CSV, and K > 1 can only remove a
+  star that K = 1 gives: a star is a finding that survives re-fitting (and re-splitting).
 * **The residual floor is the paired effect** (:func:`residual_floor`): the S3/S4 vs S2 rows of
   the report metric, ``|S_m| − |S2|`` with the paired signed box interval (pooled at K > 1);
   ``distinguishable`` is the star.  The conservative interval arithmetic on two separate
@@ -84,11 +88,11 @@ def effect_q_benchmark(effects: pd.DataFrame) -> pd.Series:
 
 def stable_mark(frame: pd.DataFrame, *, alpha: float, null: np.ndarray | float,
                 interval: bool = False) -> np.ndarray:
-    """The star of every row (module docstring): ``q_benchmark < alpha`` -- with ``interval``
-    also replicate 0's interval (``ci_low``/``ci_high``) excluding ``null`` -- and with
-    ``seeds`` > 1 also the pooled interval (``combined_ci_low``/``high``) excluding ``null``, no
-    ``sign_flips``, ``n_defined == seeds`` and ``n_degenerate == 0``."""
-    significant = frame["q_benchmark"].to_numpy(dtype=float) < alpha
+    """The star of every row (module docstring): the per-audit ``q_value < alpha`` -- with
+    ``interval`` also replicate 0's interval (``ci_low``/``ci_high``) excluding ``null`` -- and
+    with ``seeds`` > 1 also the pooled interval (``combined_ci_low``/``high``) excluding ``null``,
+    no ``sign_flips``, ``n_defined == seeds`` and ``n_degenerate == 0``."""
+    significant = frame["q_value"].to_numpy(dtype=float) < alpha
     if interval:
         significant &= _excludes(frame["ci_low"], frame["ci_high"], null)
     if "seeds" not in frame:
@@ -135,19 +139,22 @@ def _with_replicates(rows: pd.DataFrame, pooled: pd.DataFrame, keys: list[str], 
     return out
 
 
-def shown_gaps(fairness: pd.DataFrame, stability: pd.DataFrame, *, metric: str,
+def shown_gaps(fairness: pd.DataFrame, stability: pd.DataFrame, *, metric: str | None,
                alpha: float) -> pd.DataFrame:
-    """The paper table's rows of ``metric`` (``fairness`` with ``q_benchmark``): value,
-    interval and ``mark`` as shown -- replicate 0 at K = 1, pooled over the K replicates else."""
-    rows = fairness[fairness["metric"] == metric]
-    pooled = stability[stability["metric"] == metric] if not stability.empty else stability
+    """The paper table's rows of ``metric`` (every metric with ``None``): value, interval and
+    ``mark`` (the star, from the per-audit ``q_value``) as shown -- replicate 0 at K = 1, pooled
+    over the K replicates else."""
+    rows = fairness if metric is None else fairness[fairness["metric"] == metric]
+    pooled = stability if stability.empty or metric is None else \
+        stability[stability["metric"] == metric]
+    null = np.array([metric_reference(str(m)) for m in rows["metric"]], dtype=float)
     return _with_replicates(rows, pooled, ["audit", "strategy", "model", "protected_attribute",
-                                           "metric"], alpha=alpha,
-                            null=metric_reference(metric))
+                                           "metric"], alpha=alpha, null=null)
 
 
 def shown_effects(inputs: ReportInputs, *, alpha: float) -> pd.DataFrame:
-    """Every effect row with ``q_benchmark`` and its value, interval and ``mark`` as shown."""
+    """Every effect row with its value, interval and ``mark`` (the star, from the per-audit
+    ``q_value``) as shown, plus the benchmark-wide ``q_benchmark`` (a robustness column)."""
     effects = inputs.effects
     if effects.empty:
         return effects
@@ -161,11 +168,13 @@ def residual_floor(effects: pd.DataFrame, *, metric: str) -> pd.DataFrame:
     effect against S2 as shown (:func:`shown_effects`).
 
     Columns: ``audit``, ``protected_attribute``, ``model``, ``strategy``, ``metric``,
-    ``difference``, ``low``, ``high``, ``p_value``, ``q_benchmark``, ``seeds``,
+    ``difference``, ``low``, ``high``, ``p_value``, ``q_value`` (the audit's family: the star's),
+    ``q_benchmark`` (every audit's effects at once: robustness only), ``seeds``,
     ``distinguishable`` (the star; NaN where the effect or its interval is undefined), ``note``.
     """
     columns = ["audit", "protected_attribute", "model", "strategy", "metric", "difference",
-               "low", "high", "p_value", "q_benchmark", "seeds", "distinguishable", "note"]
+               "low", "high", "p_value", "q_value", "q_benchmark", "seeds", "distinguishable",
+               "note"]
     if effects.empty:
         return pd.DataFrame(columns=columns)
     rows = effects[(effects["reference"] == REFERENCE) & (effects["metric"] == metric)]
@@ -248,10 +257,11 @@ def effects_table(ctx: Context) -> Table | None:
     pct = f"{ctx.confidence:.0%}"
     legend = (f"Each cell: the paired effect of the column's strategy against its reference on "
               f"the same test rows [{pct} paired signed box interval; accuracy: expanded "
-              "percentile]: Δ |gap| = |gap(S_m)| - |gap(S_ref)| (< 0: closer to parity; "
-              f"|x - 1| for a ratio) and Δ accuracy = S_m - S_ref. {SIGNIFICANT} "
-              f"benchmark-wide Benjamini-Hochberg q < {ctx.alpha:g} of the swap test (one "
-              "family: every effect of every audit, tpr_gap once) and an interval excluding "
+              "percentile]: Δ |gap| = |gap(strategy)| - |gap(reference)| (< 0: closer to "
+              "parity; |x - 1| for a ratio) and Δ accuracy = accuracy(strategy) - "
+              f"accuracy(reference). {SIGNIFICANT} the "
+              f"audit's own Benjamini-Hochberg q < {ctx.alpha:g} of the swap test (effects.csv "
+              "q_value: every effect of the audit, tpr_gap once) and an interval excluding "
               "0. " + ctx.variance_note)
     return Table("effects_table", f"What mitigation buys: paired effects on {ctx.metric} and "
                  "accuracy", ("audit", "attribute", "effect"),

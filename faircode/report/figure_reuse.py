@@ -11,16 +11,16 @@ Design decisions
 ----------------
 * **Only figures of one audit's own tables.**  The slots reused are the per-audit figures
   whose every input is that audit's result files and the report's settings (``by_strategy``,
-  ``tradeoff``, the curve figure).  Figures across audits (the heatmap, the residual floor) or
-  with benchmark-wide q-values (calibration by group) are always drawn.
+  ``tradeoff``, the curve figure).  Figures across audits (the heatmap, the residual floor) and
+  the deployed system's calibration figure (it reads the deployed inputs) are always drawn.
 * **The key is everything such a figure can read**: sha256 of the slot (figure x audit), the
   bytes of every CSV in ``results/<audit>/`` (and its ``deployed/``), the settings (metric,
   models, alpha, confidence), the source of every file of the report stage's code deps
   (:data:`CODE`) and the versions of matplotlib, numpy and pandas.  Anything else is a miss.
 * **The record lives beside the figures**: ``figures/inputs.json`` maps each drawn or reused
-  slot to its key, file name, caption and section.  A missing or unreadable record, or a
-  missing file, is a miss; the folder is still the report's alone (no stale file survives:
-  only the slots of this report are carried over).
+  slot to its key, file name, caption, section, audit and kind.  A missing or unreadable
+  record, or a missing file, is a miss; the folder is still the report's alone (no stale file
+  survives: only the slots of this report are carried over).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any
 __all__ = ["CODE", "RECORD", "FigureReuse"]
 
 RECORD = "inputs.json"
-"""The record of ``figures/``: slot -> key, name, caption, section."""
+"""The record of ``figures/``: slot -> key, name, caption, section, audit, kind."""
 
 CODE: tuple[str, ...] = ("pipeline/stages/report.py", "__init__.py", "pipeline/__init__.py",
                          "pipeline/stages/__init__.py", "core", "counterfactual", "audit",
@@ -69,7 +69,8 @@ class FigureReuse:
 
     ``previous`` is the previous ``figures/`` folder (set aside, or missing), ``results`` the
     results folder, ``settings`` the report's metric, models, alpha and confidence, ``make``
-    the figure record's constructor (``FigureFile(name, png, pdf, caption, section)``).
+    the figure record's constructor (``FigureFile(name, png, pdf, caption, section, audit,
+    kind)``).
     """
 
     def __init__(self, previous: Path, *, results: Path, settings: Mapping[str, Any],
@@ -91,7 +92,7 @@ class FigureReuse:
 
     def key(self, slot: str, audit: str) -> str:
         """The key of ``slot`` for ``audit`` (see the module docstring)."""
-        h = hashlib.sha256(b"faircode-figure-v1\0" + slot.encode() + b"\0")
+        h = hashlib.sha256(b"faircode-figure-v2\0" + slot.encode() + b"\0")
         h.update(self.settings + b"\0" + self.code)
         folder = self.results / audit
         for path in sorted(folder.rglob("*.csv")) if folder.is_dir() else ():
@@ -114,7 +115,8 @@ class FigureReuse:
         drawn = draw(ctx, audit, out)
         if drawn is not None:
             self.new[slot] = {"key": key, "name": drawn.name, "caption": drawn.caption,
-                              "section": drawn.section}
+                              "section": drawn.section, "audit": drawn.audit,
+                              "kind": drawn.kind}
         return drawn
 
     def _carry(self, record: Mapping[str, str], out: Path) -> Any:
@@ -126,7 +128,8 @@ class FigureReuse:
         for f in files:
             shutil.copyfile(f, out / f.name)
         return self.make(name, out / f"{name}.png", out / f"{name}.pdf",
-                         str(record.get("caption", "")), str(record.get("section", "figures")))
+                         str(record.get("caption", "")), str(record.get("section", "figures")),
+                         str(record.get("audit", "")), str(record.get("kind", "")))
 
     def write(self, out: Path) -> Path:
         """Write ``out/inputs.json`` (the slots drawn or carried by this report)."""

@@ -2,12 +2,17 @@
 
 Design decisions
 ----------------
-* Okabe-Ito colours (distinguishable under the common colour-vision deficiencies) and a second
-  channel for every colour: each model family also has its own marker, so a grey-scale print
-  still reads.  The heatmap uses the ColorBrewer ``PuOr`` diverging map centred on parity.
+* **One colour per strategy, one marker per model family in every figure**
+  (:mod:`faircode.report.style`): S0 black, S1 orange, S2 sky blue, S3 green, S4 vermillion;
+  logistic regression a circle, the forest a square, boosting a triangle.  The heatmap's
+  diverging ColorBrewer ``PuOr`` map, centred on parity, encodes the value.
+* **Significance is drawn, with the page's rule**: a filled marker is a starred estimate (the
+  audit's own Benjamini-Hochberg q, and at K > 1 the stability rule), an open one is not; the
+  heatmap prints ``*`` after a cell starred in every informative family and ``(*)`` after one
+  starred in some.  Values and intervals are the ones the tables show (pooled at K > 1).
 * Drawn at print size (3.3 in wide, 7 pt text), never scaled down from a screen-sized figure.
-* A value that is not a number is written as "n/a" (or "uninf." for degenerate decisions) in
-  the plot, never drawn as a point at 0.
+* A value that is not a number is left out (the caption says so, the tables give the reason),
+  never drawn as a point at 0; the heatmap's grey cell is the only in-plot "n/a".
 * Deterministic files: no creation date in the PDF, no software tag in the PNG.
 """
 
@@ -15,7 +20,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import matplotlib
 
@@ -26,11 +30,11 @@ import matplotlib.ticker
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from faircode.report.analysis import abs_bounds
 from faircode.report.figure_reuse import FigureReuse
 from faircode.report.inputs import (
-    DEPLOYED,
     MODELS,
     STRATEGIES,
     is_uninformative,
@@ -38,29 +42,13 @@ from faircode.report.inputs import (
     ordered,
     strategy_code,
 )
+from faircode.report.style import RC, SHORT, WIDTH, family_marker, strategy_colour
 from faircode.report.tables import Context
 
-__all__ = ["FAMILY_STYLE", "OKABE_ITO", "FigureFile", "calibration_by_group", "write_figures"]
+__all__ = ["FigureFile", "legend_handles", "write_figures"]
 
-OKABE_ITO = {"black": "#000000", "orange": "#E69F00", "sky_blue": "#56B4E9",
-             "green": "#009E73", "yellow": "#F0E442", "blue": "#0072B2",
-             "vermillion": "#D55E00", "purple": "#CC79A7"}
-FAMILY_STYLE = {"logistic_regression": (OKABE_ITO["blue"], "o"),
-                "random_forest": (OKABE_ITO["orange"], "s"),
-                "gradient_boosting": (OKABE_ITO["purple"], "^")}
-_EXTRA_STYLE = [(OKABE_ITO["green"], "D"), (OKABE_ITO["vermillion"], "v"),
-                (OKABE_ITO["sky_blue"], "P")]
-STRATEGY_COLOURS = [OKABE_ITO[c] for c in ("black", "orange", "sky_blue", "green",
-                                             "vermillion", "blue", "purple")]
-WIDTH = 3.3
-RC: dict[str, Any] = {
-      "font.size": 7, "axes.labelsize": 7, "axes.titlesize": 7, "xtick.labelsize": 6.5,
-      "ytick.labelsize": 6.5, "legend.fontsize": 6.5, "lines.linewidth": 0.8,
-      "lines.markersize": 3.5, "axes.linewidth": 0.6, "xtick.major.width": 0.6,
-      "ytick.major.width": 0.6, "errorbar.capsize": 1.5, "font.family": "DejaVu Sans",
-      "pdf.fonttype": 42, "svg.hashsalt": "faircode", "axes.spines.top": False,
-      "axes.spines.right": False}
-SHORT = {"logistic_regression": "LR", "random_forest": "RF", "gradient_boosting": "GB"}
+FILLED = "filled marker: starred (the audit's own q < alpha{k}); open: not starred"
+"""How every figure with markers shows significance (``{k}`` names the K > 1 rule)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,26 +60,22 @@ class FigureFile:
     pdf: Path
     caption: str
     section: str = "figures"
-    """Where the page shows it: ``figures`` or ``deployed`` (the deployed-system section)."""
+    """Where the page shows it: ``heatmap`` (the first screen), ``figures`` (across audits) or
+    ``audit`` (folded under its audit)."""
+    audit: str = ""
+    kind: str = ""
+    """What it shows (``by_strategy``, ``tradeoff``, ``curves``, ``calibration``, ...)."""
 
 
-def family_style(model: str, models: list[str]) -> tuple[str, str]:
-    """Colour and marker of a model family (extra families get the spare Okabe-Ito colours)."""
-    if model in FAMILY_STYLE:
-        return FAMILY_STYLE[model]
-    extra = [m for m in models if m not in FAMILY_STYLE]
-    return _EXTRA_STYLE[extra.index(model) % len(_EXTRA_STYLE)]
-
-
-def _save(fig: Figure, out: Path, name: str, caption: str,
-          section: str = "figures") -> FigureFile:
+def _save(fig: Figure, out: Path, name: str, caption: str, section: str = "figures", *,
+          audit: str = "", kind: str = "") -> FigureFile:
     out.mkdir(parents=True, exist_ok=True)
     png, pdf = out / f"{name}.png", out / f"{name}.pdf"
     # constrained layout, no bbox "tight": the file keeps the exact column width
     fig.savefig(png, dpi=300, metadata={"Software": None})
     fig.savefig(pdf, metadata={"CreationDate": None, "Creator": "faircode", "Producer": None})
     plt.close(fig)
-    return FigureFile(name, png, pdf, caption, section)
+    return FigureFile(name, png, pdf, caption, section, audit, kind)
 
 
 def _label(metric: str) -> str:
@@ -108,76 +92,111 @@ def _fmt(x: float) -> str:
     return text[1:] if text.startswith("-") and float(text) == 0 else text
 
 
+def _filled(ctx: Context) -> str:
+    return FILLED.format(k="; at K > 1 stable across replicates"
+                         if "K = 1," not in ctx.variance_note else "")
+
+
+def _shown(ctx: Context, audit: str | None = None) -> pd.DataFrame:
+    """The report metric's rows as the tables show them (value, interval, ``mark``)."""
+    frame = ctx.gaps if not ctx.gaps.empty else ctx.fairness[
+        ctx.fairness["metric"] == ctx.metric].assign(mark=False)
+    frame = frame[frame["model"].isin(ctx.models)]
+    return frame if audit is None else frame[frame["audit"] == audit]
+
+
+def legend_handles(strategies: list[str], models: list[str]) -> list[Line2D]:
+    """A square of each strategy's colour, then each family's marker in grey."""
+    handles = [Line2D([], [], color=strategy_colour(s), marker="s", ls="", ms=3.5,
+                      label=strategy_code(s)) for s in strategies]
+    return handles + [Line2D([], [], color="0.3", marker=family_marker(m, models), ls="", ms=3,
+                             label=SHORT.get(m, m)) for m in models]
+
+
+def _point(ax: plt.Axes, x: float, y: float, *, colour: str, marker: str, filled: bool,
+           size: float = 3.2) -> None:
+    ax.plot([x], [y], marker, color=colour, ms=size, mfc=colour if filled else "white",
+            mew=0.7, zorder=3)
+
+
 def by_strategy(ctx: Context, audit: str, out: Path) -> FigureFile | None:
     """Per audit: strategies x families with CI error bars, one panel per attribute."""
-    frame = ctx.fairness[(ctx.fairness["audit"] == audit)
-                         & (ctx.fairness["metric"] == ctx.metric)
-                         & ctx.fairness["model"].isin(ctx.models)]
+    frame = _shown(ctx, audit)
     if frame.empty:
         return None
     attrs = ordered(frame["protected_attribute"], ())
     strategies = ordered(frame["strategy"], STRATEGIES)
     models = ordered(frame["model"], MODELS)
     ref = metric_reference(ctx.metric)
-    fig, axes = plt.subplots(len(attrs), 1, figsize=(WIDTH, 0.5 + 1.2 * len(attrs)),
+    fig, axes = plt.subplots(len(attrs), 1, figsize=(WIDTH, 0.55 + 1.2 * len(attrs)),
                              sharex=True, squeeze=False, layout="constrained")
     offsets = np.linspace(-0.22, 0.22, len(models)) if len(models) > 1 else np.zeros(1)
     for ax, attr in zip(axes[:, 0], attrs, strict=True):
         ax.axhline(ref, color="0.6", lw=0.6, zorder=0)
         sub = frame[frame["protected_attribute"] == attr]
         for model, dx in zip(models, offsets, strict=True):
-            colour, marker = family_style(model, models)
             rows = sub[sub["model"] == model].set_index("strategy").reindex(strategies)
-            bad = is_uninformative(rows["note"])
+            bad = is_uninformative(rows["note"].fillna(""))
             y = rows["value"].astype(float).where(~bad).to_numpy()
             lo, hi = rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float)
-            x = np.arange(len(strategies)) + dx
-            # intervals drawn as segments: a percentile CI need not contain its estimate
-            ax.vlines(x, lo, hi, color=colour, lw=0.7)
-            ax.plot(x, y, marker, color=colour, ms=3.2, label=SHORT.get(model, model))
-            for xi, yi, b in zip(x, y, bad, strict=True):
-                if np.isnan(yi):
-                    ax.text(xi, 0.97, "uninf." if b else "n/a", transform=ax.get_xaxis_transform(),
-                            ha="center", va="top", fontsize=5, color="0.35", rotation=90)
+            marks = rows["mark"].fillna(False).astype(bool).to_numpy()
+            for i, s in enumerate(strategies):
+                if np.isnan(y[i]):
+                    continue  # n/a or uninformative: the tables say which and why
+                colour = strategy_colour(s)
+                # intervals drawn as segments: a percentile CI need not contain its estimate
+                ax.vlines(i + dx, lo[i], hi[i], color=colour, lw=0.7)
+                _point(ax, i + dx, y[i], colour=colour, marker=family_marker(model, models),
+                       filled=bool(marks[i]))
         ax.set_title(attr, loc="left", pad=2, fontsize=7)
         ax.grid(axis="y", color="0.9", lw=0.5)
         ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(4))
     axes[-1, 0].set_xticks(range(len(strategies)), [strategy_code(s) for s in strategies])
-    fig.legend(*axes[0, 0].get_legend_handles_labels(), ncols=len(models),
-               loc="outside upper right", frameon=False, handletextpad=0.2,
-               columnspacing=0.8)
+    fig.legend(handles=legend_handles([], models), ncols=len(models),
+               loc="outside upper right", frameon=False, handletextpad=0.2, columnspacing=0.8)
     fig.supylabel(_label(ctx.metric), fontsize=7)
     pct = f"{ctx.confidence:.0%}"
     return _save(fig, out, f"{audit}_{ctx.metric}_by_strategy",
-                 f"{audit}: {ctx.metric} per strategy and model family ({pct} bootstrap CIs; "
-                 f"grey line: parity).")
+                 f"{audit}: {ctx.metric} per strategy (colour) and model family (marker) with "
+                 f"{pct} intervals; {_filled(ctx)}; grey line: parity; a missing marker is n/a "
+                 f"or uninformative (the paper table says why). {ctx.variance_note}".strip(),
+                 "audit", audit=audit, kind="by_strategy")
+
+
+def _heat_mark(part: pd.DataFrame) -> str:
+    usable = part[~is_uninformative(part["note"].fillna("")) & part["value"].notna()]
+    marks = usable["mark"].fillna(False).astype(bool)
+    return "" if usable.empty or not marks.any() else "*" if marks.all() else "(*)"
 
 
 def heatmap(ctx: Context, out: Path) -> FigureFile | None:
-    """Cross-audit heatmap: audit x attribute rows, strategy columns, mean gap over families."""
-    frame = ctx.fairness[(ctx.fairness["metric"] == ctx.metric)
-                         & ctx.fairness["model"].isin(ctx.models)]
-    frame = frame.assign(v=frame["value"].where(~is_uninformative(frame["note"])))
+    """Cross-audit heatmap: audit x attribute rows, strategy columns, mean gap over families,
+    with each cell's significance mark."""
+    frame = _shown(ctx)
     if frame.empty:
         return None
+    frame = frame.assign(v=frame["value"].where(~is_uninformative(frame["note"].fillna(""))))
     strategies = ordered(frame["strategy"], STRATEGIES)
     grid = frame.pivot_table(index=["audit", "protected_attribute"], columns="strategy",
                              values="v", aggfunc="mean", sort=False)
     grid = grid.reindex(columns=strategies)
+    marks = {key: _heat_mark(part) for key, part in
+             frame.groupby(["audit", "protected_attribute", "strategy"], sort=False)}
     ref = metric_reference(ctx.metric)
     values = grid.to_numpy(float) - ref
     # colour saturates at the 90th percentile of |gap| (arrows on the bar say so); every
     # cell prints its exact value, so one extreme cell cannot wash out the rest
     finite = np.abs(values[np.isfinite(values)])
     span = float(max(np.quantile(finite, 0.9), 0.02)) if finite.size else 1.0
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.55 + 0.27 * len(grid)), layout="constrained")
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.7 + 0.27 * len(grid)), layout="constrained")
     cmap = matplotlib.colormaps["PuOr"].with_extremes(bad="0.85")
     image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=-span, vmax=span,
                       aspect="auto")
     for (i, j), v in np.ndenumerate(values):
         dark = not np.isnan(v) and abs(v) > 0.6 * span
-        ax.text(j, i, "n/a" if np.isnan(v) else _fmt(v + ref), ha="center", va="center",
-                fontsize=5.5, color="white" if dark else "black")
+        mark = marks.get((*grid.index[i], strategies[j]), "")
+        ax.text(j, i, "n/a" if np.isnan(v) else _fmt(v + ref) + mark, ha="center",
+                va="center", fontsize=5.5, color="white" if dark else "black")
     ax.set_xticks(range(len(strategies)), [strategy_code(s) for s in strategies])
     ax.xaxis.tick_top()
     ax.set_yticks(range(len(grid)), [_row_label(a, b) for a, b in grid.index], fontsize=5.5)
@@ -188,11 +207,15 @@ def heatmap(ctx: Context, out: Path) -> FigureFile | None:
     bar.ax.tick_params(labelsize=5.5, length=2)
     if ref:
         bar.ax.set_yticks(bar.get_ticks(), [f"{t + ref:.2f}" for t in bar.get_ticks()])
-    bar.set_label(_label(ctx.metric), fontsize=6)
+    bar.set_label("gap", fontsize=6)  # the caption and the page's legend give the sign
     what = "mean over " + (f"{len(ctx.models)} model families" if len(ctx.models) > 1
                            else ctx.models[0])
     return _save(fig, out, f"heatmap_{ctx.metric}",
-                 f"{ctx.metric} by audit, attribute and strategy ({what}; grey: n/a).")
+                 f"{ctx.metric} by audit, attribute and strategy ({what}; grey: n/a; "
+                 f"< {ref:g}: the disadvantaged group is worse off). "
+                 "* significant in every informative model family, (*) in some (the audit's "
+                 f"own q < {ctx.alpha:g}). {ctx.variance_note}".strip(), "heatmap",
+                 kind="heatmap")
 
 
 def floor_figure(ctx: Context, floor: pd.DataFrame, out: Path) -> FigureFile | None:
@@ -209,44 +232,43 @@ def floor_figure(ctx: Context, floor: pd.DataFrame, out: Path) -> FigureFile | N
     fig, ax = plt.subplots(figsize=(WIDTH, 0.9 + 0.4 * len(pairs)), layout="constrained")
     ax.axvline(0, color="0.5", lw=0.6, zorder=0)
     index = floor.set_index(["audit", "protected_attribute", "strategy", "model"])
-    colours = {s: STRATEGY_COLOURS[STRATEGIES.index(s)] if s in STRATEGIES else "0.3"
-               for s in strategies}
     for (s, m), dy in zip(slots, offsets, strict=True):
-        keys = [(a, b, s, m) for a, b in pairs]
-        rows = index.reindex(keys)
-        y = np.arange(len(pairs)) + dy
+        rows = index.reindex([(a, b, s, m) for a, b in pairs])
         x = rows["difference"].to_numpy(float)
-        ax.hlines(y, rows["low"].to_numpy(float), rows["high"].to_numpy(float),
-                  color=colours[s], lw=0.6)
-        ax.plot(x, y, family_style(m, models)[1], color=colours[s], ms=2.8)
-        for yi, xi in zip(y, x, strict=True):
+        marks = rows["distinguishable"].fillna(False).astype(bool).to_numpy()
+        for i, (xi, low, high) in enumerate(zip(x, rows["low"].to_numpy(float),
+                                                 rows["high"].to_numpy(float), strict=True)):
             if np.isnan(xi):
-                ax.text(0.99, yi, "n/a", transform=ax.get_yaxis_transform(), ha="right",
-                        va="center", fontsize=5, color="0.35")
+                continue  # undefined: the residual floor table says why
+            ax.hlines(i + dy, low, high, color=strategy_colour(s), lw=0.6)
+            _point(ax, xi, i + dy, colour=strategy_colour(s), marker=family_marker(m, models),
+                   filled=bool(marks[i]), size=2.8)
     ax.set_yticks(range(len(pairs)), [_row_label(a, b) for a, b in pairs], fontsize=5.5)
     ax.invert_yaxis()
-    ax.set_xlabel(f"|S_m| − |S2|, {_label(ctx.metric)}\n(< 0: S_m closer to parity than S2)")
+    fig.supxlabel(f"\u0394 distance from parity against S2 ({_label(ctx.metric)})\n"
+                  "(< 0: S3 or S4 closer to parity than S2)", fontsize=7)
     ax.grid(axis="x", color="0.9", lw=0.5)
-    from matplotlib.lines import Line2D
-    handles = [Line2D([], [], color=colours[s], marker="s", ls="", ms=3.5,
-                      label=f"{strategy_code(s)} − S2") for s in strategies]
-    handles += [Line2D([], [], color="0.3", marker=family_style(m, models)[1], ls="", ms=3,
-                       label=SHORT.get(m, m)) for m in models]
+    handles = legend_handles(strategies, models)
+    for h in handles[:len(strategies)]:
+        h.set_label(f"{h.get_label()} \u2212 S2")
     fig.legend(handles=handles, ncols=len(handles), loc="outside upper center",
                frameon=False, handletextpad=0.1, columnspacing=0.6)
     return _save(fig, out, f"residual_floor_{ctx.metric}",
-                 f"Residual floor of {ctx.metric}: mitigated distance from parity minus S2's, "
-                 f"the paired effect on the same test rows with its {ctx.confidence:.0%} paired "
-                 f"signed box interval. {ctx.variance_note}".strip())
+                 f"Residual floor of {ctx.metric}: |S3| \u2212 |S2| and |S4| \u2212 |S2| "
+                 "(mitigated distance from parity minus S2's), the paired effect on the same "
+                 f"test rows with its {ctx.confidence:.0%} paired signed box interval; filled: "
+                 "distinguishable from S2 (its star); a missing marker is undefined. "
+                 f"{ctx.variance_note}".strip(), "figures", kind="residual_floor")
 
 
 def tradeoff(ctx: Context, audit: str, out: Path) -> FigureFile | None:
-    """Per audit: accuracy against distance from parity; strategy by colour, family by marker."""
+    """Per audit: accuracy against distance from parity; strategy by colour, family by marker,
+    the majority-class accuracy as a dashed line."""
     perf = ctx.inputs.performance
-    perf = perf[(perf["audit"] == audit) & (perf["metric"] == "accuracy")
-                & perf["model"].isin(ctx.models)]
-    fair = ctx.fairness[(ctx.fairness["audit"] == audit) & (ctx.fairness["metric"] == ctx.metric)
-                        & ctx.fairness["model"].isin(ctx.models)]
+    perf = perf[(perf["audit"] == audit) & perf["model"].isin(ctx.models)]
+    majority = perf.loc[perf["metric"] == "majority_baseline_accuracy", "value"]
+    perf = perf[perf["metric"] == "accuracy"]
+    fair = _shown(ctx, audit)
     if perf.empty or fair.empty:
         return None
     ref = metric_reference(ctx.metric)
@@ -255,7 +277,7 @@ def tradeoff(ctx: Context, audit: str, out: Path) -> FigureFile | None:
     models = ordered(fair["model"], MODELS)
     ncols = min(2, len(attrs))
     nrows = -(-len(attrs) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(WIDTH, 0.55 + 1.35 * nrows), sharey=True,
+    fig, axes = plt.subplots(nrows, ncols, figsize=(WIDTH, 0.6 + 1.35 * nrows), sharey=True,
                              squeeze=False, layout="constrained")
     for ax in axes.flat[len(attrs):]:
         ax.set_visible(False)
@@ -267,132 +289,31 @@ def tradeoff(ctx: Context, audit: str, out: Path) -> FigureFile | None:
         lo, hi = abs_bounds(both["ci_low"].to_numpy(float) - ref,
                              both["ci_high"].to_numpy(float) - ref)
         y = both["value_acc"].to_numpy(float)
+        if len(majority):
+            ax.axhline(float(majority.iloc[0]), color="0.45", lw=0.6, ls="--", zorder=0)
         for i, (s, m) in enumerate(zip(both["strategy"], both["model"], strict=True)):
             if np.isnan(dist[i]):
                 continue
-            colour = STRATEGY_COLOURS[STRATEGIES.index(s)] if s in STRATEGIES else "0.3"
+            colour = strategy_colour(s)
             ax.hlines(y[i], lo[i], hi[i], color=colour, lw=0.4, alpha=0.6)
             ax.vlines(abs(dist[i]), both["ci_low_acc"].iloc[i], both["ci_high_acc"].iloc[i],
                       color=colour, lw=0.4, alpha=0.6)
-            ax.plot([abs(dist[i])], [y[i]], family_style(m, models)[1], color=colour, ms=3)
+            _point(ax, abs(dist[i]), y[i], colour=colour, marker=family_marker(m, models),
+                   filled=bool(both["mark"].iloc[i]), size=3)
         ax.set_title(attr, loc="left", pad=2)
         ax.grid(color="0.92", lw=0.5)
         ax.set_xlim(left=0)
         ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(3))
     fig.supxlabel(f"|{_label(ctx.metric)}" + (" − 1|" if ref else "|"), fontsize=7)
     fig.supylabel("accuracy", fontsize=7)
-    from matplotlib.lines import Line2D
-    handles = [Line2D([], [], color=STRATEGY_COLOURS[STRATEGIES.index(s)] if s in STRATEGIES
-                      else "0.3", marker="s", ls="", ms=3.5, label=strategy_code(s))
-               for s in strategies]
-    handles += [Line2D([], [], color="0.3", marker=family_style(m, models)[1], ls="", ms=3,
-                       label=SHORT.get(m, m)) for m in models]
-    fig.legend(handles=handles, ncols=len(handles), loc="outside upper center",
-               frameon=False, handletextpad=0.1, columnspacing=0.5)
+    fig.legend(handles=legend_handles(strategies, models), ncols=len(strategies) + len(models),
+               loc="outside upper center", frameon=False, handletextpad=0.1,
+               columnspacing=0.5)
     return _save(fig, out, f"{audit}_tradeoff_{ctx.metric}",
                  f"{audit}: accuracy against distance from parity of {ctx.metric}, per strategy "
-                 f"(colour) and model family (marker), with {ctx.confidence:.0%} CIs.")
-
-
-GROUP_STYLE = [(OKABE_ITO["vermillion"], "o"), (OKABE_ITO["blue"], "s"),
-               (OKABE_ITO["green"], "^"), (OKABE_ITO["purple"], "D")]
-"""Colour and marker of the 1st, 2nd, ... group of a calibration panel."""
-
-
-def _calibration_rows(ctx: Context, audit: str) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """The deployed system's all-row bins, one grid model's test-row bins, and its label."""
-    frame = ctx.inputs.deployed.calibration
-    frame = frame[frame["audit"] == audit]
-    tool = frame[(frame["strategy"] == DEPLOYED) & (frame["row_set"] == "all")]
-    grid = frame[(frame["strategy"] != DEPLOYED) & (frame["row_set"] == "test")
-                 & frame["model"].isin(ctx.models)]
-    cells = [(s, m) for s in ordered(grid["strategy"], STRATEGIES)
-             for m in ordered(grid["model"], MODELS)
-             if ((grid["strategy"] == s) & (grid["model"] == m)).any()]
-    if not cells:
-        return tool, grid.iloc[0:0], ""
-    strategy, model = cells[0]  # S0 logistic regression when present
-    chosen = grid[(grid["strategy"] == strategy) & (grid["model"] == model)]
-    return tool, chosen, f"{strategy_code(strategy)} {SHORT.get(model, model)}"
-
-
-def _gap_text(ctx: Context, audit: str, attr: str, strategy: str, model: str,
-              row_set: str) -> str:
-    gaps = ctx.calibration_gap
-    if gaps.empty:
-        return "gap n/a"
-    hit = gaps[(gaps["audit"] == audit) & (gaps["protected_attribute"] == attr)
-               & (gaps["strategy"] == strategy) & (gaps["model"] == model)
-               & (gaps["row_set"] == row_set)]
-    if hit.empty or np.isnan(float(hit["value"].iloc[0])):
-        return "gap n/a"
-    row = hit.iloc[0]
-    mark = "*" if float(row.get("q_benchmark", np.nan)) < ctx.alpha else ""
-    return (f"gap {_fmt(float(row['value']))} [{_fmt(float(row['ci_low']))}, "
-            f"{_fmt(float(row['ci_high']))}]{mark}")
-
-
-def _calibration_panel(ax: Any, rows: pd.DataFrame, *, ordinal: bool) -> None:
-    """Observed label-1 rate against mean score per bin, one line per group, Wilson bars."""
-    groups = ordered(rows["group"], ())
-    offsets = np.linspace(-0.12, 0.12, len(groups)) if ordinal and len(groups) > 1 \
-        else np.zeros(len(groups))
-    for i, (group, dx) in enumerate(zip(groups, offsets, strict=True)):
-        colour, marker = GROUP_STYLE[i % len(GROUP_STYLE)]
-        part = rows[(rows["group"] == group) & (rows["n"].astype(int) > 0)]
-        x = part["mean_score"].to_numpy(float) + dx
-        ax.vlines(x, part["ci_low"].to_numpy(float), part["ci_high"].to_numpy(float),
-                  color=colour, lw=0.6)
-        ax.plot(x, part["observed_rate"].to_numpy(float), marker=marker, color=colour,
-                ms=2.4, lw=0.7, label=str(group))
-    if not ordinal:
-        ax.plot([0, 1], [0, 1], ls="--", color="0.6", lw=0.6, zorder=0)
-        ax.set_xlim(0, 1)
-        ax.set_xticks([0, 0.5, 1], ["0", "0.5", "1"])
-    else:
-        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True, nbins=5))
-    ax.set_ylim(0, 1)
-    ax.grid(color="0.92", lw=0.5)
-    ax.legend(loc="upper left", frameon=False, fontsize=5, handlelength=1.2,
-              handletextpad=0.3, borderaxespad=0.2)
-
-
-def calibration_by_group(ctx: Context, audit: str, out: Path) -> FigureFile | None:
-    """Per audit with a system: calibration by group of the system (every row) beside S0 LR.
-
-    Rows of panels are the attributes; the left column is the deployed system on every row of
-    the audit (one bin per score value), the right one grid model on the test rows.
-    """
-    tool, grid, grid_label = _calibration_rows(ctx, audit)
-    if tool.empty:
-        return None
-    system = ctx.inputs.deployed.systems[audit]
-    attrs = ordered(tool["protected_attribute"], ())
-    fig = plt.figure(figsize=(WIDTH, 0.55 + 1.3 * len(attrs)), layout="constrained")
-    left, right = np.asarray(fig.subfigures(1, 2, wspace=0.02)).ravel()
-    columns = [(left, tool, f"{system}, every row", DEPLOYED, system, "all", True)]
-    if not grid.empty:
-        strategy, model = str(grid["strategy"].iloc[0]), str(grid["model"].iloc[0])
-        columns.append((right, grid, f"{grid_label}, test rows", strategy, model, "test", False))
-    for sub, rows, title, strategy, model, row_set, ordinal in columns:
-        axes = sub.subplots(len(attrs), 1, squeeze=False, sharex=True)[:, 0]
-        sub.suptitle(title, fontsize=7)
-        for ax, attr in zip(axes, attrs, strict=True):
-            _calibration_panel(ax, rows[rows["protected_attribute"] == attr], ordinal=ordinal)
-            ax.set_title(f"{attr}: {_gap_text(ctx, audit, attr, strategy, model, row_set)}",
-                         loc="left", pad=2, fontsize=6)
-        axes[-1].set_xlabel("score" if ordinal else "probability (bin mean)")
-        if ordinal:
-            sub.supylabel("observed label-1 rate", fontsize=6.5)
-    pct = f"{ctx.confidence:.0%}"
-    return _save(
-        fig, out, f"{audit}_calibration_by_group",
-        f"{audit}: calibration by group: observed label-1 rate against mean score per bin, "
-        f"with Wilson {pct} intervals. Left: the deployed system {system} on every row (one "
-        f"bin per score value); right: {grid_label or 'no grid model with a score'} on the "
-        "test rows (dashed: perfect calibration). Panel titles: the calibration gap "
-        f"(disadvantaged minus advantaged at equal score) [{pct} CI]; * benchmark-wide q < "
-        f"{ctx.alpha:g}.", section="deployed")
+                 f"(colour) and model family (marker), with {ctx.confidence:.0%} intervals; "
+                 f"{_filled(ctx)} (the gap); dashed: the majority-class accuracy.",
+                 "audit", audit=audit, kind="tradeoff")
 
 
 def write_figures(ctx: Context, *, floor: pd.DataFrame, out: Path,
@@ -408,7 +329,4 @@ def write_figures(ctx: Context, *, floor: pd.DataFrame, out: Path,
             figures += [draw(ctx, audit, out) if reuse is None
                         else reuse.figure(draw, ctx, audit, out)
                         for draw in (by_strategy, tradeoff)]
-        for audit in ctx.inputs.deployed.systems:
-            if audit in ctx.inputs.runs:
-                figures.append(calibration_by_group(ctx, audit, out))
     return tuple(f for f in figures if f is not None)

@@ -1,17 +1,29 @@
-"""``report.html``: one self-contained page with the tables, figures, provenance and gaps.
+"""``report.html``: one self-contained page that leads with its finding, then figures and tables.
 
 Design decisions
 ----------------
+* **The finding first.**  The first screen holds the headline (:mod:`faircode.report.headline`:
+  what each mitigation buys per audit, written from the numbers), the legend (S0-S4 named, the
+  model families' markers, the sign convention, what a star means) and the heatmap with its
+  significance marks; the figures follow, and every long table is folded in ``<details>``
+  below, so the page opens short however many audits it holds.
+* **One significance.**  Every star on the page is the audit's own Benjamini-Hochberg q (the
+  CSVs' ``q_value``/``significant``, MLflow's q); the benchmark-wide q is a robustness column
+  (``summary.csv`` ``q_benchmark``) and the page says so.
 * Self-contained: CSS inline, figures inline as base64 PNG, and a Content-Security-Policy that
   forbids every request except ``data:`` images, so opening the page can never reach a network.
+  The inline figures are the PNG files quantised to 128 colours (same pixels, a third of the
+  bytes); the files in ``figures/`` stay full colour for print.
 * Provenance is printed, not linked: the state the results come from (commit, code and params
   digests, dirty inputs: the ``state`` of every ``run.json``, grouped when audits differ), the
   report code that rendered the page, and per audit the dataset and manifest digests, seeds and
   parameters.  No ``dvc.lock`` digest: a stage cannot know the lock that will record it; the
   citable identity is the freeze record, which the page names.
-* A small inline script writes every image's natural size and every loaded resource into
-  ``<pre id="render-check">`` once the page has loaded; a headless browser's DOM dump then
-  shows what a reader's browser actually rendered.  It changes nothing a reader sees.
+* A small inline script writes every image's natural size, every loaded resource and the
+  layout of the first screen (where the headline, legend and heatmap end, the page's height,
+  whether they come before the first table) into ``<pre id="render-check">`` once the page has
+  loaded; a headless browser's DOM dump then shows what a reader's browser actually rendered.
+  It changes nothing a reader sees.
 * No timestamp: the page is a function of its inputs, so DVC sees it change only when they do.
 """
 
@@ -19,6 +31,7 @@ from __future__ import annotations
 
 import base64
 import html
+import io
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -26,21 +39,34 @@ from typing import Any
 
 import pandas as pd
 
+from faircode.core.cells import STRATEGY_TITLES
 from faircode.core.provenance import StateIdentity, group_states
+from faircode.report import headline
 from faircode.report.deployed import deployed_tables
 from faircode.report.effects import effects_table
 from faircode.report.figures import FigureFile
-from faircode.report.inputs import strategy_code
-from faircode.report.tables import Context, all_tables, num, to_html
+from faircode.report.inputs import MODELS, STRATEGIES, ordered, strategy_code
+from faircode.report.style import FAMILY_GLYPHS, SHORT, family_marker, strategy_colour
+from faircode.report.tables import STARS, Context, all_tables, num, to_html
 
 __all__ = ["CSP", "write_html"]
 
 CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
        "script-src 'unsafe-inline'")
 _CSS = """
-body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:72rem;margin:2rem auto;
-padding:0 1rem;color:#111;line-height:1.45}
-h1{font-size:1.6rem}h2{font-size:1.25rem;border-bottom:1px solid #ccc;margin-top:2.2rem}
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;max-width:76rem;margin:1.2rem auto;
+padding:0 1rem;color:#111;line-height:1.4}
+h1{font-size:1.5rem;margin:.2rem 0 .3rem}h2{font-size:1.2rem;border-bottom:1px solid #ccc;
+margin-top:1.8rem}h3{font-size:1rem;margin:.2rem 0 .4rem}
+.scope{font-size:.85rem;color:#333;margin:.2rem 0 .8rem}
+.top{display:grid;grid-template-columns:minmax(0,1fr) 27rem;gap:1.4rem;align-items:start}
+#headline .lead{font-size:1rem;margin:.2rem 0 .6rem}
+.findings{list-style:none;padding:0;margin:0;font-size:.84rem}
+.findings li{margin:0 0 .45rem;padding-left:.6rem;border-left:3px solid #ddd}
+#legend{font-size:.78rem;background:#f7f7f7;border:1px solid #e3e3e3;padding:.5rem .7rem;
+margin-bottom:.6rem}#legend p{margin:.25rem 0}#legend ul{margin:.2rem 0;padding-left:0;
+list-style:none}.sw{display:inline-block;width:.8em;height:.8em;margin-right:.3em;
+vertical-align:-.05em;border-radius:2px}
 table{border-collapse:collapse;margin:.6rem 0;font-size:.85rem}
 caption{text-align:left;font-weight:600;padding:.3rem 0}
 th,td{padding:.2rem .5rem;border-bottom:1px solid #e3e3e3;vertical-align:top}
@@ -49,14 +75,16 @@ tbody th{text-align:left;font-weight:normal;white-space:nowrap}
 tr.section th{text-align:left;font-style:italic;background:#f4f4f4}
 td.num{text-align:center;font-variant-numeric:tabular-nums}
 td.na{text-align:center;color:#555;font-style:italic}
+table.plain{display:block;overflow-x:auto;max-width:100%}
 .ci{color:#555;font-size:.8em}.sig{font-weight:700}
 .legend,.footnotes{font-size:.8rem;color:#333}.footnotes{list-style:none;padding-left:0}
-figure{display:inline-block;margin:.8rem 1.2rem .8rem 0;max-width:32rem;vertical-align:top}
+figure{display:inline-block;margin:.6rem 1.2rem .6rem 0;max-width:31rem;vertical-align:top}
+.side figure{display:block;margin:0;max-width:none}
 figure img{width:100%;height:auto;border:1px solid #eee}
-figcaption{font-size:.8rem;color:#333}
+figcaption{font-size:.78rem;color:#333}
 code,pre{font-size:.8rem;background:#f6f6f6}pre{padding:.5rem;overflow-x:auto}
 #render-check{display:none}
-details{margin:.4rem 0}summary{cursor:pointer}
+details{margin:.35rem 0}summary{cursor:pointer}summary h3{display:inline}
 """
 _CHECK = """
 window.addEventListener("load", function () {
@@ -67,9 +95,27 @@ window.addEventListener("load", function () {
   var resources = performance.getEntriesByType("resource").map(function (e) {
     return e.name;
   });
+  function box(el) {
+    if (!el) { return null; }
+    var r = el.getBoundingClientRect();
+    return {top: Math.round(r.top + window.scrollY), bottom: Math.round(r.bottom + window.scrollY)};
+  }
+  var table = document.querySelector("table");
+  function before(id) {
+    var el = document.getElementById(id);
+    return !!el && (!table ||
+      !!(el.compareDocumentPosition(table) & Node.DOCUMENT_POSITION_FOLLOWING));
+  }
   var out = document.getElementById("render-check");
   out.textContent = JSON.stringify({images: images, resources: resources,
-    tables: document.querySelectorAll("table.results").length});
+    tables: document.querySelectorAll("table.results").length,
+    layout: {viewport: window.innerWidth, height: document.documentElement.scrollHeight,
+             width: document.documentElement.scrollWidth,
+             lead: box(document.getElementById("lead")),
+             headline: box(document.getElementById("headline")),
+             legend: box(document.getElementById("legend")),
+             heatmap: box(document.getElementById("heatmap")),
+             before_first_table: {headline: before("headline"), legend: before("legend")}}});
   document.body.setAttribute("data-rendered", "yes");
 });
 """
@@ -109,22 +155,33 @@ def _stability(ctx: Context) -> list[str]:
         return []
     rows = frame[(frame["metric"] == ctx.metric) & frame["model"].isin(ctx.models)]
     shown = rows.assign(strategy=rows["strategy"].map(strategy_code))
-    return [
-        "<h2>Training variance across seeds</h2>",
+    return [_fold(
+        "Training variance across seeds",
         f"<p>{_esc(ctx.metric)} of every cell re-fitted with K seeds (stability.csv): the value "
         "of replicate 0 (the tables above), mean, between-seed SD, min and max over the seeds, "
         "the share of seeds in which the gap is significant (its replicate's own BH q), "
         "whether its sign flips, and the percentile interval of the K pooled bootstrap "
-        "distributions (bootstrap and seed variance together).</p>",
-        _frame_html(shown.loc[:, list(STABILITY_SHOWN)]),
-    ]
+        "distributions (bootstrap and seed variance together).</p>"
+        + _frame_html(shown.loc[:, list(STABILITY_SHOWN)]))]
 
 
-def _figure(fig: FigureFile, i: int) -> str:
-    data = base64.b64encode(fig.png.read_bytes()).decode("ascii")
-    return (f'<figure><img id="figure-{i}" alt="{_esc(fig.caption)}" '
-            f'src="data:image/png;base64,{data}"><figcaption>{_esc(fig.caption)} '
-            f"<code>figures/{_esc(fig.png.name)}</code>, <code>.pdf</code></figcaption></figure>")
+def _inline_png(path: Path) -> str:
+    """The PNG at ``path`` quantised to 128 colours, base64 (deterministic for equal bytes)."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        small = image.convert("RGB").quantize(128, dither=Image.Dither.NONE)
+    buffer = io.BytesIO()
+    small.save(buffer, format="PNG", optimize=True)
+    return base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def _figure(fig: FigureFile, i: int, *, element_id: str = "") -> str:
+    ident = f' id="{_esc(element_id)}"' if element_id else ""
+    return (f'<figure{ident}><img id="figure-{i}" alt="{_esc(fig.caption)}" '
+            f'src="data:image/png;base64,{_inline_png(fig.png)}"><figcaption>'
+            f"{_esc(fig.caption)} <code>figures/{_esc(fig.png.name)}</code>, <code>.pdf</code>"
+            "</figcaption></figure>")
 
 
 def _floor_sentence(counts: pd.DataFrame) -> str:
@@ -132,13 +189,13 @@ def _floor_sentence(counts: pd.DataFrame) -> str:
         return "<p>No audit has both S2 and a mitigated strategy for this metric.</p>"
     items = []
     for r in counts.to_dict("records"):
-        undefined = int(r["n_undefined"])
+        undefined, code = int(r["n_undefined"]), strategy_code(str(r["strategy"]))
         items.append(
-            f"<li>{_esc(strategy_code(str(r['strategy'])))} ({_esc(r['strategy'])}) · "
-            f"{_esc(r['model'])}: not distinguishable from S2 in "
+            f"<li>{_esc(code)} ({_esc(STRATEGY_TITLES.get(code, r['strategy']))}) · "
+            f"{_esc(SHORT.get(str(r['model']), r['model']))}: not distinguishable from S2 in "
             f"<b>{int(r['audits_not_distinguishable'])} of {int(r['audits'])}</b> audits "
             f"({int(r['pairs_not_distinguishable'])} of {int(r['pairs'])} audit × attribute "
-            "pairs" + (f"; {undefined} n/a" if undefined else "") + ")</li>")
+            "pairs" + (f"; {undefined} without an estimate" if undefined else "") + ")</li>")
     return f"<ul>{''.join(items)}</ul>"
 
 
@@ -238,66 +295,120 @@ def _details(ctx: Context, intersectional: pd.DataFrame) -> str:
     return "".join(parts)
 
 
-def _deployed(ctx: Context, figures: Sequence[FigureFile]) -> list[str]:
-    """The deployed-system section (only where some audit has a system)."""
+def _deployed(ctx: Context) -> list[str]:
+    """The deployed-system tables, folded (only where some audit has a system)."""
     tables = deployed_tables(ctx)
     if not tables:
         return []
-    shown = [(i, f) for i, f in enumerate(figures) if f.section == "deployed"]
-    return [
-        "<h2>Deployed systems</h2>",
+    return [_fold(
+        "Deployed systems beside S0-S4, and the published-audit replication",
         "<p>Decisions nobody here trained: the system an audit's manifest declares, scored on "
         "the grid's test rows beside S0-S4 (same people, same statistics) and on every row of "
         "the audit, the replication of a published audit. Error-rate balance (the FPR and FNR "
         "gaps, the per-group table) and calibration within groups (the calibration gap, the "
         "figure) are the two views of the COMPAS debate; where base rates differ, no score has "
-        "both, so both are shown.</p>",
-        *(to_html(t) for t in tables),
-        "".join(_figure(f, i) for i, f in shown),
-    ]
+        "both, so both are shown.</p>" + "".join(to_html(t) for t in tables))]
 
 
 def _effects(ctx: Context) -> list[str]:
-    """The paired-effects section (only where some audit has effects.csv)."""
+    """The paired-effects table, folded (only where some audit has effects.csv)."""
     table = effects_table(ctx)
     if table is None:
         return []
-    return ["<h2>What mitigation buys: paired effects</h2>",
-            "<p>Each mitigated strategy against S0, and S3/S4 against S2 (the residual floor), "
-            "scored on the same test rows in every bootstrap draw: the change in distance from "
-            "parity and in accuracy, with the paired interval and the swap test of no change "
-            "(effects.csv; effects_stability.csv pools the training replicates).</p>",
-            to_html(table)]
+    return [_fold("What mitigation buys: paired effects (effects_table)",
+                  "<p>Each mitigated strategy against S0, and S3/S4 against S2 (the residual "
+                  "floor), scored on the same test rows in every bootstrap draw: the change in "
+                  "distance from parity and in accuracy, with the paired interval and the swap "
+                  "test of no change (effects.csv; effects_stability.csv pools the training "
+                  "replicates).</p>" + to_html(table))]
 
 
-def write_html(ctx: Context, *, summary: pd.DataFrame, floor: pd.DataFrame,
-               counts: pd.DataFrame, intersectional: pd.DataFrame,
-               figures: Sequence[FigureFile], provenance: Mapping[str, Any],
-               out: Path) -> Path:
+def _fold(title: str, body: str, *, open_: bool = False) -> str:
+    return (f"<details{' open' if open_ else ''}><summary><h3>{_esc(title)}</h3></summary>"
+            f"{body}</details>")
+
+
+def _legend(ctx: Context) -> str:
+    """S0-S4 (colour), the families (marker), the sign convention and what a star means."""
+    strategies = "".join(
+        f'<li><span class="sw" style="background:{strategy_colour(s)}"></span>'
+        f"<b>{_esc(strategy_code(s))}</b> {_esc(STRATEGY_TITLES.get(strategy_code(s), s))}: "
+        f"{_esc(_STRATEGY_WHAT.get(s, s))}</li>" for s in STRATEGIES)
+    models = ordered(ctx.fairness["model"], MODELS) if not ctx.fairness.empty else list(MODELS)
+    families = ", ".join(
+        f"{FAMILY_GLYPHS.get(family_marker(m, models), family_marker(m, models))} "
+        f"{SHORT.get(m, m)} {m.replace('_', ' ')}" for m in models)
+    return (
+        '<aside id="legend"><h3>Legend</h3><ul>' + strategies + "</ul>"
+        f"<p>Marker per model family in every figure: {_esc(families)}; colour = strategy.</p>"
+        "<p><b>Sign convention</b>: every gap is the disadvantaged group's rate of the "
+        "favourable outcome (the manifest's <code>target.favourable</code>) minus the "
+        "advantaged group's (a ratio for disparate impact): negative (a ratio below 1) means "
+        "the disadvantaged group is worse off, in every audit. Δ|gap| &lt; 0: the "
+        "strategy is closer to parity than its reference.</p>"
+        f"<p><b>*</b> {_esc(STARS.format(alpha=f'{ctx.alpha:g}'))}"
+        + (" At K &gt; 1 a star also needs the pooled interval to exclude no change and no "
+           "sign flip across the replicates." if "K = 1," not in ctx.variance_note else "")
+        + "</p></aside>")
+
+
+_STRATEGY_WHAT = {
+    "baseline": "every feature, protected attributes included",
+    "unawareness": "protected attributes dropped",
+    "unawareness_proxy_removal": "protected attributes and their proxies dropped",
+    "in_processing": "fairlearn in-processing under the parity constraint (first attribute)",
+    "post_processing": "fairlearn group thresholds (first attribute), on S2's features",
+}
+
+
+def _top(ctx: Context, figures: Sequence[FigureFile]) -> str:
+    """The first screen: headline and per-audit lines | legend and the heatmap."""
+    items = headline.findings(ctx)
+    sentences = headline.lead(items, metric=ctx.metric, unavailable=len(ctx.inputs.unavailable))
+    lines = "".join(f"<li><b>{_esc(label)}</b>: {_esc(text)}</li>"
+                    for label, text in map(headline.audit_line, items))
+    heat = [(i, f) for i, f in enumerate(figures) if f.section == "heatmap"]
+    return (
+        '<div class="top"><section id="headline"><h2>Finding</h2>'
+        f'<p class="lead" id="lead">{_esc(" ".join(sentences))}</p>'
+        f"<h3>Per audit (first protected attribute; Δ against S0, median over model "
+        f'families)</h3><ul class="findings">{lines}</ul></section>'
+        f'<div class="side">{_legend(ctx)}'
+        + "".join(_figure(f, i, element_id="heatmap") for i, f in heat) + "</div></div>")
+
+
+def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
+               intersectional: pd.DataFrame, figures: Sequence[FigureFile],
+               provenance: Mapping[str, Any], out: Path) -> Path:
     """Write the self-contained report page to ``out``; return ``out``."""
     paper, performance, counterfactual, floor_table = all_tables(ctx, floor)
-    models = ", ".join(ctx.models)
-    summary_rows = summary[summary["metric"] == ctx.metric]
+    models = ", ".join(SHORT.get(m, m) for m in ctx.models)
+    per_audit: dict[str, list[tuple[int, FigureFile]]] = {}
+    for i, f in enumerate(figures):
+        if f.audit:
+            per_audit.setdefault(f.audit, []).append((i, f))
     body = [
         "<h1>faircode benchmark report</h1>",
-        f"<p>Metric <b>{_esc(ctx.metric)}</b>; model families: {_esc(models)}; "
+        f'<p class="scope">Metric <b>{_esc(ctx.metric)}</b>; model families {_esc(models)}; '
         f"{len(ctx.inputs.runs)} audits with results, {len(ctx.inputs.unavailable)} "
-        f"unavailable. Significance: benchmark-wide Benjamini-Hochberg q &lt; {ctx.alpha:g}."
-        "</p>",
-        f"<p>{_esc(ctx.variance_note)}</p>" if ctx.variance_note else "",
-        "<h2>Paper table</h2>", to_html(paper),
+        f"unavailable. {_esc(ctx.variance_note)}</p>",
+        _top(ctx, figures),
+        "<h2>Residual floor: what S3 and S4 add to S2</h2>", _floor_sentence(counts),
+        "".join(_figure(f, i) for i, f in enumerate(figures) if f.section == "figures"),
+        "<h2>Per audit</h2>",
+        "".join(_fold(f"{audit}: {', '.join(_KIND.get(f.kind, f.kind) for _, f in shown)}",
+                      "".join(_figure(f, i) for i, f in shown))
+                for audit, shown in per_audit.items()),
+        "<h2>Tables</h2>",
+        _fold("Paper table: the gap per audit, attribute, strategy and family", to_html(paper)),
         *_effects(ctx),
-        "<h2>Residual floor</h2>", _floor_sentence(counts), to_html(floor_table),
-        *_deployed(ctx, figures),
-        "<h2>Figures</h2>", "".join(_figure(f, i) for i, f in enumerate(figures)
-                                    if f.section == "figures"),
-        "<h2>Performance</h2>", to_html(performance),
-        "<h2>Counterfactual flip rates</h2>", to_html(counterfactual),
+        _fold("Residual floor table: |S3| - |S2| and |S4| - |S2|", to_html(floor_table)),
+        _fold("Performance, with the majority-class accuracy", to_html(performance)),
+        _fold("Counterfactual flip rates", to_html(counterfactual)),
+        *_deployed(ctx),
         *_stability(ctx),
-        "<h2>Summary across model families</h2>",
-        f"<details><summary>summary.csv rows for {_esc(ctx.metric)} ({len(summary_rows)})"
-        f"</summary>{_frame_html(summary_rows)}</details>",
-        "<h2>Every result row</h2>", _details(ctx, intersectional),
+        _fold(f"Every {ctx.metric} row, with the benchmark-wide q (q_benchmark)",
+              _details(ctx, intersectional)),
         "<h2>Unavailable audits</h2>", _unavailable(ctx),
         "<h2>Provenance</h2>", _provenance(ctx, provenance),
         '<pre id="render-check"></pre>',
@@ -309,3 +420,7 @@ def write_html(ctx: Context, *, summary: pd.DataFrame, floor: pd.DataFrame,
             f"<body>{''.join(body)}<script>{_CHECK}</script></body></html>\n")
     out.write_text(page, encoding="utf-8")
     return out
+
+
+_KIND = {"by_strategy": "gap by strategy", "tradeoff": "accuracy against distance from parity",
+         "curves": "operating-point curves", "calibration": "calibration by group"}

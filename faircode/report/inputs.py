@@ -57,6 +57,7 @@ __all__ = [
     "ordered",
     "resolve_metric",
     "strategy_code",
+    "test_base_rates",
 ]
 
 UNINFORMATIVE_NOTE = "degenerate_decisions"
@@ -69,7 +70,7 @@ EXTRA_TABLES = ("groups", "calibration", "calibration_gap")
 """Optional per-audit tables: per-group rates, calibration bins, calibration gaps."""
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "fairness": ("audit", "strategy", "model", "protected_attribute", "metric", "value",
-                 "ci_low", "ci_high", "p_value", "note"),
+                 "ci_low", "ci_high", "p_value", "q_value", "note"),
     "performance": ("audit", "strategy", "model", "metric", "value", "ci_low", "ci_high", "note"),
     "intersectional": ("audit", "strategy", "model", "attribute_a", "attribute_b", "gap",
                        "ci_low", "ci_high", "p_value", "note"),
@@ -78,7 +79,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "groups": ("audit", "strategy", "model", *GROUP_COLUMNS),
     "calibration": ("audit", "strategy", "model", *CALIBRATION_COLUMNS),
     "calibration_gap": ("audit", "strategy", "model", "row_set", "protected_attribute", "value",
-                        "ci_low", "ci_high", "p_value", "note"),
+                        "ci_low", "ci_high", "p_value", "q_value", "note"),
     "curves": ("audit", "strategy", "model", "threshold", "protected_attribute", "metric",
                "value", "ci_low", "ci_high", "note", "point"),
     "stability": ("audit", "strategy", "model", "protected_attribute", "metric", "seeds",
@@ -86,7 +87,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
                   "share_significant", "sign_flips", "combined_ci_low", "combined_ci_high",
                   "note"),
     "effects": ("audit", "strategy", "reference", "model", "protected_attribute", "metric",
-                "value", "ci_low", "ci_high", "p_value", "note"),
+                "value", "ci_low", "ci_high", "p_value", "q_value", "note"),
     "effects_stability": ("audit", "strategy", "reference", "model", "protected_attribute",
                           "metric", "seeds", "seed_mode", "value_replicate0", "mean",
                           "sd_between", "n_defined", "share_significant", "sign_flips",
@@ -378,3 +379,31 @@ def notes_of(note: object) -> set[str]:
     """The tokens of a note cell (``;``, ``,`` or space separated)."""
     text = "" if note is None or (isinstance(note, float) and np.isnan(note)) else str(note)
     return {t for t in text.replace(";", " ").replace(",", " ").split() if t}
+
+
+def test_base_rates(inputs: ReportInputs) -> dict[str, tuple[float, float]]:
+    """``{audit: (base rate, majority-class accuracy)}`` of each audit's test rows.
+
+    The base rate is the share of test rows with the favourable label (``groups.csv``: S0's
+    ``base_rate`` rows of the first model and attribute, label 1 turned favourable with
+    ``run.json`` ``target.favourable``); the majority-class accuracy is ``performance.csv``'s
+    ``majority_baseline_accuracy`` of S0.  NaN where the file or row is absent.
+    """
+    out: dict[str, tuple[float, float]] = {}
+    groups, perf, baseline = inputs.deployed.groups, inputs.performance, STRATEGIES[0]
+    for audit, run in inputs.runs.items():
+        rate = np.nan
+        rows = groups[(groups["audit"] == audit) & (groups["metric"] == "base_rate")
+                      & (groups["row_set"].astype(str) == "test")
+                      & (groups["strategy"] == baseline)] if not groups.empty else groups
+        if not rows.empty:
+            first = rows[(rows["model"] == rows["model"].iloc[0])
+                         & (rows["protected_attribute"] == rows["protected_attribute"].iloc[0])]
+            label1 = float(first["numerator"].sum()) / float(first["denominator"].sum())
+            target = run.get("target")
+            favourable = target.get("favourable", 1) if isinstance(target, dict) else 1
+            rate = label1 if favourable == 1 else 1.0 - label1
+        major = perf[(perf["audit"] == audit) & (perf["metric"] == "majority_baseline_accuracy")
+                     & (perf["strategy"] == baseline)]
+        out[str(audit)] = (float(rate), float(major["value"].iloc[0]) if len(major) else np.nan)
+    return out

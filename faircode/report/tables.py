@@ -31,6 +31,7 @@ from faircode.report.inputs import (
     notes_of,
     ordered,
     strategy_code,
+    test_base_rates,
 )
 
 __all__ = [
@@ -58,6 +59,10 @@ REASONS = {
 }
 NO_INTERVAL = "interval undefined (no usable bootstrap resample)"
 SIGNIFICANT = "*"
+STARS = ("the audit's own Benjamini-Hochberg q < {alpha} (fairness.csv q_value = significant: "
+         "one family per audit, each null once; the benchmark-wide q is summary.csv's "
+         "q_benchmark, a robustness check, never a star).")
+"""What a star means, for every legend (``{alpha}`` is filled in)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,15 +76,17 @@ class Context:
     alpha: float
     confidence: float
     deployed_fairness: pd.DataFrame = field(default_factory=pd.DataFrame)
-    """The deployed systems' fairness rows on the test rows, with ``q_benchmark``."""
+    """The deployed systems' fairness rows on the test rows (``q_value``: the audit's family)."""
     calibration_gap: pd.DataFrame = field(default_factory=pd.DataFrame)
-    """The calibration gaps of the audits with a system, with ``q_benchmark``."""
+    """The calibration gaps of the audits with a system (``q_value``: the audit's family)."""
     gaps: pd.DataFrame = field(default_factory=pd.DataFrame)
     """The paper table's rows as shown (:func:`faircode.report.effects.shown_gaps`)."""
     effects: pd.DataFrame = field(default_factory=pd.DataFrame)
     """The paired effects as shown (:func:`faircode.report.effects.shown_effects`)."""
     variance_note: str = ""
     """Whether intervals and stars include training variance (every caption says it)."""
+    intersectional: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Every intersectional row with its benchmark-wide ``q_benchmark`` columns (row dumps)."""
 
     def __post_init__(self) -> None:
         if not 0.0 < self.alpha < 1.0 or not 0.0 < self.confidence < 1.0:
@@ -217,9 +224,7 @@ def _skip_reason(ctx: Context) -> Callable[[str, str, str], str]:
 def _legend(ctx: Context, what: str) -> str:
     pct = f"{ctx.confidence:.0%}"
     return (f"Each cell: {what} [{pct} CI: Newcombe score interval for differences, Katz log "
-            f"for the ratio]. {SIGNIFICANT} benchmark-wide "
-            f"Benjamini-Hochberg q < {ctx.alpha:g} (one family: every fairness test of every "
-            "audit, each null once).")
+            f"for the ratio]. {SIGNIFICANT} {STARS.format(alpha=f'{ctx.alpha:g}')}")
 
 
 def paper_table(ctx: Context) -> Table:
@@ -228,7 +233,7 @@ def paper_table(ctx: Context) -> Table:
     frame = ctx.gaps
     if frame.empty:  # a context built without the shown rows: replicate 0, q < alpha
         frame = ctx.fairness[ctx.fairness["metric"] == ctx.metric]
-        frame = frame.assign(mark=frame["q_benchmark"].lt(ctx.alpha))
+        frame = frame.assign(mark=frame["q_value"].lt(ctx.alpha))
 
     def rows_of(audit: str) -> list[tuple[str, ...]]:
         sub = frame[frame["audit"] == audit]
@@ -242,11 +247,20 @@ def paper_table(ctx: Context) -> Table:
                  fn.items())
 
 
+PERFORMANCE_ROWS = ("accuracy", "majority_baseline_accuracy", "balanced_accuracy", "auc", "f1",
+                    "selection_rate")
+"""The performance table's rows per audit: accuracy beside the majority-class accuracy."""
+
+
 def performance_table(ctx: Context) -> Table:
-    """Rows audit x performance metric, columns S0-S4, per model family."""
+    """Rows audit x performance metric (:data:`PERFORMANCE_ROWS` present, then any other
+    whole-test-set metric), columns S0-S4, per model family; the legend names each audit's base
+    rate and majority-class accuracy."""
     fn = _Footnotes()
     frame = ctx.inputs.performance
-    metrics = ordered(frame["metric"], ("accuracy", "auc", "f1"))
+    if "protected_attribute" in frame:  # per-group rows (selection_rate_disadvantaged, ...)
+        frame = frame[frame["protected_attribute"].fillna("").astype(str).eq("")]
+    metrics = ordered(frame["metric"], PERFORMANCE_ROWS)
 
     def rows_of(audit: str) -> list[tuple[str, ...]]:
         have = set(frame.loc[frame["audit"] == audit, "metric"])
@@ -255,9 +269,14 @@ def performance_table(ctx: Context) -> Table:
     columns, sections = _grid(ctx, frame, row_keys=["metric"], value="value", rows_of=rows_of,
                               fn=fn, skip=_skip_reason(ctx))
     pct = f"{ctx.confidence:.0%}"
+    rates = test_base_rates(ctx.inputs)
+    context = "; ".join(f"{a} {num(r, 2)}" for a, (r, _) in rates.items() if np.isfinite(r))
     return Table("performance_table", "Test-set performance by strategy",
                  ("audit", "metric"), columns, sections,
-                 f"Each cell: estimate [{pct} CI].", fn.items())
+                 f"Each cell: estimate [{pct} CI]. majority_baseline_accuracy: always deciding "
+                 "the test set's majority label (the accuracy any model should beat)."
+                 + (f" Base rate (share of test rows with the favourable label): {context}."
+                    if context else ""), fn.items())
 
 
 def counterfactual_table(ctx: Context) -> Table:
@@ -304,10 +323,11 @@ def floor_table(ctx: Context, floor: pd.DataFrame) -> Table:
         f"Residual floor: distance from parity of {ctx.metric}, mitigated minus S2",
         ("audit", "attribute"), tuple(f"|{strategy_code(s)}|-|S2|" for s in strategies),
         tuple(sections),
-        f"Each cell: |S_m| - |S2|, the paired effect on the same test rows [{ctx.confidence:.0%} "
-        f"paired signed box interval]. {SIGNIFICANT} distinguishable from S2: benchmark-wide "
-        f"Benjamini-Hochberg q < {ctx.alpha:g} of the swap test (the effects' family) and an "
-        "interval excluding 0. "
+        f"Each cell: |S3| - |S2| or |S4| - |S2| (distance from parity, mitigated minus S2), the "
+        f"paired effect on the same test rows [{ctx.confidence:.0%} paired signed box "
+        f"interval]. {SIGNIFICANT} distinguishable from S2: the audit's own Benjamini-Hochberg "
+        f"q < {ctx.alpha:g} of the swap test (effects.csv q_value) and an interval excluding "
+        "0. "
         f"{ctx.variance_note}".strip(), fn.items())
 
 

@@ -10,8 +10,9 @@ interval in the S2 column (they use S2's core features), at the declared cutoff.
 
 Design decisions
 ----------------
-* The house figure style (:mod:`faircode.report.figures`): one Okabe-Ito colour per model
-  family, 3.3 in wide, 7 pt text, PNG and PDF; a missing value is a gap in a line, never 0.
+* The house figure style (:mod:`faircode.report.style`): the colour is the strategy (each
+  column one colour; S3 and S4's points theirs), the model family its line style and marker,
+  3.3 in wide, 7 pt text, PNG and PDF; a missing value is a gap in a line, never 0.
 * Bands are drawn below the lines at a low alpha so that three families stay readable where
   they overlap; the y axes are shared along a row, so the three strategies compare by eye.
 * The line runs through the grid and the declared point (which lies between two grid
@@ -30,24 +31,24 @@ import pandas as pd
 from matplotlib.lines import Line2D
 
 from faircode.report.figure_reuse import FigureReuse
-from faircode.report.figures import (
+from faircode.report.figures import FigureFile, _label, _save
+from faircode.report.inputs import MODELS, metric_reference, ordered, strategy_code
+from faircode.report.style import (
     RC,
     SHORT,
     WIDTH,
-    FigureFile,
-    _label,
-    _save,
-    family_style,
+    family_line,
+    family_marker,
+    strategy_colour,
 )
-from faircode.report.inputs import MODELS, metric_reference, ordered, strategy_code
 from faircode.report.tables import Context
 
-__all__ = ["CURVE_STRATEGIES", "POINT_MARKERS", "curve_figure", "write_curve_figures"]
+__all__ = ["CURVE_STRATEGIES", "POINT_STRATEGIES", "curve_figure", "write_curve_figures"]
 
 CURVE_STRATEGIES = ("baseline", "unawareness", "unawareness_proxy_removal")
 """The columns of the figure (S0-S2: a threshold decides them)."""
-POINT_MARKERS = {"in_processing": "P", "post_processing": "X"}
-"""Marker of S3's and S4's single operating point (family colour)."""
+POINT_STRATEGIES = ("in_processing", "post_processing")
+"""S3 and S4: one operating point each (strategy colour, family marker)."""
 
 
 def _rows(curves: pd.DataFrame, audit: str, metric: str, attribute: str) -> pd.DataFrame:
@@ -57,10 +58,10 @@ def _rows(curves: pd.DataFrame, audit: str, metric: str, attribute: str) -> pd.D
                   & (attr == attribute)]
 
 
-def _panel(ax: plt.Axes, rows: pd.DataFrame, models: list[str]) -> None:
-    """One strategy's curves (every family): band, line, declared point."""
+def _panel(ax: plt.Axes, rows: pd.DataFrame, models: list[str], *, colour: str) -> None:
+    """One strategy's curves (every family, its line style): band, line, declared point."""
     for model in models:
-        colour, marker = family_style(model, models)
+        marker, line_style = family_marker(model, models), family_line(model, models)
         part = rows[rows["model"] == model].sort_values("threshold")
         if part.empty:
             continue
@@ -68,7 +69,7 @@ def _panel(ax: plt.Axes, rows: pd.DataFrame, models: list[str]) -> None:
         x = line["threshold"].to_numpy(float)
         ax.fill_between(x, line["ci_low"].to_numpy(float), line["ci_high"].to_numpy(float),
                         color=colour, alpha=0.15, lw=0)
-        ax.plot(x, line["value"].to_numpy(float), "-", color=colour, lw=0.8)
+        ax.plot(x, line["value"].to_numpy(float), ls=line_style, color=colour, lw=0.8)
         declared = line[line["point"] == "declared"]
         ax.plot(declared["threshold"].to_numpy(float), declared["value"].to_numpy(float),
                 marker, color=colour, ms=3.2, mec="white", mew=0.4, zorder=3)
@@ -76,18 +77,18 @@ def _panel(ax: plt.Axes, rows: pd.DataFrame, models: list[str]) -> None:
 
 def _points(ax: plt.Axes, rows: pd.DataFrame, models: list[str], *, at: float) -> None:
     """S3/S4's single points (value and interval) at the declared cutoff ``at``."""
-    slots = [(s, m) for s in POINT_MARKERS for m in models]
+    slots = [(s, m) for s in POINT_STRATEGIES for m in models]
     offsets = np.linspace(-0.035, 0.035, len(slots)) if len(slots) > 1 else np.zeros(1)
     for (strategy, model), dx in zip(slots, offsets, strict=True):
         hit = rows[(rows["strategy"] == strategy) & (rows["model"] == model)]
         if hit.empty or np.isnan(float(hit["value"].iloc[0])):
             continue
-        colour = family_style(model, models)[0]
+        colour = strategy_colour(strategy)
         x = at + dx
         ax.vlines(x, float(hit["ci_low"].iloc[0]), float(hit["ci_high"].iloc[0]),
                   color=colour, lw=0.6, zorder=3)
-        ax.plot([x], [float(hit["value"].iloc[0])], POINT_MARKERS[strategy], color=colour,
-                ms=3.6, mec="black", mew=0.3, zorder=4)
+        ax.plot([x], [float(hit["value"].iloc[0])], family_marker(model, models), color=colour,
+                ms=3.2, mec="black", mew=0.3, zorder=4)
 
 
 def curve_figure(ctx: Context, audit: str, out: Path) -> FigureFile | None:
@@ -113,7 +114,8 @@ def curve_figure(ctx: Context, audit: str, out: Path) -> FigureFile | None:
             ax = axes[r, c]
             if ref is not None:
                 ax.axhline(ref, color="0.6", lw=0.6, zorder=0)
-            _panel(ax, frame[frame["strategy"] == strategy], models)
+            _panel(ax, frame[frame["strategy"] == strategy], models,
+                   colour=strategy_colour(strategy))
             if strategy == CURVE_STRATEGIES[-1]:
                 _points(ax, frame, models, at=at)
             ax.grid(color="0.92", lw=0.5)
@@ -123,21 +125,23 @@ def curve_figure(ctx: Context, audit: str, out: Path) -> FigureFile | None:
                 ax.set_title(strategy_code(strategy), pad=2)
         axes[r, 0].set_ylabel(ylabel, fontsize=6.5)
     fig.supxlabel("decision threshold (decide 1 above it)", fontsize=7)
-    handles = [Line2D([], [], color=family_style(m, models)[0], lw=0.8,
-                      marker=family_style(m, models)[1], ms=3, label=SHORT.get(m, m))
+    handles = [Line2D([], [], color="0.3", lw=0.8, ls=family_line(m, models),
+                      marker=family_marker(m, models), ms=3, label=SHORT.get(m, m))
                for m in models]
-    handles += [Line2D([], [], color="0.3", marker=POINT_MARKERS[s], ls="", ms=3.5,
-                       label=strategy_code(s)) for s in POINT_MARKERS
+    handles += [Line2D([], [], color=strategy_colour(s), marker="s", ls="", ms=3.5,
+                       label=strategy_code(s)) for s in POINT_STRATEGIES
                 if (mine["strategy"] == s).any()]
     fig.legend(handles=handles, ncols=len(handles), loc="outside upper center", frameon=False,
                handletextpad=0.3, columnspacing=0.8)
     pct = f"{ctx.confidence:.0%}"
     return _save(fig, out, f"{audit}_curves_{ctx.metric}",
                  f"{audit}: {ctx.metric} ({attrs[0]}) and accuracy against the decision "
-                 f"threshold for S0-S2, one line per model family with {pct} intervals (bands); "
-                 "the marker on each line is the cell's declared operating point. S3 (plus) "
-                 "and S4 (cross) have no curve: their single point and interval at the declared "
-                 "rule, drawn in the S2 column (same core features) at the declared cutoff.")
+                 f"threshold for S0-S2 (colour: the strategy), one line per model family (line "
+                 f"style and marker) with {pct} intervals (bands); the marker on each line is the "
+                 "cell's declared operating point. S3 (green) and S4 (vermillion) have no "
+                 "curve: their single point and interval at the declared rule, drawn in the S2 "
+                 "column (same core features) at the declared cutoff.", "audit", audit=audit,
+                 kind="curves")
 
 
 def write_curve_figures(ctx: Context, *, out: Path,

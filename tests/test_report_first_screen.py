@@ -1,0 +1,196 @@
+"""Tests of the report's first screen: the headline, the legend, one significance, the layout."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from test_report import CHROMIUM, CHROMIUM_FLAGS, DP, MODELS, edit_fairness, write_audit_folder
+
+from faircode.core.cells import STRATEGY_TITLES
+from faircode.report.build import write_report
+
+ALPHA = 0.05
+S0_LR_SEX = {"strategy": "baseline", "model": "logistic_regression",
+             "protected_attribute": "sex", "metric": DP}
+S3_LR_SEX = {**S0_LR_SEX, "strategy": "in_processing"}
+
+
+def _lead(folder: Path) -> str:
+    found = re.search(r'<p class="lead" id="lead">(.*?)</p>',
+                      (folder / "report.html").read_text(), re.S)
+    assert found, "no headline on the page"
+    return found.group(1)
+
+
+@pytest.fixture(scope="module")
+def families(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Two audits where the two BH families disagree on two cells, rendered once."""
+    root = tmp_path_factory.mktemp("families") / "results"
+    write_audit_folder(root, "audit_a", ("sex", "age"))
+    write_audit_folder(root, "audit_b", ("race",))
+    # p = 0.001 passes the benchmark-wide family, but the audit's own q says no: no star
+    edit_fairness(root / "audit_a", where=S0_LR_SEX, q_value=0.2, significant=False)
+    # p = 0.04 is no benchmark-wide finding, but the audit's own q = 0.01 is: a star
+    edit_fairness(root / "audit_a", where=S3_LR_SEX, p_value=0.04, q_value=0.01,
+                  significant=True)
+    write_report(root, provenance={"git_commit": "e" * 40})
+    return root
+
+
+def _stars(markdown: str) -> dict[tuple[str, str, str, str], bool]:
+    """(audit, attribute, model, strategy code) -> starred, for every cell of a paper table."""
+    cells: dict[tuple[str, str, str, str], bool] = {}
+    model = ""
+    for line in markdown.splitlines():
+        section = re.match(r"\| \*\*(\w+)\*\*", line)
+        if section:
+            model = section.group(1)
+            continue
+        parts = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if model and len(parts) == 7 and parts[0].startswith("audit_"):
+            for code, cell in zip(STRATEGY_TITLES, parts[2:], strict=True):
+                cells[(parts[0], parts[1], model, code)] = bool(re.search(r"\]\*", cell))
+    return cells
+
+
+def test_every_star_in_the_paper_table_has_the_audits_own_q_below_alpha(families: Path) -> None:
+    """A cell is starred exactly when fairness.csv's q_value < alpha (K = 1), whatever the
+    benchmark-wide q says."""
+    stars = _stars((families / "paper_table.md").read_text())
+    assert len(stars) == (2 + 1) * 3 * 5  # (audit_a: 2 attributes, audit_b: 1) x 3 x S0-S4
+    fairness = pd.concat([pd.read_csv(p) for p in sorted(families.glob("audit_*/fairness.csv"))])
+    fairness = fairness[fairness["metric"] == DP]
+    codes = {s: f"S{i}" for i, s in enumerate(fairness["strategy"].drop_duplicates())}
+    for row in fairness.itertuples():
+        key = (row.audit, row.protected_attribute, row.model, codes[row.strategy])
+        if row.note != row.note or row.note == "":  # informative cells only
+            assert stars[key] == (row.q_value < ALPHA), key
+    assert not stars[("audit_a", "sex", "logistic_regression", "S0")]
+    assert stars[("audit_a", "sex", "logistic_regression", "S3")]
+
+
+def test_summary_csv_carries_both_families_and_the_star_follows_q_value(families: Path) -> None:
+    """summary.csv: star implies significant (q_value < alpha); q_benchmark disagrees on the
+    edited S0 cell (p = 0.001), so the robustness column is really the other family."""
+    summary = pd.read_csv(families / "summary.csv")
+    assert not (summary["star"] & ~summary["significant"]).any()
+    row = summary[(summary[list(S0_LR_SEX)] == pd.Series(S0_LR_SEX)).all(axis=1)
+                  & (summary["audit"] == "audit_a")].iloc[0]
+    assert (row["q_value"], bool(row["significant"]), bool(row["star"])) == (0.2, False, False)
+    assert row["q_benchmark"] < ALPHA and bool(row["significant_benchmark"])
+
+
+def test_page_says_which_family_the_stars_use(families: Path) -> None:
+    """The legend names the audit's own BH q as the stars' family, q_benchmark as robustness."""
+    legend = (families / "report.html").read_text().split('<aside id="legend">', 1)[1]
+    legend = legend.split("</aside>", 1)[0]
+    assert "the audit&#x27;s own Benjamini-Hochberg q &lt; 0.05" in legend
+    assert "q_benchmark, a robustness check, never a star" in legend
+
+
+def test_legend_names_s0_to_s4_and_the_sign_convention(families: Path) -> None:
+    """S0-S4 appear with their titles, the sign convention is stated, no literal S_m."""
+    page = (families / "report.html").read_text()
+    legend = page.split('<aside id="legend">', 1)[1].split("</aside>", 1)[0]
+    for code, title in STRATEGY_TITLES.items():
+        assert f"<b>{code}</b> {title.replace('+', '+')}" in legend.replace("&#x2B;", "+"), code
+    assert "<b>Sign convention</b>" in legend and "negative" in legend
+    assert "S_m" not in page
+
+
+def test_headline_changes_when_a_result_changes(tmp_path: Path) -> None:
+    """Making audit_b's S0 gap not significant turns "2 of 2" into "1 of 2" and names it."""
+    root = tmp_path / "results"
+    write_audit_folder(root, "audit_a", ("sex", "age"))
+    write_audit_folder(root, "audit_b", ("race",))
+    write_report(root)
+    before = _lead(root)
+    assert before.startswith("2 audits with results: S0 (baseline) leaves a significant "
+                             f"{DP} gap on the first protected attribute in 2 of 2.")
+    edit_fairness(root / "audit_b", where={"strategy": "baseline", "metric": DP},
+                  q_value=0.6, significant=False)
+    write_report(root)
+    after = _lead(root)
+    assert f"{DP} gap on the first protected attribute in 1 of 2." in after
+    assert "S0&#x27;s gap on the first attribute is not significant in audit_b" in after
+    assert "not significant in audit_b" not in before
+
+
+def test_headline_names_what_each_mitigation_buys(families: Path) -> None:
+    """The lead counts per strategy the audits where no family keeps a significant gap."""
+    lead = _lead(families)
+    # S3 (audit_a sex: LR now starred) clears audit_b only; S4 (-0.02 +) clears both
+    assert f"S3 ({STRATEGY_TITLES['S3']}) in 1 of 2" in lead
+    assert f"S4 ({STRATEGY_TITLES['S4']}) in 2 of 2" in lead
+    assert "median \u0394 accuracy \u22120.01" in lead  # every synthetic effect is -0.01
+
+
+def _chromium(page: Path, out: Path) -> dict[str, object]:
+    """The render check's layout at 1280 x 1000, and a screenshot ``out/first_screen.png``."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is not installed")
+    common = [str(CHROMIUM), *CHROMIUM_FLAGS, f"--user-data-dir={out / 'profile'}",
+              "--window-size=1280,1000", "--hide-scrollbars", "--virtual-time-budget=5000"]
+    dom = subprocess.run([*common, "--dump-dom", page.as_uri()], capture_output=True,
+                         text=True, timeout=120, check=True).stdout
+    subprocess.run([*common, f"--screenshot={out / 'first_screen.png'}", page.as_uri()],
+                   capture_output=True, timeout=120, check=True)
+    found = re.search(r'<pre id="render-check">(.*?)</pre>', dom, re.S)
+    assert found, "the page's load handler did not run"
+    layout = json.loads(found.group(1).replace("&quot;", '"'))["layout"]
+    assert isinstance(layout, dict)
+    return layout
+
+
+def test_headline_and_legend_are_on_the_first_screen_before_any_table(
+    families: Path, tmp_path: Path
+) -> None:
+    """At 1280 x 1000 the headline's sentences (``#lead``) and the legend end above 1,000 px and
+    precede the first table; the screenshot of that screen is written to the test's folder.
+
+    The per-audit lines under the lead are not bounded: at 13 audits they run past the first
+    screen (bench/report_first_screen.py measures a real page)."""
+    from PIL import Image
+
+    layout = _chromium(families / "report.html", tmp_path)
+    assert layout["viewport"] == 1280
+    assert layout["lead"]["bottom"] <= 1000 and layout["legend"]["bottom"] <= 1000
+    assert layout["lead"]["top"] < 300  # the headline opens the page, under the title
+    assert layout["heatmap"]["top"] < 1000  # the heatmap starts on the first screen
+    assert layout["before_first_table"] == {"headline": True, "legend": True}
+    assert layout["width"] <= 1280  # nothing forces a horizontal scroll
+    with Image.open(tmp_path / "first_screen.png") as shot:
+        assert shot.size == (1280, 1000)
+        pixels = np.asarray(shot.convert("L"))
+    assert (pixels < 128).mean() > 0.01  # text was drawn, not a blank page
+
+
+def test_page_is_short_and_small(families: Path) -> None:
+    """Every table above the provenance is folded and the file is well under 1 MB (issue 24:
+    2.3 MB and 31 screens before)."""
+    page = (families / "report.html").read_text().split("<h2>Provenance</h2>", 1)[0]
+    assert (families / "report.html").stat().st_size < 1_000_000
+    assert page.count("<details") >= 5
+    tables = [m.start() for m in re.finditer(r"<table", page)]
+    folds = [(m.start(), page.index("</details>", m.start()))
+             for m in re.finditer(r"<details", page)]
+    assert tables and all(any(a < t < b for a, b in folds) for t in tables)
+    assert set(MODELS) <= set(pd.read_csv(families / "summary.csv")["model"])
+
+
+def test_an_audit_without_effects_gets_verdicts_but_no_n_a_numbers(tmp_path: Path) -> None:
+    """Without effects.csv the per-audit line keeps each strategy's verdict and prints no
+    Δ numbers, never "n/a"."""
+    root = tmp_path / "results"
+    write_audit_folder(root, "audit_b", ("race",)).joinpath("effects.csv").unlink()
+    write_report(root)
+    page = (root / "report.html").read_text()
+    top = page.split('<section id="headline">', 1)[1].split("</section>", 1)[0]
+    assert "n/a" not in top
+    assert "S4: no significant gap left" in top and "S1: a gap remains (3 of 3)" in top
