@@ -333,7 +333,7 @@ def _add_report(subparsers: argparse._SubParsersAction, common: argparse.Argumen
             Path(args.results), audits_dir=Path(args.audits), only=tuple(args.audit),
             metric=args.metric, model=args.model, provenance=provenance(code=REPORT_CODE))
         print(f"wrote {outputs.summary}, {len(outputs.tables)} tables, "
-              f"{len(outputs.figures)} figures (PNG+PDF), {len(outputs.plots)} plot files, "
+              f"{len(outputs.figures)} figures (PNG+PDF), "
               f"{outputs.html}")
         return EXIT_OK
 

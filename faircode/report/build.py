@@ -7,9 +7,8 @@ calibration figure and a section of the page; an audit without one is rendered a
 ``summary.csv`` holds one row per fairness test with both Benjamini-Hochberg families under
 their own names (``q_value``/``significant``: the audit's own, the stars'; ``q_benchmark``/
 ``significant_benchmark``: every audit at once, a robustness check) and the report's ``star``;
-``summary_families.csv`` the aggregate over model families.  ``results/plots`` holds the DVC
-plot data of every metric (:func:`write_plot_data`, dvc.yaml's top-level ``plots:``); the DVC
-metrics files are the evaluate stage's (:mod:`faircode.evaluate.summary`).
+``summary_families.csv`` the aggregate over model families.  The DVC metrics and plot files
+are the evaluate stage's (:mod:`faircode.evaluate.summary`).
 """
 
 from __future__ import annotations
@@ -35,19 +34,17 @@ from faircode.report.deployed import deployed_tables
 from faircode.report.figure_reuse import FigureReuse
 from faircode.report.inputs import (
     MODELS,
-    STRATEGIES,
     ReportInputs,
     load_results,
     ordered,
     resolve_metric,
-    strategy_code,
 )
 from faircode.report.tables import Context
 
 if TYPE_CHECKING:
     from faircode.report.figures import FigureFile
 
-__all__ = ["ReportOutputs", "write_plot_data", "write_report"]
+__all__ = ["ReportOutputs", "write_report"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +54,6 @@ class ReportOutputs:
     summary: Path
     tables: tuple[Path, ...]
     figures: tuple[Path, ...]
-    plots: tuple[Path, ...]
     html: Path
     extra: tuple[Path, ...] = field(default=())
     """``summary_families.csv`` and ``residual_floor.csv``."""
@@ -71,29 +67,6 @@ def _alpha(runs: Mapping[str, Mapping[str, Any]], key: str, default: float) -> f
     return values.pop() if values else default
 
 
-def write_plot_data(inputs: ReportInputs, *, out: Path) -> tuple[Path, ...]:
-    """Write ``<out>/<metric>/<audit>[.<attribute>].csv``: one row per strategy, one column
-    per model family (value), for DVC ``plots:`` (x ``strategy_index``, y the families)."""
-    written = []
-    for table, extra in (("fairness", ["protected_attribute"]), ("performance", [])):
-        frame = getattr(inputs, table)
-        if frame.empty:
-            continue
-        for keys, g in frame.groupby(["audit", "metric", *extra], sort=True):
-            audit, metric, *attr = (str(k) for k in keys)
-            wide = g.pivot_table(index="strategy", columns="model", values="value",
-                                 aggfunc="first", dropna=False)
-            wide = wide.reindex(index=ordered(g["strategy"], STRATEGIES),
-                                columns=ordered(g["model"], MODELS))
-            wide.insert(0, "strategy_code", [strategy_code(s) for s in wide.index])
-            wide.insert(0, "strategy_index", range(len(wide)))
-            path = out / metric / (".".join([audit, *attr]) + ".csv")
-            path.parent.mkdir(parents=True, exist_ok=True)
-            wide.reset_index().to_csv(path, index=False, na_rep="NaN")
-            written.append(path)
-    return tuple(written)
-
-
 def write_report(
     results: Path,
     *,
@@ -103,9 +76,10 @@ def write_report(
     model: str | None = None,
     provenance: Mapping[str, Any] | None = None,
 ) -> ReportOutputs:
-    """Write summary, tables, figures, DVC plot data and ``report.html`` into ``results``.
+    """Write summary, tables, figures and ``report.html`` into ``results``.
 
-    ``results/figures`` and ``results/plots`` belong to the report and are rewritten whole.
+    ``results/figures`` belongs to the report (a figure whose inputs are unchanged is carried
+    over: :mod:`faircode.report.figure_reuse`).
 
     ``provenance`` is the report code's own record
     (``faircode.core.provenance.provenance(code=REPORT_CODE)``; optional): the page shows the
@@ -140,14 +114,11 @@ def write_report(
         context, floor=floor, out=results,
         extra=(*deployed_tables(context), *([effects_table] if effects_table else [])))
     figures = _figures(context, floor=floor, results=results)
-    shutil.rmtree(results / "plots", ignore_errors=True)
-    plots = write_plot_data(inputs, out=results / "plots")
     html = write_html(context, floor=floor, counts=floor_counts(floor),
                       intersectional=context.intersectional, figures=figures,
                       provenance=provenance or {}, out=results / "report.html")
     return ReportOutputs(summary=summary_path, tables=tables,
-                         figures=tuple(p for f in figures for p in (f.png, f.pdf)), plots=plots,
-                         html=html,
+                         figures=tuple(p for f in figures for p in (f.png, f.pdf)), html=html,
                          extra=(families_path, floor_path))
 
 

@@ -2,8 +2,7 @@
 (the same four CSVs and ``run.json`` as ``faircode run``, plus ``curves.csv``), the DVC metrics
 summary ``results/metrics/<audit>.json``, the strategy-plot data
 ``results/metrics/<audit>-strategies.json`` (:mod:`faircode.evaluate.summary`) and
-``results/curves/<audit>.csv`` (the parity gap of S0-S2 against threshold;
-``results/plots/`` belongs to the report stage).
+``results/curves/<audit>.csv`` (the parity gap of S0-S2 against threshold).
 
 Reads ``models.*``, ``stats.*``, ``degenerate.*``, ``curves.*``, ``run.seeds``,
 ``run.seed_mode`` (tracked) and ``run.jobs`` (not tracked, changes no number).  Always
