@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -10,7 +11,15 @@ import yaml
 
 from faircode.audit.manifest import Manifest, load_manifest
 from faircode.core.config import BenchmarkConfig
-from faircode.evaluate.reuse import CODE, KEY, inputs_key, refresh_record, reusable
+from faircode.evaluate.reuse import (
+    CODE,
+    KEY,
+    folder_digests,
+    inputs_key,
+    refresh_record,
+    reusable,
+    reuse_enabled,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 VERSIONS = {"numpy": "1"}
@@ -72,21 +81,55 @@ def test_code_is_the_evaluate_stages_declared_deps() -> None:
 
 
 def write_results(folder: Path, run: dict) -> None:
+    """Five one-line tables and a run.json recording ``run`` plus their digests as ``files``."""
     folder.mkdir(parents=True)
     for table in ("fairness", "performance", "intersectional", "counterfactual", "curves"):
         (folder / f"{table}.csv").write_text("a\n")
-    (folder / "run.json").write_text(json.dumps(run))
+    (folder / "run.json").write_text(json.dumps({**run, "files": folder_digests(folder)}))
 
 
-def test_reusable_needs_the_key_and_every_table(tmp_path: Path) -> None:
-    """A folder is reusable only when run.json records the key and the tables exist."""
+def test_folder_digests_are_every_file_but_run_json_by_relative_path(tmp_path: Path) -> None:
+    """Nested files count under their relative path; run.json never does."""
+    (tmp_path / "deployed").mkdir()
+    (tmp_path / "deployed" / "groups.csv").write_text("g\n")
+    (tmp_path / "fairness.csv").write_text("f\n")
+    (tmp_path / "run.json").write_text("{}")
+    assert folder_digests(tmp_path) == {"deployed/groups.csv": hashlib.sha256(b"g\n").hexdigest(),
+                                        "fairness.csv": hashlib.sha256(b"f\n").hexdigest()}
+
+
+def test_reusable_needs_the_key_and_exactly_the_recorded_files(tmp_path: Path) -> None:
+    """A folder is reusable only when run.json records the key and the folder holds exactly
+    the files it records, byte for byte, and the stage's other outputs exist."""
     folder = tmp_path / "results" / "x"
-    write_results(folder, {KEY: "k", "config": {"curve_thresholds": [0.5]}})
+    write_results(folder, {KEY: "k", "config": {}})
     assert reusable(folder, key="k") is not None
     assert reusable(folder, key="other") is None
     assert reusable(folder, key="k", outputs=[tmp_path / "missing.json"]) is None
     (folder / "curves.csv").unlink()
     assert reusable(folder, key="k") is None
+
+
+def test_a_leftover_or_edited_file_is_a_miss(tmp_path: Path) -> None:
+    """A file another run left (a K = 2 stability.csv beside restored K = 1 tables) or one
+    edited table makes the folder not reusable; without a files record nothing is reusable."""
+    folder = tmp_path / "results" / "x"
+    write_results(folder, {KEY: "k", "config": {}})
+    (folder / "stability.csv").write_text("left over\n")
+    assert reusable(folder, key="k") is None
+    (folder / "stability.csv").unlink()
+    (folder / "fairness.csv").write_text("b\n")
+    assert reusable(folder, key="k") is None
+    (folder / "fairness.csv").write_text("a\n")
+    assert reusable(folder, key="k") is not None
+    (folder / "run.json").write_text(json.dumps({KEY: "k", "config": {}}))
+    assert reusable(folder, key="k") is None
+
+
+def test_reuse_is_off_only_under_faircode_reuse_0() -> None:
+    """FAIRCODE_REUSE=0 (verify) turns reuse off; unset or any other value leaves it on."""
+    assert reuse_enabled({}) and reuse_enabled({"FAIRCODE_REUSE": "1"})
+    assert not reuse_enabled({"FAIRCODE_REUSE": "0"})
 
 
 def test_refresh_rewrites_config_and_provenance_only(tmp_path: Path) -> None:
@@ -98,7 +141,7 @@ def test_refresh_rewrites_config_and_provenance_only(tmp_path: Path) -> None:
     config = BenchmarkConfig(jobs=1, decision_threshold=0.4)
     refresh_record(folder, run, config=config, provenance_record={"git_commit": "new"})
     record = json.loads((folder / "run.json").read_text())
-    assert list(record) == ["audit", "config", "git_commit", "cells"]
+    assert list(record) == ["audit", "config", "git_commit", "cells", "files"]
     assert record["config"] == config.as_dict() and record["git_commit"] == "new"
     assert record["cells"] == [1]
     assert sorted(p.name for p in folder.parent.iterdir()) == ["x"]

@@ -19,8 +19,15 @@ Design decisions
   ``deps:`` name (:data:`CODE`, checked against ``dvc.yaml`` by ``tests/test_curves.py``); and
   the package versions.  A change of any of them is a miss.  The mitigation keys need no place
   of their own: what they change is in the predictions' bytes.
-* **Only the pipeline stage reuses.**  ``faircode run`` and the library always evaluate; the
-  key only skips work whose output already exists, complete, beside a matching record.
+* **Only the pipeline stage reuses, and only a folder that holds exactly what was written.**
+  ``faircode run`` and the library always evaluate.  A hit needs the folder's files, but
+  ``run.json``, to be exactly those ``run.json`` records under ``files``, byte for byte (a file
+  left over from another run -- ``git checkout`` restores tracked tables and leaves a K = 2
+  ``stability.csv`` beside them -- or an edited table is a miss).
+* **Never when re-computing is the point.**  ``FAIRCODE_REUSE=0`` in the environment
+  (:data:`REUSE_ENV`; ``faircode verify`` and the CI drift check set it) turns every reuse off,
+  so a verification re-computes every number.  (The report's figure reuse stays on: a figure
+  is drawn from the tables, which a verification compares number by number.)
 * **Refresh, never partial rewrite of a table.**  On a hit only ``run.json`` is replaced (written
   in a hidden sibling folder, then renamed over the old file: one atomic step), with the
   current ``config`` and provenance; timings stay those of the run that computed the numbers.
@@ -40,7 +47,16 @@ from faircode.audit.decision import resolve_rule
 from faircode.audit.manifest import Manifest
 from faircode.core.config import BenchmarkConfig
 
-__all__ = ["CODE", "KEY", "inputs_key", "refresh_record", "reusable"]
+__all__ = [
+    "CODE",
+    "KEY",
+    "REUSE_ENV",
+    "folder_digests",
+    "inputs_key",
+    "refresh_record",
+    "reusable",
+    "reuse_enabled",
+]
 
 KEY = "evaluate_inputs_sha256"
 """The ``run.json`` key holding :func:`inputs_key`."""
@@ -52,6 +68,14 @@ CODE: tuple[str, ...] = (
 """The evaluate stage's code deps (``dvc.yaml``), relative to the ``faircode`` package."""
 
 _PACKAGE = Path(__file__).resolve().parents[1]
+
+REUSE_ENV = "FAIRCODE_REUSE"
+"""``FAIRCODE_REUSE=0``: no stage reuses an earlier output (``faircode verify``, drift check)."""
+
+
+def reuse_enabled(environ: Mapping[str, str] | None = None) -> bool:
+    """False when ``FAIRCODE_REUSE=0`` (see the module docstring)."""
+    return (os.environ if environ is None else environ).get(REUSE_ENV, "1") != "0"
 
 
 def _files(paths: Iterable[Path], *, suffix: str | None = None) -> list[Path]:
@@ -98,8 +122,16 @@ def inputs_key(
     return h.hexdigest()
 
 
+def folder_digests(folder: Path) -> dict[str, str]:
+    """sha256 of every file of ``folder`` but ``run.json``, by path relative to it (sorted): what
+    ``run.json`` records as ``files`` (:func:`faircode.evaluate.write.write_audit`)."""
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file() and p != folder / "run.json"}
+
+
 def reusable(folder: Path, *, key: str, outputs: Iterable[Path] = ()) -> dict[str, Any] | None:
-    """``folder``'s ``run.json`` if it records ``key`` and the tables (and ``outputs``) exist."""
+    """``folder``'s ``run.json`` if it records ``key``, the folder holds exactly the ``files``
+    it records (names and sha256) and ``outputs`` exist; else None."""
     run_json = folder / "run.json"
     try:
         run = json.loads(run_json.read_text(encoding="utf-8"))
@@ -107,11 +139,10 @@ def reusable(folder: Path, *, key: str, outputs: Iterable[Path] = ()) -> dict[st
         return None
     if not isinstance(run, dict) or run.get(KEY) != key:
         return None
-    tables = [folder / f"{t}.csv" for t in ("fairness", "performance", "intersectional",
-                                             "counterfactual")]
-    if "curve_thresholds" in (run.get("config") or {}):
-        tables.append(folder / "curves.csv")
-    return run if all(p.is_file() for p in (*tables, *outputs)) else None
+    recorded = run.get("files")
+    if not isinstance(recorded, dict) or folder_digests(folder) != recorded:
+        return None
+    return run if all(p.is_file() for p in outputs) else None
 
 
 def refresh_record(folder: Path, run: Mapping[str, Any], *, config: BenchmarkConfig,

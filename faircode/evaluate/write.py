@@ -6,7 +6,9 @@ each step, the seed scheme, the config, whether training variance is included, t
 rule, the design-effect summary, the package versions, the ``state`` the tables were produced
 from (commit, code and params digests, dirty inputs:
 :class:`faircode.core.provenance.StateIdentity`; the params digest is of the config recorded
-here) and the evaluate step's seconds (volatile: left out of every digest).
+here), the evaluate step's seconds (volatile: left out of every digest) and ``files``: the
+sha256 of every other file of the folder, so a folder can be checked to hold exactly what was
+written (:mod:`faircode.evaluate.reuse`).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from faircode.core.provenance import params_digest
 from faircode.core.seeds import Stream
 from faircode.evaluate import stability
 from faircode.evaluate.deployed import DEPLOYED
+from faircode.evaluate.reuse import folder_digests
 from faircode.evaluate.swap import replacing
 from faircode.evaluate.tables import AuditResults
 
@@ -124,6 +127,7 @@ def write_audit(
             ],
             **({"seconds": {k: round(v, 4) for k, v in results.seconds.items()}}
                if results.seconds else {}),
+            "files": folder_digests(staging),
         }
         (staging / "run.json").write_text(json.dumps(run, indent=2) + "\n")
     return final

@@ -447,7 +447,10 @@ def _add_verify(subparsers: argparse._SubParsersAction, common: argparse.Argumen
             return EXIT_OK if not drift else EXIT_FAILED
         if not args.name:
             raise FaircodeError("verify NAME: expected a frozen state's name, got nothing")
-        report = verify(args.name, root=root, env=env,
+        from faircode.evaluate.reuse import REUSE_ENV
+
+        # Re-compute every number: no evaluate stage keeps the frozen tables it finds.
+        report = verify(args.name, root=root, env={**env, REUSE_ENV: "0"},
                         command=(sys.executable, "-m", "dvc", "repro", "--force"))
         for line in report.environment:
             print(f"environment differs: {line}")

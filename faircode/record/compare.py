@@ -24,9 +24,12 @@ __all__ = ["RENDERED", "VOLATILE_RUN_KEYS", "CellDrift", "compare_results",
            "environment_differences", "sha256_file"]
 
 RESULTS_DIR = "results"
-VOLATILE_RUN_KEYS = frozenset({"seconds", "git_commit", "git_dirty", "jobs"})
+VOLATILE_RUN_KEYS = frozenset({"seconds", "git_commit", "git_dirty", "jobs",
+                               "evaluate_inputs_sha256", "files"})
 """``run.json`` keys whose values legitimately differ between two runs of the same state (the
-re-run's commit is the freeze commit, not the one that produced the results)."""
+re-run's commit is the freeze commit, not the one that produced the results; the evaluate
+step's content address covers the predictions' bytes, fit timings included; ``files`` are the
+digests of the folder's other files, each compared on its own)."""
 RENDERED = frozenset({"report.html"})
 """Results files that render compared files with their generation provenance (not compared)."""
 

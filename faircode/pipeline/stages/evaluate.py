@@ -76,13 +76,13 @@ def evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, *
     (:mod:`faircode.evaluate.reuse`); the numerical imports happen past that check."""
     from faircode.audit.manifest import load_manifest
     from faircode.core.provenance import provenance
-    from faircode.evaluate.reuse import KEY, inputs_key, refresh_record, reusable
+    from faircode.evaluate.reuse import KEY, inputs_key, refresh_record, reusable, reuse_enabled
 
     manifest = load_manifest(manifest_path(audit))
     record = provenance()
     key = inputs_key(manifest, config=config, inputs=[prepared_dir, *parts],
                      versions=record["versions"])
-    run = reusable(results / audit, key=key, outputs=views)
+    run = reusable(results / audit, key=key, outputs=views) if reuse_enabled() else None
     if run is not None:
         refresh_record(results / audit, run, config=config, provenance_record=record)
         print(f"{audit}: kept {results / audit}: it holds the results of these inputs "
