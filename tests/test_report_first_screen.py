@@ -194,3 +194,22 @@ def test_an_audit_without_effects_gets_verdicts_but_no_n_a_numbers(tmp_path: Pat
     top = page.split('<section id="headline">', 1)[1].split("</section>", 1)[0]
     assert "n/a" not in top
     assert "S4: no significant gap left" in top and "S1: a gap remains (3 of 3)" in top
+
+
+def test_every_star_has_the_audits_own_q_below_alpha_in_mlflow(families: Path) -> None:
+    """The MLflow child of each paper-table cell logs dp.q_audit: below alpha exactly where
+    the paper table stars the cell (the same family in both views)."""
+    from faircode.record.runs import collect_children
+
+    stars = _stars((families / "paper_table.md").read_text())
+    children, _ = collect_children(families)
+    logged = {(c.audit, c.tags["attribute"], c.tags["model"], c.tags["strategy_code"]):
+              c.metrics for c in children if c.tags["table"] == "fairness"}
+    checked = 0
+    for key, starred in stars.items():
+        if starred:
+            assert logged[key]["dp.q_audit"] < ALPHA, key
+            checked += 1
+    assert checked >= 1
+    edited = logged[("audit_a", "sex", "logistic_regression", "S0")]
+    assert edited["dp.q_audit"] == 0.2 and edited["dp.q_bench"] < ALPHA  # both, by name

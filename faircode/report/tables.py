@@ -259,7 +259,7 @@ def performance_table(ctx: Context) -> Table:
     fn = _Footnotes()
     frame = ctx.inputs.performance
     if "protected_attribute" in frame:  # per-group rows (selection_rate_disadvantaged, ...)
-        frame = frame[frame["protected_attribute"].fillna("").astype(str).eq("")]
+        frame = frame[frame["protected_attribute"].isna() | frame["protected_attribute"].astype(str).eq("")]
     metrics = ordered(frame["metric"], PERFORMANCE_ROWS)
 
     def rows_of(audit: str) -> list[tuple[str, ...]]:
