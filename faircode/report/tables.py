@@ -259,7 +259,8 @@ def performance_table(ctx: Context) -> Table:
     fn = _Footnotes()
     frame = ctx.inputs.performance
     if "protected_attribute" in frame:  # per-group rows (selection_rate_disadvantaged, ...)
-        frame = frame[frame["protected_attribute"].isna() | frame["protected_attribute"].astype(str).eq("")]
+        attribute = frame["protected_attribute"]
+        frame = frame[attribute.isna() | attribute.astype(str).eq("")]
     metrics = ordered(frame["metric"], PERFORMANCE_ROWS)
 
     def rows_of(audit: str) -> list[tuple[str, ...]]:
