@@ -10,6 +10,7 @@ from __future__ import annotations
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -81,7 +82,7 @@ def test_test_rows_are_one_more_row_set_of_the_grid(prepared: PreparedAudit) -> 
 
 
 def test_predictions_file_equals_the_manifest_system(
-    prepared: PreparedAudit, raw_file: Path, tmp_path: Path
+    prepared: PreparedAudit, raw_file: Path, tmp_path: Path, audit_repo: Any
 ) -> None:
     """The tool's decisions in a shuffled predictions file, joined on ``id``, give the
     manifest path's tables value for value."""
@@ -93,7 +94,7 @@ def test_predictions_file_equals_the_manifest_system(
     code = main(["audit", "compas_two_years", "--predictions", str(file), "--key", "id",
                  "--decision", "flag", "--score", "risk", "--scale", "ordinal",
                  "--name", "compas_tool", "--out", str(out), "--n-resamples", "50",
-                 "--n-permutations", "50", "--audits", str(REPO / "audits")])
+                 "--n-permutations", "50", "--audits", str(audit_repo.audits)])
     assert code == 0
     want = score_system_all_rows(prepared, stats=STATS, degenerate=DEGENERATE)
     assert want is not None
@@ -138,7 +139,7 @@ def test_bad_arrays_are_one_line(audit: AuditData) -> None:
 
 
 def test_bad_predictions_file_writes_nothing(
-    raw_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    raw_file: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], audit_repo: Any
 ) -> None:
     """A key given twice is exit 2, one line naming the file and the key, and no output."""
     file = tmp_path / "dup.csv"
@@ -146,7 +147,7 @@ def test_bad_predictions_file_writes_nothing(
     pd.DataFrame({"id": [*ids, ids.iloc[0]], "flag": 0}).to_csv(file, index=False)
     out = tmp_path / "external"
     code = main(["audit", "compas_two_years", "--predictions", str(file), "--key", "id",
-                 "--decision", "flag", "--out", str(out), "--audits", str(REPO / "audits")])
+                 "--decision", "flag", "--out", str(out), "--audits", str(audit_repo.audits)])
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1
     assert str(file) in err[0] and "id" in err[0]
