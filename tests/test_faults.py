@@ -358,6 +358,10 @@ def _cmdline(pid: int) -> bytes:
         return b""
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @LINUX
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT],
                          ids=["SIGKILL", "SIGTERM", "SIGINT"])
@@ -370,7 +374,10 @@ def test_a_killed_run_leaves_no_process_behind(signum: int, german_repo: Path,
             [sys.executable, "-m", "faircode.pipeline.cli", "run", AUDIT, "--audits",
              str(german_repo / "audits"), "--out", str(tmp_path / "out"), "--jobs", "2",
              "--n-resamples", "20", "--n-permutations", "20", "--quiet"],
-            cwd=german_repo, env=_env(), stdout=subprocess.DEVNULL, stderr=handle)
+            cwd=german_repo, env=_env(), stdout=subprocess.DEVNULL, stderr=handle,
+            # as from a terminal: a runner started in the background (`cmd &`) ignores SIGINT,
+            # and the run rightly keeps an inherited SIG_IGN, which would void this test
+            preexec_fn=_default_sigint)
     family: dict[int, str] = {}
     try:
         deadline = time.monotonic() + 180
