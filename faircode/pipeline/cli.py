@@ -25,27 +25,21 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import numpy as np
 
 from faircode.audit.data import AuditData, load_audit
-from faircode.audit.fetch import MIRROR_ENV, default_mirror, fetch, mirror_dirs
+from faircode.audit.fetch import MIRROR_ENV, fetch, mirror_dirs
 from faircode.audit.manifest import Manifest, discover_manifests, load_manifest
 from faircode.core.errors import DataUnavailableError, FaircodeError
+from faircode.pipeline._args import EXIT_FAILED, EXIT_OK, EXIT_USAGE, example
 from faircode.pipeline.audit_command import add_audit
+from faircode.pipeline.freeze_command import add_freeze, add_verify
 
 __all__ = ["SUBCOMMANDS", "main", "mirror_dirs", "resolve_manifests"]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
 Handler = Callable[[argparse.Namespace], int]
-
-
-def _example(*lines: str) -> dict[str, Any]:
-    """``add_parser``/``ArgumentParser`` keywords that end a help text with real examples."""
-    return {"epilog": "example:\n" + "\n".join(f"  {line}" for line in lines),
-            "formatter_class": argparse.RawDescriptionHelpFormatter}
 
 
 def resolve_manifests(audits_dir: Path, names: Sequence[str]) -> list[Path]:
@@ -109,11 +103,11 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
 
 def _add_data(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     data = subparsers.add_parser("data", help="manage the raw data files",
-                                 **_example("faircode data fetch german_credit_lending"))
+                                 **example("faircode data fetch german_credit_lending"))
     data_sub = data.add_subparsers(dest="data_command", required=True)
     fetch_p = data_sub.add_parser(
         "fetch", parents=[common], help="fetch and verify raw files (mirror or download)",
-        **_example("faircode data fetch --mirror ../shared/datasets compas insurance_denial"))
+        **example("faircode data fetch --mirror ../shared/datasets compas insurance_denial"))
     fetch_p.add_argument(
         "--mirror", action="append",
         help=f"mirror directory <mirror>/<audit>/<file>; repeatable, the first holding the file "
@@ -185,7 +179,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _add_validate(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser(
         "validate", parents=[common], help="check manifests against their data and summarise",
-        **_example("faircode validate german_credit_lending"))
+        **example("faircode validate german_credit_lending"))
     parser.set_defaults(handler=_cmd_validate)
 
 
@@ -249,7 +243,7 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
     parser = subparsers.add_parser(
         "run", parents=[common], help="run the S0-S4 x model grid and write results/<audit>/",
-        **_example("faircode run german_credit_lending insurance_denial --jobs 2 "
+        **example("faircode run german_credit_lending insurance_denial --jobs 2 "
                    "--n-resamples 200 --n-permutations 200",
                    "faircode run --params params.yaml --scheduler tcp://10.0.0.5:8786 --quiet"))
     parser.add_argument("--out", default="results", help="results folder (default: results)")
@@ -315,7 +309,7 @@ def _write_stdout(text: str) -> int:
 def _add_perturb(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser(
         "perturb", help="perturb JSONL payloads with the axes of a YAML file (to stdout)",
-        **_example("faircode perturb --axes axes.yaml payloads.jsonl > perturbed.jsonl"))
+        **example("faircode perturb --axes axes.yaml payloads.jsonl > perturbed.jsonl"))
     parser.add_argument("--axes", required=True, help="YAML file of axes (a list or {axes: ...})")
     parser.add_argument("input", help="JSONL file: one payload object per line")
     parser.set_defaults(handler=_cmd_perturb)
@@ -340,7 +334,7 @@ def _add_report(subparsers: argparse._SubParsersAction, common: argparse.Argumen
     parser = subparsers.add_parser(
         "report", parents=[common],
         help="summary.csv, paper tables, figures and report.html from a results folder",
-        **_example("faircode report --results results --metric equal_opportunity_diff"))
+        **example("faircode report --results results --metric equal_opportunity_diff"))
     parser.add_argument("--results", default="results", help="results folder (default: results)")
     parser.add_argument("--metric", default="demographic_parity",
                         help="fairness metric of the paper table and figures "
@@ -365,113 +359,11 @@ def _add_track(subparsers: argparse._SubParsersAction, common: argparse.Argument
 
     parser = subparsers.add_parser(
         "track", help="log results/ to MLflow (idempotent; exit 3 when tracking fails)",
-        **_example("faircode track --results results --tracking-uri sqlite:///mlflow.db"))
+        **example("faircode track --results results --tracking-uri sqlite:///mlflow.db"))
     parser.add_argument("--results", default="results", help="results folder (default: results)")
     parser.add_argument("--tracking-uri", help="MLflow store or server ($MLFLOW_TRACKING_URI, "
                         "default sqlite:///<project root>/mlflow.db)")
     parser.add_argument("--experiment", default="faircode", help="experiment (default faircode)")
-    parser.set_defaults(handler=handler)
-
-
-# ------------------------------------------------------------------------------ freeze / verify
-
-
-def _pipeline_env(root: Path) -> dict[str, str]:
-    """The environment of a re-run: this interpreter's bin first on PATH (DVC stages call
-    ``python``), and the data mirror as an absolute path when it is not set."""
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env.setdefault(MIRROR_ENV, default_mirror(root))
-    return env
-
-
-def _add_freeze(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    """``faircode freeze NAME``: record, commit and tag the state behind cited numbers."""
-
-    def handler(args: argparse.Namespace) -> int:
-        from faircode.record.freeze import freeze, list_freezes, load_freeze, restore_tags
-
-        root = Path.cwd()
-        if args.list:
-            for record in list_freezes(root=root):
-                print(f"{record['name']:<24} {record['created']}  "
-                      f"commit {str(record['git_commit'])[:12]}  "
-                      f"code {str(record['code_sha256'] or 'unrecorded')[:12]}  "
-                      f"{record['files']} results files")
-            return EXIT_OK
-        if args.restore_tags:
-            print("\n".join(restore_tags(root=root)) or "no freeze records")
-            return EXIT_OK
-        if not args.name:
-            raise FaircodeError("freeze NAME: expected a name (or --list), got nothing")
-        path = freeze(args.name, root=root, dvc=(sys.executable, "-m", "dvc"),
-                      env=_pipeline_env(root))
-        state = load_freeze(args.name, root=root)["state"]
-        print(f"froze {args.name}: {path.relative_to(root.resolve())} committed and tagged "
-              f"{args.name} (results of code {state['code_sha256'][:12]}, params "
-              f"{str(state['params_sha256'])[:12]}); cite the record; anyone can re-derive it "
-              f"with `faircode verify {args.name}`")
-        return EXIT_OK
-
-    parser = subparsers.add_parser(
-        "freeze", help="record, commit and tag the exact state behind cited numbers",
-        description="Example: faircode freeze v0.1-paper   (then: git push --follow-tags)",
-        **_example("faircode freeze v0.1-paper", "faircode freeze --list",
-                   "faircode freeze --restore-tags"))
-    parser.add_argument("name", nargs="?", help="the state's name, also its git tag")
-    parser.add_argument("--list", action="store_true", help="list the frozen states")
-    parser.add_argument("--restore-tags", action="store_true",
-                        help="create the missing git tag of every freeze record (a clone may "
-                             "lack them; the records are the source of truth)")
-    parser.set_defaults(handler=handler)
-
-
-def _add_verify(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    """``faircode verify NAME``: re-derive a frozen state; exit 0 identical, 1 on drift."""
-
-    def handler(args: argparse.Namespace) -> int:
-        from faircode.record.freeze import check_committed, verify
-
-        root = Path.cwd()
-        env = _pipeline_env(root)
-        if args.committed is not None:
-            audits = list(args.committed)
-            command = [sys.executable, "-m", "faircode.pipeline.cli", "run",
-                       "--params", args.params,
-                       *audits]
-            drift, files = check_committed(audits, root=root, command=command, env=env)
-            for cell in drift:
-                print(f"drift: {cell.describe()}")
-            print(f"{' '.join(audits)}: {files} results files re-derived; "
-                  f"{'identical' if not drift else f'{len(drift)} number(s) drift'}")
-            return EXIT_OK if not drift else EXIT_FAILED
-        if not args.name:
-            raise FaircodeError("verify NAME: expected a frozen state's name, got nothing")
-        from faircode.evaluate.reuse import REUSE_ENV
-
-        # Re-compute every number: no evaluate stage keeps the frozen tables it finds.
-        report = verify(args.name, root=root, env={**env, REUSE_ENV: "0"},
-                        command=(sys.executable, "-m", "dvc", "repro", "--force"))
-        for line in report.environment:
-            print(f"environment differs: {line}")
-        for cell in report.drift:
-            print(f"drift: {cell.describe()}")
-        verdict = ("identical, bit for bit" if report.identical
-                   else f"{len(report.drift)} number(s) drift")
-        print(f"{args.name} (commit {report.commit[:12]}): {report.identical_files} of "
-              f"{report.files} results files identical; {verdict} ({report.seconds:.0f} s)")
-        return EXIT_OK if report.identical else EXIT_FAILED
-
-    parser = subparsers.add_parser(
-        "verify", help="re-run a frozen state from its commit and compare every number",
-        description="Example: faircode verify v0.1-paper   (exit 0 identical, 1 on drift)",
-        **_example("faircode verify v0.1-paper",
-                   "faircode verify --committed german_credit_lending insurance_denial"))
-    parser.add_argument("name", nargs="?", help="a frozen state (freezes/NAME.json)")
-    parser.add_argument("--committed", nargs="*", metavar="AUDIT",
-                        help="instead: re-run these audits at params.yaml and compare with the "
-                             "committed results/ (the CI drift check)")
-    parser.add_argument("--params", default="params.yaml", help="params file for --committed")
     parser.set_defaults(handler=handler)
 
 
@@ -482,8 +374,8 @@ SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser
     _add_perturb,
     _add_report,
     _add_track,
-    _add_freeze,
-    _add_verify,
+    add_freeze,
+    add_verify,
     add_audit,
 )
 
@@ -536,7 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("audit", nargs="*", help="audit names or manifest paths (default: all)")
     parser = _Parser(
         prog="faircode",
-        **_example("faircode data fetch german_credit_lending insurance_denial",
+        **example("faircode data fetch german_credit_lending insurance_denial",
                    "faircode run german_credit_lending insurance_denial --jobs 2"))
     subparsers = parser.add_subparsers(dest="command", required=True)
     for add in SUBCOMMANDS:
