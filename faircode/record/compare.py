@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 __all__ = ["RENDERED", "VOLATILE_RUN_KEYS", "CellDrift", "compare_results",
-           "environment_differences", "sha256_file"]
+           "environment_differences", "sha256_file", "without_keys"]
 
 RESULTS_DIR = "results"
 VOLATILE_RUN_KEYS = frozenset({"seconds", "git_commit", "git_dirty", "jobs",
@@ -76,11 +76,12 @@ def environment_differences(frozen: Mapping[str, Any], current: Mapping[str, Any
     return lines
 
 
-def _strip_volatile(value: Any) -> Any:
+def without_keys(value: Any, keys: frozenset[str]) -> Any:
+    """``value`` (parsed JSON) with every mapping key in ``keys`` dropped, at any depth."""
     if isinstance(value, dict):
-        return {k: _strip_volatile(v) for k, v in value.items() if k not in VOLATILE_RUN_KEYS}
+        return {k: without_keys(v, keys) for k, v in value.items() if k not in keys}
     if isinstance(value, list):
-        return [_strip_volatile(v) for v in value]
+        return [without_keys(v, keys) for v in value]
     return value
 
 
@@ -116,8 +117,8 @@ def _difference(before: str, after: str) -> float | None:
 
 
 def _compare_json(name: str, frozen: Path, new: Path) -> list[CellDrift]:
-    old = _strip_volatile(json.loads(frozen.read_text()))
-    now = _strip_volatile(json.loads(new.read_text()))
+    old = without_keys(json.loads(frozen.read_text()), VOLATILE_RUN_KEYS)
+    now = without_keys(json.loads(new.read_text()), VOLATILE_RUN_KEYS)
     drift: list[CellDrift] = []
 
     def walk(a: Any, b: Any, path: str) -> None:

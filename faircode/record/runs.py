@@ -44,6 +44,7 @@ import pandas as pd
 from faircode.core.cells import strategy_code
 from faircode.core.errors import FaircodeError, describe
 from faircode.core.provenance import StateIdentity, group_states, state_of
+from faircode.record.compare import without_keys
 from faircode.record.names import child_name, metric_key
 
 __all__ = ["TABLES", "ChildRun", "ResultsError", "audit_folders", "canonical", "collect_children",
@@ -102,14 +103,6 @@ def _read_json(path: Path) -> Any:
 _NOT_RESULTS = frozenset({"seconds", "jobs"})  # timings and worker count change no number
 
 
-def _drop_volatile(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _drop_volatile(v) for k, v in value.items() if k not in _NOT_RESULTS}
-    if isinstance(value, list):
-        return [_drop_volatile(v) for v in value]
-    return value
-
-
 def canonical(value: Any) -> bytes:
     """Key-sorted compact JSON bytes of ``value`` (for digests)."""
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str).encode()
@@ -140,7 +133,7 @@ def results_digest(results: Path, *, config: Mapping[str, Any] | None = None) ->
              for p in sorted(q for q in folder.rglob("*") if q.is_file())]
     for path in [*files, *report_files(results)]:
         h.update(path.relative_to(results).as_posix().encode() + b"\0")
-        data = (canonical(_drop_volatile(_read_json(path))) if path.name == "run.json"
+        data = (canonical(without_keys(_read_json(path), _NOT_RESULTS)) if path.name == "run.json"
                 else path.read_bytes())
         h.update(hashlib.sha256(data).digest())
     return h.hexdigest()
