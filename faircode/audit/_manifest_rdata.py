@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
+from faircode.core.errors import ManifestError
 from faircode.core.schema import Checker
 
 __all__ = ["R_SUFFIXES", "parse_r_object"]
@@ -25,8 +26,8 @@ def parse_r_object(c: Checker, data: dict[str, Any], declared: str) -> str | Non
     r_file = PurePosixPath(declared).suffix.lower() in R_SUFFIXES
     r_object = c.optional_string(data.get("object"), "dataset.object")
     if r_file and r_object is None:
-        raise c.fail("dataset.object", "the name of the R object to read (a data frame) for "
-                     "an .rda/.RData file", None)
+        raise ManifestError(f"{c.file}: dataset.object: expected the name of the R object to "
+                            "read (a data frame) for an .rda/.RData file, got nothing")
     if not r_file and r_object is not None:
         raise c.fail("dataset.object", "no object for a file that is not .rda/.RData",
                      r_object)

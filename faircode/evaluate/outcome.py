@@ -33,10 +33,11 @@ _NAN = float("nan")
 
 
 def _blank(row: dict[str, Any], columns: Iterable[str]) -> None:
+    """NaN in ``columns``; the note is the marker alone (any other note was about the value)."""
     for column in columns:
         if column in row:
             row[column] = _NAN
-    row["note"] = ";".join(n for n in (str(row.get("note") or ""), NOT_APPLICABLE) if n)
+    row["note"] = NOT_APPLICABLE
 
 
 def mark_not_applicable(fairness: list[dict[str, Any]], performance: list[dict[str, Any]],
