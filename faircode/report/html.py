@@ -318,9 +318,9 @@ def _people(ctx: Context) -> list[str]:
         return []
     lines = "".join(
         f"<li><b>{_esc(a)}</b>: its S0-S4 are trained to predict the people's decision "
-        f"({_esc(ctx.inputs.deployed.titles.get(a, a))}) from the applicant's features: the "
-        "grid is a screening model trained on historical human decisions, and its gaps are "
-        "what such a model learns from them.</li>" for a in ctx.inputs.deployed.people
+        f"\u2014 {_esc(ctx.inputs.deployed.titles.get(a, a))} \u2014 from the applicant's "
+        "features: the grid is a screening model trained on historical human decisions, and "
+        "its gaps are what such a model learns from them.</li>" for a in ctx.inputs.deployed.people
         if a in ctx.inputs.runs)
     return [_fold(
         "Decisions made by people: the decision, its gap within strata, and the grid trained "

@@ -170,8 +170,9 @@ def people_lines(ctx: Context) -> dict[str, tuple[str, str]]:
         dp = next((r for _, r in rows[rows["metric"] == _DP].iterrows()), None)
         rates = _rates(ctx, audit)
         rates = rates[rates["protected_attribute"] == attr] if not rates.empty else rates
-        shown = " vs ".join(f"{r['group']} {num(float(r['value']), 3)} ({int(r['numerator']):,}"
-                            f" of {int(r['denominator']):,})" for r in rates.to_dict("records"))
+        shown = " vs ".join(f"{attr} = {r['group']}: {num(float(r['value']), 3)} "
+                            f"({int(r['numerator']):,} of {int(r['denominator']):,})"
+                            for r in rates.to_dict("records"))
         strata = deployed.stratified_all
         within = strata[(strata["audit"] == audit) & (strata["protected_attribute"] == attr)] \
             if not strata.empty else strata
