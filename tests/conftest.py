@@ -38,6 +38,8 @@ MIRRORED_EXTRA = (
     "compas_two_years",
     "credit_default",
     "lsac_law",
+    "mortgage_denials",
+    "resume_callbacks",
     "student_performance",
 )
 AUDITS = REPO / "audits"
@@ -151,7 +153,7 @@ def audit_repo(tmp_path_factory: pytest.TempPathFactory, mirrors: tuple[Path, ..
     for path in discover_manifests(root / "audits"):
         manifest = load_manifest(path)
         manifests[manifest.name] = manifest
-        if _holding(mirrors, manifest.name) is not None:
+        if _holding(mirrors, manifest.dataset.mirror or manifest.name) is not None:
             fetch(manifest, mirrors=mirrors)
         else:
             try:  # offline: without a mirror copy and without a url this must be "unavailable"

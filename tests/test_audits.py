@@ -1,4 +1,4 @@
-"""Tests of the thirteen shipped audit manifests and datasheets, with data from the mirrors."""
+"""Tests of the fifteen shipped audit manifests and datasheets, with data from the mirrors."""
 
 from __future__ import annotations
 
@@ -26,14 +26,16 @@ SHIPPED = (
     "healthcare_readmission",
     "insurance_denial",
     "lsac_law",
+    "mortgage_denials",
+    "resume_callbacks",
     "student_performance",
     "tenant_screening",
 )
 AUDITS = Path(__file__).resolve().parent.parent / "audits"
 
 
-def test_thirteen_manifests_are_shipped_and_load() -> None:
-    """audits/ holds exactly the thirteen manifests; each loads and is named after its folder."""
+def test_fifteen_manifests_are_shipped_and_load() -> None:
+    """audits/ holds exactly the fifteen manifests; each loads and is named after its folder."""
     paths = discover_manifests(AUDITS)
     assert tuple(p.parent.name for p in paths) == SHIPPED
     for path in paths:
@@ -114,6 +116,8 @@ EXTRA_ROWS = {
     "compas_two_years": (7_214, 6_150),
     "credit_default": (30_000, 30_000),
     "lsac_law": (21_791, 21_790),
+    "mortgage_denials": (2_380, 2_380),
+    "resume_callbacks": (4_870, 4_870),
     "student_performance": (649, 649),
 }
 
@@ -122,7 +126,8 @@ EXTRA_ROWS = {
 def test_extra_manifests_declare_the_mirror_digest(name: str, mirror_extra: Path) -> None:
     """Each extra audit's sha256 is the digest of the file in ../shared/datasets-extra."""
     m = load_manifest(AUDITS / name / "audit.yaml")
-    assert m.dataset.sha256 == sha256_file(mirror_extra / name / m.dataset.path.name)
+    folder = m.dataset.mirror or name  # the R data files sit in their own folders
+    assert m.dataset.sha256 == sha256_file(mirror_extra / folder / m.dataset.path.name)
 
 
 @pytest.mark.parametrize("name", MIRRORED_EXTRA)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from faircode.audit._data_rdata import read_rdata
 from faircode.audit.manifest import Manifest, ReadOptions
 from faircode.core.errors import DataError
 
@@ -37,7 +38,10 @@ def column_sources(manifest: Manifest) -> dict[str, str]:
     for key in ("core_features", "proxy_features"):
         for i, col in enumerate(getattr(manifest, key)):
             where.setdefault(col, f"{key}[{i}]")
-    if manifest.system is not None:
+    for i, stratum in enumerate(manifest.strata):
+        for j, col in enumerate(stratum.columns):
+            where.setdefault(col, f"strata[{i}].columns[{j}]")
+    if manifest.system is not None and not manifest.system.outcome:
         where.setdefault(manifest.system.decision.column, "system.decision.column")
         if manifest.system.score is not None:
             where.setdefault(manifest.system.score.column, "system.score.column")
@@ -124,9 +128,17 @@ def read_raw(manifest: Manifest, file: Path, *,
     ``line N`` of each of its rows.
 
     ``extra`` maps further columns to read (a join key) to the name of what asked for them; a
-    missing one is an error opening with the data file, not the manifest.
+    missing one is an error opening with the data file, not the manifest.  An R data file
+    (``dataset.object``) is read by :func:`faircode.audit._data_rdata.read_rdata`, its rows
+    named ``row N``.
     """
-    header = _header(manifest, file)
+    frame = None
+    if manifest.dataset.object is not None:
+        frame = read_rdata(file, object_name=manifest.dataset.object,
+                           where=f"{manifest.file}: dataset")
+        header = [str(c) for c in frame.columns]
+    else:
+        header = _header(manifest, file)
     wanted = [(col, f"{manifest.file}: {where}") for col, where in column_sources(manifest).items()]
     wanted += [(col, f"{file}: {what}") for col, what in (extra or {}).items()]
     for col, where in wanted:
@@ -134,11 +146,16 @@ def read_raw(manifest: Manifest, file: Path, *,
             close = difflib.get_close_matches(col, header, n=3, cutoff=0.5)
             hint = f"; closest: {', '.join(close)}" if close else ""
             raise DataError(f"{where}: expected a column of {file.name}, got {col!r} (str){hint}")
+    named = list(dict.fromkeys((*manifest.read_columns, *(extra or {}))))
+    if frame is not None:
+        if frame.empty:
+            raise DataError(f"{manifest.file}: dataset.object: expected data rows in "
+                            f"{manifest.dataset.object!r}, got none")
+        return frame[named], [f"row {i + 1}" for i in range(len(frame))]
     lines, end = data_lines(file, manifest.dataset.read, where=f"{manifest.file}: dataset.read")
     if not lines:
         below = " below the header" if manifest.dataset.read.names is None else ""
         raise DataError(f"{file}: line {end}: expected data rows{below}, got none")
-    named = list(dict.fromkeys((*manifest.read_columns, *(extra or {}))))
     frame = read_csv(manifest.dataset.read, file, where=f"{manifest.file}: dataset.read",
                      usecols=named, low_memory=False)
     if len(frame) != len(lines):  # pandas and csv disagree on an odd file: number rows plainly

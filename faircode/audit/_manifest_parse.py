@@ -14,6 +14,8 @@ import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal, cast
 
+from faircode.audit._manifest_rdata import parse_r_object
+from faircode.audit._manifest_strata import parse_strata
 from faircode.audit._manifest_system import parse_system
 from faircode.audit._manifest_types import (
     _SHA_RE,
@@ -57,10 +59,13 @@ _TOP_KEYS: dict[str, bool] = {
     "counterfactual_axes": False,
     "decision": False,
     "system": False,
+    "strata": False,
 }
 _DATASET_KEYS: dict[str, bool] = {
-    "path": True, "sha256": False, "source": False, "unit": False, "read": False
+    "path": True, "sha256": False, "source": False, "unit": False, "read": False,
+    "object": False, "mirror": False,
 }
+
 _READ_KEYS: dict[str, bool] = {
     "separator": False,
     "header": False,
@@ -124,8 +129,12 @@ def _parse_dataset(c: Checker, raw: object, root: Path) -> DatasetSpec:
         source = Source(**fields)
     unit = c.optional_string(data.get("unit"), "dataset.unit")
     read = _parse_read(c, data["read"]) if data.get("read") is not None else ReadOptions()
+    r_object = parse_r_object(c, data, declared)
+    mirror = c.optional_string(data.get("mirror"), "dataset.mirror")
+    if mirror is not None and not _NAME_RE.match(mirror):
+        raise c.fail("dataset.mirror", "a folder name (letters, digits, '_', '.', '-')", mirror)
     return DatasetSpec(path=resolved, declared_path=declared, sha256=sha, source=source,
-                       unit=unit, read=read)
+                       unit=unit, read=read, object=r_object, mirror=mirror)
 
 
 def _parse_filter(c: Checker, raw: object, where: str) -> RowFilter:
@@ -260,7 +269,8 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
     """Validate the YAML mapping ``doc`` of ``c.file``; paths must stay inside ``root``.
 
     The sections are checked in a fixed order (names, split, filters, target, attributes,
-    features, dataset, unit, system, axes, decision), so the first error reported is stable.
+    features, dataset, unit, system, axes, decision, strata), so the first error reported is
+    stable.
     """
     data = c.mapping(doc, "", _TOP_KEYS)
     name, title = _parse_name(c, data)
@@ -281,7 +291,8 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
                  target.column: "the target column", **dict.fromkeys(proxy, "a proxy feature"),
                  **dict.fromkeys(core, "a core feature"),
                  **dict.fromkeys(protected, "a protected attribute's column")}
-        system = parse_system(c, data["system"], name_pattern=_NAME_RE, roles=roles)
+        system = parse_system(c, data["system"], name_pattern=_NAME_RE, roles=roles,
+                              target=target.column)
     return Manifest(
         name=name,
         title=title,
@@ -299,6 +310,8 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
         ),
         decision=_parse_decision(c, data["decision"]) if "decision" in data else None,
         system=system,
+        strata=parse_strata(c, data.get("strata"), name_pattern=_NAME_RE, protected=protected,
+                            target=target.column, unit=dataset.unit),
     )
 
 

@@ -17,6 +17,7 @@ from typing import cast
 from faircode.audit._manifest_types import (
     DECISION_METHODS,
     DIRECTIONS,
+    OUTCOME,
     SCORE_SCALES,
     DecisionMethod,
     DeployedSystem,
@@ -37,12 +38,15 @@ _SCORE_KEYS: dict[str, bool] = {"column": True, "scale": True}
 
 
 def parse_system(c: Checker, raw: object, *, name_pattern: re.Pattern[str],
-                 roles: Mapping[str, str]) -> DeployedSystem:
+                 roles: Mapping[str, str], target: str) -> DeployedSystem:
     """Validate ``system:``; ``roles`` maps each column the audit already uses to its role.
 
     A system column that is a feature, protected, target or unit column is refused: the tool's
     outputs must never be model inputs, and a column cannot be both the outcome and a prediction
-    of it.  ``name_pattern`` is the manifest's folder-safe name pattern (a compiled regex).
+    of it.  ``decision: outcome`` is the exception that says so: the system's decision *is* the
+    recorded outcome (``target``, the target's column), people's decisions with no separate
+    ground truth, and such a system has no score.  ``name_pattern`` is the manifest's
+    folder-safe name pattern (a compiled regex).
     """
     data = c.mapping(raw, "system", _SYSTEM_KEYS)
     name = c.string(data["name"], "system.name")
@@ -51,6 +55,12 @@ def parse_system(c: Checker, raw: object, *, name_pattern: re.Pattern[str],
     if name in {m.value for m in ModelFamily}:
         raise c.fail("system.name", "a name that is not a grid model family", name)
     title = c.string(data["title"], "system.title") if data.get("title") is not None else name
+    if data["decision"] == OUTCOME:
+        if data.get("score") is not None:
+            raise c.fail("system.score", "no score for a decision that is the recorded outcome",
+                         data["score"])
+        return DeployedSystem(name=name, title=title,
+                              decision=SystemDecision(target, "outcome"))
     decision = _parse_decision(c, data["decision"])
     score = None
     if data.get("score") is not None:
@@ -68,6 +78,9 @@ def parse_system(c: Checker, raw: object, *, name_pattern: re.Pattern[str],
 
 def _parse_decision(c: Checker, raw: object) -> SystemDecision:
     """``system.decision``: ``column`` and exactly one rule (``threshold`` with ``direction``)."""
+    if not isinstance(raw, dict):
+        raise c.fail("system.decision", f"a mapping with a column and a rule, or {OUTCOME!r} "
+                     "(the decision is the recorded outcome)", raw)
     data = c.mapping(raw, "system.decision", _DECISION_KEYS)
     column = c.string(data["column"], "system.decision.column")
     methods = [m for m in DECISION_METHODS if m in data]

@@ -24,7 +24,7 @@ TargetMethod = Literal["binary", "equals", "isin", "above_median", "threshold", 
 Direction = Literal["above", "at_least"]
 AttributeType = Literal["categorical", "numeric_threshold", "age_interval_threshold"]
 Side = Literal["below", "above"]
-DecisionMethod = Literal["isin", "equals", "threshold"]
+DecisionMethod = Literal["isin", "equals", "threshold", "outcome"]
 ScoreScale = Literal["ordinal", "probability"]
 
 OPERATORS: tuple[str, ...] = get_args(Operator)
@@ -32,7 +32,10 @@ TARGET_METHODS: tuple[str, ...] = get_args(TargetMethod)
 ATTRIBUTE_TYPES: tuple[str, ...] = get_args(AttributeType)
 SIDES: tuple[str, ...] = get_args(Side)
 DIRECTIONS: tuple[str, ...] = get_args(Direction)
-DECISION_METHODS: tuple[str, ...] = get_args(DecisionMethod)
+DECISION_METHODS: tuple[str, ...] = ("isin", "equals", "threshold")
+"""The rules that turn a system's column into its decision (``outcome`` is no rule: the decision
+*is* the recorded outcome, :data:`OUTCOME`)."""
+OUTCOME = "outcome"
 SCORE_SCALES: tuple[str, ...] = get_args(ScoreScale)
 """The score scales of a deployed system; the same as :data:`faircode.stats.calibration.SCALES`
 (``audit`` may not import ``stats``; ``tests/test_system.py`` checks that the two agree)."""
@@ -111,10 +114,16 @@ class DatasetSpec:
     source: Source | None = None
     unit: str | None = None
     read: ReadOptions = ReadOptions()
+    object: str | None = None
+    """The R object (a data frame) to read from an R data file; None for a CSV file."""
+    mirror: str | None = None
+    """The folder of each data mirror that holds the file (None: the audit's name)."""
 
     def __post_init__(self) -> None:
         if not self.path.is_absolute():
             raise _bad("dataset.path", "a resolved absolute path", str(self.path))
+        if self.object is not None and self.read != ReadOptions():
+            raise _bad("dataset.read", "no CSV reading options for an R data file", self.read)
         if self.sha256 is not None and not _SHA_RE.match(self.sha256):
             raise _bad("dataset.sha256", "64 lowercase hex digits", self.sha256)
 
@@ -211,6 +220,10 @@ class CounterfactualAxis:
 class SystemDecision:
     """How a column of the raw file becomes a deployed system's 0/1 decision.
 
+    Method ``outcome`` is no rule: the system's decision *is* the recorded outcome (people's
+    decisions: an employer's callback, a lender's denial), ``column`` the target's column, and
+    nothing is read for it.
+
     The same rule fields, names and comparisons as a :class:`Target` (``isin``/``equals`` by type
     family, ``threshold`` with its ``direction``), so both go through
     :func:`faircode.audit._data_columns.derive_target`.  Decision 1 is the decision that calls for
@@ -225,7 +238,7 @@ class SystemDecision:
     direction: Direction | None = None
 
     def __post_init__(self) -> None:
-        if self.method not in DECISION_METHODS:
+        if self.method not in (*DECISION_METHODS, OUTCOME):
             raise _bad("system.decision", f"one of {', '.join(DECISION_METHODS)}", self.method)
         if self.method == "isin" and not self.values:
             raise _bad("system.decision.isin", "a non-empty list", self.values)
@@ -243,6 +256,8 @@ class SystemDecision:
 
     def describe(self) -> str:
         """Return a short human-readable form, e.g. ``score_text isin ['Medium', 'High']``."""
+        if self.method == OUTCOME:
+            return f"the recorded outcome ({self.column})"
         if self.method == "threshold":
             op = ">" if self.direction == "above" else ">="
             return f"{self.column} {op} {self.threshold:g}"
@@ -271,11 +286,39 @@ class DeployedSystem:
     decision: SystemDecision
     score: SystemScore | None = None
 
+    def __post_init__(self) -> None:
+        if self.outcome and self.score is not None:
+            raise _bad("system.score", "no score for a decision that is the recorded outcome",
+                       self.score.column)
+
+    @property
+    def outcome(self) -> bool:
+        """Whether the decision is the recorded outcome (no separate ground truth)."""
+        return self.decision.method == OUTCOME
+
     @property
     def columns(self) -> tuple[str, ...]:
-        """The decision column, then the score column (unique)."""
+        """The decision column, then the score column (unique); ``()`` for an outcome."""
+        if self.outcome:
+            return ()
         score = () if self.score is None else (self.score.column,)
         return tuple(dict.fromkeys((self.decision.column, *score)))
+
+
+@dataclass(frozen=True, slots=True)
+class Stratum:
+    """A declared legitimate factor: the gap is also reported within its levels.
+
+    ``columns`` define the strata together (one stratum per combination of their values that
+    occurs); see :mod:`faircode.stats.stratified`.
+    """
+
+    name: str
+    columns: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.columns or len(set(self.columns)) != len(self.columns):
+            raise _bad(f"strata {self.name!r}.columns", "distinct column names", self.columns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -296,12 +339,18 @@ class Manifest:
     counterfactual_axes: tuple[CounterfactualAxis, ...] = ()
     decision: DecisionRule | None = None
     system: DeployedSystem | None = None
+    strata: tuple[Stratum, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.protected_attributes:
             raise _bad(f"{self.file}: protected_attributes", "at least one attribute", ())
         if not 0.0 < self.test_size < 1.0:
             raise _bad(f"{self.file}: test_size", "a number in (0, 1)", self.test_size)
+        for stratum in self.strata:
+            if self.unit is not None or {*stratum.columns} & {*self.protected_columns,
+                                                              self.target.column}:
+                raise _bad(f"{self.file}: strata", "columns that are no protected or target "
+                           "column, and no dataset.unit", stratum.columns)
         taken = {*self.feature_columns, self.target.column,
                  *(() if self.unit is None else (self.unit,))}
         for column in self.system_columns:
@@ -329,13 +378,13 @@ class Manifest:
     @property
     def named_columns(self) -> tuple[str, ...]:
         """Every column the prepared rows are built from: features, target, filter columns, the
-        unit, ``first_by`` orders (the deployed system's are :attr:`system_columns`)."""
+        unit, ``first_by`` orders, strata (the deployed system's are :attr:`system_columns`)."""
         filters = (f.column for f in self.row_filters)
         orders = (str(f.value) for f in self.row_filters if f.operator == "first_by")
         unit = () if self.unit is None else (self.unit,)
-        return tuple(
-            dict.fromkeys((*self.feature_columns, self.target.column, *filters, *unit, *orders))
-        )
+        strata = (c for s in self.strata for c in s.columns)
+        return tuple(dict.fromkeys((*self.feature_columns, self.target.column, *filters, *unit,
+                                    *orders, *strata)))
 
     @property
     def system_columns(self) -> tuple[str, ...]:

@@ -75,7 +75,7 @@ The column-level rules (filters, targets, disadvantaged masks, ``first_by``) liv
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -112,6 +112,7 @@ __all__ = [
     "grouped_split",
     "load_audit",
     "split_rows",
+    "stratum_codes",
     "target_cut",
 ]
 
@@ -261,6 +262,8 @@ class AuditData:
     """The deployed system's decision and score per row (manifest ``system:``), or None."""
     keys: RowKeys | None = None
     """The join key of every row (``load_audit(key=...)``), or None."""
+    strata: Mapping[str, np.ndarray] = field(default_factory=dict)
+    """Per declared stratum (manifest ``strata:``), its code per row (:func:`stratum_codes`)."""
 
 
 def load_audit(manifest: Manifest, *, path: Path | None = None,
@@ -310,7 +313,7 @@ def load_audit(manifest: Manifest, *, path: Path | None = None,
                               rows=rows, file=file)
     system = None
     if manifest.system is not None:
-        system, more = system_outputs(manifest, frame, rows=rows, file=file)
+        system, more = system_outputs(manifest, frame, rows=rows, file=file, label=y)
         warnings += more
     keys = None if key is None or every_key is None else _row_keys(
         key, frame[key], every_key, rows=rows, file=file)
@@ -325,7 +328,20 @@ def load_audit(manifest: Manifest, *, path: Path | None = None,
         manifest=manifest, raw=frame, X=encoder.transform(frame), y=y, disadvantaged=masks,
         train_index=train, test_index=test, encoder=encoder, steps=tuple(steps), sha256=digest,
         unit=unit, target_cut=cut, warnings=warnings, system=system, keys=keys,
+        strata={s.name: stratum_codes(frame, s.columns) for s in manifest.strata},
     )
+
+
+def stratum_codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
+    """One integer code per row for the combination of its values of ``columns``.
+
+    Codes number the combinations that occur in sorted order of their text (``0..K-1``); a
+    missing value is a level of its own (sorted last), so no row leaves the stratified gap.
+    """
+    text = pd.DataFrame({c: frame[c].astype(object).map(
+        lambda v: "\uffff(missing)" if v is None or v is pd.NA or v != v else as_text(v))
+        for c in columns})
+    return text.groupby(list(columns), sort=True).ngroup().to_numpy(dtype=np.int64)
 
 
 def _row_keys(column: str, kept: pd.Series, every: pd.Series, *, rows: np.ndarray,

@@ -4,7 +4,9 @@ For one manifest :func:`fetch` tries, in order:
 
 1. the file already at ``dataset.path`` — kept when its sha256 matches (or no digest is declared);
 2. ``<mirror>/<audit name>/<file name>`` in the first of the given mirror directories that holds
-   it (several mirrors: e.g. the shipped audits' and the extra datasets' folders);
+   it (several mirrors: e.g. the shipped audits' and the extra datasets' folders); a manifest's
+   ``dataset.mirror`` names another folder than the audit's name (``resume_names`` for
+   ``resume_callbacks``);
 3. ``dataset.source.url`` — streamed with a timeout (and a progress bar), extracting
    ``source.member`` when the URL is a zip archive.
 
@@ -227,7 +229,8 @@ def fetch(
             return FetchResult("present", target, digest, expected is not None)
         stale = digest
     source = manifest.dataset.source
-    candidates = (Path(m) / manifest.name / target.name for m in mirrors)
+    folder = manifest.dataset.mirror or manifest.name  # dataset.mirror: a folder of its own
+    candidates = (Path(m) / folder / target.name for m in mirrors)
     copy = next((c for c in candidates if c.is_file()), None)
     if copy is not None:
         with _staging(target) as temp, copy.open("rb") as handle:

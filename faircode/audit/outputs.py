@@ -77,6 +77,8 @@ class SystemOutputs:
     scale: ScoreScale | None = None
     rule: str = ""
     """The decision rule as text (``score_text isin ['Medium', 'High']``), for printing."""
+    outcome: bool = False
+    """Whether the decision is the recorded outcome (people's decisions: no ground truth)."""
 
     def __post_init__(self) -> None:
         d = self.decision
@@ -97,7 +99,7 @@ class SystemOutputs:
         """The outputs of the rows at ``positions`` (e.g. the test rows), in that order."""
         score = None if self.score is None else self.score[positions]
         return SystemOutputs(self.name, self.title, self.decision[positions], score, self.scale,
-                             self.rule)
+                             self.rule, self.outcome)
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,16 +267,22 @@ def _common_values(values: pd.Series) -> str:
     return f"{shown}{more}"
 
 
-def system_outputs(manifest: Manifest, frame: pd.DataFrame, *, rows: RowNames,
-                   file: object) -> tuple[SystemOutputs, tuple[str, ...]]:
+def system_outputs(manifest: Manifest, frame: pd.DataFrame, *, rows: RowNames, file: object,
+                   label: np.ndarray) -> tuple[SystemOutputs, tuple[str, ...]]:
     """The manifest's system on the kept rows ``frame``: its outputs and the warnings to print.
 
-    ``rows[i]`` names frame row ``i`` in ``file``.  Raises :class:`DataError` for a missing or
-    malformed value (module docstring) and for a decision rule matching no kept row.
+    ``rows[i]`` names frame row ``i`` in ``file``; ``label`` is the kept rows' 0/1 target,
+    which *is* the decision of a system declared ``decision: outcome``.  Raises
+    :class:`DataError` for a missing or malformed value (module docstring) and for a decision
+    rule matching no kept row.
     """
     system = manifest.system
     if system is None:
         raise ValueError(f"{manifest.file}: no system block")
+    if system.outcome:  # people's decisions: the recorded outcome, no separate ground truth
+        return SystemOutputs(system.name, system.title, np.asarray(label, dtype=np.int8),
+                             rule=f"the recorded outcome ({_target_text(manifest)})",
+                             outcome=True), ()
     rule, values = system.decision, frame[system.decision.column]
     at = f"{file}: {{}}: column {rule.column!r} (system.decision.column)"
     present = values.notna().to_numpy(dtype=bool)
@@ -308,6 +316,13 @@ def system_outputs(manifest: Manifest, frame: pd.DataFrame, *, rows: RowNames,
     outputs = SystemOutputs(system.name, system.title, decision.astype(np.int8), score, scale,
                             rule.describe())
     return outputs, tuple(warnings)
+
+
+def _target_text(manifest: Manifest) -> str:
+    """The target's rule as text: ``call equals 'yes'``."""
+    t = manifest.target
+    shown = {"equals": repr(t.value), "isin": repr(list(t.values or ())), "binary": "(0/1)"}
+    return f"{t.column} {t.method} {shown.get(t.method, '')}".rstrip()
 
 
 def _refuse_text(values: pd.Series, *, at: str, rows: RowNames) -> None:

@@ -64,7 +64,9 @@ def perturb_test_rows(data: AuditData) -> tuple[PerturbedRows, ...]:
             edited = raw_test.copy()
             for column in columns:
                 values = [cast(dict, p.perturbed)[column] for p in perts]
-                edited[column] = pd.Series(values, dtype=raw_test[column].dtype)
+                dtype = raw_test[column].dtype  # a factor's edit may leave its levels: text
+                edited[column] = pd.Series(
+                    values, dtype=object if isinstance(dtype, pd.CategoricalDtype) else dtype)
             disadvantaged, classified = disadvantaged_mask(first, edited[first.column])
             sensitive = np.where(classified, disadvantaged, original_sensitive)
             out.append(PerturbedRows(

@@ -14,8 +14,9 @@ Store layout (the contract other steps rely on)
     ``y`` (int8 label), ``split`` (``"train"`` | ``"test"``) and one bool column
     ``disadvantaged:<attribute>`` per protected attribute, in manifest order, ``unit`` (int64
     unit code) when the manifest declares ``dataset.unit``, and ``system_decision`` (int8 0/1)
-    and ``system_score`` (float64, when it has a score) when it declares a ``system``; same rows
-    as ``features.parquet``.
+    and ``system_score`` (float64, when it has a score) when it declares a ``system``, and one
+    int64 column ``stratum:<name>`` per declared stratum (its code per row); same rows as
+    ``features.parquet``.
 ``counterfactual.parquet``
     Every perturbed test-row set stacked: ``set`` (int, index into ``meta.json``'s
     ``counterfactual``), ``row`` (prepared position of the test row), ``sensitive`` (bool: the
@@ -24,7 +25,7 @@ Store layout (the contract other steps rely on)
 ``meta.json``
     ``audit``, ``manifest_sha256``, ``dataset_sha256``, ``steps``, ``attributes``,
     ``counterfactual`` (one ``{"axis", "kind", "columns"}`` per set, in set order) and ``system``
-    (``{"name", "title", "rule", "scale"}`` or null).
+    (``{"name", "title", "rule", "scale", "outcome"}`` or null) and ``strata`` (their names).
 
 Design decisions
 ----------------
@@ -46,7 +47,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, cast
 
@@ -74,6 +75,7 @@ __all__ = [
 FEATURES, ROWS, COUNTERFACTUAL, META = (
     "features.parquet", "rows.parquet", "counterfactual.parquet", "meta.json")
 MASK_PREFIX = "disadvantaged:"
+STRATUM_PREFIX = "stratum:"
 SYSTEM_DECISION, SYSTEM_SCORE = "system_decision", "system_score"
 
 
@@ -119,6 +121,8 @@ class PreparedAudit:
     unit: np.ndarray | None = None
     system: SystemOutputs | None = None
     """The deployed system's outputs per prepared row (manifest ``system:``), or None."""
+    strata: Mapping[str, np.ndarray] = field(default_factory=dict)
+    """Per declared stratum (manifest ``strata:``), its integer code per prepared row."""
 
     def __post_init__(self) -> None:
         n = len(self.X)
@@ -128,6 +132,10 @@ class PreparedAudit:
                 self.system is not None and self.system.decision.size != n):
             raise DataError(f"{self.manifest.name}: prepared: expected the manifest's system "
                             "outputs for every row")
+        if list(self.strata) != [s.name for s in self.manifest.strata] or any(
+                len(c) != n for c in self.strata.values()):
+            raise DataError(f"{self.manifest.name}: prepared: expected the codes of the "
+                            "manifest's strata for every row")
         names = [a.name for a in self.manifest.protected_attributes]
         if list(self.disadvantaged) != names:
             raise DataError(f"{self.manifest.name}: prepared: expected masks for {names}, "
@@ -145,7 +153,7 @@ def prepare(data: AuditData) -> PreparedAudit:
         manifest=data.manifest, X=data.X, y=data.y, disadvantaged=dict(data.disadvantaged),
         train_index=data.train_index, test_index=data.test_index, steps=data.steps,
         sha256=data.sha256, perturbed=perturb_test_rows(data), unit=data.unit,
-        system=data.system,
+        system=data.system, strata=dict(data.strata),
     )
 
 
@@ -165,6 +173,8 @@ def save_prepared(prepared: PreparedAudit, folder: Path) -> None:
         rows[SYSTEM_DECISION] = system.decision.astype(np.int8)
         if system.score is not None:
             rows[SYSTEM_SCORE] = system.score.astype(np.float64)
+    for name, codes in prepared.strata.items():
+        rows[STRATUM_PREFIX + name] = np.asarray(codes, dtype=np.int64)
     rows.to_parquet(folder / ROWS, index=False)
     frames = []
     for k, rows_k in enumerate(prepared.perturbed):
@@ -185,7 +195,9 @@ def save_prepared(prepared: PreparedAudit, folder: Path) -> None:
         "counterfactual": [{"axis": p.axis, "kind": p.kind.value, "columns": list(p.columns)}
                            for p in prepared.perturbed],
         "system": None if system is None else {"name": system.name, "title": system.title,
-                                               "rule": system.rule, "scale": system.scale},
+                                               "rule": system.rule, "scale": system.scale,
+                                               **({"outcome": True} if system.outcome else {})},
+        **({"strata": list(prepared.strata)} if prepared.strata else {}),
     }
     (folder / META).write_text(json.dumps(meta, indent=2) + "\n")
 
@@ -219,6 +231,8 @@ def load_prepared(folder: Path, *, manifest: Manifest) -> PreparedAudit:
         perturbed=tuple(perturbed),
         unit=rows["unit"].to_numpy(dtype=np.int64) if "unit" in rows.columns else None,
         system=_stored_system(meta.get("system"), rows, folder=folder),
+        strata={name: rows[STRATUM_PREFIX + name].to_numpy(dtype=np.int64)
+                for name in meta.get("strata", [])},
     )
 
 
@@ -235,7 +249,8 @@ def _stored_system(meta: Mapping[str, object] | None, rows: pd.DataFrame, *,
     scale = meta.get("scale")
     return SystemOutputs(name=str(meta["name"]), title=str(meta["title"]),
                          decision=rows[SYSTEM_DECISION].to_numpy(dtype=np.int8), score=score,
-                         scale=cast(ScoreScale | None, scale), rule=str(meta.get("rule", "")))
+                         scale=cast(ScoreScale | None, scale), rule=str(meta.get("rule", "")),
+                         outcome=bool(meta.get("outcome", False)))
 
 
 def replicate_split(

@@ -12,8 +12,10 @@ import itertools
 from enum import StrEnum
 
 __all__ = [
+    "DECISION_METRICS",
     "FAIRNESS_METRICS",
     "FAMILY_CODES",
+    "NOT_APPLICABLE",
     "STRATEGY_CODES",
     "STRATEGY_TITLES",
     "ModelFamily",
@@ -73,6 +75,15 @@ FAIRNESS_METRICS: tuple[str, ...] = (
 )
 """The fairness metrics in result order (:mod:`faircode.stats.metrics` defines them; metric
 ``k`` draws from ``child_seed(seed, k)``)."""
+
+DECISION_METRICS: tuple[str, ...] = ("demographic_parity_diff", "disparate_impact_ratio")
+"""The fairness metrics of decisions alone: all a system whose decision *is* the recorded outcome
+(people's decisions, manifest ``system.decision: outcome``) can be scored on.  The others compare
+the decision with a ground truth it does not have."""
+
+NOT_APPLICABLE = "not_applicable:decision_is_outcome"
+"""The note of every number that needs a ground truth on such a system (an error rate, an
+accuracy): the value is NaN by design, never 0 and never an error."""
 
 
 def strategy_code(strategy: str) -> str:

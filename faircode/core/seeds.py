@@ -36,6 +36,8 @@ class Stream(IntEnum):
     """The calibration gap's bootstrap and permutation (:mod:`faircode.evaluate.detail`)."""
     EFFECTS = 8
     """Paired mitigation effects: ``(8, comparison, model, attribute)``, not a grid position."""
+    STRATIFIED = 9
+    """The gap within strata's permutation test: ``(9, s, m, attribute, stratum)``."""
 
 
 

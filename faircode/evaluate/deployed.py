@@ -64,7 +64,8 @@ def score_outputs(
     given = outputs.take(test)
     y_fav, yhat_fav = orient(data.y[test], given.decision,
                              favourable=data.manifest.target.favourable)
-    decided = Decided(given.decision, y_fav, yhat_fav, (), score=given.score)
+    decided = Decided(given.decision, y_fav, yhat_fav, (), score=given.score,
+                      outcome=outputs.outcome)
     view = dataclasses.replace(data, perturbed=())
     return score_decided(
         view, decided, strategy=strategy, family=outputs.name, key=SYSTEM_KEY, rule=None,

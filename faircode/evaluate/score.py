@@ -56,6 +56,8 @@ from faircode.core.cells import ModelFamily, Strategy, position
 from faircode.core.config import DegenerateConfig, StatsConfig
 from faircode.core.seeds import Stream, child_seed
 from faircode.evaluate.detail import calibration_gap_rows, calibration_rows, group_rows
+from faircode.evaluate.outcome import mark_not_applicable
+from faircode.evaluate.stratified import stratified_rows
 from faircode.grid.predictions import CellPredictions
 from faircode.stats import clusters
 from faircode.stats.calibration import Scale
@@ -129,6 +131,9 @@ class Decided:
     flipped: tuple[np.ndarray, ...] = ()
     score: np.ndarray | None = None
     cutoff: Cutoff | None = None
+    outcome: bool = False
+    """The decisions are the recorded outcome (people's decisions): no ground truth to score
+    them against (:mod:`faircode.evaluate.outcome`)."""
 
     def __post_init__(self) -> None:
         for array in (self.y_pred, self.y_fav, self.yhat_fav, *self.flipped, self.score):
@@ -154,6 +159,7 @@ class CellResult:
     groups: Rows = Rows()
     calibration: Rows = Rows()
     calibration_gap: Rows = Rows()
+    stratified: Rows = Rows()
 
 
 def scoring_seconds(data: PreparedAudit) -> float:
@@ -228,7 +234,9 @@ def score_decided(
     decisions were taken at (None: given, as a deployed system's); ``objective`` what they were
     fitted for (recorded in ``run.json``).  With ``detail``, also the per-group table and, when
     the row set has a score on ``scale``, its calibration by group (``row_set`` names the rows
-    in those tables).
+    in those tables) and, where the audit declares strata, the gap within them.  A row set
+    whose decisions are the outcome (:attr:`Decided.outcome`) has its ground-truth numbers
+    marked not applicable (:mod:`faircode.evaluate.outcome`).
     """
     label = {"strategy": str(strategy), "model": str(family)}
     t0 = time.perf_counter()
@@ -248,16 +256,21 @@ def score_decided(
     intersectional = _intersectional_rows(data, decided, label, stats=stats, master=master,
                                           key=key)
     _add_power(fairness, intersectional, stats=stats)
-    groups, calibration, gaps = [], [], []
+    groups, calibration, gaps, strata = [], [], [], []
     if detail:
         groups = group_rows(data, decided.y_pred, label, row_set=row_set,
                             confidence=stats.confidence)
+        if data.strata:
+            strata = stratified_rows(data, decided.yhat_fav, label, stats=stats,
+                                     master=master, key=key)
         if decided.score is not None and scale is not None:
             score = _on_scale(decided.score, scale)
             calibration = calibration_rows(data, score, label, row_set=row_set, scale=scale,
                                            confidence=stats.confidence)
             gaps = calibration_gap_rows(data, score, label, row_set=row_set, scale=scale,
                                         stats=stats, master=master, key=key)
+    if decided.outcome:
+        mark_not_applicable(fairness, performance, groups)
     t1 = time.perf_counter()
     counterfactual = _counterfactual_rows(data, decided, label, stats=stats)
     t2 = time.perf_counter()
@@ -269,6 +282,7 @@ def score_decided(
                                     counterfactual=fit.counterfactual + t2 - t1),
         degenerate=flagged, decision=tuple(record.items()), decided=decided,
         groups=Rows.of(groups), calibration=Rows.of(calibration), calibration_gap=Rows.of(gaps),
+        stratified=Rows.of(strata),
     )
 
 
@@ -308,8 +322,9 @@ def _operating_point(
         n_resamples=stats.n_resamples, confidence=stats.confidence, seed=seed,
     )
     point = {p.metric: p.value for p in points if not p.protected_attribute}
+    balanced = None if decided.outcome else point["balanced_accuracy"]  # no ground truth
     flagged = is_degenerate(
-        selection_rate=point["selection_rate"], balanced_accuracy=point["balanced_accuracy"],
+        selection_rate=point["selection_rate"], balanced_accuracy=balanced,
         min_selection_rate=degenerate.min_selection_rate,
         max_selection_rate=degenerate.max_selection_rate,
         balanced_accuracy_margin=degenerate.balanced_accuracy_margin,
@@ -317,7 +332,7 @@ def _operating_point(
     record = {**(rule.as_dict() if rule is not None else {"rule": "given"}),
               "objective": objective,
               "selection_rate": point["selection_rate"],
-              "balanced_accuracy": point["balanced_accuracy"], "degenerate": flagged}
+              "balanced_accuracy": balanced, "degenerate": flagged}
     if decided.cutoff is not None:
         record.update(cutoff=decided.cutoff.value, inclusive=decided.cutoff.inclusive)
     return points, flagged, record

@@ -17,6 +17,7 @@ import pandas as pd
 from faircode.audit.decision import DecisionRule
 from faircode.evaluate.detail import GAP_COLUMNS
 from faircode.evaluate.score import CellResult, Rows
+from faircode.evaluate.stratified import STRATIFIED_COLUMNS
 from faircode.stats.calibration import CALIBRATION_COLUMNS
 from faircode.stats.groups import GROUP_COLUMNS
 from faircode.stats.metrics import FAIRNESS_COLUMNS, INTERSECTIONAL_COLUMNS, audit_q_values
@@ -58,6 +59,8 @@ class AuditResults:
     seconds: dict[str, float] = field(default_factory=dict)
     curves: pd.DataFrame | None = None
     """The operating-point curves (:mod:`faircode.evaluate.curves`); None when not asked for."""
+    stratified: pd.DataFrame = field(default_factory=lambda: _empty(STRATIFIED_COLUMNS))
+    """The gaps within declared strata (:mod:`faircode.evaluate.stratified`); empty without."""
 
 
 PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "protected_attribute", "metric",
@@ -80,7 +83,8 @@ def assemble(
     """The tables of ``results`` (grid order), with the audit's BH q-values at ``alpha``.
 
     The fairness and intersectional tests form the audit's one family; the calibration gaps
-    their own (a different question, so adding a score to an audit moves no fairness q-value).
+    their own (a different question, so adding a score to an audit moves no fairness q-value),
+    and the gaps within strata theirs.
     """
     fairness = _frame(audit, [r.fairness for r in results], FAIRNESS_COLUMNS)
     intersectional = _frame(audit, [r.intersectional for r in results], INTERSECTIONAL_COLUMNS)
@@ -89,6 +93,10 @@ def assemble(
     gaps = _frame(audit, [r.calibration_gap for r in results], GAP_COLUMNS)
     gaps["q_value"] = benjamini_hochberg(gaps["p_value"].to_numpy(dtype=float))
     gaps["significant"] = np.nan_to_num(gaps["q_value"].to_numpy(dtype=float), nan=1.0) < alpha
+    strata = _frame(audit, [r.stratified for r in results], STRATIFIED_COLUMNS)
+    strata["q_value"] = benjamini_hochberg(strata["p_value"].to_numpy(dtype=float))
+    strata["significant"] = np.nan_to_num(strata["q_value"].to_numpy(dtype=float),
+                                          nan=1.0) < alpha
     return AuditResults(
         fairness=fairness,
         performance=_frame(audit, [r.performance for r in results], PERFORMANCE_COLUMNS),
@@ -98,7 +106,7 @@ def assemble(
         cells=tuple(results), rule=rule,
         groups=_frame(audit, [r.groups for r in results], GROUPS_COLUMNS),
         calibration=_frame(audit, [r.calibration for r in results], CALIBRATION_TABLE_COLUMNS),
-        calibration_gap=gaps,
+        calibration_gap=gaps, stratified=strata,
     )
 
 

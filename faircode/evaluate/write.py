@@ -54,9 +54,10 @@ def write_audit(
     extra: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``<out_dir>/<audit>/`` (the :data:`TABLES`, ``effects.csv`` + ``run.json``; with
-    training replicates also ``stability.csv``, ``stability_replicates.csv`` and
-    ``effects_stability.csv``; with curves ``curves.csv``; with a deployed system its own tables on
-    every row in ``deployed/``) atomically; return the folder.  ``extra`` adds keys to ``run.json``
+    declared strata ``stratified.csv``, also in ``deployed/``; with training replicates also
+    ``stability.csv``, ``stability_replicates.csv`` and ``effects_stability.csv``; with curves
+    ``curves.csv``; with a deployed system its own tables on every row in ``deployed/``)
+    atomically; return the folder.  ``extra`` adds keys to ``run.json``
     (e.g. the predictions file an external audit read).
 
     Everything is written to a sibling staging folder which then replaces the audit's folder in
@@ -67,10 +68,11 @@ def write_audit(
     manifest = data.manifest
     final = out_dir / manifest.name
     with replacing(final) as staging:
-        _write_tables(results, staging, TABLES)
+        strata = ("stratified",) if manifest.strata else ()  # gaps within declared strata
+        _write_tables(results, staging, (*TABLES, *strata))
         if results.deployed is not None:  # the deployed system on every row, its own tables
             (staging / DEPLOYED).mkdir()
-            _write_tables(results.deployed, staging / DEPLOYED, DEPLOYED_TABLES)
+            _write_tables(results.deployed, staging / DEPLOYED, (*DEPLOYED_TABLES, *strata))
         if results.stability is not None:  # training replicates (run.seeds > 1) only
             results.stability.to_csv(staging / "stability.csv", index=False)
         if results.replicates is not None:
@@ -87,8 +89,11 @@ def write_audit(
             "target": {"column": manifest.target.column,
                        "favourable": manifest.target.favourable},
             **({"system": {"name": data.system.name, "title": data.system.title,
-                           "decision": data.system.rule, "scale": data.system.scale}}
+                           "decision": data.system.rule, "scale": data.system.scale,
+                           **({"outcome": True} if data.system.outcome else {})}}
                if data.system is not None else {}),
+            **({"strata": {s.name: list(s.columns) for s in manifest.strata}}
+               if manifest.strata else {}),
             "manifest": _relative_manifest(manifest.file),
             "manifest_sha256": hashlib.sha256(manifest.file.read_bytes()).hexdigest(),
             "dataset": {"path": manifest.dataset.declared_path, "sha256": data.sha256,

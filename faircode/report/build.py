@@ -39,6 +39,7 @@ from faircode.report.inputs import (
     ordered,
     resolve_metric,
 )
+from faircode.report.people import people_tables
 from faircode.report.tables import Context
 
 if TYPE_CHECKING:
@@ -112,7 +113,8 @@ def write_report(
     effects_table = report_effects.effects_table(context)
     tables = write_tables(
         context, floor=floor, out=results,
-        extra=(*deployed_tables(context), *([effects_table] if effects_table else [])))
+        extra=(*deployed_tables(context), *people_tables(context),
+               *([effects_table] if effects_table else [])))
     figures = _figures(context, floor=floor, results=results)
     html = write_html(context, floor=floor, counts=floor_counts(floor),
                       intersectional=context.intersectional, figures=figures,

@@ -145,8 +145,13 @@ def _count(row: pd.Series, column: str) -> Cell:
 
 
 def replication_table(ctx: Context) -> Table | None:
-    """Rows audit x attribute x group: the system on every row, counts and FPR, FNR, PPV."""
-    deployed, systems = ctx.inputs.deployed, system_names(ctx)
+    """Rows audit x attribute x group: the system on every row, counts and FPR, FNR, PPV.
+
+    A system whose decision is the outcome has no error to count (its FP and FN are 0 by
+    construction): it is left out here and shown by :mod:`faircode.report.people`.
+    """
+    deployed = ctx.inputs.deployed
+    systems = {a: n for a, n in system_names(ctx).items() if a not in deployed.people}
     groups = deployed.groups
     if not systems or groups.empty:
         return None

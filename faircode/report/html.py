@@ -46,6 +46,7 @@ from faircode.report.deployed import deployed_tables
 from faircode.report.effects import effects_table
 from faircode.report.figures import FigureFile
 from faircode.report.inputs import MODELS, STRATEGIES, ordered, strategy_code
+from faircode.report.people import people_lines, people_tables
 from faircode.report.style import FAMILY_GLYPHS, SHORT, family_marker, strategy_colour
 from faircode.report.tables import STARS, Context, all_tables, num, to_html
 
@@ -310,6 +311,26 @@ def _deployed(ctx: Context) -> list[str]:
         "both, so both are shown.</p>" + "".join(to_html(t) for t in tables))]
 
 
+def _people(ctx: Context) -> list[str]:
+    """Decisions made by people (audits whose decision is the outcome), folded, if any."""
+    tables = people_tables(ctx)
+    if not tables:
+        return []
+    lines = "".join(
+        f"<li><b>{_esc(a)}</b>: its S0-S4 are trained to predict the people's decision "
+        f"\u2014 {_esc(ctx.inputs.deployed.titles.get(a, a))} \u2014 from the applicant's "
+        "features: the grid is a screening model trained on historical human decisions, and "
+        "its gaps are what such a model learns from them.</li>" for a in ctx.inputs.deployed.people
+        if a in ctx.inputs.runs)
+    return [_fold(
+        "Decisions made by people: the decision, its gap within strata, and the grid trained "
+        "on it", "<p>The audited decision is the data's own outcome: nothing separate is its "
+        "ground truth, so its selection rates, parity gap, disparate impact, intersectional "
+        "cells and the gap within the declared legitimate strata are measured, and every "
+        "error rate is not applicable (n/a \u2014 decision is the outcome).</p>"
+        f"<ul>{lines}</ul>" + "".join(to_html(t) for t in tables))]
+
+
 def _effects(ctx: Context) -> list[str]:
     """The paired-effects table, folded (only where some audit has effects.csv)."""
     table = effects_table(ctx)
@@ -365,8 +386,10 @@ def _top(ctx: Context, figures: Sequence[FigureFile]) -> str:
     """The first screen: headline and per-audit lines | legend and the heatmap."""
     items = headline.findings(ctx)
     sentences = headline.lead(items, metric=ctx.metric, unavailable=len(ctx.inputs.unavailable))
-    lines = "".join(f"<li><b>{_esc(label)}</b>: {_esc(text)}</li>"
-                    for label, text in map(headline.audit_line, items))
+    people = people_lines(ctx)  # an audit of people's decisions: that line first
+    pairs = [p for f in items for p in (*([people.pop(f.audit)] if f.audit in people else []),
+                                        headline.audit_line(f))] + list(people.values())
+    lines = "".join(f"<li><b>{_esc(label)}</b>: {_esc(text)}</li>" for label, text in pairs)
     heat = [(i, f) for i, f in enumerate(figures) if f.section == "heatmap"]
     return (
         '<div class="top"><section id="headline"><h2>Finding</h2>'
@@ -406,6 +429,7 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
         _fold("Performance, with the majority-class accuracy", to_html(performance)),
         _fold("Counterfactual flip rates", to_html(counterfactual)),
         *_deployed(ctx),
+        *_people(ctx),
         *_stability(ctx),
         _fold(f"Every {ctx.metric} row, with the benchmark-wide q (q_benchmark)",
               _details(ctx, intersectional)),

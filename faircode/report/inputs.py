@@ -66,8 +66,9 @@ DEPLOYED = "deployed"
 TABLES = ("fairness", "performance", "intersectional", "counterfactual")
 DEPLOYED_TABLES = ("fairness", "performance", "intersectional")
 """The tables of ``<audit>/deployed/`` (the system on every row of the audit)."""
-EXTRA_TABLES = ("groups", "calibration", "calibration_gap")
-"""Optional per-audit tables: per-group rates, calibration bins, calibration gaps."""
+EXTRA_TABLES = ("groups", "calibration", "calibration_gap", "stratified")
+"""Optional per-audit tables: per-group rates, calibration bins, calibration gaps, the gaps
+within declared strata (``stratified.csv``, also in ``deployed/``)."""
 _REQUIRED: dict[str, tuple[str, ...]] = {
     "fairness": ("audit", "strategy", "model", "protected_attribute", "metric", "value",
                  "ci_low", "ci_high", "p_value", "q_value", "note"),
@@ -80,6 +81,8 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "calibration": ("audit", "strategy", "model", *CALIBRATION_COLUMNS),
     "calibration_gap": ("audit", "strategy", "model", "row_set", "protected_attribute", "value",
                         "ci_low", "ci_high", "p_value", "q_value", "note"),
+    "stratified": ("audit", "strategy", "model", "protected_attribute", "stratum", "columns",
+                   "value", "ci_low", "ci_high", "p_value", "q_value", "raw_gap", "note"),
     "curves": ("audit", "strategy", "model", "threshold", "protected_attribute", "metric",
                "value", "ci_low", "ci_high", "note", "point"),
     "stability": ("audit", "strategy", "model", "protected_attribute", "metric", "seeds",
@@ -123,9 +126,12 @@ class DeployedInputs:
     ``fairness``/``performance``/``intersectional`` are the rows of strategy :data:`DEPLOYED`
     of the main tables (test rows); ``*_all`` those of ``<audit>/deployed/`` (every row);
     ``groups``, ``calibration``, ``calibration_gap`` the optional tables as written (every
-    strategy, both row sets).  ``favourable`` maps each audit with a system to its target's
-    favourable label (``run.json`` ``target.favourable``, else its manifest); ``titles`` to
-    the system's title.
+    strategy, both row sets); ``stratified`` the gaps within declared strata on the test rows
+    (every strategy) and ``stratified_all`` the system's on every row.  ``favourable`` maps
+    each audit with a system to its target's favourable label (``run.json``
+    ``target.favourable``, else its manifest); ``titles`` to the system's title; ``people``
+    lists the audits whose system's decision is the recorded outcome (``run.json``
+    ``system.outcome``: people's decisions, no ground truth).
     """
 
     fairness: pd.DataFrame = field(default_factory=lambda: _empty("fairness"))
@@ -137,8 +143,11 @@ class DeployedInputs:
     groups: pd.DataFrame = field(default_factory=lambda: _empty("groups"))
     calibration: pd.DataFrame = field(default_factory=lambda: _empty("calibration"))
     calibration_gap: pd.DataFrame = field(default_factory=lambda: _empty("calibration_gap"))
+    stratified: pd.DataFrame = field(default_factory=lambda: _empty("stratified"))
+    stratified_all: pd.DataFrame = field(default_factory=lambda: _empty("stratified"))
     favourable: Mapping[str, int] = field(default_factory=dict)
     titles: Mapping[str, str] = field(default_factory=dict)
+    people: tuple[str, ...] = ()
 
     @property
     def systems(self) -> dict[str, str]:
@@ -298,7 +307,7 @@ def _split_deployed(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | N
 
 def _read_deployed(folder: Path, into: dict[str, list[pd.DataFrame]]) -> None:
     """Append ``<folder>/deployed/<table>.csv`` (as ``<table>_all``) and the optional tables."""
-    for table in DEPLOYED_TABLES:
+    for table in (*DEPLOYED_TABLES, "stratified"):
         path = folder / DEPLOYED / f"{table}.csv"
         if path.is_file():
             into.setdefault(f"{table}_all", []).append(_read_csv(path, table))
@@ -306,6 +315,9 @@ def _read_deployed(folder: Path, into: dict[str, list[pd.DataFrame]]) -> None:
         path = folder / f"{table}.csv"
         if path.is_file():
             into.setdefault(table, []).append(_read_csv(path, table))
+    if (folder / DEPLOYED / "groups.csv").is_file():  # row set "all": the system on every row
+        into.setdefault("groups", []).append(_read_csv(folder / DEPLOYED / "groups.csv",
+                                                       "groups"))
 
 
 def _favourable(audit: str, run: Mapping[str, Any], audits_dir: Path | None) -> int:
@@ -333,13 +345,16 @@ def _deployed_inputs(frames: Mapping[str, list[pd.DataFrame]],
         intersectional=part("intersectional"), fairness_all=part("fairness_all"),
         performance_all=part("performance_all"), intersectional_all=part("intersectional_all"),
         groups=part("groups"), calibration=part("calibration"),
-        calibration_gap=part("calibration_gap"))
-    favourable, titles = {}, {}
+        calibration_gap=part("calibration_gap"), stratified=part("stratified"),
+        stratified_all=part("stratified_all"))
+    favourable, titles, people = {}, {}, []
     for audit, name in out.systems.items():
         favourable[audit] = _favourable(audit, runs.get(audit, {}), audits_dir)
         system = runs.get(audit, {}).get("system")
         titles[audit] = str(system.get("title") or name) if isinstance(system, dict) else name
-    return replace(out, favourable=favourable, titles=titles)
+        if isinstance(system, dict) and system.get("outcome") is True:
+            people.append(audit)
+    return replace(out, favourable=favourable, titles=titles, people=tuple(people))
 
 
 def resolve_metric(name: str, available: Iterable[str], *, where: str = "--metric") -> str:

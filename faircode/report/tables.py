@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from faircode.core.cells import NOT_APPLICABLE
 from faircode.report.inputs import (
     STRATEGIES,
     UNINFORMATIVE_NOTE,
@@ -58,6 +59,8 @@ REASONS = {
                         "group), so the estimate says nothing about a gap",
 }
 NO_INTERVAL = "interval undefined (no usable bootstrap resample)"
+NOT_APPLICABLE_TEXT = "n/a \u2014 decision is the outcome"
+"""How every view shows a ground-truth number of a decision that is the recorded outcome."""
 SIGNIFICANT = "*"
 STARS = ("the audit's own Benjamini-Hochberg q < {alpha} (fairness.csv q_value = significant: "
          "one family per audit, each null once; the benchmark-wide q is summary.csv's "
@@ -158,6 +161,8 @@ def estimate_cell(row: pd.Series | None, *, value: str, fn: _Footnotes,
     if row is None:
         return Cell("n/a", notes=(fn(missing),), numeric=False)
     note = str(row.get("note", ""))
+    if NOT_APPLICABLE in notes_of(note):  # by design: a decision that is the outcome
+        return Cell(NOT_APPLICABLE_TEXT, numeric=False)
     if UNINFORMATIVE_NOTE in notes_of(note):
         return Cell("uninformative", notes=(fn(REASONS[UNINFORMATIVE_NOTE]),), numeric=False)
     x = float(row[value])
@@ -362,7 +367,7 @@ def to_markdown(table: Table) -> str:
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
         "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}",
-        "|": r"$|$", "<": r"$<$", ">": r"$>$", "Δ": r"$\Delta$"}
+        "|": r"$|$", "<": r"$<$", ">": r"$>$", "Δ": r"$\Delta$", "\u2014": "---"}
 
 
 def tex_escape(text: str) -> str:

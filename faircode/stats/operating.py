@@ -61,16 +61,22 @@ class OperatingPoint:
 def is_degenerate(
     *,
     selection_rate: float,
-    balanced_accuracy: float,
+    balanced_accuracy: float | None,
     min_selection_rate: float,
     max_selection_rate: float,
     balanced_accuracy_margin: float,
 ) -> bool:
-    """Whether a cell's decisions are uninformative (see the module docstring for the rule)."""
-    if math.isnan(selection_rate) or math.isnan(balanced_accuracy):
+    """Whether a cell's decisions are uninformative (see the module docstring for the rule).
+
+    ``balanced_accuracy`` None: decisions with no ground truth to score them against (people's
+    decisions that are the recorded outcome), judged on the selection rate alone.
+    """
+    if math.isnan(selection_rate) or (balanced_accuracy is not None
+                                      and math.isnan(balanced_accuracy)):
         return True
     return (selection_rate < min_selection_rate or selection_rate > max_selection_rate
-            or abs(balanced_accuracy - 0.5) <= balanced_accuracy_margin)
+            or (balanced_accuracy is not None
+                and abs(balanced_accuracy - 0.5) <= balanced_accuracy_margin))
 
 
 def _selection(c: NDArray[np.int64]) -> NDArray[np.float64]:

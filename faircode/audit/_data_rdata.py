@@ -1,0 +1,218 @@
+"""Reading one data frame out of an R data file (``.rda``/``.RData``: R's ``save()`` format).
+
+Private: :func:`faircode.audit._data_read.read_raw` calls :func:`read_rdata` when the manifest
+names an R object (``dataset.object``).  The parsing and the conversion of R's types are the
+pure-Python ``rdata`` package's (no R needed); this module bounds what it reads, checks what it
+gets and turns every failure into one line.
+
+Design decisions
+----------------
+* **Bounded.**  The file is read only up to :data:`MAX_FILE_BYTES`, and R's compression (gzip,
+  bzip2 or xz, as ``save(compress=)`` writes it) is undone here, incrementally, to at most
+  :data:`MAX_DATA_BYTES`; ``rdata`` is handed the decompressed bytes, so a small file that
+  inflates without end stops at the cap instead of filling memory.
+* **One line per failure**, naming the manifest, the key and what arrived: a file that is not R
+  data (its first bytes are shown), a compressed stream cut short or corrupt, an R stream that
+  does not parse, the object missing (the objects the file holds are listed), an object that is
+  not a data frame, a column of a type the benchmark cannot read (complex, list, raw, or a
+  classed vector such as ``Date``: its class is named).
+* **Types as R has them**: factors become pandas categoricals with their levels in R's order
+  (ordered factors ordered), integers nullable ``Int32``, doubles ``float64``, logicals nullable
+  ``boolean``, character vectors ``string``; R's ``NA`` stays missing in every one of them.  The
+  rows are numbered ``row 1`` ... in the data frame's order (R's row names are not kept), and
+  every later data error names them so.
+* Only the named object is converted: other objects in the file may be of any type.
+"""
+
+from __future__ import annotations
+
+import bz2
+import lzma
+import struct
+import warnings
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from faircode.core.errors import DataError, describe
+
+__all__ = ["MAX_DATA_BYTES", "MAX_FILE_BYTES", "read_rdata"]
+
+MAX_FILE_BYTES = 256 * 2**20
+"""The largest R data file read (bytes on disk)."""
+MAX_DATA_BYTES = 1024 * 2**20
+"""The most bytes an R data file may decompress to."""
+
+_MAGIC = (b"RDX2\n", b"RDX3\n", b"RDA2\n", b"RDA3\n", b"RDB2\n", b"RDB3\n")
+"""The headers ``save()`` writes (XDR, ASCII and native binary; versions 2 and 3)."""
+_CHUNK = 1 << 20
+_R_TYPES = {"NIL": "NULL", "SYM": "symbol", "LIST": "pairlist", "CLO": "closure",
+            "ENV": "environment", "LGL": "logical", "INT": "integer", "REAL": "double",
+            "CPLX": "complex", "STR": "character", "VEC": "list", "RAW": "raw", "S4": "S4"}
+_COLUMN_TYPES = ("LGL", "INT", "REAL", "STR")
+_FACTORS = ({"factor"}, {"ordered", "factor"})
+_PARSE_ERRORS = (ValueError, TypeError, IndexError, KeyError, AttributeError, AssertionError,
+                 NotImplementedError, OverflowError, EOFError, struct.error, UnicodeDecodeError)
+"""What ``rdata``'s parser raises on bytes it cannot read (it has no error type of its own)."""
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def _fail(where: str, expected: str, got: str) -> DataError:
+    return DataError(f"{where}: expected {expected}, got {got}")
+
+
+def _read_bounded(file: Path, where: str) -> bytes:
+    size = file.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise _fail(where, f"an R data file of at most {MAX_FILE_BYTES:,} bytes",
+                    f"{file.name} of {size:,} bytes")
+    with file.open("rb") as handle:
+        return handle.read(MAX_FILE_BYTES + 1)
+
+
+def _decompressor(head: bytes) -> tuple[str, Any] | None:
+    if head.startswith(b"\x1f\x8b"):
+        return "gzip", zlib.decompressobj(16 + zlib.MAX_WBITS)
+    if head.startswith(b"BZh"):
+        return "bzip2", bz2.BZ2Decompressor()
+    if head.startswith(b"\xfd7zXZ\x00"):
+        return "xz", lzma.LZMADecompressor()
+    return None
+
+
+def _inflate(raw: bytes, *, name: str, where: str) -> bytes:
+    """``raw`` decompressed (or as it is when not compressed), at most MAX_DATA_BYTES."""
+    found = _decompressor(raw[:6])
+    if found is None:
+        return raw
+    kind, engine = found
+    parts: list[bytes] = []
+    total, pending = 0, raw
+    try:
+        while True:  # every call gives at most what is left under the cap (+1 to see past it)
+            out = engine.decompress(pending, MAX_DATA_BYTES + 1 - total)
+            parts.append(out)
+            total += len(out)
+            if total > MAX_DATA_BYTES:
+                raise _fail(where, f"R data of at most {MAX_DATA_BYTES:,} bytes once "
+                            "decompressed", f"{name} inflating past that (reading stopped)")
+            if engine.eof:
+                break
+            # zlib keeps unread input in unconsumed_tail; bz2/xz keep it inside the engine
+            pending = engine.unconsumed_tail if kind == "gzip" else b""
+            if (not pending) if kind == "gzip" else engine.needs_input:
+                break  # every byte read and no end-of-stream marker: cut short
+    except (zlib.error, OSError, lzma.LZMAError, EOFError) as exc:
+        raise _fail(where, f"a valid {kind} stream (R data)",
+                    f"{name} corrupt ({type(exc).__name__}: {_one_line(exc)})") from None
+    if not engine.eof:
+        raise _fail(where, f"a complete {kind} stream (R data)",
+                    f"{name} cut short after {len(raw):,} compressed bytes")
+    return b"".join(parts)
+
+
+def _strings(obj: Any) -> list[str]:
+    """The texts of a character vector RObject (NA as "NA")."""
+    values = getattr(obj, "value", None) or ()
+    out = []
+    for item in values:
+        raw = getattr(item, "value", None)
+        out.append(raw.decode("utf-8", "replace") if isinstance(raw, bytes) else "NA")
+    return out
+
+
+def _resolve(obj: Any) -> Any:
+    """Follow a back-reference (REFSXP) to the object it names."""
+    while obj is not None and obj.info.type.name == "REF":
+        obj = obj.referenced_object
+    return obj
+
+
+def _pairs(obj: Any) -> Iterator[tuple[str, Any]]:
+    """The (tag, value) items of a pairlist RObject (attributes, or the saved objects)."""
+    node = _resolve(obj)
+    while node is not None and node.info.type.name in ("LIST", "ATTRLIST"):
+        tag = _resolve(node.tag)
+        name = ""
+        if tag is not None and tag.info.type.name == "SYM":
+            raw = getattr(_resolve(tag.value), "value", b"")
+            name = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        car, cdr = node.value
+        yield name, _resolve(car)
+        node = _resolve(cdr)
+
+
+def _attributes(obj: Any) -> dict[str, Any]:
+    return dict(_pairs(obj.attributes)) if obj.attributes is not None else {}
+
+
+def _type_name(obj: Any) -> str:
+    kind = obj.info.type.name
+    classes = _strings(_attributes(obj).get("class"))
+    base = _R_TYPES.get(kind, kind.lower())
+    return f"{base} of class {', '.join(classes)}" if classes else base
+
+
+def _check_frame(obj: Any, *, name: str, where: str) -> list[str]:
+    """Raise unless ``obj`` is a data frame of readable columns; return its column names."""
+    attrs = _attributes(obj)
+    if obj.info.type.name != "VEC" or "data.frame" not in _strings(attrs.get("class")):
+        raise _fail(where, "the name of a data frame", f"{name!r} (str), an R {_type_name(obj)}")
+    columns = _strings(attrs.get("names"))
+    for column, value in zip(columns, obj.value, strict=False):
+        value = _resolve(value)
+        classes = set(_strings(_attributes(value).get("class")))
+        readable = value.info.type.name in _COLUMN_TYPES and (
+            not classes or (value.info.type.name == "INT" and classes in _FACTORS))
+        if not readable:
+            raise _fail(where, "a data frame of logical, integer, double, character or factor "
+                        "columns", f"column {column!r} of {name!r}, an R {_type_name(value)}")
+    return columns
+
+
+def read_rdata(file: Path, *, object_name: str, where: str) -> pd.DataFrame:
+    """The data frame ``object_name`` of the R data file ``file`` (module docstring).
+
+    ``where`` opens every error (``<manifest>: dataset``); the key that is wrong is appended
+    (``.path`` for the file, ``.object`` for the object).
+    """
+    import rdata  # here: the R reader is loaded only for an audit that reads R data
+
+    raw = _read_bounded(file, f"{where}.path")
+    data = _inflate(raw, name=file.name, where=f"{where}.path")
+    if not data.startswith(_MAGIC):
+        raise _fail(f"{where}.path", "R data written by save() (header RDX2 or RDX3, "
+                    "optionally gzip, bzip2 or xz compressed)",
+                    f"{file.name} starting {describe(bytes(data[:12]))}")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parsed = rdata.parser.parse_data(data)
+    except _PARSE_ERRORS as exc:
+        raise _fail(f"{where}.path", "a complete R data stream", f"{file.name} cut short or "
+                    f"malformed ({type(exc).__name__}: {_one_line(exc)})") from None
+    objects = dict(_pairs(parsed.object))
+    if object_name not in objects:
+        held = ", ".join(objects) or "no object"
+        raise _fail(f"{where}.object", f"an object of {file.name}",
+                    f"{object_name!r} (str); the file holds: {held}")
+    target = objects[object_name]
+    _check_frame(target, name=object_name, where=f"{where}.object")
+    encoding = getattr(parsed.extra, "encoding", None)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            converter = rdata.conversion.SimpleConverter(default_encoding=encoding)
+            frame = converter.convert(target)
+    except _PARSE_ERRORS as exc:
+        raise _fail(f"{where}.object", f"a data frame rdata can convert in {file.name}",
+                    f"{object_name!r} ({type(exc).__name__}: {_one_line(exc)})") from None
+    if not isinstance(frame, pd.DataFrame):  # pragma: no cover - _check_frame guarantees it
+        raise _fail(f"{where}.object", "a data frame", describe(frame))
+    return frame.reset_index(drop=True)

@@ -1,0 +1,57 @@
+"""Parsing the manifest's optional ``strata:`` list: the legitimate factors of an audit.
+
+Private: :func:`faircode.audit._manifest_parse.parse_manifest` calls :func:`parse_strata`.  A
+stratum names one or more columns of the raw file whose combinations of values define strata
+(résumé quality; a city; an applicant's credit history); every row set's parity gap is then
+also reported *within* them (:mod:`faircode.stats.stratified`): is the gap explained by the
+declared legitimate factors?
+
+* A stratum column may be any column of the raw file (a feature or not), but never a protected
+  attribute's column (a gap within levels of the attribute itself is no gap) nor the target's
+  (stratifying on the outcome conditions on what is being compared).
+* The stratified gap is row-level, so a manifest with ``dataset.unit`` declares no strata.
+* Names are folder-safe ids and distinct; columns are distinct within a stratum.
+"""
+
+from __future__ import annotations
+
+import re
+
+from faircode.audit._manifest_types import Stratum
+from faircode.core.schema import Checker
+
+__all__ = ["parse_strata"]
+
+_KEYS: dict[str, bool] = {"name": True, "columns": True}
+
+
+def parse_strata(c: Checker, raw: object, *, name_pattern: re.Pattern[str],
+                 protected: set[str], target: str, unit: str | None) -> tuple[Stratum, ...]:
+    """Validate ``strata`` (a non-empty list of ``{name, columns}``; absent: ``()``)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not raw:
+        raise c.fail("strata", "a non-empty list of {name, columns}", raw)
+    if unit is not None:
+        raise c.fail("strata", "no strata in an audit with dataset.unit (the stratified gap is "
+                     "row-level)", unit)
+    out: list[Stratum] = []
+    for i, item in enumerate(raw):
+        where = f"strata[{i}]"
+        data = c.mapping(item, where, _KEYS)
+        name = c.string(data["name"], f"{where}.name")
+        if not name_pattern.match(name):
+            raise c.fail(f"{where}.name", "letters, digits, '_', '.', '-' (a folder-safe id)",
+                         name)
+        if name in (s.name for s in out):
+            raise c.fail(f"{where}.name", "a name not used by another stratum", name)
+        columns = c.columns(data["columns"], f"{where}.columns", allow_empty=False)
+        for j, column in enumerate(columns):
+            if column in protected:
+                raise c.fail(f"{where}.columns[{j}]",
+                             "a column that is not a protected attribute's column", column)
+            if column == target:
+                raise c.fail(f"{where}.columns[{j}]", "a column other than the target column",
+                             column)
+        out.append(Stratum(name, columns))
+    return tuple(out)

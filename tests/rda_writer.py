@@ -1,0 +1,133 @@
+"""A minimal writer of R's XDR serialisation (``save()`` files, ``.rda``), for test fixtures.
+
+There is no R on the test machines, so the R-data reader's fixtures are written here from the
+format itself (R Internals, "Serialization Formats"; R's ``serialize.c``): the ``RDX2`` magic,
+the ``X`` (XDR, big-endian) format line, three version integers, then one pairlist of the saved
+objects, each item an object tagged with its name.  Only what the fixtures need is written:
+integer, double, logical, character and complex vectors, generic vectors (lists), attributes
+(``names``, ``class``, ``levels``, ``row.names``), data frames and factors.  Symbols are
+written in full every time (R writes a repeated symbol as a back-reference; a reader accepts
+both).  Missing values are R's: ``NA_integer_`` (and logical ``NA``) is ``-2**31``, ``NA_real_``
+the NaN whose low word is 1954, ``NA_character_`` a CHARSXP of length ``-1``.
+"""
+
+from __future__ import annotations
+
+import bz2
+import gzip
+import lzma
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+NILVALUE, SYM, LIST, CHAR, LGL, INT, REAL, CPLX, STR, VEC = 254, 1, 2, 9, 10, 13, 14, 15, 16, 19
+NA_INT = -(2**31)
+NA_REAL = struct.unpack(">d", struct.pack(">II", 0x7FF00000, 1954))[0]
+_ASCII = 64  # the CHARSXP "levels" bit of an ASCII string
+
+
+class _NA:
+    """R's missing value in a vector built here (``NA`` below)."""
+
+    def __repr__(self) -> str:
+        return "NA"
+
+
+NA = _NA()
+
+
+@dataclass(frozen=True)
+class RVector:
+    """An R vector of ``kind`` with its ``values`` (``NA`` for missing) and attributes."""
+
+    kind: Literal["integer", "double", "logical", "character", "complex", "list"]
+    values: Sequence[object]
+    attributes: tuple[tuple[str, RVector], ...] = field(default=())
+
+
+def _int(x: int) -> bytes:
+    return struct.pack(">i", x)
+
+
+def _flags(kind: int, *, obj: bool = False, attr: bool = False, tag: bool = False,
+           levels: int = 0) -> bytes:
+    return _int(kind | (obj << 8) | (attr << 9) | (tag << 10) | (levels << 12))
+
+
+def _charsxp(text: str | _NA) -> bytes:
+    if isinstance(text, _NA):
+        return _flags(CHAR) + _int(-1)
+    raw = text.encode("utf-8")
+    return _flags(CHAR, levels=_ASCII if raw.isascii() else 8) + _int(len(raw)) + raw
+
+
+def _symbol(name: str) -> bytes:
+    return _flags(SYM) + _charsxp(name)
+
+
+def _pairlist(items: Sequence[tuple[str, bytes]]) -> bytes:
+    """A tagged pairlist of already serialised values, ended by NILVALUE."""
+    out = b""
+    for name, value in items:
+        out += _flags(LIST, tag=True) + _symbol(name) + value
+    return out + _int(NILVALUE)
+
+
+def serialise(vector: RVector) -> bytes:
+    """The XDR bytes of one R vector (with its attributes)."""
+    attrs = vector.attributes
+    is_object = any(name == "class" for name, _ in attrs)
+    kind = {"integer": INT, "double": REAL, "logical": LGL, "character": STR,
+            "complex": CPLX, "list": VEC}[vector.kind]
+    out = _flags(kind, obj=is_object, attr=bool(attrs)) + _int(len(vector.values))
+    for v in vector.values:
+        if vector.kind in ("integer", "logical"):
+            out += _int(NA_INT if isinstance(v, _NA) else int(v))  # type: ignore[call-overload]
+        elif vector.kind == "double":
+            out += struct.pack(">d", NA_REAL if isinstance(v, _NA) else float(v))  # type: ignore[arg-type]
+        elif vector.kind == "complex":
+            out += struct.pack(">dd", complex(v).real, complex(v).imag)  # type: ignore[arg-type]
+        elif vector.kind == "character":
+            out += _charsxp(v)  # type: ignore[arg-type]
+        else:
+            assert isinstance(v, RVector)
+            out += serialise(v)
+    if attrs:
+        out += _pairlist([(name, serialise(value)) for name, value in attrs])
+    return out
+
+
+def character(*values: str | _NA) -> RVector:
+    return RVector("character", values)
+
+
+def factor(values: Sequence[str | _NA], levels: Sequence[str]) -> RVector:
+    """An R factor: 1-based integer codes with ``levels`` and class ``factor``."""
+    codes = [NA if isinstance(v, _NA) else levels.index(v) + 1 for v in values]
+    return RVector("integer", codes, (("levels", character(*levels)),
+                                      ("class", character("factor"))))
+
+
+def data_frame(columns: dict[str, RVector]) -> RVector:
+    """An R data frame of equal-length ``columns`` (compact row names ``c(NA, -n)``)."""
+    n = len(next(iter(columns.values())).values)
+    return RVector("list", list(columns.values()), (
+        ("names", character(*columns)),
+        ("row.names", RVector("integer", [NA, -n])),
+        ("class", character("data.frame")),
+    ))
+
+
+def rda(objects: dict[str, RVector], *,
+        compression: Literal["gzip", "bzip2", "xz", "none"] = "gzip") -> bytes:
+    """The bytes of ``save(<objects>, file=)``: RDX2 + XDR, compressed as R's ``compress=``."""
+    body = (b"RDX2\nX\n" + _int(2) + _int(0x040201) + _int(0x020300)
+            + _pairlist([(name, serialise(value)) for name, value in objects.items()]))
+    if compression == "gzip":
+        return gzip.compress(body, mtime=0)
+    if compression == "bzip2":
+        return bz2.compress(body)
+    if compression == "xz":
+        return lzma.compress(body)
+    return body
