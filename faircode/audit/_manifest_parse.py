@@ -44,6 +44,7 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 # Allowed keys per mapping: key -> required?  Adding a schema key is one line here (plus parsing).
 _TOP_KEYS: dict[str, bool] = {
+    "kind": False,
     "name": True,
     "title": False,
     "dataset": True,
@@ -262,6 +263,9 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
     The sections are checked in a fixed order (names, split, filters, target, attributes,
     features, dataset, unit, system, axes, decision), so the first error reported is stable.
     """
+    if doc.get("kind", "tabular") != "tabular":  # a text audit: faircode.audit.text_manifest
+        raise c.fail("kind", "tabular (the grid's manifests; a kind: text audit is run by the "
+                     "text stages, faircode.audit.text_manifest)", doc.get("kind"))
     data = c.mapping(doc, "", _TOP_KEYS)
     name, title = _parse_name(c, data)
     random_state, test_size = _parse_split(c, data)

@@ -114,6 +114,7 @@ __all__ = [
     "TargetMethod",
     "discover_manifests",
     "load_manifest",
+    "manifest_kind",
     "repository_root",
 ]
 
@@ -147,6 +148,20 @@ def load_manifest(path: Path | str, *, root: Path | None = None) -> Manifest:
     return parse_manifest(c, doc, root if root is not None else repository_root(file.parent))
 
 
-def discover_manifests(root: Path | str) -> list[Path]:
-    """Return ``<root>/*/audit.yaml`` (``root`` is the ``audits/`` folder), sorted."""
-    return sorted(Path(root).glob("*/audit.yaml"))
+def manifest_kind(path: Path | str) -> str:
+    """The ``kind`` an ``audit.yaml`` declares: ``tabular`` (the grid's, the default) or
+    ``text`` (:mod:`faircode.audit.text_manifest`); an unreadable file counts as ``tabular``,
+    whose reader then names what is wrong with it."""
+    try:
+        doc = read_yaml(Path(path), error=ManifestError)
+    except (OSError, ManifestError):
+        return "tabular"
+    kind = doc.get("kind", "tabular") if isinstance(doc, dict) else "tabular"
+    return kind if isinstance(kind, str) else "tabular"
+
+
+def discover_manifests(root: Path | str, *, kind: str | None = "tabular") -> list[Path]:
+    """Return ``<root>/*/audit.yaml`` (``root`` is the ``audits/`` folder) of one ``kind``
+    (:func:`manifest_kind`; ``None``: every kind), sorted."""
+    found = sorted(Path(root).glob("*/audit.yaml"))
+    return found if kind is None else [p for p in found if manifest_kind(p) == kind]

@@ -36,6 +36,9 @@ class Stream(IntEnum):
     """The calibration gap's bootstrap and permutation (:mod:`faircode.evaluate.detail`)."""
     EFFECTS = 8
     """Paired mitigation effects: ``(8, comparison, model, attribute)``, not a grid position."""
+    TEXT = 9
+    """Text audits (:mod:`faircode.evaluate.text`): ``(9, table, key of the axis or term, ...)``,
+    never a system's position, so every system is resampled with the same draws."""
 
 
 
