@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from faircode.core.errors import DataError
@@ -163,7 +164,7 @@ def _markdown(frame: pd.DataFrame) -> str:
 def _points(inputs: TextInputs, audit: str, system: str) -> list[tuple[str, str]]:
     part = inputs.operating_points[(inputs.operating_points["audit"] == audit)
                                    & (inputs.operating_points["system"] == system)]
-    return [(r.operating_point, f"{r.operating_point} ({r.rule}, "
+    return [(str(r.operating_point), f"{r.operating_point} ({r.rule}, "
              f"{'>' if r.direction == 'above' else '>='} {r.threshold:.4g})")
             for r in part.itertuples(index=False)]
 
@@ -215,13 +216,13 @@ def _system_clause(inputs: TextInputs, audit: str, system: str) -> str:
               & (f["operating_point"] == "global")].dropna(subset=["flip_rate"])
     clause = system
     if len(fp):
-        top = fp.loc[fp["rate"].idxmax()]
+        top = fp.iloc[int(np.argmax(fp["rate"].to_numpy(dtype=float)))]
         clause += (f" flags {_pct(top['rate'])} of non-toxic sentences with '{top['term']}' "
                    f"(background {_pct(top['background_rate'])})")
     for kind in ("explicit", "proxy"):
         part = flips[flips["kind"] == kind]
         if len(part):
-            top = part.loc[part["flip_rate"].idxmax()]
+            top = part.iloc[int(np.argmax(part["flip_rate"].to_numpy(dtype=float)))]
             clause += (f", its {kind} swaps flip up to {_pct(top['flip_rate'])} "
                        f"({top['axis']})")
     return clause
