@@ -97,8 +97,7 @@ def text_children(folder: Path) -> list[ChildRun]:
                     metrics[sanitise(f"{point}.{key}")] = value
         name = f"{audit} {system} flip {axis} ({kind})"
         key = "|".join(("text", audit, str(system), str(axis), str(kind)))
-        note = str(rows["note"].iat[0]) if "note" in rows and pd.notna(rows["note"].iat[0]) \
-            else ""
+        note = str(rows["note"].fillna("").astype(str).iat[0]) if "note" in rows else ""
         tags = {**base_tags, **who, "informative": "true", "faircode.child_key": key,
                 "mlflow.note.content": f"{name}: counterfactual flip rates and CTF gap."}
         if note:
