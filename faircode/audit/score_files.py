@@ -170,7 +170,7 @@ def read_score_files(originals: Path, copies: Path) -> ScorePairs:
     counts: dict[tuple[str, str], list[int]] = {}
     for lineno, record in _records(Path(copies)):
         where = f"{copies}: line {lineno}"
-        _fields(record, COPY_FIELDS, where)
+        _fields(record, COPY_FIELDS[:4], where)  # the score only where the copy changed
         pid = _id(record["id"], where)
         axis, kind = record["axis"], record["kind"]
         if not isinstance(axis, str) or not axis.strip():
@@ -187,7 +187,10 @@ def read_score_files(originals: Path, copies: Path) -> ScorePairs:
             raise DataError(f"{where}: id: expected the id of an original in {originals}, got "
                             f"{pid!r} (a copy without its original)")
         changed = _changed(record["changed"], where)
-        score = _score(record["score"], where, optional=not changed)
+        if changed and "score" not in record:
+            raise DataError(f"{where}: score: expected a number in [0, 1] (a changed copy), got "
+                            "nothing")
+        score = _score(record.get("score"), where, optional=not changed)
         tally = counts.setdefault((axis, str(kind)), [0, 0])
         tally[0] += 1
         if changed:

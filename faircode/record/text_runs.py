@@ -97,7 +97,8 @@ def text_children(folder: Path) -> list[ChildRun]:
                     metrics[sanitise(f"{point}.{key}")] = value
         name = f"{audit} {system} flip {axis} ({kind})"
         key = "|".join(("text", audit, str(system), str(axis), str(kind)))
-        note = str(rows["note"].fillna("").astype(str).iat[0]) if "note" in rows else ""
+        first = rows["note"].iat[0] if "note" in rows else None
+        note = str(first) if isinstance(first, str) else ""
         tags = {**base_tags, **who, "informative": "true", "faircode.child_key": key,
                 "mlflow.note.content": f"{name}: counterfactual flip rates and CTF gap."}
         if note:

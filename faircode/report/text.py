@@ -16,9 +16,9 @@ Design decisions
 * **The headline line** names, for each system, the identity term with the highest false
   positive rate at the global operating point against the background's, and the explicit and
   proxy axis that flip most: written from the numbers.
-* The per-term table shows the categories the audit's first three categories hold (the madlibs
-  audit: sexual orientation, gender, race/ethnicity) plus religion when present; every term is
-  in ``terms.csv``.
+* The per-term table and figure show the sexual-orientation, religion and race/ethnicity terms
+  (:data:`SHOWN_CATEGORIES`; an audit without any of them: every category); every term is in
+  ``terms.csv``.
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ import pandas as pd
 
 from faircode.core.errors import DataError
 
-__all__ = ["TEXT_TABLES", "TextInputs", "flip_cell", "headline_line", "load_text_results",
-           "section_html", "write_text_table"]
+__all__ = ["SHOWN_CATEGORIES", "TEXT_TABLES", "TextInputs", "flip_cell", "headline_line",
+           "is_text_run", "load_text_results", "section_html", "shown_categories",
+           "write_text_table"]
 
 TEXT_TABLES = ("flips", "ctf", "terms", "auc", "operating_points")
 SHOWN_CATEGORIES = ("sexual_orientation", "religion", "race_ethnicity")
@@ -135,12 +136,20 @@ def ctf_frame(inputs: TextInputs, *, audit: str) -> pd.DataFrame:
     return out
 
 
-def terms_frame(inputs: TextInputs, *, audit: str, system: str, point: str = "global",
-                categories: Sequence[str] = SHOWN_CATEGORIES) -> pd.DataFrame:
-    """The per-term false positive rates on label-0 sentences of ``categories``."""
+def shown_categories(terms: pd.DataFrame) -> list[str]:
+    """:data:`SHOWN_CATEGORIES` that ``terms`` has, in that order; else every category."""
+    present = list(dict.fromkeys(terms["category"].astype(str)))
+    shown = [c for c in SHOWN_CATEGORIES if c in present]
+    return shown or [c for c in present if c != "all"]
+
+
+def terms_frame(inputs: TextInputs, *, audit: str, system: str,
+                point: str = "global") -> pd.DataFrame:
+    """The per-term false positive rates on label-0 sentences of the shown categories."""
     t = inputs.terms
     part = t[(t["audit"] == audit) & (t["system"] == system) & (t["operating_point"] == point)
-             & (t["metric"] == "false_positive_rate") & t["category"].isin(list(categories))]
+             & (t["metric"] == "false_positive_rate")]
+    part = part[part["category"].isin(shown_categories(part))]
     alpha = _alpha(inputs)
     return pd.DataFrame({
         "category": part["category"], "term": part["term"], "n": part["n"],

@@ -21,7 +21,7 @@ import numpy as np
 
 from faircode.report.figures import FigureFile, _save
 from faircode.report.style import OKABE_ITO, RC, WIDTH
-from faircode.report.text import SHOWN_CATEGORIES, TextInputs
+from faircode.report.text import TextInputs, shown_categories
 
 __all__ = ["flips_figure", "term_rates_figure", "write_text_figures"]
 
@@ -36,12 +36,12 @@ def _alpha(inputs: TextInputs) -> float:
 
 
 def term_rates_figure(inputs: TextInputs, audit: str, out: Path) -> FigureFile | None:
-    """Per term (shown categories, each under its heading), each system's FPR [interval] and
-    the background's."""
+    """Per term (:func:`~faircode.report.text.shown_categories`, each under its heading), each
+    system's FPR [interval] and the background's."""
     t = inputs.terms
     part = t[(t["audit"] == audit) & (t["operating_point"] == "global")
-             & (t["metric"] == "false_positive_rate")
-             & t["category"].isin(list(SHOWN_CATEGORIES))]
+             & (t["metric"] == "false_positive_rate")]
+    part = part[part["category"].isin(shown_categories(part))]
     if part.empty:
         return None
     rows: list[tuple[str, str]] = []  # ("category", name) headings, then ("term", name)
