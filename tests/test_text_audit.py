@@ -362,3 +362,16 @@ def test_mlflow_children_of_a_text_audit_are_per_system_axis_and_kind(
     child = text["toy profanity_check flip gay_to_straight (explicit)"]
     assert child.metrics["global.flip"] == 1.0 and child.metrics["ctf"] == pytest.approx(0.7)
     assert child.params["axis"] == "gay_to_straight" and child.params["channel"] == "explicit"
+
+
+def test_datasheet_reviews_sources_axes_systems_and_operating_points() -> None:
+    """The text audit's datasheet has the required sections and reviews every axis by its
+    terms, both systems and both declared operating points."""
+    text = (AUDIT / "README.md").read_text()
+    for heading in ("## Source", "## Licence", "## Target", "## Caveats", "## Counterfactual axes",
+                    "## Systems", "## Operating points"):
+        assert heading in text, heading
+    for words in ("gay ↔ straight", "muslim ↔ christian", "black ↔ white", "female ↔ male",
+                  "old ↔ young", "Allison ↔ Aisha", "profanity_check", "vader_negative",
+                  "equal_error_rate", "compound ≤ −0.05"):
+        assert words in text, words
