@@ -139,6 +139,15 @@ def test_grid_reader_refuses_a_text_manifest_and_discovery_keeps_kinds_apart() -
     assert discover_manifests(REPO / "audits", kind="text") == [AUDIT / "audit.yaml"]
 
 
+def test_a_grid_manifest_may_say_kind_tabular(tmp_path: Path) -> None:
+    """``kind: tabular`` (the default) is accepted by the grid's reader and changes nothing."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "audits" / "compas").mkdir(parents=True)
+    path = tmp_path / "audits" / "compas" / "audit.yaml"
+    path.write_text("kind: tabular\n" + (REPO / "audits" / "compas" / "audit.yaml").read_text())
+    assert load_manifest(path).name == "compas"
+
+
 def test_manifest_names_and_terms_are_the_mirrored_lists(mirror_extra: Path) -> None:
     """name_slot.names is names.txt and the identity terms adjectives_people.txt, every line;
     the dataset digest is the mirrored file's."""

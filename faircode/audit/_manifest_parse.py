@@ -44,7 +44,6 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 # Allowed keys per mapping: key -> required?  Adding a schema key is one line here (plus parsing).
 _TOP_KEYS: dict[str, bool] = {
-    "kind": False,
     "name": True,
     "title": False,
     "dataset": True,
@@ -266,7 +265,7 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
     if doc.get("kind", "tabular") != "tabular":  # a text audit: faircode.audit.text_manifest
         raise c.fail("kind", "tabular (the grid's manifests; a kind: text audit is run by the "
                      "text stages, faircode.audit.text_manifest)", doc.get("kind"))
-    data = c.mapping(doc, "", _TOP_KEYS)
+    data = c.mapping({k: v for k, v in doc.items() if k != "kind"}, "", _TOP_KEYS)
     name, title = _parse_name(c, data)
     random_state, test_size = _parse_split(c, data)
     raw_filters = data.get("row_filters") or []
