@@ -354,7 +354,8 @@ def test_report_has_the_text_section_table_figures_and_headline(
         in page
     table = (results / "text_table.md").read_text()
     assert "| gay_to_straight | 100.0 % [" in table
-    assert {p.name for p in outputs.figures} >= {"toy_term_fpr.png", "toy_flips.png"}
+    assert {p.name for p in outputs.figures} >= {"toy_term_fpr.png",
+                                                 "toy_flips_profanity_check.png"}
 
 
 def test_mlflow_children_of_a_text_audit_are_per_system_axis_and_kind(

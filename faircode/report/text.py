@@ -230,9 +230,13 @@ def _system_clause(inputs: TextInputs, audit: str, system: str) -> str:
                    f"(background {_pct(top['background_rate'])})")
     for kind in ("explicit", "proxy"):
         part = flips[flips["kind"] == kind]
-        if len(part):
-            top = part.iloc[int(np.argmax(part["flip_rate"].to_numpy(dtype=float)))]
-            clause += (f", its {kind} swaps flip up to {_pct(top['flip_rate'])} "
+        if not len(part):
+            continue
+        top = part.iloc[int(np.argmax(part["flip_rate"].to_numpy(dtype=float)))]
+        if top["flip_rate"] == 0:
+            clause += f", no {kind} swap flips a decision"
+        else:
+            clause += (f", its {kind} swaps flip up to {_pct(top['flip_rate'])} of decisions "
                        f"({top['axis']})")
     return clause
 

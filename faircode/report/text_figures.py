@@ -4,7 +4,7 @@ Drawn like every report figure (matplotlib Agg, PNG and PDF, 3.3 in wide, 7 pt; 
 files): :func:`term_rates_figure` -- per identity term of the shown categories, each system's
 false positive rate on label-0 sentences at its global operating point with its interval, the
 background's rate as a tick; :func:`flips_figure` -- per axis, the explicit and the proxy flip
-rate with their intervals side by side (one panel per system).  Okabe-Ito colours, a filled
+rate with their intervals side by side (one figure per system).  Okabe-Ito colours, a filled
 marker where the q of the comparison (the per-term test, the direction test) is below alpha.
 """
 
@@ -77,44 +77,39 @@ def term_rates_figure(inputs: TextInputs, audit: str, out: Path) -> FigureFile |
     return _save(fig, out, f"{audit}_term_fpr", caption, audit=audit, kind="term_fpr")
 
 
-def flips_figure(inputs: TextInputs, audit: str, out: Path) -> FigureFile | None:
-    """Per axis, the explicit and proxy flip rate [interval] at the global point, per system
-    (two columns wide: the axes' names are long)."""
+def flips_figure(inputs: TextInputs, audit: str, system: str, out: Path) -> FigureFile | None:
+    """Per axis, the explicit and proxy flip rate [interval] of one system at its global point."""
     f = inputs.flips
-    part = f[(f["audit"] == audit) & (f["operating_point"] == "global")]
+    part = f[(f["audit"] == audit) & (f["operating_point"] == "global")
+             & (f["system"] == system)]
     if part.empty:
         return None
     axes_names = list(dict.fromkeys(part["axis"]))
-    systems = list(dict.fromkeys(part["system"]))
     alpha = _alpha(inputs)
-    fig, panels = plt.subplots(1, len(systems), figsize=(2 * WIDTH, 0.15 * len(axes_names) + 1.0),
-                               sharey=True, layout="constrained", squeeze=False)
+    fig, ax = plt.subplots(figsize=(WIDTH, 0.15 * len(axes_names) + 0.9), layout="constrained")
     y = np.arange(len(axes_names))[::-1]
-    for ax, system in zip(panels[0], systems, strict=True):
-        for kind, shift in (("explicit", 0.15), ("proxy", -0.15)):
-            rows = part[(part["system"] == system) & (part["kind"] == kind)]
-            at = [axes_names.index(a) for a in rows["axis"]]
-            if not at:
-                continue
-            colour = _KIND_COLOURS[kind]
-            yy = y[at] + shift
-            ax.hlines(yy, rows["ci_low"], rows["ci_high"], color=colour, lw=0.8)
-            starred = rows["q_value"].to_numpy(dtype=float) < alpha
-            ax.scatter(rows["flip_rate"], yy, s=9, color=colour, zorder=3, label=kind,
-                       facecolors=np.where(starred[:, None], matplotlib.colors.to_rgba(colour),
-                                           (1, 1, 1, 1)))
-        ax.set_title(system)
-        ax.set_xlim(-0.02, 1.02)
-        ax.set_xlabel("flip rate")
-    panels[0][0].set_yticks(y, [a.replace("_to_", " → ").replace("_", " ")
-                                for a in axes_names])
-    handles, labels = panels[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside upper center", ncols=2, frameon=False)
-    caption = (f"{audit}: flip rate of each axis (one direction of a swap) at each system's "
-               "global operating point, explicit (identity term) and proxy (first name) side "
-               "by side, with 95 % Clopper–Pearson intervals at the frames' effective counts; "
+    for kind, shift in (("explicit", 0.15), ("proxy", -0.15)):
+        rows = part[part["kind"] == kind]
+        at = [axes_names.index(a) for a in rows["axis"]]
+        if not at:
+            continue
+        colour = _KIND_COLOURS[kind]
+        yy = y[at] + shift
+        ax.hlines(yy, rows["ci_low"], rows["ci_high"], color=colour, lw=0.8)
+        starred = rows["q_value"].to_numpy(dtype=float) < alpha
+        ax.scatter(rows["flip_rate"], yy, s=9, color=colour, zorder=3, label=kind,
+                   facecolors=np.where(starred[:, None], matplotlib.colors.to_rgba(colour),
+                                       (1, 1, 1, 1)))
+    ax.set_yticks(y, [a.replace("sexual_orientation", "orientation").replace("_to_", " → ")
+                      .replace("_", " ") for a in axes_names])
+    ax.set_xlim(-0.02, 1.02)
+    ax.set_xlabel(f"flip rate, {system}")
+    ax.legend(loc="lower right", frameon=False)
+    caption = (f"{audit}, {system}: flip rate of each axis (one direction of a swap) at its "
+               "global operating point, explicit (identity term) and proxy (first name) side by "
+               "side, with 95 % Clopper–Pearson intervals at the frames' effective counts; "
                f"filled: the direction test's q < {alpha:g}.")
-    return _save(fig, out, f"{audit}_flips", caption, audit=audit, kind="text_flips")
+    return _save(fig, out, f"{audit}_flips_{system}", caption, audit=audit, kind="text_flips")
 
 
 def write_text_figures(inputs: TextInputs, out: Path) -> tuple[FigureFile, ...]:
@@ -122,6 +117,9 @@ def write_text_figures(inputs: TextInputs, out: Path) -> tuple[FigureFile, ...]:
     figures = []
     with matplotlib.rc_context(RC):  # type: ignore[arg-type]  # keys are valid rcParams
         for audit in inputs.runs:
-            figures += [term_rates_figure(inputs, audit, out), flips_figure(inputs, audit, out)]
+            figures.append(term_rates_figure(inputs, audit, out))
+            systems = inputs.flips.loc[inputs.flips["audit"] == audit, "system"]
+            figures += [flips_figure(inputs, audit, str(system), out)
+                        for system in dict.fromkeys(systems)]
     return tuple(f for f in figures if f is not None)
 
