@@ -263,8 +263,9 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
     features, dataset, unit, system, axes, decision), so the first error reported is stable.
     """
     if doc.get("kind", "tabular") != "tabular":  # a text audit: faircode.audit.text_manifest
-        raise c.fail("kind", "tabular (the grid's manifests; a kind: text audit is run by the "
-                     "text stages, faircode.audit.text_manifest)", doc.get("kind"))
+        raise c.fail("kind", "tabular (the grid's manifests; a kind: text audit runs in the "
+                     f"text stages: dvc repro text-evaluate@{doc.get('name', '<audit>')})",
+                     doc.get("kind"))
     data = c.mapping({k: v for k, v in doc.items() if k != "kind"}, "", _TOP_KEYS)
     name, title = _parse_name(c, data)
     random_state, test_size = _parse_split(c, data)

@@ -80,7 +80,7 @@ def name_patterns(axes: Sequence[AxisSpec]) -> tuple[str, ...]:
 def _read(manifest: TextManifest, path: Path) -> tuple[pd.DataFrame, str]:
     if not path.is_file():
         raise DataUnavailableError(f"{manifest.name}: dataset unavailable: expected {path} "
-                                   f"(`faircode data fetch` or the text-fetch stage)")
+                                   f"(the text-fetch@{manifest.name} stage fetches it)")
     digest = sha256_file(path)
     if manifest.dataset.sha256 is not None and digest != manifest.dataset.sha256:
         raise ChecksumError(f"{manifest.name}: {path}: sha256: expected "
