@@ -36,10 +36,10 @@ from typing import Any, Literal, cast
 
 from faircode.audit._manifest_parse import _NAME_RE, _parse_dataset, _parse_name
 from faircode.audit._manifest_types import DatasetSpec, Direction
-from faircode.audit.manifest import repository_root
+from faircode.audit.manifest import read_manifest_document, repository_root
 from faircode.audit.text_systems import TEXT_SYSTEMS
 from faircode.core.errors import ConfigError, ManifestError
-from faircode.core.schema import Checker, Scalar, read_yaml
+from faircode.core.schema import Checker, Scalar
 from faircode.counterfactual.axes import load_axes
 from faircode.counterfactual.perturb import AxisSpec
 
@@ -143,13 +143,7 @@ class TextManifest:
 def load_text_manifest(path: Path | str, *, root: Path | None = None) -> TextManifest:
     """Read and validate the text audit manifest at ``path`` (one-line :class:`ManifestError`)."""
     file = Path(path)
-    c = Checker(file)
-    try:
-        doc = read_yaml(file, error=ManifestError)
-    except OSError as exc:
-        raise ManifestError(f"{file}: cannot be read: {exc.__class__.__name__}: {exc}") from None
-    if not isinstance(doc, dict):
-        raise c.fail("top level", "a YAML mapping", "" if doc is None else doc)
+    c, doc = read_manifest_document(file)
     return _parse(c, doc, root if root is not None else repository_root(file.parent))
 
 

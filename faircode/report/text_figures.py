@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
 from faircode.report.figures import FigureFile, _save
 from faircode.report.style import OKABE_ITO, RC, WIDTH
@@ -33,6 +34,16 @@ _KIND_COLOURS = {"explicit": OKABE_ITO["vermillion"], "proxy": OKABE_ITO["blue"]
 def _alpha(inputs: TextInputs) -> float:
     values = {float(r.get("config", {}).get("alpha", 0.05)) for r in inputs.runs.values()}
     return values.pop() if len(values) == 1 else 0.05
+
+
+def _estimates(ax: plt.Axes, rows: pd.DataFrame, value: str, y: np.ndarray, *, colour: str,
+               label: str, alpha: float) -> None:
+    """``rows``' ``value`` at heights ``y`` with its interval; filled where ``q < alpha``."""
+    ax.hlines(y, rows["ci_low"], rows["ci_high"], color=colour, lw=0.8)
+    starred = rows["q_value"].to_numpy(dtype=float) < alpha
+    ax.scatter(rows[value], y, s=9, color=colour, zorder=3, label=label,
+               facecolors=np.where(starred[:, None], matplotlib.colors.to_rgba(colour),
+                                   (1, 1, 1, 1)))
 
 
 def term_rates_figure(inputs: TextInputs, audit: str, out: Path) -> FigureFile | None:
@@ -57,11 +68,7 @@ def term_rates_figure(inputs: TextInputs, audit: str, out: Path) -> FigureFile |
         mine = part[part["system"] == system]
         y = np.array([where[str(term)] for term in mine["term"]], dtype=float) + offset[k]
         colour = _SYSTEM_COLOURS[k % len(_SYSTEM_COLOURS)]
-        ax.hlines(y, mine["ci_low"], mine["ci_high"], color=colour, lw=0.8)
-        starred = mine["q_value"].to_numpy(dtype=float) < alpha
-        ax.scatter(mine["rate"], y, s=9, color=colour, zorder=3, label=system,
-                   facecolors=np.where(starred[:, None], matplotlib.colors.to_rgba(colour),
-                                       (1, 1, 1, 1)))
+        _estimates(ax, mine, "rate", y, colour=colour, label=system, alpha=alpha)
         ax.scatter(mine["background_rate"], y, marker="|", s=18, color=colour, lw=0.6)
     ax.set_yticks(np.arange(len(rows))[::-1], [name for _, name in rows])
     for label, (kind, _) in zip(ax.get_yticklabels(), rows, strict=True):
@@ -93,13 +100,8 @@ def flips_figure(inputs: TextInputs, audit: str, system: str, out: Path) -> Figu
         at = [axes_names.index(a) for a in rows["axis"]]
         if not at:
             continue
-        colour = _KIND_COLOURS[kind]
-        yy = y[at] + shift
-        ax.hlines(yy, rows["ci_low"], rows["ci_high"], color=colour, lw=0.8)
-        starred = rows["q_value"].to_numpy(dtype=float) < alpha
-        ax.scatter(rows["flip_rate"], yy, s=9, color=colour, zorder=3, label=kind,
-                   facecolors=np.where(starred[:, None], matplotlib.colors.to_rgba(colour),
-                                       (1, 1, 1, 1)))
+        _estimates(ax, rows, "flip_rate", y[at] + shift, colour=_KIND_COLOURS[kind], label=kind,
+                   alpha=alpha)
     ax.set_yticks(y, [a.replace("sexual_orientation", "orientation").replace("_to_", " → ")
                       .replace("_", " ") for a in axes_names])
     ax.set_xlim(-0.02, 1.02)
