@@ -362,7 +362,7 @@ def test_mlflow_children_of_a_text_audit_are_per_system_axis_and_kind(
         tmp_path: Path, toy: tuple[object, object]) -> None:
     """One child per system x axis x kind, named like the grid's counterfactual children, with
     the global point's flip rate and the CTF gap as metrics."""
-    from faircode.record.runs import collect_children
+    from faircode.record.tracking import collect_children
 
     children, _ = collect_children(_results(tmp_path, toy))
     text = {c.name: c for c in children if c.audit == "toy"}

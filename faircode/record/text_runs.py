@@ -23,9 +23,10 @@ from typing import Any
 import pandas as pd
 
 from faircode.core.provenance import state_of
-from faircode.record.runs import ChildRun, ResultsError, sanitise, state_tags
+from faircode.record import runs
+from faircode.record.runs import ChildRun, ResultsError, audit_folders, sanitise, state_tags
 
-__all__ = ["CTF_KEYS", "FLIP_KEYS", "is_text_results", "text_children"]
+__all__ = ["CTF_KEYS", "FLIP_KEYS", "collect_children", "is_text_results", "text_children"]
 
 FLIP_KEYS = {"flip_rate": "flip", "ci_low": "flip.lo", "ci_high": "flip.hi",
              "p_value": "flip.p", "q_value": "flip.q_audit", "to_positive": "to_pos",
@@ -105,3 +106,13 @@ def text_children(folder: Path) -> list[ChildRun]:
             tags["notes"] = note
         children.append(ChildRun(key, audit, name, tags, params, metrics))
     return children
+
+
+def collect_children(results: Path) -> tuple[list[ChildRun], dict[str, str]]:
+    """Every child run on disk -- the grid audits' (:func:`faircode.record.runs.
+    collect_children`) and each text audit's -- and the unavailable audits' reasons."""
+    children, skipped = runs.collect_children(results)
+    for folder in audit_folders(results):
+        if is_text_results(folder):
+            children.extend(text_children(folder))
+    return children, skipped
