@@ -34,11 +34,11 @@ test: $(VENV)/.installed
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest $(PYTEST_ARGS); \
 	rc=$$?; if [ $$rc -eq 5 ]; then echo 'no tests were collected' >&2; exit 1; fi; exit $$rc
 
-## Pin every package of the runtime, pipeline and dev dependencies, with hashes.
+## Pin every package of the runtime, pipeline, dev and text-system dependencies, with hashes.
 lock:
 	$(PY) -m venv .lockenv && .lockenv/bin/pip install --quiet pip-tools
 	.lockenv/bin/pip-compile --quiet --allow-unsafe --generate-hashes --strip-extras \
-	    --no-emit-index-url --no-emit-find-links --extra dev --extra pipeline \
+	    --no-emit-index-url --no-emit-find-links --extra dev --extra pipeline --extra text \
 	    -o requirements.lock pyproject.toml
 
 lint: $(VENV)/.installed

@@ -4,7 +4,7 @@ The public API is re-exported here: manifests and data (:func:`load_manifest`,
 :func:`load_audit`), the grid (:class:`BenchmarkConfig`, :func:`run_audit`), and the
 counterfactual perturbation engine (:class:`AxisSpec`, :class:`Substitution`,
 :class:`PerturbationKind`, :func:`perturb`, :func:`flip_rate`), and the audit of decisions no one
-here trained (:func:`audit_decisions`).
+here trained (:func:`audit_decisions`; a text model's two score files: :func:`audit_flips`).
 
 The package face is quiet: every name is loaded on first use (PEP 562 ``__getattr__``), so
 ``import faircode`` -- and importing one wing, e.g. ``faircode.counterfactual`` -- loads only
@@ -29,6 +29,7 @@ _PUBLIC: dict[str, str] = {
     "Perturbation": "faircode.counterfactual.perturb",
     "PerturbationKind": "faircode.counterfactual.perturb",
     "audit_decisions": "faircode.pipeline.run",
+    "audit_flips": "faircode.evaluate.text_files",
     "Substitution": "faircode.counterfactual.perturb",
     "flip_rate": "faircode.stats.flips",
     "load_audit": "faircode.audit.data",
@@ -46,6 +47,7 @@ __all__ = [
     "Substitution",
     "__version__",
     "audit_decisions",
+    "audit_flips",
     "flip_rate",
     "load_audit",
     "load_manifest",
@@ -65,6 +67,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         Substitution,
         perturb,
     )
+    from faircode.evaluate.text_files import audit_flips
     from faircode.pipeline.run import audit_decisions, run_audit
     from faircode.stats.flips import flip_rate
 

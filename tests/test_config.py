@@ -124,8 +124,8 @@ def test_every_config_field_has_one_params_key() -> None:
          r"^params.yaml: stats.n_resampels: expected a known key of stats \(alpha, confidence, "
          r"n_permutations, n_resamples, power\), got 'n_resampels' \(str\)$"),
         ({"stat": {"n_resamples": 10}},
-         r"^params.yaml: stat: expected a known section \(audits, mitigation, models, stats, "
-         r"degenerate, curves, run, report\), got 'stat' \(str\)$"),
+         r"^params.yaml: stat: expected a known section \(audits, text_audits, mitigation, models, "
+         r"stats, degenerate, curves, run, report\), got 'stat' \(str\)$"),
         ({"stats": {"n_resamples": "many"}},
          r"^params.yaml: stats.n_resamples: expected an integer, got 'many' \(str\)$"),
         ({"models": {"decision_threshold": 2}},
@@ -149,6 +149,15 @@ def test_null_jobs_means_every_core() -> None:
     assert params_from_mapping({"run": {"jobs": None}}).config.jobs >= 1
 
 
+def test_text_audits_are_a_list_apart_from_the_grid_audits() -> None:
+    """text_audits is read as its own list; an audit in both lists is refused."""
+    params = params_from_mapping({"audits": ["a"], "text_audits": ["t"]})
+    assert (params.audits, params.text_audits) == (("a",), ("t",))
+    with pytest.raises(ConfigError, match=r"text_audits\[0\]: expected a text audit not also in "
+                                          r"audits, got 'a'"):
+        params_from_mapping({"audits": ["a"], "text_audits": ["a"]})
+
+
 def test_load_params_rejects_a_repeated_key(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """A key written twice in params.yaml is an error, not a silent last-one-wins."""
     path = tmp_path / "params.yaml"
@@ -158,13 +167,15 @@ def test_load_params_rejects_a_repeated_key(tmp_path) -> None:  # type: ignore[n
 
 
 def test_shipped_params_yaml_is_valid_and_lists_every_audit() -> None:
-    """The committed params.yaml loads, names every shipped audit and is the paper state:
-    the defaults but K = 5 training replicates in split mode."""
+    """The committed params.yaml loads, names every shipped audit (the text audits under
+    text_audits) and is the paper state: the defaults but K = 5 training replicates in split
+    mode."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
     params = load_params(root / "params.yaml")
-    assert sorted(params.audits) == sorted(p.parent.name for p in root.glob("audits/*/audit.yaml"))
+    assert sorted((*params.audits, *params.text_audits)) == sorted(
+        p.parent.name for p in root.glob("audits/*/audit.yaml"))
     assert params.config == BenchmarkConfig(jobs=params.config.jobs, seeds=5, seed_mode="split")
 
 

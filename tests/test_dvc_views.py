@@ -111,7 +111,7 @@ def test_report_depends_on_every_manifest_folder() -> None:
     deps = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["report"]["deps"]
     assert "audits" not in deps
     assert sorted(d for d in deps if d.startswith("audits/")) == sorted(
-        f"audits/{p.parent.name}" for p in discover_manifests(REPO / "audits"))
+        f"audits/{p.parent.name}" for p in discover_manifests(REPO / "audits", kind=None))
 
 
 def test_one_threshold_curve_plot_per_audit_titled_by_it() -> None:

@@ -272,7 +272,11 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
     features, dataset, unit, system, axes, decision, strata), so the first error reported is
     stable.
     """
-    data = c.mapping(doc, "", _TOP_KEYS)
+    if doc.get("kind", "tabular") != "tabular":  # a text audit: faircode.audit.text_manifest
+        raise c.fail("kind", "tabular (the grid's manifests; a kind: text audit runs in the "
+                     f"text stages: dvc repro text-evaluate@{doc.get('name', '<audit>')})",
+                     doc.get("kind"))
+    data = c.mapping({k: v for k, v in doc.items() if k != "kind"}, "", _TOP_KEYS)
     name, title = _parse_name(c, data)
     random_state, test_size = _parse_split(c, data)
     raw_filters = data.get("row_filters") or []

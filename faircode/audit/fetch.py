@@ -46,14 +46,26 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Literal, Protocol
 
-from faircode.audit.manifest import Manifest
+from faircode.audit.manifest import DatasetSpec
 from faircode.core.errors import ChecksumError, DataUnavailableError
+
+
+class Fetchable(Protocol):
+    """What fetching reads of a manifest (a grid audit's or a text audit's): its name and its
+    ``dataset`` block."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dataset(self) -> DatasetSpec: ...
 
 __all__ = [
     "MIRROR_ENV",
     "FetchResult",
+    "Fetchable",
     "default_mirror",
     "fetch",
     "mirror_dirs",
@@ -113,7 +125,7 @@ def sha256_file(path: Path) -> str:
 
 
 def unavailable_message(
-    manifest: Manifest, *, missing: Path | None = None, reason: str = ""
+    manifest: Fetchable, *, missing: Path | None = None, reason: str = ""
 ) -> str:
     """Build ``<audit>: dataset unavailable: <instructions>`` for ``manifest``."""
     source = manifest.dataset.source
@@ -163,7 +175,7 @@ def _copy_hashing(
     return digest.hexdigest()
 
 
-def _install(manifest: Manifest, temp: Path, digest: str, origin: str) -> bool:
+def _install(manifest: Fetchable, temp: Path, digest: str, origin: str) -> bool:
     """Move ``temp`` into place if its digest is right; return whether it was checked."""
     target, expected = manifest.dataset.path, manifest.dataset.sha256
     if expected is not None and digest != expected:
@@ -179,7 +191,7 @@ class _NoDownload(Exception):
     """The download (or the extraction of its member) failed; the message says why."""
 
 
-def _download(manifest: Manifest, temp: Path, *, timeout: float, progress: bool) -> str:
+def _download(manifest: Fetchable, temp: Path, *, timeout: float, progress: bool) -> str:
     source = manifest.dataset.source
     assert source is not None and source.url is not None
     request = urllib.request.Request(source.url, headers={"User-Agent": "faircode"})
@@ -204,7 +216,7 @@ def _download(manifest: Manifest, temp: Path, *, timeout: float, progress: bool)
         raise _NoDownload(f"download of {source.url} failed: {reason}") from None
 
 
-def _extract(manifest: Manifest, archive: Path, member: str, dest: Path) -> str:
+def _extract(manifest: Fetchable, archive: Path, member: str, dest: Path) -> str:
     try:
         with zipfile.ZipFile(archive) as zf, zf.open(member) as handle:
             return _copy_hashing(handle, dest, total=None, progress=False)
@@ -213,7 +225,7 @@ def _extract(manifest: Manifest, archive: Path, member: str, dest: Path) -> str:
 
 
 def fetch(
-    manifest: Manifest, *, mirrors: tuple[Path, ...], timeout: float = 60, progress: bool = False
+    manifest: Fetchable, *, mirrors: tuple[Path, ...], timeout: float = 60, progress: bool = False
 ) -> FetchResult:
     """Obtain and verify the raw file of ``manifest``; see the module docstring for the order.
 

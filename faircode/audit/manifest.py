@@ -51,6 +51,7 @@ Design decisions
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from faircode.audit._manifest_parse import parse_manifest
 from faircode.audit._manifest_types import (
@@ -114,6 +115,8 @@ __all__ = [
     "TargetMethod",
     "discover_manifests",
     "load_manifest",
+    "manifest_kind",
+    "read_manifest_document",
     "repository_root",
 ]
 
@@ -132,21 +135,40 @@ def repository_root(manifest_dir: Path) -> Path:
     return manifest_dir.parent.parent if manifest_dir.parent != manifest_dir else manifest_dir
 
 
-def load_manifest(path: Path | str, *, root: Path | None = None) -> Manifest:
-    """Read and validate the manifest at ``path``; raise :class:`ManifestError` if invalid."""
-    file = Path(path)
+def read_manifest_document(file: Path) -> tuple[Checker, dict[str, Any]]:
+    """The checker of ``file`` and its top-level mapping (any kind of manifest); an unreadable
+    file or another top level is one :class:`ManifestError` line."""
     c = Checker(file)
     try:
         doc = read_yaml(file, error=ManifestError)
     except OSError as exc:
         raise ManifestError(f"{file}: cannot be read: {exc.__class__.__name__}: {exc}") from None
-    if doc is None:
-        raise c.fail("top level", "a YAML mapping", "")
     if not isinstance(doc, dict):
-        raise c.fail("top level", "a YAML mapping", doc)
+        raise c.fail("top level", "a YAML mapping", "" if doc is None else doc)
+    return c, doc
+
+
+def load_manifest(path: Path | str, *, root: Path | None = None) -> Manifest:
+    """Read and validate the manifest at ``path``; raise :class:`ManifestError` if invalid."""
+    file = Path(path)
+    c, doc = read_manifest_document(file)
     return parse_manifest(c, doc, root if root is not None else repository_root(file.parent))
 
 
-def discover_manifests(root: Path | str) -> list[Path]:
-    """Return ``<root>/*/audit.yaml`` (``root`` is the ``audits/`` folder), sorted."""
-    return sorted(Path(root).glob("*/audit.yaml"))
+def manifest_kind(path: Path | str) -> str:
+    """The ``kind`` an ``audit.yaml`` declares: ``tabular`` (the grid's, the default) or
+    ``text`` (:mod:`faircode.audit.text_manifest`); an unreadable file counts as ``tabular``,
+    whose reader then names what is wrong with it."""
+    try:
+        doc = read_yaml(Path(path), error=ManifestError)
+    except (OSError, ManifestError):
+        return "tabular"
+    kind = doc.get("kind", "tabular") if isinstance(doc, dict) else "tabular"
+    return kind if isinstance(kind, str) else "tabular"
+
+
+def discover_manifests(root: Path | str, *, kind: str | None = "tabular") -> list[Path]:
+    """Return ``<root>/*/audit.yaml`` (``root`` is the ``audits/`` folder) of one ``kind``
+    (:func:`manifest_kind`; ``None``: every kind), sorted."""
+    found = sorted(Path(root).glob("*/audit.yaml"))
+    return found if kind is None else [p for p in found if manifest_kind(p) == kind]

@@ -407,19 +407,25 @@ class ReportConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Params:
-    """A validated ``params.yaml``: its audits (empty = every shipped audit) and the config."""
+    """A validated ``params.yaml``: its audits (empty = every shipped audit), its text audits
+    (``text_audits``: the text stages' audits, :mod:`faircode.evaluate.text`) and the config."""
 
     audits: tuple[str, ...] = ()
+    text_audits: tuple[str, ...] = ()
     config: BenchmarkConfig = field(default_factory=BenchmarkConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
     execution: ExecutionConfig = field(default_factory=ExecutionConfig)
 
     def __post_init__(self) -> None:
-        for i, name in enumerate(self.audits):
-            if not isinstance(name, str) or not name:
-                raise config_error(f"audits[{i}]", "an audit name", name)
-        if len(set(self.audits)) != len(self.audits):
-            raise config_error("audits", "distinct audit names", list(self.audits))
+        for key, names in (("audits", self.audits), ("text_audits", self.text_audits)):
+            for i, name in enumerate(names):
+                if not isinstance(name, str) or not name:
+                    raise config_error(f"{key}[{i}]", "an audit name", name)
+            if len(set(names)) != len(names):
+                raise config_error(key, "distinct audit names", list(names))
+        for i, name in enumerate(self.text_audits):
+            if name in self.audits:
+                raise config_error(f"text_audits[{i}]", "a text audit not also in audits", name)
 
 
 def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
@@ -436,23 +442,24 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
     for path in [*PARAM_KEYS, *EXECUTION_KEYS]:
         section, key = path.split(".", 1)
         sections.setdefault(section, set()).add(key)
-    audits: tuple[str, ...] = ()
+    lists: dict[str, tuple[str, ...]] = {"audits": (), "text_audits": ()}
     report = ReportConfig()
     flat: dict[str, object] = {}
     execution: dict[str, object] = {}
     for section, body in data.items():
-        if section == "audits":
+        if section in lists:  # the grid's audits and the text audits (one foreach each)
             if not isinstance(body, list):
-                raise config_error(f"{where}: audits", "a list of audit names", body)
+                raise config_error(f"{where}: {section}", "a list of audit names", body)
             if not body:  # DVC's foreach would run nothing, `faircode run` every audit
-                raise config_error(f"{where}: audits", "a non-empty list of audit names", body)
-            audits = tuple(body)
+                raise config_error(f"{where}: {section}", "a non-empty list of audit names",
+                                   body)
+            lists[section] = tuple(body)
             continue
         if section == "report":
             report = ReportConfig.from_mapping(body, where=f"{where}: report")
             continue
         if section not in sections:
-            known = ", ".join(["audits", *sections, "report"])
+            known = ", ".join(["audits", "text_audits", *sections, "report"])
             raise config_error(f"{where}: {section}", f"a known section ({known})", section)
         if not isinstance(body, Mapping):
             raise config_error(f"{where}: {section}", "a mapping", body)
@@ -473,7 +480,8 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
         raise ConfigError(f"{where}: {exc}") from None
     field_to_path = {f: p for p, f in PARAM_KEYS.items()}
     try:
-        return Params(audits=audits, config=BenchmarkConfig(**flat),  # type: ignore[arg-type]
+        return Params(audits=lists["audits"], text_audits=lists["text_audits"],
+                      config=BenchmarkConfig(**flat),  # type: ignore[arg-type]
                       report=report, execution=run)
     except ConfigError as exc:
         text = str(exc)
@@ -522,11 +530,11 @@ def _check_audit_folders(params: Params, doc: object, *, where: str, audits_dir:
         raise ConfigError(f"{where}: audits: expected a non-empty list of audit names (the "
                           "audits the pipeline runs), got nothing")
     known = sorted(p.parent.name for p in audits_dir.glob("*/audit.yaml"))
-    for i, name in enumerate(params.audits):
-        if name not in known:
-            raise config_error(f"{where}: audits[{i}]",
-                               f"an audit folder of {audits_dir} ({', '.join(known) or 'none'})",
-                               name)
+    for key, names in (("audits", params.audits), ("text_audits", params.text_audits)):
+        for i, name in enumerate(names):
+            if name not in known:
+                raise config_error(f"{where}: {key}[{i}]", f"an audit folder of {audits_dir} "
+                                   f"({', '.join(known) or 'none'})", name)
 
 
 def _check_int(where: str, value: object, *, low: int) -> None:

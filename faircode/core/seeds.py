@@ -38,6 +38,9 @@ class Stream(IntEnum):
     """Paired mitigation effects: ``(8, comparison, model, attribute)``, not a grid position."""
     STRATIFIED = 9
     """The gap within strata's permutation test: ``(9, s, m, attribute, stratum)``."""
+    TEXT = 10
+    """Text audits (:mod:`faircode.evaluate.text`): ``(10, table, key of the axis or term, ...)``,
+    never a system's position, so every system is resampled with the same draws."""
 
 
 

@@ -1,5 +1,5 @@
 """The ``faircode`` command line: ``data fetch``, ``validate``, ``run``, ``audit``, ``perturb``,
-``report``, ``track``, ``freeze`` and ``verify``.
+``flips``, ``report``, ``track``, ``freeze`` and ``verify``.
 
 Design decisions
 ----------------
@@ -35,6 +35,7 @@ from faircode.audit.manifest import Manifest, discover_manifests, load_manifest
 from faircode.core.errors import DataUnavailableError, FaircodeError
 from faircode.pipeline._args import EXIT_FAILED, EXIT_OK, EXIT_USAGE, example
 from faircode.pipeline.audit_command import add_audit
+from faircode.pipeline.flips_command import add_flips
 from faircode.pipeline.freeze_command import add_freeze, add_verify
 
 __all__ = ["SUBCOMMANDS", "main", "mirror_dirs", "resolve_manifests"]
@@ -380,6 +381,7 @@ SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser
     add_freeze,
     add_verify,
     add_audit,
+    add_flips,
 )
 
 

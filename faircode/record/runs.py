@@ -227,7 +227,8 @@ def _add_rows(draft: _Draft, frame: pd.DataFrame, numeric: dict[str, list[float]
 
 
 def collect_children(results: Path) -> tuple[list[ChildRun], dict[str, str]]:
-    """Every child run the results on disk describe, and the unavailable audits' reasons."""
+    """Every child run the grid audits on disk describe, and the unavailable audits' reasons
+    (a text audit's children: :func:`faircode.record.text_runs.collect_children`)."""
     children: list[ChildRun] = []
     skipped: dict[str, str] = {}
     benchmark_q = _benchmark_q(results)
@@ -236,6 +237,9 @@ def collect_children(results: Path) -> tuple[list[ChildRun], dict[str, str]]:
             info = _read_json(folder / "unavailable.json")
             reason = info.get("reason") or info.get("message") if isinstance(info, dict) else None
             skipped[folder.name] = str(reason or json.dumps(info))[:8000]
+            continue
+        run = _read_json(folder / "run.json")
+        if isinstance(run, dict) and run.get("kind") == "text":  # faircode.record.text_runs
             continue
         children.extend(_audit_children(folder, benchmark_q))
     return children, skipped

@@ -101,12 +101,12 @@ from faircode.record.runs import (
     ChildRun,
     ResultsError,
     audit_folders,
-    collect_children,
     datasets,
     recorded_config,
     report_files,
     results_digest,
 )
+from faircode.record.text_runs import collect_children  # the grid's children and the text ones
 
 if TYPE_CHECKING:  # pragma: no cover
     from mlflow.tracking import MlflowClient

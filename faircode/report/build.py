@@ -2,7 +2,9 @@
 
 Reads ``results/<audit>/`` (:mod:`faircode.report.inputs`), never the grid or the evaluate step.
 An audit with a deployed system adds its tables (:mod:`faircode.report.deployed`), its
-calibration figure and a section of the page; an audit without one is rendered as before.
+calibration figure and a section of the page; an audit without one is rendered as before.  A text
+audit (``run.json`` ``kind: text``) adds ``text_table.md``, its two figures and its section
+(:mod:`faircode.report.text`), and one sentence to the headline.
 
 ``summary.csv`` holds one row per fairness test with both Benjamini-Hochberg families under
 their own names (``q_value``/``significant``: the audit's own, the stars'; ``q_benchmark``/
@@ -41,6 +43,7 @@ from faircode.report.inputs import (
 )
 from faircode.report.people import people_tables
 from faircode.report.tables import Context
+from faircode.report.text import load_text_results, write_text_table
 
 if TYPE_CHECKING:
     from faircode.report.figures import FigureFile
@@ -116,11 +119,20 @@ def write_report(
         extra=(*deployed_tables(context), *people_tables(context),
                *([effects_table] if effects_table else [])))
     figures = _figures(context, floor=floor, results=results)
+    text = load_text_results(results, only=only)  # the text audits' own section
+    text_figures: tuple[FigureFile, ...] = ()
+    if text is not None:
+        from faircode.report.text_figures import write_text_figures
+
+        tables = (*tables, write_text_table(text, results))
+        text_figures = write_text_figures(text, results / "figures")
     html = write_html(context, floor=floor, counts=floor_counts(floor),
                       intersectional=context.intersectional, figures=figures,
-                      provenance=provenance or {}, out=results / "report.html")
+                      provenance=provenance or {}, out=results / "report.html", text=text,
+                      text_figures=text_figures)
     return ReportOutputs(summary=summary_path, tables=tables,
-                         figures=tuple(p for f in figures for p in (f.png, f.pdf)), html=html,
+                         figures=tuple(p for f in (*figures, *text_figures)
+                                       for p in (f.png, f.pdf)), html=html,
                          extra=(families_path, floor_path))
 
 

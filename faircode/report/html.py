@@ -49,6 +49,7 @@ from faircode.report.inputs import MODELS, STRATEGIES, ordered, strategy_code
 from faircode.report.people import people_lines, people_tables
 from faircode.report.style import FAMILY_GLYPHS, SHORT, family_marker, strategy_colour
 from faircode.report.tables import STARS, Context, all_tables, num, to_html
+from faircode.report.text import TextInputs, headline_line, section_html
 
 __all__ = ["CSP", "write_html"]
 
@@ -382,10 +383,11 @@ _STRATEGY_WHAT = {
 }
 
 
-def _top(ctx: Context, figures: Sequence[FigureFile]) -> str:
+def _top(ctx: Context, figures: Sequence[FigureFile], *, text_line: str = "") -> str:
     """The first screen: headline and per-audit lines | legend and the heatmap."""
     items = headline.findings(ctx)
     sentences = headline.lead(items, metric=ctx.metric, unavailable=len(ctx.inputs.unavailable))
+    sentences = (*sentences, text_line) if text_line else sentences
     people = people_lines(ctx)  # an audit of people's decisions: that line first
     pairs = [p for f in items for p in (*([people.pop(f.audit)] if f.audit in people else []),
                                         headline.audit_line(f))] + list(people.values())
@@ -402,8 +404,10 @@ def _top(ctx: Context, figures: Sequence[FigureFile]) -> str:
 
 def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
                intersectional: pd.DataFrame, figures: Sequence[FigureFile],
-               provenance: Mapping[str, Any], out: Path) -> Path:
-    """Write the self-contained report page to ``out``; return ``out``."""
+               provenance: Mapping[str, Any], out: Path, text: TextInputs | None = None,
+               text_figures: Sequence[FigureFile] = ()) -> Path:
+    """Write the self-contained report page to ``out``; return ``out``.  ``text`` (with its
+    figures) adds the text audits' section and headline sentence (:mod:`faircode.report.text`)."""
     paper, performance, counterfactual, floor_table = all_tables(ctx, floor)
     models = ", ".join(SHORT.get(m, m) for m in ctx.models)
     per_audit: dict[str, list[tuple[int, FigureFile]]] = {}
@@ -415,7 +419,7 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
         f'<p class="scope">Metric <b>{_esc(ctx.metric)}</b>; model families {_esc(models)}; '
         f"{len(ctx.inputs.runs)} audits with results, {len(ctx.inputs.unavailable)} "
         f"unavailable. {_esc(ctx.variance_note)}</p>",
-        _top(ctx, figures),
+        _top(ctx, figures, text_line=headline_line(text) if text is not None else ""),
         "<h2>Residual floor: what S3 and S4 add to S2</h2>", _floor_sentence(counts),
         "".join(_figure(f, i) for i, f in enumerate(figures) if f.section == "figures"),
         "<h2>Per audit</h2>",
@@ -433,6 +437,9 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
         *_stability(ctx),
         _fold(f"Every {ctx.metric} row, with the benchmark-wide q (q_benchmark)",
               _details(ctx, intersectional)),
+        *([section_html(text, fold=_fold, table=_frame_html, figures="".join(
+            _figure(f, len(figures) + i) for i, f in enumerate(text_figures)))]
+          if text is not None else []),
         "<h2>Unavailable audits</h2>", _unavailable(ctx),
         "<h2>Provenance</h2>", _provenance(ctx, provenance),
         '<pre id="render-check"></pre>',

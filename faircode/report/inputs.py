@@ -38,6 +38,7 @@ import pandas as pd
 from faircode.audit.manifest import discover_manifests, load_manifest
 from faircode.core.cells import ModelFamily, Strategy, strategy_code
 from faircode.core.errors import DataError, FaircodeError, describe
+from faircode.report.text import is_text_run
 from faircode.stats.calibration import CALIBRATION_COLUMNS
 from faircode.stats.groups import GROUP_COLUMNS
 
@@ -234,8 +235,8 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
     # hidden folders are the grid's staging copies (see benchmark.write_audit), never results
     for folder in sorted(p for p in results.iterdir()
                          if p.is_dir() and not p.name.startswith(".")):
-        if only and folder.name not in only:
-            continue
+        if (only and folder.name not in only) or is_text_run(folder):
+            continue  # a text audit has its own tables and section (faircode.report.text)
         if (folder / "run.json").is_file():
             runs[folder.name] = _read_json(folder / "run.json")
             for table in TABLES:

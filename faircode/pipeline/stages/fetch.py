@@ -1,4 +1,5 @@
-"""Stage ``fetch@<audit>``: the raw file into ``data/raw/<audit>/`` (sha256-verified).
+"""Stage ``fetch@<audit>`` (and ``text-fetch@<audit>`` of a text audit): the raw file into
+``data/raw/<audit>/`` (sha256-verified).
 
 Fetches from the mirrors of ``FAIRCODE_DATA_MIRROR``; when that is unset, from
 ``<project>/../shared/datasets`` and ``.../datasets-extra``
@@ -22,7 +23,8 @@ from faircode.audit.fetch import (
     mirror_dirs,
     unavailable_message,
 )
-from faircode.audit.manifest import load_manifest
+from faircode.audit.manifest import load_manifest, manifest_kind
+from faircode.audit.text_manifest import load_text_manifest
 from faircode.core.errors import DataUnavailableError
 from faircode.pipeline.stages import manifest_path, run_stage, write_unavailable
 
@@ -32,7 +34,9 @@ def main(argv: list[str]) -> None:
     audit = argv[0]
 
     def work() -> None:
-        manifest = load_manifest(manifest_path(audit))
+        path = manifest_path(audit)  # a text audit (text-fetch@<audit>) or a grid one
+        manifest = load_text_manifest(path) if manifest_kind(path) == "text" \
+            else load_manifest(path)
         env = os.environ.get(MIRROR_ENV) or default_mirror(Path.cwd())
         try:
             result = fetch(manifest, mirrors=mirror_dirs(None, env))

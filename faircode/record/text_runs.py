@@ -1,0 +1,118 @@
+"""A text audit's results on disk -> its MLflow child runs: one per system x axis x kind.
+
+Reads ``<results>/<audit>/`` as the text-evaluate stage writes it (``run.json`` with ``kind:
+text``, ``flips.csv`` and ``ctf.csv``).  A child is named like the grid's counterfactual children,
+``<audit> <system> flip <axis> (<kind>)`` (``bias_madlibs profanity_check flip
+race_black_to_white (proxy)``), with ``audit``, ``system``, ``table`` (``text``), ``axis`` and
+``channel`` as params and tags, so MLflow's compare view shows what differs.  Metrics, short keys
+in the manner of :mod:`faircode.record.names`: per operating point ``<point>.flip``,
+``<point>.flip.lo``/``.hi``, ``<point>.flip.q_audit`` (the direction test's q in the system's
+own family), ``<point>.to_pos``, ``<point>.to_neg``, ``<point>.n_changed``; and ``ctf``,
+``ctf.lo``, ``ctf.hi``, ``shift``, ``shift.lo``, ``shift.hi``, ``shift.p``, ``shift.q_audit``.
+Each point's threshold and rule are params (``<point>.threshold``, ``<point>.rule``).  An
+empty or non-finite cell is not logged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from faircode.core.provenance import state_of
+from faircode.record import runs
+from faircode.record.runs import ChildRun, ResultsError, audit_folders, sanitise, state_tags
+
+__all__ = ["CTF_KEYS", "FLIP_KEYS", "collect_children", "is_text_results", "text_children"]
+
+FLIP_KEYS = {"flip_rate": "flip", "ci_low": "flip.lo", "ci_high": "flip.hi",
+             "p_value": "flip.p", "q_value": "flip.q_audit", "to_positive": "to_pos",
+             "to_negative": "to_neg", "n_changed": "n_changed", "n_flipped": "n_flipped",
+             "design_effect": "flip.deff"}
+"""flips.csv column -> metric key (after ``<point>.``)."""
+CTF_KEYS = {"ctf_gap": "ctf", "ci_low": "ctf.lo", "ci_high": "ctf.hi", "shift": "shift",
+            "shift_ci_low": "shift.lo", "shift_ci_high": "shift.hi", "p_value": "shift.p",
+            "q_value": "shift.q_audit", "n_pairs": "n_pairs", "n_units": "n_units"}
+"""ctf.csv column -> metric key."""
+
+
+def is_text_results(folder: Path) -> bool:
+    """Whether ``folder/run.json`` is a text audit's."""
+    try:
+        run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(run, dict) and run.get("kind") == "text"
+
+
+def _table(path: Path) -> pd.DataFrame:
+    try:
+        return pd.read_csv(path)
+    except (OSError, ValueError) as exc:
+        raise ResultsError(f"{path}: expected a text audit's table, got {type(exc).__name__}: "
+                           f"{exc}") from None
+
+
+def _number(value: Any) -> float | None:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def text_children(folder: Path) -> list[ChildRun]:
+    """One :class:`ChildRun` per system x axis x kind of the text audit in ``folder``."""
+    run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    audit = str(run.get("audit", folder.name))
+    config = run.get("config") or {}
+    base_params = {k: str(v) for k, v in config.items() if k != "jobs"}
+    base_params["seed"] = str((run.get("seeds") or {}).get("master", ""))
+    base_tags = {"audit": audit, "kind": "text",
+                 "dataset_sha256": str((run.get("dataset") or {}).get("sha256", "")),
+                 "manifest_sha256": str(run.get("manifest_sha256", "")),
+                 **state_tags(state_of(run))}
+    flips, ctf = _table(folder / "flips.csv"), _table(folder / "ctf.csv")
+    children = []
+    for (system, axis, kind), rows in ctf.groupby(["system", "axis", "kind"], sort=False):
+        who = {"audit": audit, "system": str(system), "table": "text", "axis": str(axis),
+               "channel": str(kind)}
+        metrics: dict[str, float] = {}
+        params = {**base_params, **who}
+        for column, key in CTF_KEYS.items():
+            value = _number(rows[column].iat[0])
+            if value is not None:
+                metrics[key] = value
+        mine = flips[(flips["system"] == system) & (flips["axis"] == axis)
+                     & (flips["kind"] == kind)]
+        for row in mine.itertuples(index=False):
+            point = sanitise(str(row.operating_point))
+            params[f"{point}.threshold"] = str(row.threshold)
+            params[f"{point}.rule"] = f"{row.rule} ({row.direction})"
+            for column, key in FLIP_KEYS.items():
+                value = _number(getattr(row, column))
+                if value is not None:
+                    metrics[sanitise(f"{point}.{key}")] = value
+        name = f"{audit} {system} flip {axis} ({kind})"
+        key = "|".join(("text", audit, str(system), str(axis), str(kind)))
+        first = rows["note"].iat[0] if "note" in rows else None
+        note = str(first) if isinstance(first, str) else ""
+        tags = {**base_tags, **who, "informative": "true", "faircode.child_key": key,
+                "mlflow.note.content": f"{name}: counterfactual flip rates and CTF gap."}
+        if note:
+            tags["notes"] = note
+        children.append(ChildRun(key, audit, name, tags, params, metrics))
+    return children
+
+
+def collect_children(results: Path) -> tuple[list[ChildRun], dict[str, str]]:
+    """Every child run on disk -- the grid audits' (:func:`faircode.record.runs.
+    collect_children`) and each text audit's -- and the unavailable audits' reasons."""
+    children, skipped = runs.collect_children(results)
+    for folder in audit_folders(results):
+        if is_text_results(folder):
+            children.extend(text_children(folder))
+    return children, skipped

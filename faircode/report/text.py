@@ -1,0 +1,264 @@
+"""The report's text-audit section: flip rates explicit beside proxy, CTF gaps, per-term rates.
+
+Reads every ``results/<audit>/`` whose ``run.json`` says ``kind: text`` (the text-evaluate
+stage's tables, :mod:`faircode.evaluate.text`) and writes ``results/text_table.md``, the two
+figures (:mod:`faircode.report.text_figures`), one sentence for the page's headline and the
+page's section.  Grid audits never pass through here, and a results folder without a text audit
+gives no section at all.
+
+Design decisions
+----------------
+* **Explicit and proxy side by side.**  Rows are axes (one direction of one swap), columns the
+  two channels, each cell the flip rate [Clopper–Pearson interval at the frames' effective
+  counts], its direction (``↑`` newly flagged, ``↓`` no longer flagged) and a ``*`` when the
+  direction test's q (the system's own family) is below ``stats.alpha``; a channel an axis does
+  not have is ``—``.
+* **The headline line** names, for each system, the identity term with the highest false
+  positive rate at the global operating point against the background's, and the explicit and
+  proxy axis that flip most: written from the numbers.
+* The per-term table and figure show the sexual-orientation, religion and race/ethnicity terms
+  (:data:`SHOWN_CATEGORIES`; an audit without any of them: every category); every term is in
+  ``terms.csv``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from faircode.core.errors import DataError
+
+__all__ = ["SHOWN_CATEGORIES", "TEXT_TABLES", "TextInputs", "flip_cell", "headline_line",
+           "is_text_run", "load_text_results", "section_html", "shown_categories",
+           "write_text_table"]
+
+TEXT_TABLES = ("flips", "ctf", "terms", "auc", "operating_points")
+SHOWN_CATEGORIES = ("sexual_orientation", "religion", "race_ethnicity")
+"""The categories of the per-term table on the page (every term is in terms.csv)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TextInputs:
+    """Every text audit's tables (concatenated) and run records."""
+
+    flips: pd.DataFrame
+    ctf: pd.DataFrame
+    terms: pd.DataFrame
+    auc: pd.DataFrame
+    operating_points: pd.DataFrame
+    runs: dict[str, dict[str, Any]]
+
+
+def is_text_run(folder: Path) -> bool:
+    """Whether ``folder/run.json`` is a text audit's (``"kind": "text"``)."""
+    try:
+        run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(run, dict) and run.get("kind") == "text"
+
+
+def load_text_results(results: Path, *, only: Sequence[str] = ()) -> TextInputs | None:
+    """The text audits of ``results`` (``None`` without any)."""
+    frames: dict[str, list[pd.DataFrame]] = {t: [] for t in TEXT_TABLES}
+    runs: dict[str, dict[str, Any]] = {}
+    for folder in sorted(p for p in results.iterdir() if p.is_dir()
+                         and not p.name.startswith(".")):
+        if (only and folder.name not in only) or not is_text_run(folder):
+            continue
+        runs[folder.name] = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+        for table in TEXT_TABLES:
+            path = folder / f"{table}.csv"
+            try:
+                frames[table].append(pd.read_csv(path, keep_default_na=True))
+            except (OSError, ValueError) as exc:
+                raise DataError(f"{path}: expected the text audit's {table} table, got "
+                                f"{type(exc).__name__}: {exc}") from None
+    if not runs:
+        return None
+    return TextInputs(**{t: pd.concat(f, ignore_index=True) for t, f in frames.items()},
+                      runs=runs)
+
+
+def _pct(x: float) -> str:
+    return "n/a" if pd.isna(x) else f"{100 * x:.1f} %"
+
+
+def flip_cell(row: pd.Series | None, *, alpha: float) -> str:
+    """``7.9 % [4.7, 12.4] ↑7.9 ↓0.0 *`` (rates in percent), ``—`` without a row."""
+    if row is None:
+        return "—"
+    if pd.isna(row["flip_rate"]):
+        return f"n/a ({row['note']})"
+    star = " *" if pd.notna(row["q_value"]) and row["q_value"] < alpha else ""
+    return (f"{100 * row['flip_rate']:.1f} % [{100 * row['ci_low']:.1f}, "
+            f"{100 * row['ci_high']:.1f}] ↑{100 * row['to_positive']:.1f} "
+            f"↓{100 * row['to_negative']:.1f}{star}")
+
+
+def _alpha(inputs: TextInputs) -> float:
+    values = {float(r.get("config", {}).get("alpha", 0.05)) for r in inputs.runs.values()}
+    return values.pop() if len(values) == 1 else 0.05
+
+
+def flips_frame(inputs: TextInputs, *, audit: str, system: str, point: str) -> pd.DataFrame:
+    """Rows axis, columns explicit and proxy (:func:`flip_cell`), at one operating point."""
+    part = inputs.flips[(inputs.flips["audit"] == audit) & (inputs.flips["system"] == system)
+                        & (inputs.flips["operating_point"] == point)]
+    alpha = _alpha(inputs)
+    rows = []
+    for axis in dict.fromkeys(part["axis"]):
+        cells = {"axis": axis}
+        for kind in ("explicit", "proxy"):
+            found = part[(part["axis"] == axis) & (part["kind"] == kind)]
+            cells[kind] = flip_cell(found.iloc[0] if len(found) else None, alpha=alpha)
+        rows.append(cells)
+    return pd.DataFrame(rows, columns=["axis", "explicit", "proxy"])
+
+
+def ctf_frame(inputs: TextInputs, *, audit: str) -> pd.DataFrame:
+    """Rows axis x kind, a column per system: the CTF gap [interval] and the signed shift."""
+    part = inputs.ctf[inputs.ctf["audit"] == audit]
+    out = part.loc[:, ["axis", "kind"]].drop_duplicates().reset_index(drop=True)
+    for system, rows in part.groupby("system", sort=False):
+        values = {}
+        for r in rows.itertuples(index=False):
+            values[(r.axis, r.kind)] = (
+                f"{r.ctf_gap:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]; shift {r.shift:+.3f}")
+        out[str(system)] = [values.get((a, k), "—") for a, k in zip(out["axis"], out["kind"],
+                                                                   strict=True)]
+    return out
+
+
+def shown_categories(terms: pd.DataFrame) -> list[str]:
+    """:data:`SHOWN_CATEGORIES` that ``terms`` has, in that order; else every category."""
+    present = list(dict.fromkeys(terms["category"].astype(str)))
+    shown = [c for c in SHOWN_CATEGORIES if c in present]
+    return shown or [c for c in present if c != "all"]
+
+
+def terms_frame(inputs: TextInputs, *, audit: str, system: str,
+                point: str = "global") -> pd.DataFrame:
+    """The per-term false positive rates on label-0 sentences of the shown categories."""
+    t = inputs.terms
+    part = t[(t["audit"] == audit) & (t["system"] == system) & (t["operating_point"] == point)
+             & (t["metric"] == "false_positive_rate")]
+    part = part[part["category"].isin(shown_categories(part))]
+    alpha = _alpha(inputs)
+    return pd.DataFrame({
+        "category": part["category"], "term": part["term"], "n": part["n"],
+        "false positives": part["errors"],
+        "rate [interval]": [f"{_pct(r)} [{_pct(lo)}, {_pct(hi)}]" for r, lo, hi in
+                            zip(part["rate"], part["ci_low"], part["ci_high"], strict=True)],
+        "background": [_pct(b) for b in part["background_rate"]],
+        "q": [("n/a" if pd.isna(q) else f"{q:.2g}") + (" *" if pd.notna(q) and q < alpha
+                                                       else "") for q in part["q_value"]],
+    }).reset_index(drop=True)
+
+
+def _markdown(frame: pd.DataFrame) -> str:
+    head = "| " + " | ".join(frame.columns) + " |"
+    rule = "|" + "|".join(":--" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(str(v) for v in row) + " |"
+            for row in frame.itertuples(index=False, name=None)]
+    return "\n".join([head, rule, *body])
+
+
+def _points(inputs: TextInputs, audit: str, system: str) -> list[tuple[str, str]]:
+    part = inputs.operating_points[(inputs.operating_points["audit"] == audit)
+                                   & (inputs.operating_points["system"] == system)]
+    return [(str(r.operating_point), f"{r.operating_point} ({r.rule}, "
+             f"{'>' if r.direction == 'above' else '>='} {r.threshold:.4g})")
+            for r in part.itertuples(index=False)]
+
+
+def write_text_table(inputs: TextInputs, out: Path) -> Path:
+    """``text_table.md``: per text audit the flip, CTF and per-term tables."""
+    alpha = _alpha(inputs)
+    parts = ["# Text audits", "",
+             f"Flip rates in percent of the changed pairs [95 % interval], ↑ newly flagged, ↓ "
+             f"no longer flagged; * direction test q < {alpha:g} (each system's own "
+             "Benjamini-Hochberg family). CTF gap: mean |score change| [interval], shift: mean "
+             "signed change.", ""]
+    for audit in inputs.runs:
+        systems = list(dict.fromkeys(inputs.flips.loc[inputs.flips["audit"] == audit,
+                                                      "system"]))
+        for system in systems:
+            for point, title in _points(inputs, audit, system):
+                parts += [f"## {audit}: {system}, flip rates at {title}", "",
+                          _markdown(flips_frame(inputs, audit=audit, system=system,
+                                                point=point)), ""]
+        parts += [f"## {audit}: CTF gap per axis", "", _markdown(ctf_frame(inputs, audit=audit)),
+                  ""]
+        for system in systems:
+            parts += [f"## {audit}: {system}, false positive rate per identity term "
+                      "(label-0 sentences, global operating point)", "",
+                      _markdown(terms_frame(inputs, audit=audit, system=system)), ""]
+    path = out / "text_table.md"
+    path.write_text("\n".join(parts), encoding="utf-8")
+    return path
+
+
+def headline_line(inputs: TextInputs) -> str:
+    """One sentence per text audit for the page's headline (from the numbers)."""
+    sentences = []
+    for audit in inputs.runs:
+        said = []
+        for system in dict.fromkeys(inputs.flips.loc[inputs.flips["audit"] == audit, "system"]):
+            said.append(_system_clause(inputs, audit, str(system)))
+        sentences.append(f"Text audit {audit}: " + "; ".join(said) + ".")
+    return " ".join(sentences)
+
+
+def _system_clause(inputs: TextInputs, audit: str, system: str) -> str:
+    t = inputs.terms
+    fp = t[(t["audit"] == audit) & (t["system"] == system) & (t["operating_point"] == "global")
+           & (t["metric"] == "false_positive_rate")].dropna(subset=["rate"])
+    f = inputs.flips
+    flips = f[(f["audit"] == audit) & (f["system"] == system)
+              & (f["operating_point"] == "global")].dropna(subset=["flip_rate"])
+    clause = system
+    if len(fp):
+        top = fp.iloc[int(np.argmax(fp["rate"].to_numpy(dtype=float)))]
+        clause += (f" flags {_pct(top['rate'])} of non-toxic sentences with '{top['term']}' "
+                   f"(background {_pct(top['background_rate'])})")
+    for kind in ("explicit", "proxy"):
+        part = flips[flips["kind"] == kind]
+        if not len(part):
+            continue
+        top = part.iloc[int(np.argmax(part["flip_rate"].to_numpy(dtype=float)))]
+        if top["flip_rate"] == 0:
+            clause += f", no {kind} swap flips a decision"
+        else:
+            clause += (f", its {kind} swaps flip up to {_pct(top['flip_rate'])} of decisions "
+                       f"({top['axis']})")
+    return clause
+
+
+def section_html(inputs: TextInputs, *, figures: str, fold: Any, table: Any) -> str:
+    """The page's text-audit section; ``fold(title, body)`` and ``table(frame)`` are the page's
+    own folding and table helpers, ``figures`` the rendered figures."""
+    parts = ["<h2>Text audits</h2>",
+             "<p>Deployed text classifiers on template sentences with counterfactual swaps: an "
+             "explicit swap edits a stated identity term, a proxy swap a first name "
+             "(Bertrand &amp; Mullainathan's). Flip rates with Clopper–Pearson intervals at the "
+             "template frames' effective counts; ↑ newly flagged, ↓ no longer flagged; * the "
+             "direction test's q below alpha in the system's own family.</p>", figures]
+    for audit in inputs.runs:
+        systems = dict.fromkeys(inputs.flips.loc[inputs.flips["audit"] == audit, "system"])
+        for system in systems:
+            for point, title in _points(inputs, audit, str(system)):
+                parts.append(fold(f"{audit}: {system} flip rates at {title}", table(
+                    flips_frame(inputs, audit=audit, system=str(system), point=point))))
+        parts.append(fold(f"{audit}: CTF gap per axis", table(ctf_frame(inputs, audit=audit))))
+        for system in systems:
+            parts.append(fold(f"{audit}: {system} false positive rate per identity term", table(
+                terms_frame(inputs, audit=audit, system=str(system)))))
+    return "".join(parts)
+

@@ -1,0 +1,267 @@
+"""Subgroup, BPSN and BNSP AUCs (Borkan et al. 2019) with cluster-bootstrap intervals.
+
+For a subgroup (the sentences holding an identity term) and a score, Borkan, Dixon, Sorensen,
+Thain & Vasserman ("Nuanced Metrics for Measuring Unintended Bias with Real Data for Text
+Classification", WWW 2019 companion) compare three AUCs, each the probability that a positive
+outscores a negative (ties ½):
+
+* **subgroup AUC** -- positives and negatives of the subgroup;
+* **BPSN** (background positive, subgroup negative) -- the background's positives against the
+  subgroup's negatives: low when the subgroup's non-toxic sentences score like toxic ones
+  (false-positive bias);
+* **BNSP** (background negative, subgroup positive) -- the subgroup's positives against the
+  background's negatives: low when the subgroup's toxic sentences score low.
+
+Design decisions
+----------------
+* **Units.**  Sentences of one template frame are not independent, so intervals come from the
+  cluster percentile bootstrap over units: :func:`unit_weights` draws the multinomial weights of
+  every unit once (``B × units``), and every AUC of an audit is evaluated on the same draws.
+* **Count-level.**  An AUC's numerator only needs, per pair of units ``(i, j)``, the sum over
+  their positive x negative row pairs of ``[s⁺ > s⁻] + ½[s⁺ = s⁻]`` (:func:`pair_matrix`:
+  prefix counts of one side per unit, read at the other side's ranks), so a bootstrap draw
+  is ``w_P' H w_N / ((w_P · n⁺)(w_N · n⁻))`` -- a matrix product over units, never over
+  rows.  The point estimate is the same sum at unit weights, i.e. the Mann-Whitney AUC
+  (``sklearn.metrics.roc_auc_score``) exactly.
+* A draw without positives or negatives is NaN and left out of the percentile interval; an AUC
+  with no positive or no negative row is NaN with a note.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from faircode.core.checks import as_binary, as_mask, check_confidence, check_positive_int
+from faircode.core.seeds import child_seed
+from faircode.stats.resampling import percentile_interval
+
+__all__ = ["AUC_METRICS", "AucResult", "CrossCounts", "UnitWeights", "auc", "pair_matrix",
+           "subgroup_aucs", "unit_weights"]
+
+AUC_METRICS = ("subgroup_auc", "bpsn_auc", "bnsp_auc")
+
+
+@dataclass(frozen=True, slots=True)
+class AucResult:
+    """One AUC with its cluster-bootstrap interval and the rows it compares."""
+
+    metric: str
+    value: float
+    ci_low: float
+    ci_high: float
+    n_positive: int
+    n_negative: int
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class UnitWeights:
+    """Each row's unit (``0..U-1``) and the bootstrap weights of the units, shape ``(B, U)``."""
+
+    unit: NDArray[np.int64]
+    weights: NDArray[np.float64]
+
+
+def unit_weights(units: ArrayLike | None, n_rows: int, *, n_resamples: int,
+                 seed: int | np.random.SeedSequence) -> UnitWeights:
+    """Multinomial weights of the units (each row its own unit without ``units``): ``B`` draws
+    of ``U`` units with replacement, from ``seed``'s child 0."""
+    check_positive_int("n_resamples", n_resamples)
+    if units is None:
+        unit = np.arange(n_rows, dtype=np.int64)
+    else:
+        u = np.asarray(units)
+        if u.shape != (n_rows,):
+            raise ValueError(f"units: expected {n_rows} unit ids, got shape {u.shape}")
+        unit = np.unique(u, return_inverse=True)[1].reshape(-1).astype(np.int64)
+    n_units = int(unit.max()) + 1 if n_rows else 0
+    rng = np.random.default_rng(child_seed(seed, 0))
+    weights = rng.multinomial(n_units, np.full(n_units, 1.0 / max(n_units, 1)),
+                              size=n_resamples).astype(np.float64)
+    return UnitWeights(unit, weights)
+
+
+_CELLS = 4_000_000  # prefix-count cells (rows x units) held at once
+
+
+def _side_sums(small: NDArray[np.float64], small_unit: NDArray[np.int64], n_small: int,
+               query: NDArray[np.float64], query_unit: NDArray[np.int64], n_query: int, *,
+               above: bool) -> NDArray[np.float64]:
+    """``(n_query, n_small)``: per query unit and small-side unit, the sum over their row pairs
+    of ``[small < query] + ½[small = query]`` (``above``: ``[small > query] + ½[=]``).
+
+    Prefix counts of the sorted small side per unit, read at each query's rank (two sorted
+    searches for all queries), then summed by query unit; in blocks of query rows so that at
+    most about :data:`_CELLS` cells are held.
+    """
+    order = np.argsort(small, kind="stable")
+    ranked, ranked_unit = small[order], small_unit[order]
+    out = np.zeros((n_query, n_small))
+    if ranked.size * n_small <= _CELLS:
+        prefix = np.zeros((ranked.size + 1, n_small), dtype=np.int32)
+        prefix[np.arange(1, ranked.size + 1), ranked_unit] = 1
+        prefix = np.cumsum(prefix, axis=0, dtype=np.int32)
+        totals = prefix[-1].astype(np.float64)
+        by_unit = np.argsort(query_unit, kind="stable")
+        step = max(1, _CELLS // max(n_small, 1))
+        for start in range(0, by_unit.size, step):
+            rows = by_unit[start:start + step]
+            below = prefix[np.searchsorted(ranked, query[rows], side="left")]
+            upto = prefix[np.searchsorted(ranked, query[rows], side="right")]
+            part = (totals - upto if above else below) + 0.5 * (upto - below)
+            units = query_unit[rows]
+            cuts = np.flatnonzero(np.diff(units)) + 1
+            out[units[np.r_[0, cuts]]] += np.add.reduceat(part, np.r_[0, cuts], axis=0)
+        return out
+    for j in range(n_small):  # a large small side: one sorted search per small unit
+        mine = ranked[ranked_unit == j]
+        low = np.searchsorted(mine, query, side="left")
+        high = np.searchsorted(mine, query, side="right")
+        part = (mine.size - high if above else low) + 0.5 * (high - low)
+        out[:, j] = np.bincount(query_unit, weights=part, minlength=n_query)
+    return out
+
+
+def pair_matrix(pos_scores: ArrayLike, pos_units: ArrayLike, neg_scores: ArrayLike,
+                neg_units: ArrayLike) -> tuple[NDArray[np.int64], NDArray[np.int64],
+                                               NDArray[np.float64]]:
+    """``(positive units, negative units, H)`` with ``H[i, j]`` the sum over positive rows of unit
+    ``i`` and negative rows of unit ``j`` of ``[s⁺ > s⁻] + ½[s⁺ = s⁻]``."""
+    sp, sn = np.asarray(pos_scores, dtype=np.float64), np.asarray(neg_scores, dtype=np.float64)
+    pu, pi = np.unique(np.asarray(pos_units, dtype=np.int64), return_inverse=True)
+    nu, ni = np.unique(np.asarray(neg_units, dtype=np.int64), return_inverse=True)
+    pi, ni = pi.reshape(-1), ni.reshape(-1)
+    # the prefix counts go on a side whose (rows x units) fit, the cheaper to read if both do
+    fits_neg, fits_pos = sn.size * nu.size <= _CELLS, sp.size * pu.size <= _CELLS
+    if fits_neg and fits_pos:
+        negatives = sp.size * nu.size <= sn.size * pu.size
+    else:
+        negatives = fits_neg or (not fits_pos and nu.size <= pu.size)
+    if negatives:
+        h = _side_sums(sn, ni, nu.size, sp, pi, pu.size, above=False)
+    else:
+        h = _side_sums(sp, pi, pu.size, sn, ni, nu.size, above=True).T
+    return pu, nu, h
+
+
+def _from_matrix(metric: str, pu: NDArray[np.int64], nu: NDArray[np.int64],
+                 h: NDArray[np.float64], count_pos: NDArray[np.int64],
+                 count_neg: NDArray[np.int64], *, weights: UnitWeights,
+                 confidence: float) -> AucResult:
+    """The AUC of the unit-pair sums ``h`` (positive units ``pu`` x negative units ``nu``, with
+    each unit's rows on either side) and its cluster-bootstrap percentile interval."""
+    n_pos, n_neg = int(count_pos.sum()), int(count_neg.sum())
+    if n_pos == 0 or n_neg == 0:
+        nan = math.nan
+        return AucResult(metric, nan, nan, nan, n_pos, n_neg,
+                         "no_positive_rows" if n_pos == 0 else "no_negative_rows")
+    value = float(h.sum()) / (n_pos * n_neg)
+    w_pos, w_neg = weights.weights[:, pu], weights.weights[:, nu]
+    numerator = np.einsum("bi,bi->b", w_pos @ h, w_neg)
+    denominator = (w_pos @ count_pos) * (w_neg @ count_neg)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = np.where(denominator > 0, numerator / denominator, np.nan)
+    low, high = percentile_interval(draws, confidence=confidence)
+    return AucResult(metric, value, low, high, n_pos, n_neg)
+
+
+def auc(scores: ArrayLike, positive: ArrayLike, negative: ArrayLike, *, weights: UnitWeights,
+        metric: str = "auc", confidence: float = 0.95) -> AucResult:
+    """The AUC of the ``positive`` rows against the ``negative`` ones (boolean masks) with its
+    cluster-bootstrap percentile interval on ``weights``' draws."""
+    s = np.asarray(scores, dtype=np.float64)
+    pos, neg = as_mask("positive", positive), as_mask("negative", negative)
+    check_confidence(confidence)
+    unit = weights.unit
+    pu, nu, h = pair_matrix(s[pos], unit[pos], s[neg], unit[neg])
+    count_pos = np.bincount(np.searchsorted(pu, unit[pos]), minlength=pu.size)
+    count_neg = np.bincount(np.searchsorted(nu, unit[neg]), minlength=nu.size)
+    return _from_matrix(metric, pu, nu, h, count_pos, count_neg, weights=weights,
+                        confidence=confidence)
+
+
+def _sum_by_unit(rows: NDArray[np.float32], unit: NDArray[np.int64]
+                 ) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
+    """The distinct ``unit`` values and the float64 sums of ``rows`` per unit."""
+    order = np.argsort(unit, kind="stable")
+    u = unit[order]
+    cuts = np.r_[0, np.flatnonzero(np.diff(u)) + 1] if u.size else np.zeros(0, dtype=np.int64)
+    if not u.size:
+        return u, np.zeros((0, rows.shape[1]))
+    return u[cuts], np.add.reduceat(rows[order].astype(np.float64), cuts, axis=0)
+
+
+class CrossCounts:
+    """One score's counts of every row against every unit of the other label, so that many
+    subgroups' BPSN and BNSP AUCs share them.
+
+    ``neg_vs_pos[r, i]`` sums ``[s⁺ > s⁻] + ½[=]`` over the positives of unit ``i`` for negative
+    row ``r``; ``pos_vs_neg[r, j]`` over the negatives of unit ``j`` for positive row ``r``
+    (float32: half-integers far below 2**23, exact).  A subgroup's background side is then the
+    sum of its own rows' counts minus its subgroup-by-subgroup part, at a cost of its rows x units.
+    """
+
+    def __init__(self, scores: ArrayLike, labels: ArrayLike, *, weights: UnitWeights) -> None:
+        s = np.asarray(scores, dtype=np.float64)
+        y = as_binary("labels", labels).astype(bool)
+        self.scores, self.y, self.weights = s, y, weights
+        unit = weights.unit
+        self.pos_rows, self.neg_rows = np.flatnonzero(y), np.flatnonzero(~y)
+        self.pu, pi = np.unique(unit[y], return_inverse=True)
+        self.nu, ni = np.unique(unit[~y], return_inverse=True)
+        self.pos_count = np.bincount(pi.reshape(-1), minlength=self.pu.size)
+        self.neg_count = np.bincount(ni.reshape(-1), minlength=self.nu.size)
+        sp, sn = s[y], s[~y]
+        self.neg_vs_pos = _side_sums(sp, pi.reshape(-1), self.pu.size, sn,
+                                     np.arange(sn.size), sn.size, above=True).astype(np.float32)
+        self.pos_vs_neg = _side_sums(sn, ni.reshape(-1), self.nu.size, sp,
+                                     np.arange(sp.size), sp.size, above=False).astype(np.float32)
+
+    def aucs(self, member: ArrayLike, *, confidence: float = 0.95) -> tuple[AucResult, ...]:
+        """Subgroup, BPSN and BNSP AUC (:data:`AUC_METRICS` order) of the ``member`` rows."""
+        mem = as_mask("member", member)
+        unit, s, w = self.weights.unit, self.scores, self.weights
+        mp, mn = mem[self.pos_rows], mem[self.neg_rows]  # member rows among each label
+        pu_t, nu_t, h_sub = pair_matrix(s[self.pos_rows[mp]], unit[self.pos_rows[mp]],
+                                        s[self.neg_rows[mn]], unit[self.neg_rows[mn]])
+        sub_pos = np.bincount(np.searchsorted(pu_t, unit[self.pos_rows[mp]]),
+                              minlength=pu_t.size)
+        sub_neg = np.bincount(np.searchsorted(nu_t, unit[self.neg_rows[mn]]),
+                              minlength=nu_t.size)
+        subgroup = _from_matrix("subgroup_auc", pu_t, nu_t, h_sub, sub_pos, sub_neg, weights=w,
+                                confidence=confidence)
+        at_pos, at_neg = np.searchsorted(self.pu, pu_t), np.searchsorted(self.nu, nu_t)
+        # BPSN: every positive (minus the subgroup's) against the subgroup's negatives
+        _, by_neg = _sum_by_unit(self.neg_vs_pos[mn], unit[self.neg_rows[mn]])
+        h_bpsn = by_neg.T  # (all positive units, subgroup negative units)
+        h_bpsn[at_pos] -= h_sub
+        bg_pos = self.pos_count.copy()
+        bg_pos[at_pos] -= sub_pos
+        bpsn = _from_matrix("bpsn_auc", self.pu, nu_t, h_bpsn, bg_pos, sub_neg, weights=w,
+                            confidence=confidence)
+        # BNSP: the subgroup's positives against every negative (minus the subgroup's)
+        _, h_bnsp = _sum_by_unit(self.pos_vs_neg[mp], unit[self.pos_rows[mp]])
+        h_bnsp[:, at_neg] -= h_sub
+        bg_neg = self.neg_count.copy()
+        bg_neg[at_neg] -= sub_neg
+        bnsp = _from_matrix("bnsp_auc", pu_t, self.nu, h_bnsp, sub_pos, bg_neg, weights=w,
+                            confidence=confidence)
+        return subgroup, bpsn, bnsp
+
+
+def subgroup_aucs(scores: ArrayLike, labels: ArrayLike, member: ArrayLike, *,
+                  weights: UnitWeights, confidence: float = 0.95) -> tuple[AucResult, ...]:
+    """Subgroup, BPSN and BNSP AUC (:data:`AUC_METRICS` order) of the ``member`` rows; label 1
+    is positive.  Each from its own rows (:func:`auc`): the reference of :class:`CrossCounts`."""
+    y = as_binary("labels", labels).astype(bool)
+    mem = as_mask("member", member)
+    return (auc(scores, mem & y, mem & ~y, weights=weights, metric="subgroup_auc",
+                confidence=confidence),
+            auc(scores, ~mem & y, mem & ~y, weights=weights, metric="bpsn_auc",
+                confidence=confidence),
+            auc(scores, mem & y, ~mem & ~y, weights=weights, metric="bnsp_auc",
+                confidence=confidence))
