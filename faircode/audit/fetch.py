@@ -48,6 +48,7 @@ from typing import IO, Literal
 
 from faircode.audit.manifest import Manifest
 from faircode.core.errors import ChecksumError, DataUnavailableError
+from faircode.core.files import user_mode
 
 __all__ = [
     "MIRROR_ENV",
@@ -169,6 +170,7 @@ def _install(manifest: Manifest, temp: Path, digest: str, origin: str) -> bool:
             f"{manifest.name}: {target.name} from {origin}: sha256: expected {expected}, "
             f"got {digest}; nothing was kept"
         )
+    user_mode(temp, directory=False)  # mkstemp made it 0600: the user's file now, their umask
     os.replace(temp, target)
     return expected is not None
 
