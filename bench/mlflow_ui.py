@@ -6,6 +6,9 @@ browser over the DevTools protocol (``aiohttp``'s websocket client, already a de
 writes three screenshots into ``--out``:
 
 * ``experiment.png`` -- the experiment's own address, as the experiments list links it;
+* ``first.png`` -- the address ``faircode track`` prints and the README gives
+  (:func:`faircode.record.tracking.runs_url`: the shared first-screen view of
+  :mod:`faircode.record.first_screen`), as it opens, nothing clicked;
 * ``runs.png`` -- the runs table of one audit's fairness children sorted by name, with a few
   metric and param columns shown (the column selector, clicked like a user), and
   ``runs-right.png`` -- the same table scrolled to its right end;
@@ -65,6 +68,27 @@ class Findings:
     child_names: tuple[str, ...]
     headers: tuple[str, ...]
     differing_params: tuple[str, ...]
+    first_names: tuple[str, ...] = ()
+    first_headers: tuple[str, ...] = ()
+    first_count: str = ""
+    first_cut: tuple[str, ...] = ()
+    """Names on the first screen whose cell cuts them (text wider than the cell)."""
+
+
+_FIRST = """(() => {
+  const names = [], cut = [];
+  for (const a of document.querySelectorAll('a')) {
+    const t = a.innerText.trim();
+    if (!/ S[0-9] /.test(t)) continue;
+    names.push(t);
+    const cell = a.closest('[role=gridcell]') || a.parentElement;
+    if (a.scrollWidth > cell.clientWidth + 1 || a.scrollWidth > a.clientWidth + 1) cut.push(t);
+  }
+  const headers = [...new Set(Array.from(document.querySelectorAll('[role=columnheader]'))
+    .map(h => h.innerText.trim()).filter(x => x))];
+  const count = (document.body.innerText.match(/[0-9,]+ matching runs?/) || [''])[0];
+  return {names, cut, headers, count};
+})()"""
 
 
 def _free_port() -> int:
@@ -163,6 +187,11 @@ async def _drive(server: str, experiment_id: str, audit: str, ids: list[str], ou
         text = await page.js("document.body.innerText")
         view = "GenAI overview" if "Overview" in text and "Traces" in text else "runs table"
         await page.shot(out / "experiment.png")
+        await page.open(runs_url(server, experiment_id),
+                        "document.querySelectorAll('[role=row]').length > 3")
+        await asyncio.sleep(2)
+        first = await page.js(_FIRST)
+        await page.shot(out / "first.png")
         query = urllib.parse.urlencode({
             "searchFilter": f"tags.audit = '{audit}' and tags.table = 'fairness'",
             "orderByKey": "tags.`mlflow.runName`", "orderByAsc": "true"})
@@ -198,7 +227,9 @@ async def _drive(server: str, experiment_id: str, audit: str, ids: list[str], ou
     params = dict.fromkeys(f"{a}: {b} vs {c}" for a, b, c in (r for r in rows if len(r) == 3)
                            if b != c and a in ("strategy", "strategy_code", "model", "attribute",
                                                "audit"))
-    return Findings(view, tuple(names), tuple(headers), tuple(params))
+    return Findings(view, tuple(names), tuple(headers), tuple(params),
+                    first_names=tuple(first["names"]), first_headers=tuple(first["headers"]),
+                    first_count=str(first["count"]), first_cut=tuple(first["cut"]))
 
 
 def check(results: Path, out: Path, *, audit: str | None = None) -> Findings:
@@ -248,10 +279,14 @@ def main(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     found = check(args.results, args.out, audit=args.audit)
     print(f"experiment address opens on: {found.experiment_view}")
+    print(f"the README's address (first screen): {found.first_count}; names "
+          f"({len(found.first_names)}): {', '.join(found.first_names)}; cut by their cell: "
+          f"{', '.join(found.first_cut) or 'none'}")
+    print(f"first screen headers: {' | '.join(found.first_headers)}")
     print(f"runs table child names ({len(found.child_names)}): {', '.join(found.child_names)}")
     print(f"runs table headers: {' | '.join(found.headers)}")
     print(f"compare S0 vs S3 differing identity params: {'; '.join(found.differing_params)}")
-    shots = ("experiment.png", "runs.png", "runs-right.png", "compare.png")
+    shots = ("experiment.png", "first.png", "runs.png", "runs-right.png", "compare.png")
     print(f"screenshots: {', '.join(str(args.out / n) for n in shots)}")
     good = (found.child_names and all(" S" in n for n in found.child_names[:1])
             and any(p.startswith("strategy:") for p in found.differing_params))
