@@ -232,15 +232,17 @@ async def _drive(server: str, experiment_id: str, audit: str, ids: list[str], ou
                     first_count=str(first["count"]), first_cut=tuple(first["cut"]))
 
 
-def check(results: Path, out: Path, *, audit: str | None = None) -> Findings:
-    """Sync ``results``, open the three views, write the PNGs into ``out``; the findings."""
+def check(results: Path, out: Path, *, audit: str | None = None,
+          store: str | None = None) -> Findings:
+    """Sync ``results`` (into ``store``, else a fresh SQLite store; a state already there is
+    found, not logged again), open the views, write the PNGs into ``out``; the findings."""
     out.mkdir(parents=True, exist_ok=True)
     for key in ("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "MLFLOW_DISABLE_TELEMETRY"):
         os.environ.setdefault(key, "true")
     work = Path(tempfile.mkdtemp(prefix="bench-mlflow-ui-"))
     processes: list[subprocess.Popen[Any]] = []
     try:
-        uri = f"sqlite:///{work / 'mlflow.db'}"
+        uri = store or f"sqlite:///{work / 'mlflow.db'}"
         done = sync_results(results, tracking_uri=uri, artifact_location=(work / "a").as_uri())
         audit = audit or sorted(p.name for p in results.iterdir() if (p / "run.json").is_file())[0]
         port, debug = _free_port(), _free_port()
@@ -276,8 +278,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--results", required=True, type=Path)
     parser.add_argument("--out", default=Path("/tmp/mlflow-ui"), type=Path)
     parser.add_argument("--audit", help="the audit shown (default: the first with results)")
+    parser.add_argument("--store", help="an existing tracking store to open (sqlite:///...)")
     args = parser.parse_args(argv)
-    found = check(args.results, args.out, audit=args.audit)
+    found = check(args.results, args.out, audit=args.audit, store=args.store)
     print(f"experiment address opens on: {found.experiment_view}")
     print(f"the README's address (first screen): {found.first_count}; names "
           f"({len(found.first_names)}): {', '.join(found.first_names)}; cut by their cell: "

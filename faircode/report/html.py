@@ -19,8 +19,9 @@ Design decisions
   report code that rendered the page, and per audit the dataset and manifest digests, seeds and
   parameters.  No ``dvc.lock`` digest: a stage cannot know the lock that will record it; the
   citable identity is the freeze record, which the page names.
-* A small inline script writes every image's natural size, every loaded resource and the
-  layout of the first screen (where the headline, legend and heatmap end, the page's height,
+* A small inline script writes every image's natural size, every loaded resource, the page's
+  width with every fold open (wide tables scroll inside their own box, so it stays the window's)
+  and the layout of the first screen (where the headline, legend and heatmap end, the page's height,
   whether they come before the first table) into ``<pre id="render-check">`` once the page has
   loaded; a headless browser's DOM dump then shows what a reader's browser actually rendered.
   It changes nothing a reader sees.
@@ -109,11 +110,25 @@ window.addEventListener("load", function () {
     return !!el && (!table ||
       !!(el.compareDocumentPosition(table) & Node.DOCUMENT_POSITION_FOLLOWING));
   }
+  // every fold opened: the page must still be as wide as the window (wide tables scroll in
+  // their own box); then the folds are closed again, as the reader found them
+  var shut = Array.prototype.filter.call(document.querySelectorAll("details"),
+    function (d) { return !d.open; });
+  shut.forEach(function (d) { d.open = true; });
+  var openWidth = document.documentElement.scrollWidth;
+  var right = document.body.getBoundingClientRect().right;
+  var unboxed = Array.prototype.filter.call(document.querySelectorAll("table"), function (t) {
+    var box = t.parentElement;
+    return t.getBoundingClientRect().right > right + 1 &&
+      !(box.classList.contains("scroll") || box.classList.contains("box"));
+  }).length;
+  shut.forEach(function (d) { d.open = false; });
   var out = document.getElementById("render-check");
   out.textContent = JSON.stringify({images: images, resources: resources,
     tables: document.querySelectorAll("table.results").length,
     layout: {viewport: window.innerWidth, height: document.documentElement.scrollHeight,
-             width: document.documentElement.scrollWidth,
+             width: document.documentElement.scrollWidth, open_width: openWidth,
+             unboxed_wide_tables: unboxed,
              lead: box(document.getElementById("lead")),
              headline: box(document.getElementById("headline")),
              legend: box(document.getElementById("legend")),
