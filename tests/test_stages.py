@@ -32,8 +32,10 @@ def test_unavailable_audit_flows_to_a_results_note(
     assert sorted(p.name for p in (Path("results") / AUDIT).iterdir()) == ["unavailable.json"]
     final = json.loads((Path("results") / AUDIT / "unavailable.json").read_text())
     assert final["message"] == note["message"]
-    assert json.loads((Path("results/metrics") / f"{AUDIT}.json").read_text()) == {
+    assert json.loads((Path("results/metrics") / "full" / f"{AUDIT}.json").read_text()) == {
         AUDIT: {"available": False}}
+    headline = json.loads((Path("results/metrics") / f"{AUDIT}.json").read_text())
+    assert headline["attr"] is None and set(headline["dp"].values()) == {None}
 
 
 def test_check_params_exits_2_with_the_key_path(
