@@ -79,7 +79,6 @@ tbody th{text-align:left;font-weight:normal;white-space:nowrap}
 tr.section th{text-align:left;font-style:italic;background:#f4f4f4}
 td.num{text-align:center;font-variant-numeric:tabular-nums}
 td.na{text-align:center;color:#555;font-style:italic}
-table.plain{display:block;overflow-x:auto;max-width:100%}
 .ci{color:#555;font-size:.8em}.sig{font-weight:700}
 .legend,.footnotes{font-size:.8rem;color:#333}.footnotes{list-style:none;padding-left:0}
 figure{display:inline-block;margin:.6rem 1.2rem .6rem 0;max-width:31rem;vertical-align:top}
@@ -378,7 +377,7 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
     body = [
         "<h1>faircode benchmark report</h1>",
         f'<p class="scope">Metric <b>{_esc(ctx.metric)}</b>; '
-        + (f"model {plural(len(ctx.models), 'family', 'families')} {_esc(models)}; "
+        + (f"{plural(len(ctx.models), 'model family', 'model families')}: {_esc(models)}; "
            if ctx.models else "no S0-S4 grid; ")
         + f"{plural(len(ctx.inputs.runs), 'audit')} with results, "
         f"{len(ctx.inputs.unavailable)} unavailable. {_esc(ctx.variance_note)}</p>",
