@@ -62,8 +62,8 @@ def mirrors(flags: Sequence[str] | None = None) -> tuple[Path, ...]:
 def searched(manifest: Manifest, folders: tuple[Path, ...]) -> str:
     """What a failed fetch looked for: the mirror copies it did not find."""
     where = ", ".join(str(m) for m in folders) or "no mirror"
-    return (f"no {manifest.name}/{manifest.dataset.path.name} in {where} (--mirror DIR or "
-            f"{MIRROR_ENV} names other mirrors)")
+    return (f"no {manifest.name}/{manifest.dataset.path.name} in {where}; --mirror DIR or "
+            f"{MIRROR_ENV} names other mirrors")
 
 
 def obtain(manifest: Manifest, folders: tuple[Path, ...]) -> None:
