@@ -506,7 +506,7 @@ def test_stability_section_appears_only_with_stability_csv(results: Path) -> Non
     write_report(results)
     page = (results / "report.html").read_text()
     section = page.split("Training variance across seeds", 1)[1].split("<h2>", 1)[0]
-    assert "<td>S3</td><td>random_forest</td><td>10</td><td>model</td>" in section
+    assert '<td class="key">audit_a S3 RF sex</td><td>10</td><td>model</td>' in section
     assert "0.0365" in section and "0.9876" not in section  # the report metric only
 
 
