@@ -187,11 +187,6 @@ async def _drive(server: str, experiment_id: str, audit: str, ids: list[str], ou
         text = await page.js("document.body.innerText")
         view = "GenAI overview" if "Overview" in text and "Traces" in text else "runs table"
         await page.shot(out / "experiment.png")
-        await page.open(runs_url(server, experiment_id),
-                        "document.querySelectorAll('[role=row]').length > 3")
-        await asyncio.sleep(2)
-        first = await page.js(_FIRST)
-        await page.shot(out / "first.png")
         query = urllib.parse.urlencode({
             "searchFilter": f"tags.audit = '{audit}' and tags.table = 'fairness'",
             "orderByKey": "tags.`mlflow.runName`", "orderByAsc": "true"})
@@ -224,6 +219,13 @@ async def _drive(server: str, experiment_id: str, audit: str, ids: list[str], ou
         rows = await page.js("Array.from(document.querySelectorAll('tr')).map(r => "
                              "Array.from(r.children).map(c => c.innerText.trim()))")
         await page.shot(out / "compare.png")
+        # last: the shared view's columns stay in the page's state, and the column picker
+        # above toggles (would untick) columns already shown
+        await page.open(runs_url(server, experiment_id),
+                        "document.querySelectorAll('[role=row]').length > 3")
+        await asyncio.sleep(2)
+        first = await page.js(_FIRST)
+        await page.shot(out / "first.png")
     params = dict.fromkeys(f"{a}: {b} vs {c}" for a, b, c in (r for r in rows if len(r) == 3)
                            if b != c and a in ("strategy", "strategy_code", "model", "attribute",
                                                "audit"))
