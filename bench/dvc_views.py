@@ -1,117 +1,178 @@
-"""Render the DVC views of a results folder: ``dvc exp show`` columns and ``dvc plots show``.
+"""Render the DVC views of a results folder as a reader gets them: metrics, exp show, plots.
 
-Builds a scratch git + DVC repository with this checkout's ``dvc.yaml``, ``params.yaml`` and
-``.dvc/plots`` templates, writes the evaluate stages' views (:mod:`faircode.evaluate.summary`,
-:func:`faircode.evaluate.curves.curve_plot`) from the tables of ``RESULTS/<audit>/`` (a
-``faircode run`` folder or ``results/``), and reports what DVC shows: how many ``dvc exp show``
-columns of each kind, whether two share a name, and the plots' HTML. With ``--screenshot`` it also
-photographs the page in headless Chromium; DVC's page loads Vega from a CDN, so ``--vega DIR``
-(vega.min.js, vega-lite.min.js, vega-embed.min.js: the npm packages ``vega@5.20.2``,
-``vega-lite@5.2.0``, ``vega-embed@6.18.2`` DVC names) points it at local copies instead.
+Builds a scratch git + DVC repository with this checkout's ``dvc.yaml``, ``params.yaml``,
+``.dvc/config`` and ``.dvc/plots`` (the templates and the offline page), writes the evaluate
+stages' views of every audit of ``params.yaml`` from the tables of ``RESULTS/<audit>/`` (a
+``faircode run`` folder or a copy of ``results/``; an audit without a folder, or with
+``unavailable.json``, gets the views of an audit without data), commits, and prints:
 
-Usage: ``PYTHONPATH=$PWD .venv/bin/python bench/dvc_views.py RESULTS AUDIT [--out DIR]
-[--vega DIR --screenshot PNG]``
+1. ``dvc metrics show`` as a terminal shows it, and its widest line;
+2. every ``dvc exp show`` recipe of README.md and docs/pipeline.md run in the table view at
+   ``--columns`` (120) columns: its widest line and whether a kept column was dropped (``…``);
+3. ``dvc plots show`` into ``--out`` (``index.html``): with ``--screenshot PNG`` headless Chromium
+   photographs it with every host unresolvable (offline: a chart that needs the network stays
+   blank) and reads from the page how many charts were drawn and which were skipped (no data).
+
+Usage: ``PYTHONPATH=$PWD .venv/bin/python bench/dvc_views.py RESULTS [--out DIR] [--columns 120]
+[--screenshot PNG]``
 """
 
 from __future__ import annotations
 
 import argparse
-import csv
-import io
 import json
+import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
 import tempfile
-from collections import Counter
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from faircode.evaluate.curves import curve_plot
-from faircode.evaluate.summary import strategy_plot, summary
+from faircode.evaluate.summary import (
+    headline,
+    strategy_plot,
+    summary,
+    unavailable_headline,
+    unavailable_summary,
+)
 from faircode.evaluate.tables import AuditResults
 
 REPO = Path(__file__).resolve().parent.parent
-CDN = {"https://cdn.jsdelivr.net/npm/vega@5.20.2": "vega.min.js",
-       "https://cdn.jsdelivr.net/npm/vega-lite@5.2.0": "vega-lite.min.js",
-       "https://cdn.jsdelivr.net/npm/vega-embed@6.18.2": "vega-embed.min.js"}
+DOCS = (REPO / "README.md", REPO / "docs" / "pipeline.md")
+CHROMIUM = ("/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+            "--no-first-run", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--host-resolver-rules=MAP * ~NOTFOUND", "--hide-scrollbars")
 
 
 def _tables(folder: Path) -> AuditResults:
-    """The fairness and performance tables of one results folder (all the views read)."""
+    """The tables of one results folder that the views read."""
+    stability = folder / "stability.csv"
     return AuditResults(fairness=pd.read_csv(folder / "fairness.csv"),
                         performance=pd.read_csv(folder / "performance.csv"),
                         intersectional=pd.DataFrame(), counterfactual=pd.DataFrame(), cells=(),
-                        rule=None)
+                        rule=None,
+                        stability=pd.read_csv(stability) if stability.is_file() else None)
 
 
-def _scratch(root: Path, results: Path, audit: str) -> None:
-    """A committed scratch repository at ``root`` holding ``audit``'s views."""
+def write_views(root: Path, results: Path, audit: str) -> None:
+    """The four files the evaluate stage of ``audit`` writes, under ``root/results``."""
+    metrics, curves = root / "results" / "metrics", root / "results" / "curves"
+    for folder in (metrics / "full", curves):
+        folder.mkdir(parents=True, exist_ok=True)
+    folder = results / audit
+    if not (folder / "fairness.csv").is_file():
+        (metrics / f"{audit}.json").write_text(json.dumps(unavailable_headline()))
+        (metrics / "full" / f"{audit}.json").write_text(json.dumps(unavailable_summary(audit)))
+        (metrics / f"{audit}-strategies.json").write_text("[]\n")
+        curve_plot(None).to_csv(curves / f"{audit}.csv", index=False)
+        return
+    tables = _tables(folder)
+    (metrics / f"{audit}.json").write_text(json.dumps(headline(tables), indent=1))
+    (metrics / "full" / f"{audit}.json").write_text(json.dumps(summary(tables, audit=audit)))
+    (metrics / f"{audit}-strategies.json").write_text(
+        json.dumps(strategy_plot(tables, audit=audit), indent=1))
+    frame = None
+    if (folder / "curves.csv").is_file():
+        frame = pd.read_csv(folder / "curves.csv", keep_default_na=False, na_values=[""])
+        frame["protected_attribute"] = frame["protected_attribute"].fillna("")
+    curve_plot(frame).to_csv(curves / f"{audit}.csv", index=False)
+
+
+def scratch(root: Path, results: Path) -> list[str]:
+    """A committed scratch repository at ``root`` with every audit's views; the audits."""
     for name in ("dvc.yaml", "params.yaml", ".dvcignore", ".dvc/config"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / name, root / name)
     shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")
-    (root / "results" / "metrics").mkdir(parents=True)
-    (root / "results" / "curves").mkdir(parents=True)
-    tables = _tables(results / audit)
-    (root / "results" / "metrics" / f"{audit}.json").write_text(
-        json.dumps(summary(tables, audit=audit), indent=2))
-    (root / "results" / "metrics" / f"{audit}-strategies.json").write_text(
-        json.dumps(strategy_plot(tables, audit=audit), indent=1))
-    curves = results / audit / "curves.csv"
-    frame = pd.read_csv(curves, keep_default_na=False, na_values=[""]) if curves.is_file() else None
-    if frame is not None:
-        frame["protected_attribute"] = frame["protected_attribute"].fillna("")
-    curve_plot(frame).to_csv(root / "results" / "curves" / f"{audit}.csv", index=False)
-    for args in (["git", "init", "-q"], ["git", "add", "-A"],
-                 ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.org", "commit",
-                  "-qm", "views"]):
-        subprocess.run(args, cwd=root, check=True, capture_output=True)
+    audits = list(yaml.safe_load((REPO / "params.yaml").read_text())["audits"])
+    for audit in audits:
+        write_views(root, results, audit)
+    figures = results / "figures"
+    if figures.is_dir():
+        shutil.copytree(figures, root / "results" / "figures")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@example.org",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@example.org"}
+    for args in (["git", "init", "-q"], ["git", "add", "-A"], ["git", "commit", "-qm", "views"]):
+        subprocess.run(args, cwd=root, check=True, capture_output=True, env=env)
+    return audits
 
 
-def _dvc(root: Path, *args: str) -> str:
+def dvc(root: Path, *args: str, columns: int | None = None) -> str:
+    """``dvc ARGS`` in ``root`` (a terminal of ``columns`` for the table views)."""
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    if columns is not None:
+        env["COLUMNS"] = str(columns)
     done = subprocess.run([sys.executable, "-m", "dvc", *args], cwd=root, capture_output=True,
-                          text=True, check=True, timeout=300)
+                          text=True, check=True, timeout=300, env=env)
     return done.stdout
 
 
+def recipes() -> list[list[str]]:
+    """The ``dvc exp show`` recipes of the docs that print a table (no ``--csv``/``--json``)."""
+    out = []
+    for doc in DOCS:
+        for line in doc.read_text().splitlines():
+            line = line.removeprefix(".venv/bin/")
+            if line.startswith("dvc exp show ") and "--csv" not in line and "--json" not in line:
+                out.append(shlex.split(line, comments=True))
+    return out
+
+
+def plots(root: Path, out: Path, screenshot: Path | None) -> None:
+    """``dvc plots show`` into ``out``; with ``screenshot``, what an offline browser draws."""
+    dvc(root, "plots", "show", "-o", str(out.resolve()))
+    page = out / "index.html"
+    text = page.read_text()
+    scripts = sorted(set(re.findall(r'<script[^>]+src="([^"]+)"', text)))
+    print(f"\n3. dvc plots show: {page} ({page.stat().st_size / 1e6:.1f} MB; "
+          f"{text.count('vegaEmbed(')} charts, {text.count('<img')} images; "
+          f"scripts loaded from elsewhere: {scripts or 'none'})")
+    if screenshot is None:
+        return
+    with tempfile.TemporaryDirectory() as profile:
+        dom = subprocess.run([*CHROMIUM, f"--user-data-dir={profile}", "--window-size=1280,1600",
+                              "--virtual-time-budget=15000", "--dump-dom", page.as_uri()],
+                             capture_output=True, text=True, timeout=300).stdout
+    with tempfile.TemporaryDirectory() as profile:
+        subprocess.run([*CHROMIUM, f"--user-data-dir={profile}", "--window-size=1280,1600",
+                        "--virtual-time-budget=15000", f"--screenshot={screenshot.resolve()}",
+                        page.as_uri()], capture_output=True, timeout=300, check=False)
+    drawn = dom.count('class="marks"')  # one per chart Vega drew
+    note = re.search(r'<p id="no-data"[^>]*>(.*?)</p>', dom, re.S)
+    print(f"   offline in Chromium: {drawn} charts drawn; skipped: "
+          f"{note.group(1) if note and note.group(1) else 'none'}; screenshot {screenshot}")
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Write the views of one audit, print the columns DVC shows, render the plots."""
+    """Build the views of ``RESULTS`` and print what each DVC command shows."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path)
-    parser.add_argument("audit")
     parser.add_argument("--out", type=Path, default=Path("dvc_plots"))
-    parser.add_argument("--vega", type=Path, help="folder of local Vega scripts")
-    parser.add_argument("--screenshot", type=Path, help="PNG of the page (needs --vega)")
+    parser.add_argument("--columns", type=int, default=120)
+    parser.add_argument("--screenshot", type=Path, help="PNG of the plots page, offline")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        _scratch(root, args.results.resolve(), args.audit)
-        header = next(csv.reader(io.StringIO(_dvc(root, "exp", "show", "--csv"))))
-        metrics = [c for c in header if c.startswith(f"{args.audit}.")]
-        print(f"dvc exp show: {len(header)} columns, {len(metrics)} of them {args.audit}'s "
-              f"metrics (e.g. {metrics[1]}); names shared by two columns: "
-              f"{[n for n, k in Counter(header).items() if k > 1]}")
-        targets = [f"results/metrics/{args.audit}-strategies.json",
-                   f"{args.audit} threshold curve"]
-        _dvc(root, "plots", "show", *targets, "-o", str(args.out.resolve()))
-    page = args.out / "index.html"
-    print(f"dvc plots show: {page} ({len(targets)} plots)")
-    if args.vega is not None:
-        html = page.read_text()
-        for url, name in CDN.items():
-            html = html.replace(f'src="{url}"',
-                                f'charset="utf-8" src="{(args.vega / name).resolve().as_uri()}"')
-        page = args.out / "index.local.html"
-        page.write_text(html)
-        if args.screenshot is not None:
-            subprocess.run(["chromium", "--headless", "--no-sandbox", "--disable-gpu",
-                            "--disable-background-networking", "--virtual-time-budget=5000",
-                            f"--screenshot={args.screenshot.resolve()}",
-                            "--window-size=1280,1600", page.resolve().as_uri()],
-                           check=True, capture_output=True, timeout=120)
-            print(f"screenshot: {args.screenshot}")
+        audits = scratch(root, args.results.resolve())
+        shown = dvc(root, "metrics", "show")
+        widest = max(map(len, shown.splitlines()))
+        print(f"1. dvc metrics show ({len(audits)} audits): {len(shown.splitlines())} lines, "
+              f"the widest {widest} characters\n{shown}")
+        print(f"2. dvc exp show recipes at {args.columns} columns:")
+        for command in recipes():
+            table = dvc(root, *command[1:], columns=args.columns)
+            lines = table.splitlines()
+            dropped = any("…" in line for line in lines)
+            print(f"   {shlex.join(command)}\n     widest line {max(map(len, lines))}, "
+                  f"{'a column DROPPED (…)' if dropped else 'every kept column shown'}")
+            print("\n".join(f"     {line}" for line in lines))
+        plots(root, args.out, args.screenshot)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,9 @@ browser over the DevTools protocol (``aiohttp``'s websocket client, already a de
 writes three screenshots into ``--out``:
 
 * ``experiment.png`` -- the experiment's own address, as the experiments list links it;
+* ``first.png`` -- the address ``faircode track`` prints and the README gives
+  (:func:`faircode.record.tracking.runs_url`: the shared first-screen view of
+  :mod:`faircode.record.first_screen`), as it opens, nothing clicked;
 * ``runs.png`` -- the runs table of one audit's fairness children sorted by name, with a few
   metric and param columns shown (the column selector, clicked like a user), and
   ``runs-right.png`` -- the same table scrolled to its right end;
@@ -65,6 +68,27 @@ class Findings:
     child_names: tuple[str, ...]
     headers: tuple[str, ...]
     differing_params: tuple[str, ...]
+    first_names: tuple[str, ...] = ()
+    first_headers: tuple[str, ...] = ()
+    first_count: str = ""
+    first_cut: tuple[str, ...] = ()
+    """Names on the first screen whose cell cuts them (text wider than the cell)."""
+
+
+_FIRST = """(() => {
+  const names = [], cut = [];
+  for (const a of document.querySelectorAll('a')) {
+    const t = a.innerText.trim();
+    if (!/ S[0-9] /.test(t)) continue;
+    names.push(t);
+    const cell = a.closest('[role=gridcell]') || a.parentElement;
+    if (a.scrollWidth > cell.clientWidth + 1 || a.scrollWidth > a.clientWidth + 1) cut.push(t);
+  }
+  const headers = [...new Set(Array.from(document.querySelectorAll('[role=columnheader]'))
+    .map(h => h.innerText.trim()).filter(x => x))];
+  const count = (document.body.innerText.match(/[0-9,]+ matching runs?/) || [''])[0];
+  return {names, cut, headers, count};
+})()"""
 
 
 def _free_port() -> int:
@@ -195,21 +219,32 @@ async def _drive(server: str, experiment_id: str, audit: str, ids: list[str], ou
         rows = await page.js("Array.from(document.querySelectorAll('tr')).map(r => "
                              "Array.from(r.children).map(c => c.innerText.trim()))")
         await page.shot(out / "compare.png")
+        # last: the shared view's columns stay in the page's state, and the column picker
+        # above toggles (would untick) columns already shown
+        await page.open(runs_url(server, experiment_id),
+                        "document.querySelectorAll('[role=row]').length > 3")
+        await asyncio.sleep(2)
+        first = await page.js(_FIRST)
+        await page.shot(out / "first.png")
     params = dict.fromkeys(f"{a}: {b} vs {c}" for a, b, c in (r for r in rows if len(r) == 3)
                            if b != c and a in ("strategy", "strategy_code", "model", "attribute",
                                                "audit"))
-    return Findings(view, tuple(names), tuple(headers), tuple(params))
+    return Findings(view, tuple(names), tuple(headers), tuple(params),
+                    first_names=tuple(first["names"]), first_headers=tuple(first["headers"]),
+                    first_count=str(first["count"]), first_cut=tuple(first["cut"]))
 
 
-def check(results: Path, out: Path, *, audit: str | None = None) -> Findings:
-    """Sync ``results``, open the three views, write the PNGs into ``out``; the findings."""
+def check(results: Path, out: Path, *, audit: str | None = None,
+          store: str | None = None) -> Findings:
+    """Sync ``results`` (into ``store``, else a fresh SQLite store; a state already there is
+    found, not logged again), open the views, write the PNGs into ``out``; the findings."""
     out.mkdir(parents=True, exist_ok=True)
     for key in ("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "MLFLOW_DISABLE_TELEMETRY"):
         os.environ.setdefault(key, "true")
     work = Path(tempfile.mkdtemp(prefix="bench-mlflow-ui-"))
     processes: list[subprocess.Popen[Any]] = []
     try:
-        uri = f"sqlite:///{work / 'mlflow.db'}"
+        uri = store or f"sqlite:///{work / 'mlflow.db'}"
         done = sync_results(results, tracking_uri=uri, artifact_location=(work / "a").as_uri())
         audit = audit or sorted(p.name for p in results.iterdir() if (p / "run.json").is_file())[0]
         port, debug = _free_port(), _free_port()
@@ -245,13 +280,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--results", required=True, type=Path)
     parser.add_argument("--out", default=Path("/tmp/mlflow-ui"), type=Path)
     parser.add_argument("--audit", help="the audit shown (default: the first with results)")
+    parser.add_argument("--store", help="an existing tracking store to open (sqlite:///...)")
     args = parser.parse_args(argv)
-    found = check(args.results, args.out, audit=args.audit)
+    found = check(args.results, args.out, audit=args.audit, store=args.store)
     print(f"experiment address opens on: {found.experiment_view}")
+    print(f"the README's address (first screen): {found.first_count}; names "
+          f"({len(found.first_names)}): {', '.join(found.first_names)}; cut by their cell: "
+          f"{', '.join(found.first_cut) or 'none'}")
+    print(f"first screen headers: {' | '.join(found.first_headers)}")
     print(f"runs table child names ({len(found.child_names)}): {', '.join(found.child_names)}")
     print(f"runs table headers: {' | '.join(found.headers)}")
     print(f"compare S0 vs S3 differing identity params: {'; '.join(found.differing_params)}")
-    shots = ("experiment.png", "runs.png", "runs-right.png", "compare.png")
+    shots = ("experiment.png", "first.png", "runs.png", "runs-right.png", "compare.png")
     print(f"screenshots: {', '.join(str(args.out / n) for n in shots)}")
     good = (found.child_names and all(" S" in n for n in found.child_names[:1])
             and any(p.startswith("strategy:") for p in found.differing_params))

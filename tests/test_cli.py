@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -301,3 +302,101 @@ def test_every_help_ends_with_a_faircode_example() -> None:
     for parser in every:
         tail = parser.format_help().rstrip().split("example:\n")[-1]
         assert tail.startswith("  faircode "), parser.prog
+
+
+def test_a_named_audit_without_data_exits_1_with_one_line(
+    fresh_repo: Path, mirror: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`data fetch`, `validate` and `run` of a named audit that cannot be had exit 1 with one
+    line on stderr: its instructions and the mirror folders searched."""
+    audits = ["--audits", str(fresh_repo / "audits")]
+    for argv in (["data", "fetch", "ai_fair_recruitment", "--mirror", str(mirror), *audits],
+                 ["validate", "ai_fair_recruitment", *audits],
+                 ["run", "ai_fair_recruitment", "--out", str(fresh_repo / "out"), *audits]):
+        code = main(argv)
+        err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+        assert code == 1, argv
+        assert len(err) == 1 and err[0].startswith("ai_fair_recruitment: dataset unavailable: ")
+        assert "Kaggle" in err[0] and "FAIRCODE_DATA_MIRROR" in err[0], err[0]
+
+
+def test_without_mirror_settings_the_shared_folder_beside_the_project_is_used(
+    tmp_path: Path, mirror: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With neither --mirror nor FAIRCODE_DATA_MIRROR, `data fetch` and `run`'s fetch look in
+    ../shared/datasets beside the project, as freeze and verify do."""
+    import shutil
+
+    from conftest import copy_manifests
+
+    project = tmp_path / "clone"
+    project.mkdir()
+    copy_manifests(project)
+    shared = tmp_path / "shared" / "datasets" / "german_credit_lending"
+    shared.mkdir(parents=True)
+    shutil.copy(mirror / "german_credit_lending" / "credit_customers.csv", shared)
+    monkeypatch.delenv("FAIRCODE_DATA_MIRROR", raising=False)
+    monkeypatch.chdir(project)
+    assert main(["data", "fetch", "german_credit_lending"]) == 0
+    assert f"german_credit_lending: mirror {project}" in capsys.readouterr().out
+    (project / "data" / "raw" / "german_credit_lending" / "credit_customers.csv").unlink()
+    assert main(["validate", "german_credit_lending"]) == 0  # fetched again, then validated
+    assert "german_credit_lending: mirror" in capsys.readouterr().err
+
+
+def test_a_fetched_file_has_the_users_umask(fresh_repo: Path, mirror: Path) -> None:
+    """A fetched raw file is created as open() would create it (0644 under umask 022)."""
+    old = os.umask(0o022)
+    try:
+        assert main(["data", "fetch", "german_credit_lending", "--mirror", str(mirror),
+                     "--audits", str(fresh_repo / "audits")]) == 0
+    finally:
+        os.umask(old)
+    path = fresh_repo / "data" / "raw" / "german_credit_lending" / "credit_customers.csv"
+    assert path.stat().st_mode & 0o777 == 0o644
+
+
+def _help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit):
+        main([*argv, "--help"])
+    return capsys.readouterr().out
+
+
+def test_each_subcommand_help_has_one_example(capsys: pytest.CaptureFixture[str]) -> None:
+    """Every subcommand's help ends with exactly one example, printed once, of itself."""
+    from faircode.pipeline.cli import build_parser
+
+    commands = [["data", "fetch"], *([c] for c in build_parser()._subparsers._group_actions[0]
+                                         .choices if c != "data")]  # type: ignore[union-attr]
+    for argv in commands:
+        text = _help(argv, capsys)
+        examples = [line for line in text.splitlines() if line.startswith("  faircode ")]
+        assert text.count("example:") == 1 and len(examples) == 1, argv
+        assert examples[0].startswith(f"  faircode {' '.join(argv)} "), examples
+
+
+def test_verify_example_names_a_frozen_state(capsys: pytest.CaptureFixture[str]) -> None:
+    """`faircode verify --help`'s example is a freeze record of this repository."""
+    text = _help(["verify"], capsys)
+    name = next(line.split()[2] for line in text.splitlines()
+                if line.startswith("  faircode verify "))
+    assert (Path(__file__).resolve().parents[1] / "freezes" / f"{name}.json").is_file()
+
+
+def test_audit_help_has_one_audit_positional_that_may_be_a_manifest_path(
+    capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`faircode audit --help` shows one AUDIT (not also `[audit ...]`) and says it may be a
+    manifest path."""
+    text = _help(["audit"], capsys)
+    usage = " ".join(text.split("\n\n")[0].split())
+    assert len(re.findall(r"\bAUDIT\b", usage)) == 1 and "[audit ...]" not in usage
+    assert "manifest path" in " ".join(text.split())
+
+
+def test_data_fetch_help_says_where_mirrors_come_from(capsys: pytest.CaptureFixture[str]) -> None:
+    """`data fetch --help` names the flag, the variable and the default shared folders."""
+    text = " ".join(_help(["data", "fetch"], capsys).split())
+    assert "--mirror DIR" in text and "$FAIRCODE_DATA_MIRROR" in text
+    assert "../shared/datasets and ../shared/datasets-extra beside the project" in text

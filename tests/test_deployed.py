@@ -84,8 +84,8 @@ def test_test_rows_are_one_more_row_set_of_the_grid(prepared: PreparedAudit) -> 
 def test_predictions_file_equals_the_manifest_system(
     prepared: PreparedAudit, raw_file: Path, tmp_path: Path, audit_repo: Any
 ) -> None:
-    """The tool's decisions in a shuffled predictions file, joined on ``id``, give the
-    manifest path's tables value for value."""
+    """The tool's decisions in a shuffled predictions file, joined on ``id`` and audited on
+    every row (``--rows all``), give the manifest path's tables value for value."""
     raw = pd.read_csv(raw_file, usecols=["id", "score_text", "decile_score"])
     file = tmp_path / "tool.csv"
     raw.assign(flag=(raw["score_text"] != "Low").astype(int), risk=raw["decile_score"]).sample(
@@ -94,7 +94,7 @@ def test_predictions_file_equals_the_manifest_system(
     code = main(["audit", "compas_two_years", "--predictions", str(file), "--key", "id",
                  "--decision", "flag", "--score", "risk", "--scale", "ordinal",
                  "--name", "compas_tool", "--out", str(out), "--n-resamples", "50",
-                 "--n-permutations", "50", "--audits", str(audit_repo.audits)])
+                 "--n-permutations", "50", "--audits", str(audit_repo.audits), "--rows", "all"])
     assert code == 0
     want = score_system_all_rows(prepared, stats=STATS, degenerate=DEGENERATE)
     assert want is not None
@@ -105,6 +105,36 @@ def test_predictions_file_equals_the_manifest_system(
     run = json.loads((out / "compas_two_years" / "run.json").read_text())
     assert run["predictions"]["rows"] == len(prepared.y)
     assert run["predictions"]["outside_audit"] == 7214 - 6150
+    assert run["predictions"]["training_rows_in_file"] == len(prepared.train_index)
+
+
+def test_held_out_predictions_equal_the_system_on_the_test_rows(
+    prepared: PreparedAudit, raw_file: Path, tmp_path: Path, audit_repo: Any
+) -> None:
+    """By default (``--rows held-out``) the tool's decisions are audited on the grid's test rows
+    only: its gaps equal the deployed system's row set beside S0-S4, value for value."""
+    raw = pd.read_csv(raw_file, usecols=["id", "score_text"])
+    file = tmp_path / "tool.csv"
+    raw.assign(flag=(raw["score_text"] != "Low").astype(int)).loc[:, ["id", "flag"]].to_csv(
+        file, index=False)
+    out = tmp_path / "external"
+    code = main(["audit", "compas_two_years", "--predictions", str(file), "--key", "id",
+                 "--decision", "flag", "--name", "compas_tool", "--out", str(out),
+                 "--n-resamples", "50", "--n-permutations", "50",
+                 "--audits", str(audit_repo.audits)])
+    assert code == 0
+    test_rows = score_system_test_rows(prepared, stats=STATS, degenerate=DEGENERATE)
+    assert test_rows is not None
+    got = pd.read_csv(out / "compas_two_years" / "fairness.csv")
+    want = pd.DataFrame(test_rows.fairness.records())
+    keys = ["protected_attribute", "metric"]
+    merged = got.merge(want, on=keys, suffixes=("", "_want"))
+    assert len(merged) == len(got) == len(want)
+    np.testing.assert_allclose(merged["value"], merged["value_want"], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(merged["n_disadvantaged"], merged["n_disadvantaged_want"])
+    run = json.loads((out / "compas_two_years" / "run.json").read_text())
+    assert run["predictions"]["rows"] == len(prepared.test_index)
+    assert run["predictions"]["rows_audited"] == "held_out"
 
 
 def test_arrays_equal_the_manifest_system(audit: AuditData, prepared: PreparedAudit) -> None:

@@ -27,11 +27,21 @@ import yaml
 
 from faircode.audit.manifest import discover_manifests, load_manifest
 from faircode.core.cells import grid_cells
-from faircode.evaluate.summary import strategy_plot, summary, unavailable_summary
+from faircode.evaluate.summary import (
+    HEADLINE_KEYS,
+    headline,
+    strategy_plot,
+    summary,
+    unavailable_headline,
+    unavailable_summary,
+)
 from faircode.evaluate.tables import AuditResults
+from faircode.pipeline.dvc_page import PAGE, VEGA_LITE, page
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = (REPO / "docs" / "pipeline.md", REPO / "README.md")
+COLUMNS = 120
+"""The terminal width the table views must fit."""
 
 
 def _results(cells: list[tuple[str, str]], attributes: tuple[str, ...]) -> AuditResults:
@@ -83,6 +93,49 @@ def test_summary_writes_an_undefined_value_as_null() -> None:
     assert written["toy"]["S0"]["GB"]["dp_diff"] == {"age": None}
 
 
+def _flat(tree: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
+    return out
+
+
+def test_headline_is_the_first_attribute_mean_over_families() -> None:
+    """The headline's dp.S<k> is the mean over the families of the first attribute's parity
+    difference (hand-computed from the k/100 values), rounded to 3 decimals."""
+    cells = [(s.value, m.value) for s, m in grid_cells()]
+    results = _results(cells, ("race", "sex"))
+    got = headline(results)
+    # row k (1-based) per (cell, attribute): race of cell c is row 2c+1 -> value (2c+1)/100
+    want = {f"S{k}": round(sum((2 * (3 * k + f) + 1) / 100 for f in range(3)) / 3, 3)
+            for k in range(5)}
+    assert got == {"attr": "race", "dp": want}
+
+
+def test_headline_takes_the_replicates_mean_at_k_above_one() -> None:
+    """With stability.csv (K > 1) a headline value is the mean over the replicates, averaged
+    over the families, not replicate 0's value."""
+    cells = [("baseline", m) for m in ("logistic_regression", "random_forest")]
+    results = _results(cells, ("age",))
+    results.stability = pd.DataFrame([
+        {"strategy": "baseline", "model": m, "protected_attribute": "age",
+         "metric": "demographic_parity_diff", "mean": v}
+        for m, v in (("logistic_regression", 0.2), ("random_forest", 0.4))])
+    assert headline(results)["dp"]["S0"] == 0.3
+
+
+def test_every_headline_has_the_same_keys() -> None:
+    """A headline with data and one without have exactly HEADLINE_KEYS, so `dvc metrics show`
+    prints one line per audit, no column of another audit's."""
+    results = _results([(s.value, m.value) for s, m in grid_cells()], ("age",))
+    assert sorted(_flat(headline(results))) == sorted(HEADLINE_KEYS)
+    assert sorted(_flat(unavailable_headline())) == sorted(HEADLINE_KEYS)
+    assert set(_flat(unavailable_headline()).values()) == {None}
+
+
 def test_strategy_plot_names_audit_attribute_strategy_and_family() -> None:
     """Each plot record names ``<audit>: <attribute>``, the strategy with its title and the
     family, with the interval and the per-audit decision."""
@@ -130,8 +183,9 @@ def test_one_threshold_curve_plot_per_audit_titled_by_it() -> None:
 
 def _documented() -> list[list[str]]:
     """The ``dvc exp show`` commands of docs/pipeline.md and README.md, as argument lists."""
-    return [shlex.split(line, comments=True) for doc in DOCS
-            for line in doc.read_text().splitlines() if line.startswith("dvc exp show ")]
+    return [shlex.split(line.removeprefix(".venv/bin/"), comments=True) for doc in DOCS
+            for line in doc.read_text().splitlines()
+            if line.removeprefix(".venv/bin/").startswith("dvc exp show ")]
 
 
 def _repo(root: Path) -> dict[str, str]:
@@ -148,9 +202,15 @@ def _repo(root: Path) -> dict[str, str]:
         if manifest.system is not None:
             cells.append(("deployed", manifest.system.name))
         attributes = tuple(a.name for a in manifest.protected_attributes)
-        out = (unavailable_summary(audit) if audit == "ai_fair_recruitment"
-               else summary(_results(cells, attributes), audit=audit))
-        (metrics / f"{audit}.json").write_text(json.dumps(out))
+        results = _results(cells, attributes)
+        missing = audit == "ai_fair_recruitment"
+        (metrics / f"{audit}.json").write_text(json.dumps(
+            unavailable_headline() if missing else headline(results)))
+        (metrics / "full").mkdir(exist_ok=True)
+        (metrics / "full" / f"{audit}.json").write_text(json.dumps(
+            unavailable_summary(audit) if missing else summary(results, audit=audit)))
+        (metrics / f"{audit}-strategies.json").write_text(json.dumps(
+            [] if missing else strategy_plot(results, audit=audit)))
     env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
@@ -180,9 +240,29 @@ def test_exp_show_has_no_two_columns_of_one_name(views_repo: tuple[Path, dict[st
     metric column is named by its audit's key (no ``<file>:`` prefix)."""
     header = _show(views_repo)
     assert [name for name, n in Counter(header).items() if n > 1] == []
-    assert "compas.S3.LR.dp_diff.race" in header and "audits" in header
-    assert not [name for name in header if name.startswith("results/metrics/")]
+    assert "results/metrics/compas.json:dp.S3" in header and "audits" in header
+    assert not [name for name in header if name.startswith("results/metrics/full/")]
     assert _show(views_repo, "--drop", "audits").count("audits") == 0
+
+
+def _dvc(repo: tuple[Path, dict[str, str]], *args: str) -> str:
+    """``dvc ARGS`` in the repository, in a terminal of COLUMNS columns."""
+    root, env = repo
+    done = subprocess.run([sys.executable, "-m", "dvc", *args], cwd=root,
+                          env={**env, "COLUMNS": str(COLUMNS)}, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_metrics_show_is_one_line_per_audit_within_120_columns(
+        views_repo: tuple[Path, dict[str, str]]) -> None:
+    """`dvc metrics show` prints a header and one line per audit, none wider than 120."""
+    lines = _dvc(views_repo, "metrics", "show").splitlines()
+    audits = yaml.safe_load((REPO / "params.yaml").read_text())["audits"]
+    assert len(lines) == 1 + len(audits)
+    assert max(map(len, lines)) <= COLUMNS
+    assert lines[0].split() == ["Path", *HEADLINE_KEYS]
 
 
 @pytest.mark.parametrize("command", _documented(), ids=lambda c: " ".join(c[3:]))
@@ -199,6 +279,20 @@ def test_documented_exp_show_pattern_runs(command: list[str],
         assert kept or not drop or not re.match("|".join(drop), name), name
     if keep:
         assert len(header) > len(keep)  # the patterns matched metric columns, not only headers
+
+
+@pytest.mark.parametrize("command", [c for c in _documented() if "--csv" not in c],
+                         ids=lambda c: " ".join(c[3:]))
+def test_documented_table_recipe_fits_120_columns(command: list[str],
+                                                  views_repo: tuple[Path, dict[str, str]]) -> None:
+    """A table-view recipe prints every column it keeps (none dropped as "…") in lines no wider
+    than 120 characters."""
+    header = _show(views_repo, *command[3:])
+    table = _dvc(views_repo, *command[1:])
+    assert max(map(len, table.splitlines())) <= COLUMNS, table
+    assert "…" not in table
+    for name in header:
+        assert name in table, name
 
 
 def test_documented_recipes_exist() -> None:
@@ -227,3 +321,39 @@ def test_strategy_plot_renders_in_dvc(views_repo: tuple[Path, dict[str, str]]) -
     assert spec["spec"]["encoding"]["y"] == {**spec["spec"]["encoding"]["y"],
                                              "field": "strategy", "type": "nominal"}
     assert spec["spec"]["encoding"]["color"]["field"] == "family"
+
+
+def test_the_plots_page_is_the_locked_vega_bundle() -> None:
+    """.dvc/config names the offline page, and the committed page is what the locked
+    vl-convert-python builds: Vega inlined, no script from elsewhere."""
+    import vl_convert
+
+    config = (REPO / ".dvc" / "config").read_text()
+    assert re.search(r"html_template = plots/offline\.html", config)
+    committed = (REPO / PAGE).read_text(encoding="utf-8")
+    assert committed == page(vl_convert.javascript_bundle(vl_version=VEGA_LITE))
+    assert not re.search(r"<script[^>]+src=", committed)
+    assert "{plot_divs}" in committed and "{scripts}" not in committed
+
+
+@pytest.mark.skipif(not Path("/usr/bin/chromium").exists(), reason="no chromium")
+def test_plots_page_draws_offline_and_skips_an_audit_without_data(
+        views_repo: tuple[Path, dict[str, str]], tmp_path: Path) -> None:
+    """`dvc plots show` of an audit with results and one without, opened in headless Chromium
+    with every host unresolvable: one chart drawn, the other named as having no data."""
+    root, env = views_repo
+    out = tmp_path / "plots"
+    subprocess.run([sys.executable, "-m", "dvc", "plots", "show", "-o", str(out),
+                    "results/metrics/compas-strategies.json",
+                    "results/metrics/ai_fair_recruitment-strategies.json"], cwd=root, env=env,
+                   check=True, capture_output=True, timeout=120)
+    dom = subprocess.run(
+        ["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--disable-background-networking", "--host-resolver-rules=MAP * ~NOTFOUND",
+         f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000",
+         "--dump-dom", (out / "index.html").as_uri()],
+        capture_output=True, text=True, timeout=180).stdout
+    assert dom.count('class="marks"') == 1
+    note = re.search(r'<p id="no-data"[^>]*>(.*?)</p>', dom, re.S)
+    assert note is not None and "ai_fair_recruitment strategies" in note.group(1)
+    assert 'id="results_metrics_ai_fair_recruitment-strategies_json"' not in dom

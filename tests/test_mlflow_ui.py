@@ -52,3 +52,14 @@ def test_compare_view_differs_by_strategy(findings) -> None:
     """MLflow's compare view of S0 and S3 of one cell shows strategy as a differing param."""
     assert findings.differing_params == ("strategy: baseline vs in_processing",
                                          "strategy_code: S0 vs S3")
+
+
+def test_the_readme_address_opens_on_one_audits_cells(findings) -> None:
+    """The address `faircode track` prints opens, nothing clicked, on the 15 S0-S4 x family
+    children of the first audit's first attribute, counted right, names uncut, dp and its
+    interval as columns."""
+    assert list(findings.first_names) == [f"german_credit_lending S{k} {family} age"
+                                           for k in range(5) for family in ("GB", "LR", "RF")]
+    assert findings.first_count == "15 matching runs"
+    assert findings.first_cut == ()
+    assert {"dp", "dp.lo", "dp.hi", "dp.q_audit", "acc"} <= set(findings.first_headers)

@@ -149,9 +149,13 @@ def test_repro_writes_results_metrics_and_plots(repo: Repo) -> None:
         run = json.loads((folder / "run.json").read_text())
         assert run["config"]["n_resamples"] == 50 and run["config"]["max_iter"] == 2
         assert (repo.root / "results" / "curves" / f"{audit}.csv").is_file()
+        full = json.loads((repo.root / "results" / "metrics" / "full" /
+                           f"{audit}.json").read_text())
+        assert list(full[audit]) == ["S0", "S1", "S2", "S3", "S4"]
+        assert 0 <= full[audit]["S0"]["LR"]["accuracy"] <= 1
         metrics = json.loads((repo.root / "results" / "metrics" / f"{audit}.json").read_text())
-        assert list(metrics[audit]) == ["S0", "S1", "S2", "S3", "S4"]
-        assert 0 <= metrics[audit]["S0"]["LR"]["accuracy"] <= 1
+        assert list(metrics) == ["attr", "dp"] and list(metrics["dp"]) == [
+            "S0", "S1", "S2", "S3", "S4"]
     shown = json.loads(repo.dvc("metrics", "show", "--json").stdout)
     assert "results/metrics/german_credit_lending.json" in json.dumps(shown)
 

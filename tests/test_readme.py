@@ -166,3 +166,104 @@ def test_readme_is_a_landing_page() -> None:
     assert "](../" not in README and "../shared" not in README
     for doc in ("methodology", "statistics", "pipeline", "operations"):
         assert f"](docs/{doc}.md" in README and (REPO / "docs" / f"{doc}.md").is_file()
+
+
+QUICK_START = re.search(r"\*\*2\. One small audit run\*\*.*?```bash\n(.*?)```", README, re.S)
+"""The quick start's commands (step 2)."""
+
+
+def _quick_start() -> list[list[str]]:
+    assert QUICK_START is not None
+    return [shlex.split(line) for line in QUICK_START.group(1).splitlines() if line.strip()]
+
+
+def test_every_block_command_is_reachable_as_written() -> None:
+    """Each command of the README's bash blocks is `make ...` or `.venv/bin/<program>`: no bare
+    `dvc` or `faircode`, which the documented install does not put on PATH."""
+    lines = [line for block in re.findall(r"```bash\n(.*?)```", README, re.S)
+             for line in block.splitlines() if line.strip() and not line.startswith(" ")]
+    assert lines and [x for x in lines if not x.startswith(("make ", ".venv/bin/"))] == []
+
+
+def test_command_table_is_the_cli_help() -> None:
+    """The README's command table says what each subcommand's --help line says."""
+    from faircode.pipeline._args import HELP
+
+    table = dict(re.findall(r"^\| `faircode ([a-z ]+)` \| (.+?) \|$", README, re.M))
+    assert {name: text.replace("`", "") for name, text in table.items()} == HELP
+
+
+def _project(tmp_path: Path, mirror: Path) -> tuple[Path, dict[str, str]]:
+    """A clone-like project (manifests, params) with a fixture mirror beside it in
+    ``../shared/datasets`` holding German credit only; the environment names no mirror."""
+    from conftest import copy_manifests
+
+    root = tmp_path / "clone"
+    root.mkdir()
+    copy_manifests(root)
+    shutil.copy(REPO / "params.yaml", root / "params.yaml")
+    shared = tmp_path / "shared" / "datasets" / "german_credit_lending"
+    shared.mkdir(parents=True)
+    shutil.copy(mirror / "german_credit_lending" / "credit_customers.csv", shared)
+    env = {k: v for k, v in os.environ.items() if k != "FAIRCODE_DATA_MIRROR"}
+    env["PYTHONPATH"] = str(REPO)
+    return root, env
+
+
+def _run(command: list[str], root: Path, env: dict[str, str], tmp_path: Path) -> int:
+    """A quick-start command as written (``.venv/bin/faircode`` -> this interpreter), its
+    ``/tmp/faircode-quick`` redirected into ``tmp_path``."""
+    assert command[0] == ".venv/bin/faircode"
+    args = [a.replace("/tmp/faircode-quick", str(tmp_path / "quick")) for a in command[1:]]
+    done = subprocess.run([sys.executable, "-m", "faircode.pipeline.cli", *args], cwd=root,
+                          env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0 or not done.stderr.count("\n") > 1, done.stderr
+    return done.returncode
+
+
+def test_quick_start_fetch_finds_the_mirror_beside_the_clone(tmp_path: Path, mirror: Path) -> None:
+    """Step 2's `data fetch`, as written and with no mirror setting, takes the raw file from
+    ../shared/datasets beside the project (exit 0, the verified file in data/raw)."""
+    root, env = _project(tmp_path, mirror)
+    fetch = next(c for c in _quick_start() if c[1:3] == ["data", "fetch"])
+    assert _run(fetch, root, env, tmp_path) == 0
+    assert (root / "data" / "raw" / "german_credit_lending" / "credit_customers.csv").is_file()
+
+
+def test_quick_start_commands_name_one_audit_that_the_mirror_holds(mirror: Path) -> None:
+    """Every faircode command of step 2 names german_credit_lending, which the mirror holds."""
+    commands = [c for c in _quick_start() if c[0] == ".venv/bin/faircode"]
+    assert len(commands) == 3 and all("german_credit_lending" in c for c in commands)
+    assert (mirror / "german_credit_lending" / "credit_customers.csv").is_file()
+
+
+@pytest.mark.slow
+def test_quick_start_runs_as_written(tmp_path: Path, mirror: Path) -> None:
+    """Step 2 end to end in a clone-like project with only the fixture mirror beside it: every
+    command exits 0 and the report exists (the run fetches nothing more)."""
+    root, env = _project(tmp_path, mirror)
+    for command in (c for c in _quick_start() if c[0] == ".venv/bin/faircode"):
+        assert _run(command, root, env, tmp_path) == 0, command
+    assert (tmp_path / "quick" / "german_credit_lending" / "fairness.csv").is_file()
+    assert (tmp_path / "quick" / "report.html").is_file()
+
+
+def test_readme_counts_are_the_committed_states() -> None:
+    """The MLflow counts the README quotes are those of the committed results: the child runs
+    of one sync, and the first screen's audit, attribute and run count."""
+    from faircode.record.first_screen import first_screen
+    from faircode.record.runs import collect_children
+
+    children, _ = collect_children(REPO / "results")
+    quoted = re.search(r"1 parent, ([\d,]+) child runs", README)
+    assert quoted is not None and int(quoted.group(1).replace(",", "")) == len(children)
+    view = first_screen(children, digest="d")
+    assert view is not None
+    audit, attribute = re.findall(r"tags\.\w+ = '([^']+)'", view["searchFilter"])[1:3]
+    shown = [c for c in children if c.tags["table"] == "fairness" and c.audit == audit
+             and c.tags["attribute"] == attribute]
+    first = re.search(r"first audit of the state \(`(\w+)`,\s+its first attribute `(\w+)`\): "
+                      r"the (\d+) runs", README)
+    assert first is not None and first.groups() == (audit, attribute, str(len(shown)))
+    assert f'"{len(shown)} matching\nruns"' in README or f'"{len(shown)} matching runs"' in \
+        " ".join(README.split())

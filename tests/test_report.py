@@ -450,6 +450,33 @@ def test_report_renders_in_chromium_with_every_figure_and_no_request(
     assert page.with_suffix(".png").stat().st_size > 0
 
 
+def test_wide_tables_scroll_in_their_own_box(rendered: Path, tmp_path: Path) -> None:
+    """With every fold open the page is no wider than the window: the every-row tables (over
+    2,000 px of columns) scroll inside their box, and no table overflows outside one."""
+    page = tmp_path / "report.html"
+    shutil.copy(rendered / "report.html", page)
+    check, _ = render(page, tmp_path)
+    layout = check["layout"]
+    assert isinstance(layout, dict)
+    assert layout["open_width"] <= layout["viewport"] and layout["unboxed_wide_tables"] == 0
+
+
+def test_plain_tables_start_with_the_rows_cell_and_plurals_agree(rendered: Path,
+                                                               tmp_path: Path) -> None:
+    """Every plain table sits in a scrolled box and starts with the sticky key column (the
+    row's cell, e.g. S0 LR sex); a one-audit report says "1 audit", not "1 audits"."""
+    text = (rendered / "report.html").read_text()
+    tables = re.findall(r'<div class="scroll"><table class="plain"><thead><tr>(.*?)</tr>', text)
+    assert tables and text.count('<table class="plain">') == len(tables)
+    assert all(t.startswith("<th class=key>") for t in tables)
+    assert '<td class="key">S0 LR sex</td>' in text
+    assert "2 audits with results" in text
+    one = tmp_path / "one"
+    write_audit_folder(one, "audit_a", ("sex",))
+    write_report(one)
+    assert "1 audit with results" in (one / "report.html").read_text()
+
+
 def test_chromium_check_sees_an_external_request(tmp_path: Path) -> None:
     """The request check is not vacuous: a page with a remote image is caught."""
     page = tmp_path / "bad.html"
@@ -479,5 +506,17 @@ def test_stability_section_appears_only_with_stability_csv(results: Path) -> Non
     write_report(results)
     page = (results / "report.html").read_text()
     section = page.split("Training variance across seeds", 1)[1].split("<h2>", 1)[0]
-    assert "<td>S3</td><td>random_forest</td><td>10</td><td>model</td>" in section
+    assert '<td class="key">audit_a S3 RF sex</td><td>10</td><td>model</td>' in section
     assert "0.0365" in section and "0.9876" not in section  # the report metric only
+
+
+def test_heatmap_scale_separates_large_gaps_and_never_saturates() -> None:
+    """The heatmap's signed square-root scale ends at the largest |gap|: S0-sized gaps of 0.5
+    and 0.85 get colours over a tenth of the scale apart (a linear ±0.2 scale gave both its end),
+    a gap of 0.01 is still off-white, and the sign picks the side."""
+    from faircode.report.figures import heat_norm
+
+    norm = heat_norm(0.86)
+    assert float(norm(0.86)) == 1.0 and float(norm(-0.86)) == 0.0 and float(norm(0.0)) == 0.5
+    assert float(norm(0.85)) - float(norm(0.5)) > 0.1
+    assert 0.55 < float(norm(0.01)) < 0.6 and float(norm(-0.01)) < 0.5

@@ -32,8 +32,10 @@ def test_unavailable_audit_flows_to_a_results_note(
     assert sorted(p.name for p in (Path("results") / AUDIT).iterdir()) == ["unavailable.json"]
     final = json.loads((Path("results") / AUDIT / "unavailable.json").read_text())
     assert final["message"] == note["message"]
-    assert json.loads((Path("results/metrics") / f"{AUDIT}.json").read_text()) == {
+    assert json.loads((Path("results/metrics") / "full" / f"{AUDIT}.json").read_text()) == {
         AUDIT: {"available": False}}
+    headline = json.loads((Path("results/metrics") / f"{AUDIT}.json").read_text())
+    assert headline["attr"] is None and set(headline["dp"].values()) == {None}
 
 
 def test_check_params_exits_2_with_the_key_path(
@@ -82,13 +84,14 @@ def test_default_mirror_resolves_from_the_project_outside_an_experiment_copy(
 def test_unavailable_audit_writes_the_plot_headers_without_numerical_imports(
     tmp_path: Path,
 ) -> None:
-    """An unavailable audit's evaluate stage writes unavailable_summary, strategy_plot(None) and
-    curve_plot(None) and imports neither numpy nor pandas (a sweep re-runs it for nothing)."""
+    """An unavailable audit's evaluate stage writes unavailable_headline, unavailable_summary,
+    strategy_plot(None) and curve_plot(None) and imports neither numpy nor pandas (a sweep
+    re-runs it for nothing)."""
     import subprocess
     import sys
 
     from faircode.evaluate.curves import curve_plot
-    from faircode.evaluate.summary import strategy_plot, unavailable_summary
+    from faircode.evaluate.summary import strategy_plot, unavailable_headline, unavailable_summary
 
     note = tmp_path / "pred" / "unmitigated"
     note.mkdir(parents=True)
@@ -102,7 +105,9 @@ def test_unavailable_audit_writes_the_plot_headers_without_numerical_imports(
                           env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])})
     assert done.stdout.strip().splitlines()[-1] == "[]"
     results = tmp_path / "results"
-    assert json.loads((results / "metrics" / "x.json").read_text()) == unavailable_summary("x")
+    assert json.loads((results / "metrics" / "x.json").read_text()) == unavailable_headline()
+    assert json.loads((results / "metrics" / "full" / "x.json").read_text()) == \
+        unavailable_summary("x")
     assert json.loads((results / "metrics" / "x-strategies.json").read_text()) == strategy_plot(
         None, audit="x")
     assert (results / "curves" / "x.csv").read_text() == curve_plot(None).to_csv(index=False)

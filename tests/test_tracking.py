@@ -39,6 +39,7 @@ from faircode.record.tracking import (
     SyncContext,
     TrackingError,
     results_digest,
+    runs_url,
     sync_results,
 )
 from faircode.stats.metrics import FAIRNESS_COLUMNS, INTERSECTIONAL_COLUMNS
@@ -395,6 +396,29 @@ def test_parent_name_tags_and_experiment_legend(client, synced) -> None:
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
     assert "q_audit is the Benjamini-Hochberg q within one audit" in experiment.tags[
         "mlflow.note.content"]
+
+
+def test_first_screen_view_finds_the_first_audits_cells_of_this_state(client, synced) -> None:
+    """The experiment's shared view (the address `faircode track` prints) filters to the first
+    audit's first attribute in this state: MLflow's own search with its filter returns exactly
+    those fairness children, and the view shows dp with its interval."""
+    import json
+
+    from faircode.record.first_screen import TAG
+
+    results, report = synced
+    view = json.loads(client.get_experiment(report.experiment_id).tags[TAG])
+    found = client.search_runs([report.experiment_id], view["searchFilter"],
+                               order_by=["tags.`mlflow.runName` ASC"])
+    audit = sorted(p.parent.name for p in results.glob("*/fairness.csv"))[0]
+    with (results / audit / "fairness.csv").open() as handle:
+        attribute = next(csv.DictReader(handle))["protected_attribute"]
+    want = sorted(c.info.run_name for c in _children(client, report.parent_run_id)
+                  if c.data.tags["table"] == "fairness" and c.data.tags["audit"] == audit
+                  and c.data.tags["attribute"] == attribute)
+    assert [r.info.run_name for r in found] == want and want
+    assert {"metrics.`dp`", "metrics.`dp.lo`", "metrics.`dp.hi`"} <= set(view["selectedColumns"])
+    assert "viewStateShareKey=faircode" in runs_url("http://127.0.0.1:5000", "1")
 
 
 def test_parent_holds_the_report_as_artifacts(client, synced) -> None:

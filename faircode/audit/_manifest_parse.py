@@ -32,6 +32,7 @@ from faircode.audit._manifest_types import (
     ProtectedAttribute,
     ReadOptions,
     RowFilter,
+    RowId,
     Side,
     Source,
     Target,
@@ -63,7 +64,7 @@ _TOP_KEYS: dict[str, bool] = {
 }
 _DATASET_KEYS: dict[str, bool] = {
     "path": True, "sha256": False, "source": False, "unit": False, "read": False,
-    "object": False, "mirror": False,
+    "object": False, "mirror": False, "row_id": False,
 }
 
 _READ_KEYS: dict[str, bool] = {
@@ -129,12 +130,26 @@ def _parse_dataset(c: Checker, raw: object, root: Path) -> DatasetSpec:
         source = Source(**fields)
     unit = c.optional_string(data.get("unit"), "dataset.unit")
     read = _parse_read(c, data["read"]) if data.get("read") is not None else ReadOptions()
+    row_id = _parse_row_id(c, data["row_id"]) if data.get("row_id") is not None else None
+    if row_id is not None and row_id.column is None and sha is None:
+        raise c.fail("dataset.row_id", "a dataset.sha256 pinning the row order of 'position'",
+                     data["row_id"])
     r_object = parse_r_object(c, data, declared)
     mirror = c.optional_string(data.get("mirror"), "dataset.mirror")
     if mirror is not None and not _NAME_RE.match(mirror):
         raise c.fail("dataset.mirror", "a folder name (letters, digits, '_', '.', '-')", mirror)
     return DatasetSpec(path=resolved, declared_path=declared, sha256=sha, source=source,
-                       unit=unit, read=read, object=r_object, mirror=mirror)
+                       unit=unit, read=read, object=r_object, mirror=mirror,
+                       row_id=row_id)
+
+
+def _parse_row_id(c: Checker, raw: object) -> RowId:
+    """``dataset.row_id``: ``position`` or ``{column: <a column of the raw file>}``."""
+    if raw == "position":
+        return RowId()
+    if isinstance(raw, dict) and set(raw) == {"column"}:
+        return RowId(column=c.string(raw["column"], "dataset.row_id.column"))
+    raise c.fail("dataset.row_id", "position or {column: <a key column of the raw file>}", raw)
 
 
 def _parse_filter(c: Checker, raw: object, where: str) -> RowFilter:

@@ -105,6 +105,24 @@ class ReadOptions:
 
 
 @dataclass(frozen=True, slots=True)
+class RowId:
+    """What identifies a raw file's row for a predictions file (``dataset.row_id``).
+
+    ``column``: a key column of the raw file (``row_id: {column: id}``); ``None``: the row's
+    0-based position among the file's data rows (``row_id: position``: the first row below the
+    header is 0, the row numbering ``pandas.read_csv`` gives), which the manifest's ``sha256``
+    pins -- never the order of the predictions file.
+    """
+
+    column: str | None = None
+
+    def describe(self) -> str:
+        """``column 'id'`` or ``row position (0 = the first data row)``."""
+        return (f"column {self.column!r}" if self.column is not None
+                else "row position (0 = the first data row)")
+
+
+@dataclass(frozen=True, slots=True)
 class DatasetSpec:
     """The raw file: resolved absolute path, the path as written, expected digest, provenance."""
 
@@ -118,6 +136,8 @@ class DatasetSpec:
     """The R object (a data frame) to read from an R data file; None for a CSV file."""
     mirror: str | None = None
     """The folder of each data mirror that holds the file (None: the audit's name)."""
+    row_id: RowId | None = None
+    """How a predictions file names this file's rows (``faircode audit``); None: undeclared."""
 
     def __post_init__(self) -> None:
         if not self.path.is_absolute():
@@ -126,6 +146,9 @@ class DatasetSpec:
             raise _bad("dataset.read", "no CSV reading options for an R data file", self.read)
         if self.sha256 is not None and not _SHA_RE.match(self.sha256):
             raise _bad("dataset.sha256", "64 lowercase hex digits", self.sha256)
+        if self.row_id is not None and self.row_id.column is None and self.sha256 is None:
+            raise _bad("dataset.row_id", "a dataset.sha256 pinning the row order of "
+                       "'position'", None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +203,26 @@ class Target:
             raise _bad("target.values", "a non-empty list for method isin", self.values)
         if self.favourable not in (0, 1) or isinstance(self.favourable, bool):
             raise _bad("target.favourable", "0 or 1", self.favourable)
+
+    def label_text(self, cut: float | None = None) -> str:
+        """What label 1 is, from the definition: ``two_year_recid true``, ``ScoreText in
+        [High, Medium]``, ``G3 >= 10`` (``cut``: a quantile target's cut, when known)."""
+        op = ">" if self.direction == "above" else ">="
+        if self.method == "threshold":
+            return f"{self.column} {op} {self.threshold:g}"
+        if self.method == "quantile":
+            where = f"{cut:g} (its {self.quantile:g} quantile)" if cut is not None else \
+                f"its {self.quantile:g} quantile"
+            return f"{self.column} {op} {where}"
+        return {"binary": f"{self.column} true", "equals": f"{self.column} = {self.value!r}",
+                "isin": f"{self.column} in {list(self.values or ())!r}",
+                "above_median": f"{self.column} above its median"}[self.method]
+
+    def positive(self) -> str:
+        """What a per-group table's positives are: ``label 1 = two_year_recid true
+        (unfavourable)``: TPR, FPR, FNR, PPV and base rate count label 1, whichever it is."""
+        return (f"label 1 = {self.label_text()} "
+                f"({'favourable' if self.favourable == 1 else 'unfavourable'})")
 
 
 @dataclass(frozen=True, slots=True)

@@ -267,12 +267,16 @@ class AuditData:
 
 
 def load_audit(manifest: Manifest, *, path: Path | None = None,
-               key: str | None = None) -> AuditData:
+               key: str | None = None, by_position: bool = False) -> AuditData:
     """Load, filter, label, classify, encode and split the audit's raw file.
 
     ``key`` names a column of the raw file to join other files on (a predictions file): it is
     read beside the manifest's columns, never encoded, and returned as :attr:`AuditData.keys`.
+    ``by_position`` keys the rows by their 0-based position among the file's data rows instead
+    (``dataset.row_id: position``; :attr:`RowKeys.column` is then ``"position"``).
     """
+    if by_position and key is not None:
+        raise ValueError("load_audit: expected key or by_position, got both")
     file = path if path is not None else manifest.dataset.path
     if not file.is_file():
         raise DataUnavailableError(unavailable_message(manifest, missing=file))
@@ -282,7 +286,9 @@ def load_audit(manifest: Manifest, *, path: Path | None = None,
         raise ChecksumError(f"{file}: sha256: expected {expected}, got {digest}")
     frame, lines = read_raw(manifest, file, extra={key: "key"} if key is not None else None)
     rows = np.asarray(lines, dtype=object)  # where each remaining row is in the file
-    every_key = None if key is None else frame[key]
+    origin = np.arange(len(frame))  # each remaining row's position among the file's data rows
+    every_key = (frame[key] if key is not None else
+                 pd.Series(origin) if by_position else None)
     steps: list[tuple[str, int]] = [("loaded", len(frame))]
     keep = np.ones(len(frame), dtype=bool)
     for i, row_filter in enumerate(manifest.row_filters, start=1):
@@ -291,19 +297,21 @@ def load_audit(manifest: Manifest, *, path: Path | None = None,
         else:
             keep &= filter_mask(row_filter, frame[row_filter.column])
         steps.append((f"filter {i}: {row_filter.describe()}", int(keep.sum())))
-    frame, rows = frame[keep].reset_index(drop=True), rows[keep]
+    frame, rows, origin = frame[keep].reset_index(drop=True), rows[keep], origin[keep]
     check_declared_numbers(manifest, frame, rows=rows, file=file)
     cut = target_cut(manifest.target, frame[manifest.target.column])
     label, derivable = derive_target(manifest.target, frame[manifest.target.column])
     steps.append(("target derivable", int(derivable.sum())))
     frame, label, rows = frame[derivable].reset_index(drop=True), label[derivable], rows[derivable]
+    origin = origin[derivable]
     masks: dict[str, np.ndarray] = {}
     classified = np.ones(len(frame), dtype=bool)
     for attribute in manifest.protected_attributes:
         masks[attribute.name], ok = disadvantaged_mask(attribute, frame[attribute.column])
         classified &= ok
     steps.append(("classified by every attribute", int(classified.sum())))
-    frame, rows = frame[classified].reset_index(drop=True), rows[classified]
+    frame, rows, origin = frame[classified].reset_index(drop=True), rows[classified], \
+        origin[classified]
     y = label[classified].astype(np.int8)
     masks = {name: mask[classified] for name, mask in masks.items()}
     _check_prepared(manifest, y, masks)
@@ -315,8 +323,9 @@ def load_audit(manifest: Manifest, *, path: Path | None = None,
     if manifest.system is not None:
         system, more = system_outputs(manifest, frame, rows=rows, file=file, label=y)
         warnings += more
-    keys = None if key is None or every_key is None else _row_keys(
-        key, frame[key], every_key, rows=rows, file=file)
+    keys = None if every_key is None else _row_keys(
+        key or "position", frame[key] if key is not None else pd.Series(origin), every_key,
+        rows=rows, file=file)
     frame = frame.loc[:, list(manifest.read_columns)]
     encoder = Encoder.fit(frame.loc[:, list(manifest.feature_columns)])
     try:

@@ -50,6 +50,7 @@ from typing import IO, Literal, Protocol
 
 from faircode.audit.manifest import DatasetSpec
 from faircode.core.errors import ChecksumError, DataUnavailableError
+from faircode.core.files import user_mode
 
 
 class Fetchable(Protocol):
@@ -183,6 +184,7 @@ def _install(manifest: Fetchable, temp: Path, digest: str, origin: str) -> bool:
             f"{manifest.name}: {target.name} from {origin}: sha256: expected {expected}, "
             f"got {digest}; nothing was kept"
         )
+    user_mode(temp, directory=False)  # mkstemp made it 0600: the user's file now, their umask
     os.replace(temp, target)
     return expected is not None
 

@@ -176,14 +176,13 @@ def read_predictions(
 ) -> ExternalPredictions:
     """Read ``path`` (CSV or parquet), join it to the audit's ``rows`` on ``key``, validate it.
 
-    ``rows`` are the audit's keys (``load_audit(manifest, key=key).keys``); ``decision`` and
-    ``score`` name the file's columns (at least one), ``scale`` the score's scale.  Raises
-    :class:`DataError` (one line: file, line, column, value) for every bad file (module
-    docstring); writes nothing.
+    ``rows`` are the audit's keys (``load_audit(manifest, key=...).keys``, or ``by_position``);
+    ``key`` names the file's column holding them (the raw file's may have another name, or be
+    the row position); ``decision`` and ``score`` name the file's columns (at least one),
+    ``scale`` the score's scale.  Raises :class:`DataError` (one line: file, line, column,
+    value) for every bad file (module docstring); writes nothing.
     """
     path = Path(path)
-    if rows.column != key:
-        raise ValueError(f"rows: expected the keys of column {key!r}, got {rows.column!r}")
     _check_request(path, key=key, decision=decision, score=score, scale=scale)
     if path.suffix.lower() not in SUFFIXES:
         raise DataError(f"{path}: expected a file ending in {', '.join(SUFFIXES)}, got "

@@ -111,13 +111,15 @@ def score_given(
     stats: StatsConfig,
     degenerate: DegenerateConfig,
     rule: str = "",
+    row_set: str = "all",
 ) -> AuditResults:
     """Audit another model's decisions (and/or score) on the audit's rows, as a deployed
     system on every row: its own tables and BH family, nothing trained.
 
     ``decision``/``score`` are validated 0/1 int8 and float64 arrays aligned with ``positions``
     (the covered audit rows, ascending; default every row).  Without a decision the model
-    decides ``score > threshold``.
+    decides ``score > threshold``.  ``row_set`` names the rows in the per-group tables
+    (``all``; ``test`` for the audit's held-out rows).
     """
     positions = np.arange(len(data.y)) if positions is None else positions
     if decision is None:
@@ -133,5 +135,5 @@ def score_given(
     outputs = SystemOutputs(name, name, full, full_score,
                             cast(ScoreScale, scale) if score is not None else None, rule)
     view = dataclasses.replace(all_rows(data), test_index=np.asarray(positions, dtype=np.int64))
-    result = score_outputs(view, outputs, stats=stats, degenerate=degenerate, row_set="all")
+    result = score_outputs(view, outputs, stats=stats, degenerate=degenerate, row_set=row_set)
     return assemble(data.manifest.name, [result], rule=None, alpha=stats.alpha)

@@ -18,6 +18,8 @@ Design decisions
 * **The target's own coding**, not the favourable-first orientation of the fairness metrics: a
   positive is label 1 and a flag is a decision of 1, so a deployed tool's table reads as its
   publisher printed it (ProPublica's truth tables) and a score predicts label 1 (calibration).
+  Every row of ``groups.csv`` says so in its ``positive`` column (``label 1 = two_year_recid
+  true (unfavourable)``), since ``fairness.csv``'s gaps count the favourable outcome instead.
 * **Groups are named by what defines them** (:func:`group_names`: the manifest's values or the
   threshold), disadvantaged first.
 * **Binning**: a model's predicted probability in 10 quantile bins of the row set's scores; a
@@ -84,10 +86,11 @@ def group_rows(data: PreparedAudit, y_pred: np.ndarray, label: Mapping[str, str]
     """The per-group table of decisions ``y_pred`` (label coding) on ``data``'s scored rows."""
     y = data.y[data.test_index]
     rows: list[dict[str, Any]] = []
+    counts = {"positive": data.manifest.target.positive()}  # what TPR, FPR, ... count
     for name, groups in _groups(data).items():
         table = group_table(y, y_pred, groups, protected_attribute=name, row_set=row_set,
                             units=_units(data), confidence=confidence)
-        rows.extend({**label, **{str(k): v for k, v in r.items()}}
+        rows.extend({**label, **counts, **{str(k): v for k, v in r.items()}}
                     for r in table.to_dict("records"))
     return rows
 

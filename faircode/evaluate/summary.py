@@ -1,17 +1,27 @@
-"""The pipeline's DVC views of one audit: its metrics file and its strategy-plot data.
+"""The pipeline's DVC views of one audit: its headline and full metrics, its strategy-plot data.
 
-``results/metrics/<audit>.json`` (:func:`summary`) carries the headline numbers of every row set
-of the audit's main tables -- S0-S4 for each model family, and the deployed system where the
-audit declares one -- for every protected attribute: the accuracy of the cell, and per attribute
-its demographic-parity difference (``fairness.csv``'s ``demographic_parity_diff``, signed as
-there) and that test's per-audit Benjamini-Hochberg q-value (the family the stars use).
+``results/metrics/<audit>.json`` (:func:`headline`; the DVC metrics of ``dvc.yaml``) is a few
+keys, **the same keys in every audit's file**, so ``dvc metrics show`` prints one line per
+audit that fits a 120-column terminal: the first protected attribute (``attr``) and its
+demographic-parity difference under S0-S4 (``dp.S0`` ... ``dp.S4``: the mean over the model
+families of the cell's value -- the mean over the training replicates at K > 1, as the report's
+tables show it -- rounded to 3 decimals); null for an audit without data.  (Each further key
+widens every line by ten characters: the accuracies did not fit.)  ``dvc exp show`` names these
+columns ``results/metrics/<audit>.json:dp.S0`` (a key shared by several files carries its file).
+
+``results/metrics/full/<audit>.json`` (:func:`summary`; an output, not a DVC metric: ``dvc
+metrics show results/metrics/full/compas.json`` reads it) carries every row set of the audit's
+main tables -- S0-S4 for each model family, and the deployed system where the audit declares
+one -- for every protected attribute: the accuracy of the cell, and per attribute its
+demographic-parity difference (``fairness.csv``'s ``demographic_parity_diff``, signed as there)
+and that test's per-audit Benjamini-Hochberg q-value (the family the stars use).
 ``results/metrics/<audit>-strategies.json`` (:func:`strategy_plot`) is the same parity
 difference with its interval, one record per row set x attribute, for the ``faircode_strategies``
 template of ``dvc plots`` (``.dvc/plots/faircode_strategies.json``).
 
 Design decisions
 ----------------
-* **Every key starts with the audit's name** (``compas.S3.LR.dp_diff.race``).  ``dvc exp show``
+* **Every full key starts with the audit's name** (``compas.S3.LR.dp_diff.race``).  ``dvc exp show``
   names a metric column by its key alone when that key is unique across the metric and params
   files (and by ``<file>:<key>`` otherwise), so a key that carries its audit is unique, short and
   never one of params.yaml's names (those have at most two parts: ``audits``, ``run.seeds``);
@@ -35,8 +45,8 @@ import pandas as pd
 from faircode.core.cells import FAMILY_CODES, STRATEGY_TITLES, strategy_code
 from faircode.evaluate.tables import AuditResults
 
-__all__ = ["HEADLINE_METRIC", "STRATEGY_PLOT_FIELDS", "strategy_plot", "summary",
-           "unavailable_summary"]
+__all__ = ["HEADLINE_KEYS", "HEADLINE_METRIC", "STRATEGY_PLOT_FIELDS", "headline",
+           "strategy_plot", "summary", "unavailable_headline", "unavailable_summary"]
 
 HEADLINE_METRIC = "demographic_parity_diff"
 """The fairness metric of the DVC views (``dp_diff``): the benchmark's headline gap."""
@@ -47,9 +57,45 @@ STRATEGY_PLOT_FIELDS: tuple[str, ...] = (
 """The fields of each record of :func:`strategy_plot` (the template reads them by name)."""
 
 
+HEADLINE_KEYS: tuple[str, ...] = ("attr", "dp.S0", "dp.S1", "dp.S2", "dp.S3", "dp.S4")
+"""The flattened keys of every headline file (:func:`headline`), in DVC's (sorted) order."""
+
+
 def unavailable_summary(audit: str) -> dict[str, Any]:
-    """The metrics of an audit without data: ``{audit: {"available": false}}``."""
+    """The full metrics of an audit without data: ``{audit: {"available": false}}``."""
     return {audit: {"available": False}}
+
+
+def unavailable_headline() -> dict[str, Any]:
+    """The headline of an audit without data: its keys, every value null."""
+    return {"attr": None, "dp": {f"S{k}": None for k in range(5)}}
+
+
+def _cell_means(results: AuditResults, metric: str, attribute: str) -> pd.Series:
+    """Per strategy code, the mean over model families of each grid cell's value of the
+    fairness ``metric`` on ``attribute`` (the replicates' mean at K > 1, ``stability.csv``)."""
+    source, value = results.fairness, "value"
+    if results.stability is not None and len(results.stability):
+        source, value = results.stability, "mean"
+    rows = source[(source["metric"] == metric) & (source["strategy"] != "deployed")
+                  & (source["protected_attribute"].astype(str) == attribute)]
+    codes = rows["strategy"].map(lambda s: strategy_code(str(s)))
+    return pd.to_numeric(rows[value], errors="coerce").groupby(codes.to_numpy()).mean()
+
+
+def headline(results: AuditResults) -> dict[str, Any]:
+    """The headline metrics of one audit (module docstring): the same keys for every audit."""
+    gaps = results.fairness[results.fairness["metric"] == HEADLINE_METRIC]
+    attributes = list(dict.fromkeys(map(str, gaps["protected_attribute"])))
+    if not attributes:
+        return unavailable_headline()
+    dp = _cell_means(results, HEADLINE_METRIC, attributes[0])
+    return {"attr": attributes[0], "dp": {f"S{k}": _rounded(dp.get(f"S{k}")) for k in range(5)}}
+
+
+def _rounded(value: object) -> float | None:
+    number = _number(value)
+    return None if number is None else round(number, 3)
 
 
 def _row_sets(fairness: pd.DataFrame, performance: pd.DataFrame) -> list[tuple[str, str]]:

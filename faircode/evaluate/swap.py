@@ -47,6 +47,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from faircode.core.files import user_mode
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
@@ -144,6 +146,7 @@ def replacing(final: Path) -> Iterator[Path]:
     final.parent.mkdir(parents=True, exist_ok=True)
     recover(final)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
+    user_mode(staging, directory=True)  # mkdtemp made it 0700; it becomes the user's folder
     fd = _lock(staging)
     try:
         yield staging

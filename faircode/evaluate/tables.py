@@ -67,7 +67,9 @@ PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "protected_attribute", "met
                        "value", "ci_low", "ci_high", "n", "note")
 
 
-GROUPS_COLUMNS: tuple[str, ...] = ("audit", "strategy", "model", *GROUP_COLUMNS)
+GROUPS_COLUMNS: tuple[str, ...] = ("audit", "strategy", "model", "positive", *GROUP_COLUMNS)
+"""``groups.csv``: ``positive`` says what its rates count (``label 1 = two_year_recid true
+(unfavourable)``; :meth:`faircode.audit.manifest.Target.positive`)."""
 CALIBRATION_TABLE_COLUMNS: tuple[str, ...] = ("audit", "strategy", "model", *CALIBRATION_COLUMNS)
 
 COUNTERFACTUAL_COLUMNS = (

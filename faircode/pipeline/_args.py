@@ -1,17 +1,81 @@
-"""What every subcommand's parser shares: the exit codes and the examples epilog."""
+"""What every subcommand shares: the exit codes, the examples epilog and where raw data comes from.
+
+Every command that reads an audit's raw file finds it the same way (``data fetch``, ``validate``,
+``run``, ``audit``, the fetch stage, ``freeze`` and ``verify``): the ``--mirror`` folders where a
+command has that flag, else ``$FAIRCODE_DATA_MIRROR`` (``os.pathsep``-separated), else the
+benchmark's shared mirrors beside the project, ``../shared/datasets`` and
+``../shared/datasets-extra`` (:func:`faircode.audit.fetch.default_mirror` of the working
+directory).  A command that needs a raw file it does not have fetches it from there (verified by
+sha256) before it reads it.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "example"]
+from faircode.audit.fetch import MIRROR_ENV, default_mirror, fetch, mirror_dirs
+from faircode.audit.manifest import Manifest
+from faircode.core.errors import DataUnavailableError
+
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "HELP", "MIRROR_HELP", "example", "mirrors",
+           "obtain", "searched"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-"""Success; a check that found something (drift, a failed audit); bad input (one line)."""
+"""Success; a check that found something (drift, a failed audit, a named audit without data);
+bad input (one line)."""
+
+HELP: dict[str, str] = {
+    "data fetch": "fetch and verify raw files (mirrors, sha256)",
+    "validate": "rows after each filter, label rate, group sizes, split, units",
+    "run": "the S0–S4 × model grid into results/<audit>/",
+    "report": "summary, paper tables, figures and report.html from a results folder",
+    "track": "log a results folder to MLflow (once per state)",
+    "freeze": "record the state behind cited numbers (freezes/<name>.json)",
+    "verify": "re-derive a frozen state and compare every number",
+    "audit": "audit your own model's decisions from a predictions file",
+    "perturb": "counterfactual copies of JSONL payloads, for any model",
+}
+"""Each subcommand's one-line help: the "does" column of the README's command table, word for
+word (tests/test_readme.py compares them)."""
+
+MIRROR_HELP = (f"--mirror DIR, else ${MIRROR_ENV} ({os.pathsep}-separated folders), else "
+               "../shared/datasets and ../shared/datasets-extra beside the project")
+"""Where the raw files come from, as every command's help says it."""
 
 
-def example(*lines: str) -> dict[str, Any]:
+def example(line: str, *more: str) -> dict[str, Any]:
     """``add_parser``/``ArgumentParser`` keywords that end a help text with real examples."""
-    return {"epilog": "example:\n" + "\n".join(f"  {line}" for line in lines),
+    return {"epilog": "example:\n" + "\n".join(f"  {x}" for x in (line, *more)),
             "formatter_class": argparse.RawDescriptionHelpFormatter}
+
+
+def mirrors(flags: Sequence[str] | None = None) -> tuple[Path, ...]:
+    """The mirror folders of a command: ``flags``, else the environment, else the default."""
+    return mirror_dirs(flags, os.environ.get(MIRROR_ENV) or default_mirror(Path.cwd()))
+
+
+def searched(manifest: Manifest, folders: tuple[Path, ...]) -> str:
+    """What a failed fetch looked for: the mirror copies it did not find."""
+    where = ", ".join(str(m) for m in folders) or "no mirror"
+    return (f"no {manifest.name}/{manifest.dataset.path.name} in {where}; --mirror DIR or "
+            f"{MIRROR_ENV} names other mirrors")
+
+
+def obtain(manifest: Manifest, folders: tuple[Path, ...]) -> None:
+    """Fetch the raw file of ``manifest`` from ``folders`` (or its URL) unless it is there.
+
+    Prints the fetch's status line on stderr; an audit whose file cannot be had raises
+    :class:`DataUnavailableError` whose one line says how to obtain it and where it was looked for.
+    """
+    if manifest.dataset.path.is_file():
+        return
+    try:
+        result = fetch(manifest, mirrors=folders, progress=sys.stderr.isatty())
+    except DataUnavailableError as exc:
+        raise DataUnavailableError(f"{exc} ({searched(manifest, folders)})") from None
+    print(result.line(manifest.name), file=sys.stderr)

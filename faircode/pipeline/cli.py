@@ -33,7 +33,17 @@ from faircode.audit.data import AuditData, load_audit
 from faircode.audit.fetch import MIRROR_ENV, fetch, mirror_dirs
 from faircode.audit.manifest import Manifest, discover_manifests, load_manifest
 from faircode.core.errors import DataUnavailableError, FaircodeError
-from faircode.pipeline._args import EXIT_FAILED, EXIT_OK, EXIT_USAGE, example
+from faircode.pipeline._args import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_USAGE,
+    HELP,
+    MIRROR_HELP,
+    example,
+    mirrors,
+    obtain,
+    searched,
+)
 from faircode.pipeline.audit_command import add_audit
 from faircode.pipeline.flips_command import add_flips
 from faircode.pipeline.freeze_command import add_freeze, add_verify
@@ -69,17 +79,24 @@ def resolve_manifests(audits_dir: Path, names: Sequence[str]) -> list[Path]:
 
 
 def _each_manifest(args: argparse.Namespace, work: Callable[[Manifest], None]) -> int:
-    """Run ``work`` on every selected manifest; report errors and skips; return the exit code."""
-    failed = False
+    """Run ``work`` on every selected manifest; report errors and skips; return the exit code.
+
+    An audit without data is a skip (exit 0) when every audit runs, and a failure (exit 1, its one
+    line on stderr saying how to obtain the data) when it was named on the command line."""
+    failed = unavailable = False
     for path in resolve_manifests(Path(args.audits), args.audit):
         try:
             work(load_manifest(path))
         except DataUnavailableError as exc:
-            print(f"skipped: {exc}")
+            if args.audit:
+                print(str(exc), file=sys.stderr)
+                unavailable = True
+            else:
+                print(f"skipped: {exc}")
         except FaircodeError as exc:
             print(str(exc), file=sys.stderr)
             failed = True
-    return EXIT_USAGE if failed else EXIT_OK
+    return EXIT_USAGE if failed else EXIT_FAILED if unavailable else EXIT_OK
 
 
 # ------------------------------------------------------------------------------ data fetch
@@ -88,31 +105,37 @@ def _each_manifest(args: argparse.Namespace, work: Callable[[Manifest], None]) -
 
 
 def _cmd_fetch(args: argparse.Namespace) -> int:
-    mirrors = mirror_dirs(args.mirror, os.environ.get(MIRROR_ENV))
+    folders = mirrors(args.mirror)
 
     def work(manifest: Manifest) -> None:
         target = manifest
         if args.offline and manifest.dataset.source is not None:
             source = replace(manifest.dataset.source, url=None, member=None)
             target = replace(manifest, dataset=replace(manifest.dataset, source=source))
-        result = fetch(target, mirrors=mirrors, timeout=args.timeout,
-                       progress=sys.stderr.isatty())
+        try:
+            result = fetch(target, mirrors=folders, timeout=args.timeout,
+                           progress=sys.stderr.isatty())
+        except DataUnavailableError as exc:
+            raise DataUnavailableError(f"{exc} ({searched(manifest, folders)})") from None
         print(result.line(manifest.name))
 
     return _each_manifest(args, work)
 
 
 def _add_data(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
-    data = subparsers.add_parser("data", help="manage the raw data files",
+    data = subparsers.add_parser("data", help="manage the raw data files (data fetch)",
                                  **example("faircode data fetch german_credit_lending"))
     data_sub = data.add_subparsers(dest="data_command", required=True)
     fetch_p = data_sub.add_parser(
-        "fetch", parents=[common], help="fetch and verify raw files (mirror or download)",
-        **example("faircode data fetch --mirror ../shared/datasets compas insurance_denial"))
+        "fetch", parents=[common], help=HELP["data fetch"],
+        description=f"Fetch and verify each audit's raw file: from the mirrors ({MIRROR_HELP}), "
+                    "else the manifest's URL; every copy is checked against its sha256.",
+        **example("faircode data fetch german_credit_lending"))
     fetch_p.add_argument(
-        "--mirror", action="append",
-        help=f"mirror directory <mirror>/<audit>/<file>; repeatable, the first holding the file "
-             f"wins (default: ${MIRROR_ENV}, {os.pathsep}-separated)",
+        "--mirror", action="append", metavar="DIR",
+        help=f"a folder of <audit>/<file> copies; repeatable, the first holding the file wins "
+             f"(default: ${MIRROR_ENV}, {os.pathsep}-separated, else ../shared/datasets and "
+             "../shared/datasets-extra beside the project)",
     )
     fetch_p.add_argument("--timeout", type=float, default=60.0, help="download timeout, seconds")
     fetch_p.add_argument("--offline", action="store_true", help="never download; mirror only")
@@ -127,7 +150,7 @@ def summary_lines(data: AuditData) -> list[str]:
     m, y = data.manifest, data.y
     lines = [f"{m.name}: {m.title}  (sha256 {data.sha256[:12]}...)"]
     lines += [f"  {step:<66} {n:>9,} rows" for step, n in data.steps]
-    lines.append(f"  label rate (label 1 = {_label_text(m, data.target_cut)}): {y.mean():.4f}")
+    lines.append(f"  label rate (label 1 = {m.target.label_text(data.target_cut)}): {y.mean():.4f}")
     for attribute in m.protected_attributes:
         dis = data.disadvantaged[attribute.name]
         for group, mask in (("disadvantaged", dis), ("advantaged", ~dis)):
@@ -160,18 +183,11 @@ def summary_lines(data: AuditData) -> list[str]:
     return lines
 
 
-def _label_text(m: Manifest, cut: float | None = None) -> str:
-    t = m.target
-    shown = {"binary": "true", "equals": repr(t.value), "isin": repr(list(t.values or ()))}
-    if t.method in ("threshold", "quantile"):
-        op = ">" if t.direction == "above" else ">="
-        where = f" (its {t.quantile:g} quantile)" if t.method == "quantile" else ""
-        shown[t.method] = f"{op} {cut:g}{where}" if cut is not None else f"{op} (no values)"
-    return f"{t.column} {shown.get(t.method, 'above median')}"
-
-
 def _cmd_validate(args: argparse.Namespace) -> int:
+    folders = mirrors()
+
     def work(manifest: Manifest) -> None:
+        obtain(manifest, folders)
         data = load_audit(manifest)
         for warning in data.warnings:  # data a user may mean, but should see
             print(f"warning: {warning}", file=sys.stderr)
@@ -182,7 +198,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 def _add_validate(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser(
-        "validate", parents=[common], help="check manifests against their data and summarise",
+        "validate", parents=[common], help=HELP["validate"],
         **example("faircode validate german_credit_lending"))
     parser.set_defaults(handler=_cmd_validate)
 
@@ -221,9 +237,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"{name}: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
             failed = True
 
+    unavailable, folders = False, mirrors()
+
+    def skipped(message: str) -> None:  # a named audit without data fails; in a batch it skips
+        nonlocal unavailable
+        if args.audit:
+            print(message, file=sys.stderr)
+            unavailable = True
+        else:
+            print(f"skipped: {message}")
+
     prepared = prepare_audits(resolve_manifests(Path(args.audits), args.audit or
                                                 list(params.audits)),
-                              on_error=report, on_skipped=lambda m: print(f"skipped: {m}"))
+                              on_error=report, on_skipped=skipped,
+                              obtain=lambda m: obtain(m, folders))
     with RunDisplay(Console(stderr=True), quiet=args.quiet) as display:
         runs = run_audits(prepared, config=config, execution=execution, out=Path(args.out),
                           provenance_record=provenance(), on_error=report,
@@ -239,17 +266,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
         for run in runs:
             cells = degenerate_cells(run.results)
             print(f"  {run.data.manifest.name}: " + ("; ".join(cells) if cells else "none"))
-    return EXIT_USAGE if bad_input else EXIT_FAILED if failed else EXIT_OK
+    return EXIT_USAGE if bad_input else EXIT_FAILED if failed or unavailable else EXIT_OK
 
 
 def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     from faircode.core.config import CONSTRAINTS
 
     parser = subparsers.add_parser(
-        "run", parents=[common], help="run the S0-S4 x model grid and write results/<audit>/",
-        **example("faircode run german_credit_lending insurance_denial --jobs 2 "
-                   "--n-resamples 200 --n-permutations 200",
-                   "faircode run --params params.yaml --scheduler tcp://10.0.0.5:8786 --quiet"))
+        "run", parents=[common], help=HELP["run"],
+        description="Fit and score the S0-S4 x model grid of each audit (a missing raw file is "
+                    f"fetched first: {MIRROR_HELP}).",
+        **example("faircode run german_credit_lending --n-resamples 200 --n-permutations 200 "
+                  "--out /tmp/faircode-quick"))
     parser.add_argument("--out", default="results", help="results folder (default: results)")
     parser.add_argument("--params", help="params.yaml to start from (flags override its keys; "
                                          "its audits apply when no AUDIT is given)")
@@ -312,7 +340,9 @@ def _write_stdout(text: str) -> int:
 
 def _add_perturb(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser(
-        "perturb", help="perturb JSONL payloads with the axes of a YAML file (to stdout)",
+        "perturb", help=HELP["perturb"],
+        description="Perturb JSONL payloads with the axes of a YAML file; the copies go to "
+                    "stdout.",
         **example("faircode perturb --axes axes.yaml payloads.jsonl > perturbed.jsonl"))
     parser.add_argument("--axes", required=True, help="YAML file of axes (a list or {axes: ...})")
     parser.add_argument("input", help="JSONL file: one payload object per line")
@@ -336,9 +366,8 @@ def _add_report(subparsers: argparse._SubParsersAction, common: argparse.Argumen
         return EXIT_OK
 
     parser = subparsers.add_parser(
-        "report", parents=[common],
-        help="summary.csv, paper tables, figures and report.html from a results folder",
-        **example("faircode report --results results --metric equal_opportunity_diff"))
+        "report", parents=[common], help=HELP["report"],
+        **example("faircode report german_credit_lending --results /tmp/faircode-quick"))
     parser.add_argument("--results", default="results", help="results folder (default: results)")
     parser.add_argument("--metric", default="demographic_parity",
                         help="fairness metric of the paper table and figures "
@@ -362,8 +391,10 @@ def _add_track(subparsers: argparse._SubParsersAction, common: argparse.Argument
                      tracking_uri=args.tracking_uri, experiment=args.experiment)
 
     parser = subparsers.add_parser(
-        "track", help="log results/ to MLflow (idempotent; exit 3 when tracking fails)",
-        **example("faircode track --results results --tracking-uri sqlite:///mlflow.db"))
+        "track", help=HELP["track"],
+        description="Log a results folder to MLflow once per state (exit 2: bad results, 3: the "
+                    "store failed, results intact).",
+        **example("faircode track --results results"))
     parser.add_argument("--results", default="results", help="results folder (default: results)")
     parser.add_argument("--tracking-uri", help="MLflow store or server ($MLFLOW_TRACKING_URI, "
                         "default sqlite:///<project root>/mlflow.db)")
@@ -430,11 +461,10 @@ def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser with every subcommand of :data:`SUBCOMMANDS`."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--audits", default="audits", help="folder of <name>/audit.yaml")
-    common.add_argument("audit", nargs="*", help="audit names or manifest paths (default: all)")
-    parser = _Parser(
-        prog="faircode",
-        **example("faircode data fetch german_credit_lending insurance_denial",
-                   "faircode run german_credit_lending insurance_denial --jobs 2"))
+    common.add_argument("audit", nargs="*", metavar="AUDIT",
+                        help="an audit name (audits/<name>/) or a manifest path; repeatable "
+                             "(default: every audit)")
+    parser = _Parser(prog="faircode", **example("faircode data fetch german_credit_lending"))
     subparsers = parser.add_subparsers(dest="command", required=True)
     for add in SUBCOMMANDS:
         add(subparsers, common)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from faircode.audit.fetch import MIRROR_ENV, default_mirror
 from faircode.core.errors import FaircodeError
-from faircode.pipeline._args import EXIT_FAILED, EXIT_OK, example
+from faircode.pipeline._args import EXIT_FAILED, EXIT_OK, HELP, example
 
 __all__ = ["add_freeze", "add_verify", "pipeline_env"]
 
@@ -58,10 +58,12 @@ def add_freeze(subparsers: argparse._SubParsersAction, common: argparse.Argument
         return EXIT_OK
 
     parser = subparsers.add_parser(
-        "freeze", help="record, commit and tag the exact state behind cited numbers",
-        description="Example: faircode freeze v0.1-paper   (then: git push --follow-tags)",
-        **example("faircode freeze v0.1-paper", "faircode freeze --list",
-                   "faircode freeze --restore-tags"))
+        "freeze", help=HELP["freeze"],
+        description="Record, commit and tag the exact state behind cited numbers: "
+                    "freezes/NAME.json names the commit and holds the digests of dvc.lock, "
+                    "params, manifests, datasets and every results file (then: git push). "
+                    "--list lists the frozen states.",
+        **example("faircode freeze v1-paper"))
     parser.add_argument("name", nargs="?", help="the state's name, also its git tag")
     parser.add_argument("--list", action="store_true", help="list the frozen states")
     parser.add_argument("--restore-tags", action="store_true",
@@ -107,10 +109,11 @@ def add_verify(subparsers: argparse._SubParsersAction, common: argparse.Argument
         return EXIT_OK if report.identical else EXIT_FAILED
 
     parser = subparsers.add_parser(
-        "verify", help="re-run a frozen state from its commit and compare every number",
-        description="Example: faircode verify v0.1-paper   (exit 0 identical, 1 on drift)",
-        **example("faircode verify v0.1-paper",
-                   "faircode verify --committed german_credit_lending insurance_denial"))
+        "verify", help=HELP["verify"],
+        description="Re-run a frozen state from its commit and compare every number (exit 0 "
+                    "identical, 1 on drift); --committed AUDIT ... re-runs audits at "
+                    "params.yaml against the committed results/ instead.",
+        **example("faircode verify v0.3-paper"))
     parser.add_argument("name", nargs="?", help="a frozen state (freezes/NAME.json)")
     parser.add_argument("--committed", nargs="*", metavar="AUDIT",
                         help="instead: re-run these audits at params.yaml and compare with the "

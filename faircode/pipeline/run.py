@@ -17,7 +17,7 @@ from typing import Any
 from numpy.typing import ArrayLike
 
 from faircode.audit.data import AuditData, load_audit
-from faircode.audit.manifest import load_manifest
+from faircode.audit.manifest import Manifest, load_manifest
 from faircode.audit.outputs import SCORE_SCALES, array_decisions, array_scores
 from faircode.audit.prepared import PreparedAudit, prepare
 from faircode.core.cells import STRATEGY_CODES, Strategy
@@ -113,15 +113,19 @@ class AuditRun:
 
 
 def prepare_audits(paths: Iterable[Path], *, on_error: OnError,
-                   on_skipped: Callable[[str], None]) -> dict[str, PreparedAudit]:
+                   on_skipped: Callable[[str], None],
+                   obtain: Callable[[Manifest], None] | None = None) -> dict[str, PreparedAudit]:
     """Load and prepare every manifest of ``paths``; an audit without data is ``on_skipped``
-    (the message says how to obtain it), any other failure ``on_error``."""
+    (the message says how to obtain it), any other failure ``on_error``.  ``obtain(manifest)``,
+    when given, is called first to fetch a raw file that is not there yet."""
     prepared: dict[str, PreparedAudit] = {}
     for path in paths:
         name = path.parent.name
         try:
             manifest = load_manifest(path)
             name = manifest.name
+            if obtain is not None:
+                obtain(manifest)
             prepared[name] = prepare(load_audit(manifest))
         except DataUnavailableError as exc:
             on_skipped(str(exc))

@@ -97,6 +97,7 @@ from faircode.record._store import (
     search_all,
     switch_to_wal,
 )
+from faircode.record.first_screen import SHARE_KEY, share_first_screen
 from faircode.record.runs import (
     ChildRun,
     ResultsError,
@@ -186,8 +187,10 @@ def default_tracking_uri(project_root: Path) -> str:
 
 
 def runs_url(server: str, experiment_id: str) -> str:
-    """The MLflow UI's runs table of an experiment (the "Model training" view, not GenAI)."""
-    return f"{server.rstrip('/')}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
+    """The MLflow UI's runs table of an experiment (the "Model training" view, not GenAI),
+    opened on the first screen of the latest sync (:mod:`faircode.record.first_screen`)."""
+    return (f"{server.rstrip('/')}/#/experiments/{experiment_id}/runs?workflowType="
+            f"machine_learning&viewStateShareKey={SHARE_KEY}")
 
 
 def sync_results(
@@ -294,11 +297,14 @@ def _sync(client: MlflowClient, results: Path, digest: str, children: list[Child
         with claim_state(client, experiment=experiment, digest=digest, enabled=lease,
                          done=lambda: complete() is not None) as claim:
             if claim.held:
-                return _log_state(client, results, digest, children, skipped,
+                done = _log_state(client, results, digest, children, skipped,
                                   experiment_id=experiment_id, config=config, context=context,
                                   started=started, workers=workers, check=claim.check,
                                   child_inputs=child_inputs)
+                share_first_screen(client, experiment_id, children, digest=digest)
+                return done
             parent_id = complete()
+    share_first_screen(client, experiment_id, children, digest=digest)  # the latest sync's
     if parent_id and context.freeze_name:
         name_frozen(client, parent_id, context.freeze_name)
     return SyncReport("unchanged", digest, experiment_id, parent_id or "", 0, len(children),

@@ -93,7 +93,8 @@ def write_report(
     from faircode.report.tables import write_tables
 
     inputs = load_results(results, audits_dir=audits_dir, only=only)
-    metric = resolve_metric(metric, inputs.fairness["metric"].astype(str))
+    metric = resolve_metric(metric, [*inputs.fairness["metric"].astype(str),
+                                     *inputs.deployed.fairness["metric"].astype(str)])
     models = ordered(inputs.fairness["model"], MODELS)
     if model is not None and model not in models:
         raise FaircodeError(f"--model: expected one of {', '.join(models)}, "

@@ -174,12 +174,21 @@ def replication_table(ctx: Context) -> Table | None:
     legend = (f"The deployed system on every row of the audit (groups.csv, row set all), in the "
               "target's label coding: FP = label 0 decided 1, FN = label 1 decided 0; FPR = "
               "FP/(TN+FP), FNR = FN/(FN+TP), PPV = TP/(FP+TP), each with its Wilson "
-              f"{pct} interval. Systems: {who}.")
+              f"{pct} interval. Positive: {_positives(mine)}. Systems: {who}.")
     return Table("replication_table",
                  "The deployed system on every row: per-group counts and error rates",
                  ("audit", "attribute", "group"),
                  ("n", "TN", "FP", "FN", "TP", *(label for _, label in _REPLICATION)),
                  (("", tuple(rows)),), legend, fn.items())
+
+
+def _positives(groups: pd.DataFrame) -> str:
+    """What each audit's label 1 is (``groups.csv``'s ``positive`` column; older files lack
+    it: then "label 1")."""
+    if "positive" not in groups.columns:
+        return "label 1"
+    found = groups.drop_duplicates("audit")
+    return "; ".join(f"{a}: {p}" for a, p in zip(found["audit"], found["positive"], strict=True))
 
 
 def deployed_tables(ctx: Context) -> tuple[Table, ...]:

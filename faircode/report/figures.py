@@ -25,6 +25,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.colors
 import matplotlib.pyplot as plt
 import matplotlib.ticker
 import numpy as np
@@ -45,7 +46,7 @@ from faircode.report.inputs import (
 from faircode.report.style import RC, SHORT, WIDTH, family_marker, strategy_colour
 from faircode.report.tables import Context
 
-__all__ = ["FigureFile", "legend_handles", "write_figures"]
+__all__ = ["FigureFile", "heat_norm", "legend_handles", "write_figures"]
 
 FILLED = "filled marker: starred (the audit's own q < alpha{k}); open: not starred"
 """How every figure with markers shows significance (``{k}`` names the K > 1 rule)."""
@@ -169,6 +170,17 @@ def _heat_mark(part: pd.DataFrame) -> str:
     return "" if usable.empty or not marks.any() else "*" if marks.all() else "(*)"
 
 
+def heat_norm(span: float) -> matplotlib.colors.FuncNorm:
+    """The heatmap's colour scale: signed square root on [-span, span] (0 at the centre)."""
+    def forward(x: np.ndarray) -> np.ndarray:
+        return np.sign(x) * np.sqrt(np.abs(x))
+
+    def inverse(y: np.ndarray) -> np.ndarray:
+        return np.sign(y) * np.square(y)
+
+    return matplotlib.colors.FuncNorm((forward, inverse), vmin=-span, vmax=span)
+
+
 def heatmap(ctx: Context, out: Path) -> FigureFile | None:
     """Cross-audit heatmap: audit x attribute rows, strategy columns, mean gap over families,
     with each cell's significance mark."""
@@ -184,16 +196,16 @@ def heatmap(ctx: Context, out: Path) -> FigureFile | None:
              frame.groupby(["audit", "protected_attribute", "strategy"], sort=False)}
     ref = metric_reference(ctx.metric)
     values = grid.to_numpy(float) - ref
-    # colour saturates at the 90th percentile of |gap| (arrows on the bar say so); every
-    # cell prints its exact value, so one extreme cell cannot wash out the rest
+    # a signed square-root scale up to the largest |gap|: nothing saturates, so S0's large gaps
+    # stay apart (0.5 and 0.85 are two colours), and a small gap still shows its sign's tint
     finite = np.abs(values[np.isfinite(values)])
-    span = float(max(np.quantile(finite, 0.9), 0.02)) if finite.size else 1.0
+    span = float(max(finite.max(), 0.02)) if finite.size else 1.0
+    norm = heat_norm(span)
     fig, ax = plt.subplots(figsize=(WIDTH, 0.7 + 0.27 * len(grid)), layout="constrained")
     cmap = matplotlib.colormaps["PuOr"].with_extremes(bad="0.85")
-    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=-span, vmax=span,
-                      aspect="auto")
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, norm=norm, aspect="auto")
     for (i, j), v in np.ndenumerate(values):
-        dark = not np.isnan(v) and abs(v) > 0.6 * span
+        dark = not np.isnan(v) and abs(float(norm(v)) - 0.5) > 0.3
         mark = marks.get((*grid.index[i], strategies[j]), "")
         ax.text(j, i, "n/a" if np.isnan(v) else _fmt(v + ref) + mark, ha="center",
                 va="center", fontsize=5.5, color="white" if dark else "black")
@@ -203,15 +215,17 @@ def heatmap(ctx: Context, out: Path) -> FigureFile | None:
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)
-    bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02, extend="both")
+    bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
+    ticks = [t for t in (-0.5, -0.2, -0.05, 0.0, 0.05, 0.2, 0.5) if abs(t) <= span]
+    bar.set_ticks([-span, *ticks, span])
+    bar.ax.set_yticklabels([f"{t + ref:.2f}" for t in (-span, *ticks, span)])
     bar.ax.tick_params(labelsize=5.5, length=2)
-    if ref:
-        bar.ax.set_yticks(bar.get_ticks(), [f"{t + ref:.2f}" for t in bar.get_ticks()])
     bar.set_label("gap", fontsize=6)  # the caption and the page's legend give the sign
     what = "mean over " + (f"{len(ctx.models)} model families" if len(ctx.models) > 1
                            else ctx.models[0])
     return _save(fig, out, f"heatmap_{ctx.metric}",
-                 f"{ctx.metric} by audit, attribute and strategy ({what}; grey: n/a; "
+                 f"{ctx.metric} by audit, attribute and strategy ({what}; colour on a signed "
+                 f"square-root scale up to the largest |gap|, {span:.2f}; grey: n/a; "
                  f"< {ref:g}: the disadvantaged group is worse off). "
                  "* significant in every informative model family, (*) in some (the audit's "
                  f"own q < {ctx.alpha:g}). {ctx.variance_note}".strip(), "heatmap",

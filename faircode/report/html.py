@@ -19,8 +19,9 @@ Design decisions
   report code that rendered the page, and per audit the dataset and manifest digests, seeds and
   parameters.  No ``dvc.lock`` digest: a stage cannot know the lock that will record it; the
   citable identity is the freeze record, which the page names.
-* A small inline script writes every image's natural size, every loaded resource and the
-  layout of the first screen (where the headline, legend and heatmap end, the page's height,
+* A small inline script writes every image's natural size, every loaded resource, the page's
+  width with every fold open (wide tables scroll inside their own box, so it stays the window's)
+  and the layout of the first screen (where the headline, legend and heatmap end, the page's height,
   whether they come before the first table) into ``<pre id="render-check">`` once the page has
   loaded; a headless browser's DOM dump then shows what a reader's browser actually rendered.
   It changes nothing a reader sees.
@@ -45,10 +46,13 @@ from faircode.report import headline
 from faircode.report.deployed import deployed_tables
 from faircode.report.effects import effects_table
 from faircode.report.figures import FigureFile
+from faircode.report.given import given_lines, groups_table
+from faircode.report.html_tables import CSS as TABLES_CSS
+from faircode.report.html_tables import boxed, frame_html, plural, rows_html, stability_html
 from faircode.report.inputs import MODELS, STRATEGIES, ordered, strategy_code
 from faircode.report.people import people_lines, people_tables
 from faircode.report.style import FAMILY_GLYPHS, SHORT, family_marker, strategy_colour
-from faircode.report.tables import STARS, Context, all_tables, num, to_html
+from faircode.report.tables import STARS, Context, all_tables, to_html
 from faircode.report.text import TextInputs, headline_line, section_html
 
 __all__ = ["CSP", "write_html"]
@@ -77,7 +81,6 @@ tbody th{text-align:left;font-weight:normal;white-space:nowrap}
 tr.section th{text-align:left;font-style:italic;background:#f4f4f4}
 td.num{text-align:center;font-variant-numeric:tabular-nums}
 td.na{text-align:center;color:#555;font-style:italic}
-table.plain{display:block;overflow-x:auto;max-width:100%}
 .ci{color:#555;font-size:.8em}.sig{font-weight:700}
 .legend,.footnotes{font-size:.8rem;color:#333}.footnotes{list-style:none;padding-left:0}
 figure{display:inline-block;margin:.6rem 1.2rem .6rem 0;max-width:31rem;vertical-align:top}
@@ -108,11 +111,25 @@ window.addEventListener("load", function () {
     return !!el && (!table ||
       !!(el.compareDocumentPosition(table) & Node.DOCUMENT_POSITION_FOLLOWING));
   }
+  // every fold opened: the page must still be as wide as the window (wide tables scroll in
+  // their own box); then the folds are closed again, as the reader found them
+  var shut = Array.prototype.filter.call(document.querySelectorAll("details"),
+    function (d) { return !d.open; });
+  shut.forEach(function (d) { d.open = true; });
+  var openWidth = document.documentElement.scrollWidth;
+  var right = document.body.getBoundingClientRect().right;
+  var unboxed = Array.prototype.filter.call(document.querySelectorAll("table"), function (t) {
+    var box = t.parentElement;
+    return t.getBoundingClientRect().right > right + 1 &&
+      !(box.classList.contains("scroll") || box.classList.contains("box"));
+  }).length;
+  shut.forEach(function (d) { d.open = false; });
   var out = document.getElementById("render-check");
   out.textContent = JSON.stringify({images: images, resources: resources,
     tables: document.querySelectorAll("table.results").length,
     layout: {viewport: window.innerWidth, height: document.documentElement.scrollHeight,
-             width: document.documentElement.scrollWidth,
+             width: document.documentElement.scrollWidth, open_width: openWidth,
+             unboxed_wide_tables: unboxed,
              lead: box(document.getElementById("lead")),
              headline: box(document.getElementById("headline")),
              legend: box(document.getElementById("legend")),
@@ -125,46 +142,6 @@ window.addEventListener("load", function () {
 
 def _esc(value: object) -> str:
     return html.escape(str(value))
-
-
-def _frame_html(frame: pd.DataFrame, *, cls: str = "plain") -> str:
-    """A plain table of a data frame; NaN shown as "n/a"."""
-    head = "".join(f"<th>{_esc(c)}</th>" for c in frame.columns)
-    body = []
-    for row in frame.itertuples(index=False, name=None):
-        cells = []
-        for v in row:
-            if isinstance(v, float):
-                text = "n/a" if v != v else num(v, 4)
-            else:
-                text = "n/a" if v is None or v is pd.NA else str(v)
-            cells.append(f"<td>{_esc(text)}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return (f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}'
-            "</tbody></table>")
-
-
-STABILITY_SHOWN = ("audit", "protected_attribute", "strategy", "model", "seeds", "seed_mode",
-                   "value_replicate0", "mean", "sd_between", "min", "max",
-                   "share_significant", "sign_flips", "combined_ci_low", "combined_ci_high",
-                   "note")
-
-
-def _stability(ctx: Context) -> list[str]:
-    """The training-variance section (only where some audit has ``stability.csv``)."""
-    frame = ctx.inputs.stability
-    if frame.empty:
-        return []
-    rows = frame[(frame["metric"] == ctx.metric) & frame["model"].isin(ctx.models)]
-    shown = rows.assign(strategy=rows["strategy"].map(strategy_code))
-    return [_fold(
-        "Training variance across seeds",
-        f"<p>{_esc(ctx.metric)} of every cell re-fitted with K seeds (stability.csv): the value "
-        "of replicate 0 (the tables above), mean, between-seed SD, min and max over the seeds, "
-        "the share of seeds in which the gap is significant (its replicate's own BH q), "
-        "whether its sign flips, and the percentile interval of the K pooled bootstrap "
-        "distributions (bootstrap and seed variance together).</p>"
-        + _frame_html(shown.loc[:, list(STABILITY_SHOWN)]))]
 
 
 def _inline_png(path: Path) -> str:
@@ -256,7 +233,8 @@ def _provenance(ctx: Context, record: Mapping[str, Any]) -> str:
                                  f"{run.get('rows', {}).get('test', '?')}",
         })
     if rows:
-        parts.append(_frame_html(pd.DataFrame(rows)))
+        parts.append(frame_html(pd.DataFrame(rows), key=None,
+                                hashes=("dataset sha256", "manifest sha256")))
     configs = {json.dumps(r.get("config", {}), sort_keys=True) for r in ctx.inputs.runs.values()}
     for text in sorted(configs):
         who = [a for a, r in ctx.inputs.runs.items()
@@ -280,23 +258,6 @@ def _unavailable(ctx: Context) -> str:
     return f'<ul id="unavailable">{items}</ul>'
 
 
-def _details(ctx: Context, intersectional: pd.DataFrame) -> str:
-    parts = []
-    for audit in ctx.inputs.runs:
-        rows = ctx.fairness[(ctx.fairness["audit"] == audit)
-                            & (ctx.fairness["metric"] == ctx.metric)
-                            & ctx.fairness["model"].isin(ctx.models)]
-        inter = intersectional[(intersectional["audit"] == audit)
-                               & intersectional["model"].isin(ctx.models)]
-        body = _frame_html(rows.drop(columns=["audit"]))
-        if not inter.empty:
-            body += "<p>Intersectional (every column present):</p>" + _frame_html(
-                inter.drop(columns=["audit"]))
-        parts.append(f"<details><summary>{_esc(audit)}: every {_esc(ctx.metric)} row "
-                     f"({len(rows)})</summary>{body}</details>")
-    return "".join(parts)
-
-
 def _deployed(ctx: Context) -> list[str]:
     """The deployed-system tables, folded (only where some audit has a system)."""
     tables = deployed_tables(ctx)
@@ -309,7 +270,7 @@ def _deployed(ctx: Context) -> list[str]:
         "the audit, the replication of a published audit. Error-rate balance (the FPR and FNR "
         "gaps, the per-group table) and calibration within groups (the calibration gap, the "
         "figure) are the two views of the COMPAS debate; where base rates differ, no score has "
-        "both, so both are shown.</p>" + "".join(to_html(t) for t in tables))]
+        "both, so both are shown.</p>" + "".join(boxed(to_html(t)) for t in tables))]
 
 
 def _people(ctx: Context) -> list[str]:
@@ -329,7 +290,7 @@ def _people(ctx: Context) -> list[str]:
         "ground truth, so its selection rates, parity gap, disparate impact, intersectional "
         "cells and the gap within the declared legitimate strata are measured, and every "
         "error rate is not applicable (n/a \u2014 decision is the outcome).</p>"
-        f"<ul>{lines}</ul>" + "".join(to_html(t) for t in tables))]
+        f"<ul>{lines}</ul>" + "".join(boxed(to_html(t)) for t in tables))]
 
 
 def _effects(ctx: Context) -> list[str]:
@@ -342,7 +303,7 @@ def _effects(ctx: Context) -> list[str]:
                   "floor), scored on the same test rows in every bootstrap draw: the change in "
                   "distance from parity and in accuracy, with the paired interval and the swap "
                   "test of no change (effects.csv; effects_stability.csv pools the training "
-                  "replicates).</p>" + to_html(table))]
+                  "replicates).</p>" + boxed(to_html(table)))]
 
 
 def _fold(title: str, body: str, *, open_: bool = False) -> str:
@@ -383,8 +344,34 @@ _STRATEGY_WHAT = {
 }
 
 
+def _given_top(ctx: Context) -> str:
+    """The first screen of a folder of given models only (``faircode audit``): each model's
+    numbers (:func:`faircode.report.given.given_lines`) and its table beside the legend."""
+    deployed, items = ctx.inputs.deployed, []
+    for audit, model in deployed.systems.items():
+        fairness = deployed.fairness[(deployed.fairness["audit"] == audit)
+                                     & (deployed.fairness["model"] == model)]
+        performance = deployed.performance[(deployed.performance["audit"] == audit)
+                                           & (deployed.performance["model"] == model)]
+        record = ctx.inputs.runs.get(audit, {}).get("predictions", {})
+        rows = (f" on {plural(int(record['rows']), 'row')} "
+                f"({str(record.get('rows_audited', 'all')).replace('_', '-')}) of "
+                f"{record.get('path', 'a predictions file')}" if "rows" in record else "")
+        lines = "".join(f"<li>{_esc(line)}</li>" for line in given_lines(fairness, performance))
+        items.append(f"<h3>{_esc(audit)}: {_esc(model)}{_esc(rows)}</h3>"
+                     f'<ul class="findings">{lines}</ul>')
+    table = groups_table(ctx)
+    tables = boxed(to_html(table)) if table is not None else ""
+    return ('<div class="top"><section id="headline"><h2>Given model</h2>'
+            '<p class="lead" id="lead">Decisions no one here trained, scored with the '
+            "benchmark's statistics (no S0-S4 grid in this folder).</p>"
+            f'{"".join(items)}{tables}</section><div class="side">{_legend(ctx)}</div></div>')
+
+
 def _top(ctx: Context, figures: Sequence[FigureFile], *, text_line: str = "") -> str:
     """The first screen: headline and per-audit lines | legend and the heatmap."""
+    if ctx.fairness.empty and ctx.inputs.deployed.systems:
+        return _given_top(ctx)
     items = headline.findings(ctx)
     sentences = headline.lead(items, metric=ctx.metric, unavailable=len(ctx.inputs.unavailable))
     sentences = (*sentences, text_line) if text_line else sentences
@@ -416,9 +403,11 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
             per_audit.setdefault(f.audit, []).append((i, f))
     body = [
         "<h1>faircode benchmark report</h1>",
-        f'<p class="scope">Metric <b>{_esc(ctx.metric)}</b>; model families {_esc(models)}; '
-        f"{len(ctx.inputs.runs)} audits with results, {len(ctx.inputs.unavailable)} "
-        f"unavailable. {_esc(ctx.variance_note)}</p>",
+        f'<p class="scope">Metric <b>{_esc(ctx.metric)}</b>; '
+        + (f"{plural(len(ctx.models), 'model family', 'model families')}: {_esc(models)}; "
+           if ctx.models else "no S0-S4 grid; ")
+        + f"{plural(len(ctx.inputs.runs), 'audit')} with results, "
+        f"{len(ctx.inputs.unavailable)} unavailable. {_esc(ctx.variance_note)}</p>",
         _top(ctx, figures, text_line=headline_line(text) if text is not None else ""),
         "<h2>Residual floor: what S3 and S4 add to S2</h2>", _floor_sentence(counts),
         "".join(_figure(f, i) for i, f in enumerate(figures) if f.section == "figures"),
@@ -427,17 +416,19 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
                       "".join(_figure(f, i) for i, f in shown))
                 for audit, shown in per_audit.items()),
         "<h2>Tables</h2>",
-        _fold("Paper table: the gap per audit, attribute, strategy and family", to_html(paper)),
+        _fold("Paper table: the gap per audit, attribute, strategy and family",
+              boxed(to_html(paper))),
         *_effects(ctx),
-        _fold("Residual floor table: |S3| - |S2| and |S4| - |S2|", to_html(floor_table)),
-        _fold("Performance, with the majority-class accuracy", to_html(performance)),
-        _fold("Counterfactual flip rates", to_html(counterfactual)),
+        _fold("Residual floor table: |S3| - |S2| and |S4| - |S2|", boxed(to_html(floor_table))),
+        _fold("Performance, with the majority-class accuracy", boxed(to_html(performance))),
+        _fold("Counterfactual flip rates", boxed(to_html(counterfactual))),
         *_deployed(ctx),
         *_people(ctx),
-        *_stability(ctx),
+        *([_fold("Training variance across seeds", stability_html(ctx))]
+          if not ctx.inputs.stability.empty else []),
         _fold(f"Every {ctx.metric} row, with the benchmark-wide q (q_benchmark)",
-              _details(ctx, intersectional)),
-        *([section_html(text, fold=_fold, table=_frame_html, figures="".join(
+              rows_html(ctx, intersectional)),
+        *([section_html(text, fold=_fold, table=frame_html, figures="".join(
             _figure(f, len(figures) + i) for i, f in enumerate(text_figures)))]
           if text is not None else []),
         "<h2>Unavailable audits</h2>", _unavailable(ctx),
@@ -447,7 +438,8 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>faircode report: {_esc(ctx.metric)}</title><style>{_CSS}</style></head>"
+            f"<title>faircode report: {_esc(ctx.metric)}</title><style>{_CSS}{TABLES_CSS}</style>"
+            "</head>"
             f"<body>{''.join(body)}<script>{_CHECK}</script></body></html>\n")
     out.write_text(page, encoding="utf-8")
     return out

@@ -1,6 +1,7 @@
 """Stage ``evaluate@<audit>``: decisions, metrics, CIs, p- and q-values into ``results/<audit>/``
 (the same four CSVs and ``run.json`` as ``faircode run``, plus ``curves.csv``), the DVC metrics
-summary ``results/metrics/<audit>.json``, the strategy-plot data
+headline ``results/metrics/<audit>.json``, the full set ``results/metrics/full/<audit>.json``,
+the strategy-plot data
 ``results/metrics/<audit>-strategies.json`` (:mod:`faircode.evaluate.summary`) and
 ``results/curves/<audit>.csv`` (the parity gap of S0-S2 against threshold).
 
@@ -44,6 +45,9 @@ CURVE_HEADER = ("threshold,S0 logistic_regression,S0 random_forest,S0 gradient_b
                 "S1 logistic_regression,S1 random_forest,S1 gradient_boosting,"
                 "S2 logistic_regression,S2 random_forest,S2 gradient_boosting\n")
 """``curve_plot(None)`` as CSV, likewise."""
+UNAVAILABLE_HEADLINE = {"attr": None,
+                        "dp": {"S0": None, "S1": None, "S2": None, "S3": None, "S4": None}}
+"""``unavailable_headline()`` (tests/test_stages.py checks it), written without pandas."""
 
 
 def main(argv: list[str]) -> None:
@@ -51,27 +55,29 @@ def main(argv: list[str]) -> None:
     audit, prepared_dir, predictions_dir, results = (argv[0], Path(argv[1]), Path(argv[2]),
                                                      Path(argv[3]))
     metrics = results / "metrics" / f"{audit}.json"
+    full = results / "metrics" / "full" / f"{audit}.json"
     plots = results / "metrics" / f"{audit}-strategies.json"
     curves = results / "curves" / f"{audit}.csv"
 
     def work() -> None:
         config = load_params(PARAMS).config
         parts = [predictions_dir / part for part in PARTS]
-        for path in (metrics, plots, curves):
+        for path in (metrics, full, plots, curves):
             path.parent.mkdir(parents=True, exist_ok=True)
         if carry_unavailable(parts[0], results / audit, audit=audit):
-            metrics.write_text(json.dumps({audit: {"available": False}}) + "\n")
+            metrics.write_text(json.dumps(UNAVAILABLE_HEADLINE) + "\n")
+            full.write_text(json.dumps({audit: {"available": False}}) + "\n")
             plots.write_text(EMPTY_PLOT)
             curves.write_text(CURVE_HEADER)
             return
         evaluate(audit, prepared_dir, parts, results, config=config,
-                 views=(metrics, plots, curves))
+                 views=(metrics, full, plots, curves))
 
     run_stage(work)
 
 
 def evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, *,
-             config: BenchmarkConfig, views: tuple[Path, Path, Path]) -> None:
+             config: BenchmarkConfig, views: tuple[Path, Path, Path, Path]) -> None:
     """Evaluate and write one available audit, unless its results are those of the same inputs
     (:mod:`faircode.evaluate.reuse`); the numerical imports happen past that check."""
     from faircode.audit.manifest import load_manifest
@@ -93,16 +99,17 @@ def evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, *
 
 
 def _evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, *,
-              manifest: Manifest, config: BenchmarkConfig, views: tuple[Path, Path, Path],
+              manifest: Manifest, config: BenchmarkConfig,
+              views: tuple[Path, Path, Path, Path],
               provenance_record: dict[str, Any]) -> None:
     from faircode.audit.prepared import load_prepared
     from faircode.evaluate.audit import evaluate_audit
     from faircode.evaluate.curves import curve_plot
-    from faircode.evaluate.summary import strategy_plot, summary
+    from faircode.evaluate.summary import headline, strategy_plot, summary
     from faircode.evaluate.write import write_audit
     from faircode.grid.predictions import load_predictions, merge_predictions
 
-    metrics, plots, curves = views
+    metrics, full, plots, curves = views
     data = load_prepared(prepared_dir, manifest=manifest)
     predictions = merge_predictions([load_predictions(part) for part in parts])
     outcome = evaluate_audit(
@@ -111,7 +118,8 @@ def _evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, 
         curves=config.curves)
     folder = write_audit(data, outcome, config=config, out_dir=results,
                          provenance_record=provenance_record)
-    metrics.write_text(json.dumps(summary(outcome, audit=audit), indent=2) + "\n")
+    metrics.write_text(json.dumps(headline(outcome), indent=1) + "\n")
+    full.write_text(json.dumps(summary(outcome, audit=audit), indent=2) + "\n")
     plots.write_text(json.dumps(strategy_plot(outcome, audit=audit), indent=1) + "\n")
     curve_plot(outcome.curves).to_csv(curves, index=False)
     print(f"{audit}: wrote {folder}")
