@@ -39,6 +39,7 @@ HELP: dict[str, str] = {
     "verify": "re-derive a frozen state and compare every number",
     "audit": "audit your own model's decisions from a predictions file",
     "perturb": "counterfactual copies of JSONL payloads, for any model",
+    "flips": "flip rates and CTF gaps of your text model from two score files (originals, copies)",
 }
 """Each subcommand's one-line help: the "does" column of the README's command table, word for
 word (tests/test_readme.py compares them)."""

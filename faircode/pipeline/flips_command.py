@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from faircode.pipeline._args import EXIT_OK, example
+from faircode.pipeline._args import EXIT_OK, HELP, example
 
 __all__ = ["add_flips"]
 
@@ -45,10 +45,10 @@ def _cmd_flips(args: argparse.Namespace) -> int:
 def add_flips(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Register ``faircode flips``."""
     parser = subparsers.add_parser(
-        "flips", help="flip rates and CTF gaps of your model from two score files",
-        **example("faircode perturb --axes axes.yaml payloads.jsonl > copies.jsonl",
-                  "# score payloads.jsonl and copies.jsonl with your model (add \"score\")",
-                  "faircode flips originals.csv copies_scored.jsonl --out flips-out "
+        "flips", help=HELP["flips"],
+        description="Score faircode perturb's originals and copies with your own model (add a "
+                    "\"score\" to each record), then audit the two score files.",
+        **example("faircode flips originals.csv copies_scored.jsonl --out flips-out "
                   "--threshold 0.5"))
     parser.add_argument("originals", help="CSV or JSONL: id, score [, unit] per original")
     parser.add_argument("copies", help="CSV or JSONL: id, axis, kind, changed, score per copy "
