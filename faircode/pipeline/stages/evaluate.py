@@ -10,7 +10,9 @@ Reads ``models.*``, ``stats.*``, ``degenerate.*``, ``curves.*``, ``run.seeds``,
 also ``stability.csv``, ``stability_replicates.csv`` and ``effects_stability.csv``.
 
 The predictions are the fit stages' parts, ``PREDICTIONS_DIR/<part>/``
-(:data:`faircode.pipeline.stages.PARTS`), merged in grid order.
+(:data:`faircode.pipeline.stages.PARTS`), merged in grid order; their seconds for ``run.json``
+come from ``PREDICTIONS_DIR/<part>.seconds.json`` when present (not a dep: no number depends on
+them, so a re-fit that only took another time re-runs nothing here).
 
 In a sweep every stage re-runs, so a stage does only what its inputs need:
 
@@ -81,7 +83,7 @@ def evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, *
     manifest = load_manifest(manifest_path(audit))
     record = provenance()
     key = inputs_key(manifest, config=config, inputs=[prepared_dir, *parts],
-                     versions=record["versions"])
+                     versions=record["versions"], numerics=record["numerics"]["configuration"])
     run = reusable(results / audit, key=key, outputs=views) if reuse_enabled() else None
     if run is not None:
         refresh_record(results / audit, run, config=config, provenance_record=record)
@@ -96,21 +98,24 @@ def _evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, 
               manifest: Manifest, config: BenchmarkConfig, views: tuple[Path, Path, Path],
               provenance_record: dict[str, Any]) -> None:
     from faircode.audit.prepared import load_prepared
+    from faircode.core.provenance import with_fit_numerics
     from faircode.evaluate.audit import evaluate_audit
     from faircode.evaluate.curves import curve_plot
     from faircode.evaluate.summary import strategy_plot, summary
     from faircode.evaluate.write import write_audit
-    from faircode.grid.predictions import load_predictions, merge_predictions
+    from faircode.grid.predictions import load_predictions, merge_predictions, timings_path
 
     metrics, plots, curves = views
     data = load_prepared(prepared_dir, manifest=manifest)
-    predictions = merge_predictions([load_predictions(part) for part in parts])
+    predictions = merge_predictions([load_predictions(part, timings=timings_path(part))
+                                     for part in parts])
     outcome = evaluate_audit(
         data, predictions, decision_threshold=config.decision_threshold, stats=config.stats,
         degenerate=config.degenerate, replicates=config.replicates, jobs=config.jobs,
         curves=config.curves)
     folder = write_audit(data, outcome, config=config, out_dir=results,
-                         provenance_record=provenance_record)
+                         provenance_record=with_fit_numerics(provenance_record,
+                                                             predictions.numerics))
     metrics.write_text(json.dumps(summary(outcome, audit=audit), indent=2) + "\n")
     plots.write_text(json.dumps(strategy_plot(outcome, audit=audit), indent=1) + "\n")
     curve_plot(outcome.curves).to_csv(curves, index=False)
