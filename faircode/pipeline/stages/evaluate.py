@@ -77,7 +77,7 @@ def evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, *
     """Evaluate and write one available audit, unless its results are those of the same inputs
     (:mod:`faircode.evaluate.reuse`); the numerical imports happen past that check."""
     from faircode.audit.manifest import load_manifest
-    from faircode.core.provenance import provenance
+    from faircode.core.provenance import provenance, with_fit_numerics
     from faircode.evaluate.reuse import KEY, inputs_key, refresh_record, reusable, reuse_enabled
 
     manifest = load_manifest(manifest_path(audit))
@@ -85,8 +85,10 @@ def evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, *
     key = inputs_key(manifest, config=config, inputs=[prepared_dir, *parts],
                      versions=record["versions"], numerics=record["numerics"]["configuration"])
     run = reusable(results / audit, key=key, outputs=views) if reuse_enabled() else None
-    if run is not None:
-        refresh_record(results / audit, run, config=config, provenance_record=record)
+    if run is not None:  # the same predictions' bytes: the fit's kernels are those recorded
+        fit = (run.get("numerics") or {}).get("fit") or {}
+        refresh_record(results / audit, run, config=config,
+                       provenance_record=with_fit_numerics(record, fit))
         print(f"{audit}: kept {results / audit}: it holds the results of these inputs "
               f"({KEY} {key[:12]}; this param change does not reach them)")
         return
