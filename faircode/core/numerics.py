@@ -11,12 +11,14 @@ actually runs.
 The configuration (``FAIRCODE_NUMERICS=pinned``, the default)
 --------------------------------------------------------------
 * **OpenBLAS kernel Haswell** (:data:`OPENBLAS_CORETYPE`) in both libraries: AVX2 + FMA, the
-  kernel every x86-64-v3 CPU runs (Intel since Haswell, 2013; AMD Zen uses the same kernels).
-  It is the kernel the committed states were computed with, so pinning it keeps their numbers.
+  kernel every x86-64-v3 CPU runs (Intel since Haswell, 2013; AMD Zen uses the same kernels),
+  and the OpenBLAS kernel the committed states were computed with.
 * **numpy dispatch up to X86_V3** (:data:`NUMPY_DISABLED`: every target above it is disabled):
-  on every x86-64-v3 CPU numpy runs the same AVX2 loops; its AVX-512 loops would give other
-  bytes on the CPUs that have them.  (The baseline loops alone would also change committed
-  numbers: measured on german_credit_lending + insurance_denial, 76 values in their last digit.)
+  on every x86-64-v3 CPU numpy runs the same AVX2 loops; its AVX-512 loops give other bytes on
+  the CPUs that have them.  The committed ``v0.3-paper`` was computed with those AVX-512 loops:
+  pinning moves 76 values of german_credit_lending + insurance_denial in their last digit
+  (|diff| <= 3.6e-15), as numpy's baseline loops alone would -- and the Haswell kernel needs
+  x86-64-v3 anyway, so disabling X86_V3 too would make no further CPU agree.
 * **One thread** in OpenBLAS and OpenMP (:data:`THREAD_ENV`): faircode's parallelism is its
   worker processes; a threaded reduction could split a sum differently.
 
