@@ -14,7 +14,8 @@ entry point of every audit and part (``python -m faircode.pipeline.stages.fit AU
 S0-S2, S3 with ExponentiatedGradient, S4; every replicate), once with the declared
 configuration (``FAIRCODE_NUMERICS`` unset: OpenBLAS Haswell, numpy dispatch up to X86_V3, one
 thread) and once natively (``FAIRCODE_NUMERICS=native``: the CPU's own kernels), alternating
-which goes first, each in fresh processes.  It prints every pass's wall seconds, the kernels
+which goes first, each in fresh processes.  It prints every pass's wall and CPU seconds (user +
+system of the stages and their workers: steadier than wall time on a shared machine), the kernels
 each mode ran (from the stores' ``cells.json``), the median per mode and the median of the
 per-pair ratios pinned / native.  ``--only MODE`` runs one mode once (for an external timer);
 the stores of both modes are compared byte for byte when both ran.
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -63,21 +65,28 @@ def set_up(workdir: Path, audits: list[str], *, seeds: int, jobs: int) -> None:
         save_prepared(prepare(load_audit(manifest)), workdir / "prepared" / audit)
 
 
-def fit_all(workdir: Path, audits: list[str], *, mode: str) -> float:
-    """Wall seconds of every fit stage of ``audits`` (fresh processes) under ``mode``."""
+def fit_all(workdir: Path, audits: list[str], *, mode: str) -> tuple[float, float]:
+    """(wall, CPU) seconds of every fit stage of ``audits`` (fresh processes) under ``mode``;
+    CPU is user + system of the stages and their worker processes (steadier than wall time on
+    a shared machine)."""
     # a plain shell: none of the declared values (this process set them on importing faircode)
     env = {k: v for k, v in os.environ.items() if k not in declared_names()}
     env["PYTHONPATH"] = str(REPO)
     if mode == "native":
         env[MODE_ENV] = "native"
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), _children_cpu()
     for audit in audits:
         for part in PARTS:
             subprocess.run([sys.executable, "-m", "faircode.pipeline.stages.fit", audit, part,
                             str(workdir / "prepared" / audit),
                             str(workdir / mode / audit / part)],
                            cwd=workdir, env=env, check=True, stdout=subprocess.DEVNULL)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _children_cpu() - cpu
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 def declared_names() -> set[str]:
@@ -118,28 +127,40 @@ def main() -> None:
             workdir.mkdir(parents=True, exist_ok=True)
             set_up(workdir, args.audits, seeds=args.seeds, jobs=args.jobs)
         if args.only:
-            seconds = fit_all(workdir, args.audits, mode=args.only)
-            print(f"{args.only}: {seconds:.1f} s ({kernels(workdir, args.only)})")
+            wall, cpu = fit_all(workdir, args.audits, mode=args.only)
+            print(f"{args.only}: {wall:.1f} s wall, {cpu:.1f} s CPU "
+                  f"({kernels(workdir, args.only)})")
             return
-        times: dict[str, list[float]] = {"pinned": [], "native": []}
+        times: dict[str, list[tuple[float, float]]] = {"pinned": [], "native": []}
         for repeat in range(args.repeats):
             order = ("pinned", "native") if repeat % 2 == 0 else ("native", "pinned")
             for mode in order:
                 times[mode].append(fit_all(workdir, args.audits, mode=mode))
-                print(f"pass {repeat + 1} {mode}: {times[mode][-1]:.1f} s", flush=True)
-        print(f"fit stages of {', '.join(args.audits)} (3 parts each, K = {args.seeds} split, "
-              f"jobs {args.jobs}), {args.repeats} alternating pairs:")
-        for mode, values in times.items():
-            print(f"  {mode:<6} median {statistics.median(values):7.1f} s  "
-                  f"(min {min(values):.1f}, max {max(values):.1f})  {kernels(workdir, mode)}")
-        ratios = [p / n for p, n in zip(times["pinned"], times["native"], strict=True)]
-        same, total = same_stores(workdir)
-        print(f"  pinned / native: median ratio {statistics.median(ratios):.3f} "
-              f"(pairs {', '.join(f'{r:.3f}' for r in ratios)}); stores identical: "
-              f"{same} of {total} files")
+                wall, cpu = times[mode][-1]
+                print(f"pass {repeat + 1} {mode}: {wall:.1f} s wall, {cpu:.1f} s CPU", flush=True)
+        report(times, workdir, args)
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)
+
+
+def report(times: dict[str, list[tuple[float, float]]], workdir: Path,
+           args: argparse.Namespace) -> None:
+    """Medians per mode and of the pair ratios, wall and CPU; whether the stores agree."""
+    print(f"fit stages of {', '.join(args.audits)} (3 parts each, K = {args.seeds} split, "
+          f"jobs {args.jobs}), {args.repeats} alternating pairs:")
+    for mode, values in times.items():
+        for i, what in enumerate(("wall", "CPU")):
+            column = [v[i] for v in values]
+            print(f"  {mode:<6} {what:<4} median {statistics.median(column):7.1f} s  "
+                  f"(min {min(column):.1f}, max {max(column):.1f})"
+                  + (f"  {kernels(workdir, mode)}" if i == 0 else ""))
+    for i, what in enumerate(("wall", "CPU")):
+        ratios = [p[i] / n[i] for p, n in zip(times["pinned"], times["native"], strict=True)]
+        print(f"  pinned / native {what}: median ratio {statistics.median(ratios):.3f} "
+              f"(pairs {', '.join(f'{r:.3f}' for r in ratios)})")
+    same, total = same_stores(workdir)
+    print(f"  stores identical under the two configurations: {same} of {total} files")
 
 
 if __name__ == "__main__":
