@@ -8,7 +8,11 @@ here trained (:func:`audit_decisions`; a text model's two score files: :func:`au
 
 The package face is quiet: every name is loaded on first use (PEP 562 ``__getattr__``), so
 ``import faircode`` -- and importing one wing, e.g. ``faircode.counterfactual`` -- loads only
-what that needs.  Importing faircode never imports dvc or mlflow.  Where each concept lives:
+what that needs.  Importing faircode never imports dvc or mlflow.  The one thing the import
+does: :mod:`faircode.core.numerics` (standard library only) puts the declared numerical
+configuration -- the OpenBLAS kernel, numpy's CPU dispatch, one thread -- into this process's
+environment before anything imports numpy, so every entry point computes with it.
+Where each concept lives:
 ``core`` (errors, config, seeds, the grid vocabulary), ``counterfactual`` (perturbation),
 ``audit`` (manifests, data), ``stats`` (statistics), ``grid`` (fitting), ``evaluate``
 (scoring, result files), ``report``, ``record`` (MLflow, freeze) and ``pipeline`` (the CLI and
@@ -19,6 +23,8 @@ from __future__ import annotations
 
 import importlib
 from typing import TYPE_CHECKING, Any
+
+from faircode.core import numerics as _numerics  # noqa: F401  (applies it, before numpy loads)
 
 __version__ = "0.1.0"
 

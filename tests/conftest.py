@@ -8,6 +8,11 @@ repository.
 
 from __future__ import annotations
 
+# First: importing faircode puts the declared numerical configuration (OpenBLAS kernel, numpy
+# dispatch, threads) into the environment, which numpy reads when it loads (faircode.core.numerics).
+import faircode  # noqa: F401
+
+# isort: split
 import os
 import shutil
 from dataclasses import dataclass

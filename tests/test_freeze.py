@@ -244,10 +244,10 @@ def test_drift_check_passes_on_identical_and_names_an_edited_number(tmp_path: Pa
     root = tmp_path / "repo"
     _results(root / "results")  # the committed results, identical at first
     copy = ("sh", "-c", 'mkdir -p "$2" && cp -r "$0"/. "$2"', str(rerun))
-    assert check_committed(["german"], root=root, command=copy) == ([], 2)
+    assert check_committed(["german"], root=root, command=copy)[:2] == ([], 2)
     committed = root / "results" / "german" / "fairness.csv"
     committed.write_text(committed.read_text().replace("-0.125,-0.25", "-0.126,-0.25"))
-    drift, files = check_committed(["german"], root=root, command=copy)
+    drift, files, _ = check_committed(["german"], root=root, command=copy)
     assert files == 2
     assert [d.describe() for d in drift] == [
         "results/german/fairness.csv: row 2 (baseline logistic_regression age "

@@ -200,6 +200,22 @@ def test_second_repro_reruns_nothing(repo: Repo) -> None:
     assert repo.ran("repro") == {"check-params"}
 
 
+def test_a_refit_of_unchanged_inputs_leaves_dvc_status_clean(repo: Repo) -> None:
+    """Re-running a fit stage on unchanged inputs writes the same store bytes (its seconds go to
+    the timings file beside it, which DVC does not track): dvc.lock keeps its bytes and
+    `dvc status` lists nothing, the evaluate stage downstream included."""
+    store = repo.root / "data" / "predictions" / "german_credit_lending" / "unmitigated"
+    timings = store.with_name("unmitigated.seconds.json")
+    lock, before = (repo.root / "dvc.lock").read_bytes(), timings.read_text()
+    assert repo.ran("repro", "--force", "--single-item", "fit@german_credit_lending") == {
+        "fit@german_credit_lending"}
+    assert (repo.root / "dvc.lock").read_bytes() == lock
+    assert json.loads(repo.dvc("status", "--json").stdout) == {
+        "check-params": ["always changed"]}
+    assert timings.read_text() != before  # the seconds were measured again, outside DVC
+    assert "seconds" not in json.loads((store / "cells.json").read_text())["cells"][0]
+
+
 def test_threshold_change_reruns_evaluate_only_and_changes_results(repo: Repo) -> None:
     """A new decision threshold re-runs evaluate (not fit/prepare/fetch) and moves the numbers."""
     before = (repo.root / "results" / "german_credit_lending" / "fairness.csv").read_text()

@@ -105,3 +105,29 @@ def test_predictions_store_keeps_train_scores_and_skips(tmp_path: Path) -> None:
     assert back.cells[1].counterfactual_decision[0].tolist() == [0, 0]  # type: ignore[union-attr]
     assert back.cells[2].skipped == "no" and back.config == {"eps": 0.01}
     assert pd.read_parquet(tmp_path / "test.parquet")["row"].tolist() == [1, 3, 1, 3]
+
+
+def test_the_store_holds_no_timings_and_its_timings_file_gives_them_back(tmp_path: Path) -> None:
+    """Two fits of the same predictions that took other times write the same store bytes (no
+    seconds in it, the kernels that computed them instead); the timings file beside the store
+    gives each cell's seconds back, and without it there are none."""
+    import dataclasses
+
+    from faircode.grid.predictions import AuditPredictions, timings_path
+
+    cell = CellPredictions(Strategy.BASELINE, ModelFamily.LOGISTIC_REGRESSION,
+                           test_score=np.array([0.25, 0.75]), train_score=np.array([0.5]),
+                           seconds={"fit": 1.5, "predict": 0.25})
+    kernels = {"blas_kernels": ["openblas Haswell"], "numpy_dispatch": ["X86_V3"]}
+    first = AuditPredictions("a", (cell,), {}, numerics=kernels)
+    second = dataclasses.replace(first, cells=(dataclasses.replace(cell, seconds={"fit": 9.0}),))
+    for name, predictions in (("one", first), ("two", second)):
+        save_predictions(predictions, tmp_path / name, test_index=np.array([1, 2]),
+                         train_index=np.array([0]), timings=timings_path(tmp_path / name))
+    files = sorted(p.name for p in (tmp_path / "one").iterdir())
+    assert files == ["cells.json", "counterfactual.parquet", "test.parquet", "train.parquet"]
+    for name in files:
+        assert (tmp_path / "one" / name).read_bytes() == (tmp_path / "two" / name).read_bytes()
+    back = load_predictions(tmp_path / "one", timings=tmp_path / "one.seconds.json")
+    assert back.cells[0].seconds == {"fit": 1.5, "predict": 0.25} and back.numerics == kernels
+    assert load_predictions(tmp_path / "one").cells[0].seconds == {}

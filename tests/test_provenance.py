@@ -164,6 +164,35 @@ def test_one_state_is_the_same_in_run_json_report_and_mlflow_parent(tmp_path: Pa
     assert {k: tags[f"state.{k}"] for k in STATE} == {**STATE, "inputs_dirty": "false"}
 
 
+def test_the_mlflow_parent_carries_the_numerical_environment(tmp_path: Path) -> None:
+    """The parent is tagged with the kernels, mode and CPU the audits' run.json record: their
+    common value, ``mixed`` where they differ."""
+    from mlflow.tracking import MlflowClient
+
+    from faircode.record.tracking import sync_results
+
+    results = tmp_path / "results"
+    kernels = {"blas_kernels": ["openblas Haswell"], "numpy_dispatch": ["X86_V3"]}
+    for audit, model in (("audit_a", "CPU one"), ("audit_b", "CPU two")):
+        folder = write_audit_folder(results, audit, ("sex",))
+        run = json.loads((folder / "run.json").read_text())
+        run["numerics"] = {"mode": "pinned", "pinned": True, "configuration": kernels,
+                           "fit": kernels, "cpu": {"model": model, "flags_sha256": "f" * 64},
+                           "blas": [{"file": "libscipy_openblas.so", "version": "0.3.30",
+                                     "architecture": "Haswell", "threads": 1}]}
+        (folder / "run.json").write_text(json.dumps(run))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    done = sync_results(results, tracking_uri=uri, experiment="numerics",
+                        artifact_location=(tmp_path / "artifacts").as_uri())
+    tags = MlflowClient(tracking_uri=uri).get_run(done.parent_run_id).data.tags
+    assert {k: v for k, v in tags.items() if k.startswith("numerics.")} == {
+        "numerics.kernels": "OpenBLAS Haswell; numpy dispatch X86_V3",
+        "numerics.fit_kernels": "OpenBLAS Haswell; numpy dispatch X86_V3",
+        "numerics.mode": "pinned", "numerics.pinned": "true",
+        "numerics.blas": "libscipy_openblas.so 0.3.30 Haswell threads 1",
+        "numerics.cpu": "mixed", "numerics.cpu_flags_sha256": "f" * 64}
+
+
 def test_audits_from_two_states_are_shown_as_two(tmp_path: Path) -> None:
     """A report over audits of two states says so and prints each state with its audits."""
     results = tmp_path / "results"

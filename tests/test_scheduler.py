@@ -6,6 +6,9 @@ import json
 import math
 import os
 import pickle
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -351,3 +354,78 @@ def test_a_two_audit_run_on_a_dask_cluster_writes_the_local_csvs(
     captured = capsys.readouterr()
     assert "faircode run: 2 audits" in captured.out  # the summary table stays with --quiet
     assert "S3 random_forest: fit" not in captured.err  # no per-cell lines with --quiet
+
+
+# ------------------------------------------------------------------ numerical configuration
+
+
+def _other_kernel_shell(monkeypatch: pytest.MonkeyPatch, *, mode: str | None) -> None:
+    """This process's environment as a shell that forces Sandybridge (another CPU's choice):
+    what the workers it starts inherit."""
+    from faircode.core import numerics
+
+    if not numerics.APPLIED.pinned or "avx" not in (numerics.cpu_flags() or ()):
+        pytest.skip("needs the pinned configuration and a CPU that runs Sandybridge")
+    if mode is None:
+        monkeypatch.delenv(numerics.MODE_ENV, raising=False)
+    else:
+        monkeypatch.setenv(numerics.MODE_ENV, mode)
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Sandybridge")
+
+
+def test_a_local_worker_under_another_kernel_stops_the_run(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool worker that computes under another OpenBLAS kernel than this process stops the run
+    with one line naming both configurations."""
+    from faircode.grid._worker_numerics import WorkerNumericsError
+
+    _other_kernel_shell(monkeypatch, mode="native")  # a worker that keeps the shell's kernel
+    with pytest.raises(WorkerNumericsError, match=(
+            r"^run.backend local: a worker computed a \(\d,\) under OpenBLAS Sandybridge; .*, "
+            r"this run computes under OpenBLAS Haswell; numpy dispatch X86_V3;")):
+        run_tasks(_tasks("a", 6), data={"a": Counted(1)}, jobs=2)
+
+
+def _dask_worker(module: str, address: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", module, address, "--nworkers", "1", "--nthreads", "1",
+         "--no-dashboard", "--host", "127.0.0.1"], stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+
+
+def test_only_dask_workers_started_by_faircode_compute_under_its_configuration(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """From a shell that forces another kernel, a plain ``dask worker`` (numpy loaded before
+    faircode) is refused, and ``python -m faircode.grid.dask_worker`` computes under the
+    declared configuration (its results are accepted)."""
+    import operator
+
+    distributed = pytest.importorskip("distributed")
+    from faircode.grid._worker_numerics import WorkerNumericsError
+
+    _other_kernel_shell(monkeypatch, mode=None)
+    tasks = [Task(audit="a", key=(i,), fn=operator.add, args=(i,), cost=1.0) for i in range(3)]
+    execution = lambda address: ExecutionConfig(backend="dask", scheduler=address)  # noqa: E731
+    with distributed.LocalCluster(n_workers=0, host="127.0.0.1", dashboard_address=None) as cl, \
+            distributed.Client(cl) as client:
+        for module, accepted in (("faircode.grid.dask_worker", True),
+                                 ("distributed.cli.dask_worker", False)):
+            worker = _dask_worker(module, cl.scheduler_address)
+            try:
+                client.wait_for_workers(1, timeout=120)
+                if accepted:
+                    done = run_tasks(tasks, data={"a": 10}, jobs=1,
+                                     execution=execution(cl.scheduler_address))
+                    assert done == {("a", (i,)): 10 + i for i in range(3)}
+                else:
+                    with pytest.raises(WorkerNumericsError, match=r"^run.backend dask: a worker "
+                                       r"computed a .* under OpenBLAS Sandybridge"):
+                        run_tasks(tasks, data={"a": 10}, jobs=1,
+                                  execution=execution(cl.scheduler_address))
+            finally:
+                worker.terminate()
+                worker.wait(timeout=60)
+                client.retire_workers()
+                deadline = time.monotonic() + 60
+                while client.scheduler_info()["workers"] and time.monotonic() < deadline:
+                    time.sleep(0.2)

@@ -55,6 +55,7 @@ __all__ = [
     "provenance",
     "state_identity",
     "state_of",
+    "with_fit_numerics",
 ]
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
@@ -233,11 +234,27 @@ def _versions() -> dict[str, str]:
     return versions
 
 
-def provenance(*, repo: Path | None = None, code: Iterable[str] = RESULTS_CODE) -> dict[str, Any]:
-    """``{"versions": ..., "state": ...}`` of the code producing a result now.
+def provenance(*, repo: Path | None = None, code: Iterable[str] = RESULTS_CODE,
+               numerics: bool = True) -> dict[str, Any]:
+    """``{"versions": ..., "state": ..., "numerics": ...}`` of the code producing a result now.
 
     ``state`` lacks ``params_sha256``: the writer of ``run.json`` adds it from the config it
-    records (:func:`faircode.evaluate.write.write_audit`).
+    records (:func:`faircode.evaluate.write.write_audit`).  ``numerics`` is this process's
+    numerical environment (:func:`faircode.core.numerics.record`: kernels, libraries, threads,
+    CPU); ``numerics=False`` leaves it out (a record of no computed number: the report page, the
+    MLflow sync).
     """
     state = state_identity(root=repo if repo is not None else PACKAGE_ROOT, code=code)
-    return {"versions": _versions(), "state": state.as_dict()}
+    record = {"versions": _versions(), "state": state.as_dict()}
+    if numerics:
+        from faircode.core.numerics import record as numerical_environment
+
+        record["numerics"] = numerical_environment()
+    return record
+
+
+def with_fit_numerics(record: Mapping[str, Any], fit: Mapping[str, Any]) -> dict[str, Any]:
+    """``record`` (:func:`provenance`) with ``numerics.fit``: the kernels that computed the
+    predictions (:attr:`faircode.grid.predictions.AuditPredictions.numerics`), which may be
+    another process's than the one evaluating them."""
+    return {**record, "numerics": {**(record.get("numerics") or {}), "fit": dict(fit)}}

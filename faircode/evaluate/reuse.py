@@ -17,7 +17,8 @@ Design decisions
   ``degenerate``, ``curves`` and replicate sections; the bytes of the manifest, of every file of
   the prepared audit and of the three prediction parts; the source of every file the stage's
   ``deps:`` name (:data:`CODE`, checked against ``dvc.yaml`` by ``tests/test_curves.py``); and
-  the package versions.  A change of any of them is a miss.  The mitigation keys need no place
+  the package versions and the numerical kernels (:mod:`faircode.core.numerics`).  A change of
+  any of them is a miss.  The mitigation keys need no place
   of their own: what they change is in the predictions' bytes.
 * **Only the pipeline stage reuses, and only a folder that holds exactly what was written.**
   ``faircode run`` and the library always evaluate.  A hit needs the folder's files, but
@@ -99,18 +100,20 @@ def _digest(h: Any, files: Iterable[Path], *, root: Path | None) -> None:
 
 def inputs_key(
     manifest: Manifest, *, config: BenchmarkConfig, inputs: Iterable[Path],
-    versions: Mapping[str, str],
+    versions: Mapping[str, str], numerics: Mapping[str, Any] | None = None,
 ) -> str:
     """sha256 of everything one audit's evaluate step reads (see the module docstring).
 
     ``inputs`` are the prepared-audit folder and the prediction parts; ``versions`` the package
-    versions (``provenance()["versions"]``).
+    versions (``provenance()["versions"]``); ``numerics`` the kernels this process computes with
+    (:func:`faircode.core.numerics.configuration`: numbers of other kernels are not these).
     """
     rule = resolve_rule(manifest.decision, default_threshold=config.decision_threshold)
     reads = {"rule": rule.as_dict(), "stats": dataclasses.asdict(config.stats),
              "degenerate": dataclasses.asdict(config.degenerate),
              "replicates": dataclasses.asdict(config.replicates),
-             "curves": list(config.curve_thresholds), "versions": dict(versions)}
+             "curves": list(config.curve_thresholds), "versions": dict(versions),
+             **({"numerics": dict(numerics)} if numerics else {})}
     h = hashlib.sha256(b"faircode-evaluate-inputs-v1\0")
     h.update(json.dumps(reads, sort_keys=True, default=str).encode() + b"\0")
     h.update(hashlib.sha256(manifest.file.read_bytes()).digest())

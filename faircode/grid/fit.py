@@ -45,6 +45,7 @@ from faircode.audit.perturbed import PerturbedRows
 from faircode.audit.prepared import PreparedAudit, manifest_sha256, replicate_split
 from faircode.core.cells import ModelFamily, Strategy, grid_cells, position
 from faircode.core.config import ExecutionConfig, MitigationConfig, ReplicateConfig
+from faircode.core.numerics import configuration
 from faircode.core.seeds import Stream, child_seed, replicate_seed
 from faircode.grid.predictions import AuditPredictions, CellPredictions, ReplicatePredictions
 from faircode.grid.scheduler import (
@@ -131,6 +132,7 @@ def fit_audits(
     cells = [(s, m) for s, m in grid_cells() if s in strategies]
     read = dataclasses.asdict(mitigation)
     record = {k: read[k] for k in read if any(k in READS[s] for s in strategies)}
+    kernels = configuration()  # the workers' too (the scheduler checked each result)
     out = []
     for data in datas:
         name = data.manifest.name
@@ -143,7 +145,7 @@ def fit_audits(
             audit=name, cells=tuple(results[k] for k in keys), config=record,
             manifest_sha256=manifest_sha256(data.manifest), dataset_sha256=data.sha256,
             replicates=tuple(results[k] for k in replicate_keys), seeds=replicates.seeds,
-            seed_mode=replicates.seed_mode,
+            seed_mode=replicates.seed_mode, numerics=kernels,
         ))
     return out
 

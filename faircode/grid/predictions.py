@@ -21,10 +21,12 @@ Store layout (the contract other steps rely on)
     ``score``, ``decision`` -- as ``test.parquet``, for the perturbed copies of the test rows.
 ``cells.json``
     ``audit``, ``manifest_sha256``, ``dataset_sha256``, ``config`` (the mitigation keys the fit
-    read) and ``cells``: one ``{"strategy", "model", "seconds", "skipped", "score",
-    "decision"}`` per cell in grid order (``score``/``decision``: whether the cell has them).
-    With training replicates (``run.seeds`` > 1) also ``replicates``: ``{"seeds", "seed_mode",
-    "cells"}``, one entry as above plus ``"replicate"`` per replicate cell.
+    read), ``numerics`` (the kernels that computed the predictions:
+    :func:`faircode.core.numerics.configuration`) and ``cells``: one ``{"strategy", "model",
+    "skipped", "objective", "score", "decision"}`` per cell in grid order (``score``/``decision``:
+    whether the cell has them).  With training replicates (``run.seeds`` > 1) also
+    ``replicates``: ``{"seeds", "seed_mode", "cells"}``, one entry as above plus ``"replicate"``
+    per replicate cell.
 ``replicates.parquet`` (only with ``run.seeds`` > 1)
     The re-fits ``1..seeds-1`` of every cell (:mod:`faircode.evaluate.stability`): ``replicate``,
     ``strategy``, ``model``, ``part`` (``"test"``; ``"train"`` only where the cell kept training
@@ -33,6 +35,12 @@ Store layout (the contract other steps rely on)
     counterfactual predictions.
 Rows of every parquet are grouped by cell in grid order, then in test-row (or set, row) order;
 replicates by replicate, then cell in grid order, then part.
+
+Timings are not in the store: they would make two fits of the same inputs differ, so DVC would
+see a changed output and re-run everything downstream.  The fit's seconds go to a timings file
+beside it (:func:`timings_path`, ``<part>.seconds.json``: ``{"cells": [{"strategy", "model",
+"seconds"}], "replicates": [... "replicate"]}``), written and read only when a caller names it;
+no number depends on it.
 
 Design decisions
 ----------------
@@ -67,6 +75,7 @@ __all__ = [
     "load_predictions",
     "merge_predictions",
     "save_predictions",
+    "timings_path",
 ]
 
 TEST, TRAIN, COUNTERFACTUAL, CELLS, REPLICATES = (
@@ -155,6 +164,7 @@ class AuditPredictions:
     replicates: tuple[ReplicatePredictions, ...] = ()
     seeds: int = 1
     seed_mode: str = "model"
+    numerics: dict[str, Any] = field(default_factory=dict)
 
 
 def merge_predictions(parts: Sequence[AuditPredictions]) -> AuditPredictions:
@@ -167,7 +177,8 @@ def merge_predictions(parts: Sequence[AuditPredictions]) -> AuditPredictions:
         raise ValueError("merge_predictions: parts: expected at least one, got none")
     first = parts[0]
     for part in parts[1:]:
-        for name in ("audit", "manifest_sha256", "dataset_sha256", "seeds", "seed_mode"):
+        for name in ("audit", "manifest_sha256", "dataset_sha256", "seeds", "seed_mode",
+                     "numerics"):
             if getattr(part, name) != getattr(first, name):
                 raise DataError(f"{first.audit}: predictions: {name}: the fit stages' parts "
                                 f"differ ({getattr(first, name)!r} vs {getattr(part, name)!r}); "
@@ -198,9 +209,15 @@ def _long(cell: CellPredictions, rows: np.ndarray, score: np.ndarray | None,
     return frame
 
 
+def timings_path(folder: Path) -> Path:
+    """The timings file of the store ``folder``: ``<folder>.seconds.json`` beside it."""
+    return folder.with_name(f"{folder.name}.seconds.json")
+
+
 def save_predictions(predictions: AuditPredictions, folder: Path, *, test_index: np.ndarray,
-                     train_index: np.ndarray) -> None:
-    """Write ``predictions`` into ``folder`` (created) in the layout of the module docstring."""
+                     train_index: np.ndarray, timings: Path | None = None) -> None:
+    """Write ``predictions`` into ``folder`` (created) in the layout of the module docstring;
+    with ``timings``, the cells' seconds there."""
     folder.mkdir(parents=True, exist_ok=True)
     test, train, cf = [], [], []
     for cell in predictions.cells:
@@ -220,20 +237,47 @@ def save_predictions(predictions: AuditPredictions, folder: Path, *, test_index:
     record = {
         "audit": predictions.audit, "manifest_sha256": predictions.manifest_sha256,
         "dataset_sha256": predictions.dataset_sha256, "config": predictions.config,
-        "cells": [{"strategy": c.strategy.value, "model": c.family.value, "seconds": c.seconds,
-                   "skipped": c.skipped, "objective": c.objective,
-                   "score": c.test_score is not None,
-                   "decision": c.test_decision is not None} for c in predictions.cells],
+        "numerics": predictions.numerics,
+        "cells": [_cell_record(c) for c in predictions.cells],
     }
     if predictions.seeds > 1:
         _save_replicates(predictions, folder, record)
     (folder / CELLS).write_text(json.dumps(record, indent=2) + "\n")
+    if timings is not None:
+        _save_timings(predictions, timings)
 
 
 def _cell_record(cell: CellPredictions) -> dict[str, Any]:
     return {"strategy": cell.strategy.value, "model": cell.family.value,
-            "seconds": cell.seconds, "skipped": cell.skipped, "objective": cell.objective,
+            "skipped": cell.skipped, "objective": cell.objective,
             "score": cell.test_score is not None, "decision": cell.test_decision is not None}
+
+
+def _save_timings(predictions: AuditPredictions, path: Path) -> None:
+    record = {"audit": predictions.audit,
+              "cells": [{"strategy": c.strategy.value, "model": c.family.value,
+                         "seconds": c.seconds} for c in predictions.cells],
+              "replicates": [{"replicate": r.replicate, "strategy": r.cell.strategy.value,
+                              "model": r.cell.family.value, "seconds": r.cell.seconds}
+                             for r in predictions.replicates]}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n")
+
+
+def _load_timings(path: Path | None) -> dict[tuple[Any, ...], dict[str, float]]:
+    """``(strategy, model[, replicate]) -> seconds`` of a timings file; {} when there is none
+    or it cannot be read (no number depends on it)."""
+    if path is None:
+        return {}
+    try:
+        record = json.loads(path.read_text())
+        cells: dict[tuple[Any, ...], dict[str, float]] = {
+            (c["strategy"], c["model"]): dict(c["seconds"]) for c in record["cells"]}
+        cells.update({(c["strategy"], c["model"], int(c["replicate"])): dict(c["seconds"])
+                      for c in record.get("replicates", ())})
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return cells
 
 
 def _save_replicates(predictions: AuditPredictions, folder: Path,
@@ -264,17 +308,19 @@ def _save_replicates(predictions: AuditPredictions, folder: Path,
     }
 
 
-def _load_replicates(folder: Path, entry: dict[str, Any]) -> tuple[ReplicatePredictions, ...]:
+def _load_replicates(folder: Path, entry: dict[str, Any],
+                     seconds: dict[tuple[Any, ...], dict[str, float]],
+                     ) -> tuple[ReplicatePredictions, ...]:
     """Read ``replicates.parquet`` as described by cells.json's ``replicates`` entry."""
     frame = pd.read_parquet(folder / REPLICATES)
     groups = dict(iter(frame.groupby(["replicate", "strategy", "model", "part"], sort=False)))
     out = []
     for c in entry["cells"]:
         strategy, family, k = Strategy(c["strategy"]), ModelFamily(c["model"]), int(c["replicate"])
+        took = seconds.get((c["strategy"], c["model"], k), {})
         if c["skipped"]:
             out.append(ReplicatePredictions(k, CellPredictions(
-                strategy, family, seconds=c["seconds"], skipped=c["skipped"]),
-                np.empty(0, np.int64)))
+                strategy, family, seconds=took, skipped=c["skipped"]), np.empty(0, np.int64)))
             continue
         key = (k, c["strategy"], c["model"])
         if (*key, "test") not in groups:
@@ -287,14 +333,16 @@ def _load_replicates(folder: Path, entry: dict[str, Any]) -> tuple[ReplicatePred
             test_score=_column(test, "score", c["score"]),
             test_decision=_column(test, "decision", c["decision"]),
             train_score=None if train is None else _column(train, "score", c["score"]),
-            seconds=c["seconds"], objective=c.get("objective", ""),
+            seconds=took, objective=c.get("objective", ""),
         ), test["row"].to_numpy(dtype=np.int64)))
     return tuple(out)
 
 
-def load_predictions(folder: Path) -> AuditPredictions:
-    """Read a store written by :func:`save_predictions`."""
+def load_predictions(folder: Path, *, timings: Path | None = None) -> AuditPredictions:
+    """Read a store written by :func:`save_predictions`, with the seconds of ``timings`` (none
+    without it, or when it is missing)."""
     record = json.loads((folder / CELLS).read_text())
+    seconds = _load_timings(timings)
     test = pd.read_parquet(folder / TEST)
     train = pd.read_parquet(folder / TRAIN)
     cf = pd.read_parquet(folder / COUNTERFACTUAL)
@@ -303,9 +351,9 @@ def load_predictions(folder: Path) -> AuditPredictions:
     cells = []
     for c in record["cells"]:
         strategy, family = Strategy(c["strategy"]), ModelFamily(c["model"])
+        took = seconds.get((c["strategy"], c["model"]), {})
         if c["skipped"]:
-            cells.append(CellPredictions(strategy, family, seconds=c["seconds"],
-                                         skipped=c["skipped"]))
+            cells.append(CellPredictions(strategy, family, seconds=took, skipped=c["skipped"]))
             continue
         key = (c["strategy"], c["model"])
         if key not in groups["test"]:
@@ -320,13 +368,15 @@ def load_predictions(folder: Path) -> AuditPredictions:
             train_score=_column(groups["train"][key], "score", c["score"]),
             counterfactual_score=tuple(_column(p, "score", c["score"]) for p in pieces),
             counterfactual_decision=tuple(_column(p, "decision", c["decision"]) for p in pieces),
-            seconds=c["seconds"], objective=c.get("objective", ""),
+            seconds=took, objective=c.get("objective", ""),
         ))
     entry = record.get("replicates")
     return AuditPredictions(audit=record["audit"], cells=tuple(cells), config=record["config"],
                             manifest_sha256=record["manifest_sha256"],
                             dataset_sha256=record["dataset_sha256"],
-                            replicates=() if entry is None else _load_replicates(folder, entry),
+                            numerics=dict(record.get("numerics") or {}),
+                            replicates=() if entry is None else _load_replicates(
+                                folder, entry, seconds),
                             seeds=1 if entry is None else int(entry["seeds"]),
                             seed_mode="model" if entry is None else str(entry["seed_mode"]))
 

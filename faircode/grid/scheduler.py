@@ -22,7 +22,9 @@ Design decisions
 * **Results do not depend on the backend, the worker count or the order**: every stochastic step
   of a task is seeded by the task's position (its key), never by when or where it runs (see
   :mod:`faircode.grid.fit`).  Local workers run single-threaded numerical libraries (as Dask's
-  nanny workers do), so the processes never oversubscribe the cores.
+  nanny workers do), so the processes never oversubscribe the cores.  Every worker's result comes
+  with the kernels that computed it, and one computed under another numerical configuration than
+  this process stops the run (:mod:`faircode.grid._worker_numerics`).
 * **The cost model is for ordering only.**  :class:`CostModel` predicts a grid cell's seconds from
   its training rows, strategy and model family (coefficients fitted on the committed
   ``results/*/run.json`` timings, :data:`DEFAULT_COEFFICIENTS`); the per-cell seconds of a
@@ -56,6 +58,7 @@ from typing import Any
 from faircode.core.config import ExecutionConfig
 from faircode.core.errors import FaircodeError
 from faircode.grid._lifetime import SignalStop, Stopped, follow_parent, terminate
+from faircode.grid._worker_numerics import Configuration, WorkerCheck, checked
 
 __all__ = [
     "DEFAULT_COEFFICIENTS",
@@ -281,9 +284,10 @@ def _timed(fn: Callable[..., Any], data: Any, *args: Any) -> tuple[Any, float]:
     return result, time.perf_counter() - start
 
 
-def _run_local(audit: str, fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, float]:
-    """In a local worker: run a task on the audit's installed data."""
-    return _timed(fn, _WORKER_DATA[audit], *args)
+def _run_local(audit: str, fn: Callable[..., Any],
+               args: tuple[Any, ...]) -> tuple[Any, float, Configuration]:
+    """In a local worker: run a task on the audit's installed data (and say under which kernels)."""
+    return checked(_timed, fn, _WORKER_DATA[audit], *args)
 
 
 OnStart = Callable[[Sequence[Task], int], None]
@@ -352,12 +356,17 @@ def run_tasks(
 class _Collector:
     """Results, callbacks and failure handling shared by every backend."""
 
-    def __init__(self, on_done: OnDone | None, on_error: OnError | None) -> None:
+    def __init__(self, on_done: OnDone | None, on_error: OnError | None,
+                 backend: str = "local") -> None:
         self.results: dict[TaskKey, Any] = {}
         self.failed: set[str] = set()
         self.on_done, self.on_error = on_done, on_error
+        self.numerics = WorkerCheck(backend)
 
-    def done(self, task: Task, result: Any, seconds: float) -> None:
+    def done(self, task: Task, result: Any, seconds: float,
+             configuration: Configuration | None = None) -> None:
+        if configuration is not None:  # a worker's result: computed under this run's kernels?
+            self.numerics.check(configuration, task=f"{task.audit} {task.key}")
         if task.audit in self.failed:
             return
         self.results[task.id] = result
@@ -411,7 +420,7 @@ def _run_pool(order: Sequence[Task], *, data: Mapping[str, Any], workers: int,
         # The executor feeds its workers in submission order: submitting longest first is
         # dispatching longest first.
         with stop.held():  # not while submit spawns a worker: it would be left half-started
-            pending: dict[Future[tuple[Any, float]], Task] = {
+            pending: dict[Future[tuple[Any, float, Configuration]], Task] = {
                 pool.submit(_run_local, t.audit, t.fn, t.args): t for t in order}
         while pending:
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
@@ -426,8 +435,7 @@ def _run_pool(order: Sequence[Task], *, data: Mapping[str, Any], workers: int,
                         if t.audit == task.audit:
                             other.cancel()
                     continue
-                result, seconds = future.result()
-                collector.done(task, result, seconds)
+                collector.done(task, *future.result())
     except BaseException as exc:
         stop.restore()
         terminate(pool)
@@ -453,7 +461,7 @@ def _run_dask(order: Sequence[Task], *, data: Mapping[str, Any], address: str,
         raise SchedulerError(
             f"run.scheduler: cannot connect to a dask scheduler at {address!r}: "
             f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from None
-    collector = _Collector(on_done, on_error)
+    collector = _Collector(on_done, on_error, backend="dask")
     with client:
         needed = list(dict.fromkeys(t.audit for t in order))
         # one scatter per audit; its tasks take the future and a worker fetches the data once
@@ -463,7 +471,7 @@ def _run_dask(order: Sequence[Task], *, data: Mapping[str, Any], address: str,
             on_start(order, workers)
         futures = {}
         for rank, task in enumerate(order):
-            future = client.submit(_timed, task.fn, shipped[task.audit], *task.args,
+            future = client.submit(checked, _timed, task.fn, shipped[task.audit], *task.args,
                                    priority=len(order) - rank, pure=False, retries=0,
                                    key=f"faircode-{task.audit}-{rank}-{time.time_ns()}")
             futures[future] = task
@@ -480,6 +488,5 @@ def _run_dask(order: Sequence[Task], *, data: Mapping[str, Any], address: str,
                     if t.audit == task.audit and not other.done():
                         other.cancel()
                 continue
-            result, seconds = future.result()
-            collector.done(task, result, seconds)
+            collector.done(task, *future.result())
     return collector.results

@@ -33,6 +33,7 @@ from faircode.audit.data import AuditData, load_audit
 from faircode.audit.fetch import MIRROR_ENV, fetch, mirror_dirs
 from faircode.audit.manifest import Manifest, discover_manifests, load_manifest
 from faircode.core.errors import DataUnavailableError, FaircodeError
+from faircode.core.numerics import require
 from faircode.pipeline._args import (
     EXIT_FAILED,
     EXIT_OK,
@@ -359,7 +360,8 @@ def _add_report(subparsers: argparse._SubParsersAction, common: argparse.Argumen
 
         outputs = write_report(
             Path(args.results), audits_dir=Path(args.audits), only=tuple(args.audit),
-            metric=args.metric, model=args.model, provenance=provenance(code=REPORT_CODE))
+            metric=args.metric, model=args.model,
+            provenance=provenance(code=REPORT_CODE, numerics=False))
         print(f"wrote {outputs.summary}, {len(outputs.tables)} tables, "
               f"{len(outputs.figures)} figures (PNG+PDF), "
               f"{outputs.html}")
@@ -478,6 +480,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
         handler: Handler = args.handler
+        require()  # this process computes under the declared numerical configuration
         return handler(args)
     except FaircodeError as exc:
         print(str(exc), file=sys.stderr)

@@ -12,13 +12,18 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from faircode.audit.fetch import MIRROR_ENV, default_mirror
 from faircode.core.errors import FaircodeError
 from faircode.pipeline._args import EXIT_FAILED, EXIT_OK, HELP, example
 
-__all__ = ["add_freeze", "add_verify", "pipeline_env"]
+if TYPE_CHECKING:  # pragma: no cover
+    from faircode.record.compare import CellDrift, NumericsComparison
+
+__all__ = ["add_freeze", "add_verify", "findings", "pipeline_env"]
 
 def pipeline_env(root: Path) -> dict[str, str]:
     """The environment of a re-run: this interpreter's bin first on PATH (DVC stages call
@@ -72,6 +77,17 @@ def add_freeze(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser.set_defaults(handler=handler)
 
 
+def findings(numerics: NumericsComparison, environment: Sequence[str],
+             drift: Sequence[CellDrift]) -> list[str]:
+    """What ``verify`` prints before its summary: the numerical environment first (the first
+    suspect of a drift), then package versions, every drifting number, and -- where numbers
+    drift under other kernels -- the one line naming that as the likely cause."""
+    cause = numerics.cause(len(drift))
+    return ([f"numerics differ: {line}" for line in numerics.lines]
+            + [f"environment differs: {line}" for line in environment]
+            + [f"drift: {cell.describe()}" for cell in drift] + ([cause] if cause else []))
+
+
 def add_verify(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """``faircode verify NAME``: re-derive a frozen state; exit 0 identical, 1 on drift."""
 
@@ -85,9 +101,9 @@ def add_verify(subparsers: argparse._SubParsersAction, common: argparse.Argument
             command = [sys.executable, "-m", "faircode.pipeline.cli", "run",
                        "--params", args.params,
                        *audits]
-            drift, files = check_committed(audits, root=root, command=command, env=env)
-            for cell in drift:
-                print(f"drift: {cell.describe()}")
+            drift, files, numerics = check_committed(audits, root=root, command=command, env=env)
+            for line in findings(numerics, (), drift):
+                print(line)
             print(f"{' '.join(audits)}: {files} results files re-derived; "
                   f"{'identical' if not drift else f'{len(drift)} number(s) drift'}")
             return EXIT_OK if not drift else EXIT_FAILED
@@ -98,10 +114,8 @@ def add_verify(subparsers: argparse._SubParsersAction, common: argparse.Argument
         # Re-compute every number: no evaluate stage keeps the frozen tables it finds.
         report = verify(args.name, root=root, env={**env, REUSE_ENV: "0"},
                         command=(sys.executable, "-m", "dvc", "repro", "--force"))
-        for line in report.environment:
-            print(f"environment differs: {line}")
-        for cell in report.drift:
-            print(f"drift: {cell.describe()}")
+        for line in findings(report.numerics, report.environment, report.drift):
+            print(line)
         verdict = ("identical, bit for bit" if report.identical
                    else f"{len(report.drift)} number(s) drift")
         print(f"{args.name} (commit {report.commit[:12]}): {report.identical_files} of "

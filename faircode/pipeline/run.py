@@ -23,6 +23,8 @@ from faircode.audit.prepared import PreparedAudit, prepare
 from faircode.core.cells import STRATEGY_CODES, Strategy
 from faircode.core.config import BenchmarkConfig, ExecutionConfig
 from faircode.core.errors import ConfigError, DataUnavailableError, config_error
+from faircode.core.numerics import require
+from faircode.core.provenance import with_fit_numerics
 from faircode.evaluate.audit import evaluate_audit
 from faircode.evaluate.deployed import score_given
 from faircode.evaluate.tables import AuditResults
@@ -44,7 +46,12 @@ def run_audit(
     config: BenchmarkConfig,
     on_cell_done: Callable[[CellPredictions], None] | None = None,
 ) -> AuditResults:
-    """Run the full grid on one loaded audit (fit, then evaluate, in memory)."""
+    """Run the full grid on one loaded audit (fit, then evaluate, in memory).
+
+    A process that imported numpy before faircode computes with the kernels it loaded: a warning
+    says so, and the results record them (:func:`faircode.core.numerics.require`).
+    """
+    require(strict=False)
     prepared = prepare(data)
     return evaluate(prepared, fit(prepared, config=config, on_cell_done=on_cell_done),
                     config=config)
@@ -74,6 +81,7 @@ def audit_decisions(
     the model decides ``score > config.decision_threshold``.  Bad arrays raise one line naming
     the array and an example value.
     """
+    require(strict=False)
     config = config or BenchmarkConfig()
     if decision is None and score is None:
         raise ConfigError("audit_decisions: expected decision and/or score, got neither")
@@ -159,7 +167,8 @@ def run_audits(
         try:
             results = evaluate(data, predictions, config=config)
             folder = write_audit(data, results, config=config, out_dir=out,
-                                 provenance_record=dict(provenance_record))
+                                 provenance_record=with_fit_numerics(provenance_record,
+                                                                     predictions.numerics))
         except Exception as exc:  # one audit's failure must not lose the others
             on_error(predictions.audit, exc)
             continue

@@ -2,7 +2,9 @@
 
 The identity is the results' own (their ``run.json`` ``state``; :mod:`faircode.core.provenance`):
 one state's tags as they are, several states' common values with ``mixed`` where they differ
-(and dirty if any audit is).  Named by :func:`faircode.record.names.parent_name`.
+(and dirty if any audit is).  Named by :func:`faircode.record.names.parent_name`.  Beside it the
+numerical environment that computed the numbers (``numerics.*``: kernels, libraries, mode, CPU;
+:mod:`faircode.core.numerics`), the audits' common value or ``mixed``.
 """
 
 from __future__ import annotations
@@ -13,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from faircode.record._store import flatten, log_batched
 from faircode.record.names import parent_name
-from faircode.record.runs import ChildRun, recorded_state, sanitise, state_tags
+from faircode.record.runs import (
+    ChildRun,
+    _read_json,
+    audit_folders,
+    recorded_state,
+    sanitise,
+    state_tags,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Mapping
@@ -22,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from faircode.record.tracking import SyncContext
 
-__all__ = ["create_parent", "name_frozen", "parent_state"]
+__all__ = ["create_parent", "name_frozen", "numerics_tags", "parent_state"]
 
 _FIELDS = ("git_commit", "code_sha256", "inputs_dirty", "params_sha256")
 
@@ -43,6 +52,32 @@ def parent_state(results: Path) -> tuple[dict[str, str], dict[str, str | None]]:
     return {**tags, "state.states": str(len(groups))}, consensus
 
 
+def numerics_tags(results: Path) -> dict[str, str]:
+    """The parent's ``numerics.*`` tags from the audits' ``run.json`` (``not recorded`` where a
+    run.json has none; ``mixed`` where the audits differ)."""
+    from faircode.core.numerics import describe
+
+    values: dict[str, set[str]] = {}
+    for folder in audit_folders(results):
+        if not (folder / "run.json").is_file():
+            continue
+        block = _read_json(folder / "run.json").get("numerics") or {}
+        cpu = block.get("cpu") or {}
+        for key, value in (
+                ("kernels", describe(block.get("configuration"))),
+                ("fit_kernels", describe(block.get("fit"))),
+                ("mode", block.get("mode")), ("pinned", block.get("pinned")),
+                ("note", block.get("note") or ""),
+                ("blas", "; ".join(f"{b.get('file')} {b.get('version')} {b.get('architecture')} "
+                                   f"threads {b.get('threads')}" for b in block.get("blas", ()))),
+                ("cpu", cpu.get("model")), ("cpu_flags_sha256", cpu.get("flags_sha256"))):
+            text = "not recorded" if value is None else str(value).lower() \
+                if isinstance(value, bool) else str(value)
+            values.setdefault(f"numerics.{key}", set()).add(text)
+    return {k: (v.pop() if len(v) == 1 else "mixed")[:8000] for k, v in values.items()
+            if v != {""}}
+
+
 def _tag_value(value: object) -> str | None:
     return None if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
@@ -58,7 +93,8 @@ def create_parent(client: MlflowClient, experiment_id: str, results: Path, diges
                        dirty=consensus.get("inputs_dirty") == "true")
     tags = {"faircode.digest": digest, "faircode.sync_state": "incomplete",
             "faircode.children_expected": str(len(children)), "audits": ", ".join(audits),
-            "results": str(results.resolve()), **state, **context.tags(),
+            "results": str(results.resolve()), **state, **numerics_tags(results),
+            **context.tags(),
             "versions.mlflow": importlib.metadata.version("mlflow"),
             **{sanitise(f"unavailable.{a}"): r for a, r in skipped.items()},
             "mlflow.note.content": (

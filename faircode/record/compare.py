@@ -6,6 +6,12 @@ cell with its frozen value, its new value and the absolute difference), ``run.js
 its volatile keys (:data:`VOLATILE_RUN_KEYS`), any other differing file as one drift.
 ``report.html`` is not compared (:data:`RENDERED`): it renders compared files and names the code
 that rendered it.
+
+The numerical environment of the two runs (``run.json``'s ``numerics``,
+:mod:`faircode.core.numerics`) is compared on its own and reported first
+(:func:`compare_numerics`): another OpenBLAS kernel or numpy dispatch target changes numbers in
+their last bits, so where numbers drift and the kernels differ (or the frozen state does not
+record its own), that is named in one line as the likely cause.
 """
 
 from __future__ import annotations
@@ -20,16 +26,18 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["RENDERED", "VOLATILE_RUN_KEYS", "CellDrift", "compare_results",
-           "environment_differences", "sha256_file", "without_keys"]
+__all__ = ["RENDERED", "VOLATILE_RUN_KEYS", "CellDrift", "NumericsComparison", "compare_numerics",
+           "compare_results", "environment_differences", "numerics_differences",
+           "results_numerics", "sha256_file", "without_keys"]
 
 RESULTS_DIR = "results"
 VOLATILE_RUN_KEYS = frozenset({"seconds", "git_commit", "git_dirty", "jobs",
-                               "evaluate_inputs_sha256", "files"})
+                               "evaluate_inputs_sha256", "files", "numerics"})
 """``run.json`` keys whose values legitimately differ between two runs of the same state (the
 re-run's commit is the freeze commit, not the one that produced the results; the evaluate
-step's content address covers the predictions' bytes, fit timings included; ``files`` are the
-digests of the folder's other files, each compared on its own)."""
+step's content address covers the package versions; ``files`` are the digests of the folder's
+other files, each compared on its own; ``numerics`` -- CPU model, library files -- is compared
+on its own, first: :func:`compare_numerics`)."""
 RENDERED = frozenset({"report.html"})
 """Results files that render compared files with their generation provenance (not compared)."""
 
@@ -74,6 +82,99 @@ def environment_differences(frozen: Mapping[str, Any], current: Mapping[str, Any
             lines.append(f"{package}: frozen {old.get(package, 'absent')}, "
                          f"now {new.get(package, 'absent')}")
     return lines
+
+
+def numerics_differences(frozen: Mapping[str, Any] | None,
+                         current: Mapping[str, Any] | None) -> list[str]:
+    """One line per difference of two ``run.json`` ``numerics`` records: the kernels of the
+    evaluate and of the fit step, the mode, whether the configuration was pinned, the CPU."""
+    from faircode.core.numerics import describe
+
+    frozen, current = frozen or {}, current or {}
+    if not frozen.get("configuration") and not current.get("configuration"):
+        return []
+    if not frozen.get("configuration"):
+        return [f"numerical configuration: frozen not recorded (a state made before they were), "
+                f"now {describe(current.get('configuration'))}"]
+    lines = []
+    for key, label in (("configuration", "kernels"), ("fit", "fit kernels")):
+        before, after = describe(frozen.get(key)), describe(current.get(key))
+        if before != after:
+            lines.append(f"{label}: frozen {before}, now {after}")
+    for key in ("mode", "pinned", "note"):
+        if frozen.get(key) != current.get(key):
+            lines.append(f"{key}: frozen {frozen.get(key)}, now {current.get(key)}")
+    cpu = [(frozen.get("cpu") or {}).get(k) for k in ("model", "flags_sha256")]
+    now = [(current.get("cpu") or {}).get(k) for k in ("model", "flags_sha256")]
+    if cpu != now:
+        lines.append(f"CPU: frozen {cpu[0]} (flags {str(cpu[1])[:12]}), now {now[0]} (flags "
+                     f"{str(now[1])[:12]})")
+    return lines
+
+
+@dataclass(frozen=True, slots=True)
+class NumericsComparison:
+    """The numerical environments of two results folders: the differing lines (each with the
+    audits it concerns) and whether the kernels differ (or the frozen ones are not recorded)."""
+
+    lines: tuple[str, ...] = ()
+    kernels_differ: bool = False
+    frozen: str = "not recorded"
+    now: str = "not recorded"
+
+    def cause(self, drifting: int) -> str | None:
+        """The one line naming the likely cause of ``drifting`` numbers (None: not kernels)."""
+        if not drifting or not self.kernels_differ:
+            return None
+        return (f"likely cause: {drifting} number(s) drift under another numerical "
+                f"configuration (frozen {self.frozen}, now {self.now}): another BLAS kernel or "
+                "CPU dispatch rounds the last bits differently, and thresholds, "
+                "ExponentiatedGradient and replicate tests turn them into other decisions; "
+                "re-derive on an x86-64-v3 CPU under FAIRCODE_NUMERICS=pinned (README: Bit for "
+                "bit)")
+
+
+def compare_numerics(frozen: Path, new: Path) -> NumericsComparison:
+    """Compare the ``numerics`` of every ``<audit>/run.json`` of ``frozen`` with ``new``'s."""
+    from faircode.core.numerics import describe
+
+    by_line: dict[str, list[str]] = {}
+    differ, before, after = False, set(), set()
+    for path in sorted(frozen.glob("*/run.json")):
+        other = new / path.parent.name / "run.json"
+        if not other.is_file():
+            continue
+        a = _read_numerics(path)
+        b = _read_numerics(other)
+        for line in numerics_differences(a, b):
+            by_line.setdefault(line, []).append(path.parent.name)
+        kernels = [(describe((a or {}).get(k)), describe((b or {}).get(k)))
+                   for k in ("configuration", "fit")]
+        differ |= any(x != y for x, y in kernels)  # "not recorded" on one side differs too
+        before.add(kernels[0][0])
+        after.add(kernels[0][1])
+    return NumericsComparison(
+        lines=tuple(f"{line} ({', '.join(audits)})" for line, audits in by_line.items()),
+        kernels_differ=differ, frozen=" | ".join(sorted(before)) or "not recorded",
+        now=" | ".join(sorted(after)) or "not recorded")
+
+
+def results_numerics(results: Path) -> dict[str, Any]:
+    """The numerical environment the ``<audit>/run.json`` of ``results`` record, as a freeze
+    record keeps it: one block when every audit shares it, else ``{"per_audit": {...}}``."""
+    blocks = {path.parent.name: _read_numerics(path)
+              for path in sorted(results.glob("*/run.json"))}
+    if len({json.dumps(b, sort_keys=True) for b in blocks.values()}) <= 1:
+        return next(iter(blocks.values()), None) or {}
+    return {"per_audit": blocks}
+
+
+def _read_numerics(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text()).get("numerics")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def without_keys(value: Any, keys: frozenset[str]) -> Any:

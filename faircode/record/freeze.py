@@ -22,8 +22,11 @@ Design decisions
 * **Tags are a convenience.**  ``freeze`` tags the commit that adds the record;
   :func:`restore_tags` re-creates missing tags from the records (a clone may not have fetched
   them).  ``verify`` needs only the record.
-* **Environment before numbers.**  A different package version is reported before any number is
-  compared, because it is the first suspect of a drift.
+* **Environment before numbers.**  The numerical environment (the OpenBLAS kernel and numpy
+  dispatch that computed each audit, from its ``run.json``; the record keeps it too) and the
+  package versions are reported before any number, because they are the first suspects of a
+  drift; where numbers drift under other kernels, one line names that as the likely cause
+  (:func:`faircode.record.compare.compare_numerics`).
 * **Bit for bit first, then the size of each drift.**  Every results file is compared by sha256;
   a CSV that differs is then compared cell by cell and each differing cell is reported with its
   frozen value, its new value and the absolute difference.  ``run.json`` is compared without its
@@ -58,8 +61,11 @@ from faircode.core.schema import read_yaml
 from faircode.record.compare import (
     VOLATILE_RUN_KEYS,
     CellDrift,
+    NumericsComparison,
+    compare_numerics,
     compare_results,
     environment_differences,
+    results_numerics,
 )
 from faircode.record.compare import sha256_file as _sha256
 
@@ -98,6 +104,7 @@ class VerifyReport:
     commit: str
     environment: tuple[str, ...] = ()
     drift: tuple[CellDrift, ...] = ()
+    numerics: NumericsComparison = field(default_factory=NumericsComparison)
     identical_files: int = 0
     files: int = 0
     seconds: float = 0.0
@@ -275,6 +282,7 @@ def freeze(
         "datasets": datasets,
         "results": _results_digests(root / RESULTS_DIR, root),
         "environment": environment(),
+        "numerics": results_numerics(root / RESULTS_DIR),
     }
     record_path.parent.mkdir(parents=True, exist_ok=True)
     record_path.write_text(json.dumps(record, indent=2, sort_keys=False) + "\n")
@@ -412,6 +420,7 @@ def verify(
                               f"{done.returncode}): {tail}")
         drift, identical, files = compare_results(frozen, checked_out)
         return VerifyReport(name=name, commit=commit, environment=env_lines, drift=tuple(drift),
+                            numerics=compare_numerics(frozen, checked_out),
                             identical_files=identical, files=files,
                             seconds=time.perf_counter() - start, log=log)
     finally:
@@ -430,8 +439,9 @@ def check_committed(
     root: Path,
     command: Sequence[str],
     env: Mapping[str, str] | None = None,
-) -> tuple[list[CellDrift], int]:
-    """Re-run ``audits`` and compare with the committed ``results/<audit>/``: ``(drift, files)``.
+) -> tuple[list[CellDrift], int, NumericsComparison]:
+    """Re-run ``audits`` and compare with the committed ``results/<audit>/``: ``(drift, files,
+    the numerical environments compared)``.
 
     ``command`` is the run command without its output folder (e.g. ``python -m
     faircode.pipeline.cli run
@@ -459,4 +469,5 @@ def check_committed(
             found, _, n = compare_results(committed, out / audit, label=f"{RESULTS_DIR}/{audit}")
             drift.extend(found)
             files += n
-    return drift, files
+        numerics = compare_numerics(root / RESULTS_DIR, out)
+    return drift, files, numerics

@@ -100,7 +100,8 @@ def _read_json(path: Path) -> Any:
         raise ResultsError(f"{path}: expected JSON, got {type(exc).__name__}: {exc}") from None
 
 
-_NOT_RESULTS = frozenset({"seconds", "jobs"})  # timings and worker count change no number
+# timings, worker count and the machine's numerical environment (same numbers) change no number
+_NOT_RESULTS = frozenset({"seconds", "jobs", "numerics"})
 
 
 def canonical(value: Any) -> bytes:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from faircode.core.cells import Strategy
 from faircode.core.errors import FaircodeError
+from faircode.core.numerics import require
 
 __all__ = [
     "PARTS",
@@ -67,8 +68,11 @@ def carry_unavailable(upstream: Path, folder: Path, *, audit: str) -> bool:
 
 
 def run_stage(work: Callable[[], None]) -> None:
-    """Run ``work``; a :class:`FaircodeError` is one line on stderr and exit code 2."""
+    """Run ``work`` (under the declared numerical configuration,
+    :func:`faircode.core.numerics.require`); a :class:`FaircodeError` is one line on stderr and
+    exit code 2."""
     try:
+        require()
         work()
     except FaircodeError as exc:
         print(str(exc), file=sys.stderr)

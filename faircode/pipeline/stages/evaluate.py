@@ -11,7 +11,9 @@ Reads ``models.*``, ``stats.*``, ``degenerate.*``, ``curves.*``, ``run.seeds``,
 also ``stability.csv``, ``stability_replicates.csv`` and ``effects_stability.csv``.
 
 The predictions are the fit stages' parts, ``PREDICTIONS_DIR/<part>/``
-(:data:`faircode.pipeline.stages.PARTS`), merged in grid order.
+(:data:`faircode.pipeline.stages.PARTS`), merged in grid order; their seconds for ``run.json``
+come from ``PREDICTIONS_DIR/<part>.seconds.json`` when present (not a dep: no number depends on
+them, so a re-fit that only took another time re-runs nothing here).
 
 In a sweep every stage re-runs, so a stage does only what its inputs need:
 
@@ -81,16 +83,18 @@ def evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, *
     """Evaluate and write one available audit, unless its results are those of the same inputs
     (:mod:`faircode.evaluate.reuse`); the numerical imports happen past that check."""
     from faircode.audit.manifest import load_manifest
-    from faircode.core.provenance import provenance
+    from faircode.core.provenance import provenance, with_fit_numerics
     from faircode.evaluate.reuse import KEY, inputs_key, refresh_record, reusable, reuse_enabled
 
     manifest = load_manifest(manifest_path(audit))
     record = provenance()
     key = inputs_key(manifest, config=config, inputs=[prepared_dir, *parts],
-                     versions=record["versions"])
+                     versions=record["versions"], numerics=record["numerics"]["configuration"])
     run = reusable(results / audit, key=key, outputs=views) if reuse_enabled() else None
-    if run is not None:
-        refresh_record(results / audit, run, config=config, provenance_record=record)
+    if run is not None:  # the same predictions' bytes: the fit's kernels are those recorded
+        fit = (run.get("numerics") or {}).get("fit") or {}
+        refresh_record(results / audit, run, config=config,
+                       provenance_record=with_fit_numerics(record, fit))
         print(f"{audit}: kept {results / audit}: it holds the results of these inputs "
               f"({KEY} {key[:12]}; this param change does not reach them)")
         return
@@ -103,21 +107,24 @@ def _evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, 
               views: tuple[Path, Path, Path, Path],
               provenance_record: dict[str, Any]) -> None:
     from faircode.audit.prepared import load_prepared
+    from faircode.core.provenance import with_fit_numerics
     from faircode.evaluate.audit import evaluate_audit
     from faircode.evaluate.curves import curve_plot
     from faircode.evaluate.summary import headline, strategy_plot, summary
     from faircode.evaluate.write import write_audit
-    from faircode.grid.predictions import load_predictions, merge_predictions
+    from faircode.grid.predictions import load_predictions, merge_predictions, timings_path
 
     metrics, full, plots, curves = views
     data = load_prepared(prepared_dir, manifest=manifest)
-    predictions = merge_predictions([load_predictions(part) for part in parts])
+    predictions = merge_predictions([load_predictions(part, timings=timings_path(part))
+                                     for part in parts])
     outcome = evaluate_audit(
         data, predictions, decision_threshold=config.decision_threshold, stats=config.stats,
         degenerate=config.degenerate, replicates=config.replicates, jobs=config.jobs,
         curves=config.curves)
     folder = write_audit(data, outcome, config=config, out_dir=results,
-                         provenance_record=provenance_record)
+                         provenance_record=with_fit_numerics(provenance_record,
+                                                             predictions.numerics))
     metrics.write_text(json.dumps(headline(outcome), indent=1) + "\n")
     full.write_text(json.dumps(summary(outcome, audit=audit), indent=2) + "\n")
     plots.write_text(json.dumps(strategy_plot(outcome, audit=audit), indent=1) + "\n")

@@ -8,7 +8,10 @@ The grid is fitted in three parts, one DVC stage each, split by the params they 
 reads ``run.seeds`` and ``run.seed_mode`` (tracked by DVC) and ``run.jobs``, ``run.backend``,
 ``run.scheduler`` (deliberately not tracked: the worker count and the backend change no number).
 A part's cells (and their training replicates) are dispatched longest first, ordered by the
-per-cell seconds of ``results/<audit>/run.json`` when it exists (ordering only).
+per-cell seconds of ``results/<audit>/run.json`` when it exists (ordering only).  The cells'
+seconds go to ``OUT_DIR.seconds.json`` beside the store, never into it, and that file is
+deliberately no DVC output (its hash would change ``dvc.lock`` on every re-fit): a re-fit of
+unchanged inputs leaves the store's bytes, ``dvc.lock`` and everything downstream unchanged.
 
 Usage: ``python -m faircode.pipeline.stages.fit AUDIT PART PREPARED_DIR OUT_DIR``
 """
@@ -24,7 +27,7 @@ from faircode.core.cells import STRATEGY_CODES
 from faircode.core.config import load_params
 from faircode.core.errors import ConfigError
 from faircode.grid.fit import fit_audit
-from faircode.grid.predictions import CellPredictions, save_predictions
+from faircode.grid.predictions import CellPredictions, save_predictions, timings_path
 from faircode.grid.scheduler import previous_cell_seconds
 from faircode.pipeline.stages import PARAMS, PARTS, carry_unavailable, manifest_path, run_stage
 
@@ -54,7 +57,7 @@ def main(argv: list[str]) -> None:
             strategies=PARTS[part], jobs=config.jobs, execution=params.execution,
             on_cell_done=_progress, previous=previous_cell_seconds(RESULTS / audit / "run.json"))
         save_predictions(predictions, out, test_index=data.test_index,
-                         train_index=data.train_index)
+                         train_index=data.train_index, timings=timings_path(out))
         print(f"{audit}: {part} predictions in {out}")
 
     run_stage(work)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from faircode.core.config import ReportConfig, load_params
 from faircode.core.errors import FaircodeError
+from faircode.core.numerics import require
 from faircode.core.provenance import REPORT_CODE, provenance
 from faircode.report.build import write_report
 
@@ -27,11 +28,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--audits", default="audits", help="folder of <name>/audit.yaml")
     args = parser.parse_args(argv)
     try:
+        require()
         params_path = Path(args.params)
         config = load_params(params_path).report if params_path.is_file() else ReportConfig()
         outputs = write_report(Path(args.results), audits_dir=Path(args.audits),
                                metric=config.metric, model=config.model,
-                               provenance=provenance(code=REPORT_CODE))
+                               provenance=provenance(code=REPORT_CODE, numerics=False))
     except FaircodeError as exc:
         print(str(exc), file=sys.stderr)
         return 2

@@ -49,7 +49,7 @@ def track(results: Path, *, root: Path, env: Mapping[str, str], tracking_uri: st
     context = SyncContext(
         freeze_name=matching_freeze(root, results) if results.is_dir() else None,
         dvc_exp_name=env.get("DVC_EXP_NAME"), dvc_exp_baseline=env.get("DVC_EXP_BASELINE_REV"),
-        versions=provenance(repo=root)["versions"])
+        versions=provenance(repo=root, numerics=False)["versions"])
     local = None if "://" in uri.removeprefix("sqlite:///") else (root / "mlartifacts").as_uri()
     try:
         done = sync_results(results, tracking_uri=uri, experiment=experiment, config=config,
