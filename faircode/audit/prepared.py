@@ -23,8 +23,10 @@ Store layout (the contract other steps rely on)
     feature columns.
 ``meta.json``
     ``audit``, ``manifest_sha256``, ``dataset_sha256``, ``steps``, ``attributes``,
-    ``counterfactual`` (one ``{"axis", "kind", "columns"}`` per set, in set order) and ``system``
-    (``{"name", "title", "rule", "scale"}`` or null).
+    ``counterfactual`` (one ``{"axis", "kind", "columns"}`` per set, in set order), ``system``
+    (``{"name", "title", "rule", "scale"}`` or null) and ``nominal`` (the columns of
+    ``features.parquet`` that hold category codes, in column order: what ``models.encoding:
+    onehot`` expands inside the models).
 
 Design decisions
 ----------------
@@ -119,9 +121,16 @@ class PreparedAudit:
     unit: np.ndarray | None = None
     system: SystemOutputs | None = None
     """The deployed system's outputs per prepared row (manifest ``system:``), or None."""
+    nominal: tuple[str, ...] = ()
+    """The columns of ``X`` that hold category codes (:class:`~faircode.audit.data.Encoder`'s
+    categorical columns), in ``X``'s order."""
 
     def __post_init__(self) -> None:
         n = len(self.X)
+        unknown = [c for c in self.nominal if c not in self.X.columns]
+        if unknown:
+            raise DataError(f"{self.manifest.name}: prepared: nominal: expected columns of X, "
+                            f"got {unknown}")
         if len(self.y) != n or any(len(m) != n for m in self.disadvantaged.values()):
             raise DataError(f"{self.manifest.name}: prepared: X, y and masks differ in length")
         if (self.system is None) != (self.manifest.system is None) or (
@@ -145,7 +154,8 @@ def prepare(data: AuditData) -> PreparedAudit:
         manifest=data.manifest, X=data.X, y=data.y, disadvantaged=dict(data.disadvantaged),
         train_index=data.train_index, test_index=data.test_index, steps=data.steps,
         sha256=data.sha256, perturbed=perturb_test_rows(data), unit=data.unit,
-        system=data.system,
+        system=data.system, nominal=tuple(c for c in data.X.columns
+                                          if data.encoder.kinds[c] == "categorical"),
     )
 
 
@@ -186,6 +196,7 @@ def save_prepared(prepared: PreparedAudit, folder: Path) -> None:
                            for p in prepared.perturbed],
         "system": None if system is None else {"name": system.name, "title": system.title,
                                                "rule": system.rule, "scale": system.scale},
+        "nominal": list(prepared.nominal),
     }
     (folder / META).write_text(json.dumps(meta, indent=2) + "\n")
 
@@ -196,6 +207,9 @@ def load_prepared(folder: Path, *, manifest: Manifest) -> PreparedAudit:
     if meta["manifest_sha256"] != manifest_sha256(manifest):
         raise DataError(f"{folder / META}: manifest_sha256: expected {manifest_sha256(manifest)} "
                         f"({manifest.file}), got {meta['manifest_sha256']}; re-run prepare")
+    if "nominal" not in meta:
+        raise DataError(f"{folder / META}: nominal: expected the list of category-coded "
+                        "columns, got none (a store of an older faircode); re-run prepare")
     X = pd.read_parquet(folder / FEATURES)
     rows = pd.read_parquet(folder / ROWS)
     split = rows["split"].to_numpy(dtype=str)
@@ -219,6 +233,7 @@ def load_prepared(folder: Path, *, manifest: Manifest) -> PreparedAudit:
         perturbed=tuple(perturbed),
         unit=rows["unit"].to_numpy(dtype=np.int64) if "unit" in rows.columns else None,
         system=_stored_system(meta.get("system"), rows, folder=folder),
+        nominal=tuple(str(c) for c in meta["nominal"]),
     )
 
 

@@ -100,6 +100,7 @@ from faircode.stats._paired_box import box_range, expanded_level
 from faircode.stats._paired_counts import (
     EFFECT_METRICS,
     JOINT_CELLS,
+    PERFORMANCE_EFFECTS,
     bootstrap_joint,
     component_draws,
     components,
@@ -134,6 +135,7 @@ __all__ = [
     "EFFECT_METRICS",
     "JOINT_CELLS",
     "NUISANCE_RATIO",
+    "PERFORMANCE_EFFECTS",
     "SMOOTH_SHARE",
     "CombinedEffect",
     "Comparison",
