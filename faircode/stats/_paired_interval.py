@@ -308,8 +308,10 @@ def effect_tests(draws: Sequence[PairedDraws], *, confidence: float,
             n_units=np.array([d.n_units for d in chunk]))
         low, high = family.bounds(confidence)
         p = family.p_value(confidence=confidence)
-        eq = family.equivalence_p_value(margin=np.nan_to_num(margin, nan=np.inf))
-        eq = np.where(np.isnan(margin), np.nan, eq)
+        eq = np.full(p.shape, np.nan)
+        if not np.isnan(margin).all():  # no margin, no equivalence test (and no bisection)
+            eq = family.equivalence_p_value(margin=np.nan_to_num(margin, nan=np.inf))
+            eq = np.where(np.isnan(margin), np.nan, eq)
         parts.append((low, high, family.smooth.astype(np.float64), p, eq))
     if not parts:
         empty = np.empty((0, len(EFFECT_METRICS)))
