@@ -34,10 +34,12 @@ choices:
   indicator per category seen in the fitting rows, a two-category column kept as one indicator
   (``drop="if_binary"``), categories seen on fewer than :data:`ONEHOT_MIN_ROWS` fitting rows
   pooled into one "infrequent" indicator, a value never seen in fitting (a counterfactual edit)
-  into that indicator or none.  The output is sparse and the scaler does not centre it
-  (``with_mean=False``: with an unpenalised intercept the fit is the same).  Inside the model,
-  not in ``prepare``: the stored features, every counterfactual set and the tree families are
-  exactly what they are under ``label``.
+  into that indicator or none.  The indicators stay 0/1 (sparse) and only the other columns are
+  standardised: scaling an indicator by its own spread would give a rare category a large
+  coefficient at the same penalty (student performance S0, 519 training rows: 0.731 with codes,
+  0.654 one-hot with every column scaled).  Inside the model, not in ``prepare``: the stored
+  features, every counterfactual set and the tree families are exactly what they are under
+  ``label``.
 """
 
 from __future__ import annotations
@@ -76,14 +78,18 @@ def make_model(family: ModelFamily | str, *, random_state: int,
     """
     family = ModelFamily(family)
     steps: list[tuple[str, object]] = []
+    linear = family is ModelFamily.LOGISTIC_REGRESSION
     if onehot:
         encoder = OneHotEncoder(handle_unknown="infrequent_if_exist", drop="if_binary",
                                 min_frequency=ONEHOT_MIN_ROWS, sparse_output=True)
-        steps.append(("encode", ColumnTransformer([("onehot", encoder, list(onehot))],
-                                                  remainder="passthrough", sparse_threshold=1.0)))
-    if family is ModelFamily.LOGISTIC_REGRESSION:
-        steps += [("scale", StandardScaler(with_mean=not onehot)),
-                  ("model", LogisticRegression(max_iter=1000, random_state=random_state))]
+        # the other columns are standardised beside the indicators (never the indicators)
+        steps.append(("encode", ColumnTransformer(
+            [("onehot", encoder, list(onehot))], remainder=StandardScaler() if linear
+            else "passthrough", sparse_threshold=1.0)))
+    if linear:
+        if not onehot:
+            steps.append(("scale", StandardScaler()))
+        steps.append(("model", LogisticRegression(max_iter=1000, random_state=random_state)))
     elif family is ModelFamily.RANDOM_FOREST:
         steps.append(("model", RandomForestClassifier(
             n_estimators=100, min_samples_leaf=RF_MIN_SAMPLES_LEAF, random_state=random_state,

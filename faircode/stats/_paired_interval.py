@@ -51,7 +51,7 @@ __all__ = [
 
 Floats = NDArray[np.float64]
 
-SMOOTH_SHARE: float = 0.95
+SMOOTH_SHARE: float = 0.99
 """A cell's draws must lie on its estimate's linear piece this often for the smooth interval."""
 
 NUISANCE_RATIO: float = 0.5
