@@ -59,7 +59,7 @@ from scipy import special
 from faircode.core.seeds import child_seed
 from faircode.stats import paired, resampling
 from faircode.stats._paired_draws import Comparison, prepare
-from faircode.stats._paired_interval import PairedInterval, _Sorted
+from faircode.stats._paired_interval import PairedInterval, SortedDraws
 
 CONFIDENCE = 0.95
 MARGIN = 0.05
@@ -152,7 +152,7 @@ def bca(delta: np.ndarray, estimate: np.ndarray, jack: np.ndarray, weight: np.nd
     z = special.ndtri(np.array([(1 - CONFIDENCE) / 2, (1 + CONFIDENCE) / 2]))
     level = special.ndtr(z0[..., None] + (z0[..., None] + z) / (1 - acc[..., None] * (
         z0[..., None] + z)))
-    ordered = _Sorted.of(delta)
+    ordered = SortedDraws.of(delta)
     return np.stack([ordered.quantile(level[..., 0]), ordered.quantile(level[..., 1])], -1)
 
 

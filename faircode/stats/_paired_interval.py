@@ -41,6 +41,7 @@ __all__ = [
     "EffectInterval",
     "EffectTests",
     "PairedInterval",
+    "SortedDraws",
     "box_interval",
     "effect_tests",
     "expanded_levels",
@@ -119,14 +120,14 @@ def piece_share(estimate_a: ArrayLike, estimate_b: ArrayLike, draws_a: ArrayLike
 
 
 @dataclass(frozen=True, slots=True)
-class _Sorted:
+class SortedDraws:
     """Draws sorted along the last axis (NaN last) and the number of finite ones."""
 
     values: Floats
     n: NDArray[np.int64]
 
     @classmethod
-    def of(cls, draws: Floats) -> _Sorted:
+    def of(cls, draws: Floats) -> SortedDraws:
         return cls(np.sort(draws, axis=-1), np.isfinite(draws).sum(axis=-1))
 
     def quantile(self, q: ArrayLike) -> Floats:
@@ -165,8 +166,8 @@ class PairedInterval:
         self.nuisance_ratio = nuisance_ratio
         da, db = np.moveaxis(a, -1, 0), np.moveaxis(b, -1, 0)
         delta = np.moveaxis(distance(da) - distance(db), 0, -1)  # (..., M, B)
-        self.delta = _Sorted.of(delta)
-        self.sums, self.diffs = _Sorted.of(a + b), _Sorted.of(a - b)
+        self.delta = SortedDraws.of(delta)
+        self.sums, self.diffs = SortedDraws.of(a + b), SortedDraws.of(a - b)
         share = piece_share(estimate_a, estimate_b, a, b)
         linear = np.array([s == "linear" for s in _SHAPES])
         self.smooth = linear | (~box_only & (np.nan_to_num(share) >= smooth_share))
