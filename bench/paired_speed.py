@@ -9,7 +9,13 @@ Workload: a synthetic test set of ``n`` rows (1,000 and 50,000), 35 % disadvanta
 ``units`` the rows come in units of two.  Timed: :func:`faircode.stats.paired.paired_effects` (all
 ten effects: B = P = ``--resamples`` paired bootstrap draws and swaps, intervals, p-values;
 with units also the row bootstrap of the design effect), best and median of ``--repeats`` runs
-after one warm-up, and the row-level reference bootstrap of one effect for scale.
+after one warm-up, and the row-level reference bootstrap of one effect for scale.  Then one
+replicate's effects as the evaluate step computes them: 36 comparisons (6 comparisons x 3
+families x 2 attributes, insurance's grid) of 1,000 rows, through
+:func:`faircode.stats.paired.paired_comparisons` (the intervals and tests inverted for all of
+them at once) where the engine has it, else one :func:`paired_effects` call each (faircode 0.3,
+whose p-value was the swap test's alone).  Run it on two trees (``PYTHONPATH``) for a
+before/after ratio.
 """
 
 from __future__ import annotations
@@ -69,6 +75,21 @@ def main() -> None:
             best, median = timed(run, args.repeats)
             label = "none" if units is None else f"{n // 2} of 2 rows"
             print(f"| {n} | {label} | {best:.4f} | {median:.4f} |")
+    inputs = [audit(1_000, np.random.default_rng(k)) for k in range(36)]
+    batched = getattr(paired, "paired_comparisons", None)
+
+    def replicate() -> object:
+        if batched is not None:
+            return batched([paired.Comparison(y, a, ref, dis, k)
+                            for k, (y, a, ref, dis) in enumerate(inputs)],
+                           n_resamples=b, n_permutations=b)
+        return [paired.paired_effects(y, a, ref, dis, seed=k, n_resamples=b, n_permutations=b)
+                for k, (y, a, ref, dis) in enumerate(inputs)]
+
+    best, median = timed(replicate, max(1, args.repeats // 2))
+    print(f"\none replicate's effects, 36 comparisons of 1000 rows "
+          f"({'batched' if batched else 'one call each'}): best {best:.3f} s, "
+          f"median {median:.3f} s")
     y, a, ref, dis = audit(1_000, rng)
     t0 = time.perf_counter()
     reference_paired_bootstrap("demographic_parity_diff", y, a, ref, dis, n_resamples=b,

@@ -265,7 +265,8 @@ def test_run_with_a_misspelt_params_key_exits_2_naming_it(
     assert code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"{params}: stats.n_resampels: expected a known key of stats (alpha, "
-                   "confidence, n_permutations, n_resamples, power), got 'n_resampels' (str)"]
+                   "confidence, cost_margin, effect_margin, n_permutations, n_resamples, power), "
+                   "got 'n_resampels' (str)"]
 
 
 def _validate_edited(

@@ -58,6 +58,10 @@ def test_config_is_frozen() -> None:
         ({"degenerate_balanced_accuracy_margin": 0.5},
          "config.degenerate_balanced_accuracy_margin: expected a number in [0, 0.5), got 0.5"),
         ({"degenerate_max_selection_rate": "1"}, "got '1' (str)"),
+        ({"encoding": "ordinal"},
+         "config.encoding: expected one of label, onehot, got 'ordinal' (str)"),
+        ({"effect_margin": 0.0}, "config.effect_margin: expected a number in (0, inf), got 0.0"),
+        ({"cost_margin": "0.02"}, "config.cost_margin: expected a number, got '0.02' (str)"),
     ],
 )
 def test_invalid_values_are_rejected_with_key_and_value(changes: dict, fragment: str) -> None:
@@ -122,7 +126,10 @@ def test_every_config_field_has_one_params_key() -> None:
     [
         ({"stats": {"n_resampels": 10}},
          r"^params.yaml: stats.n_resampels: expected a known key of stats \(alpha, confidence, "
-         r"n_permutations, n_resamples, power\), got 'n_resampels' \(str\)$"),
+         r"cost_margin, effect_margin, n_permutations, n_resamples, power\), got "
+         r"'n_resampels' \(str\)$"),
+        ({"models": {"encoding": "one-hot"}},
+         r"^params.yaml: models.encoding: expected one of label, onehot, got 'one-hot' \(str\)$"),
         ({"stat": {"n_resamples": 10}},
          r"^params.yaml: stat: expected a known section \(audits, text_audits, mitigation, models, "
          r"stats, degenerate, curves, run, report\), got 'stat' \(str\)$"),

@@ -9,6 +9,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from faircode.audit.data import load_audit
 from faircode.audit.prepared import PreparedAudit, prepare
@@ -23,7 +25,7 @@ from faircode.grid.predictions import AuditPredictions
 from faircode.pipeline.run import evaluate, fit
 from faircode.stats.paired import (
     EFFECT_METRICS,
-    box_interval,
+    combine_replicates,
     paired_draws,
     paired_effects,
 )
@@ -109,7 +111,8 @@ def test_accuracy_effects_are_differences_of_performance_csv_values(one: AuditRe
 def test_a_strategy_paired_with_itself_has_no_effect(insurance: PreparedAudit,
                                                      one: AuditResults) -> None:
     """With S3's cells replaced by S2's decisions, every defined S3-S2 effect is 0 with the
-    interval [0, 0] and p = 1."""
+    interval [0, 0], both tests' p = 1, and equivalence shown at every level ([0, 0] lies
+    inside ±δ: the smallest p, 1 / (B + 1))."""
     s2 = {c.family: c for c in one.cells if c.strategy == Strategy.UNAWARENESS_PROXY_REMOVAL}
     cells = [dataclasses.replace(s2[c.family], strategy=Strategy.IN_PROCESSING)
              if c.strategy == Strategy.IN_PROCESSING else c for c in one.cells]
@@ -120,6 +123,8 @@ def test_a_strategy_paired_with_itself_has_no_effect(insurance: PreparedAudit,
     assert len(defined) >= 50
     assert (defined["value"] == 0).all() and (defined["ci_low"] == 0).all()
     assert (defined["ci_high"] == 0).all() and (defined["p_value"] == 1).all()
+    assert (defined["swap_p_value"] == 1).all() and not defined["significant"].any()
+    assert (defined["equivalence_p_value"] == 1 / (SMALL["n_resamples"] + 1)).all()
 
 
 def test_rows_are_the_engine_at_the_comparison_model_attribute_seed(
@@ -144,19 +149,71 @@ def test_rows_are_the_engine_at_the_comparison_model_attribute_seed(
     assert list(got["value"]) == [e.value for e in want]
     assert list(got["ci_low"]) == [e.ci_low for e in want]
     assert list(got["p_value"]) == [e.p_value for e in want]
+    assert list(got["swap_p_value"]) == [e.swap_p_value for e in want]
+    assert list(got["ci_method"]) == [e.ci_method for e in want]
 
 
-def test_tpr_gap_enters_the_family_once_through_equal_opportunity() -> None:
-    """BH over the non-tpr_gap p-values (0.01, 0.04, 0.03 -> q 0.03, 0.04, 0.04); tpr_gap
-    takes equal opportunity's q and is not counted in m."""
-    table = pd.DataFrame({
+def _family_rows(p: list[float], **columns: Any) -> pd.DataFrame:
+    """Four effect rows of one comparison with the given p-values (intervals below 0)."""
+    return pd.DataFrame({
         "strategy": "in_processing", "reference": "baseline", "model": "random_forest",
         "protected_attribute": "age",
         "metric": ["demographic_parity_diff", "equal_opportunity_diff", "tpr_gap", "accuracy"],
-        "p_value": [0.01, 0.04, 0.04, 0.03]})
-    out = fx.effect_q_values(table, alpha=0.035)
-    assert list(out["q_value"]) == pytest.approx([0.03, 0.04, 0.04, 0.04])
+        "value": -0.1, "ci_low": -0.2, "ci_high": -0.01, "p_value": p,
+        "equivalence_p_value": p, "swap_p_value": p, "note": "", **columns})
+
+
+def test_tpr_gap_enters_each_family_once_through_equal_opportunity() -> None:
+    """BH over the non-tpr_gap p-values (0.01, 0.04, 0.03 -> q 0.03, 0.04, 0.04), in each of
+    the three families; tpr_gap takes equal opportunity's q and is not counted in m."""
+    out = fx.effect_q_values(_family_rows([0.01, 0.04, 0.04, 0.03]), alpha=0.035)
+    for column in ("q_value", "equivalence_q_value", "swap_q_value"):
+        assert list(out[column]) == pytest.approx([0.03, 0.04, 0.04, 0.04]), column
     assert list(out["significant"]) == [True, False, False, False]
+    assert list(out["verdict"]) == ["reduced", "inconclusive", "inconclusive", "inconclusive"]
+
+
+def test_significant_needs_the_interval_to_exclude_zero() -> None:
+    """q below alpha with an interval reaching 0 is not significant (at another confidence
+    than 1 - alpha a test could disagree with the interval shown; the interval wins)."""
+    out = fx.effect_q_values(_family_rows([0.001] * 4, ci_high=[0.01, -0.01, -0.01, 0.0]),
+                             alpha=0.05)
+    assert list(out["significant"]) == [False, True, True, False]
+
+
+def test_verdicts_follow_the_tests_and_the_notes() -> None:
+    """Significant and below 0: reduced; equivalent only: no_change; a degenerate note or an
+    undefined value: uninformative."""
+    rows = _family_rows([0.001, 0.5, 0.5, 0.5], equivalence_p_value=[0.5, 0.001, 0.001, 0.5],
+                        note=["", "", "degenerate_decisions", ""],
+                        value=[-0.1, -0.01, -0.01, np.nan])
+    assert list(fx.effect_q_values(rows, alpha=0.05)["verdict"]) == [
+        "reduced", "no_change", "uninformative", "uninformative"]
+
+
+@settings(max_examples=25)
+@given(st.lists(st.integers(0, 25), min_size=16, max_size=16), st.integers(0, 2**16),
+       st.sampled_from([0.9, 0.95, 0.99]))
+def test_significant_is_never_true_with_an_interval_containing_zero(
+    cells: list[int], seed: int, confidence: float
+) -> None:
+    """Over random paired tables, effects.csv's rules (engine rows, their family's q) never
+    call an effect significant whose interval contains 0."""
+    joint = np.array(cells, dtype=np.int64).reshape(2, 8)
+    joint[:, 0] += 1
+    index = np.concatenate([np.repeat(np.arange(8) + 8 * g, joint[g]) for g in (0, 1)])
+    y, a, b, dis = (index >> 2) & 1, (index >> 1) & 1, index & 1, index < 8
+    rows = pd.DataFrame([{"strategy": "s", "reference": "r", "model": "m",
+                          "protected_attribute": "p", "metric": e.metric, "value": e.value,
+                          "ci_low": e.ci_low, "ci_high": e.ci_high, "p_value": e.p_value,
+                          "equivalence_p_value": e.equivalence_p_value,
+                          "swap_p_value": e.swap_p_value, "note": e.note}
+                         for e in paired_effects(y, a, b, dis, seed=seed, n_resamples=50,
+                                                 n_permutations=10, confidence=confidence)])
+    out = fx.effect_q_values(rows, alpha=0.05)
+    contains = (out["ci_low"] <= 0) & (out["ci_high"] >= 0)
+    assert not (out["significant"] & contains).any()
+    assert set(out.loc[contains, "verdict"]) <= {"no_change", "inconclusive", "uninformative"}
 
 
 def test_skipped_and_degenerate_cells_give_nan_rows_with_a_note(
@@ -221,8 +278,8 @@ def test_replicates_keep_effects_csv_and_add_the_combination(
 def test_combination_pools_each_replicates_own_paired_draws(
     insurance: PreparedAudit, fitted_two: tuple[AuditPredictions, AuditResults]
 ) -> None:
-    """The combined interval of S3-S0 LR (first attribute) is the box of replicate 0's and
-    replicate 1's paired draws pooled by hand, each from its own decisions, test rows and seed."""
+    """The combined interval of S3-S0 LR (first attribute) is the paired interval of replicate
+    0's and replicate 1's draws (each from its own decisions, test rows and seed) pooled."""
     from faircode.evaluate.score import score_cell
     from faircode.evaluate.stability import _replicate_data
 
@@ -244,9 +301,8 @@ def test_combination_pools_each_replicates_own_paired_draws(
         pooled.append(paired_draws(a.y_fav, a.yhat_fav, b.yhat_fav,
                                    data.disadvantaged[name][data.test_index], n_resamples=40,
                                    seed=child_seed(seed, Stream.EFFECTS, 2, 0, 0)))
-    low, high = box_interval(np.concatenate([d.draws_a for d in pooled], axis=-1),
-                             np.concatenate([d.draws_b for d in pooled], axis=-1),
-                             confidence=0.95, n_units=min(d.n_units for d in pooled))
+    combined = combine_replicates(pooled, confidence=0.95)
+    low, high = [c.ci_low for c in combined], [c.ci_high for c in combined]
     assert two.effects_stability is not None
     table = two.effects_stability
     got = table[(table["strategy"] == "in_processing") & (table["reference"] == "baseline")
@@ -276,8 +332,8 @@ def test_replicate_zero_effects_are_computed_once(insurance: PreparedAudit,
 
 
 def test_combine_matches_hand_computed_summaries(rng: np.random.Generator) -> None:
-    """Mean, SD, min, max, share significant, sign flips and the pooled box of a block over
-    three replicates, one of them degenerate (excluded), by hand."""
+    """Mean, SD, min, max, share significant, sign flips and the pooled interval of a block
+    over three replicates, one of them degenerate (excluded), by hand."""
     n = 200
     y = (rng.random(n) < 0.5).astype(np.int64)
     dis = rng.random(n) < 0.4
@@ -299,9 +355,8 @@ def test_combine_matches_hand_computed_summaries(rng: np.random.Generator) -> No
     out = fx.combine(reps, seed_mode="model", confidence=0.9)
     used = [d for d in draws if d is not None]
     values = np.stack([d.value for d in used])
-    low, high = box_interval(np.concatenate([d.draws_a for d in used], -1),
-                             np.concatenate([d.draws_b for d in used], -1), confidence=0.9,
-                             n_units=min(d.n_units for d in used))
+    combined = combine_replicates(used, confidence=0.9)
+    low, high = [c.ci_low for c in combined], [c.ci_high for c in combined]
     dp = out.iloc[0]
     assert dp["mean"] == pytest.approx(values[:, 0].mean())
     assert dp["sd_between"] == pytest.approx(abs(values[0, 0] - values[1, 0]) / np.sqrt(2))

@@ -6,7 +6,12 @@ import numpy as np
 from sklearn.base import clone
 
 from faircode.core.cells import ModelFamily
-from faircode.grid.models import RF_MIN_SAMPLES_LEAF, make_model, sample_weight_name
+from faircode.grid.models import (
+    ONEHOT_MIN_ROWS,
+    RF_MIN_SAMPLES_LEAF,
+    make_model,
+    sample_weight_name,
+)
 
 
 def _rare_label_data(seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -51,3 +56,44 @@ def test_every_family_is_seeded_and_takes_sample_weights() -> None:
         a = make_model(family, random_state=7).fit(X, y, **weights)
         b = make_model(family, random_state=7).fit(X, y, **weights)
         np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+
+
+def _nominal_data() -> tuple[np.ndarray, np.ndarray]:
+    """A nominal column of codes 0, 1, 2 (200 rows each) whose middle code alone has label 1,
+    beside a pure-noise numeric column: no ordering of the codes separates the labels."""
+    rng = np.random.default_rng(0)
+    code = np.repeat([0.0, 1.0, 2.0], 200)
+    X = np.column_stack([rng.normal(size=600), code])
+    return X, (code == 1).astype(int)
+
+
+def test_onehot_lets_logistic_regression_use_a_nominal_column() -> None:
+    """Codes as numbers: the middle code cannot be singled out (accuracy at most 2/3); one-hot
+    of position 1: every row right."""
+    X, y = _nominal_data()
+    label = make_model(ModelFamily.LOGISTIC_REGRESSION, random_state=0).fit(X, y)
+    onehot = make_model(ModelFamily.LOGISTIC_REGRESSION, random_state=0, onehot=(1,)).fit(X, y)
+    assert (label.predict(X) == y).mean() <= 2 / 3 + 0.02
+    assert (onehot.predict(X) == y).mean() == 1.0
+
+
+def test_onehot_pools_rare_and_unseen_categories() -> None:
+    """A code seen on fewer than ONEHOT_MIN_ROWS fitting rows and a code never seen (-1) both
+    land in the one infrequent indicator, so they predict alike."""
+    X, y = _nominal_data()
+    X = np.vstack([X, [[0.0, 5.0]] * (ONEHOT_MIN_ROWS - 1)])
+    y = np.concatenate([y, np.ones(ONEHOT_MIN_ROWS - 1, dtype=int)])
+    model = make_model(ModelFamily.LOGISTIC_REGRESSION, random_state=0, onehot=(1,)).fit(X, y)
+    encoder = model.named_steps["encode"].named_transformers_["onehot"]
+    assert list(encoder.infrequent_categories_[0]) == [5.0]
+    rare, unseen = model.predict_proba(np.array([[0.0, 5.0], [0.0, -1.0]]))[:, 1]
+    assert rare == unseen
+
+
+def test_onehot_models_take_sample_weights_by_their_stated_name() -> None:
+    """With one-hot encoding first every family is a pipeline taking model__sample_weight."""
+    X, y = _nominal_data()
+    for family in ModelFamily:
+        name = sample_weight_name(family, onehot=True)
+        assert name == "model__sample_weight"
+        make_model(family, random_state=0, onehot=(1,)).fit(X, y, **{name: np.ones(len(y))})

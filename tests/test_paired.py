@@ -103,7 +103,8 @@ def test_a_strategy_paired_with_itself_has_no_effect(rng: np.random.Generator) -
     """Self-pairing: Δ = 0, a zero-width interval at 0 and p = 1 for every effect."""
     y, a, _, dis = _audit(rng)
     for r in paired.paired_effects(y, a, a, dis, seed=2, n_resamples=200, n_permutations=200):
-        assert (r.value, r.ci_low, r.ci_high, r.p_value) == (0.0, 0.0, 0.0, 1.0), r.metric
+        assert (r.value, r.ci_low, r.ci_high, r.p_value, r.swap_p_value) == (
+            0.0, 0.0, 0.0, 1.0, 1.0), r.metric
 
 
 def test_one_row_per_unit_is_the_row_path_bit_for_bit(rng: np.random.Generator) -> None:
@@ -187,7 +188,7 @@ def test_swap_p_value_with_one_discordant_row_is_one() -> None:
     a[2] = 1
     dis = np.array([True, True, True, False, False, False])
     acc = paired.paired_effects(y, a, b, dis, seed=0, n_resamples=20, n_permutations=99)[-2]
-    assert acc.value == pytest.approx(1 / 6) and acc.p_value == 1.0
+    assert acc.value == pytest.approx(1 / 6) and acc.swap_p_value == 1.0
 
 
 def test_swap_test_rejects_a_large_change(rng: np.random.Generator) -> None:
@@ -195,7 +196,7 @@ def test_swap_test_rejects_a_large_change(rng: np.random.Generator) -> None:
     y, _, b, dis = _audit(rng, 400)
     a = np.where(dis, 1, b)
     dp = paired.paired_effects(y, a, b, dis, seed=0, n_resamples=20, n_permutations=199)[0]
-    assert dp.p_value == pytest.approx(1 / 200)
+    assert dp.swap_p_value == pytest.approx(1 / 200)
 
 
 def test_box_range_clips_at_the_kink() -> None:
@@ -282,7 +283,8 @@ def test_undefined_effects_say_why() -> None:
     by = {r.metric: r for r in paired.paired_effects(y, a, b, dis, seed=0, n_resamples=20,
                                                      n_permutations=20)}
     eo = by["equal_opportunity_diff"]
-    assert np.isnan(eo.value) and np.isnan(eo.p_value) and eo.note == "insufficient_data"
+    assert np.isnan(eo.value) and np.isnan(eo.p_value) and np.isnan(eo.swap_p_value)
+    assert eo.note == "insufficient_data"
     assert np.isfinite(by["demographic_parity_diff"].value)
 
 
@@ -356,8 +358,8 @@ def test_paired_draws_are_read_only(rng: np.random.Generator) -> None:
 def test_effect_result_rejects_an_unknown_metric() -> None:
     """The record validates its metric name."""
     with pytest.raises(ValueError, match="metric: expected one of"):
-        EffectResult("parity", 0.0, 0.0, 0.0, "paired_signed_box", 1.0, 0.0, 0.0, 1, 1, 2, 1.0,
-                     "")
+        EffectResult("parity", 0.0, 0.0, 0.0, "paired_signed_box", 1.0, 1.0, 1.0, 0.0, 0.0, 1, 1,
+                     2, 1.0, "")
 
 
 def test_combined_effect_rejects_more_defined_replicates_than_replicates() -> None:

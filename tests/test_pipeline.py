@@ -26,7 +26,7 @@ AUDITS = ("german_credit_lending", "insurance_denial")
 PARAMS = {
     "audits": list(AUDITS),
     "mitigation": {"constraint": "demographic_parity", "eps": 0.01, "max_iter": 2},
-    "models": {"decision_threshold": 0.5},
+    "models": {"decision_threshold": 0.5, "encoding": "label"},
     "stats": {"n_resamples": 50, "n_permutations": 50, "confidence": 0.95, "alpha": 0.05},
     "degenerate": {"min_selection_rate": 0.01, "max_selection_rate": 0.99,
                    "balanced_accuracy_margin": 0.02},
@@ -246,6 +246,19 @@ def test_mitigation_change_reruns_fit_and_evaluate_not_prepare(repo: Repo) -> No
         assert {s for s in status if s != "check-params"} == {
             f"{stage}@{a}" for stage in ("fit-in-processing", "fit-post-processing")
             for a in AUDITS}
+    finally:
+        repo.restore()
+
+
+def test_encoding_change_marks_every_fit_stage_and_evaluate_not_prepare(repo: Repo) -> None:
+    """models.encoding is a param of the three fit stages (how the models see nominal
+    columns) and of evaluate: onehot marks exactly those changed, never fetch or prepare."""
+    repo.write_params(models={"encoding": "onehot"})
+    try:
+        status = json.loads(repo.dvc("status", "--json").stdout)
+        assert {s for s in status if s != "check-params"} == {
+            f"{stage}@{a}" for stage in ("fit", "fit-in-processing", "fit-post-processing",
+                                         "evaluate") for a in AUDITS}
     finally:
         repo.restore()
 

@@ -13,6 +13,7 @@ from faircode.audit.decision import Cutoff
 from faircode.audit.prepared import load_prepared, prepare, save_prepared
 from faircode.core.cells import ModelFamily, Strategy
 from faircode.core.config import BenchmarkConfig
+from faircode.core.errors import DataError
 from faircode.grid.predictions import CellPredictions, load_predictions, save_predictions
 from faircode.pipeline.run import evaluate, fit, run_audit
 
@@ -64,6 +65,23 @@ def test_prepared_store_round_trips_every_field(audit_repo, tmp_path: Path) -> N
         pd.testing.assert_frame_equal(a.X, b.X.reset_index(drop=True), check_exact=True)
         assert np.array_equal(a.changed, b.changed) and np.array_equal(a.sensitive, b.sensitive)
     assert (back.steps, back.sha256) == (data.steps, data.sha256)
+    assert back.nominal == original.nominal == tuple(
+        c for c in data.X.columns if data.encoder.kinds[c] == "categorical") and back.nominal
+
+
+def test_a_store_without_its_nominal_columns_asks_for_prepare(  # type: ignore[no-untyped-def]
+        audit_repo, tmp_path: Path) -> None:
+    """A store of an older faircode (meta.json without nominal) is refused, naming the file
+    and key: under one-hot encoding it would silently encode nothing."""
+    import json
+
+    data = load_audit(audit_repo.manifests["insurance_denial"])
+    save_prepared(prepare(data), tmp_path)
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    del meta["nominal"]
+    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(DataError, match=r"meta.json: nominal: expected .* re-run prepare"):
+        load_prepared(tmp_path, manifest=data.manifest)
 
 
 def test_threshold_applies_to_scores_but_not_to_randomised_decisions() -> None:

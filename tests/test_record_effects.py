@@ -72,3 +72,26 @@ def test_children_say_whether_training_variance_is_included(tmp_path: Path) -> N
     children, _ = collect_children(results)
     tags = {c.tags.get("training_variance") for c in children if c.audit == "alpha_lending"}
     assert tags == {"not included (run.seeds 1)"}
+
+
+def test_cost_swap_test_and_verdict_reach_the_child(tmp_path: Path) -> None:
+    """effects.csv's Δ balanced accuracy, the swap test's columns and the verdict go to the
+    strategy's child: effect_vs_S0.bacc, .swap_p/.swap_q, and the tag ….dp.verdict."""
+    results = write_results(tmp_path / "results", seed=1)
+    base = {"audit": "alpha_lending", "strategy": "reweighing", "reference": "baseline",
+            "model": "random_forest", "protected_attribute": "age", "ci_method": "x",
+            "note": ""}
+    rows = [{**base, "metric": "demographic_parity_diff", "value": -0.1, "swap_p_value": 0.01,
+             "swap_q_value": 0.02, "verdict": "reduced"},
+            {**base, "metric": "balanced_accuracy", "value": -0.03, "swap_p_value": 0.2,
+             "swap_q_value": 0.3, "verdict": "inconclusive"}]
+    pd.DataFrame(rows).to_csv(results / "alpha_lending" / "effects.csv", index=False)
+    children, _ = collect_children(results)
+    child = next(c for c in children if c.tags["table"] == "fairness"
+                 and (c.tags["strategy"], c.tags["model"], c.tags["attribute"])
+                 == ("reweighing", "random_forest", "age"))
+    assert child.metrics["effect_vs_S0.bacc"] == -0.03
+    assert (child.metrics["effect_vs_S0.dp.swap_p"], child.metrics["effect_vs_S0.dp.swap_q"]) \
+        == (0.01, 0.02)
+    assert child.tags["effect_vs_S0.dp.verdict"] == "reduced"
+    assert child.tags["effect_vs_S0.bacc.verdict"] == "inconclusive"

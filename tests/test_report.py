@@ -107,10 +107,11 @@ def effect_rows(audit: str, attributes: tuple[str, ...]) -> pd.DataFrame:
     for a, b in COMPARISONS:
         for model in MODELS:
             for attr in attributes:
-                for metric in (DP, DI, EO, "tpr_gap", "accuracy"):
+                for metric in (DP, DI, EO, "tpr_gap", "accuracy", "balanced_accuracy"):
                     parity = 1.0 if metric == DI else 0.0
-                    key = (model, attr, DP if metric in ("tpr_gap", "accuracy") else metric)
-                    value = (-0.01 if metric == "accuracy" else
+                    cost = metric in ("accuracy", "balanced_accuracy")
+                    key = (model, attr, DP if metric == "tpr_gap" or cost else metric)
+                    value = ({"accuracy": -0.01, "balanced_accuracy": -0.04}[metric] if cost else
                              abs(gaps[(a, *key)] - parity) - abs(gaps[(b, *key)] - parity))
                     p = 0.001 if abs(value) > 0.03 else 0.5
                     rows.append({"audit": audit, "strategy": a, "reference": b,

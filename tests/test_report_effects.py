@@ -145,9 +145,10 @@ def test_one_replicate_says_training_variance_is_not_included(tmp_path: Path) ->
     assert "training variance not included" in (root / "report.html").read_text()
 
 
-def test_effects_table_shows_delta_parity_and_delta_accuracy(tmp_path: Path) -> None:
-    """audit_a / sex / LR: Δ |DP| of S3-S2 reads -0.050 [-0.070, -0.030]* and Δ accuracy
-    -0.010 [-0.030, 0.010] (no star: p 0.5)."""
+def test_effects_table_shows_delta_parity_accuracy_and_balanced_accuracy(
+        tmp_path: Path) -> None:
+    """audit_a / sex / LR: Δ |DP| of S3-S2 reads -0.050 [-0.070, -0.030]*, Δ accuracy
+    -0.010 [-0.030, 0.010] (no star: p 0.5) and Δ balanced accuracy -0.040 [-0.060, -0.020]*."""
     root = _effects_inputs(tmp_path)
     write_report(root)
     lines = (root / "effects_table.md").read_text().splitlines()
@@ -156,6 +157,7 @@ def test_effects_table_shows_delta_parity_and_delta_accuracy(tmp_path: Path) -> 
         "S1-S0", "S2-S0", "S3-S0", "S4-S0", "S3-S2", "S4-S2"]
     rows = [[c.strip() for c in x.strip("|").split(" | ")] for x in lines
             if x.startswith("| audit_a | sex")]
-    parity, accuracy = rows[0], rows[1]
+    parity, accuracy, balanced = rows[0], rows[1], rows[2]
     assert parity[2] == f"Δ \\|{DP}\\|" and parity[7] == "-0.050 [-0.070, -0.030]*"
     assert accuracy[2] == "Δ accuracy" and accuracy[7] == "-0.010 [-0.030, 0.010]"
+    assert balanced[2] == "Δ balanced accuracy" and balanced[7] == "-0.040 [-0.060, -0.020]*"

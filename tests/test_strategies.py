@@ -221,3 +221,25 @@ def test_with_cutoff_refuses_randomised_strategies(german: AuditData) -> None:
                           mitigation=CONFIG.mitigation, **_train(german))
     with pytest.raises(ValueError, match="not a cutoff"):
         fitted.with_cutoff(Cutoff(0.3, inclusive=False))
+
+
+def _nominal(data: AuditData) -> tuple[str, ...]:
+    return tuple(c for c in data.X.columns if data.encoder.kinds[c] == "categorical")
+
+
+@pytest.mark.parametrize("strategy", [Strategy.BASELINE, Strategy.IN_PROCESSING,
+                                      Strategy.POST_PROCESSING])
+def test_onehot_changes_logistic_regression_only(german: AuditData, strategy: Strategy) -> None:
+    """models.encoding onehot: the LR cell's model one-hot encodes the nominal columns and
+    decides otherwise; a forest decides exactly as under label (S0, S3 and S4)."""
+    test = german.X.iloc[german.test_index]
+    sens = german.disadvantaged[german.manifest.protected_attributes[0].name][german.test_index]
+    got = {}
+    for family in (ModelFamily.LOGISTIC_REGRESSION, ModelFamily.RANDOM_FOREST):
+        for encoding in ("label", "onehot"):
+            fitted = fit_strategy(strategy, family, mitigation=CONFIG.mitigation,
+                                  encoding=encoding, nominal=_nominal(german), **_train(german))
+            got[family, encoding] = fitted.predict(test, sensitive=sens, random_state=3)[0]
+    lr, rf = ModelFamily.LOGISTIC_REGRESSION, ModelFamily.RANDOM_FOREST
+    assert not np.array_equal(got[lr, "label"], got[lr, "onehot"])
+    np.testing.assert_array_equal(got[rf, "label"], got[rf, "onehot"])

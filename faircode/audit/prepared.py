@@ -24,8 +24,10 @@ Store layout (the contract other steps rely on)
     feature columns.
 ``meta.json``
     ``audit``, ``manifest_sha256``, ``dataset_sha256``, ``steps``, ``attributes``,
-    ``counterfactual`` (one ``{"axis", "kind", "columns"}`` per set, in set order) and ``system``
-    (``{"name", "title", "rule", "scale", "outcome"}`` or null) and ``strata`` (their names).
+    ``counterfactual`` (one ``{"axis", "kind", "columns"}`` per set, in set order), ``system``
+    (``{"name", "title", "rule", "scale", "outcome"}`` or null), ``strata`` (their names) and
+    ``nominal`` (the columns of ``features.parquet`` that hold category codes, in column order:
+    what ``models.encoding: onehot`` expands inside the models).
 
 Design decisions
 ----------------
@@ -123,9 +125,16 @@ class PreparedAudit:
     """The deployed system's outputs per prepared row (manifest ``system:``), or None."""
     strata: Mapping[str, np.ndarray] = field(default_factory=dict)
     """Per declared stratum (manifest ``strata:``), its integer code per prepared row."""
+    nominal: tuple[str, ...] = ()
+    """The columns of ``X`` that hold category codes (:class:`~faircode.audit.data.Encoder`'s
+    categorical columns), in ``X``'s order."""
 
     def __post_init__(self) -> None:
         n = len(self.X)
+        unknown = [c for c in self.nominal if c not in self.X.columns]
+        if unknown:
+            raise DataError(f"{self.manifest.name}: prepared: nominal: expected columns of X, "
+                            f"got {unknown}")
         if len(self.y) != n or any(len(m) != n for m in self.disadvantaged.values()):
             raise DataError(f"{self.manifest.name}: prepared: X, y and masks differ in length")
         if (self.system is None) != (self.manifest.system is None) or (
@@ -154,6 +163,7 @@ def prepare(data: AuditData) -> PreparedAudit:
         train_index=data.train_index, test_index=data.test_index, steps=data.steps,
         sha256=data.sha256, perturbed=perturb_test_rows(data), unit=data.unit,
         system=data.system, strata=dict(data.strata),
+        nominal=tuple(c for c in data.X.columns if data.encoder.kinds[c] == "categorical"),
     )
 
 
@@ -198,6 +208,7 @@ def save_prepared(prepared: PreparedAudit, folder: Path) -> None:
                                                "rule": system.rule, "scale": system.scale,
                                                **({"outcome": True} if system.outcome else {})},
         **({"strata": list(prepared.strata)} if prepared.strata else {}),
+        "nominal": list(prepared.nominal),
     }
     (folder / META).write_text(json.dumps(meta, indent=2) + "\n")
 
@@ -208,6 +219,9 @@ def load_prepared(folder: Path, *, manifest: Manifest) -> PreparedAudit:
     if meta["manifest_sha256"] != manifest_sha256(manifest):
         raise DataError(f"{folder / META}: manifest_sha256: expected {manifest_sha256(manifest)} "
                         f"({manifest.file}), got {meta['manifest_sha256']}; re-run prepare")
+    if "nominal" not in meta:
+        raise DataError(f"{folder / META}: nominal: expected the list of category-coded "
+                        "columns, got none (a store of an older faircode); re-run prepare")
     X = pd.read_parquet(folder / FEATURES)
     rows = pd.read_parquet(folder / ROWS)
     split = rows["split"].to_numpy(dtype=str)
@@ -233,6 +247,7 @@ def load_prepared(folder: Path, *, manifest: Manifest) -> PreparedAudit:
         system=_stored_system(meta.get("system"), rows, folder=folder),
         strata={name: rows[STRATUM_PREFIX + name].to_numpy(dtype=np.int64)
                 for name in meta.get("strata", [])},
+        nominal=tuple(str(c) for c in meta["nominal"]),
     )
 
 

@@ -36,6 +36,7 @@ from faircode.core.errors import ConfigError, config_error
 __all__ = [
     "BACKENDS",
     "CONSTRAINTS",
+    "ENCODINGS",
     "EXECUTION_KEYS",
     "PARAM_KEYS",
     "SEED_MODES",
@@ -44,6 +45,7 @@ __all__ = [
     "Constraint",
     "CurvesConfig",
     "DegenerateConfig",
+    "Encoding",
     "ExecutionConfig",
     "MitigationConfig",
     "Params",
@@ -69,6 +71,10 @@ Backend = Literal["local", "dask"]
 BACKENDS: tuple[str, ...] = get_args(Backend)
 SeedMode = Literal["model", "split"]
 SEED_MODES: tuple[str, ...] = get_args(SeedMode)
+Encoding = Literal["label", "onehot"]
+ENCODINGS: tuple[str, ...] = get_args(Encoding)
+"""``models.encoding``: ``label`` (the manifest specification's uniform integer codes) or
+``onehot`` (every nominal column one indicator per category, inside each model; the fit step)."""
 
 
 def _default_jobs() -> int:
@@ -97,9 +103,12 @@ class MitigationConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StatsConfig:
-    """``stats.*``: resamples, permutations, interval level, FDR level and the MDE's power.
+    """``stats.*``: resamples, permutations, interval level, FDR level and the MDE's power, and
+    the paired effects' equivalence margins (``effect_margin`` for a change of distance from
+    parity, ``cost_margin`` for a change of accuracy or balanced accuracy).
 
-    Read by the evaluate step only (``power``: see :mod:`faircode.stats.power`).
+    Read by the evaluate step only (``power``: see :mod:`faircode.stats.power`; the margins:
+    :mod:`faircode.evaluate.effects`).
     """
 
     n_resamples: int = 2000
@@ -107,6 +116,8 @@ class StatsConfig:
     confidence: float = 0.95
     alpha: float = 0.05
     power: float = 0.8
+    effect_margin: float = 0.05
+    cost_margin: float = 0.02
 
     def __post_init__(self) -> None:
         _check_int("config.n_resamples", self.n_resamples, low=1)
@@ -114,6 +125,9 @@ class StatsConfig:
         for name in ("confidence", "alpha", "power"):
             _check_number(f"config.{name}", getattr(self, name), low=0.0, high=1.0,
                           open_low=True, open_high=True)
+        for name in ("effect_margin", "cost_margin"):
+            _check_number(f"config.{name}", getattr(self, name), low=0.0, high=None,
+                          open_low=True)
 
 
 CURVE_THRESHOLDS: tuple[float, ...] = tuple(round(0.05 * k, 2) for k in range(1, 20))
@@ -208,7 +222,10 @@ class BenchmarkConfig:
     decision_threshold
         S0-S2 predict 1 when ``predict_proba`` exceeds it, unless the manifest declares a
         ``decision`` rule (:mod:`faircode.audit.decision`).
-    n_resamples, n_permutations, confidence, alpha, power
+    encoding
+        How the models see nominal columns (:data:`ENCODINGS`; the fit step,
+        :func:`faircode.grid.models.make_model`).
+    n_resamples, n_permutations, confidence, alpha, power, effect_margin, cost_margin
         :class:`StatsConfig`.
     jobs
         Worker processes for the fit and scoring tasks (results do not depend on it).
@@ -227,11 +244,14 @@ class BenchmarkConfig:
     eps: float = 0.01
     max_iter: int = 50
     decision_threshold: float = 0.5
+    encoding: Encoding = "label"
     n_resamples: int = 2000
     n_permutations: int = 2000
     confidence: float = 0.95
     alpha: float = 0.05
     power: float = 0.8
+    effect_margin: float = 0.05
+    cost_margin: float = 0.02
     jobs: int = dataclasses.field(default_factory=_default_jobs)
     degenerate_min_selection_rate: float = 0.01
     degenerate_max_selection_rate: float = 0.99
@@ -245,6 +265,9 @@ class BenchmarkConfig:
         _ = self.mitigation
         _check_number("config.decision_threshold", self.decision_threshold, low=0.0, high=1.0,
                       open_low=False)
+        if self.encoding not in ENCODINGS:
+            raise config_error("config.encoding", f"one of {', '.join(ENCODINGS)}",
+                               self.encoding)
         _ = self.stats
         _check_int("config.jobs", self.jobs, low=1)
         _ = self.replicates
@@ -259,7 +282,8 @@ class BenchmarkConfig:
     def stats(self) -> StatsConfig:
         """The ``stats.*`` section."""
         return StatsConfig(n_resamples=self.n_resamples, n_permutations=self.n_permutations,
-                           confidence=self.confidence, alpha=self.alpha, power=self.power)
+                           confidence=self.confidence, alpha=self.alpha, power=self.power,
+                           effect_margin=self.effect_margin, cost_margin=self.cost_margin)
 
     @property
     def degenerate(self) -> DegenerateConfig:
@@ -320,11 +344,14 @@ PARAM_KEYS: dict[str, str] = {
     "mitigation.eps": "eps",
     "mitigation.max_iter": "max_iter",
     "models.decision_threshold": "decision_threshold",
+    "models.encoding": "encoding",
     "stats.n_resamples": "n_resamples",
     "stats.n_permutations": "n_permutations",
     "stats.confidence": "confidence",
     "stats.alpha": "alpha",
     "stats.power": "power",
+    "stats.effect_margin": "effect_margin",
+    "stats.cost_margin": "cost_margin",
     "degenerate.min_selection_rate": "degenerate_min_selection_rate",
     "degenerate.max_selection_rate": "degenerate_max_selection_rate",
     "degenerate.balanced_accuracy_margin": "degenerate_balanced_accuracy_margin",

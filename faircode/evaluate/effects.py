@@ -6,12 +6,13 @@ model family x protected attribute x effect metric
 (:data:`faircode.stats.paired.EFFECT_METRICS`: the eight fairness metrics, then accuracy and
 balanced accuracy), the paired effect of each comparison of :data:`COMPARISONS` -- every
 mitigated strategy against S0 (S1-S4 vs S0) and the residual floor, S3 and S4 against S2 --
-with :func:`faircode.stats.paired.paired_comparison`: ``Δ = |gap_A| − |gap_B|`` (fairness;
-negative = A closer to parity) or ``A − B`` (accuracy), the paired signed box interval, the
-swap test's p-value, both strategies' own values, the sizes and the design effect.  That is
-``effects.csv``.  With training replicates :func:`combine` pools each comparison's paired
-draws over the replicates (:func:`faircode.stats.paired.combine_replicates`) into
-``effects_stability.csv``.
+with :func:`faircode.stats.paired.paired_comparisons`: ``Δ = |gap_A| − |gap_B|`` (fairness;
+negative = A closer to parity) or ``A − B`` (accuracy, balanced accuracy), its paired interval,
+the test of ``Δ = 0`` that inverts it, the equivalence test at the metric's margin, the swap
+test of exchangeable decisions, the verdict (:mod:`faircode.stats.effect_verdicts`), both
+strategies' own values, the sizes and the design effect.  That is ``effects.csv``.  With
+training replicates :func:`combine` pools each comparison's paired draws over the replicates
+(:func:`faircode.stats.paired.combine_replicates`) into ``effects_stability.csv``.
 
 Design decisions
 ----------------
@@ -22,12 +23,17 @@ Design decisions
   the worker count.
 * **Units respected**: with ``dataset.unit`` the test rows' unit ids go to the engine (unit
   bootstrap, unit-level swap test, ``design_effect``), as for every other table.
-* **One Benjamini-Hochberg family per audit, of its own** (:func:`effect_q_values`): every
-  effect's swap-test p-value, apart from the gap tables' family (an effect is a different
-  question from a gap).  ``tpr_gap``'s effect is equal opportunity's -- the same distance, so
-  the same ``Δ``, the same swap draws and the same p-value -- and is counted once: it is left
-  out of ``m`` and takes ``equal_opportunity_diff``'s q.  The other metrics of one comparison
-  test the same exchangeability null with different statistics; each is counted (conservative).
+* **One Benjamini-Hochberg family per audit and test, of its own** (:func:`effect_q_values`):
+  every effect's ``p_value`` (the test of ``Δ = 0``) is one family, apart from the gap tables'
+  (an effect is a different question from a gap); the equivalence p-values another, the swap
+  p-values a third.  ``tpr_gap``'s effect is equal opportunity's -- the same distance, so the
+  same ``Δ``, the same draws and the same p-values -- and is counted once: it is left out of
+  ``m`` and takes ``equal_opportunity_diff``'s q.  ``significant`` is ``q_value < alpha`` *and*
+  the interval excluding 0 (a test that inverts the interval at ``1 − alpha`` already implies
+  the second; at another ``stats.confidence`` the interval still has the last word).
+* **Margins** (``stats.effect_margin`` for the fairness effects, a change of distance from
+  parity -- for disparate impact of ``|ratio − 1|`` --, ``stats.cost_margin`` for accuracy and
+  balanced accuracy): ``equivalence_margin`` says which one a row was tested at.
 * **Nothing uninformative is a number**: a comparison with a skipped cell (note
   :data:`NOT_RUN_NOTE`) or a degenerate one (``degenerate_decisions``) has NaN rows with that
   note, left out of the family; the group sizes are still given.
@@ -55,13 +61,16 @@ from faircode.core.config import StatsConfig
 from faircode.core.errors import DataError
 from faircode.core.seeds import Stream, child_seed
 from faircode.evaluate.score import CellResult
+from faircode.stats.effect_verdicts import effect_verdicts
 from faircode.stats.operating import DEGENERATE_NOTE
 from faircode.stats.paired import (
     EFFECT_METRICS,
+    PERFORMANCE_EFFECTS,
+    Comparison,
     PairedDraws,
     combine_replicates,
     interval_method,
-    paired_comparison,
+    paired_comparisons,
 )
 from faircode.stats.resampling import benjamini_hochberg
 
@@ -74,6 +83,7 @@ __all__ = [
     "ReplicateEffects",
     "combine",
     "comparison_code",
+    "effect_margins",
     "effect_q_values",
     "score_effects",
 ]
@@ -96,8 +106,9 @@ SAME_TEST: dict[str, str] = {"tpr_gap": "equal_opportunity_diff"}
 KEYS = ("strategy", "reference", "model", "protected_attribute", "metric")
 EFFECT_COLUMNS: tuple[str, ...] = (
     "audit", *KEYS, "value", "ci_low", "ci_high", "ci_method", "p_value", "q_value",
-    "significant", "gap_strategy", "gap_reference", "n_disadvantaged", "n_advantaged",
-    "n_units", "design_effect", "note",
+    "significant", "verdict", "equivalence_margin", "equivalence_p_value",
+    "equivalence_q_value", "swap_p_value", "swap_q_value", "gap_strategy", "gap_reference",
+    "n_disadvantaged", "n_advantaged", "n_units", "design_effect", "note",
 )
 """Columns of ``effects.csv`` (one row per comparison x model x attribute x effect metric)."""
 
@@ -107,6 +118,17 @@ EFFECTS_STABILITY_COLUMNS: tuple[str, ...] = (
     "combined_ci_high", "ci_method", "n_degenerate", "note",
 )
 """Columns of ``effects_stability.csv`` (``run.seeds`` > 1; the rows of ``effects.csv``)."""
+
+
+_FAMILY_COLUMNS = ("q_value", "significant", "verdict", "equivalence_q_value", "swap_q_value")
+"""The columns :func:`effect_q_values` adds (the rest come from the engine)."""
+
+
+def effect_margins(stats: StatsConfig) -> dict[str, float]:
+    """Each effect metric's equivalence margin: ``cost_margin`` for accuracy and balanced
+    accuracy, ``effect_margin`` for every fairness effect."""
+    return {m: stats.cost_margin if m in PERFORMANCE_EFFECTS else stats.effect_margin
+            for m in EFFECT_METRICS}
 
 
 def comparison_code(strategy: str, reference: str) -> str:
@@ -162,8 +184,11 @@ def score_effects(
     n_units = len(test) if units is None else int(np.unique(units).size)
     cells = {(str(r.strategy), str(r.family)): r for r in results}
     families = [f for f in ModelFamily if any(k[1] == f.value for k in cells)]
-    rows: list[dict[str, Any]] = []
-    blocks: list[PairedDraws | None] = []
+    margins = effect_margins(stats)
+    labels: list[dict[str, str]] = []
+    notes: list[str] = []
+    masks: list[np.ndarray] = []
+    todo: list[Comparison] = []
     for c, (strategy, reference) in enumerate(COMPARISONS):
         for family in families:
             m = list(ModelFamily).index(family)
@@ -172,31 +197,41 @@ def score_effects(
             why = _unusable(a, b)
             for k, attribute in enumerate(data.manifest.protected_attributes):
                 mask = np.asarray(data.disadvantaged[attribute.name][test], dtype=bool)
-                label = {"strategy": strategy.value, "reference": reference.value,
-                         "model": family.value, "protected_attribute": attribute.name}
+                labels.append({"strategy": strategy.value, "reference": reference.value,
+                               "model": family.value, "protected_attribute": attribute.name})
+                notes.append(why)
+                masks.append(mask)
                 if why:
-                    rows += _nan_rows(label, why, mask=mask, n_units=n_units)
-                    blocks.append(None)
                     continue
                 assert a is not None and b is not None and a.decided and b.decided
                 if not np.array_equal(a.decided.y_fav, b.decided.y_fav):
                     raise DataError(f"{data.manifest.name}: {strategy.value} and "
                                     f"{reference.value} ({family.value}) were scored on "
                                     "different test rows")
-                effects, draws = paired_comparison(
-                    a.decided.y_fav, a.decided.yhat_fav, b.decided.yhat_fav, mask,
-                    seed=child_seed(seed, Stream.EFFECTS, c, m, k), units=units,
-                    n_resamples=stats.n_resamples, n_permutations=stats.n_permutations,
-                    confidence=stats.confidence)
-                rows += [{**label, "metric": e.metric, "value": e.value, "ci_low": e.ci_low,
-                          "ci_high": e.ci_high, "ci_method": e.ci_method,
-                          "p_value": e.p_value, "gap_strategy": e.gap_a,
-                          "gap_reference": e.gap_b, "n_disadvantaged": e.n_disadvantaged,
-                          "n_advantaged": e.n_advantaged, "n_units": e.n_units,
-                          "design_effect": e.design_effect, "note": e.note} for e in effects]
-                blocks.append(draws)
+                todo.append(Comparison(a.decided.y_fav, a.decided.yhat_fav, b.decided.yhat_fav,
+                                       mask, child_seed(seed, Stream.EFFECTS, c, m, k), units))
+    done = iter(paired_comparisons(todo, n_resamples=stats.n_resamples,
+                                   n_permutations=stats.n_permutations,
+                                   confidence=stats.confidence, margins=margins))
+    rows: list[dict[str, Any]] = []
+    blocks: list[PairedDraws | None] = []
+    for label, why, mask in zip(labels, notes, masks, strict=True):
+        if why:
+            rows += _nan_rows(label, why, mask=mask, n_units=n_units)
+            blocks.append(None)
+            continue
+        effects, draws = next(done)
+        rows += [{**label, "metric": e.metric, "value": e.value, "ci_low": e.ci_low,
+                  "ci_high": e.ci_high, "ci_method": e.ci_method, "p_value": e.p_value,
+                  "equivalence_margin": margins[e.metric],
+                  "equivalence_p_value": e.equivalence_p_value,
+                  "swap_p_value": e.swap_p_value, "gap_strategy": e.gap_a,
+                  "gap_reference": e.gap_b, "n_disadvantaged": e.n_disadvantaged,
+                  "n_advantaged": e.n_advantaged, "n_units": e.n_units,
+                  "design_effect": e.design_effect, "note": e.note} for e in effects]
+        blocks.append(draws)
     frame = pd.DataFrame(rows, columns=[c for c in EFFECT_COLUMNS
-                                        if c not in ("audit", "q_value", "significant")])
+                                        if c not in ("audit", *_FAMILY_COLUMNS)])
     frame.insert(0, "audit", data.manifest.name)
     table = effect_q_values(frame.reindex(columns=list(EFFECT_COLUMNS)), alpha=stats.alpha)
     return ReplicateEffects(replicate, seed, table, tuple(blocks) if keep_draws else (),
@@ -208,30 +243,51 @@ def _nan_rows(label: dict[str, str], note: str, *, mask: np.ndarray,
     """One block of undefined effects: NaN numbers, the group sizes, ``note``."""
     nan = float("nan")
     return [{**label, "metric": metric, "value": nan, "ci_low": nan, "ci_high": nan,
-             "ci_method": interval_method(metric), "p_value": nan, "gap_strategy": nan,
+             "ci_method": interval_method(metric), "p_value": nan, "equivalence_margin": nan,
+             "equivalence_p_value": nan, "swap_p_value": nan, "gap_strategy": nan,
              "gap_reference": nan, "n_disadvantaged": int(mask.sum()),
              "n_advantaged": int((~mask).sum()), "n_units": n_units, "design_effect": nan,
              "note": note} for metric in EFFECT_METRICS]
 
 
 def effect_q_values(table: pd.DataFrame, *, alpha: float) -> pd.DataFrame:
-    """A copy of ``table`` with the family's BH ``q_value`` and ``significant`` (q < alpha).
+    """A copy of ``table`` with each test's BH q-values, ``significant`` and ``verdict``.
 
-    The family is every non-NaN ``p_value`` whose metric is not in :data:`SAME_TEST`; such a
-    metric takes its twin's q (same strategy, reference, model and attribute).
+    Each of ``p_value``, ``equivalence_p_value`` and ``swap_p_value`` is its own family: every
+    non-NaN p whose metric is not in :data:`SAME_TEST`; such a metric takes its twin's q (same
+    strategy, reference, model and attribute).  ``significant`` is ``q_value < alpha`` with an
+    interval excluding 0; ``verdict`` is :func:`faircode.stats.effect_verdicts.effect_verdicts`
+    (equivalent: ``equivalence_q_value < alpha``; informative: a defined value without the
+    notes of a skipped or degenerate cell).
     """
     out = table.copy()
-    metric = out["metric"].to_numpy(dtype=str)
+    for column, q_column in (("p_value", "q_value"), ("equivalence_p_value",
+                                                       "equivalence_q_value"),
+                             ("swap_p_value", "swap_q_value")):
+        out[q_column] = _family_q(out, column)
+    low, high = out["ci_low"].to_numpy(dtype=float), out["ci_high"].to_numpy(dtype=float)
+    q = out["q_value"].to_numpy(dtype=float)
+    out["significant"] = (np.nan_to_num(q, nan=1.0) < alpha) & ((low > 0) | (high < 0))
+    notes = out["note"].fillna("").astype(str)
+    blocked = notes.str.contains(DEGENERATE_NOTE) | notes.str.contains(NOT_RUN_NOTE)
+    out["verdict"] = effect_verdicts(
+        low, high, significant=out["significant"].to_numpy(dtype=bool),
+        equivalent=np.nan_to_num(out["equivalence_q_value"].to_numpy(dtype=float), nan=1.0)
+        < alpha, informative=out["value"].notna().to_numpy() & ~blocked.to_numpy())
+    return out
+
+
+def _family_q(table: pd.DataFrame, column: str) -> np.ndarray:
+    """BH q of ``column`` over the table, :data:`SAME_TEST` metrics through their twin."""
+    metric = table["metric"].to_numpy(dtype=str)
     own = ~np.isin(metric, list(SAME_TEST))
-    q = np.full(len(out), np.nan)
-    q[own] = benjamini_hochberg(out["p_value"].to_numpy(dtype=float)[own])
-    block = [tuple(row) for row in out.loc[:, list(KEYS[:-1])].itertuples(index=False)]
+    q = np.full(len(table), np.nan)
+    q[own] = benjamini_hochberg(table[column].to_numpy(dtype=float)[own])
+    block = [tuple(row) for row in table.loc[:, list(KEYS[:-1])].itertuples(index=False)]
     lookup = {(b, m): v for b, m, v in zip(block, metric, q, strict=True)}
     for i in np.flatnonzero(~own):
         q[i] = lookup.get((block[i], SAME_TEST[metric[i]]), np.nan)
-    out["q_value"] = q
-    out["significant"] = np.nan_to_num(q, nan=1.0) < alpha
-    return out
+    return q
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,8 @@ bit-identical either way.
 
 One function fits a cell, :func:`fit_cell`, for the grid (the prepared split, the master seed,
 the counterfactual sets) and for a training replicate (its own split and seed, no
-counterfactual sets); the fit step reads only ``mitigation`` and the manifest's declared
+counterfactual sets); the fit step reads only ``mitigation``, ``models.encoding`` (how the
+models see nominal columns, :func:`faircode.grid.models.make_model`) and the manifest's declared
 decision rule (which objective S3/S4 fit), never the threshold value.
 
 Reproducibility: one master seed, the manifest's ``random_state``.  Each stochastic step draws
@@ -44,7 +45,7 @@ import numpy as np
 from faircode.audit.perturbed import PerturbedRows
 from faircode.audit.prepared import PreparedAudit, manifest_sha256, replicate_split
 from faircode.core.cells import ModelFamily, Strategy, grid_cells, position
-from faircode.core.config import ExecutionConfig, MitigationConfig, ReplicateConfig
+from faircode.core.config import Encoding, ExecutionConfig, MitigationConfig, ReplicateConfig
 from faircode.core.numerics import configuration
 from faircode.core.seeds import Stream, child_seed, replicate_seed
 from faircode.grid.predictions import AuditPredictions, CellPredictions, ReplicatePredictions
@@ -72,6 +73,7 @@ def grid_tasks(
     replicates: ReplicateConfig,
     strategies: Sequence[Strategy] = tuple(Strategy),
     previous: Mapping[tuple[str, str], float] | None = None,
+    encoding: Encoding = "label",
 ) -> list[Task]:
     """The grid cells of ``strategies`` on ``data`` as scheduler tasks, costed by
     :class:`CostModel`.
@@ -85,10 +87,10 @@ def grid_tasks(
     name = data.manifest.name
     cells = [(s, m) for s, m in grid_cells() if s in strategies]
     cost = {(s, m): model.expected(s, m, rows=rows) for s, m in cells}
-    tasks = [Task(audit=name, key=(s, m), fn=_fit_grid_cell, args=(s, m, mitigation),
+    tasks = [Task(audit=name, key=(s, m), fn=_fit_grid_cell, args=(s, m, mitigation, encoding),
                   cost=cost[s, m]) for s, m in cells]
     tasks += [Task(audit=name, key=(s, m, k), fn=fit_replicate,
-                   args=(s, m, k, mitigation, replicates.seed_mode), cost=cost[s, m])
+                   args=(s, m, k, mitigation, replicates.seed_mode, encoding), cost=cost[s, m])
               for k in range(1, replicates.seeds) for s, m in cells]
     return tasks
 
@@ -105,6 +107,7 @@ def fit_audits(
     on_start: OnStart | None = None,
     on_cell_done: Callable[[Finished], None] | None = None,
     on_audit_failed: Callable[[str, BaseException], None] | None = None,
+    encoding: Encoding = "label",
 ) -> list[AuditPredictions]:
     """Fit every cell of ``strategies`` of every audit of ``datas`` in one queue; their
     predictions in order.
@@ -114,7 +117,8 @@ def fit_audits(
     only).  ``on_start(tasks, workers)`` and ``on_cell_done(finished)`` are called in this
     process (progress display).  Without ``on_audit_failed`` the first failing cell raises; with
     it, a failing audit is reported there and left out of the result, and the other audits go
-    on.
+    on.  ``encoding`` (``models.encoding``) is recorded in the predictions' ``config`` when it is
+    not the default ``label`` (so a ``label`` run's record is what it always was).
     """
     replicates = replicates or ReplicateConfig()
     names = [d.manifest.name for d in datas]
@@ -123,7 +127,8 @@ def fit_audits(
     previous = previous or {}
     tasks = [t for d in datas
              for t in grid_tasks(d, mitigation=mitigation, replicates=replicates,
-                                 strategies=strategies, previous=previous.get(d.manifest.name))]
+                                 strategies=strategies, previous=previous.get(d.manifest.name),
+                                 encoding=encoding)]
     on_error: OnError | None = None if on_audit_failed is None else (
         lambda task, exc: on_audit_failed(task.audit, exc))
     results = run_tasks(tasks, data={d.manifest.name: d for d in datas}, jobs=jobs,
@@ -133,6 +138,8 @@ def fit_audits(
     read = dataclasses.asdict(mitigation)
     record = {k: read[k] for k in read if any(k in READS[s] for s in strategies)}
     kernels = configuration()  # the workers' too (the scheduler checked each result)
+    if encoding != "label":
+        record["encoding"] = encoding
     out = []
     for data in datas:
         name = data.manifest.name
@@ -160,6 +167,7 @@ def fit_audit(
     execution: ExecutionConfig | None = None,
     previous: Mapping[tuple[str, str], float] | None = None,
     on_cell_done: Callable[[CellPredictions], None] | None = None,
+    encoding: Encoding = "label",
 ) -> AuditPredictions:
     """Fit every cell of ``strategies`` on ``data`` and return their predictions (grid order).
 
@@ -172,7 +180,7 @@ def fit_audit(
 
     [predictions] = fit_audits(
         [data], mitigation=mitigation, replicates=replicates, strategies=strategies, jobs=jobs,
-        execution=execution, on_cell_done=done,
+        execution=execution, on_cell_done=done, encoding=encoding,
         previous=None if previous is None else {data.manifest.name: previous})
     return predictions
 
@@ -188,6 +196,7 @@ def fit_cell(
     test: np.ndarray,
     perturbed: Sequence[PerturbedRows] | None,
     keep_train_scores: bool,
+    encoding: Encoding = "label",
 ) -> CellPredictions:
     """Fit one cell on the rows ``train`` with master seed ``seed``; predict its ``test`` rows,
     every counterfactual set of ``perturbed`` (None: none, and no time recorded for them) and,
@@ -207,7 +216,7 @@ def fit_cell(
         strategy, family, X=data.X.iloc[train], y=data.y[train], sensitive=first[train],
         manifest=manifest, mitigation=mitigation,
         groups=None if data.unit is None else data.unit[train], decision=manifest.decision,
-        random_state=seed,
+        random_state=seed, encoding=encoding, nominal=data.nominal,
     )
     t1 = time.perf_counter()
     draw = int(child_seed(seed, Stream.PREDICTION, *position(strategy, family))
@@ -237,12 +246,14 @@ def fit_cell(
 
 def _fit_grid_cell(
     data: PreparedAudit, strategy: Strategy, family: ModelFamily, mitigation: MitigationConfig,
+    encoding: Encoding = "label",
 ) -> CellPredictions:
     """Scheduler task of one grid cell: the prepared split, the master seed, every
     counterfactual set, the training scores."""
     return fit_cell(data, strategy, family, mitigation=mitigation,
                     seed=data.manifest.random_state, train=data.train_index,
-                    test=data.test_index, perturbed=data.perturbed, keep_train_scores=True)
+                    test=data.test_index, perturbed=data.perturbed, keep_train_scores=True,
+                    encoding=encoding)
 
 
 def fit_replicate(
@@ -252,6 +263,7 @@ def fit_replicate(
     replicate: int,
     mitigation: MitigationConfig,
     seed_mode: str,
+    encoding: Encoding = "label",
 ) -> ReplicatePredictions:
     """Scheduler task of training replicate ``replicate`` of one cell: its split
     (:func:`~faircode.audit.prepared.replicate_split`) and seed, no counterfactual sets,
@@ -264,5 +276,5 @@ def fit_replicate(
                     seed=replicate_seed(manifest.random_state, replicate), train=train,
                     test=test, perturbed=None,
                     keep_train_scores=rule is not None and rule.rule == "top_fraction"
-                    and strategy is not Strategy.POST_PROCESSING)
+                    and strategy is not Strategy.POST_PROCESSING, encoding=encoding)
     return ReplicatePredictions(replicate, cell, test)

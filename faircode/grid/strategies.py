@@ -72,9 +72,9 @@ from faircode.audit.data import grouped_split
 from faircode.audit.decision import Cutoff, DecisionRule
 from faircode.audit.manifest import Manifest
 from faircode.core.cells import ModelFamily, Strategy
-from faircode.core.config import MitigationConfig
+from faircode.core.config import Encoding, MitigationConfig
 from faircode.core.errors import DataError
-from faircode.grid.models import make_model, sample_weight_name
+from faircode.grid.models import ONEHOT_FAMILIES, make_model, sample_weight_name
 
 __all__ = [
     "READS",
@@ -169,6 +169,15 @@ class FittedStrategy:
         (used by S4 only); ``random_state`` seeds the randomised predictors (S3, S4).
         """
         features = X.loc[:, list(self.columns)]
+        with warnings.catch_warnings():
+            # a category never seen in fitting goes to the infrequent indicator, as designed
+            warnings.filterwarnings("ignore", message="Found unknown categories",
+                                    category=UserWarning)
+            return self._predict(features, sensitive=sensitive, random_state=random_state)
+
+    def _predict(
+        self, features: pd.DataFrame, *, sensitive: np.ndarray, random_state: int
+    ) -> tuple[np.ndarray, np.ndarray | None]:
         if self.strategy is Strategy.IN_PROCESSING:
             decisions = self.estimator.predict(features, random_state=random_state)
             score = _mixture_probability(self.estimator, features)
@@ -249,6 +258,8 @@ def fit_strategy(
     groups: np.ndarray | None = None,
     decision: DecisionRule | None = None,
     random_state: int | None = None,
+    encoding: Encoding = "label",
+    nominal: tuple[str, ...] = (),
 ) -> FittedStrategy:
     """Fit one strategy x model cell on the training rows ``X``, ``y``.
 
@@ -262,7 +273,9 @@ def fit_strategy(
     the rule's kind, never a threshold value.  ``mitigation`` is read by S3 (every key) and S4
     (the constraint) only (:data:`READS`).  S0-S2 decide at 0.5 until
     :meth:`FittedStrategy.with_cutoff` moves them (the grid stores their scores and decides in
-    the evaluate step).
+    the evaluate step).  ``encoding`` ``onehot`` one-hot encodes, inside the model of a family of
+    :data:`faircode.grid.models.ONEHOT_FAMILIES`, the ``nominal`` columns among the strategy's
+    features (:func:`faircode.grid.models.make_model`).
     """
     strategy, family = Strategy(strategy), ModelFamily(family)
     columns = feature_columns(strategy, manifest)
@@ -270,24 +283,42 @@ def fit_strategy(
     seed = manifest.random_state if random_state is None else random_state
     sens = np.asarray(sensitive, dtype=np.int8)
     balanced = decision is not None and not decision.default_objective
+    onehot = tuple(i for i, c in enumerate(columns) if c in nominal) \
+        if encoding == "onehot" and family in ONEHOT_FAMILIES else ()
+    model = _Model(family, onehot)
     objective = ""
     if strategy is Strategy.IN_PROCESSING:
         estimator, objective = _fit_in_processing(
-            family, features, y, sens, mitigation=mitigation, balanced=balanced, seed=seed
+            model, features, y, sens, mitigation=mitigation, balanced=balanced, seed=seed
         )
     elif strategy is Strategy.POST_PROCESSING:
         estimator, objective = _fit_post_processing(
-            family, features, y, sens, mitigation=mitigation, balanced=balanced, seed=seed,
+            model, features, y, sens, mitigation=mitigation, balanced=balanced, seed=seed,
             groups=groups,
         )
     else:
-        estimator = make_model(family, random_state=seed)
+        estimator = model.make(seed)
         estimator.fit(features, y)
     return FittedStrategy(strategy, family, columns, estimator, objective=objective)
 
 
+@dataclass(frozen=True, slots=True)
+class _Model:
+    """A model family and the positions of the columns it one-hot encodes (none: codes)."""
+
+    family: ModelFamily
+    onehot: tuple[int, ...]
+
+    def make(self, seed: int) -> Any:
+        return make_model(self.family, random_state=seed, onehot=self.onehot)
+
+    @property
+    def sample_weight_name(self) -> str:
+        return sample_weight_name(self.family, onehot=bool(self.onehot))
+
+
 def _fit_in_processing(
-    family: ModelFamily, features: pd.DataFrame, y: np.ndarray, sens: np.ndarray, *,
+    model: _Model, features: pd.DataFrame, y: np.ndarray, sens: np.ndarray, *,
     mitigation: MitigationConfig, balanced: bool, seed: int,
 ) -> tuple[ExponentiatedGradient, str]:
     """S3: ExponentiatedGradient under the constraint, with balanced costs if ``balanced``."""
@@ -295,12 +326,12 @@ def _fit_in_processing(
     objective = "error_rate" if costs is None else (
         f"error_rate(costs={{fp: {costs['fp']!r}, fn: {costs['fn']!r}}})")
     estimator = ExponentiatedGradient(
-        make_model(family, random_state=seed),
+        model.make(seed),
         _REDUCTION_MOMENTS[mitigation.constraint](),
         objective=None if costs is None else ErrorRate(costs=costs),
         eps=mitigation.eps,
         max_iter=mitigation.max_iter,
-        sample_weight_name=sample_weight_name(family),
+        sample_weight_name=model.sample_weight_name,
     )
     with warnings.catch_warnings():
         # fairlearn 0.15 sets Series values with .at on new keys, which pandas 3 deprecates
@@ -311,7 +342,7 @@ def _fit_in_processing(
 
 
 def _fit_post_processing(
-    family: ModelFamily, features: pd.DataFrame, y: np.ndarray, sens: np.ndarray, *,
+    model: _Model, features: pd.DataFrame, y: np.ndarray, sens: np.ndarray, *,
     mitigation: MitigationConfig, balanced: bool, seed: int, groups: np.ndarray | None,
 ) -> tuple[ThresholdOptimizer, str]:
     """S4: a base model on 70 % of the rows, ThresholdOptimizer's thresholds on the other 30 %."""
@@ -319,7 +350,7 @@ def _fit_post_processing(
         raise DataError(f"post_processing: ThresholdOptimizer cannot enforce "
                         f"{mitigation.constraint!r}")
     fit_idx, cal_idx = calibration_split(y, sens, random_state=seed, groups=groups)
-    base = make_model(family, random_state=seed)
+    base = model.make(seed)
     base.fit(features.iloc[fit_idx], y[fit_idx])
     objective = "balanced_accuracy_score" if balanced else "accuracy_score"
     estimator = ThresholdOptimizer(

@@ -222,7 +222,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     params = load_params(Path(args.params)) if args.params else Params()
     overrides = {k: getattr(args, k) for k in ("n_resamples", "n_permutations", "jobs",
                                                 "constraint", "eps", "decision_threshold",
-                                                "seeds", "seed_mode")}
+                                                "seeds", "seed_mode", "encoding")}
     config = params.config.replace(**{k: v for k, v in overrides.items() if v is not None})
     backend = args.backend or ("dask" if args.scheduler else params.execution.backend)
     execution = ExecutionConfig(backend=backend,
@@ -300,6 +300,8 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                                                   "stability.csv and effects_stability.csv")
     parser.add_argument("--seed-mode", help="what a replicate re-draws: model (model seeds, "
                                             "same split; default) or split (also the split)")
+    parser.add_argument("--encoding", help="how logistic regression sees nominal columns: label "
+                                           "(sorted integer codes; default) or onehot")
     parser.set_defaults(handler=_cmd_run)
 
 

@@ -61,7 +61,7 @@ def fit(data: PreparedAudit, *, config: BenchmarkConfig,
         on_cell_done: Callable[[CellPredictions], None] | None = None) -> AuditPredictions:
     """The fit step of ``config`` on one prepared audit, in this process's queue."""
     return fit_audit(data, mitigation=config.mitigation, replicates=config.replicates,
-                     jobs=config.jobs, on_cell_done=on_cell_done)
+                     jobs=config.jobs, on_cell_done=on_cell_done, encoding=config.encoding)
 
 
 def audit_decisions(
@@ -160,7 +160,7 @@ def run_audits(
     fitted = fit_audits(list(prepared.values()), mitigation=config.mitigation,
                         replicates=config.replicates, jobs=config.jobs, execution=execution,
                         previous=previous, on_start=on_start, on_cell_done=on_cell_done,
-                        on_audit_failed=on_error)
+                        on_audit_failed=on_error, encoding=config.encoding)
     runs = []
     for predictions in fitted:
         data = prepared[predictions.audit]

@@ -46,6 +46,8 @@ COLUMN_CODES: dict[str, str] = {
     "significant": "sig_audit", "q_benchmark": "q_bench", "significant_benchmark": "sig_bench",
     "n_disadvantaged": "n_dis", "n_advantaged": "n_adv", "small_sample_warning": "small_n",
     "design_effect": "deff", "mde": "mde", "powered": "powered",
+    "swap_p_value": "swap_p", "swap_q_value": "swap_q", "equivalence_margin": "eq_margin",
+    "equivalence_p_value": "eq_p", "equivalence_q_value": "eq_q",
 }
 """Short codes of a statistic's columns (``value`` is the metric code alone)."""
 

@@ -22,8 +22,10 @@ The paired effects (``effects.csv``, with replicates ``effects_stability.csv``) 
 the effect's strategy x model x attribute as ``effect_vs_<ref>.<metric>`` (the value) and
 ``effect_vs_<ref>.<metric>.<column>`` (its interval, p, q, ...), ``<metric>`` and ``<column>`` in
 the short codes of :func:`faircode.record.names.metric_key` and ``<ref>`` the reference's code
-(S0, S2).  An undefined effect (its ``value`` or ``mean`` empty) logs nothing: its reason is in
-the CSV.
+(S0, S2), among them Δ balanced accuracy (``effect_vs_S0.bacc``), the test of ``Δ = 0``
+(``.p``, ``.q_audit``) and the swap test (``.swap_p``, ``.swap_q``); its ``verdict`` is the tag
+``effect_vs_<ref>.<metric>.verdict``.  An undefined effect (its ``value`` or ``mean`` empty)
+logs nothing: its reason is in the CSV.
 """
 
 from __future__ import annotations
@@ -408,6 +410,10 @@ def _add_effects(drafts: Mapping[str, _Draft], frame: pd.DataFrame, path: Path) 
                 raise ResultsError(f"{path}: row {i + 2}: expected one value of {key!r} per "
                                    "strategy/model/attribute, got a second one")
             draft.metrics[key] = value
+        verdict = str(frame["verdict"].iat[i]) if "verdict" in frame.columns else ""
+        if verdict:
+            short = metric_key("fairness", row["metric"], "value")
+            draft.tags[sanitise(f"effect_vs_{reference}.{short}.verdict")] = verdict
 
 
 def _finish(key: str, draft: _Draft) -> ChildRun:

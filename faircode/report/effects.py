@@ -16,9 +16,9 @@ Design decisions
   a robustness column, ``q_benchmark``, never as a star.
 * **Stars** (:func:`stable_mark`).  With one replicate (K = 1) a gap is starred when its
   per-audit ``q_value < alpha`` (= ``significant`` in ``fairness.csv``), and an effect when its
-  ``q_value < alpha`` *and* its paired interval excludes 0 (the swap test is of exchangeable
-  decisions, not of ``Δ = 0`` alone, and at a kink the box can straddle 0 while the test
-  rejects: no star for a change whose sign the interval leaves open); every output says that
+  ``q_value < alpha`` *and* its paired interval excludes 0 (``effects.csv``'s ``significant``:
+  its test of ``Δ = 0`` inverts the interval, so the two agree; the swap test of exchangeable
+  decisions, ``swap_q_value``, stars nothing); every output says that
   training variance is not included (:func:`training_variance_note`).  With K > 1 replicates its
   value is the mean over the replicates and its interval the pooled (mixture) interval of the K
   replicates' bootstrap draws, and it is starred only if **all** of: replicate 0's per-audit
@@ -228,26 +228,33 @@ def _comparisons(effects: pd.DataFrame) -> list[tuple[str, str]]:
                                         order.get(p[0], 99)))
 
 
+EFFECT_ROWS = ("accuracy", "balanced_accuracy")
+"""The cost rows of the effects table under the report metric's row."""
+
+
 def effects_table(ctx: Context) -> Table | None:
-    """Rows audit x attribute x (Δ distance from parity of the report metric, Δ accuracy),
-    columns every comparison (S1-S0 ... S4-S0, S3-S2, S4-S2), per model family."""
+    """Rows audit x attribute x (Δ distance from parity of the report metric, Δ accuracy,
+    Δ balanced accuracy), columns every comparison (S1-S0 ... S4-S0, S3-S2, S4-S2), per model
+    family."""
     effects = ctx.effects
     if effects.empty:
         return None
     fn = _Footnotes()
     comparisons = _comparisons(effects)
-    shown = effects[effects["metric"].isin([ctx.metric, "accuracy"])]
+    metrics = (ctx.metric, *EFFECT_ROWS)
+    shown = effects[effects["metric"].isin(metrics)]
     lookup = {tuple(str(v) for v in k): r for k, (_, r) in zip(
         shown[["model", "audit", "protected_attribute", "metric", "strategy",
                "reference"]].itertuples(index=False, name=None), shown.iterrows(), strict=True)}
-    labels = {ctx.metric: f"Δ |{ctx.metric}|", "accuracy": "Δ accuracy"}
+    labels = {ctx.metric: f"Δ |{ctx.metric}|", "accuracy": "Δ accuracy",
+              "balanced_accuracy": "Δ balanced accuracy"}
     sections: list[tuple[str, tuple[Any, ...]]] = []
     pairs = list(dict.fromkeys(zip(shown["audit"].astype(str),
                                    shown["protected_attribute"].astype(str), strict=True)))
     for model in ctx.models:
         rows = []
         for audit, attr in pairs:
-            for metric in (ctx.metric, "accuracy"):
+            for metric in metrics:
                 cells: tuple[Cell, ...] = tuple(
                     estimate_cell(lookup.get((model, audit, attr, metric, a, b)), value="value",
                                   fn=fn, missing="no effect row for this comparison")
@@ -256,14 +263,16 @@ def effects_table(ctx: Context) -> Table | None:
         sections.append((model, tuple(rows)))
     pct = f"{ctx.confidence:.0%}"
     legend = (f"Each cell: the paired effect of the column's strategy against its reference on "
-              f"the same test rows [{pct} paired signed box interval; accuracy: expanded "
-              "percentile]: Δ |gap| = |gap(strategy)| - |gap(reference)| (< 0: closer to "
-              "parity; |x - 1| for a ratio) and Δ accuracy = accuracy(strategy) - "
-              f"accuracy(reference). {SIGNIFICANT} the "
-              f"audit's own Benjamini-Hochberg q < {ctx.alpha:g} of the swap test (effects.csv "
-              "q_value: every effect of the audit, tpr_gap once) and an interval excluding "
-              "0. " + ctx.variance_note)
-    return Table("effects_table", f"What mitigation buys: paired effects on {ctx.metric} and "
-                 "accuracy", ("audit", "attribute", "effect"),
+              f"the same test rows [{pct} paired interval: the expanded percentile interval "
+              "where the draws keep both gaps' signs, the signed box near parity]: Δ |gap| = "
+              "|gap(strategy)| - |gap(reference)| (< 0: closer to parity; |x - 1| for a "
+              "ratio), Δ accuracy and Δ balanced accuracy = strategy - reference (the cost on "
+              "the audit's own objective where it decides at base_rate). "
+              f"{SIGNIFICANT} the audit's own Benjamini-Hochberg q < {ctx.alpha:g} of the "
+              "test of no change, which inverts the interval (effects.csv q_value: every "
+              "effect of the audit, tpr_gap once), and an interval excluding 0. "
+              + ctx.variance_note)
+    return Table("effects_table", f"What mitigation buys: paired effects on {ctx.metric}, "
+                 "accuracy and balanced accuracy", ("audit", "attribute", "effect"),
                  tuple(f"{strategy_code(a)}-{strategy_code(b)}" for a, b in comparisons),
                  tuple(sections), legend.strip(), fn.items())

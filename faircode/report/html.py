@@ -51,6 +51,7 @@ from faircode.report.html_tables import CSS as TABLES_CSS
 from faircode.report.html_tables import boxed, frame_html, plural, rows_html, stability_html
 from faircode.report.inputs import MODELS, STRATEGIES, ordered, strategy_code
 from faircode.report.people import people_lines, people_tables
+from faircode.report.sensitivity import sensitivity_html
 from faircode.report.style import FAMILY_GLYPHS, SHORT, family_marker, strategy_colour
 from faircode.report.tables import STARS, Context, all_tables, to_html
 from faircode.report.text import TextInputs, headline_line, section_html
@@ -301,9 +302,11 @@ def _effects(ctx: Context) -> list[str]:
     return [_fold("What mitigation buys: paired effects (effects_table)",
                   "<p>Each mitigated strategy against S0, and S3/S4 against S2 (the residual "
                   "floor), scored on the same test rows in every bootstrap draw: the change in "
-                  "distance from parity and in accuracy, with the paired interval and the swap "
-                  "test of no change (effects.csv; effects_stability.csv pools the training "
-                  "replicates).</p>" + boxed(to_html(table)))]
+                  "distance from parity, in accuracy and in balanced accuracy, with the paired "
+                  "interval and the test of no change that inverts it (effects.csv, with each "
+                  "effect's verdict and the swap test of exchangeable decisions; "
+                  "effects_stability.csv pools the training replicates).</p>"
+                  + sensitivity_html(ctx.inputs.encoding_sensitivity) + boxed(to_html(table)))]
 
 
 def _fold(title: str, body: str, *, open_: bool = False) -> str:

@@ -174,6 +174,8 @@ class ReportInputs:
     effects_stability: pd.DataFrame = field(default_factory=pd.DataFrame)
     curves: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Every ``<audit>/curves.csv`` (operating-point curves); empty where none was written."""
+    encoding_sensitivity: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """``<results>/encoding_sensitivity.csv`` (``bench/encoding_sensitivity.py``), if there."""
 
     @property
     def audits(self) -> tuple[str, ...]:
@@ -295,7 +297,27 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
         deployed=_deployed_inputs(deployed, runs, audits_dir),
         **{t: pd.concat(f, ignore_index=True) if f else pd.DataFrame()
            for t, f in optional.items()},
-        curves=pd.concat(curves, ignore_index=True) if curves else pd.DataFrame())
+        curves=pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(),
+        encoding_sensitivity=_sensitivity(results / SENSITIVITY, only=only))
+
+
+SENSITIVITY = "encoding_sensitivity.csv"
+_SENSITIVITY_COLUMNS = ("audit", "claim", "label", "onehot", "changed", "seeds")
+
+
+def _sensitivity(path: Path, *, only: Sequence[str]) -> pd.DataFrame:
+    """``bench/encoding_sensitivity.py``'s table (empty without the file), ``only``'s audits."""
+    if not path.is_file():
+        return pd.DataFrame()
+    try:
+        frame = pd.read_csv(path, keep_default_na=False, dtype=str)
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path}: cannot be read as CSV: {type(exc).__name__}: {exc}") from None
+    missing = [c for c in _SENSITIVITY_COLUMNS if c not in frame.columns]
+    if missing:
+        raise DataError(f"{path}: expected columns {', '.join(_SENSITIVITY_COLUMNS)}, got "
+                        f"{describe(list(frame.columns))}; missing {', '.join(missing)}")
+    return frame[frame["audit"].isin(only)] if only else frame
 
 
 def _split_deployed(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:

@@ -330,10 +330,11 @@ def floor_table(ctx: Context, floor: pd.DataFrame) -> Table:
         ("audit", "attribute"), tuple(f"|{strategy_code(s)}|-|S2|" for s in strategies),
         tuple(sections),
         f"Each cell: |S3| - |S2| or |S4| - |S2| (distance from parity, mitigated minus S2), the "
-        f"paired effect on the same test rows [{ctx.confidence:.0%} paired signed box "
-        f"interval]. {SIGNIFICANT} distinguishable from S2: the audit's own Benjamini-Hochberg "
-        f"q < {ctx.alpha:g} of the swap test (effects.csv q_value) and an interval excluding "
-        "0. "
+        f"paired effect on the same test rows [{ctx.confidence:.0%} paired interval: the "
+        f"percentile interval where the draws keep the gaps' signs, the signed box near "
+        f"parity]. {SIGNIFICANT} distinguishable from S2: the audit's own Benjamini-Hochberg "
+        f"q < {ctx.alpha:g} of the test of no change (effects.csv q_value; it inverts the "
+        "interval) and an interval excluding 0. "
         f"{ctx.variance_note}".strip(), fn.items())
 
 

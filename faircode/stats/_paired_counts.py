@@ -24,14 +24,18 @@ __all__ = [
     "JOINT_CELLS",
     "PERFORMANCE_EFFECTS",
     "bootstrap_joint",
+    "component_draws",
     "components",
+    "delta_draws",
     "distance",
     "effect_shape",
     "joint_counts",
     "joint_unit_counts",
     "marginal_counts",
+    "own_value",
     "swap_counts",
     "swap_draws",
+    "why_undefined",
 ]
 
 PERFORMANCE_EFFECTS: tuple[str, ...] = ("accuracy", "balanced_accuracy")
@@ -191,3 +195,35 @@ def distance(comps: ArrayLike) -> Floats:
         elif effect_shape(metric) == "linear":
             out[..., k] = c[..., k, 0]
     return out
+
+
+def delta_draws(draws_a: ArrayLike, draws_b: ArrayLike) -> Floats:
+    """``Δ`` of component draws ``(..., M, 2, B)``: shape ``(..., M, B)``."""
+    a = np.moveaxis(np.asarray(draws_a, np.float64), -1, 0)
+    b = np.moveaxis(np.asarray(draws_b, np.float64), -1, 0)
+    return np.moveaxis(distance(a) - distance(b), 0, -1)
+
+
+def component_draws(joint_draws: NDArray[np.int64]) -> tuple[Floats, Floats]:
+    """A's and B's component draws ``(M, 2, B)`` from joint count draws ``(B, 2, 8)``."""
+    counts_a, counts_b = marginal_counts(joint_draws)
+    return (np.moveaxis(components(counts_a), 0, -1),
+            np.moveaxis(components(counts_b), 0, -1))
+
+
+def own_value(metric: str, counts: NDArray[np.int64]) -> float:
+    """A strategy's own value of ``metric`` from its (D, A) confusion counts ``(2, 4)``."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        if metric in PERFORMANCE_EFFECTS:
+            return float(components(counts)[EFFECT_METRICS.index(metric), 0])
+        return float(defs.metric_values(metric, counts[0], counts[1]))
+
+
+def why_undefined(metric: str, counts_a: NDArray[np.int64], counts_b: NDArray[np.int64]) -> str:
+    """``insufficient_data`` (an empty subset) or, for disparate impact, the zero-rate note."""
+    if metric in PERFORMANCE_EFFECTS:
+        return "insufficient_data"
+    spec = defs.SPECS[metric]
+    empty = any(int(c[g][list(s)].sum()) == 0 for c in (counts_a, counts_b) for g in (0, 1)
+                for s in spec.subsets)
+    return "insufficient_data" if empty else "undefined_advantaged_rate_zero"

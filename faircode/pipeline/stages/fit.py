@@ -5,8 +5,9 @@ The grid is fitted in three parts, one DVC stage each, split by the params they 
 (:data:`faircode.grid.strategies.READS`), so a mitigation sweep re-fits only what it changes:
 ``unmitigated`` (S0-S2: no ``mitigation.*`` key), ``in_processing`` (S3: every
 ``mitigation.*`` key) and ``post_processing`` (S4: ``mitigation.constraint`` only).  Every part
-reads ``run.seeds`` and ``run.seed_mode`` (tracked by DVC) and ``run.jobs``, ``run.backend``,
-``run.scheduler`` (deliberately not tracked: the worker count and the backend change no number).
+reads ``models.encoding``, ``run.seeds`` and ``run.seed_mode`` (tracked by DVC) and
+``run.jobs``, ``run.backend``, ``run.scheduler`` (deliberately not tracked: the worker count and
+the backend change no number).
 A part's cells (and their training replicates) are dispatched longest first, ordered by the
 per-cell seconds of ``results/<audit>/run.json`` when it exists (ordering only).  The cells'
 seconds go to ``OUT_DIR.seconds.json`` beside the store, never into it, and that file is
@@ -55,7 +56,8 @@ def main(argv: list[str]) -> None:
         predictions = fit_audit(
             data, mitigation=config.mitigation, replicates=config.replicates,
             strategies=PARTS[part], jobs=config.jobs, execution=params.execution,
-            on_cell_done=_progress, previous=previous_cell_seconds(RESULTS / audit / "run.json"))
+            on_cell_done=_progress, previous=previous_cell_seconds(RESULTS / audit / "run.json"),
+            encoding=config.encoding)
         save_predictions(predictions, out, test_index=data.test_index,
                          train_index=data.train_index, timings=timings_path(out))
         print(f"{audit}: {part} predictions in {out}")
