@@ -43,7 +43,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     results = score_given(prepare(data), name=args.name, decision=found.decision,
                           score=found.score, scale=found.scale, positions=found.positions,
                           threshold=config.decision_threshold, stats=config.stats,
-                          degenerate=config.degenerate)
+                          degenerate=config.degenerate, verdicts=config.verdicts)
     record: dict[str, Any] = {"predictions": {
         "path": str(found.path), "sha256": found.sha256, "key": found.key,
         "decision": found.decision_column, "score": found.score_column, "scale": found.scale,

@@ -1,0 +1,267 @@
+"""One number, one interval and one verdict per cell, in the tables every view reads.
+
+:func:`gap_claims_table` gives ``fairness.csv`` its claims and :func:`effect_claims_table`
+``effects.csv``; every other view (``summary.csv``, the paper table, ``report.html``, MLflow,
+``results/metrics/*.json``, the DVC plots) reads these tables and so shows the same number,
+interval and verdict of a cell.
+
+Design decisions
+----------------
+* **At K > 1 the cell's number is the K-replicate estimate** (:mod:`faircode.evaluate.combine`):
+  ``value``, ``ci_low``/``ci_high``, ``ci_method`` and ``p_value`` are the combination's, and
+  replicate 0's own value, interval, p- and q-value move to ``rep0_value``, ``rep0_ci_low``,
+  ``rep0_ci_high``, ``rep0_p_value``, ``rep0_q_value``.  Replicate 0 is a replicate like the
+  others; rows that have no replicates (a deployed system, scored once on replicate 0's test
+  rows) keep their own numbers, which are also their ``rep0_*``.  ``mde``, ``powered``, the group
+  sizes and ``design_effect`` stay replicate 0's test split's (the design, not the estimate).
+* **At K = 1** the numbers are the fit's own (closed-form interval, permutation p); the
+  equivalence test uses the interval's halves over their normal quantile
+  (:func:`faircode.stats.verdicts.interval_evidence`).
+* **Two families per audit**, each Benjamini-Hochberg at ``alpha``: the gaps' tests (the audit's
+  family of :func:`faircode.stats.metrics.audit_q_values`: each null once, with the
+  intersectional tests) and, apart, the equivalence tests (each hypothesis once: ``tpr_gap`` is
+  equal opportunity's and takes its ``q_equivalence``; disparate impact's margin is its own
+  hypothesis).  BH controls the share of false ``parity`` claims among them.  An uninformative
+  row is no test: it enters neither family (``q`` NaN).
+* **Verdicts** (:func:`faircode.stats.verdicts.gap_verdicts`): ``gap`` needs ``q_value < alpha``
+  and the interval excluding no gap; ``parity`` ``q_equivalence < alpha``; a row is
+  uninformative when it is degenerate (K = 1) or has too few informative replicates (K > 1,
+  :mod:`faircode.evaluate.combine`), or no defined value.
+* **Effects** the same way, in the effects' own family (:func:`faircode.evaluate.effects.
+  effect_q_values`): ``significant`` is ``q < alpha`` *and* an interval excluding 0; the verdict
+  (:class:`faircode.stats.verdicts.EffectVerdict`) ``reduced``/``increased`` where significant,
+  ``no change`` where the equivalence test at ``±verdicts.margin`` is significant in its family.
+  At K > 1 ``gap_strategy``/``gap_reference`` of a fairness effect are the two strategies'
+  ``fairness.csv`` values (the K-replicate estimates); ``value`` is the mean paired effect, which
+  need not equal the difference of the two estimates' distances from parity.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from faircode.core.config import VerdictsConfig
+from faircode.evaluate.combine import EFFECT_KEYS, GAP_KEYS, margins_of
+from faircode.evaluate.effects import SAME_TEST, effect_q_values
+from faircode.stats.metrics import FAIRNESS_COLUMNS, audit_q_values
+from faircode.stats.operating import DEGENERATE_NOTE
+from faircode.stats.resampling import benjamini_hochberg
+from faircode.stats.verdicts import (
+    MAGNITUDE_METRIC,
+    RATIO_METRIC,
+    Evidence,
+    effect_verdicts,
+    gap_claims,
+    gap_verdicts,
+    interval_evidence,
+    max_abs_claims,
+)
+
+__all__ = ["REP0_COLUMNS", "VERDICT_COLUMNS", "effect_claims_table", "fairness_columns",
+           "gap_claims_table", "with_family"]
+
+VERDICT_COLUMNS = ("verdict", "p_equivalence", "q_equivalence", "gap_bound")
+"""The claim columns beside ``significant`` in ``fairness.csv`` and ``effects.csv``."""
+REP0_COLUMNS = ("rep0_value", "rep0_ci_low", "rep0_ci_high", "rep0_p_value", "rep0_q_value")
+"""Replicate 0's own numbers, kept under their names at K > 1."""
+FAMILY_COLUMNS = ("q_value", "significant", "q_equivalence", "verdict")
+_SOURCE = ("value", "ci_low", "ci_high", "p_value", "q_value")
+_SAME_EQUIVALENCE = SAME_TEST
+"""``tpr_gap`` is equal opportunity (same value, interval and margin): one equivalence test."""
+
+
+def fairness_columns(replicated: bool) -> tuple[str, ...]:
+    """``fairness.csv``'s columns: the verdict columns after ``significant``; replicate 0's
+    columns last when ``replicated`` (K > 1)."""
+    at = FAIRNESS_COLUMNS.index("significant") + 1
+    columns = (*FAIRNESS_COLUMNS[:at], *VERDICT_COLUMNS, *FAIRNESS_COLUMNS[at:])
+    return (*columns, *REP0_COLUMNS) if replicated else columns
+
+
+def _fold(table: pd.DataFrame, combined: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:
+    """``table`` with the combined rows' numbers (matched on ``keys``) and ``rep0_*``."""
+    out = table.copy()
+    for rep0, source in zip(REP0_COLUMNS, _SOURCE, strict=True):
+        out[rep0] = out[source]
+    index = pd.MultiIndex.from_frame(out.loc[:, list(keys)].astype(str))
+    lookup = combined.set_index([combined[k].astype(str) for k in keys])
+    found = index.isin(lookup.index)
+    rows = lookup.reindex(index[found])
+    for column in ("value", "ci_low", "ci_high", "ci_method", "p_value", "note"):
+        out.loc[found, column] = rows[column].to_numpy()
+    return out
+
+
+def _equivalence(table: pd.DataFrame, *, confidence: float, alpha: float,
+                 verdicts: VerdictsConfig, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(p_equivalence, gap_bound)`` of ``rows`` from their own (one-fit) intervals."""
+    margins = margins_of(verdicts)
+    p_eq, bound = np.full(len(table), np.nan), np.full(len(table), np.nan)
+    metric = table["metric"].to_numpy(dtype=str)
+    evidence: dict[str, tuple[np.ndarray, Evidence]] = {}
+    for name in dict.fromkeys(metric[rows]):
+        if name == MAGNITUDE_METRIC:
+            continue
+        idx = np.flatnonzero(rows & (metric == name))
+        ev = interval_evidence(name, *(table[c].to_numpy(dtype=float)[idx]
+                                       for c in ("value", "ci_low", "ci_high")),
+                               confidence=confidence)
+        claims = gap_claims(name, ev, confidence=confidence, alpha=alpha, margins=margins)
+        p_eq[idx], bound[idx] = claims.p_equivalence, claims.bound
+        evidence[name] = (idx, ev)
+    magnitude = np.flatnonzero(rows & (metric == MAGNITUDE_METRIC))
+    if magnitude.size and {"tpr_gap", "fpr_gap"} <= set(evidence):
+        position = _positions(table, GAP_KEYS)
+        parts = []
+        for component in ("tpr_gap", "fpr_gap"):
+            idx, ev = evidence[component]
+            where = {int(i): j for j, i in enumerate(idx)}
+            pick = np.array([where.get(position.get((*_head(table, int(i)), component), -1), -1)
+                             for i in magnitude])
+            parts.append((pick, ev))
+        ok = (parts[0][0] >= 0) & (parts[1][0] >= 0)
+        if ok.any():
+            t, f = (_take(ev, pick[ok]) for pick, ev in parts)
+            claims = max_abs_claims(t, f, confidence=confidence, alpha=alpha, margins=margins)
+            p_eq[magnitude[ok]], bound[magnitude[ok]] = claims.p_equivalence, claims.bound
+    return p_eq, bound
+
+
+def _take(ev: Evidence, idx: np.ndarray) -> Evidence:
+    return Evidence(*(getattr(ev, f)[idx] for f in ("estimate", "se_low", "se_high", "df_low",
+                                                    "df_high")))
+
+
+def _positions(table: pd.DataFrame, keys: tuple[str, ...]) -> dict[tuple[str, ...], int]:
+    return {tuple(str(v) for v in r): i for i, r in enumerate(
+        table.loc[:, list(keys)].itertuples(index=False, name=None))}
+
+
+def _head(table: pd.DataFrame, i: int) -> tuple[str, ...]:
+    return tuple(str(table[k].iat[i]) for k in GAP_KEYS[:-1])
+
+
+def _excludes(table: pd.DataFrame, null: np.ndarray) -> np.ndarray:
+    low, high = table["ci_low"].to_numpy(dtype=float), table["ci_high"].to_numpy(dtype=float)
+    return np.asarray((low > null) | (high < null), dtype=bool)
+
+
+def _equivalence_q(table: pd.DataFrame, p_eq: np.ndarray, keys: tuple[str, ...]) -> np.ndarray:
+    """BH over the equivalence family; a metric of :data:`_SAME_EQUIVALENCE` takes its twin's."""
+    metric = table["metric"].to_numpy(dtype=str)
+    own = ~np.isin(metric, list(_SAME_EQUIVALENCE))
+    q = np.full(len(table), np.nan)
+    q[own] = benjamini_hochberg(p_eq[own])
+    position = _positions(table, keys)
+    for i in np.flatnonzero(~own):
+        head = tuple(str(table[k].iat[int(i)]) for k in keys[:-1])
+        j = position.get((*head, _SAME_EQUIVALENCE[metric[i]]))
+        q[i] = q[j] if j is not None else np.nan
+    return q
+
+
+def _uninformative(table: pd.DataFrame) -> np.ndarray:
+    notes = table["note"].fillna("").astype(str)
+    degenerate = notes.map(lambda n: DEGENERATE_NOTE in n.split(";")).to_numpy(dtype=bool)
+    defined = np.isfinite(table[["value", "ci_low", "ci_high"]].to_numpy(dtype=float)).all(1)
+    return degenerate | ~defined
+
+
+def gap_claims_table(fairness: pd.DataFrame, intersectional: pd.DataFrame, *,
+                     combined: pd.DataFrame | None, confidence: float, alpha: float,
+                     verdicts: VerdictsConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``fairness.csv`` (and ``intersectional.csv``'s q-values, the same family) with the
+    cells' claims (module docstring); ``combined`` is ``stability.csv``'s rows at K > 1."""
+    table = fairness.reset_index(drop=True)
+    own = np.ones(len(table), dtype=bool)
+    if combined is not None:
+        table = _fold(table, combined, GAP_KEYS)
+        keys = pd.MultiIndex.from_frame(table.loc[:, list(GAP_KEYS)].astype(str))
+        own = ~keys.isin(pd.MultiIndex.from_frame(combined.loc[:, list(GAP_KEYS)].astype(str)))
+    p_eq, bound = _equivalence(table, confidence=confidence, alpha=alpha, verdicts=verdicts,
+                               rows=own)
+    if combined is not None:
+        lookup = combined.set_index([combined[k].astype(str) for k in GAP_KEYS])
+        rows = lookup.reindex(pd.MultiIndex.from_frame(table.loc[:, list(GAP_KEYS)].astype(str)))
+        p_eq = np.where(own, p_eq, rows["p_equivalence"].to_numpy(dtype=float))
+        bound = np.where(own, bound, rows["gap_bound"].to_numpy(dtype=float))
+    bad = _uninformative(table)
+    p_eq[bad] = np.nan
+    tested = table.assign(p_value=np.where(bad, np.nan, table["p_value"].to_numpy(dtype=float)))
+    tested, intersectional = audit_q_values(tested, intersectional, alpha=alpha)
+    table["q_value"], table["significant"] = tested["q_value"], tested["significant"]
+    null = np.where(table["metric"].to_numpy(dtype=str) == RATIO_METRIC, 1.0, 0.0)
+    q_eq = _equivalence_q(table, p_eq, GAP_KEYS)
+    table["verdict"] = gap_verdicts(
+        informative=~bad, gap=table["significant"].to_numpy(dtype=bool) & _excludes(table, null),
+        parity=np.nan_to_num(q_eq, nan=1.0) < alpha)
+    table["p_equivalence"], table["q_equivalence"], table["gap_bound"] = p_eq, q_eq, bound
+    return table.loc[:, list(fairness_columns(combined is not None))], intersectional
+
+
+def effect_claims_table(effects: pd.DataFrame, *, combined: pd.DataFrame | None,
+                        fairness: pd.DataFrame | None = None, confidence: float, alpha: float,
+                        verdicts: VerdictsConfig) -> pd.DataFrame:
+    """``effects.csv`` with the effects' claims (module docstring); ``combined`` is
+    ``effects_stability.csv``'s rows at K > 1, ``fairness`` the claimed ``fairness.csv`` whose
+    values become ``gap_strategy``/``gap_reference``."""
+    table = effects.reset_index(drop=True)
+    if combined is not None:
+        table = _fold(table, combined, EFFECT_KEYS)
+        if fairness is not None:
+            _own_values(table, fairness)
+        lookup = combined.set_index([combined[k].astype(str) for k in EFFECT_KEYS])
+        rows = lookup.reindex(pd.MultiIndex.from_frame(table.loc[:, list(EFFECT_KEYS)]
+                                                       .astype(str)))
+        p_eq = rows["p_equivalence"].to_numpy(dtype=float)
+    elif "p_equivalence" in table:
+        p_eq = table["p_equivalence"].to_numpy(dtype=float)
+    else:
+        ev = interval_evidence("effect", *(table[c].to_numpy(dtype=float)
+                                           for c in ("value", "ci_low", "ci_high")),
+                               confidence=confidence)
+        p_eq = ev.p_equivalence(-verdicts.margin, verdicts.margin)
+    bad = _uninformative(table) | table["note"].fillna("").astype(str).str.contains(
+        "not_run").to_numpy()
+    p_eq = np.where(bad, np.nan, p_eq)
+    tested = effect_q_values(table.assign(p_value=np.where(
+        bad, np.nan, table["p_value"].to_numpy(dtype=float))), alpha=alpha)
+    shown = tested["significant"].to_numpy(dtype=bool) & _excludes(table, np.zeros(len(table)))
+    table["q_value"], table["significant"] = tested["q_value"], shown
+    q_eq = _equivalence_q(table, p_eq, EFFECT_KEYS)
+    table["verdict"] = effect_verdicts(table["value"], informative=~bad, shown=shown,
+                                       no_change=np.nan_to_num(q_eq, nan=1.0) < alpha)
+    table["p_equivalence"], table["q_equivalence"] = p_eq, q_eq
+    columns = [c for c in effects.columns if c not in ("p_equivalence", "q_equivalence")]
+    at = columns.index("significant") + 1
+    order = [*columns[:at], "verdict", "p_equivalence", "q_equivalence",
+             *[c for c in columns[at:] if c != "verdict"]]
+    return table.loc[:, [*order, *(REP0_COLUMNS if combined is not None else ())]]
+
+
+def _own_values(effects: pd.DataFrame, fairness: pd.DataFrame) -> None:
+    """Set each fairness effect's ``gap_strategy``/``gap_reference`` to ``fairness.csv``'s."""
+    values = {k: v for k, v in zip(
+        fairness.loc[:, list(GAP_KEYS)].astype(str).itertuples(index=False, name=None),
+        fairness["value"].to_numpy(dtype=float), strict=True)}
+    for column, who in (("gap_strategy", "strategy"), ("gap_reference", "reference")):
+        keys = zip(effects[who].astype(str), effects["model"].astype(str),
+                   effects["protected_attribute"].astype(str), effects["metric"].astype(str),
+                   strict=True)
+        found = [values.get(k) for k in keys]
+        mask = np.array([v is not None for v in found], dtype=bool)
+        effects.loc[mask, column] = [v for v in found if v is not None]
+
+
+def with_family(combined: pd.DataFrame, table: pd.DataFrame,
+                keys: tuple[str, ...]) -> pd.DataFrame:
+    """``combined`` (``stability.csv``/``effects_stability.csv``) with the family columns of the
+    claimed main table (``q_value``, ``significant``, ``q_equivalence``, ``verdict``)."""
+    lookup = table.set_index([table[k].astype(str) for k in keys])
+    rows = lookup.reindex(pd.MultiIndex.from_frame(combined.loc[:, list(keys)].astype(str)))
+    out = combined.copy()
+    for column in FAMILY_COLUMNS:
+        out[column] = rows[column].to_numpy()
+    return out
+
