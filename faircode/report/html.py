@@ -7,9 +7,12 @@ Design decisions
   model families' markers, the sign convention, what a star means) and the heatmap with its
   significance marks; the figures follow, and every long table is folded in ``<details>``
   below, so the page opens short however many audits it holds.
-* **One significance.**  Every star on the page is the audit's own Benjamini-Hochberg q (the
-  CSVs' ``q_value``/``significant``, MLflow's q); the benchmark-wide q is a robustness column
-  (``summary.csv`` ``q_benchmark``) and the page says so.
+* **One significance, one number.**  Every mark on the page is the verdict the CSVs carry (a
+  star: ``gap``, the audit's own Benjamini-Hochberg q and an interval excluding no gap; ``=``:
+  ``parity``), and every number the CSVs' value (at K > 1 the K-replicate estimate): the text,
+  the heatmap and the tables agree with ``fairness.csv``, MLflow and the DVC views.  The
+  benchmark-wide q is a robustness column (``summary.csv`` ``q_benchmark``) and the page says
+  so.
 * Self-contained: CSS inline, figures inline as base64 PNG, and a Content-Security-Policy that
   forbids every request except ``data:`` images, so opening the page can never reach a network.
   The inline figures are the PNG files quantised to 128 colours (same pixels, a third of the
@@ -47,7 +50,7 @@ from faircode.report.effects import effects_table
 from faircode.report.figures import FigureFile
 from faircode.report.inputs import MODELS, STRATEGIES, ordered, strategy_code
 from faircode.report.style import FAMILY_GLYPHS, SHORT, family_marker, strategy_colour
-from faircode.report.tables import STARS, Context, all_tables, num, to_html
+from faircode.report.tables import Context, all_tables, marks_legend, num, to_html
 
 __all__ = ["CSP", "write_html"]
 
@@ -143,8 +146,8 @@ def _frame_html(frame: pd.DataFrame, *, cls: str = "plain") -> str:
 
 
 STABILITY_SHOWN = ("audit", "protected_attribute", "strategy", "model", "seeds", "seed_mode",
-                   "value_replicate0", "mean", "sd_between", "min", "max",
-                   "share_significant", "sign_flips", "combined_ci_low", "combined_ci_high",
+                   "value", "ci_low", "ci_high", "verdict", "n_informative", "rep0_value",
+                   "sd_between", "sd_within", "min", "max", "share_significant", "sign_flips",
                    "note")
 
 
@@ -157,12 +160,13 @@ def _stability(ctx: Context) -> list[str]:
     shown = rows.assign(strategy=rows["strategy"].map(strategy_code))
     return [_fold(
         "Training variance across seeds",
-        f"<p>{_esc(ctx.metric)} of every cell re-fitted with K seeds (stability.csv): the value "
-        "of replicate 0 (the tables above), mean, between-seed SD, min and max over the seeds, "
-        "the share of seeds in which the gap is significant (its replicate's own BH q), "
-        "whether its sign flips, and the percentile interval of the K pooled bootstrap "
-        "distributions (bootstrap and seed variance together).</p>"
-        + _frame_html(shown.loc[:, list(STABILITY_SHOWN)]))]
+        f"<p>{_esc(ctx.metric)} of every cell re-fitted with K seeds (stability.csv): the "
+        "K-replicate estimate, its interval and verdict (the numbers every table above "
+        "shows), the informative replicates it rests on, replicate 0's own value, the "
+        "between-replicate and mean within-replicate SD, min and max over the replicates, the "
+        "share in which the gap is significant in its replicate's own family, and whether its "
+        "sign flips.</p>"
+        + _frame_html(shown.loc[:, [c for c in STABILITY_SHOWN if c in shown]]))]
 
 
 def _inline_png(path: Path) -> str:
@@ -318,9 +322,9 @@ def _effects(ctx: Context) -> list[str]:
     return [_fold("What mitigation buys: paired effects (effects_table)",
                   "<p>Each mitigated strategy against S0, and S3/S4 against S2 (the residual "
                   "floor), scored on the same test rows in every bootstrap draw: the change in "
-                  "distance from parity and in accuracy, with the paired interval and the swap "
-                  "test of no change (effects.csv; effects_stability.csv pools the training "
-                  "replicates).</p>" + to_html(table))]
+                  "distance from parity and in accuracy, with the paired interval and its "
+                  "verdict (effects.csv; at K &gt; 1 the K-replicate estimate of "
+                  "effects_stability.csv).</p>" + to_html(table))]
 
 
 def _fold(title: str, body: str, *, open_: bool = False) -> str:
@@ -346,9 +350,9 @@ def _legend(ctx: Context) -> str:
         "advantaged group's (a ratio for disparate impact): negative (a ratio below 1) means "
         "the disadvantaged group is worse off, in every audit. Δ|gap| &lt; 0: the "
         "strategy is closer to parity than its reference.</p>"
-        f"<p><b>*</b> {_esc(STARS.format(alpha=f'{ctx.alpha:g}'))}"
-        + (" At K &gt; 1 a star also needs the pooled interval to exclude no change and no "
-           "sign flip across the replicates." if "K = 1," not in ctx.variance_note else "")
+        f"<p><b>Marks</b>: {_esc(marks_legend(ctx))}"
+        + (" At K &gt; 1 every number, interval and verdict is the K-replicate estimate's."
+           if "K = 1," not in ctx.variance_note else "")
         + "</p></aside>")
 
 
@@ -364,15 +368,18 @@ _STRATEGY_WHAT = {
 def _top(ctx: Context, figures: Sequence[FigureFile]) -> str:
     """The first screen: headline and per-audit lines | legend and the heatmap."""
     items = headline.findings(ctx)
-    sentences = headline.lead(items, metric=ctx.metric, unavailable=len(ctx.inputs.unavailable))
-    lines = "".join(f"<li><b>{_esc(label)}</b>: {_esc(text)}</li>"
-                    for label, text in map(headline.audit_line, items))
+    margins = headline.margins_of(ctx)
+    sentences = headline.lead(items, metric=ctx.metric, unavailable=len(ctx.inputs.unavailable),
+                              margins=margins)
+    lines = "".join(f"<li><b>{_esc(label)}</b>: {_esc(text)}</li>" for label, text in (
+        headline.audit_line(item, margins=margins, metric=ctx.metric) for item in items))
     heat = [(i, f) for i, f in enumerate(figures) if f.section == "heatmap"]
     return (
         '<div class="top"><section id="headline"><h2>Finding</h2>'
         f'<p class="lead" id="lead">{_esc(" ".join(sentences))}</p>'
-        f"<h3>Per audit (first protected attribute; Δ against S0, median over model "
-        f'families)</h3><ul class="findings">{lines}</ul></section>'
+        f"<h3>Per audit (first protected attribute; gaps and Δ against S0: the mean over the "
+        f'informative model families, as the heatmap)</h3><ul class="findings">{lines}</ul>'
+        "</section>"
         f'<div class="side">{_legend(ctx)}'
         + "".join(_figure(f, i, element_id="heatmap") for i, f in heat) + "</div></div>")
 
