@@ -25,7 +25,7 @@ compared for the estimand, at 95 %:
 
 * ``shipped``: :func:`faircode.stats.replicates.replicate_evidence` then
   :func:`faircode.stats.verdicts.gap_claims` / ``max_abs_claims`` -- what ``fairness.csv`` now
-  reports at K > 1 (``θ̄ ± t_ν·√(s_b²/K + f·w̄)``, Welch-Satterthwaite ``ν``);
+  reports at K > 1 (``θ̄ ± t_ν·√(s_b²/K + f·w̄)``, ``ν = (K − 1)·V/(s_b²/K)``);
 * ``t(K−1)``: the same variance with ``t_{K−1}`` (the issue's form);
 * ``naive``: ``θ̄ ± t_{K−1}·s_b/√K`` (the textbook random-effects interval, no dataset term);
 * ``pooled``: the v0.3 interval, the percentile interval of the K × 200 pooled bootstrap draws
@@ -36,7 +36,14 @@ Then the equivalence test's size: the true gap is exactly at the margin (``δ = 
 0.8, equalized odds with one component at ``δ``), and the share of audits whose verdict would be
 ``parity`` (TOST p < 0.05, one test, no family) must stay at or below 0.05, for K = 5 and K = 1.
 Monte-Carlo s.e. at 2,000 audits: 0.005 for coverage near 0.95 and for a size near 0.05.
-``--quick`` runs 300 audits; ``--only coverage`` or ``--only size`` one table.
+
+A third table compares degrees of freedom in a normal model of the design (400,000 draws per
+row: ``θ_k = u + e_k``, the dataset term ``u ~ N(0, f·w)`` shared by the K replicates,
+``e_k ~ N(0, (1 − f)·w + v)``, ``w`` known): Welch-Satterthwaite ``(K − 1)·(V/B)²``, the shipped
+``(K − 1)·V/B`` and ``K − 1``, by the equivalence test's size at the margin and 95 % coverage,
+for training variance ``v`` from 0 to 10 ``w``.
+
+``--quick`` runs 300 audits; ``--only coverage``, ``--only size`` or ``--only df`` one table.
 """
 
 from __future__ import annotations
@@ -268,7 +275,7 @@ def main() -> None:
     parser.add_argument("--datasets", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--only", choices=("coverage", "size"), default=None,
+    parser.add_argument("--only", choices=("coverage", "size", "df"), default=None,
                         help="run one of the two tables")
     args = parser.parse_args()
     datasets = 300 if args.quick else args.datasets
@@ -278,7 +285,7 @@ def main() -> None:
     print(f"Coverage of 95 % intervals for theta(D), {datasets} audits per scenario, K = {K}, "
           f"test fraction {F}")
     print(f"{'scenario':<42}{'metric':<25}" + "".join(f"{c:>9}" for c in columns))
-    for s in COVERAGE if args.only != "size" else ():
+    for s in COVERAGE if args.only in (None, "coverage") else ():
         result = simulate(s, datasets, rng)
         for metric in s.metrics:
             row = result[metric]
@@ -288,13 +295,35 @@ def main() -> None:
     print(f"\nSize of the equivalence test at the margin (share of 'parity' verdicts; must be "
           f"<= {ALPHA})")
     print(f"{'scenario':<42}{'metric':<25}{'K=5':>9}{'K=1':>9}{'covers':>9}")
-    for s in SIZE if args.only != "coverage" else ():
+    for s in SIZE if args.only in (None, "size") else ():
         result = simulate(s, datasets, rng)
         for metric in s.metrics:
             row = result[metric]
             print(f"{s.name:<42}{metric:<25}{row['parity K=5'].mean():>9.3f}"
                   f"{row['parity K=1'].mean():>9.3f}{row['shipped'].mean():>9.3f}")
+    if args.only in (None, "df"):
+        degrees_of_freedom(rng, draws=40_000 if args.quick else 400_000)
     print(f"\n{time.perf_counter() - started:.0f} s")
+
+
+def degrees_of_freedom(rng: np.random.Generator, *, draws: int) -> None:
+    """The third table (module docstring): size and coverage by the choice of ν."""
+    print("\nDegrees of freedom in a normal model (K = 5, f = 0.2, w = 1): equivalence size "
+          "at the margin / 95 % coverage")
+    choices = ("Satterthwaite (K-1)(V/B)^2", "shipped (K-1)V/B", "K-1")
+    print(f"{'v / w':<8}" + "".join(f"{c:>30}" for c in choices))
+    for v in (0.0, 0.3, 1.0, 3.0, 10.0):
+        theta = rng.normal(0, np.sqrt(F), (draws, 1)) + rng.normal(
+            0, np.sqrt(1 - F + v), (draws, K))
+        mean, between = theta.mean(axis=1), theta.var(axis=1, ddof=1) / K
+        total = between + F
+        cells = []
+        for nu in ((K - 1) * (total / between) ** 2, (K - 1) * total / between,
+                   np.full(draws, K - 1.0)):
+            size = np.mean(mean + sps.t.ppf(1 - ALPHA, nu) * np.sqrt(total) < 0)
+            cover = np.mean(np.abs(mean) <= sps.t.ppf(0.975, nu) * np.sqrt(total))
+            cells.append(f"{size:.4f} / {cover:.4f}")
+        print(f"{v:<8g}" + "".join(f"{c:>30}" for c in cells))
 
 
 if __name__ == "__main__":

@@ -176,21 +176,21 @@ def test_far_end_is_the_end_farther_from_the_null() -> None:
 
 def test_combine_matches_a_hand_computed_example() -> None:
     """Three replicates 0.1, 0.2, 0.3 (s_b² = 0.01), within variance 0.0025, f = 0.2:
-    V = 0.01/3 + 0.0005, ν = 2·(V / (0.01/3))²."""
+    V = 0.01/3 + 0.0005, ν = 2·V / (0.01/3)."""
     out = combine([[0.1, 0.2, 0.3]], [[0.0025] * 3], [[0.0025] * 3], [[True] * 3],
                   fraction=0.2)
     v = 0.01 / 3 + 0.2 * 0.0025
     ev = out.evidence
     assert ev.estimate[0] == pytest.approx(0.2)
     assert ev.se_low[0] == pytest.approx(math.sqrt(v)) == ev.se_high[0]
-    assert ev.df_low[0] == pytest.approx(2 * (v / (0.01 / 3)) ** 2)
+    assert ev.df_low[0] == pytest.approx(2 * v / (0.01 / 3))
     assert out.n_informative[0] == 3 and out.sd_between[0] == pytest.approx(0.1)
     assert out.sd_within[0] == pytest.approx(0.05)
 
 
 def _reference(theta: np.ndarray, lo: np.ndarray, hi: np.ndarray, ok: np.ndarray,
                fraction: float) -> list[tuple[float, float, float, float, float]]:
-    """A plain loop over rows: mean, one-sided standard errors, Satterthwaite ν."""
+    """A plain loop over rows: mean, one-sided standard errors, ν = (K − 1)·V / (s_b²/K)."""
     out = []
     for t, a, b, o in zip(theta, lo, hi, ok, strict=True):
         keep = [i for i in range(len(t)) if o[i]]
@@ -206,7 +206,7 @@ def _reference(theta: np.ndarray, lo: np.ndarray, hi: np.ndarray, ok: np.ndarray
             row.append(math.sqrt(total))
         for w in (a, b):
             total = sb2 / len(x) + fraction * sum(w[i] for i in keep) / len(x)
-            row.append((len(x) - 1) * (total / (sb2 / len(x))) ** 2 if sb2 > 0 else math.inf)
+            row.append((len(x) - 1) * total / (sb2 / len(x)) if sb2 > 0 else math.inf)
         out.append(tuple(row))  # type: ignore[arg-type]
     return out
 

@@ -43,7 +43,7 @@ import pandas as pd
 
 from faircode.core.config import VerdictsConfig
 from faircode.evaluate.combine import EFFECT_KEYS, GAP_KEYS, margins_of
-from faircode.evaluate.effects import SAME_TEST, effect_q_values
+from faircode.evaluate.effects import EFFECT_COLUMNS, SAME_TEST, effect_q_values
 from faircode.stats.metrics import FAIRNESS_COLUMNS, audit_q_values
 from faircode.stats.operating import DEGENERATE_NOTE
 from faircode.stats.resampling import benjamini_hochberg
@@ -58,8 +58,8 @@ from faircode.stats.verdicts import (
     max_abs_claims,
 )
 
-__all__ = ["REP0_COLUMNS", "VERDICT_COLUMNS", "effect_claims_table", "fairness_columns",
-           "gap_claims_table", "with_family"]
+__all__ = ["REP0_COLUMNS", "VERDICT_COLUMNS", "effect_claims_table", "effect_columns",
+           "fairness_columns", "gap_claims_table", "with_family"]
 
 VERDICT_COLUMNS = ("verdict", "p_equivalence", "q_equivalence", "gap_bound")
 """The claim columns beside ``significant`` in ``fairness.csv`` and ``effects.csv``."""
@@ -77,6 +77,17 @@ def fairness_columns(replicated: bool) -> tuple[str, ...]:
     at = FAIRNESS_COLUMNS.index("significant") + 1
     columns = (*FAIRNESS_COLUMNS[:at], *VERDICT_COLUMNS, *FAIRNESS_COLUMNS[at:])
     return (*columns, *REP0_COLUMNS) if replicated else columns
+
+
+def effect_columns(base: tuple[str, ...] = EFFECT_COLUMNS,
+                   replicated: bool = False) -> tuple[str, ...]:
+    """``effects.csv``'s columns: ``base`` (the per-replicate columns) with ``verdict``,
+    ``p_equivalence`` and ``q_equivalence`` after ``significant``; replicate 0's columns last
+    when ``replicated`` (K > 1)."""
+    columns = [c for c in base if c not in ("verdict", "p_equivalence", "q_equivalence")]
+    at = columns.index("significant") + 1
+    order = (*columns[:at], "verdict", "p_equivalence", "q_equivalence", *columns[at:])
+    return (*order, *REP0_COLUMNS) if replicated else order
 
 
 def _fold(table: pd.DataFrame, combined: pd.DataFrame, keys: tuple[str, ...]) -> pd.DataFrame:
@@ -233,11 +244,7 @@ def effect_claims_table(effects: pd.DataFrame, *, combined: pd.DataFrame | None,
     table["verdict"] = effect_verdicts(table["value"], informative=~bad, shown=shown,
                                        no_change=np.nan_to_num(q_eq, nan=1.0) < alpha)
     table["p_equivalence"], table["q_equivalence"] = p_eq, q_eq
-    columns = [c for c in effects.columns if c not in ("p_equivalence", "q_equivalence")]
-    at = columns.index("significant") + 1
-    order = [*columns[:at], "verdict", "p_equivalence", "q_equivalence",
-             *[c for c in columns[at:] if c != "verdict"]]
-    return table.loc[:, [*order, *(REP0_COLUMNS if combined is not None else ())]]
+    return table.loc[:, list(effect_columns(tuple(effects.columns), combined is not None))]
 
 
 def _own_values(effects: pd.DataFrame, fairness: pd.DataFrame) -> None:

@@ -4,8 +4,8 @@
 Each replicate's table (its ``fairness.csv`` rows, or its paired effects) gives every row's value
 and within-replicate interval; :func:`combine_gaps` and :func:`combine_effects` combine them with
 :func:`faircode.stats.replicates.replicate_evidence` (the dataset-aware random-effects estimate:
-the mean over the informative replicates, ``√(s_b²/K + f·w̄)``, Welch-Satterthwaite degrees of
-freedom) and :mod:`faircode.stats.verdicts` (its interval, the p-value of no gap consistent with
+the mean over the informative replicates, ``√(s_b²/K + f·w̄)``, ``ν = (K − 1)·V/(s_b²/K)``
+degrees of freedom) and :mod:`faircode.stats.verdicts` (its interval, the p-value of no gap consistent with
 it, the equivalence test at the margin, the far end of the ``1 − 2·alpha`` interval).  The
 combination reads only ``(value, ci_low, ci_high, informative)`` per replicate, so it works with
 whatever interval a replicate reports.
