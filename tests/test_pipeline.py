@@ -229,9 +229,11 @@ def test_mitigation_change_reruns_fit_and_evaluate_not_prepare(repo: Repo) -> No
 
 def test_seeds_change_reruns_fit_and_evaluate_and_writes_stability(repo: Repo) -> None:
     """run.seeds is a tracked param of fit and evaluate: K = 2 marks both changed, and the
-    repro writes stability.csv beside the unchanged fairness.csv."""
+    repro writes stability.csv; fairness.csv keeps the K = 1 numbers as its rep0_* columns."""
+    import pandas as pd
+
     fairness = repo.root / "results" / "german_credit_lending" / "fairness.csv"
-    before = fairness.read_text()
+    before = pd.read_csv(fairness)
     repo.write_params(run={"seeds": 2})
     try:
         status = json.loads(repo.dvc("status", "--json").stdout)
@@ -244,7 +246,74 @@ def test_seeds_change_reruns_fit_and_evaluate_and_writes_stability(repo: Repo) -
             for part in ("unmitigated", "in_processing", "post_processing"):
                 assert (repo.root / "data" / "predictions" / audit / part
                         / "replicates.parquet").is_file()
-        assert fairness.read_text() == before
+        after = pd.read_csv(fairness)
+        for rep0, column in (("rep0_value", "value"), ("rep0_ci_low", "ci_low"),
+                             ("rep0_p_value", "p_value")):
+            pd.testing.assert_series_equal(after[rep0], before[column], check_names=False)
+    finally:
+        repo.restore()
+        repo.dvc("repro")  # back to the committed state for the tests after this one
+
+
+def test_one_cell_has_one_number_in_every_view(repo: Repo, tmp_path: Path) -> None:
+    """At K = 2 german_credit_lending's S0 logistic-regression age gap has one number, interval
+    and verdict -- stability.csv's K-replicate estimate -- in fairness.csv, summary.csv,
+    results/metrics/<audit>.json, the strategy plot, the paper table, report.html and the MLflow
+    child the track stage logs."""
+    import pandas as pd
+    from mlflow.tracking import MlflowClient
+
+    from faircode.report.tables import num
+
+    audit, where = "german_credit_lending", {"strategy": "baseline",
+                                             "model": "logistic_regression",
+                                             "protected_attribute": "age",
+                                             "metric": "demographic_parity_diff"}
+    repo.write_params(run={"seeds": 2})
+    try:
+        repo.dvc("repro")
+        results = repo.root / "results"
+
+        def row(path: Path) -> pd.Series:
+            frame = pd.read_csv(path)
+            return frame[(frame[list(where)] == pd.Series(where)).all(axis=1)].iloc[0]
+
+        cell = row(results / audit / "fairness.csv")
+        value, low, high, verdict = (cell[c] for c in ("value", "ci_low", "ci_high", "verdict"))
+        assert cell["ci_method"] == "random_effects_t" and cell["rep0_value"] != value
+        for path in (results / audit / "stability.csv", results / "summary.csv"):
+            other = row(path)
+            assert (other["value"], other["ci_low"], other["ci_high"], other["verdict"]) == (
+                value, low, high, verdict), path.name
+        metrics = json.loads((results / "metrics" / f"{audit}.json").read_text())[audit]["S0"]
+        assert {k: metrics["LR"][k]["age"] for k in ("dp_diff", "dp_lo", "dp_hi",
+                                                     "dp_verdict")} == {
+            "dp_diff": value, "dp_lo": low, "dp_hi": high, "dp_verdict": verdict}
+        plot = json.loads((results / "metrics" / f"{audit}-strategies.json").read_text())
+        point = next(p for p in plot if p["strategy"].startswith("S0 ") and p["family"] == "LR")
+        assert (point["dp_diff"], point["ci_low"], point["ci_high"], point["verdict"]) == (
+            value, low, high, verdict)
+        mark = {"gap": "*", "parity": "="}.get(verdict, "")
+        shown = f"{num(value)} [{num(low)}, {num(high)}]{mark}"
+        assert f"| {audit} | age | {shown} |" in (results / "paper_table.md").read_text()
+        page = (results / "report.html").read_text().split('id="paper_table"', 1)[1]
+        assert (f"{num(value)}" + (f'<span class="sig">{mark}</span>' if mark else "")
+                + f'<br><span class="ci">[{num(low)}, {num(high)}]</span>') in page
+        store = f"sqlite:///{tmp_path / 'one-number.db'}"
+        done = subprocess.run([sys.executable, "-m", "faircode.pipeline.stages.track",
+                               "--strict", "results"], cwd=repo.root,
+                              env={**repo.env, "MLFLOW_TRACKING_URI": store},
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        client = MlflowClient(tracking_uri=store)
+        experiment = client.get_experiment_by_name("faircode").experiment_id
+        (child,) = client.search_runs(
+            [experiment], f"attributes.run_name = '{audit} S0 LR age'")
+        logged = child.data
+        assert (logged.metrics["dp"], logged.metrics["dp.lo"], logged.metrics["dp.hi"]) == (
+            value, low, high)
+        assert logged.tags["fairness.demographic_parity_diff.verdict"] == verdict
+        assert logged.metrics["dp.rep0"] == cell["rep0_value"]
     finally:
         repo.restore()
         repo.dvc("repro")  # back to the committed state for the tests after this one

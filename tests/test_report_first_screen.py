@@ -165,8 +165,9 @@ def test_headline_states_parity_and_the_gap_not_excluded_from_verdicts(tmp_path:
     lead = _lead(root)
     assert ("parity within \u00b10.05 is shown in 1; in the other 1 a gap of up to 0.12 "
             "cannot be excluded") in lead
-    assert ("median \u0394 balanced accuracy \u22120.05 on 1 base_rate audit (majority-class "
-            "accuracy 0.88); median \u0394 accuracy \u22120.01 on 1 threshold audit") in lead
+    assert ("cost: median \u0394 balanced accuracy \u22120.05 on 1 base_rate audit, "
+            "majority-class accuracy 0.88 and median \u0394 accuracy \u22120.01 on 1 threshold "
+            "audit") in lead
 
 
 def _chromium(page: Path, out: Path) -> dict[str, object]:

@@ -21,6 +21,7 @@ from faircode.stats.verdicts import (
     Margins,
     Verdict,
     effect_verdicts,
+    family_level,
     far_end,
     gap_claims,
     gap_verdicts,
@@ -273,3 +274,16 @@ def test_margins_are_validated() -> None:
         Margins(ratio=(1.1, 1.25))
     assert Margins().bounds("disparate_impact_ratio") == pytest.approx(
         (math.log(0.8), math.log(1.25)))
+
+
+def test_family_level_is_where_benjamini_hochberg_decides(rng: np.random.Generator) -> None:
+    """A p-value is rejected by BH at alpha exactly when it is at most family_level; an empty
+    or all-accepted family gives alpha/m (alpha when empty)."""
+    from faircode.stats.resampling import benjamini_hochberg
+
+    for _ in range(200):
+        p = np.concatenate([rng.uniform(0, 0.02, rng.integers(0, 5)), rng.uniform(0, 1, 20)])
+        level = family_level(p, alpha=0.05)
+        np.testing.assert_array_equal(benjamini_hochberg(p) < 0.05 + 1e-12, p <= level)
+    assert family_level([0.5, 0.9], alpha=0.05) == pytest.approx(0.025)
+    assert family_level([], alpha=0.05) == 0.05

@@ -51,7 +51,9 @@ from faircode.stats.verdicts import (
     MAGNITUDE_METRIC,
     RATIO_METRIC,
     Evidence,
+    Margins,
     effect_verdicts,
+    family_level,
     gap_claims,
     gap_verdicts,
     interval_evidence,
@@ -65,7 +67,8 @@ VERDICT_COLUMNS = ("verdict", "p_equivalence", "q_equivalence", "gap_bound")
 """The claim columns beside ``significant`` in ``fairness.csv`` and ``effects.csv``."""
 REP0_COLUMNS = ("rep0_value", "rep0_ci_low", "rep0_ci_high", "rep0_p_value", "rep0_q_value")
 """Replicate 0's own numbers, kept under their names at K > 1."""
-FAMILY_COLUMNS = ("q_value", "significant", "q_equivalence", "verdict")
+FAMILY_COLUMNS = ("q_value", "significant", "p_equivalence", "q_equivalence", "gap_bound",
+                  "verdict")
 _SOURCE = ("value", "ci_low", "ci_high", "p_value", "q_value")
 _SAME_EQUIVALENCE = SAME_TEST
 """``tpr_gap`` is equal opportunity (same value, interval and margin): one equivalence test."""
@@ -99,44 +102,98 @@ def _fold(table: pd.DataFrame, combined: pd.DataFrame, keys: tuple[str, ...]) ->
     lookup = combined.set_index([combined[k].astype(str) for k in keys])
     found = index.isin(lookup.index)
     rows = lookup.reindex(index[found])
-    for column in ("value", "ci_low", "ci_high", "ci_method", "p_value", "note"):
-        out.loc[found, column] = rows[column].to_numpy()
+    for column in ("value", "ci_low", "ci_high", "p_value"):
+        out.loc[found, column] = rows[column].to_numpy(dtype=float)
+    for column in ("ci_method", "note"):  # text, whatever a reader inferred for the column
+        out[column] = out[column].astype(object).where(out[column].notna(), "")
+        out.loc[found, column] = rows[column].fillna("").astype(str).to_numpy()
     return out
 
 
-def _equivalence(table: pd.DataFrame, *, confidence: float, alpha: float,
-                 verdicts: VerdictsConfig, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(p_equivalence, gap_bound)`` of ``rows`` from their own (one-fit) intervals."""
-    margins = margins_of(verdicts)
-    p_eq, bound = np.full(len(table), np.nan), np.full(len(table), np.nan)
+def _row_evidence(table: pd.DataFrame, combined: pd.DataFrame | None, keys: tuple[str, ...],
+                  *, confidence: float, effect: bool = False) -> Evidence:
+    """Every row's evidence on its test scale: a combined row's (its ``se_*``/``df_*``
+    columns), else its own interval's (:func:`faircode.stats.verdicts.interval_evidence`);
+    NaN for equalized odds, whose evidence is its components'.  ``effect``: every row is a
+    difference (an effect), whatever its metric."""
+    n = len(table)
+    est, se_low, se_high, df_low, df_high = (np.full(n, np.nan) for _ in range(5))
     metric = table["metric"].to_numpy(dtype=str)
-    evidence: dict[str, tuple[np.ndarray, Evidence]] = {}
-    for name in dict.fromkeys(metric[rows]):
-        if name == MAGNITUDE_METRIC:
+    value = table["value"].to_numpy(dtype=float)
+    rows, own = None, np.ones(n, bool)
+    if combined is not None:
+        lookup = combined.set_index([combined[k].astype(str) for k in keys])
+        index = pd.MultiIndex.from_frame(table.loc[:, list(keys)].astype(str))
+        rows, own = lookup.reindex(index), ~index.isin(lookup.index)
+    for name in dict.fromkeys(metric):
+        scale = "effect" if effect else name
+        if scale == MAGNITUDE_METRIC:
             continue
-        idx = np.flatnonzero(rows & (metric == name))
-        ev = interval_evidence(name, *(table[c].to_numpy(dtype=float)[idx]
-                                       for c in ("value", "ci_low", "ci_high")),
+        mine = metric == name
+        idx = np.flatnonzero(mine & own)
+        ev = interval_evidence(scale, *(table[c].to_numpy(dtype=float)[idx]
+                                        for c in ("value", "ci_low", "ci_high")),
                                confidence=confidence)
-        claims = gap_claims(name, ev, confidence=confidence, alpha=alpha, margins=margins)
+        est[idx], se_low[idx], se_high[idx] = ev.estimate, ev.se_low, ev.se_high
+        df_low[idx], df_high[idx] = ev.df_low, ev.df_high
+        if rows is not None:
+            idx = np.flatnonzero(mine & ~own)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                est[idx] = np.log(value[idx]) if scale == RATIO_METRIC else value[idx]
+            for out, column in ((se_low, "se_low"), (se_high, "se_high"),
+                                (df_low, "df_low"), (df_high, "df_high")):
+                out[idx] = rows[column].to_numpy(dtype=float)[idx]
+    return Evidence(est, se_low, se_high, df_low, df_high)
+
+
+def _equivalence(table: pd.DataFrame, ev: Evidence, *, confidence: float, alpha: float,
+                 margins: Margins, keys: tuple[str, ...], bad: np.ndarray,
+                 effect: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(p_equivalence, q_equivalence, gap_bound)`` of every row: TOST from its evidence (for
+    equalized odds both components'), Benjamini-Hochberg over the family (uninformative rows
+    left out), and the far end of the ``1 − 2·t`` interval at the family's level ``t``."""
+    metric = table["metric"].to_numpy(dtype=str)
+    names = np.array(["effect" if effect else m for m in metric], dtype=object)
+
+    def claims(level: float | None) -> tuple[np.ndarray, np.ndarray]:
+        return _claims_by_metric(table, ev, names, confidence=confidence, alpha=alpha,
+                                 margins=margins, keys=keys, level=level)
+
+    p_eq = np.where(bad, np.nan, claims(None)[0])
+    q_eq = _equivalence_q(table, p_eq, keys)
+    bound = claims(family_level(p_eq[~np.isin(metric, list(_SAME_EQUIVALENCE))],
+                                alpha=alpha))[1]
+    return p_eq, q_eq, np.where(bad, np.nan, bound)
+
+
+def _claims_by_metric(table: pd.DataFrame, ev: Evidence, names: np.ndarray, *,
+                      confidence: float, alpha: float, margins: Margins, keys: tuple[str, ...],
+                      level: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``(p_equivalence, bound)`` of every row from its evidence (module docstring)."""
+    p_eq, bound = np.full(len(table), np.nan), np.full(len(table), np.nan)
+    for name in dict.fromkeys(names):
+        idx = np.flatnonzero(names == name)
+        if name == MAGNITUDE_METRIC:
+            parts = [_component(table, ev, idx, c, keys) for c in ("tpr_gap", "fpr_gap")]
+            claims = max_abs_claims(*parts, confidence=confidence, alpha=alpha,
+                                    margins=margins, level=level)
+        else:
+            claims = gap_claims(str(name), _take(ev, idx), confidence=confidence, alpha=alpha,
+                                margins=margins, level=level)
         p_eq[idx], bound[idx] = claims.p_equivalence, claims.bound
-        evidence[name] = (idx, ev)
-    magnitude = np.flatnonzero(rows & (metric == MAGNITUDE_METRIC))
-    if magnitude.size and {"tpr_gap", "fpr_gap"} <= set(evidence):
-        position = _positions(table, GAP_KEYS)
-        parts = []
-        for component in ("tpr_gap", "fpr_gap"):
-            idx, ev = evidence[component]
-            where = {int(i): j for j, i in enumerate(idx)}
-            pick = np.array([where.get(position.get((*_head(table, int(i)), component), -1), -1)
-                             for i in magnitude])
-            parts.append((pick, ev))
-        ok = (parts[0][0] >= 0) & (parts[1][0] >= 0)
-        if ok.any():
-            t, f = (_take(ev, pick[ok]) for pick, ev in parts)
-            claims = max_abs_claims(t, f, confidence=confidence, alpha=alpha, margins=margins)
-            p_eq[magnitude[ok]], bound[magnitude[ok]] = claims.p_equivalence, claims.bound
     return p_eq, bound
+
+
+def _component(table: pd.DataFrame, ev: Evidence, rows: np.ndarray, component: str,
+               keys: tuple[str, ...]) -> Evidence:
+    """The evidence of ``component`` in the cell of each of ``rows`` (NaN where it has none)."""
+    position = _positions(table, keys)
+    pick = np.array([position.get((*(str(table[k].iat[int(i)]) for k in keys[:-1]),
+                                   component), -1) for i in rows], dtype=np.int64)
+    nan = np.full(len(rows), np.nan)
+    fields = [np.where(pick >= 0, getattr(ev, f)[np.maximum(pick, 0)], nan)
+              for f in ("estimate", "se_low", "se_high", "df_low", "df_high")]
+    return Evidence(*fields)
 
 
 def _take(ev: Evidence, idx: np.ndarray) -> Evidence:
@@ -147,10 +204,6 @@ def _take(ev: Evidence, idx: np.ndarray) -> Evidence:
 def _positions(table: pd.DataFrame, keys: tuple[str, ...]) -> dict[tuple[str, ...], int]:
     return {tuple(str(v) for v in r): i for i, r in enumerate(
         table.loc[:, list(keys)].itertuples(index=False, name=None))}
-
-
-def _head(table: pd.DataFrame, i: int) -> tuple[str, ...]:
-    return tuple(str(table[k].iat[i]) for k in GAP_KEYS[:-1])
 
 
 def _excludes(table: pd.DataFrame, null: np.ndarray) -> np.ndarray:
@@ -185,25 +238,16 @@ def gap_claims_table(fairness: pd.DataFrame, intersectional: pd.DataFrame, *,
     """``fairness.csv`` (and ``intersectional.csv``'s q-values, the same family) with the
     cells' claims (module docstring); ``combined`` is ``stability.csv``'s rows at K > 1."""
     table = fairness.reset_index(drop=True)
-    own = np.ones(len(table), dtype=bool)
     if combined is not None:
         table = _fold(table, combined, GAP_KEYS)
-        keys = pd.MultiIndex.from_frame(table.loc[:, list(GAP_KEYS)].astype(str))
-        own = ~keys.isin(pd.MultiIndex.from_frame(combined.loc[:, list(GAP_KEYS)].astype(str)))
-    p_eq, bound = _equivalence(table, confidence=confidence, alpha=alpha, verdicts=verdicts,
-                               rows=own)
-    if combined is not None:
-        lookup = combined.set_index([combined[k].astype(str) for k in GAP_KEYS])
-        rows = lookup.reindex(pd.MultiIndex.from_frame(table.loc[:, list(GAP_KEYS)].astype(str)))
-        p_eq = np.where(own, p_eq, rows["p_equivalence"].to_numpy(dtype=float))
-        bound = np.where(own, bound, rows["gap_bound"].to_numpy(dtype=float))
     bad = _uninformative(table)
-    p_eq[bad] = np.nan
+    evidence = _row_evidence(table, combined, GAP_KEYS, confidence=confidence)
+    p_eq, q_eq, bound = _equivalence(table, evidence, confidence=confidence, alpha=alpha,
+                                     margins=margins_of(verdicts), keys=GAP_KEYS, bad=bad)
     tested = table.assign(p_value=np.where(bad, np.nan, table["p_value"].to_numpy(dtype=float)))
     tested, intersectional = audit_q_values(tested, intersectional, alpha=alpha)
     table["q_value"], table["significant"] = tested["q_value"], tested["significant"]
     null = np.where(table["metric"].to_numpy(dtype=str) == RATIO_METRIC, 1.0, 0.0)
-    q_eq = _equivalence_q(table, p_eq, GAP_KEYS)
     table["verdict"] = gap_verdicts(
         informative=~bad, gap=table["significant"].to_numpy(dtype=bool) & _excludes(table, null),
         parity=np.nan_to_num(q_eq, nan=1.0) < alpha)
@@ -222,25 +266,16 @@ def effect_claims_table(effects: pd.DataFrame, *, combined: pd.DataFrame | None,
         table = _fold(table, combined, EFFECT_KEYS)
         if fairness is not None:
             _own_values(table, fairness)
-        lookup = combined.set_index([combined[k].astype(str) for k in EFFECT_KEYS])
-        rows = lookup.reindex(pd.MultiIndex.from_frame(table.loc[:, list(EFFECT_KEYS)]
-                                                       .astype(str)))
-        p_eq = rows["p_equivalence"].to_numpy(dtype=float)
-    elif "p_equivalence" in table:
-        p_eq = table["p_equivalence"].to_numpy(dtype=float)
-    else:
-        ev = interval_evidence("effect", *(table[c].to_numpy(dtype=float)
-                                           for c in ("value", "ci_low", "ci_high")),
-                               confidence=confidence)
-        p_eq = ev.p_equivalence(-verdicts.margin, verdicts.margin)
     bad = _uninformative(table) | table["note"].fillna("").astype(str).str.contains(
         "not_run").to_numpy()
-    p_eq = np.where(bad, np.nan, p_eq)
+    evidence = _row_evidence(table, combined, EFFECT_KEYS, confidence=confidence, effect=True)
+    p_eq, q_eq, _ = _equivalence(table, evidence, confidence=confidence, alpha=alpha,
+                                 margins=margins_of(verdicts), keys=EFFECT_KEYS, bad=bad,
+                                 effect=True)
     tested = effect_q_values(table.assign(p_value=np.where(
         bad, np.nan, table["p_value"].to_numpy(dtype=float))), alpha=alpha)
     shown = tested["significant"].to_numpy(dtype=bool) & _excludes(table, np.zeros(len(table)))
     table["q_value"], table["significant"] = tested["q_value"], shown
-    q_eq = _equivalence_q(table, p_eq, EFFECT_KEYS)
     table["verdict"] = effect_verdicts(table["value"], informative=~bad, shown=shown,
                                        no_change=np.nan_to_num(q_eq, nan=1.0) < alpha)
     table["p_equivalence"], table["q_equivalence"] = p_eq, q_eq
@@ -269,6 +304,7 @@ def with_family(combined: pd.DataFrame, table: pd.DataFrame,
     rows = lookup.reindex(pd.MultiIndex.from_frame(combined.loc[:, list(keys)].astype(str)))
     out = combined.copy()
     for column in FAMILY_COLUMNS:
-        out[column] = rows[column].to_numpy()
+        if column in rows:
+            out[column] = rows[column].to_numpy()
     return out
 

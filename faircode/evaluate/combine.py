@@ -5,10 +5,9 @@ Each replicate's table (its ``fairness.csv`` rows, or its paired effects) gives 
 and within-replicate interval; :func:`combine_gaps` and :func:`combine_effects` combine them with
 :func:`faircode.stats.replicates.replicate_evidence` (the dataset-aware random-effects estimate:
 the mean over the informative replicates, ``√(s_b²/K + f·w̄)``, ``ν = (K − 1)·V/(s_b²/K)``
-degrees of freedom) and :mod:`faircode.stats.verdicts` (its interval, the p-value of no gap consistent with
-it, the equivalence test at the margin, the far end of the ``1 − 2·alpha`` interval).  The
-combination reads only ``(value, ci_low, ci_high, informative)`` per replicate, so it works with
-whatever interval a replicate reports.
+degrees of freedom) and :mod:`faircode.stats.verdicts` (its interval, the p-value of no gap
+consistent with it).  The combination reads only ``(value, ci_low, ci_high, informative)`` per
+replicate, so it works with whatever interval a replicate reports.
 
 Design decisions
 ----------------
@@ -28,8 +27,10 @@ Design decisions
   ``share_significant`` (share of the K replicates significant in their own family),
   ``sign_flips`` (some informative replicate above no gap and another below; never for
   equalized odds, a magnitude), ``n_defined``, ``n_degenerate``, ``n_informative``.
-* ``q_value``, ``significant``, ``q_equivalence`` and ``verdict`` are the audit's families'
-  (:mod:`faircode.evaluate.claims`), filled in once the combined rows are in the main tables.
+* ``q_value``, ``significant``, the equivalence test (``p_equivalence``, ``q_equivalence``),
+  ``gap_bound`` and ``verdict`` are decided in the audit's families
+  (:mod:`faircode.evaluate.claims`, from the evidence columns ``se_low``, ``se_high``,
+  ``df_low``, ``df_high``), filled in once the combined rows are in the main tables.
 """
 
 from __future__ import annotations
@@ -68,17 +69,21 @@ __all__ = [
 
 GAP_KEYS = ("strategy", "model", "protected_attribute", "metric")
 EFFECT_KEYS = ("strategy", "reference", "model", "protected_attribute", "metric")
-CLAIM_COLUMNS = ("value", "ci_low", "ci_high", "ci_method", "df", "p_value", "q_value",
+CLAIM_COLUMNS = ("value", "ci_low", "ci_high", "ci_method", "p_value", "q_value",
                  "significant", "p_equivalence", "q_equivalence", "gap_bound", "verdict")
+EVIDENCE_COLUMNS = ("se_low", "se_high", "df_low", "df_high")
+"""The estimate's one-sided standard errors and degrees of freedom on its test scale (the log
+ratio for disparate impact; NaN for equalized odds, whose evidence is its components')."""
 DESCRIPTION_COLUMNS = ("n_informative", "n_required", "n_defined", "n_degenerate", "rep0_value",
                        "sd_between", "sd_within", "min", "max", "share_significant",
                        "sign_flips", "note")
 STABILITY_COLUMNS: tuple[str, ...] = ("audit", *GAP_KEYS, "seeds", "seed_mode",
-                                      "sampling_fraction", *CLAIM_COLUMNS, *DESCRIPTION_COLUMNS)
+                                      "sampling_fraction", *CLAIM_COLUMNS, *EVIDENCE_COLUMNS,
+                                      *DESCRIPTION_COLUMNS)
 """Columns of ``stability.csv`` (one row per fairness row of the grid)."""
 EFFECTS_STABILITY_COLUMNS: tuple[str, ...] = ("audit", *EFFECT_KEYS, "seeds", "seed_mode",
                                               "sampling_fraction", *CLAIM_COLUMNS,
-                                              *DESCRIPTION_COLUMNS)
+                                              *EVIDENCE_COLUMNS, *DESCRIPTION_COLUMNS)
 """Columns of ``effects_stability.csv`` (one row per row of ``effects.csv``)."""
 
 METHODS = {"difference": "random_effects_t", "log_ratio": "random_effects_t_log",
@@ -193,10 +198,11 @@ class _Columns:
     value: np.ndarray
     ci_low: np.ndarray
     ci_high: np.ndarray
-    df: np.ndarray
     p_value: np.ndarray
-    p_equivalence: np.ndarray
-    gap_bound: np.ndarray
+    se_low: np.ndarray
+    se_high: np.ndarray
+    df_low: np.ndarray
+    df_high: np.ndarray
     n_informative: np.ndarray
     sd_between: np.ndarray
     sd_within: np.ndarray
@@ -208,21 +214,23 @@ class _Columns:
         def nan() -> np.ndarray:
             return np.full(n, np.nan)
 
-        return cls(nan(), nan(), nan(), nan(), nan(), nan(), nan(), np.zeros(n, np.int64),
-                   nan(), nan(), np.full(n, "", dtype=object), np.full(n, "", dtype=object))
+        return cls(nan(), nan(), nan(), nan(), nan(), nan(), nan(), nan(),
+                   np.zeros(n, np.int64), nan(), nan(), np.full(n, "", dtype=object),
+                   np.full(n, "", dtype=object))
 
     def claim(self, idx: np.ndarray, claims: GapClaims, method: str) -> None:
         """Set the claim columns of rows ``idx``."""
         self.value[idx], self.ci_low[idx], self.ci_high[idx] = (
             claims.value, claims.ci_low, claims.ci_high)
-        self.p_value[idx], self.p_equivalence[idx], self.gap_bound[idx] = (
-            claims.p_value, claims.p_equivalence, claims.bound)
+        self.p_value[idx] = claims.p_value
         self.ci_method[idx] = method
 
     def fill(self, idx: np.ndarray, claims: GapClaims, comb: Combined, method: str) -> None:
         """Set rows ``idx`` from one signed metric's claims and combination."""
         self.claim(idx, claims, method)
-        self.df[idx] = np.minimum(comb.evidence.df_low, comb.evidence.df_high)
+        ev = comb.evidence
+        self.se_low[idx], self.se_high[idx] = ev.se_low, ev.se_high
+        self.df_low[idx], self.df_high[idx] = ev.df_low, ev.df_high
         self.n_informative[idx] = comb.n_informative
         self.sd_between[idx], self.sd_within[idx] = comb.sd_between, comb.sd_within
 
@@ -248,7 +256,6 @@ def _combine_magnitudes(rows: Replicated, out: _Columns, combined: dict[int, Evi
         out.claim(np.array([i]), claims, METHODS["max_abs"])
         own = rows.informative[i]
         out.n_informative[i] = own.sum()
-        out.df[i] = np.nanmin([t.df_low[0], t.df_high[0], f.df_low[0], f.df_high[0]])
         if own.sum() >= 2:
             out.sd_between[i] = float(np.std(rows.value[i][own], ddof=1))
         if np.isfinite(claims.value[0]):
@@ -271,10 +278,10 @@ def _frame(rows: Replicated, out: _Columns, *, audit: str, keys: Sequence[str], 
     defined = np.isfinite(rows.value)
     uninformative = out.n_informative < required
     undefined = uninformative & (n_deg == 0)
-    for column in (out.value, out.ci_low, out.ci_high, out.gap_bound, out.df):
+    for column in (out.value, out.ci_low, out.ci_high, out.se_low, out.se_high, out.df_low,
+                   out.df_high):
         column[undefined] = np.nan
     out.p_value[uninformative] = np.nan
-    out.p_equivalence[uninformative] = np.nan
     shown = np.where(informative, rows.value, np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows give NaN, as intended
@@ -288,9 +295,10 @@ def _frame(rows: Replicated, out: _Columns, *, audit: str, keys: Sequence[str], 
         "audit": audit, **{c: rows.keys[c].to_numpy() for c in keys}, "seeds": k,
         "seed_mode": seed_mode, "sampling_fraction": fraction, "value": out.value,
         "ci_low": out.ci_low, "ci_high": out.ci_high, "ci_method": out.ci_method,
-        "df": out.df, "p_value": out.p_value, "q_value": np.nan, "significant": False,
-        "p_equivalence": out.p_equivalence, "q_equivalence": np.nan,
-        "gap_bound": out.gap_bound, "verdict": "", "n_informative": out.n_informative,
+        "p_value": out.p_value, "q_value": np.nan, "significant": False,
+        "p_equivalence": np.nan, "q_equivalence": np.nan, "gap_bound": np.nan, "verdict": "",
+        "se_low": out.se_low, "se_high": out.se_high, "df_low": out.df_low,
+        "df_high": out.df_high, "n_informative": out.n_informative,
         "n_required": required, "n_defined": defined.sum(axis=1), "n_degenerate": n_deg,
         "rep0_value": rows.value[:, 0], "sd_between": out.sd_between,
         "sd_within": out.sd_within, "min": lowest, "max": highest,

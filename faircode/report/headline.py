@@ -219,8 +219,8 @@ def margins_of(ctx: Context) -> dict[str, object]:
 
 
 def _costs(found: Sequence[tuple[AuditFinding, StrategyFinding]]) -> str:
-    """``median Δ balanced accuracy −0.05 on 6 base_rate audits (majority-class accuracy
-    0.55–0.91); median Δ accuracy −0.01 on 2 threshold audits``."""
+    """``median Δ balanced accuracy −0.05 on 6 base_rate audits, majority-class accuracy
+    0.55–0.91 and median Δ accuracy −0.01 on 2 threshold audits``."""
     parts = []
     for balanced, what, where in ((True, "balanced accuracy", "base_rate"),
                                   (False, "accuracy", "threshold")):
@@ -232,10 +232,10 @@ def _costs(found: Sequence[tuple[AuditFinding, StrategyFinding]]) -> str:
         major = [f.majority for f, s in found if f.balanced == balanced and np.isfinite(s.cost)
                  and np.isfinite(f.majority)]
         if balanced and major:
-            text += (f" (majority-class accuracy {num(min(major), 2)}"
-                     + (f"\u2013{num(max(major), 2)}" if max(major) > min(major) else "") + ")")
+            text += (f", majority-class accuracy {num(min(major), 2)}"
+                     + (f"\u2013{num(max(major), 2)}" if max(major) > min(major) else ""))
         parts.append(text)
-    return "; ".join(parts)
+    return " and ".join(parts)
 
 
 def _strategy_sentence(code: str, gapped: Sequence[AuditFinding], margin: str) -> str | None:
@@ -260,7 +260,7 @@ def _strategy_sentence(code: str, gapped: Sequence[AuditFinding], margin: str) -
     if useless:
         text += f"; uninformative in {len(useless)}"
     costs = _costs(found)
-    return text + (f" ({costs})" if costs else "")
+    return text + (f"; cost: {costs}" if costs else "")
 
 
 def lead(items: Sequence[AuditFinding], *, metric: str, unavailable: int,

@@ -8,8 +8,10 @@ Every fairness gap gets one of four verdicts (:class:`Verdict`) beside its value
   test (two one-sided tests, TOST) at level ``alpha`` whose interval form is "the
   ``1 − 2·alpha`` interval lies inside the margin", with the audit's equivalence tests in their
   own Benjamini-Hochberg family (``q_equivalence < alpha``);
-* ``inconclusive`` -- neither; ``bound`` names the largest gap that cannot be excluded (the far
-  end of the ``1 − 2·alpha`` interval);
+* ``inconclusive`` -- neither; ``bound`` names the largest gap that cannot be excluded: the far
+  end of the ``1 − 2·t`` interval, ``t`` the one-sided level at which the family's
+  Benjamini-Hochberg procedure decides (:func:`family_level`), so a row is ``parity`` exactly
+  when its bound lies inside the margin;
 * ``uninformative`` -- the decisions cannot show a gap (degenerate decisions, an undefined
   value, or too few informative training replicates).
 
@@ -66,6 +68,7 @@ __all__ = [
     "Scale",
     "Verdict",
     "effect_verdicts",
+    "family_level",
     "far_end",
     "from_interval",
     "gap_claims",
@@ -262,16 +265,18 @@ class GapClaims:
 
 
 def gap_claims(metric: str, evidence: Evidence, *, confidence: float, alpha: float,
-               margins: Margins) -> GapClaims:
+               margins: Margins, level: float | None = None) -> GapClaims:
     """The claims of a difference or of disparate impact (log-scale ``evidence``, reported as
-    ratios); equalized odds is :func:`max_abs_claims`."""
+    ratios); equalized odds is :func:`max_abs_claims`.  ``bound`` is the far end of the
+    ``1 − 2·level`` interval (``level`` default ``alpha``; a family's
+    :func:`family_level` makes it the bound its equivalence decisions use)."""
     scale = scale_of(metric)
     if scale == "max_abs":
         raise ValueError(f"gap_claims: {metric}: expected a signed metric; equalized odds is "
                          "max_abs_claims of its components")
     _check_alpha(alpha)
     low, high = evidence.interval(confidence)
-    eq_low, eq_high = evidence.interval(1.0 - 2.0 * alpha)
+    eq_low, eq_high = evidence.interval(1.0 - 2.0 * (alpha if level is None else level))
     lower, upper = margins.bounds(metric)
     out = GapClaims(evidence.estimate, low, high, evidence.p_value(0.0),
                     evidence.p_equivalence(lower, upper), far_end(eq_low, eq_high))
@@ -282,12 +287,14 @@ def gap_claims(metric: str, evidence: Evidence, *, confidence: float, alpha: flo
 
 
 def max_abs_claims(tpr: Evidence, fpr: Evidence, *, confidence: float, alpha: float,
-                   margins: Margins) -> GapClaims:
-    """Equalized odds' claims from its signed components (module docstring)."""
+                   margins: Margins, level: float | None = None) -> GapClaims:
+    """Equalized odds' claims from its signed components (module docstring); ``level`` as in
+    :func:`gap_claims`."""
     _check_alpha(alpha)
     component = 1.0 - (1.0 - confidence) / 2.0
     bounds = [_abs_bounds(*e.interval(component)) for e in (tpr, fpr)]
-    eq = [_abs_bounds(*e.interval(1.0 - 2.0 * alpha)) for e in (tpr, fpr)]
+    eq = [_abs_bounds(*e.interval(1.0 - 2.0 * (alpha if level is None else level)))
+          for e in (tpr, fpr)]
     lower, upper = margins.bounds(MAGNITUDE_METRIC)
     value = np.maximum(np.abs(tpr.estimate), np.abs(fpr.estimate))
     p = np.minimum(1.0, 2.0 * np.minimum(tpr.p_value(), fpr.p_value()))
@@ -295,6 +302,25 @@ def max_abs_claims(tpr: Evidence, fpr: Evidence, *, confidence: float, alpha: fl
     return GapClaims(value, np.maximum(bounds[0][0], bounds[1][0]),
                      np.maximum(bounds[0][1], bounds[1][1]), p, p_eq,
                      np.maximum(eq[0][1], eq[1][1]))
+
+
+def family_level(p_values: ArrayLike, *, alpha: float) -> float:
+    """The one-sided level at which Benjamini-Hochberg at ``alpha`` decides a family: a p-value
+    is rejected exactly when it is at most ``alpha·max(R, 1)/m`` (``R`` rejections of ``m``
+    finite p-values; ``alpha`` for an empty family).
+
+    The far end of each row's ``1 − 2·level`` interval is then the gap its family's decision
+    cannot exclude: below the margin exactly for the rows declared ``parity``.
+    """
+    _check_alpha(alpha)
+    p = np.asarray(p_values, dtype=np.float64)
+    p = np.sort(p[np.isfinite(p)])
+    m = p.size
+    if m == 0:
+        return float(alpha)
+    below = np.flatnonzero(p <= alpha * np.arange(1, m + 1) / m)
+    rejected = int(below[-1]) + 1 if below.size else 0
+    return float(alpha * max(rejected, 1) / m)
 
 
 def _abs_bounds(low: Floats, high: Floats) -> tuple[Floats, Floats]:
