@@ -64,7 +64,7 @@ def test_uninformative_rows_enter_no_family() -> None:
     out = _claims([_row("baseline", 500, 0.3, 0.6, p=0.01),
                    _row("unawareness", 500, 0.3, 0.6, p=0.02),
                    _row("in_processing", 500, 0.3, 0.6, p=0.0001, note="degenerate_decisions")])
-    assert np.isnan(out["q_value"].iloc[2]) and np.isnan(out["q_equivalence"].iloc[2])
+    assert np.isnan(out["q_value"].iloc[2]) and np.isnan(out["equivalence_q_value"].iloc[2])
     assert out["q_value"].iloc[:2].tolist() == pytest.approx([0.02, 0.02])
 
 

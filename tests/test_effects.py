@@ -308,7 +308,7 @@ def test_too_few_informative_replicates_make_an_effect_uninformative() -> None:
     out = combine_effects(tables, audit="toy", seed_mode="split", fraction=0.2,
                           confidence=0.95, alpha=0.05, verdicts=VerdictsConfig()).iloc[0]
     assert (out["n_informative"], out["n_required"]) == (2, 3)
-    assert np.isnan(out["p_value"]) and np.isnan(out["p_equivalence"])
+    assert np.isnan(out["p_value"]) and np.isnan(out["equivalence_p_value"])
     assert out["note"].split(";")[-1] == "degenerate_decisions"
 
 

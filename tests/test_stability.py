@@ -351,7 +351,7 @@ def test_compas_s3_like_cells_are_uninformative_whatever_their_interval() -> Non
              ["degenerate_decisions"]]
     row = _combine(_tables(values, notes, ["demographic_parity_diff"], half=0.01)).iloc[0]
     assert (row["n_informative"], row["n_required"], row["n_degenerate"]) == (2, 3, 3)
-    assert np.isnan(row["p_value"]) and np.isnan(row["p_equivalence"])
+    assert np.isnan(row["p_value"]) and np.isnan(row["equivalence_p_value"])
     assert row["note"].split(";")[-1] == "degenerate_decisions"
 
 

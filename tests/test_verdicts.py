@@ -260,10 +260,12 @@ def test_sampling_fraction_and_the_replicate_rule() -> None:
 
 
 def test_effect_verdicts_follow_the_sign_of_a_change_shown() -> None:
-    """reduced / increased where shown, no change where equivalent, else inconclusive."""
-    out = effect_verdicts([-0.1, 0.1, 0.0, 0.02, 0.3], informative=[1, 1, 1, 1, 0],
-                          shown=[1, 1, 0, 0, 1], no_change=[0, 0, 1, 0, 0])
-    assert list(out) == ["reduced", "increased", "no change", "inconclusive", "uninformative"]
+    """reduced / increased where significant (the side of the interval), no_change where
+    equivalent, else inconclusive; uninformative where not informative."""
+    out = effect_verdicts([-0.2, 0.05, -0.01, -0.03, 0.1], [-0.05, 0.2, 0.01, 0.07, 0.4],
+                          informative=[1, 1, 1, 1, 0], significant=[1, 1, 0, 0, 1],
+                          equivalent=[0, 0, 1, 0, 0])
+    assert list(out) == ["reduced", "increased", "no_change", "inconclusive", "uninformative"]
 
 
 def test_margins_are_validated() -> None:

@@ -20,17 +20,17 @@ Design decisions
 * **Two families per audit**, each Benjamini-Hochberg at ``alpha``: the gaps' tests (the audit's
   family of :func:`faircode.stats.metrics.audit_q_values`: each null once, with the
   intersectional tests) and, apart, the equivalence tests (each hypothesis once: ``tpr_gap`` is
-  equal opportunity's and takes its ``q_equivalence``; disparate impact's margin is its own
+  equal opportunity's and takes its ``equivalence_q_value``; disparate impact's margin is its own
   hypothesis).  BH controls the share of false ``parity`` claims among them.  An uninformative
   row is no test: it enters neither family (``q`` NaN).
 * **Verdicts** (:func:`faircode.stats.verdicts.gap_verdicts`): ``gap`` needs ``q_value < alpha``
-  and the interval excluding no gap; ``parity`` ``q_equivalence < alpha``; a row is
+  and the interval excluding no gap; ``parity`` ``equivalence_q_value < alpha``; a row is
   uninformative when it is degenerate (K = 1) or has too few informative replicates (K > 1,
   :mod:`faircode.evaluate.combine`), or no defined value.
 * **Effects** the same way, in the effects' own family (:func:`faircode.evaluate.effects.
   effect_q_values`): ``significant`` is ``q < alpha`` *and* an interval excluding 0; the verdict
   (:class:`faircode.stats.verdicts.EffectVerdict`) ``reduced``/``increased`` where significant,
-  ``no change`` where the equivalence test at ``±verdicts.margin`` is significant in its family.
+  ``no_change`` where the equivalence test at ``±verdicts.margin`` is significant in its family.
   At K > 1 ``gap_strategy``/``gap_reference`` of a fairness effect are the two strategies'
   ``fairness.csv`` values (the K-replicate estimates); ``value`` is the mean paired effect, which
   need not equal the difference of the two estimates' distances from parity.
@@ -63,12 +63,12 @@ from faircode.stats.verdicts import (
 __all__ = ["REP0_COLUMNS", "VERDICT_COLUMNS", "effect_claims_table", "effect_columns",
            "fairness_columns", "gap_claims_table", "with_family"]
 
-VERDICT_COLUMNS = ("verdict", "p_equivalence", "q_equivalence", "gap_bound")
+VERDICT_COLUMNS = ("verdict", "equivalence_p_value", "equivalence_q_value", "gap_bound")
 """The claim columns beside ``significant`` in ``fairness.csv`` and ``effects.csv``."""
 REP0_COLUMNS = ("rep0_value", "rep0_ci_low", "rep0_ci_high", "rep0_p_value", "rep0_q_value")
 """Replicate 0's own numbers, kept under their names at K > 1."""
-FAMILY_COLUMNS = ("q_value", "significant", "p_equivalence", "q_equivalence", "gap_bound",
-                  "verdict")
+FAMILY_COLUMNS = ("q_value", "significant", "equivalence_p_value", "equivalence_q_value",
+                  "gap_bound", "verdict")
 _SOURCE = ("value", "ci_low", "ci_high", "p_value", "q_value")
 _SAME_EQUIVALENCE = SAME_TEST
 """``tpr_gap`` is equal opportunity (same value, interval and margin): one equivalence test."""
@@ -85,11 +85,12 @@ def fairness_columns(replicated: bool) -> tuple[str, ...]:
 def effect_columns(base: tuple[str, ...] = EFFECT_COLUMNS,
                    replicated: bool = False) -> tuple[str, ...]:
     """``effects.csv``'s columns: ``base`` (the per-replicate columns) with ``verdict``,
-    ``p_equivalence`` and ``q_equivalence`` after ``significant``; replicate 0's columns last
-    when ``replicated`` (K > 1)."""
-    columns = [c for c in base if c not in ("verdict", "p_equivalence", "q_equivalence")]
+    ``equivalence_p_value`` and ``equivalence_q_value`` after ``significant``; replicate 0's
+    columns last when ``replicated`` (K > 1)."""
+    claim = ("verdict", "equivalence_p_value", "equivalence_q_value")
+    columns = [c for c in base if c not in claim]
     at = columns.index("significant") + 1
-    order = (*columns[:at], "verdict", "p_equivalence", "q_equivalence", *columns[at:])
+    order = (*columns[:at], *claim, *columns[at:])
     return (*order, *REP0_COLUMNS) if replicated else order
 
 
@@ -149,9 +150,10 @@ def _row_evidence(table: pd.DataFrame, combined: pd.DataFrame | None, keys: tupl
 def _equivalence(table: pd.DataFrame, ev: Evidence, *, confidence: float, alpha: float,
                  margins: Margins, keys: tuple[str, ...], bad: np.ndarray,
                  effect: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(p_equivalence, q_equivalence, gap_bound)`` of every row: TOST from its evidence (for
-    equalized odds both components'), Benjamini-Hochberg over the family (uninformative rows
-    left out), and the far end of the ``1 − 2·t`` interval at the family's level ``t``."""
+    """``(equivalence_p_value, equivalence_q_value, gap_bound)`` of every row: TOST from its
+    evidence (for equalized odds both components'), Benjamini-Hochberg over the family
+    (uninformative rows left out), and the far end of the ``1 − 2·t`` interval at the family's
+    level ``t``."""
     metric = table["metric"].to_numpy(dtype=str)
     names = np.array(["effect" if effect else m for m in metric], dtype=object)
 
@@ -169,7 +171,7 @@ def _equivalence(table: pd.DataFrame, ev: Evidence, *, confidence: float, alpha:
 def _claims_by_metric(table: pd.DataFrame, ev: Evidence, names: np.ndarray, *,
                       confidence: float, alpha: float, margins: Margins, keys: tuple[str, ...],
                       level: float | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``(p_equivalence, bound)`` of every row from its evidence (module docstring)."""
+    """``(equivalence_p_value, bound)`` of every row from its evidence (module docstring)."""
     p_eq, bound = np.full(len(table), np.nan), np.full(len(table), np.nan)
     for name in dict.fromkeys(names):
         idx = np.flatnonzero(names == name)
@@ -251,7 +253,8 @@ def gap_claims_table(fairness: pd.DataFrame, intersectional: pd.DataFrame, *,
     table["verdict"] = gap_verdicts(
         informative=~bad, gap=table["significant"].to_numpy(dtype=bool) & _excludes(table, null),
         parity=np.nan_to_num(q_eq, nan=1.0) < alpha)
-    table["p_equivalence"], table["q_equivalence"], table["gap_bound"] = p_eq, q_eq, bound
+    table["equivalence_p_value"], table["equivalence_q_value"] = p_eq, q_eq
+    table["gap_bound"] = bound
     return table.loc[:, list(fairness_columns(combined is not None))], intersectional
 
 
@@ -276,9 +279,10 @@ def effect_claims_table(effects: pd.DataFrame, *, combined: pd.DataFrame | None,
         bad, np.nan, table["p_value"].to_numpy(dtype=float))), alpha=alpha)
     shown = tested["significant"].to_numpy(dtype=bool) & _excludes(table, np.zeros(len(table)))
     table["q_value"], table["significant"] = tested["q_value"], shown
-    table["verdict"] = effect_verdicts(table["value"], informative=~bad, shown=shown,
-                                       no_change=np.nan_to_num(q_eq, nan=1.0) < alpha)
-    table["p_equivalence"], table["q_equivalence"] = p_eq, q_eq
+    table["verdict"] = effect_verdicts(
+        table["ci_low"], table["ci_high"], significant=shown, informative=~bad,
+        equivalent=np.nan_to_num(q_eq, nan=1.0) < alpha)
+    table["equivalence_p_value"], table["equivalence_q_value"] = p_eq, q_eq
     return table.loc[:, list(effect_columns(tuple(effects.columns), combined is not None))]
 
 
@@ -299,7 +303,7 @@ def _own_values(effects: pd.DataFrame, fairness: pd.DataFrame) -> None:
 def with_family(combined: pd.DataFrame, table: pd.DataFrame,
                 keys: tuple[str, ...]) -> pd.DataFrame:
     """``combined`` (``stability.csv``/``effects_stability.csv``) with the family columns of the
-    claimed main table (``q_value``, ``significant``, ``q_equivalence``, ``verdict``)."""
+    claimed main table (``q_value``, ``significant``, ``equivalence_q_value``, ``verdict``)."""
     lookup = table.set_index([table[k].astype(str) for k in keys])
     rows = lookup.reindex(pd.MultiIndex.from_frame(combined.loc[:, list(keys)].astype(str)))
     out = combined.copy()

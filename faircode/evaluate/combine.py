@@ -27,8 +27,8 @@ Design decisions
   ``share_significant`` (share of the K replicates significant in their own family),
   ``sign_flips`` (some informative replicate above no gap and another below; never for
   equalized odds, a magnitude), ``n_defined``, ``n_degenerate``, ``n_informative``.
-* ``q_value``, ``significant``, the equivalence test (``p_equivalence``, ``q_equivalence``),
-  ``gap_bound`` and ``verdict`` are decided in the audit's families
+* ``q_value``, ``significant``, the equivalence test (``equivalence_p_value``,
+  ``equivalence_q_value``), ``gap_bound`` and ``verdict`` are decided in the audit's families
   (:mod:`faircode.evaluate.claims`, from the evidence columns ``se_low``, ``se_high``,
   ``df_low``, ``df_high``), filled in once the combined rows are in the main tables.
 """
@@ -70,7 +70,8 @@ __all__ = [
 GAP_KEYS = ("strategy", "model", "protected_attribute", "metric")
 EFFECT_KEYS = ("strategy", "reference", "model", "protected_attribute", "metric")
 CLAIM_COLUMNS = ("value", "ci_low", "ci_high", "ci_method", "p_value", "q_value",
-                 "significant", "p_equivalence", "q_equivalence", "gap_bound", "verdict")
+                 "significant", "equivalence_p_value", "equivalence_q_value", "gap_bound",
+                 "verdict")
 EVIDENCE_COLUMNS = ("se_low", "se_high", "df_low", "df_high")
 """The estimate's one-sided standard errors and degrees of freedom on its test scale (the log
 ratio for disparate impact; NaN for equalized odds, whose evidence is its components')."""
@@ -296,7 +297,8 @@ def _frame(rows: Replicated, out: _Columns, *, audit: str, keys: Sequence[str], 
         "seed_mode": seed_mode, "sampling_fraction": fraction, "value": out.value,
         "ci_low": out.ci_low, "ci_high": out.ci_high, "ci_method": out.ci_method,
         "p_value": out.p_value, "q_value": np.nan, "significant": False,
-        "p_equivalence": np.nan, "q_equivalence": np.nan, "gap_bound": np.nan, "verdict": "",
+        "equivalence_p_value": np.nan, "equivalence_q_value": np.nan, "gap_bound": np.nan,
+        "verdict": "",
         "se_low": out.se_low, "se_high": out.se_high, "df_low": out.df_low,
         "df_high": out.df_high, "n_informative": out.n_informative,
         "n_required": required, "n_defined": defined.sum(axis=1), "n_degenerate": n_deg,

@@ -46,7 +46,7 @@ COLUMN_CODES: dict[str, str] = {
     "significant": "sig_audit", "q_benchmark": "q_bench", "significant_benchmark": "sig_bench",
     "n_disadvantaged": "n_dis", "n_advantaged": "n_adv", "small_sample_warning": "small_n",
     "design_effect": "deff", "mde": "mde", "powered": "powered",
-    "p_equivalence": "p_eq", "q_equivalence": "q_eq", "gap_bound": "bound",
+    "equivalence_p_value": "eq_p", "equivalence_q_value": "eq_q", "gap_bound": "bound",
     "rep0_value": "rep0", "rep0_ci_low": "rep0.lo", "rep0_ci_high": "rep0.hi",
     "rep0_p_value": "rep0.p", "rep0_q_value": "rep0.q_audit",
 }
@@ -135,7 +135,7 @@ def legend(*, stars: str = "q_audit") -> str:
         "q_value; each audit is its own study); q_bench is the benchmark-wide BH q over every "
         f"audit's tests (the report stage's family, when its summary carries it). The report's "
         f"stars use {stars}. Each gap's verdict (gap, parity, inconclusive, uninformative) is "
-        "the tag fairness.<metric>.verdict; q_eq is its equivalence test's q (parity: "
-        "q_eq < alpha), bound the largest gap its interval cannot exclude. With K > 1 training "
+        "the tag fairness.<metric>.verdict; eq_q is its equivalence test's q (parity: "
+        "eq_q < alpha), bound the largest gap its interval cannot exclude. With K > 1 training "
         "replicates every value, interval and q is the K-replicate estimate's, and rep0.* are "
         "replicate 0's own. Empty and non-finite cells are not logged.")

@@ -192,7 +192,7 @@ def _family_q(
 
 SUMMARY_COLUMNS = ("audit", "strategy", "strategy_code", "model", "protected_attribute",
                    "metric", "value", "ci_low", "ci_high", "p_value", "q_value", "significant",
-                   "verdict", "q_equivalence", "gap_bound", "q_benchmark",
+                   "verdict", "equivalence_q_value", "gap_bound", "q_benchmark",
                    "significant_benchmark", "star", "rep0_value", "note", "alpha")
 """``summary.csv``: one row per fairness test, both families' q under their own names."""
 
@@ -202,12 +202,13 @@ def summary_rows(fairness: pd.DataFrame, *, shown: pd.DataFrame, q_benchmark: pd
     """``summary.csv``: every fairness row with its verdict, both Benjamini-Hochberg families
     and its star.
 
-    ``value``/``ci_low``/``ci_high``/``p_value``/``q_value``/``q_equivalence``/``gap_bound`` are
-    ``fairness.csv``'s (at K > 1 the K-replicate estimate; ``rep0_value`` replicate 0's own,
-    empty at K = 1); ``significant`` = ``q_value < alpha``; ``verdict`` and ``star`` (verdict
-    ``gap``) are what the report prints (``shown``: :func:`faircode.report.effects.shown_gaps`
-    of every metric, index aligned with ``fairness``); ``q_benchmark``/``significant_benchmark``
-    the benchmark-wide family (robustness).
+    ``value``/``ci_low``/``ci_high``/``p_value``/``q_value``/``equivalence_q_value``/
+    ``gap_bound`` are ``fairness.csv``'s (at K > 1 the K-replicate estimate; ``rep0_value``
+    replicate 0's own, empty at K = 1); ``significant`` = ``q_value < alpha``; ``verdict`` and
+    ``star`` (verdict ``gap``) are what the report prints (``shown``:
+    :func:`faircode.report.effects.shown_gaps` of every metric, index aligned with
+    ``fairness``); ``q_benchmark``/``significant_benchmark`` the benchmark-wide family
+    (robustness).
     """
     q = fairness["q_value"].to_numpy(dtype=float)
     qb = q_benchmark.reindex(fairness.index).to_numpy(dtype=float)
@@ -216,7 +217,7 @@ def summary_rows(fairness: pd.DataFrame, *, shown: pd.DataFrame, q_benchmark: pd
         strategy_code=fairness["strategy"].map(strategy_code),
         significant=np.nan_to_num(q, nan=1.0) < alpha,
         verdict=shown["verdict"].reindex(fairness.index),
-        q_equivalence=fairness.get("q_equivalence", nan),
+        equivalence_q_value=fairness.get("equivalence_q_value", nan),
         gap_bound=fairness.get("gap_bound", nan),
         q_benchmark=qb, significant_benchmark=np.nan_to_num(qb, nan=1.0) < alpha,
         star=shown["mark"].reindex(fairness.index).fillna(False).astype(bool).to_numpy(),

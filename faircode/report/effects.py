@@ -244,7 +244,7 @@ def effects_table(ctx: Context) -> Table | None:
               f"accuracy(strategy) - accuracy(reference). {SIGNIFICANT} a change shown "
               f"(effects.csv verdict reduced or increased: the audit's own Benjamini-Hochberg "
               f"q < {ctx.alpha:g} of the effects, tpr_gap once, and an interval excluding 0); "
-              f"{PARITY} no change beyond the margin shown (verdict no change: the "
+              f"{PARITY} no change beyond the margin shown (verdict no_change: the "
               f"{1 - 2 * ctx.alpha:.0%} interval inside the margin). " + ctx.variance_note)
     return Table("effects_table", f"What mitigation buys: paired effects on {ctx.metric} and "
                  "accuracy", ("audit", "attribute", "effect"),

@@ -63,7 +63,7 @@ REASONS = {
 NO_INTERVAL = "interval undefined (no usable bootstrap resample)"
 SIGNIFICANT = "*"
 PARITY = "="
-WITHIN_MARGIN = ("parity", "no change")
+WITHIN_MARGIN = ("parity", "no_change")
 """The verdicts of a gap or an effect shown to lie within its margin: the ``=`` mark."""
 STARS = ("the audit's own Benjamini-Hochberg q < {alpha} (fairness.csv q_value = significant: "
          "one family per audit, each null once; the benchmark-wide q is summary.csv's "
@@ -71,7 +71,7 @@ STARS = ("the audit's own Benjamini-Hochberg q < {alpha} (fairness.csv q_value =
 """What a star means, for every legend (``{alpha}`` is filled in)."""
 VERDICT_MARKS = ("* gap shown (verdict gap: {stars} and an interval excluding no gap); "
                  "= parity shown (verdict parity: the {narrow} interval inside the margin, "
-                 "fairness.csv q_equivalence < {alpha} over the audit's equivalence tests); "
+                 "fairness.csv equivalence_q_value < {alpha} over the audit's equivalence tests); "
                  "no mark: inconclusive (a gap up to fairness.csv gap_bound cannot be "
                  "excluded), never parity.")
 """What the marks of a gap mean, for every legend (``{stars}``, ``{narrow}``, ``{alpha}``)."""
@@ -353,7 +353,7 @@ def floor_table(ctx: Context, floor: pd.DataFrame) -> Table:
         f"paired effect on the same test rows [{ctx.confidence:.0%} paired interval]. "
         f"{SIGNIFICANT} distinguishable from S2 (effects.csv verdict reduced or increased: the "
         f"audit's own Benjamini-Hochberg q < {ctx.alpha:g} of the effects and an interval "
-        f"excluding 0); {PARITY} no change beyond the margin shown (verdict no change). "
+        f"excluding 0); {PARITY} no change beyond the margin shown (verdict no_change). "
         f"{ctx.variance_note}".strip(), fn.items())
 
 

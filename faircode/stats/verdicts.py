@@ -7,7 +7,7 @@ Every fairness gap gets one of four verdicts (:class:`Verdict`) beside its value
 * ``parity`` -- the gap is shown to lie within the declared margin of parity: an equivalence
   test (two one-sided tests, TOST) at level ``alpha`` whose interval form is "the
   ``1 − 2·alpha`` interval lies inside the margin", with the audit's equivalence tests in their
-  own Benjamini-Hochberg family (``q_equivalence < alpha``);
+  own Benjamini-Hochberg family (``equivalence_q_value < alpha``);
 * ``inconclusive`` -- neither; ``bound`` names the largest gap that cannot be excluded: the far
   end of the ``1 − 2·t`` interval, ``t`` the one-sided level at which the family's
   Benjamini-Hochberg procedure decides (:func:`family_level`), so a row is ``parity`` exactly
@@ -16,7 +16,7 @@ Every fairness gap gets one of four verdicts (:class:`Verdict`) beside its value
   value, or too few informative training replicates).
 
 ``gap`` wins over ``parity``: a difference shown is never hidden, even when it is also shown to
-be within the margin (its ``q_equivalence`` then says so).  A non-rejection is never parity.
+be within the margin (its ``equivalence_q_value`` then says so).  A non-rejection is never parity.
 
 Evidence on the test scale
 --------------------------
@@ -101,13 +101,14 @@ class EffectVerdict(StrEnum):
     """What the evidence supports about a paired effect ``Δ`` (mitigated minus reference).
 
     For a fairness metric ``Δ`` is the change in distance from parity (``reduced``: closer),
-    for accuracy and balanced accuracy the change itself.  ``no change`` is shown by an
-    equivalence test at the metric's margin, as ``parity`` is for a gap.
+    for accuracy and balanced accuracy the change itself.  ``no_change`` is shown by an
+    equivalence test at the metric's margin, as ``parity`` is for a gap.  (The same vocabulary
+    as one replicate's effects: engineer i29b's ``faircode.stats.effect_verdicts``.)
     """
 
     REDUCED = "reduced"
     INCREASED = "increased"
-    NO_CHANGE = "no change"
+    NO_CHANGE = "no_change"
     INCONCLUSIVE = "inconclusive"
     UNINFORMATIVE = "uninformative"
 
@@ -348,18 +349,21 @@ def gap_verdicts(*, informative: ArrayLike, gap: ArrayLike, parity: ArrayLike) -
     return out
 
 
-def effect_verdicts(value: ArrayLike, *, informative: ArrayLike, shown: ArrayLike,
-                    no_change: ArrayLike) -> NDArray[np.object_]:
-    """Each effect's :class:`EffectVerdict`: ``uninformative`` unless ``informative``, else
-    ``reduced``/``increased`` (by the sign of ``value``) where a change is ``shown``, else
-    ``no change`` where equivalence is shown, else ``inconclusive``."""
-    v = np.asarray(value, dtype=np.float64)
-    ok, s, n = (np.asarray(x, dtype=bool) for x in (informative, shown, no_change))
-    out = np.full(v.shape, EffectVerdict.INCONCLUSIVE.value, dtype=object)
-    out[n] = EffectVerdict.NO_CHANGE.value
-    out[s & (v < 0)] = EffectVerdict.REDUCED.value
-    out[s & (v > 0)] = EffectVerdict.INCREASED.value
-    out[~ok] = EffectVerdict.UNINFORMATIVE.value
+def effect_verdicts(ci_low: ArrayLike, ci_high: ArrayLike, *, significant: ArrayLike,
+                    equivalent: ArrayLike, informative: ArrayLike) -> NDArray[np.object_]:
+    """Each effect's :class:`EffectVerdict`: ``uninformative`` unless ``informative`` (and a
+    defined interval), else ``reduced``/``increased`` where ``significant`` (the direction from
+    the interval, wholly below or above 0), else ``no_change`` where ``equivalent``, else
+    ``inconclusive``."""
+    low = np.asarray(ci_low, dtype=np.float64)
+    high = np.asarray(ci_high, dtype=np.float64)
+    sig = np.asarray(significant, dtype=bool)
+    usable = np.asarray(informative, dtype=bool) & np.isfinite(low) & np.isfinite(high)
+    out = np.where(np.asarray(equivalent, dtype=bool), EffectVerdict.NO_CHANGE.value,
+                   EffectVerdict.INCONCLUSIVE.value).astype(object)
+    out[sig & (high < 0)] = EffectVerdict.REDUCED.value
+    out[sig & (low > 0)] = EffectVerdict.INCREASED.value
+    out[~usable] = EffectVerdict.UNINFORMATIVE.value
     return out
 
 
