@@ -38,6 +38,8 @@ Design decisions
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
@@ -67,6 +69,9 @@ VERDICT_COLUMNS = ("verdict", "equivalence_p_value", "equivalence_q_value", "gap
 """The claim columns beside ``significant`` in ``fairness.csv`` and ``effects.csv``."""
 REP0_COLUMNS = ("rep0_value", "rep0_ci_low", "rep0_ci_high", "rep0_p_value", "rep0_q_value")
 """Replicate 0's own numbers, kept under their names at K > 1."""
+REP0_ONLY = ("swap_p_value", "swap_q_value")
+"""Per-replicate tests of an effect the K-replicate combination does not redo: at K > 1 they
+are replicate 0's, under ``rep0_<column>``."""
 FAMILY_COLUMNS = ("q_value", "significant", "equivalence_p_value", "equivalence_q_value",
                   "gap_bound", "verdict")
 _SOURCE = ("value", "ci_low", "ci_high", "p_value", "q_value")
@@ -149,17 +154,19 @@ def _row_evidence(table: pd.DataFrame, combined: pd.DataFrame | None, keys: tupl
 
 def _equivalence(table: pd.DataFrame, ev: Evidence, *, confidence: float, alpha: float,
                  margins: Margins, keys: tuple[str, ...], bad: np.ndarray,
-                 effect: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                 effect: Mapping[str, float] | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(equivalence_p_value, equivalence_q_value, gap_bound)`` of every row: TOST from its
     evidence (for equalized odds both components'), Benjamini-Hochberg over the family
     (uninformative rows left out), and the far end of the ``1 − 2·t`` interval at the family's
-    level ``t``."""
+    level ``t``.  ``effect``: every row is a paired effect, a difference tested at its metric's
+    margin (``effect[metric]``, default ``margins.difference``)."""
     metric = table["metric"].to_numpy(dtype=str)
-    names = np.array(["effect" if effect else m for m in metric], dtype=object)
+    names = np.array([f"effect:{m}" if effect is not None else m for m in metric], dtype=object)
 
     def claims(level: float | None) -> tuple[np.ndarray, np.ndarray]:
         return _claims_by_metric(table, ev, names, confidence=confidence, alpha=alpha,
-                                 margins=margins, keys=keys, level=level)
+                                 margins=margins, keys=keys, level=level, effect=effect or {})
 
     p_eq = np.where(bad, np.nan, claims(None)[0])
     q_eq = _equivalence_q(table, p_eq, keys)
@@ -170,7 +177,8 @@ def _equivalence(table: pd.DataFrame, ev: Evidence, *, confidence: float, alpha:
 
 def _claims_by_metric(table: pd.DataFrame, ev: Evidence, names: np.ndarray, *,
                       confidence: float, alpha: float, margins: Margins, keys: tuple[str, ...],
-                      level: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+                      level: float | None = None,
+                      effect: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
     """``(equivalence_p_value, bound)`` of every row from its evidence (module docstring)."""
     p_eq, bound = np.full(len(table), np.nan), np.full(len(table), np.nan)
     for name in dict.fromkeys(names):
@@ -179,6 +187,11 @@ def _claims_by_metric(table: pd.DataFrame, ev: Evidence, names: np.ndarray, *,
             parts = [_component(table, ev, idx, c, keys) for c in ("tpr_gap", "fpr_gap")]
             claims = max_abs_claims(*parts, confidence=confidence, alpha=alpha,
                                     margins=margins, level=level)
+        elif str(name).startswith("effect:"):
+            margin = Margins(difference=effect.get(str(name)[7:], margins.difference),
+                             ratio=margins.ratio)
+            claims = gap_claims("effect", _take(ev, idx), confidence=confidence, alpha=alpha,
+                                margins=margin, level=level)
         else:
             claims = gap_claims(str(name), _take(ev, idx), confidence=confidence, alpha=alpha,
                                 margins=margins, level=level)
@@ -260,13 +273,21 @@ def gap_claims_table(fairness: pd.DataFrame, intersectional: pd.DataFrame, *,
 
 def effect_claims_table(effects: pd.DataFrame, *, combined: pd.DataFrame | None,
                         fairness: pd.DataFrame | None = None, confidence: float, alpha: float,
-                        verdicts: VerdictsConfig) -> pd.DataFrame:
+                        verdicts: VerdictsConfig,
+                        margins: Mapping[str, float] | None = None) -> pd.DataFrame:
     """``effects.csv`` with the effects' claims (module docstring); ``combined`` is
     ``effects_stability.csv``'s rows at K > 1, ``fairness`` the claimed ``fairness.csv`` whose
-    values become ``gap_strategy``/``gap_reference``."""
+    values become ``gap_strategy``/``gap_reference``; ``margins`` each effect metric's
+    equivalence margin (default ``verdicts.margin`` for every metric).  At K = 1 a table that
+    already carries its verdicts and equivalence test is returned as it is.  At K > 1 a
+    per-replicate test the combination does not redo (:data:`REP0_ONLY`: the swap test) keeps
+    replicate 0's value under ``rep0_<column>``."""
     table = effects.reset_index(drop=True)
+    if combined is None and {"verdict", "equivalence_p_value"} <= set(table.columns):
+        return table  # one replicate's effects with their own claims (faircode.evaluate.effects)
     if combined is not None:
         table = _fold(table, combined, EFFECT_KEYS)
+        table = table.rename(columns={c: f"rep0_{c}" for c in REP0_ONLY if c in table})
         if fairness is not None:
             _own_values(table, fairness)
     bad = _uninformative(table) | table["note"].fillna("").astype(str).str.contains(
@@ -274,7 +295,7 @@ def effect_claims_table(effects: pd.DataFrame, *, combined: pd.DataFrame | None,
     evidence = _row_evidence(table, combined, EFFECT_KEYS, confidence=confidence, effect=True)
     p_eq, q_eq, _ = _equivalence(table, evidence, confidence=confidence, alpha=alpha,
                                  margins=margins_of(verdicts), keys=EFFECT_KEYS, bad=bad,
-                                 effect=True)
+                                 effect=dict(margins or {}))
     tested = effect_q_values(table.assign(p_value=np.where(
         bad, np.nan, table["p_value"].to_numpy(dtype=float))), alpha=alpha)
     shown = tested["significant"].to_numpy(dtype=bool) & _excludes(table, np.zeros(len(table)))
@@ -283,7 +304,10 @@ def effect_claims_table(effects: pd.DataFrame, *, combined: pd.DataFrame | None,
         table["ci_low"], table["ci_high"], significant=shown, informative=~bad,
         equivalent=np.nan_to_num(q_eq, nan=1.0) < alpha)
     table["equivalence_p_value"], table["equivalence_q_value"] = p_eq, q_eq
-    return table.loc[:, list(effect_columns(tuple(effects.columns), combined is not None))]
+    columns = effect_columns(tuple(effects.columns), combined is not None)
+    if combined is not None:
+        columns = tuple(f"rep0_{c}" if c in REP0_ONLY else c for c in columns)
+    return table.loc[:, [c for c in columns if c in table]]
 
 
 def _own_values(effects: pd.DataFrame, fairness: pd.DataFrame) -> None:
