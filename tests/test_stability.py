@@ -325,7 +325,7 @@ def test_the_interval_is_the_dataset_aware_random_effects_form() -> None:
     nu = 3 * total / (between / 4)
     assert row["value"] == pytest.approx(0.11)
     assert row["ci_high"] == pytest.approx(0.11 + sps.t.ppf(0.975, nu) * np.sqrt(total))
-    assert row["df"] == pytest.approx(nu)
+    assert (row["df_low"], row["df_high"]) == pytest.approx((nu, nu))
     assert row["p_value"] == pytest.approx(2 * sps.t.sf(0.11 / np.sqrt(total), nu))
     assert row["ci_method"] == "random_effects_t" and row["sampling_fraction"] == 0.2
 
