@@ -247,7 +247,6 @@ def summarise(fairness: pd.DataFrame, *, q_benchmark: pd.Series, alpha: float,
     frame["sig_raw"] = frame["p_value"].lt(alpha) & informative
     frame["sig_audit"] = frame["q_value"].lt(alpha) & informative
     frame["sig_bh"] = frame["q_benchmark"].lt(alpha) & informative
-    frame["uninformative"] = ~informative
     shown = verdicts.reindex(frame.index) if verdicts is not None else pd.Series(
         np.where(informative, "", "uninformative"), index=frame.index)
     for verdict in VERDICT_COUNTS:

@@ -28,10 +28,10 @@ rows is all but known.  ``t_{K−1}`` would over-cover where the dataset term do
 in ``bench/replicate_coverage.py``), the normal under-cover where the training variance does.
 Welch-Satterthwaite's ``ν = (K − 1)·(V / (s_b²/K))²`` interpolates, but with four degrees of
 freedom in its estimated part it is liberal (a normal model of the design: equivalence-test size
-0.051-0.054 at the margin, 95 % coverage 0.941-0.948), because a low draw of ``s_b²`` both narrows
+0.051-0.054 at the margin, 95 % coverage 0.942-0.948), because a low draw of ``s_b²`` both narrows
 ``V`` and raises ``ν``.  The shipped ``ν = (K − 1)·V / (s_b²/K)`` lies between ``K − 1`` and
 Satterthwaite's, with the same limits (``K − 1`` when the training variance dominates, the
-normal when ``s_b² → 0``): size 0.043-0.049, coverage 0.950-0.960 in the same model, and in
+normal when ``s_b² → 0``): size 0.043-0.049, coverage 0.951-0.960 in the same model, and in
 the bench's row-level simulation (module ``bench/replicate_coverage.py``).
 
 One-sided variances
