@@ -93,11 +93,8 @@ def evaluate_audit(
     system = score_system_test_rows(data, stats=stats, degenerate=degenerate)
     assembled = assemble(data.manifest.name, [*results, *([system] if system else [])],
                          rule=rule, alpha=stats.alpha)
-    assembled.deployed = score_system_all_rows(data, stats=stats, degenerate=degenerate)
-    if assembled.deployed is not None:  # the system on every row: its own claims, K = 1
-        assembled.deployed.fairness, assembled.deployed.intersectional = claims.gap_claims_table(
-            assembled.deployed.fairness, assembled.deployed.intersectional, combined=None,
-            confidence=stats.confidence, alpha=stats.alpha, verdicts=verdicts)
+    assembled.deployed = score_system_all_rows(data, stats=stats, degenerate=degenerate,
+                                               verdicts=verdicts)
     if curves is not None:  # the operating-point curves (curves.csv) of replicate 0's cells
         assembled.curves = audit_curves(data, results, thresholds=curves.thresholds,
                                         confidence=stats.confidence,

@@ -89,14 +89,25 @@ def all_rows(data: PreparedAudit) -> PreparedAudit:
 
 
 def score_system_all_rows(data: PreparedAudit, *, stats: StatsConfig,
-                          degenerate: DegenerateConfig) -> AuditResults | None:
-    """The audit's deployed system on every row of the audit, as its own tables and BH family
-    (None without a system)."""
+                          degenerate: DegenerateConfig,
+                          verdicts: VerdictsConfig | None = None) -> AuditResults | None:
+    """The audit's deployed system on every row of the audit, as its own tables and BH family,
+    with every gap's verdict (None without a system)."""
     if data.system is None:
         return None
     result = score_outputs(all_rows(data), data.system, stats=stats, degenerate=degenerate,
                            row_set="all")
-    return assemble(data.manifest.name, [result], rule=None, alpha=stats.alpha)
+    return _claimed(assemble(data.manifest.name, [result], rule=None, alpha=stats.alpha),
+                    stats=stats, verdicts=verdicts)
+
+
+def _claimed(tables: AuditResults, *, stats: StatsConfig,
+             verdicts: VerdictsConfig | None) -> AuditResults:
+    """``tables`` with the verdicts of one fit (:mod:`faircode.evaluate.claims`, K = 1)."""
+    tables.fairness, tables.intersectional = gap_claims_table(
+        tables.fairness, tables.intersectional, combined=None, confidence=stats.confidence,
+        alpha=stats.alpha, verdicts=verdicts or VerdictsConfig())
+    return tables
 
 
 def score_given(
@@ -136,8 +147,5 @@ def score_given(
                             cast(ScoreScale, scale) if score is not None else None, rule)
     view = dataclasses.replace(all_rows(data), test_index=np.asarray(positions, dtype=np.int64))
     result = score_outputs(view, outputs, stats=stats, degenerate=degenerate, row_set="all")
-    tables = assemble(data.manifest.name, [result], rule=None, alpha=stats.alpha)
-    tables.fairness, tables.intersectional = gap_claims_table(
-        tables.fairness, tables.intersectional, combined=None, confidence=stats.confidence,
-        alpha=stats.alpha, verdicts=verdicts or VerdictsConfig())
-    return tables
+    return _claimed(assemble(data.manifest.name, [result], rule=None, alpha=stats.alpha),
+                    stats=stats, verdicts=verdicts)
