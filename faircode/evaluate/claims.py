@@ -66,7 +66,8 @@ __all__ = ["REP0_COLUMNS", "VERDICT_COLUMNS", "effect_claims_table", "effect_col
            "fairness_columns", "gap_claims_table", "with_family"]
 
 VERDICT_COLUMNS = ("verdict", "equivalence_p_value", "equivalence_q_value", "gap_bound")
-"""The claim columns beside ``significant`` in ``fairness.csv`` and ``effects.csv``."""
+"""The claim columns beside ``significant`` in ``fairness.csv`` (``effects.csv``: all but the
+bound)."""
 REP0_COLUMNS = ("rep0_value", "rep0_ci_low", "rep0_ci_high", "rep0_p_value", "rep0_q_value")
 """Replicate 0's own numbers, kept under their names at K > 1."""
 REP0_ONLY = ("swap_p_value", "swap_q_value")
