@@ -15,12 +15,12 @@ evaluate step apart, and renders each results folder with ``write_report``.  It 
    the paired effect and its interval (``effects.csv``) beside the conservative interval
    arithmetic the report used before (each strategy's own CI mapped to ``|gap|``, then
    ``[lo_m − hi_2, hi_m − lo_2]``), and the width ratio paired / conservative; and at K = 5
-   the pooled interval's width over the same conservative width;
-2. every paper-table cell (gap) and effects-table cell (Δ |DP|, Δ accuracy) whose star differs
-   between K = 1 and K = 5 (the report's rule, :func:`faircode.report.effects.stable_mark`), and
-   the counts per audit;
-3. the German S4 cells before (K = 1: replicate 0, its CI, its star) and after (K = 5: mean,
-   pooled interval, between-replicate SD, sign flips, share significant, star);
+   the K-replicate estimate's interval width over the same conservative width;
+2. every paper-table cell (gap) and effects-table cell (Δ |DP|, Δ accuracy) whose verdict's
+   star differs between K = 1 and K = 5 (the CSVs' verdicts, shown by the report), and the
+   counts per audit;
+3. the German S4 cells before (K = 1: replicate 0, its CI, its verdict) and after (K = 5: the
+   K-replicate estimate, its interval and verdict, the between-replicate SD);
 4. the evaluate step's seconds (``run.json`` ``seconds``) and the wall time of fit and evaluate.
 
 The stars are each audit's own Benjamini-Hochberg q (``q_value``), as in the report; the
@@ -82,21 +82,21 @@ def _marks(folder: Path) -> tuple[pd.DataFrame, pd.DataFrame]:
     q = benchmark_family(inputs.fairness, inputs.intersectional,
                          deployed=inputs.deployed.fairness.iloc[0:0],
                          calibration_gap=inputs.deployed.calibration_gap.iloc[0:0]).fairness
-    gaps = shown_gaps(inputs.fairness.assign(q_benchmark=q), inputs.stability, metric=DP,
-                      alpha=alpha)
+    gaps = shown_gaps(inputs.fairness.assign(q_benchmark=q), metric=DP, alpha=alpha)
     return gaps, shown_effects(inputs, alpha=alpha)
 
 
 def _cell(row: pd.Series) -> str:
     star = "*" if bool(row["mark"]) else " "
-    return f"{row['value']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]{star}"
+    return (f"{row['value']:+.3f} [{row['ci_low']:+.3f}, {row['ci_high']:+.3f}]{star} "
+            f"{row['verdict']}")
 
 
 def floor_widths(one: Path, five: Path) -> None:
     """Section 1: the residual floor, paired vs conservative."""
     print("1. Residual floor (demographic parity, |S_m| - |S2|): paired vs conservative")
     print(f"{'audit':24} {'attr':6} {'model':3} {'S':3} {'paired K=1':24} {'conservative':24} "
-          f"{'ratio':>6} {'K=5 pooled':24} {'ratio':>6}")
+          f"{'ratio':>6} {'K=5 estimate':24} {'ratio':>6}")
     ratios = []
     for audit_dir in sorted(p for p in one.iterdir() if (p / "effects.csv").is_file()):
         fair = pd.read_csv(audit_dir / "fairness.csv")
@@ -113,19 +113,19 @@ def floor_widths(one: Path, five: Path) -> None:
             cons = (float(lo_m[0] - hi_b[0]), float(hi_m[0] - lo_b[0]))
             p5 = pooled.loc[(r.strategy, S2, r.model, r.protected_attribute, DP)]
             ratio = (r.ci_high - r.ci_low) / (cons[1] - cons[0])
-            ratio5 = (p5["combined_ci_high"] - p5["combined_ci_low"]) / (cons[1] - cons[0])
+            ratio5 = (p5["ci_high"] - p5["ci_low"]) / (cons[1] - cons[0])
             ratios.append((audit_dir.name, ratio, ratio5))
             paired_text = f"{r.value:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}]"
             cons_text = f"[{cons[0]:+.3f}, {cons[1]:+.3f}]"
-            pooled_text = (f"{p5['mean']:+.3f} [{p5['combined_ci_low']:+.3f}, "
-                           f"{p5['combined_ci_high']:+.3f}]")
+            pooled_text = (f"{p5['value']:+.3f} [{p5['ci_low']:+.3f}, "
+                           f"{p5['ci_high']:+.3f}]")
             print(f"{audit_dir.name:24} {r.protected_attribute[:6]:6} {SHORT[r.model]:3} "
                   f"{strategy_code(r.strategy):3} {paired_text:24} {cons_text:24} "
                   f"{ratio:6.2f} {pooled_text:24} {ratio5:6.2f}")
     frame = pd.DataFrame(ratios, columns=["audit", "k1", "k5"])
     for audit, g in frame.groupby("audit"):
         print(f"   {audit}: width ratio paired/conservative K=1 median {g['k1'].median():.2f} "
-              f"(range {g['k1'].min():.2f}-{g['k1'].max():.2f}); K=5 pooled/conservative "
+              f"(range {g['k1'].min():.2f}-{g['k1'].max():.2f}); K=5 estimate/conservative "
               f"median {g['k5'].median():.2f} (range {g['k5'].min():.2f}-{g['k5'].max():.2f})")
 
 
@@ -154,8 +154,8 @@ def star_changes(one: Path, five: Path) -> None:
                     f"-{strategy_code(r.reference)} {r.metric}" if "reference" in keys else "")
                 print(f"     {kind}: {r.audit} {r.protected_attribute} {SHORT[r.model]} {what}: "
                       f"{r.value_1:+.3f} [{r.ci_low_1:+.3f}, {r.ci_high_1:+.3f}] -> "
-                      f"{r.value_5:+.3f} [{r.ci_low_5:+.3f}, {r.ci_high_5:+.3f}], sign flips "
-                      f"{bool(r.sign_flips)}, share significant {r.share_significant:.1f}")
+                      f"{r.value_5:+.3f} [{r.ci_low_5:+.3f}, {r.ci_high_5:+.3f}] "
+                      f"{r.verdict_5}")
 
 
 def german_s4(one: Path, five: Path) -> None:
@@ -174,9 +174,7 @@ def german_s4(one: Path, five: Path) -> None:
             sel_a, sel_b = sel_a[sel_a[k] == v], sel_b[sel_b[k] == v]
         for (_, r1), (_, r5) in zip(sel_a.iterrows(), sel_b.iterrows(), strict=True):
             print(f"   {label:12} {r1['protected_attribute']} {SHORT[r1['model']]}: "
-                  f"{_cell(r1)}  ->  {_cell(r5)}  (SD {r5['sd_between']:.3f}, sign flips "
-                  f"{bool(r5['sign_flips'])}, significant in {r5['share_significant']:.0%}"
-                  " of replicates)")
+                  f"{_cell(r1)}  ->  {_cell(r5)}")
 
 
 def timings(seconds: dict[int, dict], five: Path) -> None:

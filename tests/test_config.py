@@ -132,7 +132,7 @@ def test_every_config_field_has_one_params_key() -> None:
          r"^params.yaml: models.encoding: expected one of label, onehot, got 'one-hot' \(str\)$"),
         ({"stat": {"n_resamples": 10}},
          r"^params.yaml: stat: expected a known section \(audits, text_audits, mitigation, models, "
-         r"stats, degenerate, curves, run, report\), got 'stat' \(str\)$"),
+         r"stats, degenerate, verdicts, curves, run, report\), got 'stat' \(str\)$"),
         ({"stats": {"n_resamples": "many"}},
          r"^params.yaml: stats.n_resamples: expected an integer, got 'many' \(str\)$"),
         ({"models": {"decision_threshold": 2}},
@@ -212,3 +212,31 @@ def test_bad_curve_thresholds_name_the_key_path(thresholds: object, message: str
     """A bad threshold grid is one line naming ``curves.thresholds`` (and the position)."""
     with pytest.raises(ConfigError, match=message):
         params_from_mapping({"curves": {"thresholds": thresholds}})
+
+
+@pytest.mark.parametrize(
+    ("verdicts", "message"),
+    [
+        ({"margin": 0}, "verdicts.margin: expected a number in (0, 1), got 0 (int)"),
+        ({"ratio_margin": [1.2, 1.25]}, "verdicts.ratio_margin: expected two numbers [low, "
+                                        "high] with 0 < low < 1 < high, got [1.2, 1.25] (list)"),
+        ({"min_informative_share": 1.5}, "verdicts.min_informative_share: expected a number in "
+                                         "(0, 1], got 1.5 (float)"),
+        ({"margins": 0.05}, "verdicts.margins: expected a known key of verdicts (margin, "
+                            "min_informative_share, ratio_margin), got 'margins' (str)"),
+    ],
+)
+def test_bad_verdict_params_name_the_key_path(verdicts: dict, message: str) -> None:
+    """A bad verdicts.* value or key is one line naming its params.yaml key path."""
+    with pytest.raises(ConfigError) as info:
+        params_from_mapping({"verdicts": verdicts})
+    assert str(info.value) == f"params.yaml: {message}"
+
+
+def test_verdict_params_reach_their_section() -> None:
+    """verdicts.* become the typed VerdictsConfig (the ratio range a tuple of floats)."""
+    config = params_from_mapping({"verdicts": {"margin": 0.03, "ratio_margin": [0.9, 1.1],
+                                               "min_informative_share": 0.8}}).config
+    assert (config.verdicts.margin, config.verdicts.ratio_margin,
+            config.verdicts.min_informative_share) == (0.03, (0.9, 1.1), 0.8)
+    assert config.as_dict()["verdict_ratio_margin"] == [0.9, 1.1]

@@ -65,16 +65,19 @@ def _results(cells: list[tuple[str, str]], attributes: tuple[str, ...]) -> Audit
 
 
 def test_summary_keys_each_row_set_by_audit_code_and_family() -> None:
-    """The metrics carry accuracy and, per attribute, the parity difference and its q, keyed
-    ``<audit>.<code>.<family>``; other metrics are left out."""
+    """The metrics carry accuracy and, per attribute, the parity difference, its interval, its q
+    and its verdict, keyed ``<audit>.<code>.<family>``; other metrics are left out."""
     results = _results([("baseline", "logistic_regression"), ("in_processing", "random_forest")],
                        ("race", "sex"))
-    assert summary(results, audit="toy") == {"toy": {
-        "S0": {"LR": {"accuracy": 0.8, "dp_diff": {"race": 0.01, "sex": 0.02},
-                      "dp_q": {"race": 0.001, "sex": 0.002}}},
-        "S3": {"RF": {"accuracy": 0.8, "dp_diff": {"race": 0.03, "sex": 0.04},
-                      "dp_q": {"race": 0.003, "sex": 0.004}}},
-    }}
+    results.fairness["verdict"] = "gap"
+    got = summary(results, audit="toy")
+    assert got["toy"]["S0"]["LR"] == {
+        "accuracy": 0.8, "dp_diff": {"race": 0.01, "sex": 0.02},
+        "dp_lo": {"race": 0.01 - 0.05, "sex": 0.02 - 0.05},
+        "dp_hi": {"race": 0.01 + 0.05, "sex": 0.02 + 0.05},
+        "dp_q": {"race": 0.001, "sex": 0.002}, "dp_verdict": {"race": "gap", "sex": "gap"}}
+    assert got["toy"]["S3"]["RF"]["dp_diff"] == {"race": 0.03, "sex": 0.04}
+    assert list(got["toy"]) == ["S0", "S3"]
 
 
 def test_summary_keys_a_deployed_system_by_its_name() -> None:
@@ -145,11 +148,11 @@ def test_strategy_plot_names_audit_attribute_strategy_and_family() -> None:
         {"attribute": "toy: race", "attribute_index": 0,
          "strategy": "S2 unawareness + proxy removal", "family": "GB",
          "dp_diff": 0.01, "ci_low": -0.04, "ci_high": 0.060000000000000005, "q_value": 0.001,
-         "significant": True},
+         "significant": True, "verdict": None},
         {"attribute": "toy: race", "attribute_index": 0, "strategy": "deployed compas_tool",
          "family": "deployed",
          "dp_diff": 0.02, "ci_low": 0.02 - 0.05, "ci_high": 0.07, "q_value": 0.002,
-         "significant": True},
+         "significant": True, "verdict": None},
     ]
 
 

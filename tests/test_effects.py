@@ -1,4 +1,4 @@
-"""Tests of faircode.evaluate.effects: effects.csv and its combination over replicates."""
+"""Tests of faircode.evaluate.effects: effects.csv, and its K-replicate estimate at K > 1."""
 
 from __future__ import annotations
 
@@ -15,18 +15,18 @@ from hypothesis import strategies as st
 from faircode.audit.data import load_audit
 from faircode.audit.prepared import PreparedAudit, prepare
 from faircode.core.cells import ModelFamily, Strategy
-from faircode.core.config import BenchmarkConfig, StatsConfig
+from faircode.core.config import BenchmarkConfig, StatsConfig, VerdictsConfig
 from faircode.core.provenance import provenance
-from faircode.core.seeds import Stream, child_seed, replicate_seed
+from faircode.core.seeds import Stream, child_seed
 from faircode.evaluate import effects as fx
+from faircode.evaluate.claims import effect_columns
+from faircode.evaluate.combine import EFFECTS_STABILITY_COLUMNS, combine_effects
 from faircode.evaluate.tables import AuditResults
 from faircode.evaluate.write import write_audit
 from faircode.grid.predictions import AuditPredictions
 from faircode.pipeline.run import evaluate, fit
 from faircode.stats.paired import (
     EFFECT_METRICS,
-    combine_replicates,
-    paired_draws,
     paired_effects,
 )
 
@@ -69,7 +69,7 @@ def test_effects_have_every_comparison_model_attribute_and_metric(one: AuditResu
     """6 comparisons x 3 families x 2 attributes x 10 metrics rows, in that order, with the
     published columns."""
     table = one.effects
-    assert table is not None and tuple(table.columns) == fx.EFFECT_COLUMNS
+    assert table is not None and tuple(table.columns) == effect_columns()
     assert len(table) == 6 * 3 * 2 * len(EFFECT_METRICS)
     pairs = list(dict.fromkeys(zip(table["strategy"], table["reference"], strict=True)))
     assert pairs == [(a.value, b.value) for a, b in fx.COMPARISONS]
@@ -257,61 +257,57 @@ def test_one_seed_writes_effects_csv_and_says_training_variance_is_not_included(
     assert run["seeds"]["effects"] == "SeedSequence(master, spawn_key=(8, comparison, model, " \
                                       "attribute))"
     written = pd.read_csv(folder / "effects.csv", dtype={"note": str}, keep_default_na=False,
-                          na_values={c: ["nan", ""] for c in fx.EFFECT_COLUMNS if c != "note"})
+                          na_values={c: ["nan", ""] for c in one.effects.columns if c != "note"})
     pd.testing.assert_frame_equal(written, one.effects,
                                   check_dtype=False, check_exact=True)
 
 
-def test_replicates_keep_effects_csv_and_add_the_combination(
+def test_replicates_carry_the_k_replicate_estimate_in_effects_csv(
     one: AuditResults, two: AuditResults
 ) -> None:
-    """effects.csv of a K = 2 run is the K = 1 one bit for bit; effects_stability.csv has its
-    rows, 2 seeds and replicate 0's values."""
+    """At K = 2 effects.csv's value, interval and p are effects_stability.csv's K-replicate
+    estimate, and replicate 0's own numbers (the K = 1 run's, bit for bit) are rep0_*."""
     assert two.effects is not None and two.effects_stability is not None
-    pd.testing.assert_frame_equal(two.effects, one.effects, check_exact=True)
     table = two.effects_stability
-    assert tuple(table.columns) == fx.EFFECTS_STABILITY_COLUMNS
-    np.testing.assert_array_equal(table["value_replicate0"], one.effects["value"])
+    assert tuple(table.columns) == EFFECTS_STABILITY_COLUMNS
     assert set(table["seeds"]) == {2} and set(table["seed_mode"]) == {"split"}
+    for rep0, column in (("rep0_value", "value"), ("rep0_ci_low", "ci_low"),
+                         ("rep0_ci_high", "ci_high"), ("rep0_p_value", "p_value")):
+        np.testing.assert_array_equal(two.effects[rep0], one.effects[column])
+    np.testing.assert_array_equal(two.effects["value"], table["value"])
+    np.testing.assert_array_equal(two.effects["ci_low"], table["ci_low"])
+    np.testing.assert_array_equal(two.effects["verdict"], table["verdict"])
+    assert set(two.effects["ci_method"].dropna()) <= {"random_effects_t"}
 
 
-def test_combination_pools_each_replicates_own_paired_draws(
-    insurance: PreparedAudit, fitted_two: tuple[AuditPredictions, AuditResults]
+def test_combination_is_the_mean_of_each_replicates_own_effect_with_its_interval(
+    insurance: PreparedAudit, two: AuditResults
 ) -> None:
-    """The combined interval of S3-S0 LR (first attribute) is the paired interval of replicate
-    0's and replicate 1's draws (each from its own decisions, test rows and seed) pooled."""
-    from faircode.evaluate.score import score_cell
-    from faircode.evaluate.stability import _replicate_data
+    """Every defined effect of the K = 2 run is the mean of its two replicates' effects
+    (effects_replicates.csv), with the interval mean ± t_ν·√(s_b²/2 + f·w̄) of their own
+    intervals' halves, f the test share of the audit's rows."""
+    from scipy import stats as sps
 
-    predictions, two = fitted_two
-    master = insurance.manifest.random_state
-    view = _replicate_data(insurance, predictions.replicates[0].test_index)
-    assert not np.array_equal(view.test_index, insurance.test_index)  # split mode
-    later = [score_cell(view, r.cell, rule=two.rule, stats=_stats(),
-                        degenerate=BenchmarkConfig().degenerate, master=replicate_seed(master, 1))
-             for r in predictions.replicates if r.replicate == 1]
-    name = insurance.manifest.protected_attributes[0].name
-    pooled = []
-    for data, seed, cells in ((insurance, master, two.cells),
-                              (view, replicate_seed(master, 1), later)):
-        by = {(c.strategy, c.family): c.decided for c in cells}
-        a = by[(Strategy.IN_PROCESSING, ModelFamily.LOGISTIC_REGRESSION)]
-        b = by[(Strategy.BASELINE, ModelFamily.LOGISTIC_REGRESSION)]
-        assert a is not None and b is not None
-        pooled.append(paired_draws(a.y_fav, a.yhat_fav, b.yhat_fav,
-                                   data.disadvantaged[name][data.test_index], n_resamples=40,
-                                   seed=child_seed(seed, Stream.EFFECTS, 2, 0, 0)))
-    combined = combine_replicates(pooled, confidence=0.95)
-    low, high = [c.ci_low for c in combined], [c.ci_high for c in combined]
-    assert two.effects_stability is not None
-    table = two.effects_stability
-    got = table[(table["strategy"] == "in_processing") & (table["reference"] == "baseline")
-                & (table["model"] == "logistic_regression")
-                & (table["protected_attribute"] == name)]
-    np.testing.assert_array_equal(got["combined_ci_low"], low)
-    np.testing.assert_array_equal(got["combined_ci_high"], high)
-    values = np.stack([pooled[0].value, pooled[1].value])
-    np.testing.assert_allclose(got["mean"], np.nanmean(values, axis=0), rtol=0, atol=1e-15)
+    rows = two.effect_replicates
+    assert rows is not None and set(rows["replicate"]) == {0, 1}
+    keys = ["strategy", "reference", "model", "protected_attribute", "metric"]
+    both = rows[rows["replicate"] == 0].merge(rows[rows["replicate"] == 1], on=keys,
+                                              suffixes=("_0", "_1"))
+    out = both.merge(two.effects, on=keys)
+    defined = out[out[["value_0", "value_1", "ci_low_0", "ci_low_1"]].notna().all(axis=1)
+                  & ~out["note"].fillna("").str.contains("degenerate")]
+    assert len(defined) > 20
+    z = sps.norm.ppf(0.975)
+    f = len(insurance.test_index) / len(insurance.y)
+    mean = (defined["value_0"] + defined["value_1"]) / 2
+    between = (defined["value_0"] - defined["value_1"]) ** 2 / 2
+    w_low = (((defined["value_0"] - defined["ci_low_0"]) / z) ** 2
+             + ((defined["value_1"] - defined["ci_low_1"]) / z) ** 2) / 2
+    total = between / 2 + f * w_low
+    nu = np.where(between > 0, total / (between / 2), np.inf)
+    np.testing.assert_allclose(defined["value"], mean, rtol=1e-12)
+    np.testing.assert_allclose(defined["ci_low"],
+                               mean - sps.t.ppf(0.975, nu) * np.sqrt(total), rtol=1e-9)
 
 
 def test_replicate_zero_effects_are_computed_once(insurance: PreparedAudit,
@@ -331,41 +327,46 @@ def test_replicate_zero_effects_are_computed_once(insurance: PreparedAudit,
     assert sorted(calls) == [0, 1, 2]
 
 
-def test_combine_matches_hand_computed_summaries(rng: np.random.Generator) -> None:
-    """Mean, SD, min, max, share significant, sign flips and the pooled interval of a block
-    over three replicates, one of them degenerate (excluded), by hand."""
-    n = 200
-    y = (rng.random(n) < 0.5).astype(np.int64)
-    dis = rng.random(n) < 0.4
-    draws, tables = [], []
-    for k in range(3):
-        b = (rng.random(n) < 0.5).astype(np.int64)
-        a = np.where(rng.random(n) < 0.7, b, 1 - b)
-        d = paired_draws(y, a, b, dis, seed=k, n_resamples=30)
-        degenerate = k == 1
-        draws.append(None if degenerate else d)
-        tables.append(pd.DataFrame({
+def test_combine_effects_matches_hand_computed_summaries() -> None:
+    """Three replicates of one effect, one degenerate (left out): mean, SD, min, max, share
+    significant, sign flips and the notes, by hand; with two of three informative the row is
+    informative (needs ⌈0.6·3⌉ = 2)."""
+    def table(value: float, note: str, significant: bool) -> pd.DataFrame:
+        return pd.DataFrame({
             "audit": "toy", "strategy": "in_processing", "reference": "baseline",
-            "model": "random_forest", "protected_attribute": "age", "metric": EFFECT_METRICS,
-            "value": np.full(len(EFFECT_METRICS), np.nan) if degenerate else d.value,
-            "ci_method": "paired_signed_box", "significant": [k == 0] * len(EFFECT_METRICS),
-            "note": "degenerate_decisions" if degenerate else ""}))
-    reps = [fx.ReplicateEffects(k, k, t, (dr,)) for k, (t, dr) in enumerate(
-        zip(tables, draws, strict=True))]
-    out = fx.combine(reps, seed_mode="model", confidence=0.9)
-    used = [d for d in draws if d is not None]
-    values = np.stack([d.value for d in used])
-    combined = combine_replicates(used, confidence=0.9)
-    low, high = [c.ci_low for c in combined], [c.ci_high for c in combined]
-    dp = out.iloc[0]
-    assert dp["mean"] == pytest.approx(values[:, 0].mean())
-    assert dp["sd_between"] == pytest.approx(abs(values[0, 0] - values[1, 0]) / np.sqrt(2))
-    assert (dp["min"], dp["max"]) == (values[:, 0].min(), values[:, 0].max())
-    assert dp["n_defined"] == 2 and dp["share_significant"] == pytest.approx(1 / 3)
-    assert bool(dp["sign_flips"]) == bool(values[:, 0].min() < 0 < values[:, 0].max())
-    np.testing.assert_array_equal(out["combined_ci_low"], low)
-    np.testing.assert_array_equal(out["combined_ci_high"], high)
-    assert set(out["n_degenerate"]) == {1} and set(out["note"]) == {"degenerate_decisions"}
+            "model": "random_forest", "protected_attribute": "age",
+            "metric": ["demographic_parity_diff"], "value": [value], "ci_low": [value - 0.04],
+            "ci_high": [value + 0.04], "significant": [significant], "note": [note]})
+
+    tables = [table(-0.10, "", True), table(0.30, "degenerate_decisions", False),
+              table(0.02, "", False)]
+    out = combine_effects(tables, audit="toy", seed_mode="model", fraction=1.0,
+                          confidence=0.95, alpha=0.05, verdicts=VerdictsConfig()).iloc[0]
+    assert out["value"] == pytest.approx(-0.04)
+    assert out["sd_between"] == pytest.approx(0.12 / np.sqrt(2))
+    assert (out["min"], out["max"], out["rep0_value"]) == (-0.10, 0.02, -0.10)
+    assert (out["n_informative"], out["n_required"], out["n_degenerate"]) == (2, 2, 1)
+    assert out["share_significant"] == pytest.approx(1 / 3) and bool(out["sign_flips"])
+    assert out["note"] == "degenerate_replicates:1" and np.isfinite(out["p_value"])
+
+
+def test_too_few_informative_replicates_make_an_effect_uninformative() -> None:
+    """Two of five replicates informative (three degenerate): below ⌈0.6·5⌉ = 3, the row's
+    p-values are NaN and its note says degenerate_decisions."""
+    def table(value: float, note: str) -> pd.DataFrame:
+        return pd.DataFrame({
+            "audit": "toy", "strategy": "in_processing", "reference": "baseline",
+            "model": "random_forest", "protected_attribute": "age",
+            "metric": ["demographic_parity_diff"], "value": [value], "ci_low": [value - 0.01],
+            "ci_high": [value + 0.01], "significant": [False], "note": [note]})
+
+    tables = [table(-0.1, ""), table(-0.1, "degenerate_decisions"), table(-0.12, ""),
+              *(table(0.0, "degenerate_decisions") for _ in range(2))]
+    out = combine_effects(tables, audit="toy", seed_mode="split", fraction=0.2,
+                          confidence=0.95, alpha=0.05, verdicts=VerdictsConfig()).iloc[0]
+    assert (out["n_informative"], out["n_required"]) == (2, 3)
+    assert np.isnan(out["p_value"]) and np.isnan(out["equivalence_p_value"])
+    assert out["note"].split(";")[-1] == "degenerate_decisions"
 
 
 @pytest.mark.slow

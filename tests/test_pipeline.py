@@ -30,6 +30,7 @@ PARAMS = {
     "stats": {"n_resamples": 50, "n_permutations": 50, "confidence": 0.95, "alpha": 0.05},
     "degenerate": {"min_selection_rate": 0.01, "max_selection_rate": 0.99,
                    "balanced_accuracy_margin": 0.02},
+    "verdicts": {"margin": 0.05, "ratio_margin": [0.8, 1.25], "min_informative_share": 0.6},
     "curves": {"thresholds": [0.3, 0.5, 0.7]},
     "run": {"jobs": 2, "seeds": 1, "seed_mode": "model"},
     "report": {"metric": "demographic_parity", "model": None},
@@ -265,9 +266,11 @@ def test_encoding_change_marks_every_fit_stage_and_evaluate_not_prepare(repo: Re
 
 def test_seeds_change_reruns_fit_and_evaluate_and_writes_stability(repo: Repo) -> None:
     """run.seeds is a tracked param of fit and evaluate: K = 2 marks both changed, and the
-    repro writes stability.csv beside the unchanged fairness.csv."""
+    repro writes stability.csv; fairness.csv keeps the K = 1 numbers as its rep0_* columns."""
+    import pandas as pd
+
     fairness = repo.root / "results" / "german_credit_lending" / "fairness.csv"
-    before = fairness.read_text()
+    before = pd.read_csv(fairness)
     repo.write_params(run={"seeds": 2})
     try:
         status = json.loads(repo.dvc("status", "--json").stdout)
@@ -280,7 +283,77 @@ def test_seeds_change_reruns_fit_and_evaluate_and_writes_stability(repo: Repo) -
             for part in ("unmitigated", "in_processing", "post_processing"):
                 assert (repo.root / "data" / "predictions" / audit / part
                         / "replicates.parquet").is_file()
-        assert fairness.read_text() == before
+        after = pd.read_csv(fairness)
+        for rep0, column in (("rep0_value", "value"), ("rep0_ci_low", "ci_low"),
+                             ("rep0_p_value", "p_value")):
+            pd.testing.assert_series_equal(after[rep0], before[column], check_names=False)
+    finally:
+        repo.restore()
+        repo.dvc("repro")  # back to the committed state for the tests after this one
+
+
+def test_one_cell_has_one_number_in_every_view(repo: Repo, tmp_path: Path) -> None:
+    """At K = 2 german_credit_lending's S0 random-forest age gap has one number, interval
+    and verdict -- stability.csv's K-replicate estimate -- in fairness.csv, summary.csv,
+    results/metrics/<audit>.json, the strategy plot, the paper table, report.html and the MLflow
+    child the track stage logs."""
+    import pandas as pd
+    from mlflow.tracking import MlflowClient
+
+    from faircode.report.tables import num
+
+    audit, where = "german_credit_lending", {"strategy": "baseline",
+                                             "model": "random_forest",
+                                             "protected_attribute": "age",
+                                             "metric": "demographic_parity_diff"}
+    repo.write_params(run={"seeds": 2})
+    try:
+        repo.dvc("repro")
+        results = repo.root / "results"
+
+        def row(path: Path) -> pd.Series:
+            frame = pd.read_csv(path)
+            return frame[(frame[list(where)] == pd.Series(where)).all(axis=1)].iloc[0]
+
+        cell = row(results / audit / "fairness.csv")
+        value, low, high, verdict = (cell[c] for c in ("value", "ci_low", "ci_high", "verdict"))
+        # the forest's seed moves it: the K-replicate estimate is not replicate 0's value
+        assert cell["ci_method"] == "random_effects_t" and cell["rep0_value"] != value
+        for path in (results / audit / "stability.csv", results / "summary.csv"):
+            other = row(path)
+            assert (other["value"], other["ci_low"], other["ci_high"], other["verdict"]) == (
+                value, low, high, verdict), path.name
+        metrics = json.loads((results / "metrics" / f"{audit}.json").read_text())[audit]["S0"]
+        assert {k: metrics["RF"][k]["age"] for k in ("dp_diff", "dp_lo", "dp_hi",
+                                                     "dp_verdict")} == {
+            "dp_diff": value, "dp_lo": low, "dp_hi": high, "dp_verdict": verdict}
+        plot = json.loads((results / "metrics" / f"{audit}-strategies.json").read_text())
+        point = next(p for p in plot if p["strategy"].startswith("S0 ") and p["family"] == "RF")
+        assert (point["dp_diff"], point["ci_low"], point["ci_high"], point["verdict"]) == (
+            value, low, high, verdict)
+        mark = {"gap": "*", "parity": "="}.get(verdict, "")
+        shown = f"{num(value)} [{num(low)}, {num(high)}]{mark}"
+        table = (results / "paper_table.md").read_text().split("**random_forest**", 1)[1]
+        assert f"| {audit} | age | {shown} |" in table
+        page = (results / "report.html").read_text().split('id="paper_table"', 1)[1].split(
+            ">random_forest<", 1)[1]
+        assert (f"{num(value)}" + (f'<span class="sig">{mark}</span>' if mark else "")
+                + f'<br><span class="ci">[{num(low)}, {num(high)}]</span>') in page
+        store = f"sqlite:///{tmp_path / 'one-number.db'}"
+        done = subprocess.run([sys.executable, "-m", "faircode.pipeline.stages.track",
+                               "--strict", "results"], cwd=repo.root,
+                              env={**repo.env, "MLFLOW_TRACKING_URI": store},
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        client = MlflowClient(tracking_uri=store)
+        experiment = client.get_experiment_by_name("faircode").experiment_id
+        (child,) = client.search_runs(
+            [experiment], f"attributes.run_name = '{audit} S0 RF age'")
+        logged = child.data
+        assert (logged.metrics["dp"], logged.metrics["dp.lo"], logged.metrics["dp.hi"]) == (
+            value, low, high)
+        assert logged.tags["fairness.demographic_parity_diff.verdict"] == verdict
+        assert logged.metrics["dp.rep0"] == cell["rep0_value"]
     finally:
         repo.restore()
         repo.dvc("repro")  # back to the committed state for the tests after this one

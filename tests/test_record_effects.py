@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 from test_tracking import write_results
 
-from faircode.record.runs import collect_children
+from faircode.record.runs import ChildRun, collect_children
 
 
 def _write_effects(results: Path) -> None:
@@ -16,7 +16,8 @@ def _write_effects(results: Path) -> None:
     rows = [{"audit": "alpha_lending", "strategy": "reweighing", "reference": "baseline",
              "model": "random_forest", "protected_attribute": "age", "metric": metric,
              "value": value, "ci_low": low, "ci_high": low + 0.26, "ci_method": "paired_signed_box",
-             "p_value": p, "q_value": p, "significant": p == 0.002, "note": note}
+             "p_value": p, "q_value": p, "significant": p == 0.002,
+             "verdict": "reduced" if p == 0.002 else "uninformative", "note": note}
             for metric, value, low, p, note in (
                 ("demographic_parity_diff", -0.125, -0.25, 0.002, ""),
                 ("disparate_impact_ratio", float("nan"), float("nan"), float("nan"),
@@ -29,26 +30,37 @@ def _write_effects(results: Path) -> None:
     pd.DataFrame(pooled).to_csv(results / "alpha_lending" / "effects_stability.csv", index=False)
 
 
-def _child(results: Path, strategy: str, model: str, attribute: str) -> dict[str, float]:
+def _run(results: Path, strategy: str, model: str, attribute: str) -> ChildRun:
     children, _ = collect_children(results)
-    return next(dict(c.metrics) for c in children if c.tags["table"] == "fairness"
+    return next(c for c in children if c.tags["table"] == "fairness"
                 and (c.audit, c.tags["strategy"], c.tags["model"], c.tags["attribute"])
                 == ("alpha_lending", strategy, model, attribute))
 
 
+def _child(results: Path, strategy: str, model: str, attribute: str) -> dict[str, float]:
+    return dict(_run(results, strategy, model, attribute).metrics)
+
+
 def test_effects_are_metrics_of_the_strategys_child_and_nan_is_not_logged(tmp_path: Path) -> None:
-    """The reweighing forest's age child gets effect_vs_S0.<metric> with its columns and the
-    pooled ones, in the short codes of the other metrics (dp, .lo, .q_audit); nothing of the
-    undefined effect and not the NaN pooled bound."""
+    """The reweighing forest's age child gets effect_vs_S0.<metric> with effects.csv's columns
+    in the short codes of the other metrics (dp, .lo, .q_audit); nothing of the undefined effect
+    and nothing of effects_stability.csv (its numbers are effects.csv's at K > 1)."""
     results = write_results(tmp_path / "results", seed=1)
     _write_effects(results)
     metrics = _child(results, "reweighing", "random_forest", "age")
     effect = {k: v for k, v in metrics.items() if k.startswith("effect_vs_")}
     dp = "effect_vs_S0.dp"
     assert effect == {dp: -0.125, f"{dp}.lo": -0.25, f"{dp}.hi": -0.25 + 0.26,
-                      f"{dp}.p": 0.002, f"{dp}.q_audit": 0.002, f"{dp}.sig_audit": 1.0,
-                      f"{dp}.seeds": 5.0, f"{dp}.mean": -0.1, f"{dp}.sign_flips": 1.0}
+                      f"{dp}.p": 0.002, f"{dp}.q_audit": 0.002, f"{dp}.sig_audit": 1.0}
     assert all(math.isfinite(v) for v in effect.values())
+
+
+def test_an_effects_verdict_is_a_tag_of_the_strategys_child(tmp_path: Path) -> None:
+    """effects.csv's verdict of a defined effect is the tag effect_vs_S0.dp.verdict."""
+    results = write_results(tmp_path / "results", seed=1)
+    _write_effects(results)
+    tags = _run(results, "reweighing", "random_forest", "age").tags
+    assert tags["effect_vs_S0.dp.verdict"] == "reduced" and "effect_vs_S0.di.verdict" not in tags
 
 
 def test_other_children_get_no_effect_metrics(tmp_path: Path) -> None:

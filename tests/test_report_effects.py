@@ -1,4 +1,4 @@
-"""Tests of faircode.report.effects: the effects' family, stable stars, the paired floor."""
+"""Tests of faircode.report.effects: the effects' family, marks from verdicts, the paired floor."""
 
 from __future__ import annotations
 
@@ -14,15 +14,14 @@ from faircode.report.analysis import floor_counts
 from faircode.report.build import write_report
 from faircode.report.effects import (
     effect_q_benchmark,
+    effect_verdicts_of,
+    gap_verdicts_of,
     residual_floor,
     shown_effects,
-    stable_mark,
+    shown_gaps,
     training_variance_note,
 )
 from faircode.report.inputs import load_results
-
-POOLED = ("seeds", "combined_ci_low", "combined_ci_high", "sign_flips", "n_defined",
-          "n_degenerate")
 
 
 def test_effects_family_counts_tpr_gap_once() -> None:
@@ -35,30 +34,28 @@ def test_effects_family_counts_tpr_gap_once() -> None:
     assert effect_q_benchmark(effects).tolist() == pytest.approx([0.03, 0.03, 0.03, 0.04])
 
 
-def _marks(rows: list[dict[str, object]], *, interval: bool = False) -> list[bool]:
-    return stable_mark(pd.DataFrame(rows), alpha=0.05, null=0.0, interval=interval).tolist()
+def test_a_verdict_column_is_shown_as_written() -> None:
+    """Rows with a verdict keep it, and the star is exactly verdict gap."""
+    rows = pd.DataFrame({"metric": DP, "value": [-0.2, 0.01, 0.02], "ci_low": [-0.3, -0.02, -0.1],
+                         "ci_high": [-0.1, 0.03, 0.2], "q_value": [0.001, 0.9, 0.9],
+                         "verdict": ["gap", "parity", "inconclusive"], "note": ""})
+    shown = shown_gaps(rows, metric=DP, alpha=0.05)
+    assert shown["verdict"].tolist() == ["gap", "parity", "inconclusive"]
+    assert shown["mark"].tolist() == [True, False, False]
 
 
-def test_one_replicate_stars_by_q_alone_for_gaps_and_q_and_interval_for_effects() -> None:
-    """K = 1: a gap with q < alpha is starred whatever its interval; an effect needs its
-    interval to exclude 0 as well."""
-    rows = [{"q_value": 0.01, "ci_low": -0.1, "ci_high": 0.2},
-            {"q_value": 0.01, "ci_low": 0.05, "ci_high": 0.2},
-            {"q_value": 0.20, "ci_low": 0.05, "ci_high": 0.2}]
-    assert _marks(rows) == [True, True, False]
-    assert _marks(rows, interval=True) == [False, True, False]
-
-
-def test_replicates_star_only_a_significant_sign_stable_complete_finding() -> None:
-    """K = 5: starred only with q < alpha, the pooled interval excluding 0, no sign flip, all
-    five replicates defined and none degenerate; a K = 1 row of the same frame by q alone."""
-    base = {"q_value": 0.01, "ci_low": 0.1, "ci_high": 0.2, "seeds": 5,
-            "combined_ci_low": 0.02, "combined_ci_high": 0.3, "sign_flips": False,
-            "n_defined": 5, "n_degenerate": 0}
-    rows = [base, {**base, "q_value": 0.2}, {**base, "combined_ci_low": -0.01},
-            {**base, "sign_flips": True}, {**base, "n_defined": 4},
-            {**base, "n_degenerate": 1}, {**base, "seeds": 1, "combined_ci_low": -1.0}]
-    assert _marks(rows) == [True, False, False, False, False, False, True]
+def test_rows_written_before_verdicts_never_claim_parity() -> None:
+    """Without a verdict column: gap where q < alpha and the interval excludes no gap,
+    uninformative where degenerate, else inconclusive -- never parity."""
+    rows = pd.DataFrame({"metric": [DP, DP, DP, "disparate_impact_ratio"],
+                         "value": [-0.2, 0.0, -0.2, 1.4], "ci_low": [-0.3, -0.01, -0.3, 1.1],
+                         "ci_high": [-0.1, 0.01, 0.05, 1.7], "q_value": [0.001, 0.9, 0.01, 0.01],
+                         "note": ["", "", "degenerate_decisions", ""]})
+    assert list(gap_verdicts_of(rows, alpha=0.05)) == ["gap", "inconclusive", "uninformative",
+                                                        "gap"]
+    effects = rows.assign(metric=DP, value=[-0.2, 0.0, 0.3, 0.3], ci_low=[-0.3, -0.1, 0.1, -0.1])
+    assert list(effect_verdicts_of(effects, alpha=0.05)) == [
+        "reduced", "inconclusive", "uninformative", "inconclusive"]
 
 
 def _effects_inputs(tmp_path: Path, *, seeds: int = 1) -> Path:
@@ -89,49 +86,34 @@ def test_residual_floor_is_the_paired_effect_against_s2(tmp_path: Path) -> None:
     assert (counts["audits_not_distinguishable"] == 0).all()
 
 
-def test_replicates_replace_value_interval_and_star_by_the_pooled_ones(tmp_path: Path) -> None:
-    """With effects_stability.csv a row shows the mean and the pooled interval, and a sign flip
-    takes its star away."""
+def test_effects_are_shown_as_effects_csv_writes_them(tmp_path: Path) -> None:
+    """At K > 1 effects.csv carries the K-replicate estimates: the shown rows are its rows,
+    effects_stability.csv is not read, and the star is the verdict's."""
     root = _effects_inputs(tmp_path, seeds=5)
     effects = effect_rows("audit_a", ("sex",))
-    pooled = effects.loc[:, ["audit", "strategy", "reference", "model", "protected_attribute",
-                             "metric", "note"]].assign(
-        seeds=5, seed_mode="split", value_replicate0=effects["value"],
-        mean=effects["value"] + 0.001, sd_between=0.01, n_defined=5, share_significant=0.8,
-        sign_flips=False, combined_ci_low=effects["ci_low"] - 0.01,
-        combined_ci_high=effects["ci_high"] + 0.01, n_degenerate=0)
-    flipped = (pooled["strategy"] == "post_processing") & (pooled["reference"] == "baseline")
-    pooled.loc[flipped, "sign_flips"] = True
-    pooled.to_csv(root / "audit_a" / "effects_stability.csv", index=False)
+    effects.assign(value=effects["value"] + 1.0).to_csv(
+        root / "audit_a" / "effects_stability.csv", index=False)  # never read
     shown = shown_effects(load_results(root), alpha=0.05)
-    np.testing.assert_allclose(shown["value"], effects["value"] + 0.001)
-    np.testing.assert_allclose(shown["ci_low"], effects["ci_low"] - 0.01)
-    dp = shown[shown["metric"] == DP]
-    assert not dp[(dp["strategy"] == "post_processing") & (dp["reference"] == "baseline")][
-        "mark"].any()
-    assert dp[(dp["strategy"] == "in_processing") & (dp["reference"] == "baseline")][
-        "mark"].all()
+    np.testing.assert_allclose(shown["value"], effects["value"])
+    np.testing.assert_allclose(shown["ci_low"], effects["ci_low"])
+    assert shown["mark"].tolist() == list(np.isin(shown["verdict"], ["reduced", "increased"]))
 
 
-def test_paper_table_at_k5_shows_the_mean_and_loses_an_unstable_star(tmp_path: Path) -> None:
-    """A starred S0 gap whose sign flips across five replicates keeps its mean and pooled
-    interval but loses its star; the caption says K = 5."""
-    from faircode.evaluate.stability import STABILITY_COLUMNS
-
+def test_paper_table_at_k5_shows_fairness_csv_and_its_verdict_marks(tmp_path: Path) -> None:
+    """At K = 5 the paper table prints fairness.csv's value and interval (the K-replicate
+    estimate) with its verdict's mark ('=' for parity), and the caption says K = 5."""
     root = _effects_inputs(tmp_path, seeds=5)
+    where = {"strategy": "baseline", "model": "logistic_regression", "metric": DP}
     fairness = pd.read_csv(root / "audit_a" / "fairness.csv")
-    rows = fairness.loc[fairness["metric"] == DP, ["audit", "strategy", "model",
-                                                   "protected_attribute", "metric", "note"]]
-    stability = rows.assign(
-        seeds=5, seed_mode="split", value_replicate0=0.0, mean=-0.123, sd_between=0.05,
-        min=-0.3, max=0.1, n_defined=5, share_significant=0.6, sign_flips=True,
-        sd_bootstrap=0.03, combined_ci_low=-0.25, combined_ci_high=-0.01, n_degenerate=0)
-    stability.reindex(columns=list(STABILITY_COLUMNS)).to_csv(
-        root / "audit_a" / "stability.csv", index=False)
+    match = np.logical_and.reduce([fairness[k] == v for k, v in where.items()])
+    fairness["verdict"] = np.where(fairness["q_value"] < 0.05, "gap", "inconclusive")
+    fairness.loc[match, ["value", "ci_low", "ci_high", "verdict"]] = [-0.012, -0.03, 0.01,
+                                                                      "parity"]
+    fairness.to_csv(root / "audit_a" / "fairness.csv", index=False)
     write_report(root)
     text = (root / "paper_table.md").read_text()
     assert _table_row(text, "audit_a", "sex", "logistic_regression")[2] == \
-        "-0.123 [-0.250, -0.010]"
+        "-0.012 [-0.030, 0.010]="
     assert "K = 5 training replicates" in text
 
 

@@ -105,30 +105,69 @@ def test_legend_names_s0_to_s4_and_the_sign_convention(families: Path) -> None:
 
 
 def test_headline_changes_when_a_result_changes(tmp_path: Path) -> None:
-    """Making audit_b's S0 gap not significant turns "2 of 2" into "1 of 2" and names it."""
+    """Making audit_b's S0 gap not significant turns "2 of 2" into "1 of 2" and names it as
+    inconclusive, never as parity."""
     root = tmp_path / "results"
     write_audit_folder(root, "audit_a", ("sex", "age"))
     write_audit_folder(root, "audit_b", ("race",))
     write_report(root)
     before = _lead(root)
-    assert before.startswith("2 audits with results: S0 (baseline) leaves a significant "
-                             f"{DP} gap on the first protected attribute in 2 of 2.")
+    assert before.startswith(f"2 audits with results: S0 (baseline) leaves a {DP} gap on the "
+                             "first protected attribute in 2 of 2 (a gap shown in at least "
+                             "one model family).")
     edit_fairness(root / "audit_b", where={"strategy": "baseline", "metric": DP},
                   q_value=0.6, significant=False)
     write_report(root)
     after = _lead(root)
-    assert f"{DP} gap on the first protected attribute in 1 of 2." in after
-    assert "S0&#x27;s gap on the first attribute is not significant in audit_b" in after
-    assert "not significant in audit_b" not in before
+    assert f"{DP} gap on the first protected attribute in 1 of 2 " in after
+    assert "S0 shows no gap on the first attribute in audit_b (inconclusive)" in after
+    assert "audit_b (inconclusive)" not in before and "audit_b (parity" not in after
 
 
 def test_headline_names_what_each_mitigation_buys(families: Path) -> None:
-    """The lead counts per strategy the audits where no family keeps a significant gap."""
+    """The lead counts per strategy the audits where the gap is reduced in every family, where
+    a gap remains (S3: audit_a sex LR starred) and where neither a gap nor parity is shown."""
     lead = _lead(families)
-    # S3 (audit_a sex: LR now starred) clears audit_b only; S4 (-0.02 +) clears both
-    assert f"S3 ({STRATEGY_TITLES['S3']}) in 1 of 2" in lead
-    assert f"S4 ({STRATEGY_TITLES['S4']}) in 2 of 2" in lead
-    assert "median \u0394 accuracy \u22120.01" in lead  # every synthetic effect is -0.01
+    assert (f"S3 ({STRATEGY_TITLES['S3']}) reduces it in every model family in 2 of 2; parity "
+            "within \u00b10.05 is shown in 0; a gap remains in 1; in the other 1 neither a gap "
+            "nor parity is shown") in lead
+    assert (f"S4 ({STRATEGY_TITLES['S4']}) reduces it in every model family in 2 of 2; parity "
+            "within \u00b10.05 is shown in 0; in the other 2 neither") in lead
+    assert "median \u0394 accuracy \u22120.01 on 2 threshold audits" in lead  # every effect
+
+
+def test_headline_states_parity_and_the_gap_not_excluded_from_verdicts(tmp_path: Path) -> None:
+    """With verdicts: S4 parity in every family of audit_a, inconclusive in audit_b with a
+    gap bound of -0.12: "parity ... is shown in 1; in the other 1 a gap of up to 0.12 cannot
+    be excluded"; costs in balanced accuracy for a base_rate audit, majority-class beside."""
+    root = tmp_path / "results"
+    for audit in ("audit_a", "audit_b"):
+        folder = write_audit_folder(root, audit, ("sex",))
+        fairness = pd.read_csv(folder / "fairness.csv")
+        fairness["verdict"] = np.where(fairness["q_value"] < ALPHA, "gap", "inconclusive")
+        fairness["gap_bound"] = fairness["value"] - 0.05
+        s4 = fairness["strategy"] == "post_processing"
+        fairness.loc[s4, "verdict"] = "parity" if audit == "audit_a" else "inconclusive"
+        fairness.loc[s4, "gap_bound"] = -0.12
+        fairness.to_csv(folder / "fairness.csv", index=False)
+    run = json.loads((root / "audit_b" / "run.json").read_text())
+    run["decision"] = {"rule": "base_rate"}
+    (root / "audit_b" / "run.json").write_text(json.dumps(run))
+    effects = pd.read_csv(root / "audit_b" / "effects.csv")
+    extra = effects[effects["metric"] == "accuracy"].assign(metric="balanced_accuracy",
+                                                            value=-0.05)
+    pd.concat([effects, extra]).to_csv(root / "audit_b" / "effects.csv", index=False)
+    perf = pd.read_csv(root / "audit_b" / "performance.csv")
+    major = perf[perf["metric"] == "accuracy"].assign(metric="majority_baseline_accuracy",
+                                                      value=0.88)
+    pd.concat([perf, major]).to_csv(root / "audit_b" / "performance.csv", index=False)
+    write_report(root)
+    lead = _lead(root)
+    assert ("parity within \u00b10.05 is shown in 1; in the other 1 a gap of up to 0.12 "
+            "cannot be excluded") in lead
+    assert ("cost: median \u0394 balanced accuracy \u22120.05 on 1 base_rate audit, "
+            "majority-class accuracy 0.88 and median \u0394 accuracy \u22120.01 on 1 threshold "
+            "audit") in lead
 
 
 def _chromium(page: Path, out: Path) -> dict[str, object]:
@@ -193,7 +232,7 @@ def test_an_audit_without_effects_gets_verdicts_but_no_n_a_numbers(tmp_path: Pat
     page = (root / "report.html").read_text()
     top = page.split('<section id="headline">', 1)[1].split("</section>", 1)[0]
     assert "n/a" not in top
-    assert "S4: no significant gap left" in top and "S1: a gap remains (3 of 3)" in top
+    assert "S4: inconclusive" in top and "S1: a gap remains (3 of 3)" in top
 
 
 def test_every_star_has_the_audits_own_q_below_alpha_in_mlflow(families: Path) -> None:

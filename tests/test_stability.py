@@ -15,14 +15,13 @@ from faircode.audit.data import load_audit
 from faircode.audit.decision import DecisionRule
 from faircode.audit.prepared import PreparedAudit, prepare, replicate_split
 from faircode.core.cells import ModelFamily, Strategy
-from faircode.core.config import BenchmarkConfig, params_from_mapping
+from faircode.core.config import BenchmarkConfig, VerdictsConfig, params_from_mapping
 from faircode.core.errors import ConfigError, DataError
 from faircode.core.provenance import provenance
 from faircode.core.seeds import Stream, child_seed, replicate_seed
+from faircode.evaluate.combine import combine_gaps
 from faircode.evaluate.stability import (
     STABILITY_COLUMNS,
-    ReplicateScores,
-    aggregate,
     score_replicate,
 )
 from faircode.evaluate.tables import AuditResults
@@ -31,7 +30,7 @@ from faircode.grid.fit import fit_replicate
 from faircode.grid.predictions import AuditPredictions, load_predictions, save_predictions
 from faircode.pipeline.cli import main
 from faircode.pipeline.run import evaluate, fit
-from faircode.stats.metrics import FAIRNESS_METRICS, bootstrap_distribution, orient
+from faircode.stats.metrics import FAIRNESS_METRICS, fairness_metrics, orient
 
 SMALL = {"max_iter": 2, "n_resamples": 40, "n_permutations": 40}
 TABLES = ("fairness", "performance", "intersectional", "counterfactual")
@@ -99,23 +98,31 @@ def test_one_seed_writes_exactly_the_files_and_records_of_before(
     assert "replicates" not in run["seeds"] and "6=" not in run["seeds"]["scheme"]
 
 
-def test_replicates_leave_every_main_table_unchanged(
+def test_replicates_keep_replicate_zero_under_its_name_and_show_the_k_estimate(
     insurance: PreparedAudit, single: AuditPredictions,
     three: tuple[AuditPredictions, AuditResults],
 ) -> None:
-    """The four tables of a K = 3 run equal the K = 1 run's exactly; replicate 0 of the
-    stability rows is fairness.csv (value, p, q, significant)."""
+    """A K = 3 run: performance and counterfactual tables equal the K = 1 run's exactly;
+    fairness.csv's rep0_* are the K = 1 value, interval and p; its value, interval and
+    verdict are stability.csv's K-replicate estimate; replicate 0 of stability_replicates.csv
+    is the K = 1 table."""
     one = evaluate(insurance, single, config=BenchmarkConfig(jobs=1, **SMALL))
     _, results = three
-    for table in TABLES:
+    for table in ("performance", "counterfactual"):
         pd.testing.assert_frame_equal(getattr(results, table), getattr(one, table),
                                       check_exact=True)
+    fair, base = results.fairness, one.fairness
+    for rep0, column in (("rep0_value", "value"), ("rep0_ci_low", "ci_low"),
+                         ("rep0_ci_high", "ci_high"), ("rep0_p_value", "p_value")):
+        np.testing.assert_array_equal(fair[rep0], base[column])
     assert results.replicates is not None and results.stability is not None
+    stability = results.stability
+    for column in ("value", "ci_low", "ci_high", "p_value", "q_value", "verdict"):
+        np.testing.assert_array_equal(fair[column], stability[column])
     zero = results.replicates[results.replicates["replicate"] == 0].reset_index(drop=True)
-    for column in ("value", "p_value", "q_value", "significant"):
-        pd.testing.assert_series_equal(zero[column], one.fairness[column], check_exact=True)
-    np.testing.assert_array_equal(results.stability["value_replicate0"],
-                                  one.fairness["value"].to_numpy())
+    for column in ("value", "ci_low", "ci_high", "p_value", "q_value", "significant"):
+        pd.testing.assert_series_equal(zero[column], base[column], check_exact=True)
+    np.testing.assert_array_equal(stability["rep0_value"], base["value"].to_numpy())
 
 
 def test_replicate_zero_refit_reproduces_the_grid_cell(
@@ -222,11 +229,11 @@ def test_evaluating_predictions_of_another_seed_count_is_refused(
         evaluate(insurance, predictions, config=BenchmarkConfig(jobs=1, seeds=2, **SMALL))
 
 
-def test_replicate_draws_are_the_engine_bootstrap_at_the_rows_seed(
+def test_a_replicates_rows_are_the_metrics_of_its_own_decisions_at_its_seed(
     three: tuple[AuditPredictions, AuditResults], insurance: PreparedAudit
 ) -> None:
-    """Replicate 1's draws of a row equal metrics.bootstrap_distribution at that row's seed
-    child_seed(r_1, FAIRNESS, s, m, a) on the replicate's oriented decisions."""
+    """Replicate 1's rows of a cell equal faircode.stats.metrics.fairness_metrics of that
+    replicate's oriented decisions at the row's seed child_seed(r_1, FAIRNESS, s, m, a)."""
     predictions, _ = three
     config = BenchmarkConfig(jobs=1, seeds=3, **SMALL)
     cells = [r for r in predictions.replicates if r.replicate == 1]
@@ -242,88 +249,110 @@ def test_replicate_draws_are_the_engine_bootstrap_at_the_rows_seed(
     mask = insurance.disadvantaged[name][test]
     seed = child_seed(replicate_seed(insurance.manifest.random_state, 1), Stream.FAIRNESS,
                       s, m, a)
-    rows = scores.fairness.index[(scores.fairness["strategy"] == "baseline")
-                                 & (scores.fairness["model"] == "random_forest")
-                                 & (scores.fairness["protected_attribute"] == name)]
-    for row, metric in zip(rows, FAIRNESS_METRICS, strict=True):
-        want = bootstrap_distribution(metric, y_fav, yhat_fav, mask, n_resamples=40, seed=seed)
-        np.testing.assert_array_equal(scores.draws[row], want)
+    want = fairness_metrics(y_fav, yhat_fav, mask, n_permutations=40, seed=seed,
+                            n_resamples=40)
+    rows = scores.fairness[(scores.fairness["strategy"] == "baseline")
+                           & (scores.fairness["model"] == "random_forest")
+                           & (scores.fairness["protected_attribute"] == name)]
+    assert list(rows["metric"]) == list(FAIRNESS_METRICS)
+    for (_, row), result in zip(rows.iterrows(), want, strict=True):
+        np.testing.assert_array_equal([row["value"], row["ci_low"], row["ci_high"],
+                                       row["p_value"]],
+                                      [result.value, result.ci_low, result.ci_high,
+                                       result.p_value])
 
 
-def _scores(values: list[list[float]], significant: list[list[bool]], notes: list[list[str]],
-            metrics: list[str], draws: np.ndarray) -> list[ReplicateScores]:
-    """Hand-made replicate scores: ``values[k][row]`` etc., one frame per replicate."""
+def _tables(values: list[list[float]], notes: list[list[str]], metrics: list[str], *,
+            half: float = 0.05, significant: list[list[bool]] | None = None
+            ) -> list[pd.DataFrame]:
+    """Hand-made replicate fairness tables: ``values[k][row]``, interval ± ``half``."""
     out = []
     for k in range(len(values)):
-        frame = pd.DataFrame({
+        value = np.asarray(values[k], dtype=float)
+        out.append(pd.DataFrame({
             "audit": "toy", "strategy": "baseline", "model": "random_forest",
-            "protected_attribute": "age", "metric": metrics, "value": values[k],
-            "p_value": 0.5, "q_value": 0.5, "significant": significant[k], "note": notes[k]})
-        out.append(ReplicateScores(k, 100 + k, frame, draws[:, k]))
+            "protected_attribute": "age", "metric": metrics, "value": value,
+            "ci_low": value - half, "ci_high": value + half, "p_value": 0.5, "q_value": 0.5,
+            "significant": significant[k] if significant else False, "note": notes[k]}))
     return out
 
 
-def test_aggregate_matches_hand_computed_summaries() -> None:
-    """Mean, between-seed SD, min, max, share significant, sign flips, defined seeds, notes and
-    degenerate count of three seeds, computed by hand."""
+def _combine(tables: list[pd.DataFrame], *, fraction: float = 1.0,
+             share: float = 0.6) -> pd.DataFrame:
+    return combine_gaps(tables, audit="toy", seed_mode="model", fraction=fraction,
+                        confidence=0.95, alpha=0.05,
+                        verdicts=VerdictsConfig(min_informative_share=share))
+
+
+def test_combination_matches_hand_computed_summaries() -> None:
+    """Three replicates: the K-estimate, between SD, min, max, share significant, sign flips,
+    defined and degenerate counts, and the notes, by hand (a degenerate replicate left out of
+    the estimate)."""
     metrics = ["demographic_parity_diff", "disparate_impact_ratio", "equalized_odds_diff",
-               "tpr_gap"]
-    values = [[0.10, 0.9, 0.2, np.nan], [-0.20, 0.8, 0.1, 0.05], [0.04, 0.7, 0.3, 0.15]]
-    significant = [[True, False, True, False], [False, False, True, False],
-                   [True, False, False, False]]
-    notes = [["", "", "tpr_gap", "insufficient_data"],
-             ["degenerate_decisions", "degenerate_decisions", "fpr_gap;degenerate_decisions",
-              "degenerate_decisions"],
-             ["", "", "tpr_gap", ""]]
-    draws = np.zeros((4, 3, 5))
-    table = aggregate(_scores(values, significant, notes, metrics, draws), seed_mode="model",
-                      confidence=0.9)
+               "tpr_gap", "fpr_gap"]
+    values = [[0.10, 0.9, 0.2, np.nan, 0.1], [-0.20, 0.8, 0.1, 0.05, 0.02],
+              [0.04, 0.7, 0.3, 0.15, 0.05]]
+    significant = [[True, False, True, False, False], [False, False, True, False, False],
+                   [True, False, False, False, False]]
+    notes = [["", "", "tpr_gap", "insufficient_data", ""],
+             ["degenerate_decisions"] * 5, ["", "", "tpr_gap", "", ""]]
+    table = _combine(_tables(values, notes, metrics, significant=significant), share=0.5)
     assert tuple(table.columns) == STABILITY_COLUMNS
-    dp, di, eo, tpr = (table.iloc[i] for i in range(4))
-    assert dp["mean"] == pytest.approx(-0.02)
-    # deviations 0.12, -0.18, 0.06: SD = sqrt((0.0144 + 0.0324 + 0.0036) / 2)
-    assert dp["sd_between"] == pytest.approx(np.sqrt(0.0504 / 2))
-    assert (dp["min"], dp["max"], dp["value_replicate0"]) == (-0.20, 0.10, 0.10)
-    assert dp["share_significant"] == pytest.approx(2 / 3) and bool(dp["sign_flips"])
-    assert di["mean"] == pytest.approx(0.8) and not di["sign_flips"]  # all below 1
-    assert not eo["sign_flips"] and eo["share_significant"] == pytest.approx(2 / 3)
-    assert tpr["n_defined"] == 2 and tpr["mean"] == pytest.approx(0.10)
-    assert tpr["sd_between"] == pytest.approx(np.sqrt(0.005)) and np.isnan(
-        tpr["value_replicate0"])
-    assert eo["note"] == "tpr_gap;fpr_gap;degenerate_decisions"
-    assert tpr["note"] == "insufficient_data;degenerate_decisions"
-    assert list(table["n_degenerate"]) == [1, 1, 1, 1] and set(table["seeds"]) == {3}
+    dp, di, eo, tpr, fpr = (table.iloc[i] for i in range(5))
+    assert dp["value"] == pytest.approx(0.07)  # replicates 0 and 2: replicate 1 degenerate
+    assert dp["sd_between"] == pytest.approx(np.sqrt(0.0018))
+    assert (dp["min"], dp["max"], dp["rep0_value"]) == (0.04, 0.10, 0.10)
+    assert dp["share_significant"] == pytest.approx(2 / 3) and not dp["sign_flips"]
+    assert di["value"] == pytest.approx(np.sqrt(0.9 * 0.7))  # geometric mean
+    assert tpr["n_defined"] == 2 and tpr["n_informative"] == 1 and np.isnan(tpr["value"])
+    assert tpr["note"] == "degenerate_replicates:1;undefined_replicates:1;degenerate_decisions"
+    assert np.isnan(eo["value"]) and fpr["value"] == pytest.approx(0.075)
+    assert list(table["n_degenerate"]) == [1] * 5 and set(table["seeds"]) == {3}
+    assert "degenerate_replicates:1" in dp["note"]
 
 
-def test_mixture_interval_matches_a_slow_pooled_reference(rng: np.random.Generator) -> None:
-    """The combined interval is the percentile interval of every seed's finite draws pooled,
-    as a plain loop computes it (NaN and inf draws dropped, a row of no finite draw NaN)."""
-    n_rows, k, b = 5, 4, 30
-    draws = rng.normal(size=(n_rows, k, b)) + rng.normal(size=(n_rows, k, 1))
-    draws[0, 1, :7] = np.nan
-    draws[1, 2, 3] = np.inf
-    draws[2] = np.nan
-    draws[3, 0] = np.nan
-    values = rng.normal(size=(k, n_rows)).tolist()
-    metrics = ["demographic_parity_diff"] * n_rows
-    table = aggregate(_scores(values, [[False] * n_rows] * k, [[""] * n_rows] * k, metrics,
-                              draws), seed_mode="split", confidence=0.8)
-    for row in range(n_rows):
-        pooled: list[float] = []
-        variances = []
-        for seed in range(k):
-            finite = [v for v in draws[row, seed] if np.isfinite(v)]
-            pooled.extend(finite)
-            if len(finite) >= 2:
-                variances.append(np.var(finite, ddof=1))
-        if not pooled:
-            assert np.isnan(table["combined_ci_low"][row])
-            assert np.isnan(table["sd_bootstrap"][row])
-            continue
-        low, high = np.quantile(pooled, [0.1, 0.9])
-        assert table["combined_ci_low"][row] == pytest.approx(low, rel=1e-12)
-        assert table["combined_ci_high"][row] == pytest.approx(high, rel=1e-12)
-        assert table["sd_bootstrap"][row] == pytest.approx(np.sqrt(np.mean(variances)))
+def test_the_interval_is_the_dataset_aware_random_effects_form() -> None:
+    """Four replicates, interval ± 0.05 at 95 % (w = (0.05/z)²), f = 0.2:
+    value ± t_ν·√(s_b²/4 + 0.2·w) with ν = 3·V / (s_b²/4)."""
+    from scipy import stats as sps
+
+    values = [[0.10], [0.12], [0.08], [0.14]]
+    row = _combine(_tables(values, [[""]] * 4, ["demographic_parity_diff"]),
+                   fraction=0.2).iloc[0]
+    w = (0.05 / sps.norm.ppf(0.975)) ** 2
+    between = np.var([0.10, 0.12, 0.08, 0.14], ddof=1)
+    total = between / 4 + 0.2 * w
+    nu = 3 * total / (between / 4)
+    assert row["value"] == pytest.approx(0.11)
+    assert row["ci_high"] == pytest.approx(0.11 + sps.t.ppf(0.975, nu) * np.sqrt(total))
+    assert (row["df_low"], row["df_high"]) == pytest.approx((nu, nu))
+    assert row["p_value"] == pytest.approx(2 * sps.t.sf(0.11 / np.sqrt(total), nu))
+    assert row["ci_method"] == "random_effects_t" and row["sampling_fraction"] == 0.2
+
+
+def test_equalized_odds_is_combined_through_its_signed_components() -> None:
+    """The K-estimate of equalized odds is max(|tpr gap|, |fpr gap|) of the combined signed
+    components, and its note names the larger one."""
+    metrics = ["tpr_gap", "fpr_gap", "equalized_odds_diff"]
+    values = [[-0.10, 0.02, 0.10], [-0.12, -0.01, 0.12], [-0.08, 0.05, 0.08]]
+    table = _combine(_tables(values, [["", "", "tpr_gap"]] * 3, metrics))
+    tpr, fpr, eo = (table.iloc[i] for i in range(3))
+    assert eo["value"] == pytest.approx(max(abs(tpr["value"]), abs(fpr["value"])))
+    assert eo["ci_method"] == "random_effects_t_max_abs" and eo["note"] == "tpr_gap"
+    assert eo["ci_low"] <= eo["value"] <= eo["ci_high"]
+
+
+def test_compas_s3_like_cells_are_uninformative_whatever_their_interval() -> None:
+    """Two of five replicates informative, three degenerate (compas S3 LR in v0.3): below
+    ⌈0.6·5⌉ = 3, the row is uninformative (note degenerate_decisions, no p-value), however
+    narrow its interval around 0."""
+    values = [[0.001], [0.02], [-0.017], [-0.004], [0.003]]
+    notes = [[""], ["degenerate_decisions"], [""], ["degenerate_decisions"],
+             ["degenerate_decisions"]]
+    row = _combine(_tables(values, notes, ["demographic_parity_diff"], half=0.01)).iloc[0]
+    assert (row["n_informative"], row["n_required"], row["n_degenerate"]) == (2, 3, 3)
+    assert np.isnan(row["p_value"]) and np.isnan(row["equivalence_p_value"])
+    assert row["note"].split(";")[-1] == "degenerate_decisions"
 
 
 @pytest.mark.parametrize(

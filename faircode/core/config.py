@@ -7,7 +7,7 @@ place a parsed mapping becomes a config; it rejects unknown keys and names the k
 bad value, so a typo in ``params.yaml`` cannot silently fall back to a default.
 
 ``params.yaml`` is split by concern (:data:`PARAM_KEYS`): ``audits``, ``mitigation.*``,
-``models.*``, ``stats.*``, ``degenerate.*``, ``curves.*``, ``run.*``.
+``models.*``, ``stats.*``, ``degenerate.*``, ``verdicts.*``, ``curves.*``, ``run.*``.
 :func:`params_from_mapping` maps each ``section.key`` to its config field and hands the flat
 result to :func:`config_from_mapping`, so the pipeline and the ``faircode run`` flags build the
 very same :class:`BenchmarkConfig`.  Adding a param is one line
@@ -53,6 +53,7 @@ __all__ = [
     "ReportConfig",
     "SeedMode",
     "StatsConfig",
+    "VerdictsConfig",
     "config_from_mapping",
     "config_from_params",
     "load_params",
@@ -186,6 +187,42 @@ class DegenerateConfig:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class VerdictsConfig:
+    """``verdicts.*``: what a gap's evidence lets the benchmark claim
+    (:mod:`faircode.stats.verdicts`).  Read by the evaluate step.
+
+    ``margin`` is the equivalence margin ``δ`` of every difference metric (and of equalized
+    odds): ``parity`` means the ``1 − 2·alpha`` interval lies inside ``±δ``; ``ratio_margin``
+    disparate impact's range ``[low, high]`` around 1 (tested on the log scale);
+    ``min_informative_share`` the share of a cell's K training replicates (rounded up) that must
+    be informative for the cell not to be ``uninformative``.
+    """
+
+    margin: float = 0.05
+    ratio_margin: tuple[float, float] = (0.8, 1.25)
+    min_informative_share: float = 0.6
+
+    def __post_init__(self) -> None:
+        _check_number("config.verdict_margin", self.margin, low=0.0, high=1.0, open_low=True,
+                      open_high=True)
+        object.__setattr__(self, "ratio_margin", check_ratio_margin(
+            "config.verdict_ratio_margin", self.ratio_margin))
+        _check_number("config.verdict_min_informative_share", self.min_informative_share,
+                      low=0.0, high=1.0, open_low=True)
+
+
+def check_ratio_margin(where: str, value: object) -> tuple[float, float]:
+    """``value`` as ``(low, high)``; :class:`ConfigError` unless two numbers with
+    ``0 < low < 1 < high``."""
+    expected = "two numbers [low, high] with 0 < low < 1 < high"
+    if not isinstance(value, list | tuple) or len(value) != 2 or any(
+            isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v)
+            for v in value) or not 0 < value[0] < 1 < value[1]:
+        raise config_error(where, expected, value)
+    return float(value[0]), float(value[1])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReplicateConfig:
     """``run.seeds`` and ``run.seed_mode``: training replicates per cell and what each re-draws.
 
@@ -236,6 +273,8 @@ class BenchmarkConfig:
         (:class:`DegenerateConfig`).
     seeds, seed_mode
         :class:`ReplicateConfig`.
+    verdict_margin, verdict_ratio_margin, verdict_min_informative_share
+        :class:`VerdictsConfig`.
     curve_thresholds
         :class:`CurvesConfig` (the operating-point curves' grid; changes no main-table number).
     """
@@ -259,9 +298,13 @@ class BenchmarkConfig:
     seeds: int = 1
     seed_mode: SeedMode = "model"
     curve_thresholds: tuple[float, ...] = CURVE_THRESHOLDS
+    verdict_margin: float = 0.05
+    verdict_ratio_margin: tuple[float, float] = (0.8, 1.25)
+    verdict_min_informative_share: float = 0.6
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "curve_thresholds", self.curves.thresholds)  # list -> tuple
+        object.__setattr__(self, "verdict_ratio_margin", self.verdicts.ratio_margin)
         _ = self.mitigation
         _check_number("config.decision_threshold", self.decision_threshold, low=0.0, high=1.0,
                       open_low=False)
@@ -294,6 +337,12 @@ class BenchmarkConfig:
             balanced_accuracy_margin=self.degenerate_balanced_accuracy_margin)
 
     @property
+    def verdicts(self) -> VerdictsConfig:
+        """The ``verdicts.*`` section (margins and the replicate rule)."""
+        return VerdictsConfig(margin=self.verdict_margin, ratio_margin=self.verdict_ratio_margin,
+                              min_informative_share=self.verdict_min_informative_share)
+
+    @property
     def curves(self) -> CurvesConfig:
         """The ``curves.*`` section (the evaluate step's threshold grid)."""
         return CurvesConfig(thresholds=self.curve_thresholds)
@@ -315,6 +364,7 @@ class BenchmarkConfig:
         """
         record = dataclasses.asdict(self)
         record["curve_thresholds"] = list(self.curve_thresholds)  # as params.yaml spells it
+        record["verdict_ratio_margin"] = list(self.verdict_ratio_margin)
         if self.seeds == 1:
             del record["seeds"], record["seed_mode"]
         return record
@@ -355,6 +405,9 @@ PARAM_KEYS: dict[str, str] = {
     "degenerate.min_selection_rate": "degenerate_min_selection_rate",
     "degenerate.max_selection_rate": "degenerate_max_selection_rate",
     "degenerate.balanced_accuracy_margin": "degenerate_balanced_accuracy_margin",
+    "verdicts.margin": "verdict_margin",
+    "verdicts.ratio_margin": "verdict_ratio_margin",
+    "verdicts.min_informative_share": "verdict_min_informative_share",
     "curves.thresholds": "curve_thresholds",
     "run.jobs": "jobs",
     "run.seeds": "seeds",

@@ -21,8 +21,11 @@ Design decisions
   replicate is scored the same way with its own master seed; replicate 0 is this run's own
   cells, not scored twice.
 * The paired effects of the strategies (:mod:`faircode.evaluate.effects`) come from the scored
-  cells' decisions, in this process (a few ms per comparison); with replicates their draws are
-  kept for the combination, and each further replicate computes its own in its task.
+  cells' decisions, in this process (a few ms per comparison); each further replicate computes
+  its own in its task.
+* **One number per cell** (:mod:`faircode.evaluate.claims`): the tables get their verdicts here,
+  and with replicates the K-replicate estimates of :mod:`faircode.evaluate.combine` (replicate 0's
+  own numbers as ``rep0_*``), so every view that reads them shows the same number.
 """
 
 from __future__ import annotations
@@ -33,9 +36,16 @@ import time
 from faircode.audit.decision import DecisionRule, resolve_rule
 from faircode.audit.prepared import PreparedAudit
 from faircode.core.cells import position
-from faircode.core.config import CurvesConfig, DegenerateConfig, ReplicateConfig, StatsConfig
+from faircode.core.config import (
+    CurvesConfig,
+    DegenerateConfig,
+    ReplicateConfig,
+    StatsConfig,
+    VerdictsConfig,
+)
 from faircode.core.errors import DataError
-from faircode.evaluate import effects, stability
+from faircode.evaluate import claims, effects, stability
+from faircode.evaluate.combine import EFFECT_KEYS, GAP_KEYS
 from faircode.evaluate.curves import audit_curves
 from faircode.evaluate.deployed import score_system_all_rows, score_system_test_rows
 from faircode.evaluate.score import CellResult, score_cell, scoring_seconds
@@ -56,10 +66,13 @@ def evaluate_audit(
     replicates: ReplicateConfig | None = None,
     jobs: int = 1,
     curves: CurvesConfig | None = None,
+    verdicts: VerdictsConfig | None = None,
 ) -> AuditResults:
     """Score every cell of ``predictions`` on ``data``; return the four tables.
 
     ``decision_threshold`` is the operating point of an audit without a ``decision`` block;
+    ``verdicts`` the margins and the replicate rule of the claims (default
+    :class:`~faircode.core.config.VerdictsConfig`);
     ``replicates`` must match the predictions' (with ``seeds`` > 1 the result also holds
     :attr:`AuditResults.stability` and :attr:`AuditResults.replicates`); ``jobs`` local workers
     score the cells (no number depends on it).  With ``curves`` (``curves.*``) the result also
@@ -72,6 +85,7 @@ def evaluate_audit(
         raise DataError(f"{data.manifest.name}: predictions: dataset_sha256: expected "
                         f"{data.sha256}, got {predictions.dataset_sha256}; re-run fit")
     replicates = replicates or ReplicateConfig()
+    verdicts = verdicts or VerdictsConfig()
     started = time.perf_counter()
     rule = resolve_rule(data.manifest.decision, default_threshold=decision_threshold)
     results = score_cells(data, predictions.cells, rule=rule, stats=stats,
@@ -79,27 +93,40 @@ def evaluate_audit(
     system = score_system_test_rows(data, stats=stats, degenerate=degenerate)
     assembled = assemble(data.manifest.name, [*results, *([system] if system else [])],
                          rule=rule, alpha=stats.alpha)
-    assembled.deployed = score_system_all_rows(data, stats=stats, degenerate=degenerate)
+    assembled.deployed = score_system_all_rows(data, stats=stats, degenerate=degenerate,
+                                               verdicts=verdicts)
     if curves is not None:  # the operating-point curves (curves.csv) of replicate 0's cells
         assembled.curves = audit_curves(data, results, thresholds=curves.thresholds,
                                         confidence=stats.confidence,
                                         n_resamples=stats.n_resamples)
     single = replicates.seeds == 1 and predictions.seeds == 1
-    zero = effects.score_effects(data, results, seed=data.manifest.random_state, stats=stats,
-                                 keep_draws=not single)
+    zero = effects.score_effects(data, results, seed=data.manifest.random_state, stats=stats)
     seconds: dict[str, float] = {
         "statistics": sum(r.seconds.statistics for r in results), "effects": zero.seconds}
-    assembled = dataclasses.replace(assembled, effects=zero.table, seconds=seconds)
+    extra = None
     if not single:
-        # training replicates (run.seeds > 1): stability.csv, stability_replicates.csv and
-        # effects_stability.csv
+        # training replicates (run.seeds > 1): stability.csv, stability_replicates.csv,
+        # effects_stability.csv and effects_replicates.csv
         extra = stability.evaluate_stability(
             data, predictions, main=assembled, replicates=replicates, stats=stats,
-            degenerate=degenerate, jobs=jobs, main_effects=zero)
+            degenerate=degenerate, verdicts=verdicts, jobs=jobs, main_effects=zero)
         seconds.update({f"replicates_{k}": v for k, v in extra.seconds.items()})
-        assembled = dataclasses.replace(assembled, stability=extra.stability,
-                                        replicates=extra.replicates,
-                                        effects_stability=extra.effects)
+    fairness, intersectional = claims.gap_claims_table(
+        assembled.fairness, assembled.intersectional,
+        combined=None if extra is None else extra.stability, confidence=stats.confidence,
+        alpha=stats.alpha, verdicts=verdicts)
+    table = claims.effect_claims_table(
+        zero.table, combined=None if extra is None else extra.effects, fairness=fairness,
+        confidence=stats.confidence, alpha=stats.alpha, verdicts=verdicts,
+        margins=effects.effect_margins(stats))
+    assembled = dataclasses.replace(assembled, fairness=fairness, intersectional=intersectional,
+                                    effects=table, seconds=seconds)
+    if extra is not None:
+        assembled = dataclasses.replace(
+            assembled, stability=claims.with_family(extra.stability, fairness, GAP_KEYS),
+            replicates=extra.replicates, effect_replicates=extra.effect_replicates,
+            effects_stability=None if extra.effects is None else claims.with_family(
+                extra.effects, table, EFFECT_KEYS))
     seconds["evaluate"] = time.perf_counter() - started
     return assembled
 

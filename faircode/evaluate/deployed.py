@@ -35,7 +35,8 @@ from faircode.audit.manifest import ScoreScale
 from faircode.audit.outputs import SystemOutputs
 from faircode.audit.prepared import PreparedAudit
 from faircode.core.cells import Strategy
-from faircode.core.config import DegenerateConfig, StatsConfig
+from faircode.core.config import DegenerateConfig, StatsConfig, VerdictsConfig
+from faircode.evaluate.claims import gap_claims_table
 from faircode.evaluate.score import CellResult, Decided, score_decided
 from faircode.evaluate.tables import AuditResults, assemble
 from faircode.stats.metrics import orient
@@ -89,14 +90,25 @@ def all_rows(data: PreparedAudit) -> PreparedAudit:
 
 
 def score_system_all_rows(data: PreparedAudit, *, stats: StatsConfig,
-                          degenerate: DegenerateConfig) -> AuditResults | None:
-    """The audit's deployed system on every row of the audit, as its own tables and BH family
-    (None without a system)."""
+                          degenerate: DegenerateConfig,
+                          verdicts: VerdictsConfig | None = None) -> AuditResults | None:
+    """The audit's deployed system on every row of the audit, as its own tables and BH family,
+    with every gap's verdict (None without a system)."""
     if data.system is None:
         return None
     result = score_outputs(all_rows(data), data.system, stats=stats, degenerate=degenerate,
                            row_set="all")
-    return assemble(data.manifest.name, [result], rule=None, alpha=stats.alpha)
+    return _claimed(assemble(data.manifest.name, [result], rule=None, alpha=stats.alpha),
+                    stats=stats, verdicts=verdicts)
+
+
+def _claimed(tables: AuditResults, *, stats: StatsConfig,
+             verdicts: VerdictsConfig | None) -> AuditResults:
+    """``tables`` with the verdicts of one fit (:mod:`faircode.evaluate.claims`, K = 1)."""
+    tables.fairness, tables.intersectional = gap_claims_table(
+        tables.fairness, tables.intersectional, combined=None, confidence=stats.confidence,
+        alpha=stats.alpha, verdicts=verdicts or VerdictsConfig())
+    return tables
 
 
 def score_given(
@@ -112,9 +124,11 @@ def score_given(
     degenerate: DegenerateConfig,
     rule: str = "",
     row_set: str = "all",
+    verdicts: VerdictsConfig | None = None,
 ) -> AuditResults:
     """Audit another model's decisions (and/or score) on the audit's rows, as a deployed
-    system on every row: its own tables and BH family, nothing trained.
+    system on every row: its own tables and BH family, nothing trained, and every gap's
+    verdict (:mod:`faircode.evaluate.claims`, ``verdicts`` default the params' defaults).
 
     ``decision``/``score`` are validated 0/1 int8 and float64 arrays aligned with ``positions``
     (the covered audit rows, ascending; default every row).  Without a decision the model
@@ -136,4 +150,5 @@ def score_given(
                             cast(ScoreScale, scale) if score is not None else None, rule)
     view = dataclasses.replace(all_rows(data), test_index=np.asarray(positions, dtype=np.int64))
     result = score_outputs(view, outputs, stats=stats, degenerate=degenerate, row_set=row_set)
-    return assemble(data.manifest.name, [result], rule=None, alpha=stats.alpha)
+    return _claimed(assemble(data.manifest.name, [result], rule=None, alpha=stats.alpha),
+                    stats=stats, verdicts=verdicts)

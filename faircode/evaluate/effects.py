@@ -10,9 +10,10 @@ with :func:`faircode.stats.paired.paired_comparisons`: ``Δ = |gap_A| − |gap_B
 negative = A closer to parity) or ``A − B`` (accuracy, balanced accuracy), its paired interval,
 the test of ``Δ = 0`` that inverts it, the equivalence test at the metric's margin, the swap
 test of exchangeable decisions, the verdict (:mod:`faircode.stats.effect_verdicts`), both
-strategies' own values, the sizes and the design effect.  That is ``effects.csv``.  With
-training replicates :func:`combine` pools each comparison's paired draws over the replicates
-(:func:`faircode.stats.paired.combine_replicates`) into ``effects_stability.csv``.
+strategies' own values, the sizes and the design effect.  That is ``effects.csv`` at K = 1.
+With training replicates each replicate's effects are combined into one estimate per row
+(:func:`faircode.evaluate.combine.combine_effects`, ``effects_stability.csv``), the number
+``effects.csv`` then carries (:mod:`faircode.evaluate.claims`).
 
 Design decisions
 ----------------
@@ -37,19 +38,16 @@ Design decisions
 * **Nothing uninformative is a number**: a comparison with a skipped cell (note
   :data:`NOT_RUN_NOTE`) or a degenerate one (``degenerate_decisions``) has NaN rows with that
   note, left out of the family; the group sizes are still given.
-* **Training variance** (:func:`combine`): replicate ``k``'s effects pair the replicate's own
-  decisions of both strategies on its own test rows; the K replicates' paired draws are pooled
-  with equal weight (the mixture of ``stability.csv``), and the box is taken on the mixture.
-  ``share_significant`` is the share of the K replicates in which the effect is significant in
-  that replicate's own family.  Replicate 0 is ``effects.csv``'s computation, never repeated.
+* **Training variance**: replicate ``k``'s effects pair the replicate's own decisions of both
+  strategies on its own test rows (:func:`score_effects` at its master seed); replicate 0's are
+  the evaluate step's, never repeated.
 """
 
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -68,7 +66,6 @@ from faircode.stats.paired import (
     PERFORMANCE_EFFECTS,
     Comparison,
     PairedDraws,
-    combine_replicates,
     interval_method,
     paired_comparisons,
 )
@@ -76,12 +73,10 @@ from faircode.stats.resampling import benjamini_hochberg
 
 __all__ = [
     "COMPARISONS",
-    "EFFECTS_STABILITY_COLUMNS",
     "EFFECT_COLUMNS",
     "NOT_RUN_NOTE",
     "SAME_TEST",
     "ReplicateEffects",
-    "combine",
     "comparison_code",
     "effect_margins",
     "effect_q_values",
@@ -111,14 +106,6 @@ EFFECT_COLUMNS: tuple[str, ...] = (
     "n_disadvantaged", "n_advantaged", "n_units", "design_effect", "note",
 )
 """Columns of ``effects.csv`` (one row per comparison x model x attribute x effect metric)."""
-
-EFFECTS_STABILITY_COLUMNS: tuple[str, ...] = (
-    "audit", *KEYS, "seeds", "seed_mode", "value_replicate0", "mean", "sd_between", "min",
-    "max", "n_defined", "share_significant", "sign_flips", "combined_ci_low",
-    "combined_ci_high", "ci_method", "n_degenerate", "note",
-)
-"""Columns of ``effects_stability.csv`` (``run.seeds`` > 1; the rows of ``effects.csv``)."""
-
 
 _FAMILY_COLUMNS = ("q_value", "significant", "verdict", "equivalence_q_value", "swap_q_value")
 """The columns :func:`effect_q_values` adds (the rest come from the engine)."""
@@ -288,78 +275,3 @@ def _family_q(table: pd.DataFrame, column: str) -> np.ndarray:
     for i in np.flatnonzero(~own):
         q[i] = lookup.get((block[i], SAME_TEST[metric[i]]), np.nan)
     return q
-
-
-@dataclass(frozen=True, slots=True)
-class _Pooled:
-    """One block's combination over the replicates (NaN where no replicate is defined)."""
-
-    mean: np.ndarray
-    sd: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
-    flips: np.ndarray = field(default_factory=lambda: np.zeros(len(EFFECT_METRICS), bool))
-
-
-def _pool(draws: Sequence[PairedDraws | None], *, confidence: float) -> _Pooled:
-    present = [d for d in draws if d is not None]
-    nan = np.full(len(EFFECT_METRICS), np.nan)
-    if not present:
-        return _Pooled(nan, nan, nan, nan)
-    combined = combine_replicates(present, confidence=confidence)
-
-    def column(name: str) -> np.ndarray:
-        return np.array([getattr(e, name) for e in combined], dtype=float)
-
-    return _Pooled(column("mean"), column("sd_between"), column("ci_low"), column("ci_high"),
-                   flips=np.array([e.sign_flips for e in combined], dtype=bool))
-
-
-def combine(
-    replicates: Sequence[ReplicateEffects], *, seed_mode: str, confidence: float
-) -> pd.DataFrame:
-    """``effects_stability.csv``'s rows from every replicate's effects (replicate order).
-
-    Every replicate must hold the rows of replicate 0 in the same order, with its draws.
-    ``mean``/``sd_between``/``sign_flips``/``combined_ci_*`` as
-    :func:`~faircode.stats.paired.combine_replicates` computes them over the replicates where
-    the block is defined; ``min``/``max``/``n_defined`` over the defined values;
-    ``share_significant`` over all K; ``n_degenerate`` counts replicates whose block is
-    degenerate; ``note`` joins the replicates' notes.
-    """
-    if not replicates:
-        raise ValueError("combine: replicates: expected at least one replicate, got none")
-    first = replicates[0].table
-    keys = first.loc[:, list(KEYS)].reset_index(drop=True)
-    for r in replicates:
-        if not r.table.loc[:, list(KEYS)].reset_index(drop=True).equals(keys) or \
-                len(r.draws) * len(EFFECT_METRICS) != len(keys):
-            raise ValueError(f"combine: replicate {r.replicate}: expected the rows of replicate "
-                             "0 in the same order, with their draws")
-    n_blocks = len(keys) // len(EFFECT_METRICS)
-    pooled = [_pool([r.draws[j] for r in replicates], confidence=confidence)
-              for j in range(n_blocks)]
-
-    def stacked(name: str) -> np.ndarray:
-        return np.concatenate([getattr(p, name) for p in pooled]) if pooled else np.empty(0)
-
-    values = np.stack([r.table["value"].to_numpy(dtype=float) for r in replicates], axis=1)
-    significant = np.stack([r.table["significant"].to_numpy(dtype=bool) for r in replicates], 1)
-    notes = np.stack([r.table["note"].fillna("").astype(str).to_numpy() for r in replicates], 1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows give NaN, as intended
-        lowest = np.nanmin(values, axis=1) if len(keys) else np.empty(0)
-        highest = np.nanmax(values, axis=1) if len(keys) else np.empty(0)
-    frame = pd.DataFrame({
-        "audit": first["audit"].to_numpy(), **{c: keys[c].to_numpy() for c in KEYS},
-        "seeds": len(replicates), "seed_mode": seed_mode, "value_replicate0": values[:, 0],
-        "mean": stacked("mean"), "sd_between": stacked("sd"), "min": lowest, "max": highest,
-        "n_defined": np.isfinite(values).sum(axis=1),
-        "share_significant": significant.mean(axis=1), "sign_flips": stacked("flips"),
-        "combined_ci_low": stacked("low"), "combined_ci_high": stacked("high"),
-        "ci_method": first["ci_method"].to_numpy(),
-        "n_degenerate": (np.char.find(notes.astype(str), DEGENERATE_NOTE) >= 0).sum(axis=1),
-        "note": [";".join(dict.fromkeys(p for n in row for p in n.split(";") if p))
-                 for row in notes],
-    })
-    return frame.loc[:, list(EFFECTS_STABILITY_COLUMNS)]

@@ -4,8 +4,8 @@
 keys, **the same keys in every audit's file**, so ``dvc metrics show`` prints one line per
 audit that fits a 120-column terminal: the first protected attribute (``attr``) and its
 demographic-parity difference under S0-S4 (``dp.S0`` ... ``dp.S4``: the mean over the model
-families of the cell's value -- the mean over the training replicates at K > 1, as the report's
-tables show it -- rounded to 3 decimals); null for an audit without data.  (Each further key
+families of the cell's value in ``fairness.csv`` -- at K > 1 the K-replicate estimate every
+view shows -- rounded to 3 decimals); null for an audit without data.  (Each further key
 widens every line by ten characters: the accuracies did not fit.)  ``dvc exp show`` names these
 columns ``results/metrics/<audit>.json:dp.S0`` (a key shared by several files carries its file).
 
@@ -13,11 +13,15 @@ columns ``results/metrics/<audit>.json:dp.S0`` (a key shared by several files ca
 metrics show results/metrics/full/compas.json`` reads it) carries every row set of the audit's
 main tables -- S0-S4 for each model family, and the deployed system where the audit declares
 one -- for every protected attribute: the accuracy of the cell, and per attribute its
-demographic-parity difference (``fairness.csv``'s ``demographic_parity_diff``, signed as there)
-and that test's per-audit Benjamini-Hochberg q-value (the family the stars use).
+demographic-parity difference (``fairness.csv``'s ``demographic_parity_diff``, signed as there:
+at K > 1 the K-replicate estimate), its interval (``dp_lo``, ``dp_hi``), that test's per-audit
+Benjamini-Hochberg q-value (``dp_q``) and its verdict (``dp_verdict``: gap, parity,
+inconclusive, uninformative).
 ``results/metrics/<audit>-strategies.json`` (:func:`strategy_plot`) is the same parity
-difference with its interval, one record per row set x attribute, for the ``faircode_strategies``
-template of ``dvc plots`` (``.dvc/plots/faircode_strategies.json``).
+difference with its interval and verdict, one record per row set x attribute, for the
+``faircode_strategies`` template of ``dvc plots`` (``.dvc/plots/faircode_strategies.json``).
+Both read ``fairness.csv``'s own columns, so they show the number, interval and verdict every
+other view shows.
 
 Design decisions
 ----------------
@@ -38,6 +42,7 @@ Design decisions
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -53,7 +58,7 @@ HEADLINE_METRIC = "demographic_parity_diff"
 
 STRATEGY_PLOT_FIELDS: tuple[str, ...] = (
     "attribute", "attribute_index", "strategy", "family", "dp_diff", "ci_low", "ci_high",
-    "q_value", "significant")
+    "q_value", "significant", "verdict")
 """The fields of each record of :func:`strategy_plot` (the template reads them by name)."""
 
 
@@ -73,14 +78,13 @@ def unavailable_headline() -> dict[str, Any]:
 
 def _cell_means(results: AuditResults, metric: str, attribute: str) -> pd.Series:
     """Per strategy code, the mean over model families of each grid cell's value of the
-    fairness ``metric`` on ``attribute`` (the replicates' mean at K > 1, ``stability.csv``)."""
-    source, value = results.fairness, "value"
-    if results.stability is not None and len(results.stability):
-        source, value = results.stability, "mean"
+    fairness ``metric`` on ``attribute`` (``fairness.csv``'s: the K-replicate estimate at
+    K > 1)."""
+    source = results.fairness
     rows = source[(source["metric"] == metric) & (source["strategy"] != "deployed")
                   & (source["protected_attribute"].astype(str) == attribute)]
     codes = rows["strategy"].map(lambda s: strategy_code(str(s)))
-    return pd.to_numeric(rows[value], errors="coerce").groupby(codes.to_numpy()).mean()
+    return pd.to_numeric(rows["value"], errors="coerce").groupby(codes.to_numpy()).mean()
 
 
 def headline(results: AuditResults) -> dict[str, Any]:
@@ -112,7 +116,9 @@ def _keys(strategy: str, model: str) -> tuple[str, str]:
 
 def summary(results: AuditResults, *, audit: str) -> dict[str, Any]:
     """The DVC metrics of one audit: ``{audit: {code: {family: {"accuracy": a, "dp_diff":
-    {attribute: v}, "dp_q": {attribute: q}}}}}`` for every row set of its tables."""
+    {attribute: v}, "dp_lo": ..., "dp_hi": ..., "dp_q": {attribute: q}, "dp_verdict":
+    {attribute: verdict}}}}}`` for every row set of its tables (the interval and verdict where
+    ``fairness.csv`` has them)."""
     fairness = results.fairness
     gaps = fairness[fairness["metric"] == HEADLINE_METRIC]
     perf = results.performance
@@ -121,13 +127,31 @@ def summary(results: AuditResults, *, audit: str) -> dict[str, Any]:
     for strategy, model in _row_sets(gaps, perf[perf["metric"] == "accuracy"]):
         code, family = _keys(strategy, model)
         rows = gaps[(gaps["strategy"] == strategy) & (gaps["model"] == model)]
-        attributes = [str(a) for a in rows["protected_attribute"]]
-        out.setdefault(code, {})[family] = {
-            "accuracy": _number(accuracy.get((strategy, model))),
-            "dp_diff": dict(zip(attributes, map(_number, rows["value"]), strict=True)),
-            "dp_q": dict(zip(attributes, map(_number, rows["q_value"]), strict=True)),
-        }
+        record: dict[str, Any] = {"accuracy": _number(accuracy.get((strategy, model)))}
+        for key, column, cast in _METRIC_COLUMNS:
+            if column in rows:
+                record[key] = {str(a): cast(v) for a, v in zip(
+                    rows["protected_attribute"], rows[column], strict=True)}
+        out.setdefault(code, {})[family] = record
     return {audit: out}
+
+
+def _text(value: object) -> str | None:
+    """A JSON-safe string (None for a missing value)."""
+    return None if value is None or pd.isna(value) else str(value)  # type: ignore[call-overload]
+
+
+def _number(value: object) -> float | None:
+    """A JSON-safe float (None for a missing or undefined value)."""
+    if value is None or pd.isna(value):  # type: ignore[call-overload]
+        return None
+    return float(value)  # type: ignore[arg-type]
+
+
+_METRIC_COLUMNS: tuple[tuple[str, str, Callable[[object], Any]], ...] = (
+    ("dp_diff", "value", _number), ("dp_lo", "ci_low", _number), ("dp_hi", "ci_high", _number),
+    ("dp_q", "q_value", _number), ("dp_verdict", "verdict", _text))
+"""Each attribute's keys of a row set: (key, ``fairness.csv`` column, JSON cast)."""
 
 
 def strategy_plot(results: AuditResults | None, *, audit: str) -> list[dict[str, Any]]:
@@ -157,6 +181,7 @@ def strategy_plot(results: AuditResults | None, *, audit: str) -> list[dict[str,
             "dp_diff": _number(row.value), "ci_low": _number(row.ci_low),
             "ci_high": _number(row.ci_high), "q_value": _number(row.q_value),
             "significant": _flag(row.significant),
+            "verdict": _text(getattr(row, "verdict", None)),
         })
     return out
 
@@ -164,10 +189,3 @@ def strategy_plot(results: AuditResults | None, *, audit: str) -> list[dict[str,
 def _flag(value: object) -> bool | None:
     """A JSON-safe boolean (None for a missing value)."""
     return None if value is None or pd.isna(value) else bool(value)  # type: ignore[call-overload]
-
-
-def _number(value: object) -> float | None:
-    """A JSON-safe float (None for a missing or undefined value)."""
-    if value is None or pd.isna(value):  # type: ignore[call-overload]
-        return None
-    return float(value)  # type: ignore[arg-type]

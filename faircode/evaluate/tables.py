@@ -38,7 +38,8 @@ class AuditResults:
     ``calibration`` and ``calibration_gap`` are the tables of :mod:`faircode.evaluate.detail`;
     ``deployed`` the audit's deployed system on every row (:mod:`faircode.evaluate.deployed`), None
     without one; ``effects`` the paired effects (:mod:`faircode.evaluate.effects`),
-    ``effects_stability`` their combination over the replicates (None with one); ``seconds`` where
+    ``effects_stability`` their combination over the replicates and ``effect_replicates`` every
+    replicate's effects (None with one); ``seconds`` where
     the evaluate step's time went (``run.json``).
     """
 
@@ -56,6 +57,7 @@ class AuditResults:
     replicates: pd.DataFrame | None = None
     effects: pd.DataFrame | None = None
     effects_stability: pd.DataFrame | None = None
+    effect_replicates: pd.DataFrame | None = None
     seconds: dict[str, float] = field(default_factory=dict)
     curves: pd.DataFrame | None = None
     """The operating-point curves (:mod:`faircode.evaluate.curves`); None when not asked for."""

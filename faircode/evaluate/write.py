@@ -55,10 +55,10 @@ def write_audit(
 ) -> Path:
     """Write ``<out_dir>/<audit>/`` (the :data:`TABLES`, ``effects.csv`` + ``run.json``; with
     declared strata ``stratified.csv``, also in ``deployed/``; with training replicates also
-    ``stability.csv``, ``stability_replicates.csv`` and ``effects_stability.csv``; with curves
-    ``curves.csv``; with a deployed system its own tables on every row in ``deployed/``)
-    atomically; return the folder.  ``extra`` adds keys to ``run.json``
-    (e.g. the predictions file an external audit read).
+    ``stability.csv``, ``stability_replicates.csv``, ``effects_stability.csv`` and
+    ``effects_replicates.csv``; with curves ``curves.csv``; with a deployed system its own
+    tables on every row in ``deployed/``) atomically; return the folder.  ``extra`` adds keys
+    to ``run.json`` (e.g. the predictions file an external audit read).
 
     Everything is written to a sibling staging folder which then replaces the audit's folder in
     one step (:func:`faircode.evaluate.swap.replacing`): a failure or a kill leaves the old
@@ -81,6 +81,8 @@ def write_audit(
             results.effects.to_csv(staging / "effects.csv", index=False)
         if results.effects_stability is not None:
             results.effects_stability.to_csv(staging / "effects_stability.csv", index=False)
+        if results.effect_replicates is not None:
+            results.effect_replicates.to_csv(staging / "effects_replicates.csv", index=False)
         if results.curves is not None:  # operating-point curves (curves.* params)
             results.curves.to_csv(staging / "curves.csv", index=False)
         run = {

@@ -121,7 +121,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                           score=_take(found.score, found, positions), scale=found.scale,
                           positions=positions, threshold=config.decision_threshold,
                           stats=config.stats, degenerate=config.degenerate,
-                          row_set="test" if args.rows == "held-out" else "all")
+                          row_set="test" if args.rows == "held-out" else "all",
+                          verdicts=config.verdicts)
     record: dict[str, Any] = {"predictions": {
         "path": str(found.path), "sha256": found.sha256, "key": found.key,
         "row_id": data.keys.column if raw_key is not None else "position",

@@ -98,7 +98,7 @@ def audit_decisions(
                                "rows)", f"{array.size} values")
     return score_given(prepare(data), name=name, decision=checked_decision, score=checked_score,
                        scale=scale, threshold=config.decision_threshold, stats=config.stats,
-                       degenerate=config.degenerate)
+                       degenerate=config.degenerate, verdicts=config.verdicts)
 
 
 def evaluate(data: PreparedAudit, predictions: AuditPredictions, *,
@@ -107,7 +107,7 @@ def evaluate(data: PreparedAudit, predictions: AuditPredictions, *,
     return evaluate_audit(data, predictions, decision_threshold=config.decision_threshold,
                           stats=config.stats, degenerate=config.degenerate,
                           replicates=config.replicates, jobs=config.jobs,
-                          curves=config.curves)
+                          curves=config.curves, verdicts=config.verdicts)
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,7 +47,9 @@ COLUMN_CODES: dict[str, str] = {
     "n_disadvantaged": "n_dis", "n_advantaged": "n_adv", "small_sample_warning": "small_n",
     "design_effect": "deff", "mde": "mde", "powered": "powered",
     "swap_p_value": "swap_p", "swap_q_value": "swap_q", "equivalence_margin": "eq_margin",
-    "equivalence_p_value": "eq_p", "equivalence_q_value": "eq_q",
+    "equivalence_p_value": "eq_p", "equivalence_q_value": "eq_q", "gap_bound": "bound",
+    "rep0_value": "rep0", "rep0_ci_low": "rep0.lo", "rep0_ci_high": "rep0.hi",
+    "rep0_p_value": "rep0.p", "rep0_q_value": "rep0.q_audit",
 }
 """Short codes of a statistic's columns (``value`` is the metric code alone)."""
 
@@ -135,4 +137,8 @@ def legend(*, stars: str = "q_audit") -> str:
         "Significance: q_audit is the Benjamini-Hochberg q within one audit (the CSVs' "
         "q_value; each audit is its own study); q_bench is the benchmark-wide BH q over every "
         f"audit's tests (the report stage's family, when its summary carries it). The report's "
-        f"stars use {stars}. Empty and non-finite cells are not logged.")
+        f"stars use {stars}. Each gap's verdict (gap, parity, inconclusive, uninformative) is "
+        "the tag fairness.<metric>.verdict; eq_q is its equivalence test's q (parity: "
+        "eq_q < alpha), bound the largest gap its interval cannot exclude. With K > 1 training "
+        "replicates every value, interval and q is the K-replicate estimate's, and rep0.* are "
+        "replicate 0's own. Empty and non-finite cells are not logged.")

@@ -18,14 +18,15 @@ they are tags too.  Its audit's ``state`` (``run.json``) is tagged ``state.*``. 
 q (``q_benchmark``) is joined from ``summary.csv`` when the report wrote it per model
 (``q_bench``), unless ``fairness.csv`` carries it itself.
 
-The paired effects (``effects.csv``, with replicates ``effects_stability.csv``) go to the child of
-the effect's strategy x model x attribute as ``effect_vs_<ref>.<metric>`` (the value) and
-``effect_vs_<ref>.<metric>.<column>`` (its interval, p, q, ...), ``<metric>`` and ``<column>`` in
-the short codes of :func:`faircode.record.names.metric_key` and ``<ref>`` the reference's code
-(S0, S2), among them Δ balanced accuracy (``effect_vs_S0.bacc``), the test of ``Δ = 0``
-(``.p``, ``.q_audit``) and the swap test (``.swap_p``, ``.swap_q``); its ``verdict`` is the tag
-``effect_vs_<ref>.<metric>.verdict``.  An undefined effect (its ``value`` or ``mean`` empty)
-logs nothing: its reason is in the CSV.
+The paired effects (``effects.csv``: at K > 1 the K-replicate estimates, as every view shows
+them) go to the child of the effect's strategy x model x attribute as
+``effect_vs_<ref>.<metric>`` (the value) and ``effect_vs_<ref>.<metric>.<column>`` (its
+interval, p, q, ...), ``<metric>`` and ``<column>`` in the short codes of
+:func:`faircode.record.names.metric_key` and ``<ref>`` the reference's code (S0, S2), among them
+Δ balanced accuracy (``effect_vs_S0.bacc``), the test of ``Δ = 0`` (``.p``, ``.q_audit``) and
+the swap test (``.swap_p``, ``.swap_q``); its verdict is the tag
+``effect_vs_<ref>.<metric>.verdict``.  An undefined effect (its ``value`` empty) logs nothing:
+its reason is in the CSV.
 """
 
 from __future__ import annotations
@@ -379,7 +380,8 @@ def state_tags(state: StateIdentity | None) -> dict[str, str]:
     return {k: v[:8000] for k, v in tags.items() if v}
 
 
-EFFECT_TABLES = ("effects", "effects_stability")
+EFFECT_TABLES = ("effects",)
+"""The effect tables logged (``effects_stability.csv``'s numbers are ``effects.csv``'s at K > 1)."""
 _EFFECT_KEYS = ("audit", "strategy", "reference", "model", "protected_attribute", "metric")
 
 
@@ -390,7 +392,7 @@ def _add_effects(drafts: Mapping[str, _Draft], frame: pd.DataFrame, path: Path) 
         raise ResultsError(f"{path}: expected columns {', '.join(missing)}, got "
                            f"{', '.join(frame.columns)}")
     numeric = _numeric_columns(frame, _EFFECT_KEYS)
-    estimate = numeric.get("value", numeric.get("mean"))
+    estimate = numeric.get("value")
     for i in range(len(frame)):
         if estimate is None or not math.isfinite(estimate[i]):  # undefined: nothing to log
             continue

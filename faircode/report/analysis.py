@@ -58,6 +58,7 @@ __all__ = [
     "INTERSECTIONAL_P_COLUMNS",
     "SHARED_NULL_TESTS",
     "SUMMARY_COLUMNS",
+    "VERDICT_COUNTS",
     "BenchmarkQ",
     "ReportConfig",
     "ReportInputs",
@@ -191,45 +192,54 @@ def _family_q(
 
 SUMMARY_COLUMNS = ("audit", "strategy", "strategy_code", "model", "protected_attribute",
                    "metric", "value", "ci_low", "ci_high", "p_value", "q_value", "significant",
-                   "q_benchmark", "significant_benchmark", "star", "shown_value",
-                   "shown_ci_low", "shown_ci_high", "note", "alpha")
+                   "verdict", "equivalence_q_value", "gap_bound", "q_benchmark",
+                   "significant_benchmark", "star", "rep0_value", "note", "alpha")
 """``summary.csv``: one row per fairness test, both families' q under their own names."""
 
 
 def summary_rows(fairness: pd.DataFrame, *, shown: pd.DataFrame, q_benchmark: pd.Series,
                  alpha: float) -> pd.DataFrame:
-    """``summary.csv``: every fairness row with both Benjamini-Hochberg families and its star.
+    """``summary.csv``: every fairness row with its verdict, both Benjamini-Hochberg families
+    and its star.
 
-    ``value``/``ci_low``/``ci_high``/``p_value``/``q_value`` are ``fairness.csv``'s (replicate 0;
-    ``q_value`` the audit's own family); ``significant`` = ``q_value < alpha``;
-    ``q_benchmark``/``significant_benchmark`` the benchmark-wide family (robustness);
-    ``star`` and ``shown_*`` are what the report prints (``shown``: the rows of
-    :func:`faircode.report.effects.shown_gaps` for every metric, index aligned with
-    ``fairness``), so ``star`` implies ``significant``.
+    ``value``/``ci_low``/``ci_high``/``p_value``/``q_value``/``equivalence_q_value``/
+    ``gap_bound`` are ``fairness.csv``'s (at K > 1 the K-replicate estimate; ``rep0_value``
+    replicate 0's own, empty at K = 1); ``significant`` = ``q_value < alpha``; ``verdict`` and
+    ``star`` (verdict ``gap``) are what the report prints (``shown``:
+    :func:`faircode.report.effects.shown_gaps` of every metric, index aligned with
+    ``fairness``); ``q_benchmark``/``significant_benchmark`` the benchmark-wide family
+    (robustness).
     """
     q = fairness["q_value"].to_numpy(dtype=float)
     qb = q_benchmark.reindex(fairness.index).to_numpy(dtype=float)
-    informative = ~is_uninformative(fairness["note"]).to_numpy()
+    nan = pd.Series(np.nan, index=fairness.index)
     out = fairness.assign(
         strategy_code=fairness["strategy"].map(strategy_code),
         significant=np.nan_to_num(q, nan=1.0) < alpha,
+        verdict=shown["verdict"].reindex(fairness.index),
+        equivalence_q_value=fairness.get("equivalence_q_value", nan),
+        gap_bound=fairness.get("gap_bound", nan),
         q_benchmark=qb, significant_benchmark=np.nan_to_num(qb, nan=1.0) < alpha,
-        star=shown["mark"].reindex(fairness.index).fillna(False).astype(bool).to_numpy()
-        & informative,
-        shown_value=shown["value"].reindex(fairness.index),
-        shown_ci_low=shown["ci_low"].reindex(fairness.index),
-        shown_ci_high=shown["ci_high"].reindex(fairness.index), alpha=alpha)
+        star=shown["mark"].reindex(fairness.index).fillna(False).astype(bool).to_numpy(),
+        rep0_value=fairness.get("rep0_value", nan), alpha=alpha)
     return out.loc[:, list(SUMMARY_COLUMNS)].reset_index(drop=True)
 
 
-def summarise(fairness: pd.DataFrame, *, q_benchmark: pd.Series, alpha: float) -> pd.DataFrame:
+VERDICT_COUNTS = ("gap", "parity", "inconclusive", "uninformative")
+"""The verdicts ``summary_families.csv`` counts per audit x strategy x attribute x metric."""
+
+
+def summarise(fairness: pd.DataFrame, *, q_benchmark: pd.Series, alpha: float,
+              verdicts: pd.Series | None = None) -> pd.DataFrame:
     """Per audit x strategy x attribute x metric: mean/min/max over model families and counts
     (``summary_families.csv``).
 
     ``mean``/``min``/``max`` are over the families with a defined, informative value;
     ``n_significant_raw`` counts families with ``p < alpha``, ``n_significant`` those with the
     audit's own ``q_value < alpha`` (the stars' family), ``n_significant_benchmark`` those with a
-    benchmark-wide ``q < alpha``; ``note`` lists each family without a value and why.
+    benchmark-wide ``q < alpha``; ``n_gap``, ``n_parity``, ``n_inconclusive``,
+    ``n_uninformative`` the families of each verdict (``verdicts``, index aligned with
+    ``fairness``); ``note`` lists each family without a value and why.
     """
     frame = fairness.assign(q_benchmark=q_benchmark)
     informative = ~is_uninformative(frame["note"])
@@ -237,7 +247,10 @@ def summarise(fairness: pd.DataFrame, *, q_benchmark: pd.Series, alpha: float) -
     frame["sig_raw"] = frame["p_value"].lt(alpha) & informative
     frame["sig_audit"] = frame["q_value"].lt(alpha) & informative
     frame["sig_bh"] = frame["q_benchmark"].lt(alpha) & informative
-    frame["uninformative"] = ~informative
+    shown = verdicts.reindex(frame.index) if verdicts is not None else pd.Series(
+        np.where(informative, "", "uninformative"), index=frame.index)
+    for verdict in VERDICT_COUNTS:
+        frame[f"is_{verdict}"] = shown.eq(verdict)
     frame["why"] = np.where(
         ~informative, frame["model"] + ": uninformative",
         np.where(frame["value"].isna(), frame["model"] + ": "
@@ -248,7 +261,8 @@ def summarise(fairness: pd.DataFrame, *, q_benchmark: pd.Series, alpha: float) -
         n_models=("model", "nunique"), n_estimated=("usable", "count"),
         mean=("usable", "mean"), min=("usable", "min"), max=("usable", "max"),
         n_significant_raw=("sig_raw", "sum"), n_significant=("sig_audit", "sum"),
-        n_significant_benchmark=("sig_bh", "sum"), n_uninformative=("uninformative", "sum"),
+        n_significant_benchmark=("sig_bh", "sum"),
+        **{f"n_{v}": (f"is_{v}", "sum") for v in VERDICT_COUNTS},
         note=("why", lambda s: "; ".join(x for x in s if x)),
     ).reset_index()
     out.insert(2, "strategy_code", out["strategy"].map(strategy_code))

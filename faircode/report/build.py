@@ -103,13 +103,12 @@ def write_report(
     confidence = _alpha(inputs.runs, "confidence", 0.95)
     context = _context(inputs, metric=metric, models=tuple([model] if model else models),
                        alpha=alpha, confidence=confidence)
-    shown = report_effects.shown_gaps(context.fairness, inputs.stability, metric=None,
-                                      alpha=alpha)
+    shown = report_effects.shown_gaps(context.fairness, metric=None, alpha=alpha)
     summary_path, families_path = results / "summary.csv", results / "summary_families.csv"
     summary_rows(context.fairness, shown=shown, q_benchmark=context.fairness["q_benchmark"],
                  alpha=alpha).to_csv(summary_path, index=False, na_rep="NaN")
     summary = summarise(inputs.fairness, q_benchmark=context.fairness["q_benchmark"],
-                        alpha=alpha)
+                        alpha=alpha, verdicts=shown["verdict"])
     summary.to_csv(families_path, index=False, na_rep="NaN")
     floor = report_effects.residual_floor(context.effects, metric=metric)
     floor_path = results / "residual_floor.csv"
@@ -152,8 +151,8 @@ def _context(inputs: ReportInputs, *, metric: str, models: tuple[str, ...], alph
         confidence=confidence,
         deployed_fairness=deployed.fairness.assign(q_benchmark=family.deployed),
         calibration_gap=gaps.assign(q_benchmark=family.calibration_gap),
-        gaps=report_effects.shown_gaps(fairness, inputs.stability, metric=metric, alpha=alpha),
-        effects=report_effects.shown_effects(inputs, alpha=alpha),  # paired, pooled at K > 1
+        gaps=report_effects.shown_gaps(fairness, metric=metric, alpha=alpha),
+        effects=report_effects.shown_effects(inputs, alpha=alpha),  # the K-estimates at K > 1
         variance_note=report_effects.training_variance_note(inputs),
         intersectional=pd.concat([inputs.intersectional, family.intersectional], axis=1))
 

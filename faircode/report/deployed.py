@@ -59,14 +59,17 @@ def signed_gaps(favourable: int) -> dict[str, tuple[str, float]]:
 
 
 def _signed(row: pd.Series | None, sign: float, alpha: float) -> pd.Series | None:
-    """``row`` with value and interval multiplied by ``sign`` and its mark (per-audit q)."""
+    """``row`` with value and interval multiplied by ``sign`` and its mark: its verdict ``gap``
+    (per-audit q and an interval excluding no gap; q alone for rows written before verdicts)."""
     if row is None:
         return None
     out = row.copy()
     low, high = float(row["ci_low"]) * sign, float(row["ci_high"]) * sign
     out["value"] = float(row["value"]) * sign
     out["ci_low"], out["ci_high"] = min(low, high), max(low, high)
-    out["mark"] = bool(float(row.get("q_value", np.nan)) < alpha)
+    verdict = row.get("verdict")
+    out["mark"] = (verdict == "gap" if isinstance(verdict, str) and verdict
+                   else bool(float(row.get("q_value", np.nan)) < alpha))
     return out
 
 

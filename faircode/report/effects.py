@@ -14,23 +14,20 @@ Design decisions
   (:func:`effect_q_benchmark`: every effect p-value of every audit, BH at once; ``tpr_gap``'s
   effect repeats equal opportunity's test and is counted once, :data:`SAME_EFFECT_TEST`) stays as
   a robustness column, ``q_benchmark``, never as a star.
-* **Stars** (:func:`stable_mark`).  With one replicate (K = 1) a gap is starred when its
-  per-audit ``q_value < alpha`` (= ``significant`` in ``fairness.csv``), and an effect when its
-  ``q_value < alpha`` *and* its paired interval excludes 0 (``effects.csv``'s ``significant``:
-  its test of ``Δ = 0`` inverts the interval, so the two agree; the swap test of exchangeable
-  decisions, ``swap_q_value``, stars nothing); every output says that
-  training variance is not included (:func:`training_variance_note`).  With K > 1 replicates its
-  value is the mean over the replicates and its interval the pooled (mixture) interval of the K
-  replicates' bootstrap draws, and it is starred only if **all** of: replicate 0's per-audit
-  ``q_value < alpha``; the pooled interval excludes the no-change value (parity for a gap, 0 for
-  an effect); no sign flip across the replicates (every defined replicate's estimate on one side
-  of it); and every replicate defined and informative (``n_defined = K``, no degenerate
-  replicate).  So a star always implies ``significant`` in the CSV, and K > 1 can only remove a
-  star that K = 1 gives: a star is a finding that survives re-fitting (and re-splitting).
+* **Marks come from the verdicts the CSVs carry** (``verdict``, :mod:`faircode.evaluate.claims`):
+  a gap is starred (``*``) when its verdict is ``gap`` -- the audit's own ``q_value < alpha``
+  and an interval excluding no gap -- and marked ``=`` when it is ``parity`` (its equivalence
+  test at the declared margin, BH over the audit's equivalence tests); an effect is starred
+  when its verdict is ``reduced`` or ``increased`` (its family's q below alpha and an interval
+  excluding 0; the swap test of exchangeable decisions, ``swap_q_value``, stars
+  nothing).  At K > 1 the CSVs' values, intervals and verdicts are the K-replicate
+  estimate's, so the report shows exactly what ``fairness.csv``, ``effects.csv``, MLflow and the
+  DVC views show.  Results written before verdicts (no ``verdict`` column) are read without any
+  parity claim: ``gap`` where ``q_value < alpha`` and the interval excludes no gap on an
+  informative row, else ``inconclusive`` (``uninformative`` for a degenerate or undefined row).
 * **The residual floor is the paired effect** (:func:`residual_floor`): the S3/S4 vs S2 rows of
-  the report metric, ``|S_m| − |S2|`` with the paired signed box interval (pooled at K > 1);
-  ``distinguishable`` is the star.  The conservative interval arithmetic on two separate
-  intervals is gone.
+  the report metric, ``|S_m| − |S2|`` with its paired interval (the K-replicate estimate at
+  K > 1); ``distinguishable`` is the star.
 """
 
 from __future__ import annotations
@@ -44,22 +41,32 @@ import pandas as pd
 from faircode.report.inputs import (
     STRATEGIES,
     ReportInputs,
+    is_uninformative,
     metric_reference,
     strategy_code,
 )
-from faircode.report.tables import SIGNIFICANT, Cell, Context, Table, _Footnotes, estimate_cell
+from faircode.report.tables import (
+    PARITY,
+    SIGNIFICANT,
+    Cell,
+    Context,
+    Table,
+    _Footnotes,
+    estimate_cell,
+)
 from faircode.stats.resampling import benjamini_hochberg
 
 __all__ = [
     "EFFECT_KEYS",
     "SAME_EFFECT_TEST",
     "effect_q_benchmark",
+    "effect_verdicts_of",
     "effects_table",
+    "gap_verdicts_of",
     "replicates_of",
     "residual_floor",
     "shown_effects",
     "shown_gaps",
-    "stable_mark",
     "training_variance_note",
 ]
 
@@ -86,81 +93,58 @@ def effect_q_benchmark(effects: pd.DataFrame) -> pd.Series:
     return pd.Series(q, index=effects.index, name="q_benchmark")
 
 
-def stable_mark(frame: pd.DataFrame, *, alpha: float, null: np.ndarray | float,
-                interval: bool = False) -> np.ndarray:
-    """The star of every row (module docstring): the per-audit ``q_value < alpha`` -- with
-    ``interval`` also replicate 0's interval (``ci_low``/``ci_high``) excluding ``null`` -- and
-    with ``seeds`` > 1 also the pooled interval (``combined_ci_low``/``high``) excluding ``null``,
-    no ``sign_flips``, ``n_defined == seeds`` and ``n_degenerate == 0``."""
-    significant = frame["q_value"].to_numpy(dtype=float) < alpha
-    if interval:
-        significant &= _excludes(frame["ci_low"], frame["ci_high"], null)
-    if "seeds" not in frame:
-        return significant
-    seeds = frame["seeds"].to_numpy(dtype=float)
-    flips = frame["sign_flips"].map(lambda v: str(v).strip().lower() in ("true", "1")).to_numpy(
-        dtype=bool)
-    complete = (frame["n_defined"].to_numpy(dtype=float) == seeds) & (
-        frame["n_degenerate"].fillna(0).to_numpy(dtype=float) == 0)
-    stable = _excludes(frame["combined_ci_low"], frame["combined_ci_high"], null) & ~flips \
-        & complete
-    return np.where(np.nan_to_num(seeds, nan=1.0) > 1, significant & stable, significant)
-
-
 def _excludes(low: pd.Series, high: pd.Series, null: np.ndarray | float) -> np.ndarray:
     """Whether each interval ``[low, high]`` lies wholly on one side of ``null`` (NaN: no)."""
     lo, hi = low.to_numpy(dtype=float), high.to_numpy(dtype=float)
     return np.asarray((lo > null) | (hi < null), dtype=bool)
 
 
-_POOLED = ("seeds", "seed_mode", "mean", "sd_between", "n_defined", "share_significant",
-           "sign_flips", "combined_ci_low", "combined_ci_high", "n_degenerate")
-
-
-def _with_replicates(rows: pd.DataFrame, pooled: pd.DataFrame, keys: list[str], *,
-                     alpha: float, null: np.ndarray | float,
-                     interval: bool = False) -> pd.DataFrame:
-    """``rows`` with the shown value, interval and star (pooled where ``pooled`` has the row)."""
-    out = rows.copy()
-    if pooled.empty:
-        out["mark"] = stable_mark(out, alpha=alpha, null=null, interval=interval)
-        return out
-    extra = pooled.loc[:, [*keys, *_POOLED]].astype({k: str for k in keys})
-    out = out.astype({k: str for k in keys}).merge(extra, on=keys, how="left",
-                                                   validate="one_to_one")
-    out.index = rows.index
-    out["mark"] = stable_mark(out, alpha=alpha, null=null, interval=interval)
-    many = out["seeds"].to_numpy(dtype=float) > 1
-    out["value_replicate0"] = out["value"]
-    for shown, source in (("value", "mean"), ("ci_low", "combined_ci_low"),
-                          ("ci_high", "combined_ci_high")):
-        out[shown] = np.where(many, out[source].to_numpy(dtype=float),
-                              out[shown].to_numpy(dtype=float))
+def _fallback(frame: pd.DataFrame, *, alpha: float, null: np.ndarray | float,
+              shown: tuple[str, str, str]) -> np.ndarray:
+    """Verdicts of rows written before verdicts: never a parity claim (module docstring)."""
+    informative = ~is_uninformative(frame["note"]).to_numpy() & frame["value"].notna().to_numpy()
+    found = (frame["q_value"].to_numpy(dtype=float) < alpha) & _excludes(
+        frame["ci_low"], frame["ci_high"], null)
+    value = frame["value"].to_numpy(dtype=float) - null
+    reduced, increased, other = shown
+    out = np.where(found, np.where(value < 0, reduced, increased), other).astype(object)
+    out[~informative] = "uninformative"
     return out
 
 
-def shown_gaps(fairness: pd.DataFrame, stability: pd.DataFrame, *, metric: str | None,
-               alpha: float) -> pd.DataFrame:
-    """The paper table's rows of ``metric`` (every metric with ``None``): value, interval and
-    ``mark`` (the star, from the per-audit ``q_value``) as shown -- replicate 0 at K = 1, pooled
-    over the K replicates else."""
+def gap_verdicts_of(frame: pd.DataFrame, *, alpha: float) -> np.ndarray:
+    """Each fairness row's verdict: its ``verdict`` column (module docstring for older ones)."""
+    if "verdict" in frame and frame["verdict"].notna().all():
+        return frame["verdict"].astype(str).to_numpy(dtype=object)
+    null = np.array([metric_reference(str(m)) for m in frame["metric"]], dtype=float)
+    return _fallback(frame, alpha=alpha, null=null, shown=("gap", "gap", "inconclusive"))
+
+
+def effect_verdicts_of(frame: pd.DataFrame, *, alpha: float) -> np.ndarray:
+    """Each effect row's verdict: its ``verdict`` column (module docstring for older ones)."""
+    if "verdict" in frame and frame["verdict"].notna().all():
+        return frame["verdict"].astype(str).to_numpy(dtype=object)
+    return _fallback(frame, alpha=alpha, null=0.0,
+                     shown=("reduced", "increased", "inconclusive"))
+
+
+def shown_gaps(fairness: pd.DataFrame, *, metric: str | None, alpha: float) -> pd.DataFrame:
+    """The paper table's rows of ``metric`` (every metric with ``None``) with their
+    ``verdict`` and ``mark`` (the star: verdict ``gap``), as every view shows them."""
     rows = fairness if metric is None else fairness[fairness["metric"] == metric]
-    pooled = stability if stability.empty or metric is None else \
-        stability[stability["metric"] == metric]
-    null = np.array([metric_reference(str(m)) for m in rows["metric"]], dtype=float)
-    return _with_replicates(rows, pooled, ["audit", "strategy", "model", "protected_attribute",
-                                           "metric"], alpha=alpha, null=null)
+    verdict = gap_verdicts_of(rows, alpha=alpha)
+    return rows.assign(verdict=verdict, mark=verdict == "gap")
 
 
 def shown_effects(inputs: ReportInputs, *, alpha: float) -> pd.DataFrame:
-    """Every effect row with its value, interval and ``mark`` (the star, from the per-audit
-    ``q_value``) as shown, plus the benchmark-wide ``q_benchmark`` (a robustness column)."""
+    """Every effect row with its ``verdict``, ``mark`` (the star: ``reduced`` or ``increased``)
+    and the benchmark-wide ``q_benchmark`` (a robustness column)."""
     effects = inputs.effects
     if effects.empty:
         return effects
-    rows = effects.assign(q_benchmark=effect_q_benchmark(effects))
-    return _with_replicates(rows, inputs.effects_stability, list(EFFECT_KEYS), alpha=alpha,
-                            null=0.0, interval=True)
+    verdict = effect_verdicts_of(effects, alpha=alpha)
+    return effects.assign(q_benchmark=effect_q_benchmark(effects), verdict=verdict,
+                          mark=np.isin(verdict, ["reduced", "increased"]))
 
 
 def residual_floor(effects: pd.DataFrame, *, metric: str) -> pd.DataFrame:
@@ -198,7 +182,7 @@ def replicates_of(inputs: ReportInputs) -> dict[str, int]:
 
 
 def training_variance_note(inputs: ReportInputs) -> str:
-    """One sentence for every caption: whether (and for which audits) intervals and stars
+    """One sentence for every caption: whether (and for which audits) intervals and verdicts
     include training variance."""
     k = replicates_of(inputs)
     single = sorted(a for a, n in k.items() if n == 1)
@@ -208,14 +192,14 @@ def training_variance_note(inputs: ReportInputs) -> str:
         counts = sorted({k[a] for a in many})
         parts.append(
             f"{', '.join(many) if single else 'Every audit'}: K = "
-            f"{'/'.join(map(str, counts))} training replicates; each value is the mean over "
-            "the replicates, its interval pools their bootstrap draws (sampling and training "
-            f"variance), and {SIGNIFICANT} needs replicate 0's q < alpha, a pooled interval "
-            "excluding no change and no sign flip across replicates.")
+            f"{'/'.join(map(str, counts))} training replicates; each value is the K-replicate "
+            "estimate (the mean over the informative replicates) with an interval for it "
+            "(sampling and training variance), and its test and verdict come from that "
+            "interval; replicate 0's own numbers are the CSVs' rep0_* columns.")
     if single:
         parts.append(
             f"{', '.join(single) if many else 'Every audit'}: K = 1, training variance not "
-            "included (intervals and stars reflect the test-sample noise of one fit; "
+            "included (intervals and verdicts reflect the test-sample noise of one fit; "
             "run.seeds > 1 adds it).")
     return " ".join(parts)
 
@@ -268,10 +252,11 @@ def effects_table(ctx: Context) -> Table | None:
               "|gap(strategy)| - |gap(reference)| (< 0: closer to parity; |x - 1| for a "
               "ratio), Δ accuracy and Δ balanced accuracy = strategy - reference (the cost on "
               "the audit's own objective where it decides at base_rate). "
-              f"{SIGNIFICANT} the audit's own Benjamini-Hochberg q < {ctx.alpha:g} of the "
-              "test of no change, which inverts the interval (effects.csv q_value: every "
-              "effect of the audit, tpr_gap once), and an interval excluding 0. "
-              + ctx.variance_note)
+              f"{SIGNIFICANT} a change shown (effects.csv verdict reduced or increased: the "
+              f"audit's own Benjamini-Hochberg q < {ctx.alpha:g} of the test of no change, "
+              "which inverts the interval, tpr_gap once, and an interval excluding 0); "
+              f"{PARITY} no change beyond the margin shown (verdict no_change: the "
+              f"{1 - 2 * ctx.alpha:.0%} interval inside the margin). " + ctx.variance_note)
     return Table("effects_table", f"What mitigation buys: paired effects on {ctx.metric}, "
                  "accuracy and balanced accuracy", ("audit", "attribute", "effect"),
                  tuple(f"{strategy_code(a)}-{strategy_code(b)}" for a, b in comparisons),

@@ -6,10 +6,13 @@ Design decisions
   (:mod:`faircode.report.style`): S0 black, S1 orange, S2 sky blue, S3 green, S4 vermillion;
   logistic regression a circle, the forest a square, boosting a triangle.  The heatmap's
   diverging ColorBrewer ``PuOr`` map, centred on parity, encodes the value.
-* **Significance is drawn, with the page's rule**: a filled marker is a starred estimate (the
-  audit's own Benjamini-Hochberg q, and at K > 1 the stability rule), an open one is not; the
-  heatmap prints ``*`` after a cell starred in every informative family and ``(*)`` after one
-  starred in some.  Values and intervals are the ones the tables show (pooled at K > 1).
+* **Verdicts are drawn, with the page's rule**: a filled marker is a gap shown (verdict
+  ``gap``), an open one is not; the heatmap prints ``*`` after a cell with a gap shown in every
+  informative family and ``(*)`` after one with a gap in some, ``=`` after one whose every
+  informative family shows parity.  Values and intervals are the ones every table shows (the
+  K-replicate estimates at K > 1); the heatmap's value is the mean over the informative
+  families, the statistic the headline's per-audit lines print
+  (:func:`faircode.report.inputs.family_mean`).
 * Drawn at print size (3.3 in wide, 7 pt text), never scaled down from a screen-sized figure.
 * A value that is not a number is left out (the caption says so, the tables give the reason),
   never drawn as a point at 0; the heatmap's grey cell is the only in-plot "n/a".
@@ -38,6 +41,7 @@ from faircode.report.figure_reuse import FigureReuse
 from faircode.report.inputs import (
     MODELS,
     STRATEGIES,
+    family_mean,
     is_uninformative,
     metric_reference,
     ordered,
@@ -48,8 +52,9 @@ from faircode.report.tables import Context
 
 __all__ = ["FigureFile", "heat_norm", "legend_handles", "write_figures"]
 
-FILLED = "filled marker: starred (the audit's own q < alpha{k}); open: not starred"
-"""How every figure with markers shows significance (``{k}`` names the K > 1 rule)."""
+FILLED = ("filled marker: a gap shown (verdict gap: the audit's own q < alpha and an interval "
+          "excluding no gap{k}); open: none shown")
+"""How every figure with markers shows the verdict (``{k}`` names the K > 1 estimate)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +99,7 @@ def _fmt(x: float) -> str:
 
 
 def _filled(ctx: Context) -> str:
-    return FILLED.format(k="; at K > 1 stable across replicates"
+    return FILLED.format(k=", of the K-replicate estimate"
                          if "K = 1," not in ctx.variance_note else "")
 
 
@@ -167,7 +172,11 @@ def by_strategy(ctx: Context, audit: str, out: Path) -> FigureFile | None:
 def _heat_mark(part: pd.DataFrame) -> str:
     usable = part[~is_uninformative(part["note"].fillna("")) & part["value"].notna()]
     marks = usable["mark"].fillna(False).astype(bool)
-    return "" if usable.empty or not marks.any() else "*" if marks.all() else "(*)"
+    if usable.empty:
+        return ""
+    if "verdict" in usable and not marks.any() and usable["verdict"].eq("parity").all():
+        return "="
+    return "" if not marks.any() else "*" if marks.all() else "(*)"
 
 
 def heat_norm(span: float) -> matplotlib.colors.FuncNorm:
@@ -190,7 +199,7 @@ def heatmap(ctx: Context, out: Path) -> FigureFile | None:
     frame = frame.assign(v=frame["value"].where(~is_uninformative(frame["note"].fillna(""))))
     strategies = ordered(frame["strategy"], STRATEGIES)
     grid = frame.pivot_table(index=["audit", "protected_attribute"], columns="strategy",
-                             values="v", aggfunc="mean", sort=False)
+                             values="v", aggfunc=family_mean, sort=False)
     grid = grid.reindex(columns=strategies)
     marks = {key: _heat_mark(part) for key, part in
              frame.groupby(["audit", "protected_attribute", "strategy"], sort=False)}
@@ -227,8 +236,10 @@ def heatmap(ctx: Context, out: Path) -> FigureFile | None:
                  f"{ctx.metric} by audit, attribute and strategy ({what}; colour on a signed "
                  f"square-root scale up to the largest |gap|, {span:.2f}; grey: n/a; "
                  f"< {ref:g}: the disadvantaged group is worse off). "
-                 "* significant in every informative model family, (*) in some (the audit's "
-                 f"own q < {ctx.alpha:g}). {ctx.variance_note}".strip(), "heatmap",
+                 "* a gap shown in every informative model family, (*) in some (the audit's "
+                 f"own q < {ctx.alpha:g} and an interval excluding no gap); = parity within "
+                 "the margin shown in every informative family. "
+                 f"{ctx.variance_note}".strip(), "heatmap",
                  kind="heatmap")
 
 

@@ -7,9 +7,12 @@ Design decisions
   model families' markers, the sign convention, what a star means) and the heatmap with its
   significance marks; the figures follow, and every long table is folded in ``<details>``
   below, so the page opens short however many audits it holds.
-* **One significance.**  Every star on the page is the audit's own Benjamini-Hochberg q (the
-  CSVs' ``q_value``/``significant``, MLflow's q); the benchmark-wide q is a robustness column
-  (``summary.csv`` ``q_benchmark``) and the page says so.
+* **One significance, one number.**  Every mark on the page is the verdict the CSVs carry (a
+  star: ``gap``, the audit's own Benjamini-Hochberg q and an interval excluding no gap; ``=``:
+  ``parity``), and every number the CSVs' value (at K > 1 the K-replicate estimate): the text,
+  the heatmap and the tables agree with ``fairness.csv``, MLflow and the DVC views.  The
+  benchmark-wide q is a robustness column (``summary.csv`` ``q_benchmark``) and the page says
+  so.
 * Self-contained: CSS inline, figures inline as base64 PNG, and a Content-Security-Policy that
   forbids every request except ``data:`` images, so opening the page can never reach a network.
   The inline figures are the PNG files quantised to 128 colours (same pixels, a third of the
@@ -53,7 +56,7 @@ from faircode.report.inputs import MODELS, STRATEGIES, ordered, strategy_code
 from faircode.report.people import people_lines, people_tables
 from faircode.report.sensitivity import sensitivity_html
 from faircode.report.style import FAMILY_GLYPHS, SHORT, family_marker, strategy_colour
-from faircode.report.tables import STARS, Context, all_tables, to_html
+from faircode.report.tables import Context, all_tables, marks_legend, to_html
 from faircode.report.text import TextInputs, headline_line, section_html
 
 __all__ = ["CSP", "write_html"]
@@ -303,9 +306,9 @@ def _effects(ctx: Context) -> list[str]:
                   "<p>Each mitigated strategy against S0, and S3/S4 against S2 (the residual "
                   "floor), scored on the same test rows in every bootstrap draw: the change in "
                   "distance from parity, in accuracy and in balanced accuracy, with the paired "
-                  "interval and the test of no change that inverts it (effects.csv, with each "
-                  "effect's verdict and the swap test of exchangeable decisions; "
-                  "effects_stability.csv pools the training replicates).</p>"
+                  "interval, the test of no change that inverts it and its verdict (effects.csv, "
+                  "with the swap test of exchangeable decisions; at K &gt; 1 the K-replicate "
+                  "estimate of effects_stability.csv).</p>"
                   + sensitivity_html(ctx.inputs.encoding_sensitivity) + boxed(to_html(table)))]
 
 
@@ -332,9 +335,9 @@ def _legend(ctx: Context) -> str:
         "advantaged group's (a ratio for disparate impact): negative (a ratio below 1) means "
         "the disadvantaged group is worse off, in every audit. Δ|gap| &lt; 0: the "
         "strategy is closer to parity than its reference.</p>"
-        f"<p><b>*</b> {_esc(STARS.format(alpha=f'{ctx.alpha:g}'))}"
-        + (" At K &gt; 1 a star also needs the pooled interval to exclude no change and no "
-           "sign flip across the replicates." if "K = 1," not in ctx.variance_note else "")
+        f"<p><b>Marks</b>: {_esc(marks_legend(ctx))}"
+        + (" At K &gt; 1 every number, interval and verdict is the K-replicate estimate's."
+           if "K = 1," not in ctx.variance_note else "")
         + "</p></aside>")
 
 
@@ -376,18 +379,23 @@ def _top(ctx: Context, figures: Sequence[FigureFile], *, text_line: str = "") ->
     if ctx.fairness.empty and ctx.inputs.deployed.systems:
         return _given_top(ctx)
     items = headline.findings(ctx)
-    sentences = headline.lead(items, metric=ctx.metric, unavailable=len(ctx.inputs.unavailable))
+    margins = headline.margins_of(ctx)
+    sentences = headline.lead(items, metric=ctx.metric, unavailable=len(ctx.inputs.unavailable),
+                              margins=margins)
     sentences = (*sentences, text_line) if text_line else sentences
     people = people_lines(ctx)  # an audit of people's decisions: that line first
-    pairs = [p for f in items for p in (*([people.pop(f.audit)] if f.audit in people else []),
-                                        headline.audit_line(f))] + list(people.values())
+    pairs = [p for f in items
+             for p in (*([people.pop(f.audit)] if f.audit in people else []),
+                       headline.audit_line(f, margins=margins, metric=ctx.metric))
+             ] + list(people.values())
     lines = "".join(f"<li><b>{_esc(label)}</b>: {_esc(text)}</li>" for label, text in pairs)
     heat = [(i, f) for i, f in enumerate(figures) if f.section == "heatmap"]
     return (
         '<div class="top"><section id="headline"><h2>Finding</h2>'
         f'<p class="lead" id="lead">{_esc(" ".join(sentences))}</p>'
-        f"<h3>Per audit (first protected attribute; Δ against S0, median over model "
-        f'families)</h3><ul class="findings">{lines}</ul></section>'
+        f"<h3>Per audit (first protected attribute; gaps and Δ against S0: the mean over the "
+        f'informative model families, as the heatmap)</h3><ul class="findings">{lines}</ul>'
+        "</section>"
         f'<div class="side">{_legend(ctx)}'
         + "".join(_figure(f, i, element_id="heatmap") for i, f in heat) + "</div></div>")
 

@@ -139,18 +139,18 @@ def rows_html(ctx: Context, intersectional: pd.DataFrame) -> str:
 
 
 def _replicate_note(ctx: Context) -> str:
-    """What the CSV rows are at this K (the tables above may show another value)."""
+    """What the CSV rows are at this K (the same numbers the tables above show)."""
     if "K = 1," in ctx.variance_note and "replicates;" not in ctx.variance_note:
         return "K = 1: these are the values the tables above show."
-    return ("With K > 1 training replicates these are replicate 0's values; the tables above "
-            "show the mean over the replicates with the pooled interval (both are in the "
-            "training-variance table, stability.csv).")
+    return ("With K > 1 training replicates these are the K-replicate estimates the tables "
+            "above show; replicate 0's own values are the rep0_* columns.")
 
 
 STABILITY_SHOWN = ("audit", "protected_attribute", "strategy", "model", "seeds", "seed_mode",
-                   "mean", "combined_ci_low", "combined_ci_high", "value_replicate0",
-                   "sd_between", "min", "max", "share_significant", "sign_flips", "note")
-"""The columns of the training-variance table, after its key."""
+                   "value", "ci_low", "ci_high", "verdict", "n_informative", "rep0_value",
+                   "sd_between", "sd_within", "min", "max", "share_significant", "sign_flips",
+                   "note")
+"""The columns of the training-variance table, after its key (those the CSV has)."""
 
 
 def stability_html(ctx: Context) -> str:
@@ -160,9 +160,9 @@ def stability_html(ctx: Context) -> str:
         return ""
     rows = frame[(frame["metric"] == ctx.metric) & frame["model"].isin(ctx.models)]
     return (f"<p>{html.escape(ctx.metric)} of every cell re-fitted with K seeds "
-            "(stability.csv): the mean over the seeds with the percentile interval of the K "
-            "pooled bootstrap distributions (bootstrap and seed variance together) -- the "
-            "value and interval the tables above show --, replicate 0's own value (the CSV "
-            "rows of fairness.csv), the between-seed SD, min and max, the share of seeds in "
-            "which the gap is significant (its replicate's own BH q) and whether its sign "
-            "flips.</p>" + frame_html(rows.loc[:, list(STABILITY_SHOWN)], audit=True))
+            "(stability.csv): the K-replicate estimate, its interval and verdict (the numbers "
+            "every table above shows), the informative replicates it rests on, replicate 0's "
+            "own value, the between-replicate and mean within-replicate SD, min and max over "
+            "the replicates, the share in which the gap is significant in its replicate's own "
+            "family, and whether its sign flips.</p>"
+            + frame_html(rows.loc[:, [c for c in STABILITY_SHOWN if c in rows]], audit=True))

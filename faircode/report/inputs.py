@@ -10,9 +10,9 @@ Design decisions
   come from its manifest's ``dataset.source``.  Missing required columns are one-line errors
   naming the file and the columns; extra columns are kept and shown.
 * ``<audit>/stability.csv`` (training replicates across seeds, :mod:`faircode.evaluate.stability`)
-  is optional: read where it exists, an empty :attr:`ReportInputs.stability` otherwise; so are
-  ``effects.csv`` and ``effects_stability.csv`` (the paired effects of the strategies,
-  :attr:`ReportInputs.effects` and :attr:`ReportInputs.effects_stability`).
+  is optional: read where it exists, an empty :attr:`ReportInputs.stability` otherwise; so is
+  ``effects.csv`` (the paired effects of the strategies, :attr:`ReportInputs.effects`; at K > 1
+  the K-replicate estimates, so ``effects_stability.csv`` is not read).
 * ``<audit>/curves.csv`` (operating-point curves, :mod:`faircode.evaluate.curves`) likewise:
   :attr:`ReportInputs.curves`, empty where no audit has one.
 * **A deployed system** (manifest ``system:``) appears in ``fairness.csv``, ``performance.csv``
@@ -51,6 +51,7 @@ __all__ = [
     "DeployedInputs",
     "ReportInputs",
     "UnavailableAudit",
+    "family_mean",
     "is_uninformative",
     "load_results",
     "metric_reference",
@@ -87,15 +88,9 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "curves": ("audit", "strategy", "model", "threshold", "protected_attribute", "metric",
                "value", "ci_low", "ci_high", "note", "point"),
     "stability": ("audit", "strategy", "model", "protected_attribute", "metric", "seeds",
-                  "seed_mode", "value_replicate0", "mean", "sd_between", "min", "max",
-                  "share_significant", "sign_flips", "combined_ci_low", "combined_ci_high",
-                  "note"),
+                  "seed_mode", "note"),
     "effects": ("audit", "strategy", "reference", "model", "protected_attribute", "metric",
                 "value", "ci_low", "ci_high", "p_value", "q_value", "note"),
-    "effects_stability": ("audit", "strategy", "reference", "model", "protected_attribute",
-                          "metric", "seeds", "seed_mode", "value_replicate0", "mean",
-                          "sd_between", "n_defined", "share_significant", "sign_flips",
-                          "combined_ci_low", "combined_ci_high", "n_degenerate", "note"),
 }
 
 
@@ -171,7 +166,6 @@ class ReportInputs:
     stability: pd.DataFrame = field(default_factory=pd.DataFrame)
     deployed: DeployedInputs = field(default_factory=DeployedInputs)
     effects: pd.DataFrame = field(default_factory=pd.DataFrame)
-    effects_stability: pd.DataFrame = field(default_factory=pd.DataFrame)
     curves: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Every ``<audit>/curves.csv`` (operating-point curves); empty where none was written."""
     encoding_sensitivity: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -231,7 +225,7 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
     runs: dict[str, dict[str, Any]] = {}
     unavailable: dict[str, UnavailableAudit] = {}
     stability: list[pd.DataFrame] = []
-    optional: dict[str, list[pd.DataFrame]] = {"effects": [], "effects_stability": []}
+    optional: dict[str, list[pd.DataFrame]] = {"effects": []}
     deployed: dict[str, list[pd.DataFrame]] = {}
     curves: list[pd.DataFrame] = []
     # hidden folders are the grid's staging copies (see benchmark.write_audit), never results
@@ -251,7 +245,7 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
                     deployed.setdefault(table, []).append(system)
             if (folder / "stability.csv").is_file():  # only with training replicates
                 stability.append(_read_csv(folder / "stability.csv", "stability"))
-            for table, found in optional.items():  # paired effects (and their replicates)
+            for table, found in optional.items():  # paired effects
                 if (folder / f"{table}.csv").is_file():
                     found.append(_read_csv(folder / f"{table}.csv", table))
             if (folder / "curves.csv").is_file():  # operating-point curves (curves.*)
@@ -406,6 +400,16 @@ def ordered(values: Iterable[str], known: Sequence[str]) -> list[str]:
 STRATEGIES = tuple(s.value for s in Strategy)
 MODELS = tuple(m.value for m in ModelFamily)
 
+
+
+def family_mean(values: pd.Series) -> float:
+    """The value of a cell across model families: the mean of the finite values (NaN if none).
+
+    The heatmap's cells and the headline's per-audit numbers are this one statistic.
+    """
+    finite = values.to_numpy(dtype=float)
+    finite = finite[np.isfinite(finite)]
+    return float(finite.mean()) if finite.size else float("nan")
 
 
 def is_uninformative(notes: pd.Series) -> pd.Series:

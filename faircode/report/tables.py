@@ -9,6 +9,8 @@ Design decisions
   in S0-S4 order; one section per model family (only the one of ``--model``).
 * Every value that is not a number says why: "n/a" or "uninformative" with a footnote letter
   whose text is the reason (and, for an unavailable audit, the reason it is unavailable).
+* A gap's verdict is its mark: ``*`` a gap shown, ``=`` parity within the margin shown, none
+  inconclusive (the row's ``verdict``: :mod:`faircode.report.effects`).
 * The LaTeX fragment needs only ``booktabs`` (plain ``tabular``; the interval is stacked under
   the estimate in a nested ``tabular``), escapes every name, and is ASCII.
 """
@@ -43,6 +45,7 @@ __all__ = [
     "counterfactual_table",
     "estimate_cell",
     "floor_table",
+    "marks_legend",
     "paper_table",
     "performance_table",
     "to_html",
@@ -62,10 +65,19 @@ NO_INTERVAL = "interval undefined (no usable bootstrap resample)"
 NOT_APPLICABLE_TEXT = "n/a \u2014 decision is the outcome"
 """How every view shows a ground-truth number of a decision that is the recorded outcome."""
 SIGNIFICANT = "*"
+PARITY = "="
+WITHIN_MARGIN = ("parity", "no_change")
+"""The verdicts of a gap or an effect shown to lie within its margin: the ``=`` mark."""
 STARS = ("the audit's own Benjamini-Hochberg q < {alpha} (fairness.csv q_value = significant: "
          "one family per audit, each null once; the benchmark-wide q is summary.csv's "
          "q_benchmark, a robustness check, never a star).")
 """What a star means, for every legend (``{alpha}`` is filled in)."""
+VERDICT_MARKS = ("* gap shown (verdict gap: {stars} and an interval excluding no gap); "
+                 "= parity shown (verdict parity: the {narrow} interval inside the margin, "
+                 "fairness.csv equivalence_q_value < {alpha} over the audit's equivalence tests); "
+                 "no mark: inconclusive (a gap up to fairness.csv gap_bound cannot be "
+                 "excluded), never parity.")
+"""What the marks of a gap mean, for every legend (``{stars}``, ``{narrow}``, ``{alpha}``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +122,13 @@ class Cell:
     significant: bool = False
     notes: tuple[str, ...] = ()
     numeric: bool = True
+    parity: bool = False
+    """Parity within the margin shown (verdict ``parity``): the ``=`` mark."""
+
+    @property
+    def mark(self) -> str:
+        """``*`` (a gap or a change shown), ``=`` (parity shown) or nothing."""
+        return SIGNIFICANT if self.significant else PARITY if self.parity else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,10 +194,8 @@ def estimate_cell(row: pd.Series | None, *, value: str, fn: _Footnotes,
         notes.append(fn(NO_INTERVAL))
     else:
         interval = f"[{num(low)}, {num(high)}]"
-    if "powered" in row.index and str(row["powered"]).strip().lower() in ("false", "0"):
-        notes.append(fn("not powered (powered = False in fairness.csv; its mde column gives "
-                        "the minimum detectable effect)"))
-    return Cell(num(x), interval, significant=bool(row.get("mark", False)), notes=tuple(notes))
+    return Cell(num(x), interval, significant=bool(row.get("mark", False)), notes=tuple(notes),
+                parity=str(row.get("verdict", "")) in WITHIN_MARGIN)
 
 
 def _lookup(frame: pd.DataFrame, keys: Sequence[str]) -> dict[tuple[str, ...], pd.Series]:
@@ -226,10 +243,18 @@ def _skip_reason(ctx: Context) -> Callable[[str, str, str], str]:
     return reason
 
 
+def marks_legend(ctx: Context) -> str:
+    """What ``*`` and ``=`` mean on a gap (every table and figure of gaps)."""
+    stars = STARS.format(alpha=f"{ctx.alpha:g}").removesuffix(".")
+    return VERDICT_MARKS.format(stars=stars, narrow=f"{1 - 2 * ctx.alpha:.0%}",
+                                alpha=f"{ctx.alpha:g}")
+
+
 def _legend(ctx: Context, what: str) -> str:
     pct = f"{ctx.confidence:.0%}"
     return (f"Each cell: {what} [{pct} CI: Newcombe score interval for differences, Katz log "
-            f"for the ratio]. {SIGNIFICANT} {STARS.format(alpha=f'{ctx.alpha:g}')}")
+            "for the ratio; at K > 1 the K-replicate estimate's interval]. "
+            f"{marks_legend(ctx)}")
 
 
 def paper_table(ctx: Context) -> Table:
@@ -332,9 +357,10 @@ def floor_table(ctx: Context, floor: pd.DataFrame) -> Table:
         f"Each cell: |S3| - |S2| or |S4| - |S2| (distance from parity, mitigated minus S2), the "
         f"paired effect on the same test rows [{ctx.confidence:.0%} paired interval: the "
         f"percentile interval where the draws keep the gaps' signs, the signed box near "
-        f"parity]. {SIGNIFICANT} distinguishable from S2: the audit's own Benjamini-Hochberg "
-        f"q < {ctx.alpha:g} of the test of no change (effects.csv q_value; it inverts the "
-        "interval) and an interval excluding 0. "
+        f"parity]. {SIGNIFICANT} distinguishable from S2 (effects.csv verdict reduced or "
+        f"increased: the audit's own Benjamini-Hochberg q < {ctx.alpha:g} of the test of no "
+        f"change, which inverts the interval, and an interval excluding 0); {PARITY} no change "
+        f"beyond the margin shown (verdict no_change). "
         f"{ctx.variance_note}".strip(), fn.items())
 
 
@@ -347,7 +373,7 @@ def _md(text: str) -> str:
 
 
 def _md_cell(cell: Cell) -> str:
-    text = f"{cell.text} {cell.interval}".strip() + (SIGNIFICANT if cell.significant else "")
+    text = f"{cell.text} {cell.interval}".strip() + cell.mark
     return _md(text) + "".join(f"<sup>{n}</sup>" for n in cell.notes)
 
 
@@ -378,7 +404,7 @@ def tex_escape(text: str) -> str:
 
 
 def _tex_cell(cell: Cell) -> str:
-    marks = (SIGNIFICANT if cell.significant else "") + ",".join(cell.notes)
+    marks = cell.mark + ",".join(cell.notes)
     sup = f"^{{{marks}}}" if marks else ""
     main = f"${cell.text}{sup}$" if cell.numeric else \
         f"{tex_escape(cell.text)}" + (f"\\textsuperscript{{{marks}}}" if marks else "")
@@ -432,7 +458,7 @@ def to_latex(table: Table) -> str:
 
 def _html_cell(cell: Cell) -> str:
     cls = "num" if cell.numeric else "na"
-    sig = f'<span class="sig">{SIGNIFICANT}</span>' if cell.significant else ""
+    sig = f'<span class="sig">{html.escape(cell.mark)}</span>' if cell.mark else ""
     notes = "".join(f"<sup>{html.escape(n)}</sup>" for n in cell.notes)
     interval = f'<br><span class="ci">{html.escape(cell.interval)}</span>' if cell.interval \
         else ""

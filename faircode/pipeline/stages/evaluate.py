@@ -5,7 +5,7 @@ the strategy-plot data
 ``results/metrics/<audit>-strategies.json`` (:mod:`faircode.evaluate.summary`) and
 ``results/curves/<audit>.csv`` (the parity gap of S0-S2 against threshold).
 
-Reads ``models.*``, ``stats.*``, ``degenerate.*``, ``curves.*``, ``run.seeds``,
+Reads ``models.*``, ``stats.*``, ``degenerate.*``, ``verdicts.*``, ``curves.*``, ``run.seeds``,
 ``run.seed_mode`` (tracked) and ``run.jobs`` (not tracked, changes no number).  Always
 ``results/<audit>/effects.csv`` (the paired effects) and ``curves.csv``; with ``run.seeds`` > 1
 also ``stability.csv``, ``stability_replicates.csv`` and ``effects_stability.csv``.
@@ -121,7 +121,7 @@ def _evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, 
     outcome = evaluate_audit(
         data, predictions, decision_threshold=config.decision_threshold, stats=config.stats,
         degenerate=config.degenerate, replicates=config.replicates, jobs=config.jobs,
-        curves=config.curves)
+        curves=config.curves, verdicts=config.verdicts)
     folder = write_audit(data, outcome, config=config, out_dir=results,
                          provenance_record=with_fit_numerics(provenance_record,
                                                              predictions.numerics))

@@ -1,0 +1,376 @@
+"""Verdicts: what an estimate and its interval let the benchmark claim about a gap.
+
+Every fairness gap gets one of four verdicts (:class:`Verdict`) beside its value:
+
+* ``gap`` -- a difference is shown: the gap's test rejects "no gap" in the audit's
+  Benjamini-Hochberg family (``q_value < alpha``) *and* its interval excludes no gap;
+* ``parity`` -- the gap is shown to lie within the declared margin of parity: an equivalence
+  test (two one-sided tests, TOST) at level ``alpha`` whose interval form is "the
+  ``1 − 2·alpha`` interval lies inside the margin", with the audit's equivalence tests in their
+  own Benjamini-Hochberg family (``equivalence_q_value < alpha``);
+* ``inconclusive`` -- neither; ``bound`` names the largest gap that cannot be excluded: the far
+  end of the ``1 − 2·t`` interval, ``t`` the one-sided level at which the family's
+  Benjamini-Hochberg procedure decides (:func:`family_level`), so a row is ``parity`` exactly
+  when its bound lies inside the margin;
+* ``uninformative`` -- the decisions cannot show a gap (degenerate decisions, an undefined
+  value, or too few informative training replicates).
+
+``gap`` wins over ``parity``: a difference shown is never hidden, even when it is also shown to
+be within the margin (its ``equivalence_q_value`` then says so).  A non-rejection is never parity.
+
+Evidence on the test scale
+--------------------------
+:class:`Evidence` is an estimate with one-sided standard errors and degrees of freedom on the
+scale its tests are taken on (:func:`scale_of`): the gap itself for the differences (no gap = 0,
+margin ``±δ``), the log ratio for disparate impact (no gap = 0, i.e. a ratio of 1; margin the
+log of the declared ratio range, e.g. ``[0.8, 1.25]``), and for equalized odds, an unsigned
+magnitude, its two signed components (:func:`max_abs_claims`).  The interval at level ``c`` is
+``[θ − t_{ν_lo}·se_lo, θ + t_{ν_hi}·se_hi]`` with ``t`` the ``(1 + c)/2`` quantile of Student's
+t (normal at ``ν = ∞``); the two-sided p-value of a null uses the side of the interval that faces
+it, so ``p < 1 − c`` exactly when the ``c`` interval excludes the null, and the TOST p-value is
+``max(P(T ≥ (θ − L)/se_lo), P(T ≥ (U − θ)/se_high))``, below ``alpha`` exactly when the
+``1 − 2·alpha`` interval lies inside ``(L, U)``.  One-sided standard errors keep the asymmetry of
+a score interval near rates of 0 or 1 (:func:`from_interval`: the halves of a closed-form
+interval over its normal quantile).
+
+Equalized odds
+--------------
+``max(|tpr_gap|, |fpr_gap|)`` has no smooth estimator at 0, so its claims come from the signed
+components: the interval is the endpoint-wise maximum of the intervals of ``|tpr_gap|`` and
+``|fpr_gap|`` implied by each component's interval at ``1 − (1 − c)/2`` (Bonferroni: it covers
+with probability at least ``c``), its p-value ``min(1, 2·min(p_tpr, p_fpr))`` (consistent with
+that interval), and its equivalence p-value ``max(p_eq_tpr, p_eq_fpr)`` (both components inside
+``±δ``: an intersection-union test, level ``alpha`` without adjustment).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats as sps
+
+from faircode.core import checks
+from faircode.core.errors import describe
+
+__all__ = [
+    "MAGNITUDE_METRIC",
+    "RATIO_METRIC",
+    "EffectVerdict",
+    "Evidence",
+    "GapClaims",
+    "Margins",
+    "Scale",
+    "Verdict",
+    "effect_verdicts",
+    "family_level",
+    "far_end",
+    "from_interval",
+    "gap_claims",
+    "gap_verdicts",
+    "interval_evidence",
+    "log_ratio_interval",
+    "max_abs_claims",
+    "scale_of",
+]
+
+Floats = NDArray[np.float64]
+Scale = Literal["difference", "log_ratio", "max_abs"]
+
+RATIO_METRIC = "disparate_impact_ratio"
+MAGNITUDE_METRIC = "equalized_odds_diff"
+ZERO_SE = math.sqrt(2.0)
+"""Katz's log standard error of a ratio whose numerator has no success: its ``1/½`` term."""
+
+
+class Verdict(StrEnum):
+    """What the evidence supports about one gap (module docstring)."""
+
+    GAP = "gap"
+    PARITY = "parity"
+    INCONCLUSIVE = "inconclusive"
+    UNINFORMATIVE = "uninformative"
+
+
+class EffectVerdict(StrEnum):
+    """What the evidence supports about a paired effect ``Δ`` (mitigated minus reference).
+
+    For a fairness metric ``Δ`` is the change in distance from parity (``reduced``: closer),
+    for accuracy and balanced accuracy the change itself.  ``no_change`` is shown by an
+    equivalence test at the metric's margin, as ``parity`` is for a gap.  (The same vocabulary
+    as one replicate's effects: engineer i29b's ``faircode.stats.effect_verdicts``.)
+    """
+
+    REDUCED = "reduced"
+    INCREASED = "increased"
+    NO_CHANGE = "no_change"
+    INCONCLUSIVE = "inconclusive"
+    UNINFORMATIVE = "uninformative"
+
+
+def scale_of(metric: str) -> Scale:
+    """The scale ``metric``'s tests are taken on (module docstring)."""
+    if metric == RATIO_METRIC:
+        return "log_ratio"
+    return "max_abs" if metric == MAGNITUDE_METRIC else "difference"
+
+
+@dataclass(frozen=True, slots=True)
+class Margins:
+    """The equivalence margins: ``difference`` (``δ``, every difference and equalized odds)
+    and ``ratio`` (disparate impact's range around 1, tested on the log scale)."""
+
+    difference: float = 0.05
+    ratio: tuple[float, float] = (0.8, 1.25)
+
+    def __post_init__(self) -> None:
+        d = self.difference
+        if isinstance(d, bool) or not isinstance(d, numbers.Real) or not 0 < d < 1:
+            raise ValueError(f"Margins: difference: expected a number in (0, 1), got "
+                             f"{describe(d)}")
+        low, high = self.ratio
+        if not 0 < low < 1 < high:
+            raise ValueError(f"Margins: ratio: expected (low, high) with 0 < low < 1 < high, "
+                             f"got {describe(self.ratio)}")
+
+    def bounds(self, metric: str) -> tuple[float, float]:
+        """``(L, U)`` of ``metric``'s equivalence test on its test scale."""
+        if scale_of(metric) == "log_ratio":
+            return math.log(self.ratio[0]), math.log(self.ratio[1])
+        return -self.difference, self.difference
+
+
+def _quantile(level: float, df: Floats) -> Floats:
+    return np.asarray(sps.t.ppf(0.5 + level / 2.0, df), dtype=np.float64)
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Estimates with one-sided standard errors and degrees of freedom, on a test scale.
+
+    Arrays of one shape; ``df_low``/``df_high`` may be ``inf`` (normal).  NaN anywhere in a row
+    makes every derived number of that row NaN.
+    """
+
+    estimate: Floats
+    se_low: Floats
+    se_high: Floats
+    df_low: Floats
+    df_high: Floats
+
+    def __post_init__(self) -> None:
+        shape = np.shape(self.estimate)
+        for name in ("se_low", "se_high", "df_low", "df_high"):
+            if np.shape(getattr(self, name)) != shape:
+                raise ValueError(f"Evidence: {name}: expected shape {shape}, got "
+                                 f"{np.shape(getattr(self, name))}")
+
+    def interval(self, confidence: float) -> tuple[Floats, Floats]:
+        """The two-sided interval at ``confidence``."""
+        checks.check_confidence(confidence)
+        return (self.estimate - _quantile(confidence, self.df_low) * self.se_low,
+                self.estimate + _quantile(confidence, self.df_high) * self.se_high)
+
+    def p_value(self, null: ArrayLike = 0.0) -> Floats:
+        """Two-sided p-value of ``null``, from the side of the interval that faces it."""
+        null = np.broadcast_to(np.asarray(null, dtype=np.float64), np.shape(self.estimate))
+        above = self.estimate >= null
+        se = np.where(above, self.se_low, self.se_high)
+        df = np.where(above, self.df_low, self.df_high)
+        return _two_sided(np.abs(self.estimate - null), se, df)
+
+    def p_equivalence(self, lower: float, upper: float) -> Floats:
+        """The TOST p-value of ``lower < θ < upper``."""
+        low = _one_sided(self.estimate - lower, self.se_low, self.df_low)
+        high = _one_sided(upper - self.estimate, self.se_high, self.df_high)
+        return np.maximum(low, high)
+
+
+def _one_sided(distance: Floats, se: Floats, df: Floats) -> Floats:
+    """``P(T ≥ distance / se)``; a zero ``se`` gives 0 for a positive distance, else 1."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(se > 0, distance / np.where(se > 0, se, 1.0),
+                         np.where(distance > 0, np.inf, -np.inf))
+    out = np.asarray(sps.t.sf(ratio, df), dtype=np.float64)
+    return np.where(np.isnan(distance) | np.isnan(se) | np.isnan(df), np.nan, out)
+
+
+def _two_sided(distance: Floats, se: Floats, df: Floats) -> Floats:
+    p = 2.0 * _one_sided(distance, se, df)
+    p = np.where(distance == 0, 1.0, p)
+    return np.where(np.isnan(distance) | np.isnan(se), np.nan, np.minimum(p, 1.0))
+
+
+def from_interval(value: ArrayLike, low: ArrayLike, high: ArrayLike, *, confidence: float,
+                  df: float = math.inf) -> Evidence:
+    """Evidence from a closed-form interval at ``confidence``: each half over ``t`` (``df``).
+
+    An estimate outside its own interval (a percentile interval can miss it) enters with the
+    interval's symmetric half-width on both sides.
+    """
+    checks.check_confidence(confidence)
+    v, lo, hi = (np.asarray(x, dtype=np.float64) for x in (value, low, high))
+    z = float(sps.t.ppf(0.5 + confidence / 2.0, df))
+    inside = (lo <= v) & (v <= hi)
+    half = (hi - lo) / 2.0
+    se_low = np.where(inside, v - lo, half) / z
+    se_high = np.where(inside, hi - v, half) / z
+    dfs = np.full(v.shape, df)
+    return Evidence(v, se_low, se_high, dfs, dfs.copy())
+
+
+def log_ratio_interval(value: ArrayLike, low: ArrayLike, high: ArrayLike, *,
+                       confidence: float) -> tuple[Floats, Floats, Floats]:
+    """A ratio's ``(value, low, high)`` on the log scale (Katz's log interval is symmetric there).
+
+    A ratio of 0 (the numerator group has no success: Katz's lower limit 0) enters at Katz's
+    continuity-corrected count ½: log estimate ``log(high) − z·√2`` and standard error ``√2``
+    (the ``1/½`` term; the other terms are below ``1/20`` for groups of 20 or more rows).
+    """
+    v, lo, hi = (np.asarray(x, dtype=np.float64) for x in (value, low, high))
+    z = float(sps.norm.ppf(0.5 + confidence / 2.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_hi = np.log(hi)
+        zero = (v == 0) & np.isfinite(log_hi)
+        log_v = np.where(zero, log_hi - z * ZERO_SE, np.log(v))
+        log_lo = np.where(zero, log_hi - 2 * z * ZERO_SE, np.log(lo))
+    bad = ~(v > 0) & ~zero
+    return (np.where(bad, np.nan, log_v), np.where(bad, np.nan, log_lo),
+            np.where(bad, np.nan, log_hi))
+
+
+def far_end(low: ArrayLike, high: ArrayLike, null: ArrayLike = 0.0) -> Floats:
+    """The end of ``[low, high]`` farther from ``null`` (NaN if either end is)."""
+    lo, hi = np.asarray(low, dtype=np.float64), np.asarray(high, dtype=np.float64)
+    centre = np.asarray(null, dtype=np.float64)
+    out = np.where(np.abs(lo - centre) > np.abs(hi - centre), lo, hi)
+    return np.where(np.isnan(lo) | np.isnan(hi), np.nan, out)
+
+
+@dataclass(frozen=True, slots=True)
+class GapClaims:
+    """A metric's claims on its own scale: value, interval, the p-value of no gap, the TOST
+    p-value at its margin and ``bound`` (the far end of the ``1 − 2·alpha`` interval)."""
+
+    value: Floats
+    ci_low: Floats
+    ci_high: Floats
+    p_value: Floats
+    p_equivalence: Floats
+    bound: Floats
+
+
+def gap_claims(metric: str, evidence: Evidence, *, confidence: float, alpha: float,
+               margins: Margins, level: float | None = None) -> GapClaims:
+    """The claims of a difference or of disparate impact (log-scale ``evidence``, reported as
+    ratios); equalized odds is :func:`max_abs_claims`.  ``bound`` is the far end of the
+    ``1 − 2·level`` interval (``level`` default ``alpha``; a family's
+    :func:`family_level` makes it the bound its equivalence decisions use)."""
+    scale = scale_of(metric)
+    if scale == "max_abs":
+        raise ValueError(f"gap_claims: {metric}: expected a signed metric; equalized odds is "
+                         "max_abs_claims of its components")
+    _check_alpha(alpha)
+    low, high = evidence.interval(confidence)
+    eq_low, eq_high = evidence.interval(1.0 - 2.0 * (alpha if level is None else level))
+    lower, upper = margins.bounds(metric)
+    out = GapClaims(evidence.estimate, low, high, evidence.p_value(0.0),
+                    evidence.p_equivalence(lower, upper), far_end(eq_low, eq_high))
+    if scale == "log_ratio":
+        return GapClaims(np.exp(out.value), np.exp(out.ci_low), np.exp(out.ci_high),
+                         out.p_value, out.p_equivalence, np.exp(out.bound))
+    return out
+
+
+def max_abs_claims(tpr: Evidence, fpr: Evidence, *, confidence: float, alpha: float,
+                   margins: Margins, level: float | None = None) -> GapClaims:
+    """Equalized odds' claims from its signed components (module docstring); ``level`` as in
+    :func:`gap_claims`."""
+    _check_alpha(alpha)
+    component = 1.0 - (1.0 - confidence) / 2.0
+    bounds = [_abs_bounds(*e.interval(component)) for e in (tpr, fpr)]
+    eq = [_abs_bounds(*e.interval(1.0 - 2.0 * (alpha if level is None else level)))
+          for e in (tpr, fpr)]
+    lower, upper = margins.bounds(MAGNITUDE_METRIC)
+    value = np.maximum(np.abs(tpr.estimate), np.abs(fpr.estimate))
+    p = np.minimum(1.0, 2.0 * np.minimum(tpr.p_value(), fpr.p_value()))
+    p_eq = np.maximum(tpr.p_equivalence(lower, upper), fpr.p_equivalence(lower, upper))
+    return GapClaims(value, np.maximum(bounds[0][0], bounds[1][0]),
+                     np.maximum(bounds[0][1], bounds[1][1]), p, p_eq,
+                     np.maximum(eq[0][1], eq[1][1]))
+
+
+def family_level(p_values: ArrayLike, *, alpha: float) -> float:
+    """The one-sided level at which Benjamini-Hochberg at ``alpha`` decides a family: a p-value
+    is rejected exactly when it is at most ``alpha·max(R, 1)/m`` (``R`` rejections of ``m``
+    finite p-values; ``alpha`` for an empty family).
+
+    The far end of each row's ``1 − 2·level`` interval is then the gap its family's decision
+    cannot exclude: below the margin exactly for the rows declared ``parity``.
+    """
+    _check_alpha(alpha)
+    p = np.asarray(p_values, dtype=np.float64)
+    p = np.sort(p[np.isfinite(p)])
+    m = p.size
+    if m == 0:
+        return float(alpha)
+    below = np.flatnonzero(p <= alpha * np.arange(1, m + 1) / m)
+    rejected = int(below[-1]) + 1 if below.size else 0
+    return float(alpha * max(rejected, 1) / m)
+
+
+def _abs_bounds(low: Floats, high: Floats) -> tuple[Floats, Floats]:
+    """The interval of ``|g|`` implied by an interval of ``g``."""
+    straddles = (low <= 0.0) & (high >= 0.0)
+    lower = np.where(straddles, 0.0, np.minimum(np.abs(low), np.abs(high)))
+    return np.where(np.isnan(low), np.nan, lower), np.maximum(np.abs(low), np.abs(high))
+
+
+def _check_alpha(alpha: float) -> None:
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 0.5:
+        raise ValueError(f"alpha: expected a number in (0, 0.5), got {describe(alpha)}")
+
+
+def gap_verdicts(*, informative: ArrayLike, gap: ArrayLike, parity: ArrayLike) -> NDArray[
+        np.object_]:
+    """Each row's :class:`Verdict`: ``uninformative`` unless ``informative``, else ``gap``
+    where ``gap`` (a difference shown), else ``parity`` where ``parity``, else
+    ``inconclusive``."""
+    ok, g, p = (np.asarray(x, dtype=bool) for x in (informative, gap, parity))
+    out = np.full(ok.shape, Verdict.INCONCLUSIVE.value, dtype=object)
+    out[p] = Verdict.PARITY.value
+    out[g] = Verdict.GAP.value
+    out[~ok] = Verdict.UNINFORMATIVE.value
+    return out
+
+
+def effect_verdicts(ci_low: ArrayLike, ci_high: ArrayLike, *, significant: ArrayLike,
+                    equivalent: ArrayLike, informative: ArrayLike) -> NDArray[np.object_]:
+    """Each effect's :class:`EffectVerdict`: ``uninformative`` unless ``informative`` (and a
+    defined interval), else ``reduced``/``increased`` where ``significant`` (the direction from
+    the interval, wholly below or above 0), else ``no_change`` where ``equivalent``, else
+    ``inconclusive``."""
+    low = np.asarray(ci_low, dtype=np.float64)
+    high = np.asarray(ci_high, dtype=np.float64)
+    sig = np.asarray(significant, dtype=bool)
+    usable = np.asarray(informative, dtype=bool) & np.isfinite(low) & np.isfinite(high)
+    out = np.where(np.asarray(equivalent, dtype=bool), EffectVerdict.NO_CHANGE.value,
+                   EffectVerdict.INCONCLUSIVE.value).astype(object)
+    out[sig & (high < 0)] = EffectVerdict.REDUCED.value
+    out[sig & (low > 0)] = EffectVerdict.INCREASED.value
+    out[~usable] = EffectVerdict.UNINFORMATIVE.value
+    return out
+
+
+def interval_evidence(metric: str, value: ArrayLike, low: ArrayLike, high: ArrayLike, *,
+                      confidence: float) -> Evidence:
+    """One fit's evidence for a signed metric from its closed-form interval at ``confidence``
+    (disparate impact on the log scale): :func:`from_interval` with ``ν = ∞``."""
+    if scale_of(metric) == "log_ratio":
+        value, low, high = log_ratio_interval(value, low, high, confidence=confidence)
+    return from_interval(value, low, high, confidence=confidence)
