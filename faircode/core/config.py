@@ -32,6 +32,7 @@ from typing import Literal, get_args
 
 from faircode.core.cells import FAIRNESS_METRICS, ModelFamily
 from faircode.core.errors import ConfigError, config_error
+from faircode.core.names import check_name
 
 __all__ = [
     "BACKENDS",
@@ -415,9 +416,8 @@ class Params:
     execution: ExecutionConfig = field(default_factory=ExecutionConfig)
 
     def __post_init__(self) -> None:
-        for i, name in enumerate(self.audits):
-            if not isinstance(name, str) or not name:
-                raise config_error(f"audits[{i}]", "an audit name", name)
+        for i, name in enumerate(self.audits):  # folders and words of every dvc.yaml cmd
+            check_name(name, where=f"audits[{i}]")
         if len(set(self.audits)) != len(self.audits):
             raise config_error("audits", "distinct audit names", list(self.audits))
 
