@@ -103,7 +103,8 @@ class ReadOptions:
 
 @dataclass(frozen=True, slots=True)
 class DatasetSpec:
-    """The raw file: resolved absolute path, the path as written, expected digest, provenance."""
+    """The raw file: resolved absolute path, the path as written, expected digest and size,
+    provenance."""
 
     path: Path
     declared_path: str
@@ -111,10 +112,15 @@ class DatasetSpec:
     source: Source | None = None
     unit: str | None = None
     read: ReadOptions = ReadOptions()
+    size: int | None = None
+    """The raw file's size in bytes, if declared: a download's size cap."""
 
     def __post_init__(self) -> None:
         if not self.path.is_absolute():
             raise _bad("dataset.path", "a resolved absolute path", str(self.path))
+        if self.size is not None and (isinstance(self.size, bool) or not isinstance(
+                self.size, int) or self.size < 1):
+            raise _bad("dataset.size", "a positive integer (bytes)", self.size)
         if self.sha256 is not None and not _SHA_RE.match(self.sha256):
             raise _bad("dataset.sha256", "64 lowercase hex digits", self.sha256)
 
