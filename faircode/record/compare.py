@@ -10,7 +10,6 @@ that rendered it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Mapping
@@ -19,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from faircode.core.digests import sha256_file
 
 __all__ = ["RENDERED", "VOLATILE_RUN_KEYS", "CellDrift", "compare_results",
            "environment_differences", "sha256_file", "without_keys"]
@@ -32,15 +33,6 @@ step's content address covers the predictions' bytes, fit timings included; ``fi
 digests of the folder's other files, each compared on its own)."""
 RENDERED = frozenset({"report.html"})
 """Results files that render compared files with their generation provenance (not compared)."""
-
-
-def sha256_file(path: Path) -> str:
-    """The sha256 of a file, read in blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True, slots=True)
