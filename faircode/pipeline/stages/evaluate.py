@@ -33,7 +33,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from faircode.core.config import BenchmarkConfig, load_params
-from faircode.pipeline.stages import PARAMS, PARTS, carry_unavailable, manifest_path, run_stage
+from faircode.pipeline.stages import (
+    PARAMS,
+    PARTS,
+    audit_argument,
+    carry_unavailable,
+    manifest_path,
+    run_stage,
+)
 
 if TYPE_CHECKING:
     from faircode.audit.manifest import Manifest
@@ -48,7 +55,8 @@ CURVE_HEADER = ("threshold,S0 logistic_regression,S0 random_forest,S0 gradient_b
 
 def main(argv: list[str]) -> None:
     """Evaluate audit ``argv[0]`` from ``argv[1]`` (prepared) and ``argv[2]`` (predictions)."""
-    audit, prepared_dir, predictions_dir, results = (argv[0], Path(argv[1]), Path(argv[2]),
+    audit, prepared_dir, predictions_dir, results = (audit_argument(argv[0]), Path(argv[1]),
+                                                     Path(argv[2]),
                                                      Path(argv[3]))
     metrics = results / "metrics" / f"{audit}.json"
     plots = results / "metrics" / f"{audit}-strategies.json"
