@@ -7,7 +7,10 @@ a score outside its scale is one line naming the file, the column and an example
 nothing written).  The model is scored exactly like an audit's deployed system on every row
 (:func:`faircode.evaluate.deployed.score_given`) and written as ``<out>/<audit>/`` -- the same
 tables, a ``run.json`` naming the file and its sha256 -- so ``faircode track --results <out>``
-logs it to MLflow like any run.
+logs it to MLflow like any run.  ``--name`` is a safe name (:mod:`faircode.core.names`), and
+``<out>/<audit>/`` is checked before anything is read: a folder of the grid's results (or any
+folder faircode did not write as a ``faircode audit``) is refused, never replaced
+(:func:`faircode.evaluate.write.check_replaceable`).
 """
 
 from __future__ import annotations
@@ -25,16 +28,19 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from faircode.audit.predictions_file import read_predictions
     from faircode.audit.prepared import prepare
     from faircode.core.config import Params, load_params
+    from faircode.core.names import check_name
     from faircode.core.provenance import provenance
     from faircode.evaluate.deployed import score_given
-    from faircode.evaluate.write import write_audit
+    from faircode.evaluate.write import check_replaceable, write_audit
 
+    check_name(args.name, where="faircode audit: --name")  # a row label, a run name
     params = load_params(Path(args.params)) if args.params else Params()
     overrides = {k: getattr(args, k) for k in ("n_resamples", "n_permutations")}
     config = params.config.replace(**{k: v for k, v in overrides.items() if v is not None})
     given = Path(args.audit)
     manifest = load_manifest(given if given.suffix in (".yaml", ".yml")
                              else Path(args.audits) / args.audit / "audit.yaml")
+    check_replaceable(Path(args.out) / manifest.name, audit=manifest.name, kind="predictions")
     data = load_audit(manifest, key=args.key)
     assert data.keys is not None  # load_audit with a key returns them
     found = read_predictions(Path(args.predictions), key=args.key, rows=data.keys,
