@@ -54,7 +54,8 @@ the estimates.  Non-finite draws are dropped as
 :func:`faircode.stats.resampling.percentile_interval`
 drops them.  ``note`` joins the notes the seeds' ``fairness.csv`` rows would carry (e.g.
 ``degenerate_decisions``, ``insufficient_data``); ``n_degenerate`` counts the seeds whose cell
-is degenerate.
+is uninformative: degenerate, or not fitted at all (``unfittable``: a group too small for that
+seed's split).
 
 Paired effects across replicates
 --------------------------------
@@ -87,8 +88,8 @@ from faircode.evaluate.score import CellResult, score_cell, scoring_seconds
 from faircode.evaluate.tables import AuditResults, assemble
 from faircode.grid.predictions import AuditPredictions, ReplicatePredictions
 from faircode.grid.scheduler import Task, run_tasks
-from faircode.stats.metrics import bootstrap_draws
-from faircode.stats.operating import DEGENERATE_NOTE
+from faircode.stats.metrics import FAIRNESS_METRICS, bootstrap_draws
+from faircode.stats.operating import DEGENERATE_NOTE, UNFITTABLE_NOTE
 
 __all__ = [
     "REPLICATE_COLUMNS",
@@ -162,8 +163,8 @@ def score_replicate(
     seed = replicate_seed(manifest.random_state, replicate)
     if not cells:
         raise ValueError("score_replicate: cells: expected the replicate's cells, got none")
-    test = cells[0].test_index
-    if any(not np.array_equal(c.test_index, test) for c in cells if not c.cell.skipped):
+    test = next((c.test_index for c in cells if c.cell.fitted), cells[0].test_index)
+    if any(not np.array_equal(c.test_index, test) for c in cells if c.cell.fitted):
         raise DataError(f"{manifest.name}: replicate {replicate}: its cells differ in test rows")
     view = _replicate_data(data, test)
     results = [score_cell(view, c.cell, rule=rule, stats=stats, degenerate=degenerate,
@@ -196,6 +197,9 @@ def replicate_scores(
     blocks: list[np.ndarray] = []
     for result in results:
         if result.skipped:
+            continue
+        if result.unfittable:  # its rows are NaN: so are their draws
+            blocks.append(np.full((len(attributes) * len(FAIRNESS_METRICS), n_resamples), np.nan))
             continue
         assert result.decided is not None  # every scored cell keeps its decisions
         s, m = position(Strategy(result.strategy), ModelFamily(result.family))
@@ -245,7 +249,8 @@ def aggregate(
     sd = np.where(n_defined >= 2, sd, np.nan)
     flips = signed & (finite & (values > null)).any(axis=1) & (finite & (values < null)).any(1)
     notes = np.stack([s.fairness["note"].fillna("").astype(str).to_numpy() for s in scores], 1)
-    degenerate = np.char.find(notes.astype(str), DEGENERATE_NOTE) >= 0
+    degenerate = ((np.char.find(notes.astype(str), DEGENERATE_NOTE) >= 0)
+                  | (np.char.find(notes.astype(str), UNFITTABLE_NOTE) >= 0))  # uninformative
     frame = pd.DataFrame({
         "audit": first["audit"].to_numpy() if len(first) else np.empty(0, dtype=object),
         **{c: keys[c].to_numpy() for c in KEYS},

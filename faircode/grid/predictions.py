@@ -22,7 +22,8 @@ Store layout (the contract other steps rely on)
 ``cells.json``
     ``audit``, ``manifest_sha256``, ``dataset_sha256``, ``config`` (the mitigation keys the fit
     read) and ``cells``: one ``{"strategy", "model", "seconds", "skipped", "score",
-    "decision"}`` per cell in grid order (``score``/``decision``: whether the cell has them).
+    "decision"}`` per cell in grid order (``score``/``decision``: whether the cell has them; a
+    cell that could not be fitted also ``"unfittable"``: why).
     With training replicates (``run.seeds`` > 1) also ``replicates``: ``{"seeds", "seed_mode",
     "cells"}``, one entry as above plus ``"replicate"`` per replicate cell.
 ``replicates.parquet`` (only with ``run.seeds`` > 1)
@@ -79,7 +80,10 @@ class CellPredictions:
 
     ``test_score``/``train_score``: P(ŷ = 1) for S0-S2, the mixture probability for S3, None for
     S4.  ``test_decision``: S3/S4 only (randomised).  ``counterfactual_*``: one entry per
-    counterfactual set, likewise.  ``skipped``: why the cell was not fitted ('' if it was).
+    counterfactual set, likewise.  ``skipped``: why the cell was not run ('' if it was: a
+    constraint its strategy cannot enforce); ``unfittable``: why it was run but could not be
+    fitted on these training rows ('' if it was: :class:`faircode.grid.strategies.Unfittable`),
+    an uninformative cell.
     """
 
     strategy: Strategy
@@ -92,9 +96,15 @@ class CellPredictions:
     seconds: dict[str, float] = field(default_factory=dict)
     skipped: str = ""
     objective: str = ""
+    unfittable: str = ""
+
+    @property
+    def fitted(self) -> bool:
+        """Whether the cell has predictions (neither skipped nor unfittable)."""
+        return not (self.skipped or self.unfittable)
 
     def __post_init__(self) -> None:
-        if not self.skipped and self.test_score is None and self.test_decision is None:
+        if self.fitted and self.test_score is None and self.test_decision is None:
             raise ValueError(f"{self.strategy.value}/{self.family.value}: a fitted cell needs "
                              "a test score or decision")
         if len(self.counterfactual_score) != len(self.counterfactual_decision):
@@ -204,7 +214,7 @@ def save_predictions(predictions: AuditPredictions, folder: Path, *, test_index:
     folder.mkdir(parents=True, exist_ok=True)
     test, train, cf = [], [], []
     for cell in predictions.cells:
-        if cell.skipped:
+        if not cell.fitted:
             continue
         test.append(_long(cell, test_index, cell.test_score, cell.test_decision))
         train.append(_long(cell, train_index, cell.train_score, None).drop(columns="decision"))
@@ -220,10 +230,7 @@ def save_predictions(predictions: AuditPredictions, folder: Path, *, test_index:
     record = {
         "audit": predictions.audit, "manifest_sha256": predictions.manifest_sha256,
         "dataset_sha256": predictions.dataset_sha256, "config": predictions.config,
-        "cells": [{"strategy": c.strategy.value, "model": c.family.value, "seconds": c.seconds,
-                   "skipped": c.skipped, "objective": c.objective,
-                   "score": c.test_score is not None,
-                   "decision": c.test_decision is not None} for c in predictions.cells],
+        "cells": [_cell_record(c) for c in predictions.cells],
     }
     if predictions.seeds > 1:
         _save_replicates(predictions, folder, record)
@@ -233,7 +240,17 @@ def save_predictions(predictions: AuditPredictions, folder: Path, *, test_index:
 def _cell_record(cell: CellPredictions) -> dict[str, Any]:
     return {"strategy": cell.strategy.value, "model": cell.family.value,
             "seconds": cell.seconds, "skipped": cell.skipped, "objective": cell.objective,
-            "score": cell.test_score is not None, "decision": cell.test_decision is not None}
+            "score": cell.test_score is not None, "decision": cell.test_decision is not None,
+            **({"unfittable": cell.unfittable} if cell.unfittable else {})}
+
+
+def _not_fitted(entry: dict[str, Any], strategy: Strategy,
+                family: ModelFamily) -> CellPredictions | None:
+    """The cell of a ``cells.json`` entry that has no predictions (skipped or unfittable)."""
+    if not (entry["skipped"] or entry.get("unfittable")):
+        return None
+    return CellPredictions(strategy, family, seconds=entry["seconds"], skipped=entry["skipped"],
+                           unfittable=entry.get("unfittable", ""))
 
 
 def _save_replicates(predictions: AuditPredictions, folder: Path,
@@ -242,7 +259,7 @@ def _save_replicates(predictions: AuditPredictions, folder: Path,
     frames = []
     for rep in predictions.replicates:
         cell = rep.cell
-        if cell.skipped:
+        if not cell.fitted:
             continue
         frames.append(_long(cell, rep.test_index, cell.test_score, cell.test_decision,
                             replicate=rep.replicate, part="test"))
@@ -271,10 +288,8 @@ def _load_replicates(folder: Path, entry: dict[str, Any]) -> tuple[ReplicatePred
     out = []
     for c in entry["cells"]:
         strategy, family, k = Strategy(c["strategy"]), ModelFamily(c["model"]), int(c["replicate"])
-        if c["skipped"]:
-            out.append(ReplicatePredictions(k, CellPredictions(
-                strategy, family, seconds=c["seconds"], skipped=c["skipped"]),
-                np.empty(0, np.int64)))
+        if (unfitted := _not_fitted(c, strategy, family)) is not None:
+            out.append(ReplicatePredictions(k, unfitted, np.empty(0, np.int64)))
             continue
         key = (k, c["strategy"], c["model"])
         if (*key, "test") not in groups:
@@ -303,9 +318,8 @@ def load_predictions(folder: Path) -> AuditPredictions:
     cells = []
     for c in record["cells"]:
         strategy, family = Strategy(c["strategy"]), ModelFamily(c["model"])
-        if c["skipped"]:
-            cells.append(CellPredictions(strategy, family, seconds=c["seconds"],
-                                         skipped=c["skipped"]))
+        if (unfitted := _not_fitted(c, strategy, family)) is not None:
+            cells.append(unfitted)
             continue
         key = (c["strategy"], c["model"])
         if key not in groups["test"]:
