@@ -23,17 +23,18 @@ __all__ = ["add_audit"]
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
+    from faircode.core.names import check_name
+
+    check_name(args.name, where="faircode audit: --name")  # a row label, a run name
     from faircode.audit.data import load_audit
     from faircode.audit.manifest import load_manifest
     from faircode.audit.predictions_file import read_predictions
     from faircode.audit.prepared import prepare
     from faircode.core.config import Params, load_params
-    from faircode.core.names import check_name
     from faircode.core.provenance import provenance
     from faircode.evaluate.deployed import score_given
     from faircode.evaluate.write import check_replaceable, write_audit
 
-    check_name(args.name, where="faircode audit: --name")  # a row label, a run name
     params = load_params(Path(args.params)) if args.params else Params()
     overrides = {k: getattr(args, k) for k in ("n_resamples", "n_permutations")}
     config = params.config.replace(**{k: v for k, v in overrides.items() if v is not None})
