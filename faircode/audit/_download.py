@@ -203,19 +203,20 @@ def download(url: str, member: str | None, temp: Path, *, target: Path, budget: 
     """
     what = f"download of {url}"
     try:
+        length: int | None = None
         if url.startswith("file://"):
             path = Path(urllib.request.url2pathname(urllib.parse.urlparse(url).path))
             opened: IO[bytes] = open_regular(path, error=DataError)
-            sock, length = None, None
         else:
             request = urllib.request.Request(url, headers={"User-Agent": "faircode"})
-            opened = urllib.request.urlopen(request, timeout=budget.remaining(what))
-            sock = _socket_of(opened)
-            header = opened.headers.get("Content-Length")
+            answer = urllib.request.urlopen(request, timeout=budget.remaining(what))
+            header = answer.headers.get("Content-Length")
             length = int(header) if header and header.isdigit() else None
-            if length is not None:
-                budget.check_size(length, what)
+            opened = answer
+        sock = _socket_of(opened)
         with opened as response:
+            if length is not None:  # refused before the body is read
+                budget.check_size(length, what)
             if member is None:
                 return copy_hashing(response, temp, budget=budget, total=length,
                                     progress=progress, label=label, sock=sock, what=what)
