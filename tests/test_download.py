@@ -23,7 +23,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from faircode.audit._download import remove_stale, staging
 from faircode.audit.fetch import fetch
 from faircode.audit.manifest import Manifest, load_manifest
 from faircode.core.errors import DataUnavailableError
@@ -112,7 +111,8 @@ def raw_folder(root: Path) -> list[str]:
 
 
 def test_an_endless_body_stops_at_the_declared_size(tmp_path: Path, hostile: str) -> None:
-    """An endless body is stopped just past ``dataset.size`` bytes, and nothing is kept."""
+    """Security: an endless body is stopped just past ``dataset.size`` bytes, and nothing is kept.
+    """
     manifest = manifest_at(tmp_path, f"{hostile}/endless", size=len(PAYLOAD))
     started = time.monotonic()
     with pytest.raises(DataUnavailableError, match=rf"more than {len(PAYLOAD):,} bytes"):
@@ -123,7 +123,7 @@ def test_an_endless_body_stops_at_the_declared_size(tmp_path: Path, hostile: str
 
 def test_a_drip_of_one_byte_a_second_stops_at_the_deadline(tmp_path: Path,
                                                           hostile: str) -> None:
-    """One byte a second never trips a 3 s read timeout; the 2 s deadline stops it."""
+    """Security: one byte a second never trips a 3 s read timeout; the 2 s deadline stops it."""
     manifest = manifest_at(tmp_path, f"{hostile}/drip")
     started = time.monotonic()
     with pytest.raises(DataUnavailableError, match=r"stopped at its deadline of 2 s"):
@@ -135,8 +135,8 @@ def test_a_drip_of_one_byte_a_second_stops_at_the_deadline(tmp_path: Path,
 
 def test_a_silent_server_stops_at_the_deadline_not_the_read_timeout(tmp_path: Path,
                                                                     hostile: str) -> None:
-    """A server that sends nothing after its headers is given up at the deadline (1 s), even
-    though a read may wait 30 s."""
+    """Security: a server that sends nothing after its headers is given up at the deadline (1 s),
+    even though a read may wait 30 s."""
     manifest = manifest_at(tmp_path, f"{hostile}/silent")
     started = time.monotonic()
     with pytest.raises(DataUnavailableError, match=r"dataset unavailable"):
@@ -147,7 +147,7 @@ def test_a_silent_server_stops_at_the_deadline_not_the_read_timeout(tmp_path: Pa
 
 def test_a_content_length_over_the_cap_is_refused_before_the_body(tmp_path: Path,
                                                                   hostile: str) -> None:
-    """A declared 10 GiB body is refused on its header: nothing is read or written."""
+    """Security: a declared 10 GiB body is refused on its header: nothing is read or written."""
     manifest = manifest_at(tmp_path, f"{hostile}/huge")
     with pytest.raises(DataUnavailableError, match=r"more than 1,073,741,824 bytes"):
         fetch(manifest, mirrors=(), timeout=3, deadline=5)
@@ -155,7 +155,8 @@ def test_a_content_length_over_the_cap_is_refused_before_the_body(tmp_path: Path
 
 
 def test_a_download_within_its_bounds_is_installed(tmp_path: Path, hostile: str) -> None:
-    """The same bounds let a normal download through, verified, with no partial file left."""
+    """Security: the same bounds let a normal download through, verified, with no partial file left.
+    """
     manifest = manifest_at(tmp_path, f"{hostile}/ok", size=len(PAYLOAD))
     result = fetch(manifest, mirrors=(), timeout=3, deadline=10)
     assert (result.status, result.sha256) == ("downloaded", DIGEST)
@@ -163,7 +164,7 @@ def test_a_download_within_its_bounds_is_installed(tmp_path: Path, hostile: str)
 
 
 def test_a_file_url_to_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
-    """``file://`` of a FIFO (urllib would block opening it) is one line, at once."""
+    """Security: ``file://`` of a FIFO (urllib would block opening it) is one line, at once."""
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     manifest = manifest_at(tmp_path / "repo", fifo.as_uri())
@@ -195,7 +196,7 @@ def _wait_for_part(root: Path, process: subprocess.Popen[str]) -> None:
     ids=["SIGTERM", "SIGINT"])
 def test_a_fetch_stopped_by_a_signal_removes_its_partial_file(
         tmp_path: Path, hostile: str, signum: int, code: int, said: str) -> None:
-    """SIGTERM or SIGINT during a download: exit 128 + signal, one line, no partial file."""
+    """Faults: SIGTERM or SIGINT during a download: exit 128 + signal, one line, no partial file."""
     process = _fetch_process(tmp_path, f"{hostile}/drip")
     try:
         _wait_for_part(tmp_path, process)
@@ -210,7 +211,7 @@ def test_a_fetch_stopped_by_a_signal_removes_its_partial_file(
 
 
 def test_a_killed_fetchs_partial_file_is_removed_by_the_next(tmp_path: Path, hostile: str) -> None:
-    """SIGKILL leaves the partial file; the next fetch of the audit removes it."""
+    """Faults: SIGKILL leaves the partial file; the next fetch of the audit removes it."""
     process = _fetch_process(tmp_path, f"{hostile}/drip")
     try:
         _wait_for_part(tmp_path, process)
@@ -226,7 +227,9 @@ def test_a_killed_fetchs_partial_file_is_removed_by_the_next(tmp_path: Path, hos
 
 
 def test_a_live_fetchs_partial_file_is_not_removed(tmp_path: Path) -> None:
-    """A partial file whose fetch still holds its lock survives another fetch's clean-up."""
+    """Faults: a partial file whose fetch still holds its lock survives another fetch's clean-up."""
+    from faircode.audit._download import remove_stale, staging
+
     target = tmp_path / "data" / "raw" / "toy" / "toy.csv"
     with staging(target) as live:
         assert remove_stale(target) == []

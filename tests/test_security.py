@@ -25,7 +25,6 @@ import yaml
 
 from faircode.audit.manifest import load_manifest, repository_root
 from faircode.core.errors import ManifestError
-from faircode.core.names import is_safe_name
 from faircode.pipeline.cli import main
 
 REPO = Path(__file__).resolve().parent.parent
@@ -53,7 +52,7 @@ def _words(command: str) -> list[str]:
 
 
 def test_every_dvc_cmd_quotes_each_interpolation() -> None:
-    """Each ``${...}`` of every stage's ``cmd`` is inside one single-quoted word."""
+    """Security: each ``${...}`` of every stage's ``cmd`` is inside one single-quoted word."""
     stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
     commands = [body.get("do", body)["cmd"] for body in stages.values()]
     assert any("${item}" in c for c in commands)
@@ -90,8 +89,8 @@ def _dvc(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedPro
 
 
 def test_dvc_repro_with_a_hostile_audit_folder_runs_no_command(tmp_path: Path) -> None:
-    """``dvc repro`` with audit ``x;touch pwned``: check-params refuses it in one line, nothing
-    after it runs, no ``pwned`` file appears anywhere."""
+    """Security: ``dvc repro`` with audit ``x;touch pwned``: check-params refuses it in one line,
+    nothing after it runs, no ``pwned`` file appears anywhere."""
     root = tmp_path / "repo"
     env = _dvc_repo(root)
     done = _dvc(root, env, "repro")
@@ -105,8 +104,8 @@ def test_dvc_repro_with_a_hostile_audit_folder_runs_no_command(tmp_path: Path) -
 
 
 def test_a_hostile_fetch_stage_forced_alone_gets_one_quoted_word(tmp_path: Path) -> None:
-    """Even run on its own (check-params skipped), the fetch stage receives ``x;touch pwned`` as
-    one word and refuses it: the shell runs no ``touch``."""
+    """Security: even run on its own (check-params skipped), the fetch stage receives ``x;touch
+    pwned`` as one word and refuses it: the shell runs no ``touch``."""
     root = tmp_path / "repo"
     env = _dvc_repo(root)
     (root / "data").mkdir()
@@ -120,7 +119,8 @@ def test_a_hostile_fetch_stage_forced_alone_gets_one_quoted_word(tmp_path: Path)
 def test_check_params_refuses_a_hostile_folder_in_one_line(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """check-params, in-process: the hostile name is one line and exit 2 (it is a folder)."""
+    """Security: check-params, in-process: the hostile name is one line and exit 2 (it is a folder).
+    """
     from faircode.pipeline.stages import check_params
 
     (tmp_path / "audits" / HOSTILE).mkdir(parents=True)
@@ -136,8 +136,8 @@ def test_check_params_refuses_a_hostile_folder_in_one_line(
 
 def test_a_manifest_aiming_at_readme_is_refused_and_readme_untouched(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``dataset.path: ../../README.md`` with a file:// source whose sha256 matches: ``faircode
-    data fetch`` exits 2 with one line naming dataset.path; README.md keeps its bytes."""
+    """Security: ``dataset.path: ../../README.md`` with a file:// source whose sha256 matches:
+    ``faircode data fetch`` exits 2 with one line naming dataset.path; README.md keeps its bytes."""
     (tmp_path / "pyproject.toml").write_text("")
     readme = tmp_path / "README.md"
     readme.write_text("# the project\n")
@@ -158,8 +158,8 @@ def test_a_manifest_aiming_at_readme_is_refused_and_readme_untouched(
                                   "../../data/raw/other/x.csv", "../../data/raw/toy",
                                   "audit.yaml"])
 def test_a_raw_file_outside_its_places_is_refused(tmp_path: Path, path: str) -> None:
-    """Any repository file that is not in data/raw/<audit>/ or the audit folder is refused (so
-    is the folder itself, and the manifest)."""
+    """Security: any repository file that is not in data/raw/<audit>/ or the audit folder is refused
+    (so is the folder itself, and the manifest)."""
     (tmp_path / "pyproject.toml").write_text("")
     manifest = tmp_path / "audits" / "toy" / "audit.yaml"
     manifest.parent.mkdir(parents=True)
@@ -170,7 +170,8 @@ def test_a_raw_file_outside_its_places_is_refused(tmp_path: Path, path: str) -> 
 
 @pytest.mark.parametrize("path", ["../../data/raw/toy/x.csv", "x.csv", "sub/x.csv"])
 def test_a_raw_file_in_its_places_is_accepted(tmp_path: Path, path: str) -> None:
-    """data/raw/<audit>/ and the manifest's own folder (or below it) are the raw file's places."""
+    """Security: data/raw/<audit>/ and the manifest's own folder (or below it) are the raw file's
+    places."""
     (tmp_path / "pyproject.toml").write_text("")
     manifest = tmp_path / "audits" / "toy" / "audit.yaml"
     manifest.parent.mkdir(parents=True)
@@ -179,7 +180,7 @@ def test_a_raw_file_in_its_places_is_accepted(tmp_path: Path, path: str) -> None
 
 
 def test_a_symlink_out_of_the_raw_folder_is_refused(tmp_path: Path) -> None:
-    """A link inside data/raw/toy/ to a file elsewhere resolves outside: refused."""
+    """Security: a link inside data/raw/toy/ to a file elsewhere resolves outside: refused."""
     (tmp_path / "pyproject.toml").write_text("")
     (tmp_path / "data" / "raw" / "toy").mkdir(parents=True)
     (tmp_path / "data" / "raw" / "toy" / "x.csv").symlink_to(tmp_path / "pyproject.toml")
@@ -191,14 +192,14 @@ def test_a_symlink_out_of_the_raw_folder_is_refused(tmp_path: Path) -> None:
 
 
 def test_the_repository_root_is_never_the_filesystem_root() -> None:
-    """A manifest two levels below ``/`` without a marker: its root is its own folder, never
-    ``/`` (``../../etc/passwd`` was inside a root of ``/``)."""
+    """Security: a manifest two levels below ``/`` without a marker: its root is its own folder,
+    never ``/`` (``../../etc/passwd`` was inside a root of ``/``)."""
     assert repository_root(Path("/a/b")) == Path("/a/b")  # was "/"
     assert repository_root(Path("/audits/toy")) == Path("/audits/toy")  # was "/"
 
 
 def test_a_manifest_two_levels_below_root_cannot_read_etc_passwd(tmp_path: Path) -> None:
-    """The same shape below a folder without markers: ``../../etc/passwd`` is refused."""
+    """Security: the same shape below a folder without markers: ``../../etc/passwd`` is refused."""
     manifest = tmp_path / "audits" / "toy" / "audit.yaml"
     manifest.parent.mkdir(parents=True)
     manifest.write_text(yaml.safe_dump(_manifest("../../../../../../../../etc/passwd")))
@@ -209,14 +210,17 @@ def test_a_manifest_two_levels_below_root_cannot_read_etc_passwd(tmp_path: Path)
 @pytest.mark.parametrize("name", ["../../evil;$(touch x)", "", "a b", "-rf", ".hidden",
                                   "x\n", "é", "a" * 101])
 def test_unsafe_names_are_refused(name: str) -> None:
-    """Path separators, shell characters, spaces, a leading '-' or '.', a newline, non-ASCII and
-    101 characters are not safe names."""
+    """Security: path separators, shell characters, spaces, a leading '-' or '.', a newline,
+    non-ASCII and 101 characters are not safe names."""
+    from faircode.core.names import is_safe_name
+
     assert not is_safe_name(name)
 
 
 def test_faircode_audit_refuses_a_hostile_name_before_reading(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """``faircode audit --name '../../evil;$(touch x)'``: exit 2, one line naming --name."""
+    """Security: ``faircode audit --name '../../evil;$(touch x)'``: exit 2, one line naming --name.
+    """
     code = main(["audit", "toy", "--audits", str(tmp_path), "--predictions", "none.csv",
                  "--key", "id", "--decision", "d", "--name", "../../evil;$(touch x)"])
     err = capsys.readouterr().err
@@ -229,7 +233,7 @@ def test_faircode_audit_refuses_a_hostile_name_before_reading(
 def test_a_stage_refuses_an_unsafe_audit_argument(stage: str, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each per-audit stage checks its AUDIT before building any path from it."""
+    """Security: each per-audit stage checks its AUDIT before building any path from it."""
     import importlib
 
     monkeypatch.chdir(tmp_path)
