@@ -4,13 +4,14 @@ Usage: ``python bench/second_round.py [--base REV | --before TREE] [--fast]``
 
 Runs tests/test_security.py, tests/test_download.py and tests/test_reliability.py once with
 ``PYTHONPATH=<this checkout>`` ("after") and once with the ``faircode/`` of ``--base`` (default
-``4d10d00``, the main this work started from, extracted with ``git archive``) or of ``--before
-TREE`` ("before"): the same tests judge both trees (bench/hostile_inputs.py's runner).  Every
+``4d10d00``, the main this work started from, extracted with its ``dvc.yaml`` by ``git archive``)
+or of ``--before TREE`` ("before"): the same tests judge both trees (bench/hostile_inputs.py's
+runner), their subprocesses and ``dvc repro`` running the tree's own code and ``dvc.yaml``. Every
 test's docstring opens with its family -- ``Security``, ``Faults`` or ``Data`` -- the issue's
-families; a row per test (outcome, seconds, and for a failure what happened), then the count
-per family.  The fourth family, predictions files (the 139 MB file, a repeated column name in a
-predictions file, parsing without a Python object per row), is issue 34's, and is listed as
-such.  ``--fast`` leaves out the tests marked slow (the 30 s SQLite lock).  Nothing random.
+families; a row per test (outcome, seconds, and for a failure what happened), then the count per
+family. The fourth family, predictions files (the 139 MB file, a repeated column name in a
+predictions file, parsing without a Python object per row), is issue 34's, and is listed as such.
+``--fast`` leaves out the tests marked slow (the 30 s SQLite lock). Nothing random.
 """
 
 from __future__ import annotations
@@ -46,8 +47,8 @@ def families() -> dict[str, str]:
 
 
 def base_tree(rev: str, into: Path) -> Path:
-    """``faircode/`` of ``rev`` extracted into ``into``."""
-    archive = subprocess.run(["git", "archive", rev, "faircode"], cwd=ROOT, check=True,
+    """``faircode/`` and ``dvc.yaml`` of ``rev`` extracted into ``into``."""
+    archive = subprocess.run(["git", "archive", rev, "faircode", "dvc.yaml"], cwd=ROOT, check=True,
                              capture_output=True).stdout
     subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
     return into

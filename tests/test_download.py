@@ -23,11 +23,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+import faircode
 from faircode.audit.fetch import fetch
 from faircode.audit.manifest import Manifest, load_manifest
 from faircode.core.errors import DataUnavailableError
 
 REPO = Path(__file__).resolve().parent.parent
+CODE = Path(faircode.__file__).resolve().parent.parent
+"""The tree whose ``faircode`` is imported (this checkout, or the one bench/second_round.py
+judges): subprocesses run its code."""
 PAYLOAD = b"a,b,label\n1,x,0\n2,y,1\n" * 50
 DIGEST = hashlib.sha256(PAYLOAD).hexdigest()
 
@@ -176,7 +180,7 @@ def _fetch_process(root: Path, url: str) -> subprocess.Popen[str]:
     """``faircode data fetch toy`` of ``root`` from ``url`` (a minute's deadline), SIGINT at its
     default as from a terminal."""
     manifest_at(root, url)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "FAIRCODE_DATA_MIRROR": ""}
+    env = {**os.environ, "PYTHONPATH": str(CODE), "FAIRCODE_DATA_MIRROR": ""}
     return subprocess.Popen(
         [sys.executable, "-m", "faircode.pipeline.cli", "data", "fetch", "toy", "--timeout", "30",
          "--deadline", "60"], cwd=root, env=env, stdout=subprocess.DEVNULL,

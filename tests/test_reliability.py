@@ -24,7 +24,12 @@ import numpy as np
 import pytest
 from test_hostile_inputs import RAW, cli, csv_text, data_rows, make_project, one_line, run_capped
 
+import faircode
+
 REPO = Path(__file__).resolve().parent.parent
+CODE = Path(faircode.__file__).resolve().parent.parent
+"""The tree whose ``faircode`` is imported (this checkout, or the one bench/second_round.py
+judges): subprocesses run its code."""
 GERMAN = "german_credit_lending"
 
 
@@ -139,7 +144,7 @@ def test_a_locked_sqlite_store_is_one_line_exit_3(tmp_path: Path) -> None:
     (MLflow's own log of the error, 67 lines, is silenced)."""
     results = _committed(tmp_path)
     store = tmp_path / "mlflow.db"
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(CODE)}
     command = [sys.executable, "-m", "faircode.pipeline.cli", "track", "--results",
                str(results), "--tracking-uri", f"sqlite:///{store}"]
     subprocess.run(command, env=env, capture_output=True, timeout=600, check=True)
@@ -199,7 +204,7 @@ def test_a_list_in_freezes_breaks_neither_list_nor_track(
 
 def _validate_process(project: Path, signum: int, after: float) -> subprocess.CompletedProcess[str]:
     """``faircode validate toy`` sent ``signum`` ``after`` seconds in (SIGINT at its default)."""
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ, "PYTHONPATH": str(CODE)}
     process = subprocess.Popen(
         [sys.executable, "-m", "faircode.pipeline.cli", "validate", "toy"], cwd=project, env=env,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,

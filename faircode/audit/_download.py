@@ -170,7 +170,12 @@ def copy_hashing(source: IO[bytes], dest: Path, *, budget: Budget | None = None,
             while True:
                 if budget is not None and sock is not None:
                     sock.settimeout(budget.remaining(what))
-                chunk = _read(source)
+                try:
+                    chunk = _read(source)
+                except TimeoutError:  # the wait was cut to the deadline: say which ran out
+                    if budget is not None:
+                        budget.remaining(what)
+                    raise
                 if not chunk:
                     return digest.hexdigest()
                 size += len(chunk)
@@ -229,6 +234,7 @@ def download(url: str, member: str | None, temp: Path, *, target: Path, budget: 
     except DataError as exc:
         raise NoDownload(f"{what} failed: {exc}") from None
     except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
+        budget.remaining(what)  # a connection cut short by the deadline says so
         if isinstance(exc, urllib.error.HTTPError):
             reason: object = f"HTTP {exc.code} {exc.reason}"
         else:
