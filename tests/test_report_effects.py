@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_report import DP, _table_row, effect_rows, write_audit_folder
+from test_report import DP, _table_row, effect_rows, record_files, write_audit_folder
 
 from faircode.report.analysis import floor_counts
 from faircode.report.build import write_report
@@ -103,6 +103,7 @@ def test_replicates_replace_value_interval_and_star_by_the_pooled_ones(tmp_path:
     flipped = (pooled["strategy"] == "post_processing") & (pooled["reference"] == "baseline")
     pooled.loc[flipped, "sign_flips"] = True
     pooled.to_csv(root / "audit_a" / "effects_stability.csv", index=False)
+    record_files(root / "audit_a")
     shown = shown_effects(load_results(root), alpha=0.05)
     np.testing.assert_allclose(shown["value"], effects["value"] + 0.001)
     np.testing.assert_allclose(shown["ci_low"], effects["ci_low"] - 0.01)
@@ -128,6 +129,7 @@ def test_paper_table_at_k5_shows_the_mean_and_loses_an_unstable_star(tmp_path: P
         sd_bootstrap=0.03, combined_ci_low=-0.25, combined_ci_high=-0.01, n_degenerate=0)
     stability.reindex(columns=list(STABILITY_COLUMNS)).to_csv(
         root / "audit_a" / "stability.csv", index=False)
+    record_files(root / "audit_a")
     write_report(root)
     text = (root / "paper_table.md").read_text()
     assert _table_row(text, "audit_a", "sex", "logistic_regression")[2] == \
