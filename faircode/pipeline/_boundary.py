@@ -36,11 +36,14 @@ from types import FrameType
 
 from faircode.core.errors import FaircodeError
 
-__all__ = ["EXIT_INTERRUPTED", "EXIT_TERMINATED", "Terminated", "run_command"]
+__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_TERMINATED", "EXIT_USAGE",
+           "Terminated", "run_command"]
 
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+"""Success; a check that found something (drift, a failed audit) or an ``OSError``/``MemoryError``;
+bad input (one line)."""
 EXIT_INTERRUPTED = 128 + signal.SIGINT
 EXIT_TERMINATED = 128 + signal.SIGTERM
-_EXIT_USAGE, _EXIT_FAILED = 2, 1
 
 
 class Terminated(BaseException):
@@ -77,7 +80,7 @@ def run_command(body: Callable[[], int]) -> int:
         return body()
     except FaircodeError as exc:
         _say(str(exc))
-        return _EXIT_USAGE
+        return EXIT_USAGE
     except KeyboardInterrupt:
         _say("interrupted by SIGINT: stopped; results written before stay as they were, nothing "
              "half-written is left")
@@ -89,10 +92,10 @@ def run_command(body: Callable[[], int]) -> int:
     except MemoryError:
         _say("out of memory: the input is larger than this machine's memory allows (see the "
              "size limits in docs/operations.md)")
-        return _EXIT_FAILED
+        return EXIT_FAILED
     except OSError as exc:
         _say(os_error_line(exc))
-        return _EXIT_FAILED
+        return EXIT_FAILED
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
