@@ -24,12 +24,11 @@ Design decisions
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 from faircode.core.errors import DataError, FaircodeError, describe
-from faircode.core.files import open_regular
+from faircode.core.files import open_regular, read_json_object
 
 __all__ = ["RUN_JSON", "checked_run", "folder_digests", "sha256_file"]
 
@@ -62,20 +61,7 @@ def checked_run(folder: Path, *, error: type[FaircodeError] = DataError) -> dict
     run's), or a file the record does not list (foreign).
     """
     path = folder / RUN_JSON
-    try:
-        with open_regular(path, error=error) as handle:
-            text = handle.read(_RUN_JSON_BYTES + 1)
-        if len(text) > _RUN_JSON_BYTES:
-            raise error(f"{path}: expected a run record of at most {_RUN_JSON_BYTES:,} bytes, "
-                        "got more")
-        run = json.loads(text)
-    except OSError as exc:
-        raise error(f"{path}: cannot be read: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise error(f"{path}: expected a JSON run record, got {type(exc).__name__}: "
-                    f"{' '.join(str(exc).split())[:200]}") from None
-    if not isinstance(run, dict):
-        raise error(f"{path}: expected a JSON object (a run record), got {describe(run)}")
+    run = read_json_object(path, limit=_RUN_JSON_BYTES, error=error, what="run record")
     recorded = run.get("files")
     if not isinstance(recorded, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in recorded.items()):

@@ -24,14 +24,15 @@ Design decisions
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from faircode.core.errors import FaircodeError
+from faircode.core.errors import FaircodeError, describe
 
-__all__ = ["check_regular", "file_kind", "open_regular", "read_bounded"]
+__all__ = ["check_regular", "file_kind", "open_regular", "read_bounded", "read_json_object"]
 
 _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
           (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
@@ -80,3 +81,19 @@ def read_bounded(path: Path, *, limit: int, error: type[FaircodeError] = Faircod
     if len(data) > limit:
         raise error(f"{path}: expected a {what} of at most {limit:,} bytes, got more")
     return data
+
+
+def read_json_object(path: Path, *, limit: int, error: type[FaircodeError] = FaircodeError,
+                     what: str = "JSON object") -> dict[str, Any]:
+    """The JSON object in the regular file ``path`` (at most ``limit`` bytes); anything else --
+    unreadable, too big, not JSON, not an object -- is one ``error`` line naming ``what``."""
+    try:
+        value = json.loads(read_bounded(path, limit=limit, error=error, what=what))
+    except OSError as exc:
+        raise error(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise error(f"{path}: expected a {what} in JSON, got {type(exc).__name__}: "
+                    f"{' '.join(str(exc).split())[:200]}") from None
+    if not isinstance(value, dict):
+        raise error(f"{path}: expected a JSON object (a {what}), got {describe(value)}")
+    return value

@@ -36,8 +36,8 @@ from faircode.audit.manifest import repository_root
 from faircode.audit.prepared import AuditLike
 from faircode.core.config import BenchmarkConfig
 from faircode.core.digests import folder_digests
-from faircode.core.errors import DataError, FaircodeError
-from faircode.core.files import read_bounded
+from faircode.core.errors import DataError
+from faircode.core.files import read_json_object
 from faircode.core.provenance import params_digest
 from faircode.core.seeds import Stream
 from faircode.evaluate import stability
@@ -79,11 +79,9 @@ def check_replaceable(final: Path, *, audit: str, kind: str) -> None:
         raise DataError(refuse.format(f"a folder without run.json ({len(names)} entries "
                                       "faircode did not write)"))
     try:
-        run = json.loads(read_bounded(final / "run.json", limit=_RUN_JSON_BYTES, error=DataError))
-    except (OSError, ValueError, FaircodeError):
-        run = None
-    if not isinstance(run, dict):
-        raise DataError(refuse.format("a folder whose run.json is not a results record"))
+        run = read_json_object(final / "run.json", limit=_RUN_JSON_BYTES, error=DataError)
+    except DataError:
+        raise DataError(refuse.format("a folder whose run.json is not a results record")) from None
     if run.get("audit") != audit:
         raise DataError(refuse.format(f"the results of another audit ({run.get('audit')!r})"))
     if results_kind(run) != kind:

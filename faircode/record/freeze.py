@@ -54,7 +54,7 @@ from typing import Any
 from faircode.core.config import load_params
 from faircode.core.digests import checked_run
 from faircode.core.errors import FaircodeError, describe
-from faircode.core.files import read_bounded
+from faircode.core.files import read_json_object
 from faircode.core.names import check_name
 from faircode.core.provenance import code_digest, group_states, params_digest
 from faircode.core.schema import read_yaml
@@ -113,17 +113,8 @@ def check_freeze_name(name: object, *, where: str = "freeze NAME") -> str:
 def read_record(path: Path) -> dict[str, Any]:
     """The freeze record at ``path``, validated: a JSON object whose ``name`` is its file's
     name and which holds every key of :data:`_RECORD_KEYS` with its type; else one line."""
-    try:
-        record = json.loads(read_bounded(path, limit=_RECORD_BYTES, error=FreezeError,
-                                         what="freeze record"))
-    except OSError as exc:
-        raise FreezeError(f"{path}: cannot be read: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise FreezeError(f"{path}: expected a JSON freeze record, got {type(exc).__name__}: "
-                          f"{' '.join(str(exc).split())[:200]}") from None
-    if not isinstance(record, dict):
-        raise FreezeError(f"{path}: expected a JSON object (a freeze record), got "
-                          f"{describe(record)}")
+    record = read_json_object(path, limit=_RECORD_BYTES, error=FreezeError,
+                              what="freeze record")
     for key, kind in _RECORD_KEYS.items():
         if not isinstance(record.get(key), kind):
             raise FreezeError(f"{path}: {key}: expected a {'string' if kind is str else 'mapping'}"
