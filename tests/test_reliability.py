@@ -147,7 +147,7 @@ def test_a_locked_sqlite_store_is_one_line_exit_3(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(CODE)}
     command = [sys.executable, "-m", "faircode.pipeline.cli", "track", "--results",
                str(results), "--tracking-uri", f"sqlite:///{store}"]
-    subprocess.run(command, env=env, capture_output=True, timeout=600, check=True)
+    subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, timeout=600, check=True)
     held = threading.Event()
 
     def lock() -> None:
@@ -159,8 +159,8 @@ def test_a_locked_sqlite_store_is_one_line_exit_3(tmp_path: Path) -> None:
 
     threading.Thread(target=lock, daemon=True).start()
     assert held.wait(60)
-    done = subprocess.run([*command, "--experiment", "other"], env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run([*command, "--experiment", "other"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)  # cwd: not this checkout
     assert done.returncode == 3 and done.stderr.count("\n") == 1, done.stderr[-3000:]
     assert done.stderr.startswith("tracking failed: ") and "database is locked" in done.stderr
 
