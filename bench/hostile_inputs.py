@@ -33,9 +33,9 @@ _TMP = re.compile(r"/tmp/pytest-of-[^/]+/pytest-\d+/[^/]+/")
 _EXCEPTION = re.compile(r"^(?:E\s+)?([A-Za-z_.]*(?:Error|Exception|Expired|Exit))\b:?(.*)$")
 
 
-def docstrings() -> dict[str, str]:
-    """Test name -> first docstring line (``Case N: ...``) of every test in the suite."""
-    tree = ast.parse(SUITE.read_text())
+def docstrings(suite: Path = SUITE) -> dict[str, str]:
+    """Test name -> first docstring line (``Case N: ...``) of every test in ``suite``."""
+    tree = ast.parse(suite.read_text())
     return {node.name: (ast.get_docstring(node) or "").splitlines()[0]
             for node in tree.body if isinstance(node, ast.FunctionDef)
             and node.name.startswith("test_")}
@@ -58,15 +58,16 @@ def what_happened(message: str, text: str) -> str:
     return " ".join(message.split())[:110]
 
 
-def run(tree: Path) -> dict[str, tuple[str, float, str]]:
-    """Run the suite against ``tree``; test id -> (outcome, seconds, what happened)."""
+def run(tree: Path, suites: tuple[Path, ...] = (SUITE,), *,
+        marks: str = "not slow") -> dict[str, tuple[str, float, str]]:
+    """Run ``suites`` against ``tree``; test id -> (outcome, seconds, what happened)."""
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "junit.xml"
         env = {**os.environ, "PYTHONPATH": str(tree)}
         # -P: the working directory (this checkout) must not shadow PYTHONPATH's faircode
-        subprocess.run([sys.executable, "-P", "-m", "pytest", str(SUITE), "-q", "-p",
-                        "no:cacheprovider", f"--junitxml={report}"], cwd=ROOT, env=env,
-                       capture_output=True, text=True, check=False)
+        subprocess.run([sys.executable, "-P", "-m", "pytest", *map(str, suites), "-q", "-p",
+                        "no:cacheprovider", "-m", marks, f"--junitxml={report}"], cwd=ROOT,
+                       env=env, capture_output=True, text=True, check=False)
         results: dict[str, tuple[str, float, str]] = {}
         for case in ET.parse(report).getroot().iter("testcase"):
             bad = case.find("failure")

@@ -211,10 +211,11 @@ CSV = """id,name,group,age,score,x,outcome
 def toy_manifest(tmp_path: Path, **changes: object) -> Manifest:
     """Write the toy CSV and a manifest over it (``changes`` override top-level keys)."""
     (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "toy.csv").write_text(CSV)
+    (tmp_path / "audits").mkdir(exist_ok=True)
+    (tmp_path / "audits" / "toy.csv").write_text(CSV)
     doc: dict[str, object] = {
         "name": "toy",
-        "dataset": {"path": "../toy.csv"},
+        "dataset": {"path": "toy.csv"},
         "test_size": 0.25,
         "row_filters": [{"column": "group", "isin": ["a", "b"]}],
         "target": {"column": "outcome", "method": "equals", "value": "hi"},
@@ -279,7 +280,7 @@ def test_load_audit_applies_every_step_in_order(tmp_path: Path) -> None:
         False,
         True,
     ]
-    assert data.sha256 == sha256_file(tmp_path / "toy.csv")
+    assert data.sha256 == sha256_file(tmp_path / "audits" / "toy.csv")
     assert isinstance(data.raw.index, pd.RangeIndex)
 
 
@@ -338,14 +339,14 @@ def test_empty_group_is_a_data_error(tmp_path: Path) -> None:
 def test_missing_file_is_unavailable(tmp_path: Path) -> None:
     """A manifest whose file is absent raises DataUnavailableError with the audit name."""
     m = toy_manifest(tmp_path)
-    (tmp_path / "toy.csv").unlink()
+    (tmp_path / "audits" / "toy.csv").unlink()
     with pytest.raises(DataUnavailableError, match="toy: dataset unavailable"):
         load_audit(m)
 
 
 def test_wrong_digest_is_refused_at_load(tmp_path: Path) -> None:
     """load_audit verifies a declared sha256 before reading."""
-    m = toy_manifest(tmp_path, dataset={"path": "../toy.csv", "sha256": "0" * 64})
+    m = toy_manifest(tmp_path, dataset={"path": "toy.csv", "sha256": "0" * 64})
     with pytest.raises(ChecksumError, match="expected 0000"):
         load_audit(m)
 
@@ -389,13 +390,14 @@ UNIT_CSV = "person,visit,group,age,score,x,outcome\n" + "".join(
 def unit_manifest(tmp_path: Path, **changes: object) -> Manifest:
     """The toy manifest over a file of 40 people with 1-3 visits each, unit = person."""
     manifest = toy_manifest(tmp_path, **changes)
-    (tmp_path / "toy.csv").write_text(UNIT_CSV)
+    (tmp_path / "audits").mkdir(exist_ok=True)
+    (tmp_path / "audits" / "toy.csv").write_text(UNIT_CSV)
     return manifest
 
 
 def test_unit_split_puts_no_unit_on_both_sides(tmp_path: Path) -> None:
     """With dataset.unit every person's rows are all in train or all in test."""
-    data = load_audit(unit_manifest(tmp_path, dataset={"path": "../toy.csv", "unit": "person"}))
+    data = load_audit(unit_manifest(tmp_path, dataset={"path": "toy.csv", "unit": "person"}))
     assert data.unit is not None and len(np.unique(data.unit)) == 40
     assert np.intersect1d(data.unit[data.train_index], data.unit[data.test_index]).size == 0
     assert sorted([*data.train_index, *data.test_index]) == list(range(len(data.y)))
@@ -404,7 +406,7 @@ def test_unit_split_puts_no_unit_on_both_sides(tmp_path: Path) -> None:
 
 def test_unit_column_is_read_but_never_encoded(tmp_path: Path) -> None:
     """The unit column is in raw (as the manifest names it) but not in X."""
-    data = load_audit(unit_manifest(tmp_path, dataset={"path": "../toy.csv", "unit": "person"}))
+    data = load_audit(unit_manifest(tmp_path, dataset={"path": "toy.csv", "unit": "person"}))
     assert "person" in data.raw.columns and "person" not in data.X.columns
 
 
@@ -412,7 +414,7 @@ def test_first_by_filter_leaves_one_row_per_unit_and_its_count(tmp_path: Path) -
     """first_by keeps each person's first visit; the step reports the rows left."""
     data = load_audit(unit_manifest(
         tmp_path,
-        dataset={"path": "../toy.csv", "unit": "person"},
+        dataset={"path": "toy.csv", "unit": "person"},
         row_filters=[{"column": "person", "first_by": "visit"}],
     ))
     assert data.steps[1] == ("filter 1: first row per person by visit", 40)
@@ -434,7 +436,7 @@ def test_without_unit_the_split_is_the_stratified_row_split(tmp_path: Path) -> N
 def test_single_row_units_split_exactly_like_rows(tmp_path: Path) -> None:
     """A unit that is one row per unit gives the identical split and X as no unit at all."""
     plain = load_audit(toy_manifest(tmp_path))
-    united = load_audit(toy_manifest(tmp_path, dataset={"path": "../toy.csv", "unit": "id"}))
+    united = load_audit(toy_manifest(tmp_path, dataset={"path": "toy.csv", "unit": "id"}))
     assert np.array_equal(plain.test_index, united.test_index)
     assert plain.X.equals(united.X) and np.array_equal(plain.y, united.y)
 
@@ -442,7 +444,7 @@ def test_single_row_units_split_exactly_like_rows(tmp_path: Path) -> None:
 def test_missing_unit_value_is_a_data_error(tmp_path: Path) -> None:
     """A prepared row without a unit is an error naming dataset.unit, not a dropped row."""
     m = toy_manifest(
-        tmp_path, dataset={"path": "../toy.csv", "unit": "score"}, core_features=["x"],
+        tmp_path, dataset={"path": "toy.csv", "unit": "score"}, core_features=["x"],
         proxy_features=[],
     )
     with pytest.raises(DataError, match=r"dataset.unit: expected a unit in every prepared row"):
@@ -451,7 +453,7 @@ def test_missing_unit_value_is_a_data_error(tmp_path: Path) -> None:
 
 def test_missing_unit_column_names_the_key_path(tmp_path: Path) -> None:
     """A unit column absent from the file is a one-line DataError naming dataset.unit."""
-    m = toy_manifest(tmp_path, dataset={"path": "../toy.csv", "unit": "person_id"})
+    m = toy_manifest(tmp_path, dataset={"path": "toy.csv", "unit": "person_id"})
     with pytest.raises(DataError) as info:
         load_audit(m)
     assert str(info.value) == (
@@ -524,10 +526,11 @@ def _raw_manifest(tmp_path: Path, body: bytes, read: dict[str, object], **change
                   ) -> Manifest:
     """Write ``body`` as toy.csv and a manifest over its columns g, v, y with ``read`` options."""
     (tmp_path / "pyproject.toml").write_text("")
-    (tmp_path / "toy.csv").write_bytes(body)
+    (tmp_path / "audits").mkdir(exist_ok=True)
+    (tmp_path / "audits" / "toy.csv").write_bytes(body)
     doc: dict[str, object] = {
         "name": "toy",
-        "dataset": {"path": "../toy.csv", "read": read},
+        "dataset": {"path": "toy.csv", "read": read},
         "test_size": 0.5,
         "target": {"column": "y", "method": "threshold", "threshold": 10,
                    "direction": "at_least"},

@@ -1,11 +1,11 @@
 """Regression suite of issue 25 (input half): every hostile input is one line, exit 2, no traceback.
 
 Each test builds its input in ``tmp_path`` (a tiny project: ``pyproject.toml``, ``params.yaml``,
-``audits/toy/audit.yaml`` over ``data/toy.csv``) and runs it through the real entry point: the CLI
-(``faircode.pipeline.cli.main``) or a DVC stage's ``main`` in-process, or a subprocess under a
-memory and time cap (``RLIMIT_AS`` 512 MB, 20 s) where the input is a bomb.  The ``case`` in each
-docstring is the number of the cause in issue 25's list; ``bench/hostile_inputs.py`` runs this file
-against any tree and prints the before/after table.
+``audits/toy/audit.yaml`` over ``data/raw/toy/toy.csv``) and runs it through the real entry
+point: the CLI (``faircode.pipeline.cli.main``) or a DVC stage's ``main`` in-process, or a
+subprocess under a memory and time cap (``RLIMIT_AS`` 512 MB, 20 s) where the input is a bomb.
+The ``case`` in each docstring is the number of the cause in issue 25's list;
+``bench/hostile_inputs.py`` runs this file against any tree and prints the before/after table.
 """
 
 from __future__ import annotations
@@ -24,13 +24,15 @@ import pytest
 
 from faircode.pipeline.cli import main
 
+RAW = Path("data", "raw", "toy", "toy.csv")
+"""Where the toy audit's raw file is, below the project (``data/raw/<audit>/``)."""
 CAP_BYTES = 512 * 2**20
 CAP_SECONDS = 20.0
 HEADER = "id,name,group,age,score,x,outcome"
 MANIFEST = """\
 name: toy
 dataset:
-  path: ../../data/toy.csv
+  path: ../../data/raw/toy/toy.csv
 test_size: 0.25
 target: {column: outcome, method: equals, value: hi}
 protected_attributes:
@@ -62,8 +64,8 @@ def make_project(root: Path) -> Path:
     (root / "pyproject.toml").write_text("")
     (root / "audits" / "toy").mkdir(parents=True)
     (root / "audits" / "toy" / "audit.yaml").write_text(MANIFEST)
-    (root / "data").mkdir()
-    (root / "data" / "toy.csv").write_text(csv_text(data_rows()))
+    (root / RAW).parent.mkdir(parents=True)
+    (root / RAW).write_text(csv_text(data_rows()))
     (root / "params.yaml").write_text(PARAMS)
     (root / "axes.yaml").write_text(AXES)
     return root
@@ -176,7 +178,7 @@ def validate(project: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, st
 
 
 def write_rows(project: Path, rows: list[str]) -> None:
-    (project / "data" / "toy.csv").write_text(csv_text(rows))
+    (project / RAW).write_text(csv_text(rows))
 
 
 # --------------------------------------------------------------------------- 1: alias bombs
@@ -337,14 +339,14 @@ def test_corrupt_copy_with_unreachable_url_fails_the_fetch_stage(
     """Case 7: a corrupted raw file whose URL is down is a checksum error, never "unavailable"."""
     from faircode.pipeline.stages import fetch as fetch_stage
 
-    raw = project / "data" / "toy.csv"
+    raw = project / RAW
     good = hashlib.sha256(raw.read_bytes()).hexdigest()
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     manifest = MANIFEST.replace(
-        "  path: ../../data/toy.csv",
-        f"  path: ../../data/toy.csv\n  sha256: {good}\n"
+        "  path: ../../data/raw/toy/toy.csv",
+        f"  path: ../../data/raw/toy/toy.csv\n  sha256: {good}\n"
         f"  source: {{url: 'http://127.0.0.1:{port}/toy.csv'}}")
     (project / "audits" / "toy" / "audit.yaml").write_text(manifest)
     raw.write_text(csv_text(data_rows()).replace("P1,", "P9,"))
@@ -354,7 +356,7 @@ def test_corrupt_copy_with_unreachable_url_fails_the_fetch_stage(
     code, err = stage(fetch_stage.main, ["toy"], project, monkeypatch, capsys)
     line = one_line(err, code)
     assert "toy.csv" in line and good in line and bad in line and "unavailable" not in line, line
-    assert not (project / "data" / "unavailable.json").exists()
+    assert not (project / RAW.parent / "unavailable.json").exists()
 
 
 # --------------------------------------------------------------------------- 8: malformed data
@@ -369,7 +371,7 @@ def test_a_row_with_an_extra_field_is_an_error_naming_its_line(
     write_rows(project, rows)
     code, _, err = validate(project, capsys)
     line = one_line(err, code)
-    assert line == f"{project / 'data' / 'toy.csv'}: line 6: expected 7 fields as in the " \
+    assert line == f"{project / RAW}: line 6: expected 7 fields as in the " \
                    "header, got 8", line
 
 
@@ -382,7 +384,7 @@ def test_text_in_a_declared_numeric_column_is_an_error_naming_row_and_value(
     write_rows(project, rows)
     code, _, err = validate(project, capsys)
     line = one_line(err, code)
-    assert line == (f"{project / 'data' / 'toy.csv'}: line 4: column 'age' "
+    assert line == (f"{project / RAW}: line 4: column 'age' "
                     "(protected_attributes[1].column): expected a number, got 'abc' (str)"), line
 
 
@@ -396,7 +398,7 @@ def test_text_in_a_numeric_feature_is_a_validate_warning(
     code, out, err = validate(project, capsys)
     line = one_line(err, code, exit_code=0)
     assert "toy: " in out
-    assert line.startswith(f"warning: {project / 'data' / 'toy.csv'}: line 9: column 'score' "
+    assert line.startswith(f"warning: {project / RAW}: line 9: column 'score' "
                            "(core_features[0]): "), line
     assert "'n/a yet' (str)" in line and "categories" in line, line
 
@@ -410,7 +412,7 @@ def test_infinity_in_a_feature_is_an_error_naming_the_column(
     write_rows(project, rows)
     code, _, err = validate(project, capsys)
     line = one_line(err, code)
-    assert line == (f"{project / 'data' / 'toy.csv'}: line 8: column 'score' "
+    assert line == (f"{project / RAW}: line 8: column 'score' "
                     "(core_features[0]): expected a finite number, got inf (float)"), line
 
 
@@ -473,7 +475,7 @@ def test_header_only_data_file_names_the_file_not_the_filters(
     code, _, err = validate(project, capsys)
     line = one_line(err, code)
     assert "row_filters" not in line, line
-    assert line == (f"{project / 'data' / 'toy.csv'}: line 2: expected data rows below the "
+    assert line == (f"{project / RAW}: line 2: expected data rows below the "
                     "header, got none"), line
 
 

@@ -439,7 +439,7 @@ def test_explicit_root_bounds_the_dataset_path(tmp_path: Path) -> None:
     """With root= the dataset path must stay inside that root, not the detected one."""
     path = write(tmp_path, valid_doc())
     assert load_manifest(path, root=tmp_path).dataset.path.is_relative_to(tmp_path)
-    with pytest.raises(ManifestError, match=r"dataset\.path: expected a path inside"):
+    with pytest.raises(ManifestError, match=r"dataset\.path: expected a file inside"):
         load_manifest(path, root=path.parent)
 
 

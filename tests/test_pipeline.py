@@ -416,8 +416,12 @@ def test_bad_params_stop_the_repro_with_one_line_naming_the_key(
 
 
 def _edit_first_value(path: Path) -> tuple[str, str]:
-    """Add 0.001 to the first row's ``value`` of a results CSV; return (row label, new value)."""
+    """Add 0.001 to the first row's ``value`` of a results CSV and record the file's new sha256
+    in its folder's run.json, as a writer of that number would (readers refuse a file unlike its
+    record); return (row label, new value)."""
     import csv
+
+    from faircode.core.digests import folder_digests
 
     with path.open(newline="") as handle:
         rows = list(csv.reader(handle))
@@ -425,6 +429,9 @@ def _edit_first_value(path: Path) -> tuple[str, str]:
     rows[1][column] = repr(float(rows[1][column]) + 0.001)
     with path.open("w", newline="") as handle:
         csv.writer(handle, lineterminator="\n").writerows(rows)
+    run = json.loads((path.parent / "run.json").read_text())
+    (path.parent / "run.json").write_text(
+        json.dumps({**run, "files": folder_digests(path.parent)}, indent=2) + "\n")
     return rows[1][rows[0].index("metric")], rows[1][column]
 
 

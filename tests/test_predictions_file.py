@@ -18,6 +18,8 @@ from faircode.audit.predictions_file import ExternalPredictions, read_prediction
 from faircode.core.errors import DataError
 
 # rows 1-8 are kept (group a/b); row 9 (group c) is dropped by the row filter
+RAW = Path("data", "raw", "toy", "toy.csv")
+"""The toy raw file, below the project (``data/raw/<audit>/``)."""
 CSV = """id,group,age,tool,risk,outcome
 1,a,25,High,9,hi
 2,b,40,Low,2,lo
@@ -37,8 +39,9 @@ def audit(root: Path, csv: str = CSV, key: str = "id") -> AuditData:
     """Write and load the toy audit (with the tool as its system) keyed on ``key``."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "pyproject.toml").write_text("")
-    (root / "toy.csv").write_text(csv)
-    doc = {"name": "toy", "dataset": {"path": "../../toy.csv"}, "test_size": 0.25,
+    (root / "data" / "raw" / "toy").mkdir(parents=True, exist_ok=True)
+    (root / "data" / "raw" / "toy" / "toy.csv").write_text(csv)
+    doc = {"name": "toy", "dataset": {"path": "../../data/raw/toy/toy.csv"}, "test_size": 0.25,
            "row_filters": [{"column": "group", "isin": ["a", "b"]}],
            "target": {"column": "outcome", "method": "equals", "value": "hi"},
            "protected_attributes": [{"name": "grp", "type": "categorical", "column": "group",
@@ -153,7 +156,7 @@ def test_allow_partial_audits_only_the_covered_rows(tmp_path: Path, keys: RowKey
 def test_predictions_file_equals_the_manifest_systems_outputs(tmp_path: Path) -> None:
     """A file holding the tool's own decisions and deciles reads to exactly the system's arrays."""
     data = audit(tmp_path / "audit")
-    raw = pd.read_csv(tmp_path / "audit" / "toy.csv")
+    raw = pd.read_csv(tmp_path / "audit" / "data" / "raw" / "toy" / "toy.csv")
     raw["flag"] = raw["tool"].isin(["Medium", "High"]).astype(int)
     raw.sample(frac=1.0, random_state=3)[["id", "flag", "risk"]].to_csv(tmp_path / "p.csv",
                                                                         index=False)
@@ -268,7 +271,7 @@ def test_missing_key_column_names_the_data_file_and_closest(tmp_path: Path) -> N
     """A key that is no column of the raw file is one line naming the file and closest names."""
     with pytest.raises(DataError) as info:
         audit(tmp_path, key="idd")
-    assert str(info.value) == (f"{tmp_path / 'toy.csv'}: key: expected a column of toy.csv, "
+    assert str(info.value) == (f"{tmp_path / RAW}: key: expected a column of toy.csv, "
                                "got 'idd' (str); closest: id")
 
 
@@ -276,7 +279,7 @@ def test_repeated_key_among_kept_rows_names_both_lines(tmp_path: Path) -> None:
     """Two kept rows with id 3 cannot be joined: the error names the repeat and its first line."""
     with pytest.raises(DataError) as info:
         audit(tmp_path, CSV.replace("4,b,22,", "3,b,22,"))
-    assert str(info.value) == (f"{tmp_path / 'toy.csv'}: line 5: column 'id' (key): expected "
+    assert str(info.value) == (f"{tmp_path / RAW}: line 5: column 'id' (key): expected "
                                "each key once, got 3 (int) again (first at line 4)")
 
 

@@ -6,6 +6,7 @@ import math
 from pathlib import Path
 
 import pandas as pd
+from test_report import record_files
 from test_tracking import write_results
 
 from faircode.record.runs import ChildRun, collect_children
@@ -28,6 +29,7 @@ def _write_effects(results: Path) -> None:
                "seeds": 5, "seed_mode": "split", "mean": -0.1, "combined_ci_low": float("nan"),
                "sign_flips": True, "note": ""}]
     pd.DataFrame(pooled).to_csv(results / "alpha_lending" / "effects_stability.csv", index=False)
+    record_files(results / "alpha_lending")
 
 
 def _run(results: Path, strategy: str, model: str, attribute: str) -> ChildRun:

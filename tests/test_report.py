@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from faircode.core.digests import folder_digests
 from faircode.core.errors import FaircodeError
 from faircode.evaluate.tables import COUNTERFACTUAL_COLUMNS, PERFORMANCE_COLUMNS
 from faircode.pipeline.cli import main
@@ -88,8 +89,8 @@ def write_audit_folder(root: Path, audit: str, attributes: tuple[str, ...]) -> P
            "seeds": {"master": 42}, "rows": {"train": 800, "test": 200},
            "git_commit": "c" * 40, "git_dirty": False, "versions": {"python": "3.11"},
            "cells": []}
-    (folder / "run.json").write_text(json.dumps(run))
     effect_rows(audit, attributes).to_csv(folder / "effects.csv", index=False)
+    (folder / "run.json").write_text(json.dumps({**run, "files": folder_digests(folder)}))
     return folder
 
 
@@ -132,6 +133,15 @@ def edit_fairness(folder: Path, *, where: dict[str, str], **changes: object) -> 
             pd.Series(np.nan, index=frame.index, dtype=object)
         frame.loc[match, column] = value
     frame.to_csv(folder / "fairness.csv", index=False)
+    record_files(folder)
+
+
+def record_files(folder: Path) -> None:
+    """Record ``folder``'s files in its run.json as the writer does (every reader checks that a
+    results folder holds exactly them): for a hand-made folder edited or added to after it was
+    written."""
+    run = json.loads((folder / "run.json").read_text())
+    (folder / "run.json").write_text(json.dumps({**run, "files": folder_digests(folder)}))
 
 
 @pytest.fixture
@@ -505,6 +515,7 @@ def test_stability_section_appears_only_with_stability_csv(results: Path) -> Non
     other = {**row, "metric": DI, "sd_between": 0.9876}
     pd.DataFrame([row, other], columns=list(STABILITY_COLUMNS)).to_csv(
         results / "audit_a" / "stability.csv", index=False)
+    record_files(results / "audit_a")
     write_report(results)
     page = (results / "report.html").read_text()
     section = page.split("Training variance across seeds", 1)[1].split("<h2>", 1)[0]

@@ -10,8 +10,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_report import render, write_audit_folder
+from test_report import record_files, render, write_audit_folder
 
+from faircode.core.digests import folder_digests
 from faircode.evaluate.tables import COUNTERFACTUAL_COLUMNS, PERFORMANCE_COLUMNS
 from faircode.report.analysis import benchmark_family, benchmark_q_values
 from faircode.report.build import write_report
@@ -160,7 +161,7 @@ def write_deployed_audit(root: Path, *, favourable: int = 0) -> Path:
            "git_commit": "c" * 40, "git_dirty": False, "versions": {"python": "3.11"},
            "cells": [], "target": {"favourable": favourable},
            "system": {"name": "tool", "title": "The tool"}}
-    (folder / "run.json").write_text(json.dumps(run))
+    (folder / "run.json").write_text(json.dumps({**run, "files": folder_digests(folder)}))
     return folder
 
 
@@ -392,6 +393,7 @@ def test_audit_without_a_system_renders_exactly_as_before(tmp_path: Path) -> Non
     gaps[gaps["strategy"] != "deployed"].assign(audit="audit_a").to_csv(
         extra / "audit_a" / "calibration_gap.csv", index=False)
     for root in (plain, extra):
+        record_files(root / "audit_a")
         write_report(root, provenance={"git_commit": "e" * 40})
     assert _outputs(extra) == _outputs(plain) and len(_outputs(plain)) > 20
     assert "Deployed systems" not in (extra / "report.html").read_text()

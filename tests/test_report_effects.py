@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_report import DP, _table_row, effect_rows, write_audit_folder
+from test_report import DP, _table_row, effect_rows, record_files, write_audit_folder
 
 from faircode.report.analysis import floor_counts
 from faircode.report.build import write_report
@@ -93,6 +93,7 @@ def test_effects_are_shown_as_effects_csv_writes_them(tmp_path: Path) -> None:
     effects = effect_rows("audit_a", ("sex",))
     effects.assign(value=effects["value"] + 1.0).to_csv(
         root / "audit_a" / "effects_stability.csv", index=False)  # never read
+    record_files(root / "audit_a")
     shown = shown_effects(load_results(root), alpha=0.05)
     np.testing.assert_allclose(shown["value"], effects["value"])
     np.testing.assert_allclose(shown["ci_low"], effects["ci_low"])
@@ -110,6 +111,7 @@ def test_paper_table_at_k5_shows_fairness_csv_and_its_verdict_marks(tmp_path: Pa
     fairness.loc[match, ["value", "ci_low", "ci_high", "verdict"]] = [-0.012, -0.03, 0.01,
                                                                       "parity"]
     fairness.to_csv(root / "audit_a" / "fairness.csv", index=False)
+    record_files(root / "audit_a")
     write_report(root)
     text = (root / "paper_table.md").read_text()
     assert _table_row(text, "audit_a", "sex", "logistic_regression")[2] == \

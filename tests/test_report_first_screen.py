@@ -10,7 +10,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_report import CHROMIUM, CHROMIUM_FLAGS, DP, MODELS, edit_fairness, write_audit_folder
+from test_report import (
+    CHROMIUM,
+    CHROMIUM_FLAGS,
+    DP,
+    MODELS,
+    edit_fairness,
+    record_files,
+    write_audit_folder,
+)
 
 from faircode.core.cells import STRATEGY_TITLES
 from faircode.report.build import write_report
@@ -228,6 +236,7 @@ def test_an_audit_without_effects_gets_verdicts_but_no_n_a_numbers(tmp_path: Pat
     Δ numbers, never "n/a"."""
     root = tmp_path / "results"
     write_audit_folder(root, "audit_b", ("race",)).joinpath("effects.csv").unlink()
+    record_files(root / "audit_b")  # a folder written without effects.csv
     write_report(root)
     page = (root / "report.html").read_text()
     top = page.split('<section id="headline">', 1)[1].split("</section>", 1)[0]

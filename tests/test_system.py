@@ -22,6 +22,8 @@ from faircode.stats.calibration import SCALES
 from faircode.stats.groups import group_rates
 
 # rows 1-8 are kept (group a/b, outcome present); row 9 is filtered out (group c)
+RAW = Path("data", "raw", "toy", "toy.csv")
+"""The toy raw file, below the project (``data/raw/<audit>/``)."""
 CSV = """id,group,age,x,tool,risk,p,outcome
 1,a,25,u,High,9,0.9,hi
 2,b,40,v,Low,2,0.2,lo
@@ -46,7 +48,7 @@ def doc(**system: Any) -> dict[str, Any]:
     """A valid manifest document over :data:`CSV` with the system block ``system``."""
     return {
         "name": "toy",
-        "dataset": {"path": "../../toy.csv"},
+        "dataset": {"path": "../../data/raw/toy/toy.csv"},
         "test_size": 0.25,
         "row_filters": [{"column": "group", "isin": ["a", "b"]}],
         "target": {"column": "outcome", "method": "equals", "value": "hi"},
@@ -62,7 +64,8 @@ def write(root: Path, document: dict[str, Any], csv: str = CSV) -> Path:
     """Write ``csv`` and ``document`` as ``root/audits/toy/audit.yaml``; return its path."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "pyproject.toml").write_text("")
-    (root / "toy.csv").write_text(csv)
+    (root / "data" / "raw" / "toy").mkdir(parents=True, exist_ok=True)
+    (root / "data" / "raw" / "toy" / "toy.csv").write_text(csv)
     path = root / "audits" / "toy" / "audit.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(document, sort_keys=False))
@@ -153,7 +156,8 @@ SYSTEM_ERRORS = [
     ("unknown score key", _set("score.bins", 10), "system.score.bins",
      "expected one of the keys column, scale, got 'bins' (str)"),
     ("bad name", _set("name", "the tool"), "system.name",
-     "expected letters, digits, '_', '.', '-' (a folder-safe id), got 'the tool' (str)"),
+     "expected a folder- and shell-safe name (a letter or digit, then letters, digits, '_', "
+     "'.' or '-'; at most 100 characters), got 'the tool' (str)"),
     ("grid name", _set("name", "random_forest"), "system.name",
      "expected a name that is not a grid model family, got 'random_forest' (str)"),
     ("decision is a feature", _set("decision.column", "age"), "system.decision.column",
@@ -280,7 +284,7 @@ def test_missing_score_column_names_the_key_path(tmp_path: Path) -> None:
 def test_text_score_names_line_column_and_value(tmp_path: Path) -> None:
     """A score that is not a number is refused at its line, naming column and value."""
     message = _data_error(tmp_path, CSV.replace("a,45,u,Low,1,", "a,45,u,Low,low,"))
-    assert message == (f"{tmp_path / 'toy.csv'}: line 8: column 'risk' (system.score.column): "
+    assert message == (f"{tmp_path / RAW}: line 8: column 'risk' (system.score.column): "
                        "expected a numeric score, got 'low' (str)")
 
 
@@ -310,7 +314,7 @@ def test_missing_score_on_a_kept_row_is_refused(tmp_path: Path) -> None:
 def test_missing_decision_on_a_kept_row_is_refused(tmp_path: Path) -> None:
     """A kept row without a decision value is an error naming its line."""
     message = _data_error(tmp_path, CSV.replace("a,61,v,Medium,", "a,61,v,,"))
-    assert message.startswith(f"{tmp_path / 'toy.csv'}: line 6: column 'tool' "
+    assert message.startswith(f"{tmp_path / RAW}: line 6: column 'tool' "
                               "(system.decision.column): expected a decision value in every row")
 
 

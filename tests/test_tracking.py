@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from faircode.core.digests import folder_digests
 from faircode.evaluate.tables import COUNTERFACTUAL_COLUMNS, PERFORMANCE_COLUMNS
 from faircode.pipeline import cli
 from faircode.record._store import switch_to_wal
@@ -182,7 +183,8 @@ def write_results(out: Path, *, seed: int, threshold: float = 0.5) -> Path:
                "config": {"constraint": "demographic_parity", "eps": 0.01, "max_iter": 50,
                           "decision_threshold": threshold, "n_resamples": 100,
                           "n_permutations": 100, "confidence": 0.95, "alpha": 0.05, "jobs": 2},
-               "cells": [{"strategy": "baseline", "seconds": {"fit": rng.uniform()}}]}
+               "cells": [{"strategy": "baseline", "seconds": {"fit": rng.uniform()}}],
+               "files": folder_digests(folder)}
         (folder / "run.json").write_text(json.dumps(run, indent=2))
     gone = out / "gamma_hiring"
     gone.mkdir()
@@ -473,6 +475,7 @@ def test_changed_threshold_adds_one_parent(client, server, synced, tmp_path) -> 
     fairness.write_text("\n".join([text[0], ",".join(cells), *text[2:]]) + "\n")
     run = json.loads((changed / AUDITS[0] / "run.json").read_text())
     run["config"]["decision_threshold"] = 0.3
+    run["files"] = folder_digests(changed / AUDITS[0])  # a state written so, not a damage
     (changed / AUDITS[0] / "run.json").write_text(json.dumps(run))
     parents_before = client.search_runs([report.experiment_id], "tags.`faircode.sync_state` != ''")
     new = sync_results(changed, tracking_uri=server, experiment="faircode-test")

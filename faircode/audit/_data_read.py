@@ -3,8 +3,8 @@
 Private: :func:`faircode.audit.data.load_audit` reads through :func:`read_raw`, and
 :mod:`faircode.audit.predictions_file` scans a predictions CSV with :func:`data_lines` (same
 quoting rules, same ragged-row error).  The design decisions (only the read columns are parsed,
-every row has the header's width, lines name the rows of every later error) are stated in
-:mod:`faircode.audit.data`.
+every row has the header's width, lines name the rows of every later error, a repeated column
+name is read only when its copies agree) are stated in :mod:`faircode.audit.data`.
 """
 
 from __future__ import annotations
@@ -66,6 +66,53 @@ def read_csv(read: ReadOptions, file: Path, *, where: str, expected: str = PARSE
         detail = " ".join(str(exc).split())
         raise DataError(f"{where}: expected {file.name} {expected}, got "
                         f"{type(exc).__name__}: {detail}") from None
+
+
+def _header_fields(file: Path, read: ReadOptions, *, where: str) -> list[str]:
+    """The header row of ``file`` as written (pandas renames a repeated name: ``age.1``)."""
+    skip = read.header or 0  # non-blank rows before the header, as pandas counts them
+    limit = csv.field_size_limit(2**31 - 1)
+    try:
+        with file.open(encoding=read.encoding, newline="") as handle:
+            rows = (fields for fields in csv.reader(handle, delimiter=read.separator) if fields)
+            for _ in range(skip):
+                next(rows, None)
+            return next(rows, [])
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise DataError(f"{where}: expected {file.name} {PARSES}, got "
+                        f"{type(exc).__name__}: {exc}") from None
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _repeated(manifest: Manifest, file: Path, pandas_names: list[str],
+              wanted: list[str]) -> dict[str, list[str]]:
+    """Each read column whose name the header repeats -> pandas' names of its copies (the first
+    is the column's own name).  Names the manifest lists are unique already."""
+    if manifest.dataset.read.names is not None:
+        return {}
+    raw = _header_fields(file, manifest.dataset.read, where=f"{manifest.file}: dataset.read")
+    if len(raw) != len(pandas_names):  # an odd header pandas reads otherwise: nothing to map
+        return {}
+    return {col: [pandas_names[i] for i, name in enumerate(raw) if name == col]
+            for col in wanted if raw.count(col) > 1}
+
+
+def _check_copies(frame: pd.DataFrame, copies: Mapping[str, list[str]], lines: list[str], *,
+                  file: Path, sources: Mapping[str, str]) -> None:
+    """A repeated column is read only when every copy holds the same values on every row;
+    copies that differ are one :class:`DataError` (which one is meant cannot be known)."""
+    for col, names in copies.items():
+        first = frame[names[0]].astype(object)
+        for other in names[1:]:
+            second = frame[other].astype(object)
+            differ = ~((first == second) | (first.isna() & second.isna())).to_numpy()
+            if differ.any():
+                i = int(differ.nonzero()[0][0])
+                raise DataError(
+                    f"{file}: {lines[i]}: column {col!r} ({sources[col]}): expected each column "
+                    f"once in the header, got it {len(names)} times with different values "
+                    f"({first.iat[i]!r} vs {second.iat[i]!r}); rename or remove the copy")
 
 
 def _header(manifest: Manifest, file: Path) -> list[str]:
@@ -156,8 +203,12 @@ def read_raw(manifest: Manifest, file: Path, *,
     if not lines:
         below = " below the header" if manifest.dataset.read.names is None else ""
         raise DataError(f"{file}: line {end}: expected data rows{below}, got none")
+    copies = _repeated(manifest, file, header, named)
+    also = [name for names in copies.values() for name in names[1:]]
     frame = read_csv(manifest.dataset.read, file, where=f"{manifest.file}: dataset.read",
-                     usecols=named, low_memory=False)
+                     usecols=[*named, *also], low_memory=False)
     if len(frame) != len(lines):  # pandas and csv disagree on an odd file: number rows plainly
         lines = [f"data row {i + 1}" for i in range(len(frame))]
+    sources = {**column_sources(manifest), **(extra or {})}
+    _check_copies(frame, copies, lines, file=file, sources=sources)
     return frame[named], lines

@@ -40,10 +40,12 @@ from faircode.audit._manifest_types import (
 )
 from faircode.audit.decision import RULES, DecisionRule, Rule
 from faircode.core.errors import ConfigError, ManifestError
+from faircode.core.names import SAFE_NAME_TEXT, check_name, is_safe_name
 from faircode.core.schema import Checker, Scalar
 from faircode.counterfactual.perturb import axis_from_config
 
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+RAW_DIR = ("data", "raw")
+"""Where an audit's raw file lives below the repository root: ``data/raw/<audit>/``."""
 
 # Allowed keys per mapping: key -> required?  Adding a schema key is one line here (plus parsing).
 _TOP_KEYS: dict[str, bool] = {
@@ -63,7 +65,7 @@ _TOP_KEYS: dict[str, bool] = {
     "strata": False,
 }
 _DATASET_KEYS: dict[str, bool] = {
-    "path": True, "sha256": False, "source": False, "unit": False, "read": False,
+    "path": True, "sha256": False, "size": False, "source": False, "unit": False, "read": False,
     "object": False, "mirror": False, "row_id": False,
 }
 
@@ -104,14 +106,31 @@ _ATTRIBUTE_KEYS: dict[str, dict[str, bool]] = {
 }
 
 
-def _parse_dataset(c: Checker, raw: object, root: Path) -> DatasetSpec:
-    data = c.mapping(raw, "dataset", _DATASET_KEYS)
-    declared = c.string(data["path"], "dataset.path")
+def raw_places(file: Path, name: str, root: Path) -> tuple[Path, Path]:
+    """The folders a manifest's raw file may live in: ``<root>/data/raw/<name>/`` and the
+    manifest's own folder (both resolved)."""
+    return (root.resolve().joinpath(*RAW_DIR, name), file.parent.resolve())
+
+
+def _dataset_path(c: Checker, declared: str, *, name: str, root: Path) -> Path:
+    """``dataset.path`` resolved; it must name a file inside :func:`raw_places` (symlinks
+    followed), never the folder itself, a repository file elsewhere or anything outside."""
     if PurePosixPath(declared).is_absolute() or PureWindowsPath(declared).is_absolute():
         raise c.fail("dataset.path", "a path relative to the manifest's directory", declared)
     resolved = (c.file.parent / declared).resolve()
-    if not resolved.is_relative_to(root.resolve()):
-        raise c.fail("dataset.path", f"a path inside the repository {root}", declared)
+    places = raw_places(c.file, name, root)
+    if not any(resolved.is_relative_to(p) and resolved != p for p in places) \
+            or resolved == c.file.resolve():
+        shown = " or ".join(f"{p}/" for p in places)
+        raise c.fail("dataset.path", f"a file inside {shown} (where fetch may write it)",
+                     declared)
+    return resolved
+
+
+def _parse_dataset(c: Checker, raw: object, root: Path, *, name: str) -> DatasetSpec:
+    data = c.mapping(raw, "dataset", _DATASET_KEYS)
+    declared = c.string(data["path"], "dataset.path")
+    resolved = _dataset_path(c, declared, name=name, root=root)
     sha = data.get("sha256")
     if sha is not None and (not isinstance(sha, str) or not _SHA_RE.match(sha)):
         raise c.fail("dataset.sha256", "64 lowercase hex digits", sha)
@@ -136,11 +155,14 @@ def _parse_dataset(c: Checker, raw: object, root: Path) -> DatasetSpec:
                      data["row_id"])
     r_object = parse_r_object(c, data, declared)
     mirror = c.optional_string(data.get("mirror"), "dataset.mirror")
-    if mirror is not None and not _NAME_RE.match(mirror):
-        raise c.fail("dataset.mirror", "a folder name (letters, digits, '_', '.', '-')", mirror)
+    if mirror is not None and not is_safe_name(mirror):
+        raise c.fail("dataset.mirror", SAFE_NAME_TEXT, mirror)
+    size = data.get("size")
+    if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 1):
+        raise c.fail("dataset.size", "a positive integer (the file's size in bytes)", size)
     return DatasetSpec(path=resolved, declared_path=declared, sha256=sha, source=source,
                        unit=unit, read=read, object=r_object, mirror=mirror,
-                       row_id=row_id)
+                       row_id=row_id, size=size)
 
 
 def _parse_row_id(c: Checker, raw: object) -> RowId:
@@ -281,7 +303,8 @@ def _parse_attribute(c: Checker, raw: object, where: str) -> ProtectedAttribute:
 
 
 def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
-    """Validate the YAML mapping ``doc`` of ``c.file``; paths must stay inside ``root``.
+    """Validate the YAML mapping ``doc`` of ``c.file``; its raw file must be inside
+    ``<root>/data/raw/<name>/`` or the manifest's own folder (:func:`raw_places`).
 
     The sections are checked in a fixed order (names, split, filters, target, attributes,
     features, dataset, unit, system, axes, decision, strata), so the first error reported is
@@ -302,7 +325,7 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
     attrs = _parse_attributes(c, data["protected_attributes"])
     protected = {a.column for a in attrs}
     core, proxy = _parse_features(c, data, protected=protected, target=target.column)
-    dataset = _parse_dataset(c, data["dataset"], root)
+    dataset = _parse_dataset(c, data["dataset"], root, name=name)
     _check_unit(c, dataset.unit, filters, (*protected, *core, *proxy, target.column))
     system = None
     if data.get("system") is not None:
@@ -310,8 +333,7 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
                  target.column: "the target column", **dict.fromkeys(proxy, "a proxy feature"),
                  **dict.fromkeys(core, "a core feature"),
                  **dict.fromkeys(protected, "a protected attribute's column")}
-        system = parse_system(c, data["system"], name_pattern=_NAME_RE, roles=roles,
-                              target=target.column)
+        system = parse_system(c, data["system"], roles=roles, target=target.column)
     return Manifest(
         name=name,
         title=title,
@@ -329,16 +351,14 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
         ),
         decision=_parse_decision(c, data["decision"]) if "decision" in data else None,
         system=system,
-        strata=parse_strata(c, data.get("strata"), name_pattern=_NAME_RE, protected=protected,
+        strata=parse_strata(c, data.get("strata"), protected=protected,
                             target=target.column, unit=dataset.unit),
     )
 
 
 def _parse_name(c: Checker, data: dict[str, Any]) -> tuple[str, str]:
     """``name`` (a folder-safe id) and ``title`` (the name when absent)."""
-    name = c.string(data["name"], "name")
-    if not _NAME_RE.match(name):
-        raise c.fail("name", "letters, digits, '_', '.', '-' (a folder-safe id)", name)
+    name = check_name(data["name"], where=f"{c.file}: name", cls=ManifestError)
     title = c.string(data["title"], "title") if data.get("title") is not None else name
     return name, title
 

@@ -15,9 +15,8 @@ declared legitimate factors?
 
 from __future__ import annotations
 
-import re
-
 from faircode.audit._manifest_types import Stratum
+from faircode.core.names import SAFE_NAME_TEXT, is_safe_name
 from faircode.core.schema import Checker
 
 __all__ = ["parse_strata"]
@@ -25,8 +24,8 @@ __all__ = ["parse_strata"]
 _KEYS: dict[str, bool] = {"name": True, "columns": True}
 
 
-def parse_strata(c: Checker, raw: object, *, name_pattern: re.Pattern[str],
-                 protected: set[str], target: str, unit: str | None) -> tuple[Stratum, ...]:
+def parse_strata(c: Checker, raw: object, *, protected: set[str], target: str,
+                 unit: str | None) -> tuple[Stratum, ...]:
     """Validate ``strata`` (a non-empty list of ``{name, columns}``; absent: ``()``)."""
     if raw is None:
         return ()
@@ -40,9 +39,8 @@ def parse_strata(c: Checker, raw: object, *, name_pattern: re.Pattern[str],
         where = f"strata[{i}]"
         data = c.mapping(item, where, _KEYS)
         name = c.string(data["name"], f"{where}.name")
-        if not name_pattern.match(name):
-            raise c.fail(f"{where}.name", "letters, digits, '_', '.', '-' (a folder-safe id)",
-                         name)
+        if not is_safe_name(name):
+            raise c.fail(f"{where}.name", SAFE_NAME_TEXT, name)
         if name in (s.name for s in out):
             raise c.fail(f"{where}.name", "a name not used by another stratum", name)
         columns = c.columns(data["columns"], f"{where}.columns", allow_empty=False)

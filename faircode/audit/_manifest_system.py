@@ -10,7 +10,6 @@ the score is numeric, the rule matches some row) need the data and live in
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import cast
 
@@ -27,6 +26,8 @@ from faircode.audit._manifest_types import (
     SystemScore,
 )
 from faircode.core.cells import ModelFamily
+from faircode.core.errors import ManifestError
+from faircode.core.names import check_name
 from faircode.core.schema import Checker
 
 __all__ = ["parse_system"]
@@ -37,21 +38,20 @@ _DECISION_KEYS: dict[str, bool] = {"column": True, **{m: False for m in DECISION
 _SCORE_KEYS: dict[str, bool] = {"column": True, "scale": True}
 
 
-def parse_system(c: Checker, raw: object, *, name_pattern: re.Pattern[str],
-                 roles: Mapping[str, str], target: str) -> DeployedSystem:
+def parse_system(c: Checker, raw: object, *, roles: Mapping[str, str],
+                 target: str) -> DeployedSystem:
     """Validate ``system:``; ``roles`` maps each column the audit already uses to its role.
 
     A system column that is a feature, protected, target or unit column is refused: the tool's
     outputs must never be model inputs, and a column cannot be both the outcome and a prediction
     of it.  ``decision: outcome`` is the exception that says so: the system's decision *is* the
     recorded outcome (``target``, the target's column), people's decisions with no separate
-    ground truth, and such a system has no score.  ``name_pattern`` is the manifest's
-    folder-safe name pattern (a compiled regex).
+    ground truth, and such a system has no score.  Its name is a safe name
+    (:func:`faircode.core.names.check_name`): a row label, an MLflow run name and, for an audit
+    of one's own model, part of a results folder.
     """
     data = c.mapping(raw, "system", _SYSTEM_KEYS)
-    name = c.string(data["name"], "system.name")
-    if not name_pattern.match(name):
-        raise c.fail("system.name", "letters, digits, '_', '.', '-' (a folder-safe id)", name)
+    name = check_name(data["name"], where=f"{c.file}: system.name", cls=ManifestError)
     if name in {m.value for m in ModelFamily}:
         raise c.fail("system.name", "a name that is not a grid model family", name)
     title = c.string(data["title"], "system.title") if data.get("title") is not None else name

@@ -124,7 +124,8 @@ class RowId:
 
 @dataclass(frozen=True, slots=True)
 class DatasetSpec:
-    """The raw file: resolved absolute path, the path as written, expected digest, provenance."""
+    """The raw file: resolved absolute path, the path as written, expected digest and size,
+    provenance."""
 
     path: Path
     declared_path: str
@@ -138,12 +139,17 @@ class DatasetSpec:
     """The folder of each data mirror that holds the file (None: the audit's name)."""
     row_id: RowId | None = None
     """How a predictions file names this file's rows (``faircode audit``); None: undeclared."""
+    size: int | None = None
+    """The raw file's size in bytes, if declared: a download's size cap."""
 
     def __post_init__(self) -> None:
         if not self.path.is_absolute():
             raise _bad("dataset.path", "a resolved absolute path", str(self.path))
         if self.object is not None and self.read != ReadOptions():
             raise _bad("dataset.read", "no CSV reading options for an R data file", self.read)
+        if self.size is not None and (isinstance(self.size, bool) or not isinstance(
+                self.size, int) or self.size < 1):
+            raise _bad("dataset.size", "a positive integer (bytes)", self.size)
         if self.sha256 is not None and not _SHA_RE.match(self.sha256):
             raise _bad("dataset.sha256", "64 lowercase hex digits", self.sha256)
         if self.row_id is not None and self.row_id.column is None and self.sha256 is None:

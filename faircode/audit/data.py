@@ -31,6 +31,14 @@ Design decisions
   line, and those lines name the rows of every later data error.  The scan holds one row at a
   time, so unnamed columns still never reach a frame.  A file with a header and no row is "no
   data rows", not a filter problem.
+* **A column name the header repeats** is ambiguous: pandas would rename the second copy
+  (``age.1``) and the first would be audited silently.  A read column whose copies differ on any
+  row is a :class:`DataError` naming the line and both values; copies that agree on every row
+  (ProPublica's two-year file repeats ``priors_count`` and ``decile_score`` verbatim) are read
+  once.
+* **An attribute that classifies no row** is named as such: a protected column that is missing
+  on every row kept so far (or whose values are none of the declared groups) is an error naming
+  that attribute and its column, never blamed on the row filters.
 * **Malformed values** (:mod:`faircode.audit._data_columns`): text in a column declared numeric and
   an infinite number in a feature are errors naming file, line, column and value; a feature of
   mostly numbers and a few distinct texts (an undeclared marker) is encoded as categories with a
@@ -278,9 +286,9 @@ def load_audit(manifest: Manifest, *, path: Path | None = None,
     if by_position and key is not None:
         raise ValueError("load_audit: expected key or by_position, got both")
     file = path if path is not None else manifest.dataset.path
-    if not file.is_file():
+    if not file.exists():
         raise DataUnavailableError(unavailable_message(manifest, missing=file))
-    digest = sha256_file(file)
+    digest = sha256_file(file)  # a regular file only: a FIFO or a device is one DataError line
     expected = manifest.dataset.sha256
     if expected is not None and digest != expected:
         raise ChecksumError(f"{file}: sha256: expected {expected}, got {digest}")
@@ -306,15 +314,17 @@ def load_audit(manifest: Manifest, *, path: Path | None = None,
     origin = origin[derivable]
     masks: dict[str, np.ndarray] = {}
     classified = np.ones(len(frame), dtype=bool)
-    for attribute in manifest.protected_attributes:
+    for i, attribute in enumerate(manifest.protected_attributes):
         masks[attribute.name], ok = disadvantaged_mask(attribute, frame[attribute.column])
+        if len(frame) and not ok.any():  # name the attribute, not the filters
+            raise _classifies_none(manifest, i, frame[attribute.column], file=file)
         classified &= ok
     steps.append(("classified by every attribute", int(classified.sum())))
     frame, rows, origin = frame[classified].reset_index(drop=True), rows[classified], \
         origin[classified]
     y = label[classified].astype(np.int8)
     masks = {name: mask[classified] for name, mask in masks.items()}
-    _check_prepared(manifest, y, masks)
+    _check_prepared(manifest, y, masks, steps=steps)
     unit = _unit_codes(manifest, frame)
     sources = column_sources(manifest)
     warnings = check_features(frame, {c: sources[c] for c in manifest.feature_columns},
@@ -377,10 +387,33 @@ def _unit_codes(manifest: Manifest, frame: pd.DataFrame) -> np.ndarray | None:
     return np.asarray(codes, dtype=np.int64)
 
 
-def _check_prepared(manifest: Manifest, y: np.ndarray, masks: Mapping[str, np.ndarray]) -> None:
-    """Raise :class:`DataError` for a one-class target or an empty group."""
+def _classifies_none(manifest: Manifest, index: int, values: pd.Series, *,
+                     file: Path) -> DataError:
+    """The error of protected attribute ``index`` classifying none of the rows kept so far."""
+    attribute = manifest.protected_attributes[index]
+    where = f"{manifest.file}: protected_attributes[{index}] ({attribute.name})"
+    rows = f"the {len(values):,} rows kept so far"
+    if values.isna().all():
+        return DataError(f"{where}: column {attribute.column!r} of {file.name}: expected values "
+                         f"to classify rows by, got a value missing in every one of {rows}")
+    seen = ", ".join(repr(v) for v in values.dropna().astype(str).unique()[:5])
+    return DataError(f"{where}: column {attribute.column!r} of {file.name}: expected values that "
+                     f"classify rows as disadvantaged or advantaged, got none in {rows} "
+                     f"(values seen: {seen})")
+
+
+def _check_prepared(manifest: Manifest, y: np.ndarray, masks: Mapping[str, np.ndarray], *,
+                    steps: Sequence[tuple[str, int]] = ()) -> None:
+    """Raise :class:`DataError` for no rows (naming the step that left none), a one-class
+    target or an empty group."""
     if len(y) == 0:
-        raise DataError(f"{manifest.file}: row_filters: expected rows to remain, got 0 rows")
+        step = next((i for i, (_, n) in enumerate(steps) if n == 0), None)
+        filters = len(manifest.row_filters)
+        where = ("row_filters" if step is None or step == 0 else
+                 f"row_filters[{step - 1}]" if step <= filters else
+                 "target" if step == filters + 1 else "protected_attributes")
+        after = f" after {steps[step][0]}" if step is not None else ""
+        raise DataError(f"{manifest.file}: {where}: expected rows to remain, got 0 rows{after}")
     classes = np.unique(y)
     if len(classes) < 2:
         raise DataError(

@@ -7,8 +7,9 @@ For one manifest :func:`fetch` tries, in order:
    it (several mirrors: e.g. the shipped audits' and the extra datasets' folders); a manifest's
    ``dataset.mirror`` names another folder than the audit's name (``resume_names`` for
    ``resume_callbacks``);
-3. ``dataset.source.url`` — streamed with a timeout (and a progress bar), extracting
-   ``source.member`` when the URL is a zip archive.
+3. ``dataset.source.url`` — streamed (with a progress bar) within a deadline and a size cap,
+   extracting ``source.member`` when the URL is a zip archive
+   (:mod:`faircode.audit._download`: partial files never stay behind).
 
 Design decisions
 ----------------
@@ -36,21 +37,25 @@ Design decisions
 
 from __future__ import annotations
 
-import hashlib
 import os
-import tempfile
-import urllib.error
-import urllib.request
-import zipfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Literal, Protocol
+from typing import Literal, Protocol
 
+from faircode.audit._download import (
+    DEFAULT_MAX_BYTES,
+    Budget,
+    NoDownload,
+    copy_hashing,
+    download,
+    remove_stale,
+    staging,
+)
 from faircode.audit.manifest import DatasetSpec
-from faircode.core.errors import ChecksumError, DataUnavailableError
-from faircode.core.files import user_mode
+from faircode.core.digests import sha256_file
+from faircode.core.errors import ChecksumError, DataError, DataUnavailableError
+from faircode.core.files import open_regular, user_mode
 
 
 class Fetchable(Protocol):
@@ -73,8 +78,6 @@ __all__ = [
     "sha256_file",
     "unavailable_message",
 ]
-
-_CHUNK = 1 << 20
 
 MIRROR_ENV = "FAIRCODE_DATA_MIRROR"
 """The environment variable naming the mirror folders (``os.pathsep``-separated)."""
@@ -116,15 +119,6 @@ def default_mirror(cwd: Path) -> str:
     return os.pathsep.join(str((shared / name).resolve()) for name in MIRROR_FOLDERS)
 
 
-def sha256_file(path: Path) -> str:
-    """Return the hex sha256 of the file at ``path``, read in chunks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def unavailable_message(
     manifest: Fetchable, *, missing: Path | None = None, reason: str = ""
 ) -> str:
@@ -141,41 +135,6 @@ def unavailable_message(
     return f"{manifest.name}: dataset unavailable: {' '.join(text.split())}"
 
 
-@contextmanager
-def _staging(target: Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``target``; it is removed unless moved into place."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    os.close(fd)
-    temp = Path(name)
-    try:
-        yield temp
-    finally:
-        temp.unlink(missing_ok=True)
-
-
-def _copy_hashing(
-    source: IO[bytes], dest: Path, *, total: int | None, progress: bool, label: str = ""
-) -> str:
-    """Copy ``source`` to ``dest`` in chunks while hashing; return the hex sha256."""
-    digest = hashlib.sha256()
-    with dest.open("wb") as out:
-        if progress:
-            from rich.progress import Progress
-
-            with Progress(transient=True) as bar:
-                task = bar.add_task(f"fetching {label or dest.name}", total=total)
-                for chunk in iter(lambda: source.read(_CHUNK), b""):
-                    out.write(chunk)
-                    digest.update(chunk)
-                    bar.advance(task, len(chunk))
-        else:
-            for chunk in iter(lambda: source.read(_CHUNK), b""):
-                out.write(chunk)
-                digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _install(manifest: Fetchable, temp: Path, digest: str, origin: str) -> bool:
     """Move ``temp`` into place if its digest is right; return whether it was checked."""
     target, expected = manifest.dataset.path, manifest.dataset.sha256
@@ -189,53 +148,21 @@ def _install(manifest: Fetchable, temp: Path, digest: str, origin: str) -> bool:
     return expected is not None
 
 
-class _NoDownload(Exception):
-    """The download (or the extraction of its member) failed; the message says why."""
-
-
-def _download(manifest: Fetchable, temp: Path, *, timeout: float, progress: bool) -> str:
-    source = manifest.dataset.source
-    assert source is not None and source.url is not None
-    request = urllib.request.Request(source.url, headers={"User-Agent": "faircode"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            length = response.headers.get("Content-Length")
-            total = int(length) if length and length.isdigit() else None
-            if source.member is None:
-                return _copy_hashing(
-                    response, temp, total=total, progress=progress, label=manifest.name
-                )
-            with _staging(temp.with_name(temp.name + ".zip")) as archive:
-                _copy_hashing(
-                    response, archive, total=total, progress=progress, label=manifest.name
-                )
-                return _extract(manifest, archive, source.member, temp)
-    except (urllib.error.URLError, TimeoutError, OSError) as exc:
-        if isinstance(exc, urllib.error.HTTPError):
-            reason: object = f"HTTP {exc.code} {exc.reason}"
-        else:
-            reason = getattr(exc, "reason", None) or exc
-        raise _NoDownload(f"download of {source.url} failed: {reason}") from None
-
-
-def _extract(manifest: Fetchable, archive: Path, member: str, dest: Path) -> str:
-    try:
-        with zipfile.ZipFile(archive) as zf, zf.open(member) as handle:
-            return _copy_hashing(handle, dest, total=None, progress=False)
-    except (zipfile.BadZipFile, KeyError) as exc:
-        raise _NoDownload(f"cannot extract {member!r}: {exc}") from None
-
-
 def fetch(
-    manifest: Fetchable, *, mirrors: tuple[Path, ...], timeout: float = 60, progress: bool = False
+    manifest: Fetchable, *, mirrors: tuple[Path, ...], timeout: float = 60,
+    deadline: float = 600, progress: bool = False
 ) -> FetchResult:
     """Obtain and verify the raw file of ``manifest``; see the module docstring for the order.
 
     ``mirrors`` are searched in order for ``<mirror>/<audit name>/<file name>``; ``()`` for none.
+    A download waits at most ``timeout`` seconds for its next bytes, takes at most ``deadline``
+    seconds in all and at most ``dataset.size`` bytes (else
+    :data:`~faircode.audit._download.DEFAULT_MAX_BYTES`).
     """
     if isinstance(mirrors, str | Path) or not isinstance(mirrors, tuple):
         raise TypeError(f"fetch: mirrors: expected a tuple of paths, got {mirrors!r}")
     target, expected = manifest.dataset.path, manifest.dataset.sha256
+    remove_stale(target)  # a killed fetch's partial files, whatever this one does
     stale: str | None = None
     if target.is_file():
         digest = sha256_file(target)
@@ -247,19 +174,23 @@ def fetch(
     candidates = (Path(m) / folder / target.name for m in mirrors)
     copy = next((c for c in candidates if c.is_file()), None)
     if copy is not None:
-        with _staging(target) as temp, copy.open("rb") as handle:
-            size = copy.stat().st_size
-            digest = _copy_hashing(handle, temp, total=size, progress=progress, label=manifest.name)
+        with staging(target) as temp, open_regular(copy, error=DataError) as handle:
+            size = os.fstat(handle.fileno()).st_size
+            digest = copy_hashing(handle, temp, total=size, progress=progress,
+                                  label=manifest.name)
             checked = _install(manifest, temp, digest, str(copy))
         return FetchResult("mirror", target, digest, checked)
     failed = "no mirror copy or URL to replace it"
     if source is not None and source.url is not None:
+        budget = Budget(timeout=timeout, deadline=deadline,
+                        max_bytes=manifest.dataset.size or DEFAULT_MAX_BYTES)
         try:
-            with _staging(target) as temp:
-                digest = _download(manifest, temp, timeout=timeout, progress=progress)
+            with staging(target) as temp:
+                digest = download(source.url, source.member, temp, target=target,
+                                  budget=budget, progress=progress, label=manifest.name)
                 checked = _install(manifest, temp, digest, source.url)
             return FetchResult("downloaded", target, digest, checked)
-        except _NoDownload as exc:
+        except NoDownload as exc:
             if stale is None:
                 raise DataUnavailableError(unavailable_message(manifest, reason=str(exc))) from None
             failed = f"no mirror copy, and the {exc} (the file is kept as it is, unused)"

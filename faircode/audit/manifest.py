@@ -15,9 +15,13 @@ Design decisions
 * **YAML is read with a safe loader only** (:func:`faircode.core.schema.read_yaml`: bounded size,
   depth and alias expansion, UTF-8, YAML 1.1 merge keys), and a key repeated in one mapping is an
   error (plain ``yaml.safe_load`` keeps the last one silently).
-* **Paths are resolved against the manifest's own directory** and must stay inside the repository
-  root: the nearest ancestor holding ``.git`` or ``pyproject.toml`` (fallback: the manifest
-  directory's grandparent, i.e. the parent of ``audits/``).
+* **Paths are resolved against the manifest's own directory**, and the raw file must be inside
+  ``<root>/data/raw/<name>/`` or the manifest's own folder (symlinks followed): the places
+  ``faircode data fetch`` may write, so a manifest can neither read ``/etc/passwd`` nor have a
+  verified download replace ``README.md``, ``params.yaml`` or code.  The root is the nearest
+  ancestor holding ``.git`` or ``pyproject.toml``, never the filesystem root (fallback: the
+  parent of ``audits/``, else the manifest's folder).  ``name`` (and ``system.name``) are safe
+  names (:mod:`faircode.core.names`): folders and command-line words.
 * Column-level checks (does the column exist, does the target yield two classes) need the data and
   live in :mod:`faircode.audit.data`.
 * **Repeated people** (``docs/manifest-units.md``): ``dataset.unit`` names the column that
@@ -129,12 +133,22 @@ __all__ = [
 
 
 def repository_root(manifest_dir: Path) -> Path:
-    """Return the nearest ancestor of ``manifest_dir`` holding ``.git`` or ``pyproject.toml``."""
+    """Return the nearest ancestor of ``manifest_dir`` holding ``.git`` or ``pyproject.toml``.
+
+    The filesystem root is never a repository root: without a marker below it the root is the
+    parent of ``audits/`` when the manifest sits in ``audits/<name>/``, else the manifest's own
+    folder.
+    """
     manifest_dir = manifest_dir.resolve()
     for candidate in (manifest_dir, *manifest_dir.parents):
+        if candidate.parent == candidate:  # "/" (or a drive): never the repository
+            break
         if (candidate / ".git").exists() or (candidate / "pyproject.toml").exists():
             return candidate
-    return manifest_dir.parent.parent if manifest_dir.parent != manifest_dir else manifest_dir
+    above = manifest_dir.parent.parent
+    if manifest_dir.parent.name == "audits" and above.parent != above:
+        return above
+    return manifest_dir
 
 
 def read_manifest_document(file: Path) -> tuple[Checker, dict[str, Any]]:

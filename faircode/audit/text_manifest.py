@@ -34,11 +34,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal, cast
 
-from faircode.audit._manifest_parse import _NAME_RE, _parse_dataset, _parse_name
+from faircode.audit._manifest_parse import _parse_dataset, _parse_name
 from faircode.audit._manifest_types import DatasetSpec, Direction
 from faircode.audit.manifest import read_manifest_document, repository_root
 from faircode.audit.text_systems import TEXT_SYSTEMS
 from faircode.core.errors import ConfigError, ManifestError
+from faircode.core.names import is_safe_name
 from faircode.core.schema import Checker, Scalar
 from faircode.counterfactual.axes import load_axes
 from faircode.counterfactual.perturb import AxisSpec
@@ -157,7 +158,7 @@ def _parse(c: Checker, doc: dict[str, Any], root: Path) -> TextManifest:
     seed = data.get("random_state", 42)
     if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
         raise c.fail("random_state", "an integer in [0, 2**32)", seed)
-    dataset = _parse_dataset(c, data["dataset"], root)
+    dataset = _parse_dataset(c, data["dataset"], root, name=name)
     if dataset.unit is not None:
         raise c.fail("dataset.unit", "no unit column (a text audit's units are its template "
                      "frames)", dataset.unit)
@@ -206,7 +207,7 @@ def _parse_terms(c: Checker, raw: object) -> tuple[tuple[str, tuple[str, ...]], 
     out = []
     for category, terms in raw.items():
         where = f"identity_terms.{category}"
-        if not isinstance(category, str) or not _NAME_RE.match(category):
+        if not isinstance(category, str) or not is_safe_name(category):
             raise c.fail(where, "a category name of letters, digits, '_', '.', '-'", category)
         names = c.columns(terms, where, allow_empty=False)
         for i, term in enumerate(names):

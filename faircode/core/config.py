@@ -32,6 +32,7 @@ from typing import Literal, get_args
 
 from faircode.core.cells import FAIRNESS_METRICS, ModelFamily
 from faircode.core.errors import ConfigError, config_error
+from faircode.core.names import check_name
 
 __all__ = [
     "BACKENDS",
@@ -498,9 +499,8 @@ class Params:
 
     def __post_init__(self) -> None:
         for key, names in (("audits", self.audits), ("text_audits", self.text_audits)):
-            for i, name in enumerate(names):
-                if not isinstance(name, str) or not name:
-                    raise config_error(f"{key}[{i}]", "an audit name", name)
+            for i, name in enumerate(names):  # folders and words of every dvc.yaml cmd
+                check_name(name, where=f"{key}[{i}]")
             if len(set(names)) != len(names):
                 raise config_error(key, "distinct audit names", list(names))
         for i, name in enumerate(self.text_audits):

@@ -16,8 +16,10 @@ Design decisions of :func:`read_yaml`
   Python object is constructed.  A 1 KB alias bomb of 10**9 leaves is refused in microseconds; a
   recursive alias (a value containing itself) is refused too.  Nesting deeper than
   :data:`MAX_YAML_DEPTH` is refused while composing (PyYAML composes recursively, so 5,000
-  nested ``[`` would otherwise end in a ``RecursionError``), and a file above
-  :data:`MAX_YAML_BYTES` is not read.  The shipped files are far below every limit (a manifest:
+  nested ``[`` would otherwise end in a ``RecursionError``), and a file is read through
+  :func:`faircode.core.files.read_bounded`: a regular file only (a FIFO or ``/dev/zero`` is one
+  line, not a hang or a ``MemoryError``), and never more than :data:`MAX_YAML_BYTES` + 1 bytes
+  of it, whatever its ``st_size`` says.  The shipped files are far below every limit (a manifest:
   ~300 values, depth 5).
 * **UTF-8 only**, decoded by faircode so that a bad byte is named by line and byte offset.
 * **A key repeated within one mapping is an error** (plain ``safe_load`` keeps the last), but a
@@ -38,6 +40,7 @@ from typing import Any, cast
 import yaml
 
 from faircode.core.errors import ConfigError, ManifestError, config_error, describe
+from faircode.core.files import read_bounded
 
 Scalar = str | int | float | bool
 
@@ -56,7 +59,7 @@ __all__ = [
 
 
 MAX_YAML_BYTES = 4 * 2**20
-"""A YAML file larger than this (4 MiB) is refused unread."""
+"""A YAML file larger than this (4 MiB) is refused after reading one byte more."""
 MAX_YAML_VALUES = 100_000
 """Most values (scalars, lists, mappings) a YAML document may expand to, aliases followed."""
 MAX_YAML_DEPTH = 64
@@ -249,15 +252,13 @@ def read_yaml(path: Path, *, error: type[ConfigError] = ConfigError) -> object:
     """Read the YAML file at ``path`` within this module's bounds; ``None`` when it is empty.
 
     Every malformed input is one ``error`` line ``<path>: line L: expected ..., got ...``
-    (size, UTF-8, syntax, depth, expanded size, repeated keys, unconstructable scalars).  An
-    unreadable file raises ``OSError`` for the caller to word.
+    (not a regular file, size, UTF-8, syntax, depth, expanded size, repeated keys,
+    unconstructable scalars).  A missing or unreadable file raises ``OSError`` for the caller
+    to word.
     """
-    size = path.stat().st_size
-    if size > MAX_YAML_BYTES:
-        raise error(f"{path}: expected a YAML file of at most {MAX_YAML_BYTES:,} bytes, got "
-                    f"{size:,} bytes")
     try:
-        return parse_yaml(decode_utf8(path.read_bytes(), where=str(path)))
+        data = read_bounded(path, limit=MAX_YAML_BYTES, error=error, what="YAML file")
+        return parse_yaml(decode_utf8(data, where=str(path)))
     except ConfigError as exc:
         text = str(exc)
         raise error(text if text.startswith(f"{path}: ") else f"{path}: {text}") from None

@@ -34,10 +34,14 @@ import numpy as np
 
 from faircode.core.errors import ConfigError, describe
 
-__all__ = ["MAX_JSON_DEPTH", "dumps_line", "nesting_depth", "parse_line", "split_lines"]
+__all__ = ["MAX_JSONL_BYTES", "MAX_JSON_DEPTH", "dumps_line", "nesting_depth", "parse_line",
+           "split_lines"]
 
 MAX_JSON_DEPTH = 1000
 """Most levels of nested arrays and objects in one JSONL line."""
+MAX_JSONL_BYTES = 256 * 2**20
+"""Most bytes of a JSONL file ``faircode perturb`` reads (256 MiB; read through
+:func:`faircode.core.files.read_bounded`: a regular file only, never more than this + 1 bytes)."""
 _MAX_DIGITS = 4300  # Python's default int max str digits: int() and str() both stop there
 _OPEN, _CLOSE, _QUOTE, _BACKSLASH = (np.frombuffer(c, np.uint8) for c in (b"[{", b"]}", b'"',
                                                                          b"\\"))

@@ -11,9 +11,13 @@ Deliberate design decisions
 * **Explicit and proxy are never merged.**  Substitutions tagged ``EXPLICIT`` (edit a stated
   attribute) and ``PROXY`` (edit a correlate of it) of one axis give separate perturbations,
   explicit first, because "reacts to the attribute" and "reacts to a proxy" are different findings.
-* **One pass per (axis, kind).**  All substitutions of an axis and kind are applied by a single
-  regular-expression scan, longest pattern first (ties in declaration order), so a swap axis
-  (he→she, she→he) really swaps instead of undoing itself.
+* **One pass per (axis, kind), linear in the substitutions.**  All substitutions of an axis and
+  kind are applied by a single regular-expression scan of one alternation, longest pattern first
+  (ties in declaration order), so a swap axis (he→she, she→he) really swaps instead of undoing
+  itself.  The alternation has no group per substitution; the matched text is mapped back to its
+  substitution by a dict lookup on its casefold (:mod:`faircode.counterfactual._match`), so
+  3,000 substitutions cost a scan, not 3,000 group resets per match attempt
+  (``bench/perturb_scale.py``).
 * **Patterns are literal text**, never regular expressions (every character is escaped).  Words of
   a multi-word pattern match any run of whitespace; the replacement is inserted as written.
 * **Whole-word matching:** a match is never immediately preceded or followed by a word character
@@ -45,7 +49,6 @@ from __future__ import annotations
 
 import copy
 import enum
-import functools
 import numbers
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -53,6 +56,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from faircode.core.errors import ConfigError, PerturbationError, config_error, describe
+from faircode.counterfactual._match import matcher, normalise, transfer_case
 
 __all__ = [
     "AxisSpec",
@@ -76,11 +80,6 @@ class PerturbationKind(enum.Enum):
 
     EXPLICIT = "explicit"
     PROXY = "proxy"
-
-
-def _normalise(pattern: str) -> str:
-    """Return the case- and whitespace-insensitive identity of a pattern."""
-    return " ".join(pattern.split()).casefold()
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +106,7 @@ class Substitution:
             raise PerturbationError(
                 f"{where}: replacement: expected a string, got {describe(self.replacement)}"
             )
-        if _normalise(self.pattern) == _normalise(self.replacement):
+        if normalise(self.pattern) == normalise(self.replacement):
             raise PerturbationError(
                 f"{where}: replacement {self.replacement!r} equals the pattern "
                 "(case-insensitively); the substitution would change nothing"
@@ -150,7 +149,7 @@ class AxisSpec:
                     f"{where}: pattern {sub.pattern!r}: kind: expected a PerturbationKind, got "
                     f"{describe(sub.kind)}"
                 )
-            key = (sub.kind, _normalise(sub.pattern))
+            key = (sub.kind, normalise(sub.pattern))
             if key in seen:
                 raise PerturbationError(
                     f"{where}: pattern {sub.pattern!r} duplicates {seen[key]!r} among its "
@@ -183,54 +182,6 @@ class Perturbation:
             raise PerturbationError(
                 f"changed={self.changed} contradicts fired={self.fired!r} for axis {self.axis!r}"
             )
-
-
-# ---------------------------------------------------------------------------------------------
-# Matching and case transfer
-
-
-def _cased(text: str) -> list[str]:
-    return [c for c in text if c.isupper() or c.islower()]
-
-
-def _is_title(word: str) -> bool:
-    letters = _cased(word)
-    return bool(letters) and letters[0].isupper() and all(c.islower() for c in letters[1:])
-
-
-def _capitalise_first(text: str) -> str:
-    for i, c in enumerate(text):
-        if c.isupper() or c.islower():
-            return text[:i] + c.upper() + text[i + 1 :]
-    return text
-
-
-def transfer_case(matched: str, replacement: str) -> str:
-    """Return ``replacement`` in the case of ``matched`` (rule in the module docstring)."""
-    letters = _cased(matched)
-    if not letters:
-        return replacement
-    if all(c.islower() for c in letters):
-        return replacement.lower()
-    if len(letters) >= 2 and all(c.isupper() for c in letters):
-        return replacement.upper()
-    words = matched.split()
-    if len(words) > 1 and all(_is_title(w) or not _cased(w) for w in words):
-        return re.sub(r"\S+", lambda m: _capitalise_first(m.group()), replacement)
-    if _is_title(matched):
-        return _capitalise_first(replacement)
-    return replacement
-
-
-@functools.lru_cache(maxsize=256)
-def _matcher(subs: tuple[Substitution, ...]) -> re.Pattern[str]:
-    """Compile one alternation of all ``subs``, longest first; group ``s<i>`` is ``subs[i]``."""
-    order = sorted(range(len(subs)), key=lambda i: -len(_normalise(subs[i].pattern)))
-    alternatives = [
-        f"(?P<s{i}>" + r"\s+".join(re.escape(w) for w in subs[i].pattern.split()) + ")"
-        for i in order
-    ]
-    return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + r")(?!\w)", re.IGNORECASE)
 
 
 _CONTAINER, _UNSUPPORTED = object(), object()
@@ -326,15 +277,16 @@ def _unsupported(path: str, value: object) -> TypeError:
 def _apply(
     payload: object, subs: tuple[Substitution, ...]
 ) -> tuple[object, tuple[tuple[str, int], ...]]:
-    pattern = _matcher(subs)
+    found = matcher(subs)
     counts = [0] * len(subs)
 
     def replace(m: re.Match[str]) -> str:
-        i = int(m.lastgroup[1:])  # type: ignore[index]
+        text = m.group()
+        i = found.which(text)
         counts[i] += 1
-        return transfer_case(m.group(), subs[i].replacement)
+        return transfer_case(text, subs[i].replacement)
 
-    perturbed = _rewrite(payload, "payload", lambda text: pattern.sub(replace, text))
+    perturbed = _rewrite(payload, "payload", lambda text: found.pattern.sub(replace, text))
     return perturbed, tuple((s.pattern, n) for s, n in zip(subs, counts, strict=True) if n)
 
 

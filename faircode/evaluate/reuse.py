@@ -47,6 +47,8 @@ from typing import Any
 from faircode.audit.decision import resolve_rule
 from faircode.audit.manifest import Manifest
 from faircode.core.config import BenchmarkConfig
+from faircode.core.digests import checked_run, folder_digests
+from faircode.core.errors import FaircodeError
 
 __all__ = [
     "CODE",
@@ -63,7 +65,7 @@ KEY = "evaluate_inputs_sha256"
 """The ``run.json`` key holding :func:`inputs_key`."""
 
 CODE: tuple[str, ...] = (
-    "pipeline/stages/evaluate.py", "__init__.py", "pipeline/__init__.py",
+    "pipeline/stages/evaluate.py", "__init__.py", "pipeline/__init__.py", "pipeline/_boundary.py",
     "pipeline/stages/__init__.py", "core", "counterfactual", "audit", "stats", "grid", "evaluate",
 )
 """The evaluate stage's code deps (``dvc.yaml``), relative to the ``faircode`` package."""
@@ -125,25 +127,16 @@ def inputs_key(
     return h.hexdigest()
 
 
-def folder_digests(folder: Path) -> dict[str, str]:
-    """sha256 of every file of ``folder`` but ``run.json``, by path relative to it (sorted): what
-    ``run.json`` records as ``files`` (:func:`faircode.evaluate.write.write_audit`)."""
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*")) if p.is_file() and p != folder / "run.json"}
-
-
 def reusable(folder: Path, *, key: str, outputs: Iterable[Path] = ()) -> dict[str, Any] | None:
     """``folder``'s ``run.json`` if it records ``key``, the folder holds exactly the ``files``
     it records (names and sha256) and ``outputs`` exist; else None."""
-    run_json = folder / "run.json"
+    if not (folder / "run.json").is_file():
+        return None
     try:
-        run = json.loads(run_json.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        run = checked_run(folder)
+    except FaircodeError:
         return None
-    if not isinstance(run, dict) or run.get(KEY) != key:
-        return None
-    recorded = run.get("files")
-    if not isinstance(recorded, dict) or folder_digests(folder) != recorded:
+    if run.get(KEY) != key:
         return None
     return run if all(p.is_file() for p in outputs) else None
 

@@ -68,7 +68,13 @@ from faircode.stats.metrics import (
     orient,
     performance_metrics,
 )
-from faircode.stats.operating import DEGENERATE_NOTE, is_degenerate, operating_point_metrics
+from faircode.stats.operating import (
+    DEGENERATE_NOTE,
+    UNFITTABLE_NOTE,
+    is_degenerate,
+    operating_point_metrics,
+    undefined_metrics,
+)
 from faircode.stats.power import detectable_gaps
 from faircode.stats.resampling import confusion_counts
 
@@ -153,6 +159,9 @@ class CellResult:
     counterfactual: Rows = Rows()
     seconds: Timings = Timings()
     skipped: str = ""
+    """Why the cell was not run (no rows)."""
+    unfittable: str = ""
+    """Why the cell could not be fitted (its fairness rows: every value NaN, uninformative)."""
     degenerate: bool = False
     decision: tuple[tuple[str, Any], ...] = ()
     decided: Decided | None = None
@@ -203,6 +212,14 @@ def score_cell(
     if cell.skipped:
         return CellResult(cell.strategy, cell.family, seconds=_fit_timings(cell.seconds),
                           skipped=cell.skipped)
+    if cell.unfittable:  # uninformative: every fairness row undefined, the groups' sizes kept
+        label = {"strategy": str(cell.strategy), "model": str(cell.family)}
+        rows = [{**label, "protected_attribute": name, **dataclasses.asdict(result),
+                 "mde": np.nan, "powered": False, "mde_note": UNFITTABLE_NOTE}
+                for name, mask in _masks(data).items()
+                for result in undefined_metrics(int(mask.sum()), int((~mask).sum()))]
+        return CellResult(cell.strategy, cell.family, fairness=Rows.of(rows),
+                          seconds=_fit_timings(cell.seconds), unfittable=cell.unfittable)
     return score_decided(
         data, decide_cell(data, cell, rule=rule), strategy=cell.strategy, family=cell.family,
         key=position(cell.strategy, cell.family), rule=rule, objective=cell.objective,

@@ -133,8 +133,8 @@ def score_replicate(
     seed = replicate_seed(manifest.random_state, replicate)
     if not cells:
         raise ValueError("score_replicate: cells: expected the replicate's cells, got none")
-    test = cells[0].test_index
-    if any(not np.array_equal(c.test_index, test) for c in cells if not c.cell.skipped):
+    test = next((c.test_index for c in cells if c.cell.fitted), cells[0].test_index)
+    if any(not np.array_equal(c.test_index, test) for c in cells if c.cell.fitted):
         raise DataError(f"{manifest.name}: replicate {replicate}: its cells differ in test rows")
     view = _replicate_data(data, test)
     results = [score_cell(view, c.cell, rule=rule, stats=stats, degenerate=degenerate,

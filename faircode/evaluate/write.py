@@ -9,12 +9,22 @@ from (commit, code and params digests, dirty inputs:
 here), the evaluate step's seconds (volatile: left out of every digest) and ``files``: the
 sha256 of every other file of the folder, so a folder can be checked to hold exactly what was
 written (:mod:`faircode.evaluate.reuse`).
+
+**A writer replaces only a folder of its own kind.**  Before anything is written the target is
+checked (:func:`check_replaceable`): none, an empty folder, the pipeline's ``unavailable.json``
+note (for the grid) or a results folder of the same audit and the same kind
+(:func:`results_kind`: the grid's ``faircode run``/``dvc repro`` folder, or a ``faircode audit``
+folder, whose ``run.json`` names its predictions file) is replaced; anything else -- a regular
+file, another kind's results (``faircode audit --out results`` over the grid's committed
+``results/compas_two_years``), another audit's, a folder of files faircode did not write -- is
+one :class:`~faircode.core.errors.DataError` line and nothing is written.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -25,15 +35,57 @@ import pandas as pd
 from faircode.audit.manifest import repository_root
 from faircode.audit.prepared import AuditLike
 from faircode.core.config import BenchmarkConfig
+from faircode.core.digests import folder_digests
+from faircode.core.errors import DataError
+from faircode.core.files import read_json_object
 from faircode.core.provenance import params_digest
 from faircode.core.seeds import Stream
 from faircode.evaluate import stability
 from faircode.evaluate.deployed import DEPLOYED
-from faircode.evaluate.reuse import folder_digests
 from faircode.evaluate.swap import replacing
 from faircode.evaluate.tables import AuditResults
 
-__all__ = ["design_effect_summary", "write_audit"]
+__all__ = ["check_replaceable", "design_effect_summary", "results_kind", "write_audit"]
+
+KINDS = {"grid": "the grid's results (faircode run, dvc repro)",
+         "predictions": "the results of `faircode audit` (a predictions file)"}
+"""The kinds of results folder a writer may replace, and how a refusal names them."""
+UNAVAILABLE_NOTE = "unavailable.json"
+"""The pipeline's note of an audit without data (:mod:`faircode.pipeline.stages`)."""
+_RUN_JSON_BYTES = 64 * 2**20
+
+
+def results_kind(run: Mapping[str, Any]) -> str:
+    """The kind of results a ``run.json`` describes: ``predictions`` when it names the
+    predictions file it scored (``faircode audit``), else ``grid``."""
+    return "predictions" if "predictions" in run else "grid"
+
+
+def check_replaceable(final: Path, *, audit: str, kind: str) -> None:
+    """Raise :class:`DataError` unless ``final`` may be replaced by ``kind`` results of ``audit``
+    (module docstring): nothing there, an empty folder, for the grid the pipeline's
+    ``unavailable.json`` note, or a results folder of the same audit and kind."""
+    refuse = f"{final}: expected no folder, or {KINDS[kind]} of {audit} to replace, got {{}}; " \
+             "nothing was written (write to another folder, or move it away)"
+    if not os.path.lexists(final):
+        return
+    if final.is_symlink() or not final.is_dir():
+        raise DataError(refuse.format("a symbolic link" if final.is_symlink() else
+                                      "a file that is not a folder"))
+    names = {p.name for p in final.iterdir()}
+    if not names or (kind == "grid" and names == {UNAVAILABLE_NOTE}):
+        return
+    if "run.json" not in names:
+        raise DataError(refuse.format(f"a folder without run.json ({len(names)} entries "
+                                      "faircode did not write)"))
+    try:
+        run = read_json_object(final / "run.json", limit=_RUN_JSON_BYTES, error=DataError)
+    except DataError:
+        raise DataError(refuse.format("a folder whose run.json is not a results record")) from None
+    if run.get("audit") != audit:
+        raise DataError(refuse.format(f"the results of another audit ({run.get('audit')!r})"))
+    if results_kind(run) != kind:
+        raise DataError(refuse.format(KINDS[results_kind(run)]))
 
 
 def _relative_manifest(file: Path) -> str:
@@ -63,10 +115,13 @@ def write_audit(
     Everything is written to a sibling staging folder which then replaces the audit's folder in
     one step (:func:`faircode.evaluate.swap.replacing`): a failure or a kill leaves the old
     folder or the new one, never a half-written one and never none; the next write removes the
-    leftovers.
+    leftovers.  A target that is not a folder of these results' kind is refused first
+    (:func:`check_replaceable`).
     """
     manifest = data.manifest
     final = out_dir / manifest.name
+    check_replaceable(final, audit=manifest.name,
+                      kind=results_kind(extra) if extra is not None else "grid")
     with replacing(final) as staging:
         strata = ("stratified",) if manifest.strata else ()  # gaps within declared strata
         _write_tables(results, staging, (*TABLES, *strata))
@@ -129,7 +184,8 @@ def write_audit(
                 {"strategy": str(c.strategy), "model": str(c.family),
                  "seconds": {k: round(v, 4) for k, v in c.seconds.as_dict().items()},
                  **({"decision": dict(c.decision)} if c.decision else {}),
-                 **({"skipped": c.skipped} if c.skipped else {})}
+                 **({"skipped": c.skipped} if c.skipped else {}),
+                 **({"unfittable": c.unfittable} if c.unfittable else {})}
                 for c in results.cells
             ],
             **({"seconds": {k: round(v, 4) for k, v in results.seconds.items()}}

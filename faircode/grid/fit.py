@@ -58,7 +58,7 @@ from faircode.grid.scheduler import (
     Task,
     run_tasks,
 )
-from faircode.grid.strategies import READS, fit_strategy, supports_constraint
+from faircode.grid.strategies import READS, Unfittable, fit_strategy, supports_constraint
 
 __all__ = ["fit_audit", "fit_audits", "fit_cell", "fit_replicate", "grid_tasks"]
 
@@ -204,7 +204,10 @@ def fit_cell(
 
     Every estimator (and S4's calibration split) is seeded with ``seed``; the randomised S3/S4
     predictions with ``child_seed(seed, Stream.PREDICTION, s, m)``, the same draws for the test
-    rows and every counterfactual set (common random numbers).
+    rows and every counterfactual set (common random numbers).  A cell that cannot be fitted on
+    these rows (:class:`~faircode.grid.strategies.Unfittable`: a group too small for S4's
+    stratified calibration split) is returned with its reason in ``unfittable``, so one cell,
+    not the audit, is lost; evaluate scores it as uninformative.
     """
     if not supports_constraint(strategy, mitigation.constraint):
         return CellPredictions(strategy, family, skipped=(
@@ -212,12 +215,16 @@ def fit_cell(
     manifest = data.manifest
     first = data.disadvantaged[manifest.protected_attributes[0].name]
     t0 = time.perf_counter()
-    fitted = fit_strategy(
-        strategy, family, X=data.X.iloc[train], y=data.y[train], sensitive=first[train],
-        manifest=manifest, mitigation=mitigation,
-        groups=None if data.unit is None else data.unit[train], decision=manifest.decision,
-        random_state=seed, encoding=encoding, nominal=data.nominal,
-    )
+    try:
+        fitted = fit_strategy(
+            strategy, family, X=data.X.iloc[train], y=data.y[train], sensitive=first[train],
+            manifest=manifest, mitigation=mitigation,
+            groups=None if data.unit is None else data.unit[train], decision=manifest.decision,
+            random_state=seed, encoding=encoding, nominal=data.nominal,
+        )
+    except Unfittable as exc:  # this cell only: the audit's other cells go on
+        return CellPredictions(strategy, family, seconds={"fit": time.perf_counter() - t0},
+                               unfittable=f"{manifest.file}: {exc}")
     t1 = time.perf_counter()
     draw = int(child_seed(seed, Stream.PREDICTION, *position(strategy, family))
                .generate_state(1)[0])

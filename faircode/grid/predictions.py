@@ -24,9 +24,9 @@ Store layout (the contract other steps rely on)
     read), ``numerics`` (the kernels that computed the predictions:
     :func:`faircode.core.numerics.configuration`) and ``cells``: one ``{"strategy", "model",
     "skipped", "objective", "score", "decision"}`` per cell in grid order (``score``/``decision``:
-    whether the cell has them).  With training replicates (``run.seeds`` > 1) also
-    ``replicates``: ``{"seeds", "seed_mode", "cells"}``, one entry as above plus ``"replicate"``
-    per replicate cell.
+    whether the cell has them; a cell that could not be fitted also ``"unfittable"``: why).
+    With training replicates (``run.seeds`` > 1) also ``replicates``: ``{"seeds", "seed_mode",
+    "cells"}``, one entry as above plus ``"replicate"`` per replicate cell.
 ``replicates.parquet`` (only with ``run.seeds`` > 1)
     The re-fits ``1..seeds-1`` of every cell (:mod:`faircode.evaluate.stability`): ``replicate``,
     ``strategy``, ``model``, ``part`` (``"test"``; ``"train"`` only where the cell kept training
@@ -88,7 +88,10 @@ class CellPredictions:
 
     ``test_score``/``train_score``: P(ŷ = 1) for S0-S2, the mixture probability for S3, None for
     S4.  ``test_decision``: S3/S4 only (randomised).  ``counterfactual_*``: one entry per
-    counterfactual set, likewise.  ``skipped``: why the cell was not fitted ('' if it was).
+    counterfactual set, likewise.  ``skipped``: why the cell was not run ('' if it was: a
+    constraint its strategy cannot enforce); ``unfittable``: why it was run but could not be
+    fitted on these training rows ('' if it was: :class:`faircode.grid.strategies.Unfittable`),
+    an uninformative cell.
     """
 
     strategy: Strategy
@@ -101,9 +104,15 @@ class CellPredictions:
     seconds: dict[str, float] = field(default_factory=dict)
     skipped: str = ""
     objective: str = ""
+    unfittable: str = ""
+
+    @property
+    def fitted(self) -> bool:
+        """Whether the cell has predictions (neither skipped nor unfittable)."""
+        return not (self.skipped or self.unfittable)
 
     def __post_init__(self) -> None:
-        if not self.skipped and self.test_score is None and self.test_decision is None:
+        if self.fitted and self.test_score is None and self.test_decision is None:
             raise ValueError(f"{self.strategy.value}/{self.family.value}: a fitted cell needs "
                              "a test score or decision")
         if len(self.counterfactual_score) != len(self.counterfactual_decision):
@@ -221,7 +230,7 @@ def save_predictions(predictions: AuditPredictions, folder: Path, *, test_index:
     folder.mkdir(parents=True, exist_ok=True)
     test, train, cf = [], [], []
     for cell in predictions.cells:
-        if cell.skipped:
+        if not cell.fitted:
             continue
         test.append(_long(cell, test_index, cell.test_score, cell.test_decision))
         train.append(_long(cell, train_index, cell.train_score, None).drop(columns="decision"))
@@ -250,7 +259,17 @@ def save_predictions(predictions: AuditPredictions, folder: Path, *, test_index:
 def _cell_record(cell: CellPredictions) -> dict[str, Any]:
     return {"strategy": cell.strategy.value, "model": cell.family.value,
             "skipped": cell.skipped, "objective": cell.objective,
-            "score": cell.test_score is not None, "decision": cell.test_decision is not None}
+            "score": cell.test_score is not None, "decision": cell.test_decision is not None,
+            **({"unfittable": cell.unfittable} if cell.unfittable else {})}
+
+
+def _not_fitted(entry: dict[str, Any], strategy: Strategy, family: ModelFamily,
+                seconds: dict[str, float]) -> CellPredictions | None:
+    """The cell of a ``cells.json`` entry that has no predictions (skipped or unfittable)."""
+    if not (entry["skipped"] or entry.get("unfittable")):
+        return None
+    return CellPredictions(strategy, family, seconds=seconds, skipped=entry["skipped"],
+                           unfittable=entry.get("unfittable", ""))
 
 
 def _save_timings(predictions: AuditPredictions, path: Path) -> None:
@@ -286,7 +305,7 @@ def _save_replicates(predictions: AuditPredictions, folder: Path,
     frames = []
     for rep in predictions.replicates:
         cell = rep.cell
-        if cell.skipped:
+        if not cell.fitted:
             continue
         frames.append(_long(cell, rep.test_index, cell.test_score, cell.test_decision,
                             replicate=rep.replicate, part="test"))
@@ -318,9 +337,8 @@ def _load_replicates(folder: Path, entry: dict[str, Any],
     for c in entry["cells"]:
         strategy, family, k = Strategy(c["strategy"]), ModelFamily(c["model"]), int(c["replicate"])
         took = seconds.get((c["strategy"], c["model"], k), {})
-        if c["skipped"]:
-            out.append(ReplicatePredictions(k, CellPredictions(
-                strategy, family, seconds=took, skipped=c["skipped"]), np.empty(0, np.int64)))
+        if (unfitted := _not_fitted(c, strategy, family, took)) is not None:
+            out.append(ReplicatePredictions(k, unfitted, np.empty(0, np.int64)))
             continue
         key = (k, c["strategy"], c["model"])
         if (*key, "test") not in groups:
@@ -352,8 +370,8 @@ def load_predictions(folder: Path, *, timings: Path | None = None) -> AuditPredi
     for c in record["cells"]:
         strategy, family = Strategy(c["strategy"]), ModelFamily(c["model"])
         took = seconds.get((c["strategy"], c["model"]), {})
-        if c["skipped"]:
-            cells.append(CellPredictions(strategy, family, seconds=took, skipped=c["skipped"]))
+        if (unfitted := _not_fitted(c, strategy, family, took)) is not None:
+            cells.append(unfitted)
             continue
         key = (c["strategy"], c["model"])
         if key not in groups["test"]:

@@ -37,10 +37,10 @@ Design decisions:
 * S4 calibrates its thresholds on rows the base model never saw.  Calibrating on the rows the
   model was fitted on overfits: on German credit the post-processed parity gap is +0.22 instead
   of +0.07.  The calibration split is stratified on label x group and needs at least two rows in
-  every combination.  With a unit (``groups``) the calibration split is by unit: no unit has rows
-  in both parts (:func:`faircode.audit.data.grouped_split`).  S4 gives decisions only (no score, so
-  no
-  AUC).
+  every combination; with fewer the cell is :class:`Unfittable` (the grid keeps the audit's other
+  cells and marks this one uninformative, and ``faircode validate`` warns up front).  With a
+  unit (``groups``) the calibration split is by unit: no unit has rows in both parts
+  (:func:`faircode.audit.data.grouped_split`).  S4 gives decisions only (no score, so no AUC).
 * Randomised predictors (S3, S4) draw one uniform per row, in row order, from the seed passed to
   :meth:`FittedStrategy.predict`.  Predicting an original and a counterfactually perturbed copy
   of the same rows with the same seed therefore uses common random numbers: a decision flips
@@ -79,7 +79,10 @@ from faircode.grid.models import ONEHOT_FAMILIES, make_model, sample_weight_name
 __all__ = [
     "READS",
     "FittedStrategy",
+    "Unfittable",
+    "calibration_problem",
     "calibration_split",
+    "calibration_warning",
     "error_costs",
     "feature_columns",
     "fit_strategy",
@@ -87,6 +90,46 @@ __all__ = [
 ]
 
 CALIBRATION_FRACTION = 0.3
+
+
+class Unfittable(DataError):
+    """A cell cannot be fitted on these training rows (a group too small for a stratified
+    split); the message names the attribute, the stratum and its size.  The grid keeps the other
+    cells and marks this one uninformative (:func:`faircode.grid.fit.fit_cell`)."""
+
+
+def calibration_warning(y: np.ndarray, sensitive: np.ndarray, *, attribute: str,
+                        margin: int = 5) -> str:
+    """``faircode validate``'s warning about S4 on these training rows ('' when none): its
+    cells will not be fitted (:func:`calibration_problem`), or a label x group stratum has
+    fewer than ``margin`` rows, so a re-split training replicate may not be fitted."""
+    problem = calibration_problem(y, sensitive, attribute=attribute)
+    if problem:
+        return f"{problem}: the S4 (post_processing) cells will be uninformative (not fitted)"
+    strata = np.asarray(y, dtype=np.int64) * 2 + np.asarray(sensitive, dtype=np.int64)
+    counts = np.bincount(strata, minlength=4)
+    code = int(np.argmin(counts))
+    if counts[code] < margin:
+        return (f"post_processing calibration split: label={code // 2}, {attribute} "
+                f"disadvantaged={bool(code % 2)} has only {counts[code]} training rows: a "
+                "re-split training replicate (run.seed_mode split) may leave fewer than 2, and "
+                "its S4 cells uninformative (not fitted)")
+    return ""
+
+
+def calibration_problem(y: np.ndarray, sensitive: np.ndarray, *, attribute: str = "",
+                        fraction: float = CALIBRATION_FRACTION) -> str:
+    """Why S4's stratified calibration split of these training rows is impossible ('' if it is
+    not): a label x group stratum of fewer than two rows."""
+    strata = np.asarray(y, dtype=np.int64) * 2 + np.asarray(sensitive, dtype=np.int64)
+    counts = np.bincount(strata, minlength=4)
+    for code, n in enumerate(counts):
+        if n < 2:
+            who = f"{attribute} " if attribute else ""
+            return (f"post_processing calibration split: label={code // 2}, {who}"
+                    f"disadvantaged={bool(code % 2)} has {n} training row(s); stratifying the "
+                    f"{1 - fraction:.0%}/{fraction:.0%} split needs at least 2")
+    return ""
 _PANDAS_DEPRECATION: type[Warning] = getattr(pandas.errors, "Pandas4Warning", FutureWarning)
 
 
@@ -212,23 +255,20 @@ def error_costs(y: np.ndarray) -> dict[str, float]:
 def calibration_split(
     y: np.ndarray, sensitive: np.ndarray, *, random_state: int,
     fraction: float = CALIBRATION_FRACTION, groups: np.ndarray | None = None,
+    attribute: str = "",
 ) -> tuple[np.ndarray, np.ndarray]:
     """Split training rows into (model-fit, threshold-calibration) positions for S4.
 
     Stratified on label x group; every one of the four combinations must have >= 2 rows,
-    otherwise a :class:`DataError` names the combination and its size.  ``groups`` (a unit id
-    per row) splits by unit instead, stratified on each unit's label and group pattern; without
-    it the split is the row split it always was.
+    otherwise :class:`Unfittable` names the combination (and ``attribute``) and its size
+    (:func:`calibration_problem`).  ``groups`` (a unit id per row) splits by unit instead,
+    stratified on each unit's label and group pattern; without it the split is the row split it
+    always was.
     """
+    problem = calibration_problem(y, sensitive, attribute=attribute, fraction=fraction)
+    if problem:
+        raise Unfittable(problem)
     strata = np.asarray(y, dtype=np.int64) * 2 + np.asarray(sensitive, dtype=np.int64)
-    counts = np.bincount(strata, minlength=4)
-    for code, n in enumerate(counts):
-        if n < 2:
-            raise DataError(
-                f"post_processing calibration split: label={code // 2}, "
-                f"disadvantaged={bool(code % 2)} has {n} training row(s); stratifying the "
-                f"{1 - fraction:.0%}/{fraction:.0%} split needs at least 2"
-            )
     if groups is not None:
         _, codes = np.unique(np.asarray(groups), return_inverse=True)
         try:
@@ -237,7 +277,7 @@ def calibration_split(
                 test_size=fraction, random_state=random_state,
             )
         except ValueError as exc:
-            raise DataError(
+            raise Unfittable(
                 f"post_processing calibration split: cannot split the training units: {exc}"
             ) from None
     fit_idx, cal_idx = train_test_split(
@@ -294,7 +334,8 @@ def fit_strategy(
     elif strategy is Strategy.POST_PROCESSING:
         estimator, objective = _fit_post_processing(
             model, features, y, sens, mitigation=mitigation, balanced=balanced, seed=seed,
-            groups=groups,
+            groups=groups, attribute=f"protected_attributes[0] "
+                                     f"({manifest.protected_attributes[0].name})",
         )
     else:
         estimator = model.make(seed)
@@ -344,12 +385,14 @@ def _fit_in_processing(
 def _fit_post_processing(
     model: _Model, features: pd.DataFrame, y: np.ndarray, sens: np.ndarray, *,
     mitigation: MitigationConfig, balanced: bool, seed: int, groups: np.ndarray | None,
+    attribute: str = "",
 ) -> tuple[ThresholdOptimizer, str]:
     """S4: a base model on 70 % of the rows, ThresholdOptimizer's thresholds on the other 30 %."""
     if not supports_constraint(Strategy.POST_PROCESSING, mitigation.constraint):
         raise DataError(f"post_processing: ThresholdOptimizer cannot enforce "
                         f"{mitigation.constraint!r}")
-    fit_idx, cal_idx = calibration_split(y, sens, random_state=seed, groups=groups)
+    fit_idx, cal_idx = calibration_split(y, sens, random_state=seed, groups=groups,
+                                         attribute=attribute)
     base = model.make(seed)
     base.fit(features.iloc[fit_idx], y[fit_idx])
     objective = "balanced_accuracy_score" if balanced else "accuracy_score"

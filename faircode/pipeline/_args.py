@@ -16,18 +16,19 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from faircode.audit.fetch import MIRROR_ENV, default_mirror, fetch, mirror_dirs
-from faircode.audit.manifest import Manifest
-from faircode.core.errors import DataUnavailableError
+from faircode.pipeline._boundary import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "HELP", "MIRROR_HELP", "example", "mirrors",
-           "obtain", "searched"]
+if TYPE_CHECKING:
+    from faircode.audit.manifest import Manifest
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-"""Success; a check that found something (drift, a failed audit, a named audit without data);
-bad input (one line)."""
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "HELP", "MIRROR_ENV", "MIRROR_HELP", "example",
+           "mirrors", "obtain", "searched"]
+
+MIRROR_ENV = "FAIRCODE_DATA_MIRROR"
+"""The environment variable naming the mirror folders (``os.pathsep``-separated); the same name
+as :data:`faircode.audit.fetch.MIRROR_ENV`, here so the parsers need not import the audit wing."""
 
 HELP: dict[str, str] = {
     "data fetch": "fetch and verify raw files (mirrors, sha256)",
@@ -57,6 +58,8 @@ def example(line: str, *more: str) -> dict[str, Any]:
 
 def mirrors(flags: Sequence[str] | None = None) -> tuple[Path, ...]:
     """The mirror folders of a command: ``flags``, else the environment, else the default."""
+    from faircode.audit.fetch import default_mirror, mirror_dirs
+
     return mirror_dirs(flags, os.environ.get(MIRROR_ENV) or default_mirror(Path.cwd()))
 
 
@@ -73,6 +76,9 @@ def obtain(manifest: Manifest, folders: tuple[Path, ...]) -> None:
     Prints the fetch's status line on stderr; an audit whose file cannot be had raises
     :class:`DataUnavailableError` whose one line says how to obtain it and where it was looked for.
     """
+    from faircode.audit.fetch import fetch
+    from faircode.core.errors import DataUnavailableError
+
     if manifest.dataset.path.is_file():
         return
     try:

@@ -26,6 +26,10 @@ Design decisions
   the parity gap with its interval, the audit's own q, whether it is significant and powered
   (the minimum detectable gap), and the error-rate gaps, so the command answers without opening
   a file; the report of its folder opens on the same lines.
+* **Nothing of another kind is replaced.**  ``--name`` is a safe name
+  (:mod:`faircode.core.names`), and ``<out>/<audit>/`` is checked before anything is read: a
+  folder of the grid's results (or any folder faircode did not write as a ``faircode audit``) is
+  refused, never replaced (:func:`faircode.evaluate.write.check_replaceable`).
 """
 
 from __future__ import annotations
@@ -90,6 +94,9 @@ def audited_rows(data: AuditData, found: ExternalPredictions, *, rows: str,
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
+    from faircode.core.names import check_name
+
+    check_name(args.name, where="faircode audit: --name")  # a row label, a run name
     from faircode.audit.data import load_audit
     from faircode.audit.manifest import load_manifest
     from faircode.audit.predictions_file import read_predictions
@@ -97,7 +104,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from faircode.core.config import Params, load_params
     from faircode.core.provenance import provenance
     from faircode.evaluate.deployed import score_given
-    from faircode.evaluate.write import write_audit
+    from faircode.evaluate.write import check_replaceable, write_audit
     from faircode.report.given import given_lines
 
     params = load_params(Path(args.params)) if args.params else Params()
@@ -106,6 +113,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     given = Path(args.audit)
     manifest = load_manifest(given if given.suffix in (".yaml", ".yml")
                              else Path(args.audits) / args.audit / "audit.yaml")
+    check_replaceable(Path(args.out) / manifest.name, audit=manifest.name, kind="predictions")
     raw_key, file_key = row_identity(manifest, args.key)
     obtain(manifest, mirrors())
     data = load_audit(manifest, key=raw_key, by_position=raw_key is None)

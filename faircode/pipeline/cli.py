@@ -25,13 +25,8 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
-import numpy as np
-
-from faircode.audit.data import AuditData, load_audit
-from faircode.audit.fetch import MIRROR_ENV, fetch, mirror_dirs
-from faircode.audit.manifest import Manifest, discover_manifests, load_manifest
 from faircode.core.errors import DataUnavailableError, FaircodeError
 from faircode.core.numerics import require
 from faircode.pipeline._args import (
@@ -39,23 +34,31 @@ from faircode.pipeline._args import (
     EXIT_OK,
     EXIT_USAGE,
     HELP,
+    MIRROR_ENV,
     MIRROR_HELP,
     example,
     mirrors,
     obtain,
     searched,
 )
+from faircode.pipeline._boundary import run_command
 from faircode.pipeline.audit_command import add_audit
 from faircode.pipeline.flips_command import add_flips
 from faircode.pipeline.freeze_command import add_freeze, add_verify
 
-__all__ = ["SUBCOMMANDS", "main", "mirror_dirs", "resolve_manifests"]
+if TYPE_CHECKING:  # pragma: no cover - the subcommands import what they use
+    from faircode.audit.data import AuditData
+    from faircode.audit.manifest import Manifest
+
+__all__ = ["SUBCOMMANDS", "main", "resolve_manifests"]
 
 Handler = Callable[[argparse.Namespace], int]
 
 
 def resolve_manifests(audits_dir: Path, names: Sequence[str]) -> list[Path]:
     """Map AUDIT arguments (names, manifest paths or audit folders) to manifest paths."""
+    from faircode.audit.manifest import discover_manifests
+
     if not names:
         found = discover_manifests(audits_dir)
         if not found:
@@ -84,6 +87,8 @@ def _each_manifest(args: argparse.Namespace, work: Callable[[Manifest], None]) -
 
     An audit without data is a skip (exit 0) when every audit runs, and a failure (exit 1, its one
     line on stderr saying how to obtain the data) when it was named on the command line."""
+    from faircode.audit.manifest import load_manifest
+
     failed = unavailable = False
     for path in resolve_manifests(Path(args.audits), args.audit):
         try:
@@ -106,6 +111,8 @@ def _each_manifest(args: argparse.Namespace, work: Callable[[Manifest], None]) -
 
 
 def _cmd_fetch(args: argparse.Namespace) -> int:
+    from faircode.audit.fetch import fetch
+
     folders = mirrors(args.mirror)
 
     def work(manifest: Manifest) -> None:
@@ -115,7 +122,7 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
             target = replace(manifest, dataset=replace(manifest.dataset, source=source))
         try:
             result = fetch(target, mirrors=folders, timeout=args.timeout,
-                           progress=sys.stderr.isatty())
+                           deadline=args.deadline, progress=sys.stderr.isatty())
         except DataUnavailableError as exc:
             raise DataUnavailableError(f"{exc} ({searched(manifest, folders)})") from None
         print(result.line(manifest.name))
@@ -138,7 +145,10 @@ def _add_data(subparsers: argparse._SubParsersAction, common: argparse.ArgumentP
              f"(default: ${MIRROR_ENV}, {os.pathsep}-separated, else ../shared/datasets and "
              "../shared/datasets-extra beside the project)",
     )
-    fetch_p.add_argument("--timeout", type=float, default=60.0, help="download timeout, seconds")
+    fetch_p.add_argument("--timeout", type=float, default=60.0,
+                         help="seconds a download may wait for its next bytes (60)")
+    fetch_p.add_argument("--deadline", type=float, default=600.0,
+                         help="seconds a whole download may take, connecting included (600)")
     fetch_p.add_argument("--offline", action="store_true", help="never download; mirror only")
     fetch_p.set_defaults(handler=_cmd_fetch)
 
@@ -148,6 +158,8 @@ def _add_data(subparsers: argparse._SubParsersAction, common: argparse.ArgumentP
 
 def summary_lines(data: AuditData) -> list[str]:
     """Render the validation summary of a prepared audit (no row-level values)."""
+    import numpy as np
+
     m, y = data.manifest, data.y
     lines = [f"{m.name}: {m.title}  (sha256 {data.sha256[:12]}...)"]
     lines += [f"  {step:<66} {n:>9,} rows" for step, n in data.steps]
@@ -185,13 +197,20 @@ def summary_lines(data: AuditData) -> list[str]:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from faircode.audit.data import load_audit
+    from faircode.grid.strategies import calibration_warning
+
     folders = mirrors()
 
     def work(manifest: Manifest) -> None:
         obtain(manifest, folders)
         data = load_audit(manifest)
-        for warning in data.warnings:  # data a user may mean, but should see
-            print(f"warning: {warning}", file=sys.stderr)
+        first = manifest.protected_attributes[0]  # S4's sensitive feature
+        train = data.train_index
+        fit = calibration_warning(data.y[train], data.disadvantaged[first.name][train],
+                                  attribute=f"protected_attributes[0] ({first.name})")
+        for warning in (*data.warnings, *([f"{manifest.file}: {fit}"] if fit else [])):
+            print(f"warning: {warning}", file=sys.stderr)  # data a user may mean, but should see
         print("\n".join(summary_lines(data)))
 
     return _each_manifest(args, work)
@@ -309,15 +328,17 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def _cmd_perturb(args: argparse.Namespace) -> int:
+    from faircode.core.errors import ConfigError
+    from faircode.core.files import read_bounded
     from faircode.core.schema import decode_utf8
-    from faircode.counterfactual._jsonl import dumps_line, split_lines
+    from faircode.counterfactual._jsonl import MAX_JSONL_BYTES, dumps_line, split_lines
     from faircode.counterfactual.axes import load_axes
     from faircode.counterfactual.jsonl import perturb_jsonl
 
     axes = load_axes(Path(args.axes))
     source = Path(args.input)
-    try:
-        data = source.read_bytes()
+    try:  # a regular file only (a FIFO would never end), at most MAX_JSONL_BYTES of it
+        data = read_bounded(source, limit=MAX_JSONL_BYTES, error=ConfigError, what="JSONL file")
     except OSError as exc:
         raise FaircodeError(f"{source}: cannot be read: {type(exc).__name__}: {exc}") from None
     lines = split_lines(decode_utf8(data, where=str(source)))  # "\n" only: U+2028 is JSON text
@@ -478,15 +499,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the ``faircode`` command line; return the exit code."""
-    try:
+    """Run the ``faircode`` command line; return the exit code.
+
+    Bad input, an ``OSError``, a ``MemoryError``, SIGINT and SIGTERM each end it with one line
+    (:func:`faircode.pipeline._boundary.run_command`; the codes are in docs/operations.md).
+    """
+    def body() -> int:
         args = build_parser().parse_args(argv)
         handler: Handler = args.handler
         require()  # this process computes under the declared numerical configuration
         return handler(args)
-    except FaircodeError as exc:
-        print(str(exc), file=sys.stderr)
-        return EXIT_USAGE
+
+    return run_command(body)
 
 
 if __name__ == "__main__":  # pragma: no cover

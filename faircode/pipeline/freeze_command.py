@@ -16,9 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from faircode.audit.fetch import MIRROR_ENV, default_mirror
 from faircode.core.errors import FaircodeError
-from faircode.pipeline._args import EXIT_FAILED, EXIT_OK, HELP, example
+from faircode.pipeline._args import EXIT_FAILED, EXIT_OK, HELP, MIRROR_ENV, example
 
 if TYPE_CHECKING:  # pragma: no cover
     from faircode.record.compare import CellDrift, NumericsComparison
@@ -28,6 +27,8 @@ __all__ = ["add_freeze", "add_verify", "findings", "pipeline_env"]
 def pipeline_env(root: Path) -> dict[str, str]:
     """The environment of a re-run: this interpreter's bin first on PATH (DVC stages call
     ``python``), and the data mirror as an absolute path when it is not set."""
+    from faircode.audit.fetch import default_mirror
+
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env.setdefault(MIRROR_ENV, default_mirror(root))
@@ -42,11 +43,14 @@ def add_freeze(subparsers: argparse._SubParsersAction, common: argparse.Argument
 
         root = Path.cwd()
         if args.list:
-            for record in list_freezes(root=root):
+            problems: list[str] = []
+            for record in list_freezes(root=root, problems=problems):
                 print(f"{record['name']:<24} {record['created']}  "
                       f"commit {str(record['git_commit'])[:12]}  "
                       f"code {str(record['code_sha256'] or 'unrecorded')[:12]}  "
                       f"{record['files']} results files")
+            for problem in problems:  # listed around, never a traceback
+                print(f"warning: not a freeze record, left out: {problem}", file=sys.stderr)
             return EXIT_OK
         if args.restore_tags:
             print("\n".join(restore_tags(root=root)) or "no freeze records")

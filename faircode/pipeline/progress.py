@@ -81,8 +81,11 @@ class RunDisplay:
         if self._bar is None or self._estimate is None:
             return
         seconds = getattr(finished.result, "seconds", None) or {"wall": finished.seconds}
-        what = getattr(finished.result, "skipped", "") or " ".join(
-            f"{k} {v:.1f}s" for k, v in seconds.items())
+        cell = getattr(finished.result, "cell", finished.result)  # a replicate holds its cell
+        unfittable = getattr(cell, "unfittable", "")
+        what = getattr(cell, "skipped", "") or (
+            f"not fitted (uninformative): {unfittable}" if unfittable else " ".join(
+                f"{k} {v:.1f}s" for k, v in seconds.items()))
         self._bar.console.print(f"  {finished.task.audit} {_label(finished.task.key)}: {what}",
                                 soft_wrap=True)
         self._bar.update(self._task, advance=1,  # type: ignore[arg-type]
@@ -109,7 +112,7 @@ def audit_summary(predictions: AuditPredictions, results: AuditResults, *,
     def cell_seconds(seconds: dict[str, float]) -> float:
         return sum(seconds.get(k, 0.0) for k in ("fit", "predict", "counterfactual"))
 
-    fitted = [c for c in predictions.cells if not c.skipped]
+    fitted = [c for c in predictions.cells if c.fitted]
     longest = max(fitted, key=lambda c: cell_seconds(c.seconds), default=None)
     fairness = results.fairness
     gap = "none"

@@ -28,7 +28,7 @@ from faircode.core.provenance import with_fit_numerics
 from faircode.evaluate.audit import evaluate_audit
 from faircode.evaluate.deployed import score_given
 from faircode.evaluate.tables import AuditResults
-from faircode.evaluate.write import write_audit
+from faircode.evaluate.write import check_replaceable, write_audit
 from faircode.grid.fit import fit_audit, fit_audits
 from faircode.grid.predictions import AuditPredictions, CellPredictions
 from faircode.grid.scheduler import Finished, OnStart, previous_cell_seconds
@@ -155,7 +155,17 @@ def run_audits(
 ) -> list[AuditRun]:
     """Fit every cell of every audit of ``prepared`` in one queue (ordered by the previous
     ``<out>/<audit>/run.json`` timings where they exist), then evaluate and write each audit
-    into ``out``."""
+    into ``out``.  An audit whose ``<out>/<audit>`` is not a folder the grid may replace
+    (:func:`~faircode.evaluate.write.check_replaceable`) is reported before anything is fitted."""
+    writable = {}
+    for name, data in prepared.items():  # refused before, not after, the fitting
+        try:
+            check_replaceable(out / name, audit=name, kind="grid")
+        except Exception as exc:
+            on_error(name, exc)
+            continue
+        writable[name] = data
+    prepared = writable
     previous = {name: previous_cell_seconds(out / name / "run.json") for name in prepared}
     fitted = fit_audits(list(prepared.values()), mitigation=config.mitigation,
                         replicates=config.replicates, jobs=config.jobs, execution=execution,
@@ -177,9 +187,13 @@ def run_audits(
 
 
 def degenerate_cells(results: AuditResults) -> list[str]:
-    """The uninformative cells of an audit, each with its selection rate and balanced accuracy."""
+    """The uninformative cells of an audit: each degenerate one with its selection rate and
+    balanced accuracy, each one that could not be fitted with why."""
     out = []
     for cell in results.cells:
+        if cell.unfittable:
+            out.append(f"{STRATEGY_CODES[Strategy(cell.strategy)]} {cell.family} (not fitted: "
+                       f"{cell.unfittable})")
         if cell.degenerate:
             decision = dict(cell.decision)
             out.append(f"{STRATEGY_CODES[Strategy(cell.strategy)]} {cell.family} (selection "

@@ -16,7 +16,6 @@ record its own), that is named in one line as the likely cause.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections.abc import Mapping
@@ -25,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+
+from faircode.core.digests import sha256_file
 
 __all__ = ["RENDERED", "VOLATILE_RUN_KEYS", "CellDrift", "NumericsComparison", "compare_numerics",
            "compare_results", "environment_differences", "numerics_differences",
@@ -40,15 +41,6 @@ other files, each compared on its own; ``numerics`` -- CPU model, library files 
 on its own, first: :func:`compare_numerics`)."""
 RENDERED = frozenset({"report.html"})
 """Results files that render compared files with their generation provenance (not compared)."""
-
-
-def sha256_file(path: Path) -> str:
-    """The sha256 of a file, read in blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

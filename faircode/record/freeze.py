@@ -55,7 +55,10 @@ from pathlib import Path
 from typing import Any
 
 from faircode.core.config import load_params
-from faircode.core.errors import FaircodeError
+from faircode.core.digests import checked_run
+from faircode.core.errors import FaircodeError, describe
+from faircode.core.files import read_json_object
+from faircode.core.names import check_name
 from faircode.core.provenance import code_digest, group_states, params_digest
 from faircode.core.schema import read_yaml
 from faircode.record.compare import (
@@ -75,6 +78,7 @@ __all__ = [
     "FreezeError",
     "VerifyReport",
     "check_committed",
+    "check_freeze_name",
     "compare_results",
     "environment",
     "environment_differences",
@@ -82,6 +86,7 @@ __all__ = [
     "list_freezes",
     "load_freeze",
     "matching_freeze",
+    "read_record",
     "restore_tags",
     "verify",
 ]
@@ -89,11 +94,46 @@ __all__ = [
 FREEZES_DIR = "freezes"
 RESULTS_DIR = "results"
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+_COMMIT = re.compile(r"[0-9a-f]{40}")
+_RECORD_BYTES = 64 * 2**20
+_RECORD_KEYS: dict[str, type] = {"name": str, "created": str, "git_commit": str,
+                                 "results": dict, "environment": dict}
+"""The keys every freeze record has, and their JSON types (``state`` since v0.3: a mapping)."""
 
 
 class FreezeError(FaircodeError):
     """A state cannot be frozen or verified; the message says why in one line."""
+
+
+def check_freeze_name(name: object, *, where: str = "freeze NAME") -> str:
+    """``name`` if it can name a freeze (a git tag name and a file of ``freezes/``), else a
+    one-line :class:`FreezeError`."""
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name.endswith(
+            (".lock", ".")) or ".." in name:
+        raise FreezeError(f"{where}: expected letters, digits, '.', '_' or '-' (a git tag name, "
+                          f"at most 100 characters), got {describe(name)}")
+    return name
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    """The freeze record at ``path``, validated: a JSON object whose ``name`` is its file's
+    name and which holds every key of :data:`_RECORD_KEYS` with its type; else one line."""
+    record = read_json_object(path, limit=_RECORD_BYTES, error=FreezeError,
+                              what="freeze record")
+    for key, kind in _RECORD_KEYS.items():
+        if not isinstance(record.get(key), kind):
+            raise FreezeError(f"{path}: {key}: expected a {'string' if kind is str else 'mapping'}"
+                              f", got {describe(record.get(key))}")
+    if record["name"] != path.stem:
+        raise FreezeError(f"{path}: name: expected {path.stem!r} (the file's name), got "
+                          f"{describe(record['name'])}")
+    if not _COMMIT.fullmatch(record["git_commit"]):
+        raise FreezeError(f"{path}: git_commit: expected 40 lowercase hex digits, got "
+                          f"{describe(record['git_commit'])}")
+    if not isinstance(record.get("state", {}), dict):
+        raise FreezeError(f"{path}: state: expected a mapping, got {describe(record['state'])}")
+    return record
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,11 +233,8 @@ def _results_state(root: Path, name: str) -> dict[str, Any]:
     """The record's ``state``: the identity the results' ``run.json`` carry, checked against
     HEAD (clean inputs, HEAD's code digest, ``params.yaml``'s params digest)."""
     runs = {}
-    for path in sorted((root / RESULTS_DIR).glob("*/run.json")):
-        try:
-            runs[path.parent.name] = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise FreezeError(f"{path}: expected a JSON run record, got {exc}") from None
+    for path in sorted((root / RESULTS_DIR).glob("*/run.json")):  # never freeze a damaged one
+        runs[path.parent.name] = checked_run(path.parent, error=FreezeError)
     if not runs:
         raise FreezeError(f"freeze {name}: {RESULTS_DIR}/: expected <audit>/run.json, got none")
     groups = group_states(runs)
@@ -244,9 +281,7 @@ def freeze(
     docstring).  Returns the record's path.
     """
     root = root.resolve()
-    if not _NAME.match(name) or name.endswith((".lock", ".")) or ".." in name:
-        raise FreezeError(f"freeze NAME: expected letters, digits, '.', '_' or '-' (a git tag "
-                          f"name), got {name!r} (str)")
+    check_freeze_name(name)
     record_path = root / FREEZES_DIR / f"{name}.json"
     if record_path.exists():
         raise FreezeError(f"{record_path.relative_to(root)}: a freeze named {name!r} exists")
@@ -295,33 +330,33 @@ def freeze(
 
 def load_freeze(name: str, *, root: Path) -> dict[str, Any]:
     """Read ``freezes/<name>.json`` (the committed record); one-line error when absent or bad."""
+    check_freeze_name(name, where="NAME")
     path = root / FREEZES_DIR / f"{name}.json"
-    if not path.is_file():
+    if not path.exists():
         known = ", ".join(r["name"] for r in list_freezes(root=root)) or "none"
         raise FreezeError(f"{FREEZES_DIR}/{name}.json: expected a frozen state (known: {known}), "
                           "got no such file")
-    try:
-        record = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise FreezeError(f"{path}: expected JSON, got {exc}") from None
-    for key in ("git_commit", "results", "environment"):
-        if key not in record:
-            raise FreezeError(f"{path}: {key}: expected a value, got nothing")
-    return record
+    return read_record(path)
 
 
-def list_freezes(*, root: Path) -> list[dict[str, Any]]:
-    """Every committed freeze record, oldest first (name, created, commit, code digest, files)."""
+def list_freezes(*, root: Path, problems: list[str] | None = None) -> list[dict[str, Any]]:
+    """Every valid freeze record, oldest first (name, created, commit, code digest, files).
+
+    A file of ``freezes/`` that is not a valid record (:func:`read_record`) is left out; its
+    one-line error is appended to ``problems`` when given.
+    """
     records = []
     for path in sorted((root / FREEZES_DIR).glob("*.json")):
         try:
-            record = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
+            record = read_record(path)
+        except FreezeError as exc:
+            if problems is not None:
+                problems.append(str(exc))
             continue
-        records.append({"name": record.get("name", path.stem), "created": record.get("created"),
-                        "git_commit": record.get("git_commit"),
-                        "code_sha256": (record.get("state") or {}).get("code_sha256"),
-                        "files": len(record.get("results", {}))})
+        records.append({"name": record["name"], "created": record["created"],
+                        "git_commit": record["git_commit"],
+                        "code_sha256": record.get("state", {}).get("code_sha256"),
+                        "files": len(record["results"])})
     return sorted(records, key=lambda r: str(r["created"]))
 
 
@@ -332,10 +367,10 @@ def matching_freeze(root: Path, results: Path) -> str | None:
     names = [r["name"] for r in list_freezes(root=root)]
     for name in reversed(names):
         try:
-            record = json.loads((root / FREEZES_DIR / f"{name}.json").read_text())
-        except (OSError, json.JSONDecodeError):
+            record = read_record(root / FREEZES_DIR / f"{name}.json")
+        except FreezeError:
             continue
-        if record.get("results") == current:
+        if record["results"] == current:
             return str(name)
     return None
 
@@ -449,6 +484,11 @@ def check_committed(
     numbers can then never drift from what the code produces: CI fails on any drift.
     """
     root = root.resolve()
+    for audit in audits:
+        check_name(audit, where="verify --committed AUDIT")
+    for audit in audits:  # the committed side is checked before the re-run, not after it
+        if (root / RESULTS_DIR / audit / "run.json").is_file():
+            checked_run(root / RESULTS_DIR / audit, error=FreezeError)
     with tempfile.TemporaryDirectory(prefix="faircode-drift-") as tmp:
         out = Path(tmp) / "results"
         try:

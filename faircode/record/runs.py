@@ -10,7 +10,9 @@ column list decides *what* is logged: an unknown row or column keeps its own nam
 non-finite cell is not logged (MLflow's table shows it empty; the CSV keeps it); two values for
 one metric key of one run is an error, not an overwrite.  A table that is not whole -- its last
 line not ending in a newline (a copy or a write cut short), or a row not as wide as its header --
-is an error naming the file and line, never a new state to log.
+is an error naming the file and line, never a new state to log; before any of that, an audit
+folder must hold exactly the files its ``run.json`` records, byte for byte
+(:func:`faircode.core.digests.checked_run`).
 
 A child's identity is also its params (``audit``, ``strategy``, ``strategy_code``, ``model``,
 ``table``, ``attribute`` or ``axis``/``channel``) so MLflow's compare view shows what differs;
@@ -45,6 +47,7 @@ from typing import Any
 import pandas as pd
 
 from faircode.core.cells import strategy_code
+from faircode.core.digests import checked_run
 from faircode.core.errors import FaircodeError, describe
 from faircode.core.provenance import StateIdentity, group_states, state_of
 from faircode.record.compare import without_keys
@@ -245,6 +248,7 @@ def collect_children(results: Path) -> tuple[list[ChildRun], dict[str, str]]:
         run = _read_json(folder / "run.json")
         if isinstance(run, dict) and run.get("kind") == "text":  # faircode.record.text_runs
             continue
+        checked_run(folder, error=ResultsError)  # exactly the recorded files, byte for byte
         children.extend(_audit_children(folder, benchmark_q))
     return children, skipped
 

@@ -6,6 +6,9 @@ Design decisions
   read from the CSVs.  Known strategies and families fix only the order (S0-S4, then the
   grid's family order); anything else follows in the order met.
 * A results folder holds ``<audit>/run.json`` with the four CSVs, or ``<audit>/unavailable.json``;
+  a folder with ``run.json`` is read only once it holds exactly the files its record lists, each
+  with the recorded sha256 (:func:`faircode.core.digests.checked_run`): a table cut mid-row or
+  another run's file is one line, never a report built from the remainder;
   an ``audits/<name>/audit.yaml`` without results is an unavailable audit whose instructions
   come from its manifest's ``dataset.source``.  Missing required columns are one-line errors
   naming the file and the columns; extra columns are kept and shown.
@@ -37,10 +40,12 @@ import pandas as pd
 
 from faircode.audit.manifest import discover_manifests, load_manifest
 from faircode.core.cells import ModelFamily, Strategy, strategy_code
+from faircode.core.digests import checked_run
 from faircode.core.errors import DataError, FaircodeError, describe
 from faircode.report.text import is_text_run
 from faircode.stats.calibration import CALIBRATION_COLUMNS
 from faircode.stats.groups import GROUP_COLUMNS
+from faircode.stats.operating import DEGENERATE_NOTE, UNFITTABLE_NOTE
 
 __all__ = [
     "DEPLOYED",
@@ -48,6 +53,7 @@ __all__ = [
     "STRATEGIES",
     "TABLES",
     "UNINFORMATIVE_NOTE",
+    "UNINFORMATIVE_NOTES",
     "DeployedInputs",
     "ReportInputs",
     "UnavailableAudit",
@@ -62,7 +68,10 @@ __all__ = [
     "test_base_rates",
 ]
 
-UNINFORMATIVE_NOTE = "degenerate_decisions"
+UNINFORMATIVE_NOTE = DEGENERATE_NOTE
+"""The note of a degenerate cell's rows (one decision for every row of a group)."""
+UNINFORMATIVE_NOTES = (DEGENERATE_NOTE, UNFITTABLE_NOTE)
+"""Every note that makes a row uninformative: degenerate decisions, or a cell not fitted."""
 DEPLOYED = "deployed"
 """The strategy of a deployed system's rows (its model is the system's name)."""
 TABLES = ("fairness", "performance", "intersectional", "counterfactual")
@@ -233,8 +242,8 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
                          if p.is_dir() and not p.name.startswith(".")):
         if (only and folder.name not in only) or is_text_run(folder):
             continue  # a text audit has its own tables and section (faircode.report.text)
-        if (folder / "run.json").is_file():
-            runs[folder.name] = _read_json(folder / "run.json")
+        if (folder / "run.json").is_file():  # exactly the files it records, byte for byte
+            runs[folder.name] = checked_run(folder)
             for table in TABLES:
                 path = folder / f"{table}.csv"
                 if not path.is_file():
@@ -413,8 +422,8 @@ def family_mean(values: pd.Series) -> float:
 
 
 def is_uninformative(notes: pd.Series) -> pd.Series:
-    """Whether each note marks a cell as uninformative (:data:`UNINFORMATIVE_NOTE`)."""
-    return notes.map(lambda n: UNINFORMATIVE_NOTE in notes_of(n)).astype(bool)
+    """Whether each note marks a cell as uninformative (one of :data:`UNINFORMATIVE_NOTES`)."""
+    return notes.map(lambda n: not notes_of(n).isdisjoint(UNINFORMATIVE_NOTES)).astype(bool)
 
 
 def notes_of(note: object) -> set[str]:

@@ -36,6 +36,7 @@ from faircode.report.inputs import (
     strategy_code,
     test_base_rates,
 )
+from faircode.stats.operating import UNFITTABLE_NOTE
 
 __all__ = [
     "Cell",
@@ -60,6 +61,8 @@ REASONS = {
         "undefined ratio: the advantaged group's positive rate is 0",
     UNINFORMATIVE_NOTE: "uninformative: degenerate decisions (one decision for every row of a "
                         "group), so the estimate says nothing about a gap",
+    UNFITTABLE_NOTE: "uninformative: the cell could not be fitted (a group too small for its "
+                     "stratified split; run.json's cells say why), so there is no estimate",
 }
 NO_INTERVAL = "interval undefined (no usable bootstrap resample)"
 NOT_APPLICABLE_TEXT = "n/a \u2014 decision is the outcome"
@@ -182,8 +185,9 @@ def estimate_cell(row: pd.Series | None, *, value: str, fn: _Footnotes,
     note = str(row.get("note", ""))
     if NOT_APPLICABLE in notes_of(note):  # by design: a decision that is the outcome
         return Cell(NOT_APPLICABLE_TEXT, numeric=False)
-    if UNINFORMATIVE_NOTE in notes_of(note):
-        return Cell("uninformative", notes=(fn(REASONS[UNINFORMATIVE_NOTE]),), numeric=False)
+    for token in (UNINFORMATIVE_NOTE, UNFITTABLE_NOTE):
+        if token in notes_of(note):
+            return Cell("uninformative", notes=(fn(REASONS[token]),), numeric=False)
     x = float(row[value])
     if np.isnan(x):
         return Cell("n/a", notes=(fn(_reason(note)),), numeric=False)

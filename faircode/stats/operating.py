@@ -7,6 +7,10 @@ accuracy lies within ``balanced_accuracy_margin`` of 0.5 (inclusive), or is unde
 group, balanced accuracy, the majority baseline), with bootstrap CIs from the count-level engine
 of :mod:`faircode.stats.resampling`.  How a score becomes a decision is
 :mod:`faircode.audit.decision`.
+
+A cell that could not be fitted at all (a group too small for a stratified split) has no
+decisions; :func:`undefined_metrics` gives its fairness rows -- every metric undefined, the
+groups' sizes kept -- marked :data:`UNFITTABLE_NOTE`, uninformative like a degenerate cell.
 """
 
 from __future__ import annotations
@@ -21,13 +25,17 @@ from numpy.typing import ArrayLike, NDArray
 from faircode.core import checks
 from faircode.core.seeds import child_seed
 from faircode.stats import resampling
+from faircode.stats._metric_defs import SPECS
+from faircode.stats.metrics import FAIRNESS_METRICS, SMALL_SAMPLE, MetricResult
 
 __all__ = [
     "DEGENERATE_NOTE",
     "OPERATING_POINT_METRICS",
+    "UNFITTABLE_NOTE",
     "OperatingPoint",
     "is_degenerate",
     "operating_point_metrics",
+    "undefined_metrics",
 ]
 
 _TN, _FP, _FN, _TP = 0, 1, 2, 3
@@ -35,6 +43,8 @@ _TN, _FP, _FN, _TP = 0, 1, 2, 3
 
 DEGENERATE_NOTE = "degenerate_decisions"
 """Note carried by every fairness row of a degenerate cell (beside any other note)."""
+UNFITTABLE_NOTE = "unfittable"
+"""Note carried by every fairness row of a cell that could not be fitted (no decisions)."""
 
 
 OPERATING_POINT_METRICS: tuple[str, ...] = (
@@ -146,3 +156,13 @@ def operating_point_metrics(
                                       note="" if size else "insufficient_data"))
     return tuple(out)
 
+
+
+def undefined_metrics(n_disadvantaged: int, n_advantaged: int) -> tuple[MetricResult, ...]:
+    """Every fairness metric of a cell without decisions: NaN value, interval and p-value, the
+    groups' test sizes kept, note :data:`UNFITTABLE_NOTE` (in ``FAIRNESS_METRICS`` order)."""
+    nan = float("nan")
+    small = min(n_disadvantaged, n_advantaged) < SMALL_SAMPLE
+    return tuple(MetricResult(metric, nan, nan, nan, SPECS[metric].interval.value, nan,
+                              n_disadvantaged, n_advantaged, small, UNFITTABLE_NOTE, nan)
+                 for metric in FAIRNESS_METRICS)

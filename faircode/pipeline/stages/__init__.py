@@ -8,7 +8,9 @@ relative to the project root (DVC runs every command there, also inside an exper
 An audit whose raw data cannot be had is not a failure: ``fetch`` writes
 ``data/raw/<audit>/unavailable.json`` with the message (and how to obtain the file), every later
 stage carries that note forward, and ``evaluate`` ends in ``results/<audit>/unavailable.json``.
-A bad ``params.yaml`` is one line on stderr and exit code 2.
+A bad ``params.yaml`` is one line on stderr and exit code 2 (and every other way a stage can
+stop is one line too: :mod:`faircode.pipeline._boundary`); an ``AUDIT`` argument is a safe name
+(:func:`audit_argument`) before any path is built from it.
 """
 
 from __future__ import annotations
@@ -20,12 +22,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from faircode.core.cells import Strategy
-from faircode.core.errors import FaircodeError
+from faircode.core.errors import ConfigError
+from faircode.core.names import check_name
 from faircode.core.numerics import require
+from faircode.pipeline._boundary import run_command
 
 __all__ = [
     "PARTS",
     "UNAVAILABLE",
+    "audit_argument",
     "carry_unavailable",
     "manifest_path",
     "run_stage",
@@ -41,6 +46,16 @@ PARTS: dict[str, tuple[Strategy, ...]] = {
 }
 """The grid's parts, one fit stage each (split by the ``mitigation.*`` keys they read,
 :data:`faircode.grid.strategies.READS`), in grid order; evaluate merges them."""
+
+
+def audit_argument(value: str) -> str:
+    """A stage's ``AUDIT`` argument, checked before any path is built from it: a safe name
+    (:func:`faircode.core.names.check_name`), else one line on stderr and exit code 2."""
+    try:
+        return check_name(value, where="AUDIT")
+    except ConfigError as exc:
+        print(str(exc), file=sys.stderr)
+        sys.exit(2)
 
 
 def manifest_path(audit: str) -> Path:
@@ -68,12 +83,15 @@ def carry_unavailable(upstream: Path, folder: Path, *, audit: str) -> bool:
 
 
 def run_stage(work: Callable[[], None]) -> None:
-    """Run ``work`` (under the declared numerical configuration,
-    :func:`faircode.core.numerics.require`); a :class:`FaircodeError` is one line on stderr and
-    exit code 2."""
-    try:
+    """Run ``work`` under the declared numerical configuration
+    (:func:`faircode.core.numerics.require`) at the command-line boundary
+    (:func:`faircode.pipeline._boundary.run_command`): bad input is one line and exit code 2, an
+    ``OSError``, a ``MemoryError``, SIGINT or SIGTERM one line and their codes."""
+    def body() -> int:
         require()
         work()
-    except FaircodeError as exc:
-        print(str(exc), file=sys.stderr)
-        sys.exit(2)
+        return 0
+
+    code = run_command(body)
+    if code:
+        sys.exit(code)

@@ -36,7 +36,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from faircode.core.config import BenchmarkConfig, load_params
-from faircode.pipeline.stages import PARAMS, PARTS, carry_unavailable, manifest_path, run_stage
+from faircode.pipeline.stages import (
+    PARAMS,
+    PARTS,
+    audit_argument,
+    carry_unavailable,
+    manifest_path,
+    run_stage,
+)
 
 if TYPE_CHECKING:
     from faircode.audit.manifest import Manifest
@@ -54,7 +61,8 @@ UNAVAILABLE_HEADLINE = {"attr": None,
 
 def main(argv: list[str]) -> None:
     """Evaluate audit ``argv[0]`` from ``argv[1]`` (prepared) and ``argv[2]`` (predictions)."""
-    audit, prepared_dir, predictions_dir, results = (argv[0], Path(argv[1]), Path(argv[2]),
+    audit, prepared_dir, predictions_dir, results = (audit_argument(argv[0]), Path(argv[1]),
+                                                     Path(argv[2]),
                                                      Path(argv[3]))
     metrics = results / "metrics" / f"{audit}.json"
     full = results / "metrics" / "full" / f"{audit}.json"

@@ -26,12 +26,12 @@ from faircode.audit.fetch import (
 from faircode.audit.manifest import load_manifest, manifest_kind
 from faircode.audit.text_manifest import load_text_manifest
 from faircode.core.errors import DataUnavailableError
-from faircode.pipeline.stages import manifest_path, run_stage, write_unavailable
+from faircode.pipeline.stages import audit_argument, manifest_path, run_stage, write_unavailable
 
 
 def main(argv: list[str]) -> None:
     """Fetch the raw file of audit ``argv[0]`` or write its unavailable note."""
-    audit = argv[0]
+    audit = audit_argument(argv[0])
 
     def work() -> None:
         path = manifest_path(audit)  # a text audit (text-fetch@<audit>) or a grid one

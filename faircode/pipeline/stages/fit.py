@@ -30,20 +30,29 @@ from faircode.core.errors import ConfigError
 from faircode.grid.fit import fit_audit
 from faircode.grid.predictions import CellPredictions, save_predictions, timings_path
 from faircode.grid.scheduler import previous_cell_seconds
-from faircode.pipeline.stages import PARAMS, PARTS, carry_unavailable, manifest_path, run_stage
+from faircode.pipeline.stages import (
+    PARAMS,
+    PARTS,
+    audit_argument,
+    carry_unavailable,
+    manifest_path,
+    run_stage,
+)
 
 RESULTS = Path("results")
 
 
 def _progress(cell: CellPredictions) -> None:
-    what = cell.skipped or " ".join(f"{k} {v:.1f}s" for k, v in cell.seconds.items())
+    what = cell.skipped or (f"not fitted (uninformative): {cell.unfittable}" if cell.unfittable
+                            else " ".join(f"{k} {v:.1f}s" for k, v in cell.seconds.items()))
     print(f"  {STRATEGY_CODES[cell.strategy]} {cell.family.value}: {what}", flush=True)
 
 
 def main(argv: list[str]) -> None:
     """Fit part ``argv[1]`` of audit ``argv[0]`` on the prepared table ``argv[2]``; write
     ``argv[3]``."""
-    audit, part, prepared_dir, out = argv[0], argv[1], Path(argv[2]), Path(argv[3])
+    audit, part, prepared_dir, out = (audit_argument(argv[0]), argv[1], Path(argv[2]),
+                                     Path(argv[3]))
 
     def work() -> None:
         if part not in PARTS:

@@ -13,12 +13,12 @@ from pathlib import Path
 from faircode.audit.data import load_audit
 from faircode.audit.manifest import load_manifest
 from faircode.audit.prepared import prepare, save_prepared
-from faircode.pipeline.stages import carry_unavailable, manifest_path, run_stage
+from faircode.pipeline.stages import audit_argument, carry_unavailable, manifest_path, run_stage
 
 
 def main(argv: list[str]) -> None:
     """Prepare audit ``argv[0]`` from ``argv[1]`` into ``argv[2]``."""
-    audit, raw, out = argv[0], Path(argv[1]), Path(argv[2])
+    audit, raw, out = audit_argument(argv[0]), Path(argv[1]), Path(argv[2])
 
     def work() -> None:
         if carry_unavailable(raw, out, audit=audit):

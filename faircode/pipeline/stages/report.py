@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 from faircode.core.config import ReportConfig, load_params
-from faircode.core.errors import FaircodeError
 from faircode.core.numerics import require
 from faircode.core.provenance import REPORT_CODE, provenance
+from faircode.pipeline._boundary import run_command
 from faircode.report.build import write_report
 
 
@@ -27,18 +27,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--results", default="results", help="results folder")
     parser.add_argument("--audits", default="audits", help="folder of <name>/audit.yaml")
     args = parser.parse_args(argv)
-    try:
+
+    def body() -> int:  # one line, exit 2 on bad input (and for every other stop: _boundary)
         require()
         params_path = Path(args.params)
         config = load_params(params_path).report if params_path.is_file() else ReportConfig()
         outputs = write_report(Path(args.results), audits_dir=Path(args.audits),
                                metric=config.metric, model=config.model,
                                provenance=provenance(code=REPORT_CODE, numerics=False))
-    except FaircodeError as exc:
-        print(str(exc), file=sys.stderr)
-        return 2
-    print(f"report: {outputs.html}")
-    return 0
+        print(f"report: {outputs.html}")
+        return 0
+
+    return run_command(body)
 
 
 if __name__ == "__main__":  # pragma: no cover

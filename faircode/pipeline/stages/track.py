@@ -71,24 +71,24 @@ def track(results: Path, *, root: Path, env: Mapping[str, str], tracking_uri: st
 def main(argv: list[str]) -> int:
     """DVC entry point: ``[--strict] [RESULTS]``, config from ``params.yaml`` (if present)."""
     from faircode.core.config import load_params
-    from faircode.core.errors import FaircodeError
+    from faircode.pipeline._boundary import run_command
 
     strict = "--strict" in argv
     results = Path(([a for a in argv if a != "--strict"] or ["results"])[0])
     params = Path("params.yaml")
-    try:
+
+    def body() -> int:  # bad results: one line, exit 2 (every other stop: _boundary)
         config = None
         if params.is_file():  # validated like every stage; the worker count changes no number
             loaded = load_params(params)
             config = {"audits": list(loaded.audits),
                       **{k: v for k, v in loaded.config.as_dict().items() if k != "jobs"},
                       "report": {"metric": loaded.report.metric, "model": loaded.report.model}}
-        code = track(results, root=Path(os.environ.get("DVC_ROOT") or Path.cwd()), env=os.environ,
-                     config=config)
-    except FaircodeError as exc:
-        print(exc, file=sys.stderr)
-        return 2
-    return code if strict or code != EXIT_TRACKING else 0
+        code = track(results, root=Path(os.environ.get("DVC_ROOT") or Path.cwd()),
+                     env=os.environ, config=config)
+        return code if strict or code != EXIT_TRACKING else 0
+
+    return run_command(body)
 
 
 if __name__ == "__main__":
