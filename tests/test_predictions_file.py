@@ -204,7 +204,7 @@ BAD_FILES: list[tuple[str, str, dict[str, object], str]] = [
      "{p}: line 4: column 'prob' (score): expected a score in [0, 1] (scale probability), got "
      "1.2 (float)"),
     ("fractional ordinal score", GOOD, {"scale": "ordinal"},
-     "{p}: line 6: column 'prob' (score): expected an integer score (scale ordinal), got 0.9 "
+     "{p}: line 2: column 'prob' (score): expected an integer score (scale ordinal), got 0.5 "
      "(float)"),
     ("neither output", GOOD, {"decision": None, "score": None},
      "{p}: expected a decision column and/or a score column, got neither"),
@@ -237,7 +237,8 @@ def test_every_bad_file_is_one_exact_line_and_nothing_is_written(
 
 @pytest.mark.parametrize(("name", "make", "fragment"), [
     ("p.xlsx", lambda p: p.write_text("x"),
-     "expected a file ending in .csv, .parquet, .pq, got '.xlsx' (str)"),
+     "expected a file ending in .csv, .csv.gz, .csv.bz2, .csv.xz, .csv.zst, .parquet, .pq or a "
+     "folder of .parquet files, got '.xlsx' (str)"),
     ("absent.csv", lambda p: None, "expected a predictions file, got no such file"),
     ("p.parquet", lambda p: p.write_text("not parquet"),
      "expected a parquet file, got ArrowInvalid: "),

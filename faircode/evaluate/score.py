@@ -53,15 +53,15 @@ from faircode.audit.decision import Cutoff, DecisionRule, decision_cutoff
 from faircode.audit.prepared import PreparedAudit
 from faircode.core.cells import ModelFamily, Strategy, position
 from faircode.core.config import DegenerateConfig, StatsConfig
-from faircode.evaluate.counted import score_counts
+from faircode.evaluate.counted import CountedRows, score_counts
 from faircode.grid.predictions import CellPredictions
 from faircode.stats.calibration import Scale
 from faircode.stats.flips import flip_rates
 from faircode.stats.metrics import orient
 from faircode.stats.tally import Tally, tally_rows
 
-__all__ = ["CellResult", "Decided", "Rows", "Timings", "decide_cell", "decided_tally",
-           "score_cell", "score_decided", "scoring_seconds"]
+__all__ = ["CellResult", "Decided", "Rows", "Timings", "cell_result", "decide_cell",
+           "decided_tally", "score_cell", "score_decided", "scoring_seconds"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,11 +232,20 @@ def score_decided(
     counterfactual = _counterfactual_rows(data, decided, label, stats=stats)
     t2 = time.perf_counter()
     fit = _fit_timings(fit_seconds or {})
+    return cell_result(strategy, family, counted, counterfactual=Rows.of(counterfactual),
+                       seconds=dataclasses.replace(fit, statistics=t1 - t0,
+                                                   counterfactual=fit.counterfactual + t2 - t1),
+                       decided=decided)
+
+
+def cell_result(strategy: Strategy | str, family: ModelFamily | str, counted: CountedRows, *,
+                counterfactual: Rows = Rows(), seconds: Timings = Timings(),
+                decided: Decided | None = None) -> CellResult:
+    """The :class:`CellResult` of a row set's counted rows (:func:`~faircode.evaluate.counted.
+    score_counts`)."""
     return CellResult(
         strategy, family, Rows.of(counted.fairness), Rows.of(counted.performance),
-        Rows.of(counted.intersectional), Rows.of(counterfactual),
-        seconds=dataclasses.replace(fit, statistics=t1 - t0,
-                                    counterfactual=fit.counterfactual + t2 - t1),
+        Rows.of(counted.intersectional), counterfactual, seconds=seconds,
         degenerate=counted.degenerate, decision=tuple(counted.decision.items()),
         decided=decided, groups=Rows.of(counted.groups),
         calibration=Rows.of(counted.calibration),

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sized
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from faircode.audit.manifest import repository_root
-from faircode.audit.prepared import AuditLike
+from faircode.audit.manifest import Manifest, repository_root
 from faircode.core.config import BenchmarkConfig
 from faircode.core.provenance import params_digest
 from faircode.core.seeds import Stream
@@ -33,7 +32,36 @@ from faircode.evaluate.reuse import folder_digests
 from faircode.evaluate.swap import replacing
 from faircode.evaluate.tables import AuditResults
 
-__all__ = ["design_effect_summary", "write_audit"]
+__all__ = ["WrittenAudit", "design_effect_summary", "write_audit"]
+
+
+class _System(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def rule(self) -> str: ...
+    @property
+    def scale(self) -> str | None: ...
+
+
+class WrittenAudit(Protocol):
+    """What :func:`write_audit` reads of an audit: an :class:`~faircode.audit.data.AuditData`,
+    a prepared audit, or a decision log's record (:class:`faircode.audit.logs.LogRecord`)."""
+
+    @property
+    def manifest(self) -> Manifest: ...
+    @property
+    def system(self) -> _System | None: ...
+    @property
+    def sha256(self) -> str: ...
+    @property
+    def steps(self) -> tuple[tuple[str, int], ...]: ...
+    @property
+    def train_index(self) -> Sized: ...
+    @property
+    def test_index(self) -> Sized: ...
 
 
 def _relative_manifest(file: Path) -> str:
@@ -45,7 +73,7 @@ def _relative_manifest(file: Path) -> str:
 
 
 def write_audit(
-    data: AuditLike,
+    data: WrittenAudit,
     results: AuditResults,
     *,
     config: BenchmarkConfig,
