@@ -43,7 +43,7 @@ Design decisions
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
@@ -80,6 +80,7 @@ _TOP = {"name": True, "title": False, "log": True, "random_state": False, "row_f
         "target": True, "protected_attributes": True, "unit": False, "system": True}
 _LOG = {"path": True, "sha256": False}
 _ONE_PASS_TARGETS = ("binary", "equals", "isin", "threshold")
+_FLAGGED = "\0decided 1"  # a counts key no step can have
 
 
 def is_log_declaration(path: Path) -> bool:
@@ -200,13 +201,14 @@ class LogRecord:
 class LogReader:
     """The rows of a declared log (:func:`load_log`), read and interpreted chunk by chunk."""
 
-    def __init__(self, manifest: Manifest, *, chunk_rows: int = ROWS) -> None:
+    def __init__(self, manifest: Manifest, *, chunk_rows: int = ROWS,
+                 verify: bool = True) -> None:
         if manifest.system is None:
             raise ValueError(f"{manifest.file}: expected a log declaration with a system")
         self.manifest, self.chunk_rows = manifest, chunk_rows
         self.table: TableFile = open_table(manifest.dataset.path)
-        sha256 = table_sha256(self.table)
-        if manifest.dataset.sha256 is not None and sha256 != manifest.dataset.sha256:
+        sha256 = table_sha256(self.table) if verify else ""
+        if verify and manifest.dataset.sha256 is not None and sha256 != manifest.dataset.sha256:
             raise ChecksumError(f"{self.table.path}: sha256: expected "
                                 f"{manifest.dataset.sha256} (log.sha256), got {sha256}")
         self.columns = _log_columns(manifest)
@@ -221,18 +223,29 @@ class LogReader:
 
     def chunks(self) -> Iterator[LogChunk]:
         """Every chunk's kept rows; the step counts are in :attr:`record` afterwards."""
-        guard = TypeGuard(self.table, _guarded(self.manifest))
         counts: dict[str, int] = {}
-        flagged = 0
-        for chunk in self.table.chunks(list(self.columns), rows=self.chunk_rows):
+        yield from self.interpreted(self.table.chunks(list(self.columns), rows=self.chunk_rows),
+                                    counts)
+        self.record.counts, self.record.flagged = counts, counts.pop(_FLAGGED, 0)
+        self.check_totals()
+
+    def shard(self, file: Path, row_groups: Sequence[int], start: int,
+              counts: dict[str, int]) -> Iterator[LogChunk]:
+        """The kept rows of ``row_groups`` of one Parquet ``file`` (whose first row is data row
+        ``start`` of it), adding the step counts to ``counts`` (a Dask shard)."""
+        yield from self.interpreted(self.table.row_group_chunks(
+            file, row_groups, start, list(self.columns), rows=self.chunk_rows), counts)
+
+    def interpreted(self, chunks: Iterable[Chunk], counts: dict[str, int]) -> Iterator[LogChunk]:
+        """``chunks`` interpreted, the step counts (and decided 1) added to ``counts``."""
+        guard = TypeGuard(self.table, _guarded(self.manifest))
+        for chunk in chunks:
             guard.check(chunk)
             part, steps = self._interpret(chunk)
             for name, n in steps:
                 counts[name] = counts.get(name, 0) + n
-            flagged += int(part.decision.sum())
+            counts[_FLAGGED] = counts.get(_FLAGGED, 0) + int(part.decision.sum())
             yield part
-        self.record.counts, self.record.flagged = counts, flagged
-        self._check_totals()
 
     def _interpret(self, chunk: Chunk) -> tuple[LogChunk, list[tuple[str, int]]]:
         manifest, frame = self.manifest, chunk.frame
@@ -307,7 +320,8 @@ class LogReader:
         hashed = pd.util.hash_array(values.astype(str).to_numpy(dtype=object))
         return hashed.view(np.int64)
 
-    def _check_totals(self) -> None:
+    def check_totals(self) -> None:
+        """Refuse a log with no row left or a decision rule matching none of them."""
         manifest, n = self.manifest, self.record.n_rows
         if n == 0:
             raise DataError(f"{manifest.file}: expected rows of {self.table.path.name} to remain "

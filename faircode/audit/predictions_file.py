@@ -57,10 +57,14 @@ from faircode.audit.outputs import (
     check_scores,
     python_value,
 )
-from faircode.audit.table_file import ROWS, Chunk, TableFile, open_table
+from faircode.audit.table_file import Chunk, TableFile, open_table
 from faircode.core.errors import DataError, describe
 
-__all__ = ["ExternalPredictions", "JoinedChunk", "PredictionsReader", "read_predictions"]
+__all__ = ["JOIN_ROWS", "ExternalPredictions", "JoinedChunk", "PredictionsReader",
+           "read_predictions"]
+
+JOIN_ROWS = 1 << 18
+"""Rows of a predictions file read at a time by default (the audit's rows are in memory)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +160,7 @@ class PredictionsReader:
 
     def __init__(self, path: Path | str, *, key: str, rows: RowKeys, decision: str | None = None,
                  score: str | None = None, scale: ScoreScale | None = None,
-                 allow_partial: bool = False, chunk_rows: int = ROWS) -> None:
+                 allow_partial: bool = False, chunk_rows: int = JOIN_ROWS) -> None:
         self.path = Path(path)
         if rows.column != key:
             raise ValueError(f"rows: expected the keys of column {key!r}, got {rows.column!r}")
@@ -171,11 +175,13 @@ class PredictionsReader:
         self.allow_partial, self.chunk_rows = allow_partial, chunk_rows
         self.sha256 = sha256_file(self.path) if self.path.is_file() else ""
         self.n_outside = self.n_missing = 0
+        self._integer_index: tuple[pd.Index, pd.Index] | None = None
 
     def chunks(self) -> Iterator[JoinedChunk]:
         """The joined rows of every chunk, in file order; raises at the first bad row."""
         kept = pd.Index(self.rows.kept.astype(str))
         dropped = pd.Index(self.rows.dropped.astype(str))
+        self._integer_index = _integer_index(self.rows)
         first_kept = np.full(kept.size, -1, dtype=np.int64)      # global row of each key's row
         first_dropped = np.full(dropped.size, -1, dtype=np.int64)
         seen = 0
@@ -195,15 +201,32 @@ class PredictionsReader:
                             f"the audit's {kept.size:,} rows, got none for {self.n_missing:,} of "
                             f"them, first {describe(first)}")
 
+    def _lookup(self, values: pd.Series, where: _Where, index: tuple[pd.Index, pd.Index]
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's position among the kept and the dropped keys (-1: not one).
+
+        Integer keys are looked up as integers when every audit key is an integer's text (no
+        string per row); anything else by its canonical text (:func:`check_keys`).
+        """
+        at = f"{self.path}: {{}}: column {self.key!r} (key)"
+        if self._integer_index is not None and pd.api.types.is_integer_dtype(values):
+            numbers = values.to_numpy(dtype=np.int64)
+            order = np.argsort(numbers, kind="stable")
+            repeat = np.flatnonzero(numbers[order][1:] == numbers[order][:-1])
+            if repeat.size:  # raises as the text path does: the first repeat in file order
+                check_keys(values, at=at, rows=where)
+            ints = self._integer_index
+            found = pd.Index(numbers)
+            return ints[0].get_indexer(found), ints[1].get_indexer(found)
+        text = pd.Index(check_keys(values, at=at, rows=where).astype(str))
+        return index[0].get_indexer(text), index[1].get_indexer(text)
+
     def _join(self, chunk: Chunk, kept: pd.Index, dropped: pd.Index, first_kept: np.ndarray,
               first_dropped: np.ndarray) -> JoinedChunk:
         frame, key = chunk.frame, self.key
         where = _Where(self.table, chunk)
-        keys = check_keys(frame[key], at=f"{self.path}: {{}}: column {key!r} (key)", rows=where)
-        text = pd.Index(keys.astype(str))
-        position = kept.get_indexer(text)
+        position, other = self._lookup(frame[key], where, (kept, dropped))
         joined = position >= 0
-        other = dropped.get_indexer(text)
         unknown = ~joined & (other < 0)
         if unknown.any():
             i = int(np.flatnonzero(unknown)[0])
@@ -213,6 +236,8 @@ class PredictionsReader:
         rows = np.arange(len(frame), dtype=np.int64) + chunk.start
         for seen, index in ((first_kept, position), (first_dropped, other)):
             hit = index >= 0
+            if not hit.any():
+                continue
             again = hit & (seen[np.where(hit, index, 0)] >= 0)
             if again.any():
                 i = int(np.flatnonzero(again)[0])
@@ -235,6 +260,18 @@ class PredictionsReader:
         return JoinedChunk(position[at].astype(np.int64), decided, scored)
 
 
+def _integer_index(rows: RowKeys) -> tuple[pd.Index, pd.Index] | None:
+    """The kept and dropped keys as integers when every one is an integer's canonical text."""
+    out = []
+    for keys in (rows.kept, rows.dropped):
+        text = pd.Series(keys.astype(str), dtype=object)
+        numbers = pd.to_numeric(text, errors="coerce")
+        if numbers.isna().any() or not (text == numbers.astype("Int64").astype(str)).all():
+            return None
+        out.append(pd.Index(numbers.astype(np.int64)))
+    return out[0], out[1]
+
+
 def read_predictions(
     path: Path | str,
     *,
@@ -244,7 +281,7 @@ def read_predictions(
     score: str | None = None,
     scale: ScoreScale | None = None,
     allow_partial: bool = False,
-    chunk_rows: int = ROWS,
+    chunk_rows: int = 0,
 ) -> ExternalPredictions:
     """Read ``path`` whole, join it to the audit's ``rows`` on ``key``, validate it.
 
@@ -254,7 +291,8 @@ def read_predictions(
     docstring); writes nothing.  The arrays are aligned with the audit's row positions.
     """
     reader = PredictionsReader(path, key=key, rows=rows, decision=decision, score=score,
-                               scale=scale, allow_partial=allow_partial, chunk_rows=chunk_rows)
+                               scale=scale, allow_partial=allow_partial,
+                               chunk_rows=chunk_rows or JOIN_ROWS)
     parts = list(reader.chunks())
     positions = np.concatenate([p.positions for p in parts])
     order = np.argsort(positions, kind="stable")

@@ -99,23 +99,49 @@ class TableFile:
                 raise DataError(f"{file}: expected a parquet file, got {type(exc).__name__}: "
                                 f"{' '.join(str(exc).split())}") from None
 
+    def row_groups(self) -> list[tuple[Path, int, int]]:
+        """Every Parquet row group: ``(file, index, rows)``, in file and group order."""
+        import pyarrow.parquet as pq
+
+        if self.is_csv:
+            raise DataError(f"{self.path}: expected a Parquet log (a .parquet file or a folder of "
+                            "them) to shard, got a CSV file")
+        out = []
+        for file in self.files:
+            meta = pq.ParquetFile(file).metadata
+            out += [(file, g, meta.row_group(g).num_rows) for g in range(meta.num_row_groups)]
+        return out
+
+    def row_group_chunks(self, file: Path, groups: Sequence[int], start: int,
+                         columns: Sequence[str], *, rows: int = ROWS) -> Iterator[Chunk]:
+        """The named columns of some row groups of one Parquet ``file`` (first row ``start``)."""
+        import pyarrow.parquet as pq
+
+        for batch in pq.ParquetFile(file).iter_batches(batch_size=rows, row_groups=list(groups),
+                                                      columns=list(columns)):
+            frame = batch.to_pandas()
+            yield Chunk(frame, file, start)
+            start += len(frame)
+
     def _csv_chunks(self, columns: list[str], rows: int) -> Iterator[Chunk]:
         import pyarrow as pa
         import pyarrow.csv as pc
 
         options = pc.ConvertOptions(include_columns=columns, strings_can_be_null=True,
                                     column_types={c: pa.string() for c in columns})
-        read = pc.ReadOptions(block_size=max(1 << 16, min(rows * 64, 1 << 28)))
+        read = pc.ReadOptions(block_size=max(1 << 20, min(rows * 64, 1 << 28)))
         parse = pc.ParseOptions(newlines_in_values=True)
         start = 0
         try:
             with _open_text(self.path) as handle:
                 for batch in pc.open_csv(handle, read_options=read, parse_options=parse,
                                          convert_options=options):
-                    frame = pd.DataFrame({c: _typed(batch.column(c).to_pandas())
-                                          for c in columns})
-                    yield Chunk(frame, self.path, start)
-                    start += len(frame)
+                    for first in range(0, batch.num_rows, rows):  # chunks of at most rows
+                        piece = batch.slice(first, rows)
+                        frame = pd.DataFrame({c: _typed(piece.column(c).to_pandas())
+                                              for c in columns})
+                        yield Chunk(frame, self.path, start)
+                        start += len(frame)
         except pa.ArrowInvalid as exc:
             raise self._parse_error(exc) from None
         except (UnicodeDecodeError, OSError) as exc:

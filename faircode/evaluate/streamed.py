@@ -108,18 +108,20 @@ def audit_log(
     budget: int = BUDGET,
     in_memory: bool = False,
     client: Any = None,
+    shard_rows: int = 2_000_000,
 ) -> tuple[LogRecord, AuditResults]:
     """Audit the declared log ``manifest`` (:func:`faircode.audit.logs.load_log`): its system's
-    decisions on every kept row, streamed (default), in memory, or on a Dask ``client``."""
+    decisions on every kept row, streamed (default), in memory, or on a Dask ``client`` (in
+    shards of about ``shard_rows`` rows of whole Parquet row groups)."""
     reader = LogReader(manifest, chunk_rows=chunk_rows)
     system = manifest.system
     assert system is not None
     scale = None if system.score is None else system.score.scale
     attributes = tuple(a.name for a in manifest.protected_attributes)
     if client is not None:
-        from faircode.grid.dask_reduce import dask_log_tally
+        from faircode.evaluate.sharded import dask_log_tally
 
-        tally, record = dask_log_tally(client, reader, scale=scale)
+        tally, record = dask_log_tally(client, reader, scale=scale, shard_rows=shard_rows)
         results = score_given_tally(tally, manifest, name=system.name, rule=reader.record.system
                                     .rule, stats=stats, degenerate=degenerate)
         return record, results

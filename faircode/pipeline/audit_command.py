@@ -27,7 +27,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from faircode.audit.data import load_audit
     from faircode.audit.logs import is_log_declaration
     from faircode.audit.manifest import load_manifest
-    from faircode.audit.predictions_file import PredictionsReader
+    from faircode.audit.predictions_file import JOIN_ROWS, PredictionsReader
     from faircode.core.config import Params, load_params
     from faircode.core.errors import ConfigError
     from faircode.core.provenance import provenance
@@ -52,7 +52,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     assert data.keys is not None  # load_audit with a key returns them
     found = PredictionsReader(Path(args.predictions), key=args.key, rows=data.keys,
                               decision=args.decision, score=args.score, scale=args.scale,
-                              allow_partial=args.allow_partial, chunk_rows=args.chunk_rows)
+                              allow_partial=args.allow_partial,
+                              chunk_rows=args.chunk_rows or JOIN_ROWS)
     results = audit_predictions(data, found, name=args.name, threshold=config.decision_threshold,
                                 stats=config.stats, degenerate=config.degenerate)
     rows = len(data.y) - found.n_missing
@@ -81,8 +82,8 @@ def _audit_log(args: argparse.Namespace, declaration: Path, config: Any) -> int:
         client = connect(args.scheduler)
     try:
         record, results = audit_log(manifest, stats=config.stats, degenerate=config.degenerate,
-                                    chunk_rows=args.chunk_rows, in_memory=args.in_memory,
-                                    client=client)
+                                    chunk_rows=args.chunk_rows or 1_000_000,
+                                    in_memory=args.in_memory, client=client)
     finally:
         if client is not None:
             client.close()
@@ -121,8 +122,9 @@ def add_audit(subparsers: argparse._SubParsersAction, common: argparse.ArgumentP
     parser.add_argument("--params", help="params.yaml to take stats.* and models.* from")
     parser.add_argument("--n-resamples", type=int, help="bootstrap resamples per CI (2000)")
     parser.add_argument("--n-permutations", type=int, help="permutations per p-value (2000)")
-    parser.add_argument("--chunk-rows", type=int, default=1_000_000,
-                        help="rows read at a time (memory does not grow with the file)")
+    parser.add_argument("--chunk-rows", type=int,
+                        help="rows read at a time (memory does not grow with the file; default "
+                             "10^6 for a log, 2^18 for a predictions file)")
     parser.add_argument("--in-memory", action="store_true",
                         help="a log: read every row first, count them at once (a check of the "
                              "streamed counts; same tables)")
