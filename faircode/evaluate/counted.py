@@ -30,7 +30,12 @@ from faircode.audit.decision import Cutoff, DecisionRule
 from faircode.audit.manifest import ProtectedAttribute
 from faircode.core.config import DegenerateConfig, StatsConfig
 from faircode.core.seeds import Stream, child_seed
-from faircode.evaluate.detail import calibration_gap_rows, calibration_rows, group_rows
+from faircode.evaluate.detail import (
+    bin_counts,
+    calibration_gap_rows,
+    calibration_rows,
+    group_rows,
+)
 from faircode.stats import clusters
 from faircode.stats.metrics import (
     fairness_from_counts,
@@ -102,10 +107,11 @@ def score_counts(
         groups = group_rows(tally, attributes, label, row_set=row_set,
                             confidence=stats.confidence)
         if tally.bins is not None:
+            binned = bin_counts(tally)  # the score table read once for both tables
             calibration = calibration_rows(tally, attributes, label, row_set=row_set,
-                                           confidence=stats.confidence)
+                                           confidence=stats.confidence, counted=binned)
             gaps = calibration_gap_rows(tally, attributes, label, row_set=row_set, stats=stats,
-                                        master=master, key=key)
+                                        master=master, key=key, counted=binned)
     return CountedRows(fairness, performance, intersectional, groups, calibration, gaps,
                        flagged, record)
 

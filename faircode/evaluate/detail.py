@@ -42,8 +42,8 @@ from faircode.stats.groups import group_frame, group_rates_from_counts
 from faircode.stats.score_table import bin_totals
 from faircode.stats.tally import Tally
 
-__all__ = ["GAP_COLUMNS", "calibration_gap_rows", "calibration_rows", "group_names",
-           "group_rows"]
+__all__ = ["GAP_COLUMNS", "bin_counts", "calibration_gap_rows", "calibration_rows",
+           "group_names", "group_rows"]
 
 GAP_COLUMNS: tuple[str, ...] = (
     "audit", "strategy", "model", "row_set", "protected_attribute", "value", "ci_low", "ci_high",
@@ -94,7 +94,7 @@ def group_rows(tally: Tally, attributes: Sequence[ProtectedAttribute],
     return rows
 
 
-def _bin_counts(tally: Tally) -> list[tuple[BinCounts, BinCounts]]:
+def bin_counts(tally: Tally) -> list[tuple[BinCounts, BinCounts]]:
     """Per attribute, the disadvantaged and advantaged groups' rows, sums and unit parts per bin
     (the score table read once)."""
     assert tally.scores is not None and tally.bins is not None
@@ -114,12 +114,14 @@ def _bin_counts(tally: Tally) -> list[tuple[BinCounts, BinCounts]]:
 
 
 def calibration_rows(tally: Tally, attributes: Sequence[ProtectedAttribute],
-                     label: Mapping[str, str], *, row_set: str,
-                     confidence: float) -> list[dict[str, Any]]:
-    """The binned calibration by group of the tally's score (its bins: ``tally.bins``)."""
+                     label: Mapping[str, str], *, row_set: str, confidence: float,
+                     counted: list[tuple[BinCounts, BinCounts]] | None = None,
+                     ) -> list[dict[str, Any]]:
+    """The binned calibration by group of the tally's score (its bins: ``tally.bins``;
+    ``counted``: :func:`bin_counts` of the tally, when already read)."""
     assert tally.bins is not None
     rows: list[dict[str, Any]] = []
-    for attribute, (dis, adv) in zip(attributes, _bin_counts(tally), strict=True):
+    for attribute, (dis, adv) in zip(attributes, counted or bin_counts(tally), strict=True):
         names = group_names(attribute)
         table = calibration_from_counts(tally.bins, {names[0]: dis, names[1]: adv},
                                         protected_attribute=attribute.name, row_set=row_set,
@@ -132,11 +134,12 @@ def calibration_rows(tally: Tally, attributes: Sequence[ProtectedAttribute],
 def calibration_gap_rows(
     tally: Tally, attributes: Sequence[ProtectedAttribute], label: Mapping[str, str], *,
     row_set: str, stats: StatsConfig, master: int, key: tuple[int, int],
+    counted: list[tuple[BinCounts, BinCounts]] | None = None,
 ) -> list[dict[str, Any]]:
     """The calibration gap of every attribute (q-values are the table's, filled in later)."""
     assert tally.bins is not None
     rows: list[dict[str, Any]] = []
-    for a, (attribute, (dis, adv)) in enumerate(zip(attributes, _bin_counts(tally),
+    for a, (attribute, (dis, adv)) in enumerate(zip(attributes, counted or bin_counts(tally),
                                                    strict=True)):
         gap = gap_from_counts(tally.bins, dis, adv,
                               seed=child_seed(master, Stream.CALIBRATION, *key, a),

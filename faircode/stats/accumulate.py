@@ -39,7 +39,7 @@ from numpy.typing import ArrayLike, NDArray
 from faircode.core import checks
 from faircode.stats.score_table import Block, ScoreArray, ScoreTable
 from faircode.stats.tally import Tally, joint_groups
-from faircode.stats.units import UnitHistogram, collapse, merge
+from faircode.stats.units import UnitHistogram, merge, sparse_collapse
 
 __all__ = [
     "BUDGET",
@@ -269,23 +269,17 @@ def _slices(records: Records, budget: int) -> Iterator[Records]:
 def records_units(parts: Iterator[Records], n_slots: int, *,
                   budget: int = BUDGET) -> UnitHistogram:
     """The unit histogram of key-ordered records (each unit's records in one part)."""
-    per = max(1, budget // (8 * n_slots * 4))
     pending: list[UnitHistogram] = []
     held = 0
     for part in parts:
         if part.key.size == 0:
             continue
         unit = np.concatenate([[0], np.cumsum(part.key[1:] != part.key[:-1])])
-        n_units = int(unit[-1]) + 1
-        for first in range(0, n_units, per):
-            inside = (unit >= first) & (unit < first + per)
-            dense = np.zeros((min(per, n_units - first), n_slots), dtype=np.int64)
-            dense[unit[inside] - first, part.slot[inside]] = part.count[inside]
-            pending.append(collapse(dense, np.ones(dense.shape[0], dtype=np.int64)))
-            held += pending[-1].vectors.size
-            if held * 8 > budget // 4:  # keep the pooled types small: collapse them now
-                pending = [merge(pending, n_slots)]
-                held = pending[0].vectors.size
+        pending.append(sparse_collapse(unit, part.slot, part.count, n_slots))
+        held += pending[-1].vectors.size
+        if held * 8 > budget // 4:  # keep the pooled types small: collapse them now
+            pending = [merge(pending, n_slots)]
+            held = pending[0].vectors.size
     return merge(pending, n_slots)
 
 

@@ -263,16 +263,34 @@ def bin_sums(table: ScoreTable, bins: CountBins, fold: Ints) -> tuple[Ints, Floa
 
 def exact_sums(values: Floats, weights: Ints) -> list[int]:
     """``Σ_i w_ri · v_i`` for each row ``r`` of ``weights``, as integers in units of
-    ``2**_EXPONENT_FLOOR`` (exact; :func:`_to_float` rounds them once)."""
+    ``2**_EXPONENT_FLOOR`` (exact; :func:`_to_float` rounds them once).
+
+    Each value is ``m · 2^e`` with a 53-bit integer ``m`` (``np.frexp``); ``m`` is split into
+    27- and 26-bit halves so that a weight below ``2^31`` times a half fits an int64, and
+    blocks of 16 such products are summed in int64 before the Python integers take over.
+    """
     fraction, exponent = np.frexp(values)
     mantissa = (fraction * 2.0**53).astype(np.int64)
     out = [0] * weights.shape[0]
+    small = weights.size == 0 or int(np.abs(weights).max()) < 2**31
     for e in np.unique(exponent):
         at = exponent == e
         shift = int(e) - 53 - _EXPONENT_FLOOR
-        part = np.dot(weights[:, at].astype(object), mantissa[at].astype(object))
+        if not small:
+            part = np.dot(weights[:, at].astype(object), mantissa[at].astype(object))
+            for r in range(weights.shape[0]):
+                out[r] += int(part[r]) << shift
+            continue
+        high, low = mantissa[at] >> 26, mantissa[at] & ((1 << 26) - 1)
         for r in range(weights.shape[0]):
-            out[r] += int(part[r]) << shift
+            w = weights[r, at].astype(np.int64)
+            total = 0
+            for half, bits in ((high, 26), (low, 0)):
+                products = w * half
+                blocks = np.add.reduceat(products, np.arange(0, products.size, 16)) \
+                    if products.size else products
+                total += sum(int(x) for x in blocks) << bits
+            out[r] += total << shift
     return out
 
 

@@ -32,7 +32,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from faircode.stats import clusters
 
-__all__ = ["UnitHistogram", "collapse", "ratio_design_effects", "unique_rows"]
+__all__ = ["UnitHistogram", "collapse", "merge", "ratio_design_effects", "sparse_collapse",
+           "unique_rows"]
 
 Ints = NDArray[np.int64]
 
@@ -41,17 +42,40 @@ def unique_rows(rows: Ints) -> tuple[Ints, Ints]:
     """``(distinct, inverse)`` of non-negative integer rows, distinct rows in lexicographic order.
 
     Rows are packed into one int64 in base ``max + 1`` where that fits (the integer order of the
-    packed keys is the rows' lexicographic order), else ``np.unique(axis=0)``.
+    packed keys is the rows' lexicographic order); wide rows with few non-zero entries (a unit's
+    vector over many slots) are grouped by their sorted ``(slot, count)`` entries and only the
+    distinct rows sorted lexicographically; else ``np.unique(axis=0)``.  All three give the
+    same result.
     """
-    if rows.shape[0] == 0:
-        return rows.reshape(0, rows.shape[1]), np.zeros(0, dtype=np.int64)
+    n, width = rows.shape
+    if n == 0:
+        return rows.reshape(0, width), np.zeros(0, dtype=np.int64)
     base = int(rows.max()) + 1
-    if rows.shape[1] * np.log2(max(base, 2)) < 62:
-        weights = base ** np.arange(rows.shape[1] - 1, -1, -1, dtype=np.int64)
+    if width * np.log2(max(base, 2)) < 62:
+        weights = base ** np.arange(width - 1, -1, -1, dtype=np.int64)
         _, first, inverse = np.unique(rows @ weights, return_index=True, return_inverse=True)
         return rows[first], inverse.reshape(-1).astype(np.int64)
-    distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
-    return distinct, inverse.reshape(-1).astype(np.int64)
+    r, c = np.nonzero(rows)
+    length = np.bincount(r, minlength=n)
+    longest = int(length.max())
+    if 2 * longest >= width or base >= 2**31:
+        distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+        return distinct, inverse.reshape(-1).astype(np.int64)
+    packed = np.full((n, longest + 1), -1, dtype=np.int64)
+    packed[:, 0] = length
+    starts = np.concatenate([[0], np.cumsum(length)[:-1]])
+    packed[r, 1 + np.arange(r.size) - starts[r]] = (c.astype(np.int64) << 32) | rows[r, c]
+    order = np.lexsort(packed.T[::-1])
+    ordered = packed[order]
+    new = np.concatenate([[True], (ordered[1:] != ordered[:-1]).any(axis=1)])
+    group = np.cumsum(new) - 1
+    inverse = np.empty(n, dtype=np.int64)
+    inverse[order] = group
+    distinct = rows[order[new]]
+    canonical = np.lexsort(distinct.T[::-1])
+    rank = np.empty(canonical.size, dtype=np.int64)
+    rank[canonical] = np.arange(canonical.size)
+    return distinct[canonical], rank[inverse]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +118,17 @@ class UnitHistogram:
             raise ValueError(f"units and slots: expected two 1-D arrays of one length, got "
                              f"{u.shape} and {s.shape}")
         _, inverse = np.unique(u, return_inverse=True)
-        inverse = inverse.reshape(-1).astype(np.int64)
-        n_units = int(inverse.max()) + 1 if u.size else 0
         keep = s >= 0
-        flat = np.bincount(inverse[keep] * n_slots + s[keep], minlength=n_units * n_slots)
-        return collapse(flat.astype(np.int64).reshape(n_units, n_slots),
-                        np.ones(n_units, dtype=np.int64))
+        unit, slot = inverse.reshape(-1).astype(np.int64)[keep], s[keep]
+        if unit.size == 0:
+            return collapse(np.zeros((0, n_slots), dtype=np.int64), np.zeros(0, dtype=np.int64))
+        order = np.lexsort((slot, unit))
+        unit, slot = unit[order], slot[order]
+        start = np.flatnonzero(np.concatenate([[True], (unit[1:] != unit[:-1])
+                                               | (slot[1:] != slot[:-1])]))
+        count = np.diff(np.concatenate([start, [unit.size]]))
+        unit = np.cumsum(np.concatenate([[True], unit[start][1:] != unit[start][:-1]])) - 1
+        return sparse_collapse(unit, slot[start], count, n_slots)
 
     def project(self, matrix: ArrayLike) -> UnitHistogram:
         """The histogram of ``vectors @ matrix`` (``(C, C')`` non-negative integers), collapsed."""
@@ -130,9 +159,32 @@ def collapse(vectors: ArrayLike, multiplicity: ArrayLike) -> UnitHistogram:
     keep = (v.sum(axis=1) > 0) & (m > 0)
     v, m = v[keep], m[keep]
     distinct, inverse = unique_rows(v)
-    weight = np.zeros(distinct.shape[0], dtype=np.int64)
-    np.add.at(weight, inverse, m)
-    return UnitHistogram(distinct.astype(np.int64), weight)
+    weight = np.bincount(inverse, weights=m, minlength=distinct.shape[0])  # exact below 2**53
+    return UnitHistogram(distinct.astype(np.int64), weight.astype(np.int64))
+
+
+def sparse_collapse(unit: Ints, slot: Ints, count: Ints, n_slots: int) -> UnitHistogram:
+    """The histogram of units given as entries sorted by unit then slot (each pair once):
+    ``unit`` consecutive ids ``0..U-1``; only the distinct vectors are ever made dense."""
+    if unit.size == 0:
+        return UnitHistogram(np.zeros((0, n_slots), dtype=np.int64), np.zeros(0, dtype=np.int64))
+    n = int(unit[-1]) + 1
+    length = np.bincount(unit, minlength=n)
+    starts = np.concatenate([[0], np.cumsum(length)[:-1]])
+    packed = np.full((n, int(length.max()) + 1), -1, dtype=np.int64)
+    packed[:, 0] = length
+    packed[unit, 1 + np.arange(unit.size) - starts[unit]] = (slot << 32) | count
+    order = np.lexsort(packed.T[::-1])
+    ordered = packed[order]
+    new = np.concatenate([[True], (ordered[1:] != ordered[:-1]).any(axis=1)])
+    multiplicity = np.diff(np.concatenate([np.flatnonzero(new), [n]]))
+    first = order[new]  # a unit of each distinct vector
+    position = np.full(n, -1, dtype=np.int64)
+    position[first] = np.arange(first.size)
+    dense = np.zeros((first.size, n_slots), dtype=np.int64)
+    pick = position[unit] >= 0
+    dense[position[unit[pick]], slot[pick]] = count[pick]
+    return collapse(dense, multiplicity)
 
 
 def merge(parts: list[UnitHistogram], n_slots: int) -> UnitHistogram:
