@@ -67,7 +67,9 @@ def built(r: dict[str, np.ndarray], chunks: list[slice], budget: int) -> tuple[T
 
 def same_tally(a: Tally, b: Tally, b_scores: Blocks) -> None:
     assert np.array_equal(a.cells, b.cells)
-    for x, y in ((a.units, b.units), (a.unit_bins, b.unit_bins)):
+    assert a.unit_bins is not None and b.unit_bins is not None
+    assert len(a.unit_bins) == len(b.unit_bins) == 4
+    for x, y in ((a.units, b.units), *zip(a.unit_bins, b.unit_bins, strict=True)):
         assert x is not None and y is not None
         assert np.array_equal(x.vectors, y.vectors)
         assert np.array_equal(x.multiplicity, y.multiplicity)

@@ -99,15 +99,14 @@ def bin_counts(tally: Tally) -> list[tuple[BinCounts, BinCounts]]:
     (the score table read once)."""
     assert tally.scores is not None and tally.bins is not None
     totals = bin_totals(tally.scores, tally.bins)
-    k = tally.bins.n_bins
     out = []
     for a in range(len(tally.attributes)):
         fold_d, fold_a = _side_folds(tally, a, 2)
         pair = []
-        for fold, unit_fold in zip((fold_d, fold_a), _side_folds(tally, a, 2 * k), strict=True):
+        for side, fold in enumerate((fold_d, fold_a)):
             rows, _ = totals.fold(fold)
             _, sums = totals.fold(fold @ np.ones((2, 1), dtype=np.int64))
-            parts = None if tally.unit_bins is None else tally.unit_bins.project(unit_fold)
+            parts = None if tally.unit_bins is None else tally.unit_bins[2 * a + side]
             pair.append(BinCounts(rows, sums[:, 0], parts))
         out.append((pair[0], pair[1]))
     return out

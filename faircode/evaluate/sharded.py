@@ -37,11 +37,13 @@ from faircode.stats.accumulate import (
     bucket_bounds,
     float_keys,
     records_units,
+    side_histograms,
+    side_types,
     unit_keys,
 )
 from faircode.stats.score_table import CountBins
 from faircode.stats.tally import Tally, joint_groups
-from faircode.stats.units import UnitHistogram, merge
+from faircode.stats.units import SparseTypes, UnitHistogram, merge
 
 __all__ = ["N_BUCKETS", "dask_log_tally"]
 
@@ -113,6 +115,11 @@ def _reduce_units(n_slots: int, *parts: Records) -> UnitHistogram:
     return records_units(iter([Records.concat(list(parts))]), n_slots)
 
 
+def _reduce_sides(n_attributes: int, n_bins: int, *parts: Records) -> list[SparseTypes]:
+    return side_types(iter([Records.concat(list(parts))]), n_attributes=n_attributes,
+                      n_bins=n_bins)
+
+
 def _reduce_scores(*parts: Records) -> Records:
     return Records.concat(list(parts))
 
@@ -175,8 +182,8 @@ def dask_log_tally(client: Any, reader: LogReader, *, scale: str | None,
     if tally.units is not None:
         assert tally.bins is not None
         second = map_shards(client, _count_shard, reader, shards, bounds, tally.bins)
-        n_slots = n_groups * tally.bins.n_bins * 2
-        reduced = reduce_buckets(client, second, _pick_units, _reduce_units, N_BUCKETS, n_slots)
+        reduced = reduce_buckets(client, second, _pick_units, _reduce_sides, N_BUCKETS,
+                                 len(attributes), tally.bins.n_bins)
         tally = Tally(tally.attributes, tally.cells, tally.units, tally.scores, tally.bins,
-                      merge(client.gather(reduced), n_slots))
+                      side_histograms(client.gather(reduced), tally.bins.n_bins))
     return tally, record

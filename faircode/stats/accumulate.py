@@ -39,7 +39,14 @@ from numpy.typing import ArrayLike, NDArray
 from faircode.core import checks
 from faircode.stats.score_table import Block, ScoreArray, ScoreTable
 from faircode.stats.tally import Tally, joint_groups
-from faircode.stats.units import UnitHistogram, merge, sparse_collapse
+from faircode.stats.units import (
+    SparseAccumulator,
+    SparseTypes,
+    UnitHistogram,
+    densify,
+    merge_sparse,
+    sparse_types,
+)
 
 __all__ = [
     "BUDGET",
@@ -51,11 +58,14 @@ __all__ = [
     "float_keys",
     "key_floats",
     "records_units",
+    "side_histograms",
+    "side_types",
     "unit_keys",
 ]
 
-BUDGET = 256 * 2**20
-"""Default bytes of records held in memory before they spill to disk."""
+BUDGET = 32 * 2**20
+"""Default bytes of records held in memory (per store) before they spill to disk: aggregating
+them takes a few times as much for a moment."""
 N_BUCKETS = 256
 _RECORD = np.dtype([("k", "<u8"), ("s", "<i4"), ("c", "<i8")])
 _SIGN = np.uint64(1 << 63)
@@ -255,7 +265,7 @@ def _read_bucket(path: Path, budget: int) -> Iterator[Records]:
 def _slices(records: Records, budget: int) -> Iterator[Records]:
     """``records`` in consecutive parts of about ``budget`` bytes, cut between keys."""
     n = records.key.size
-    per = max(1, budget // (3 * 8))
+    per = max(1, budget // (4 * _RECORD.itemsize))
     start = 0
     while start < n:
         stop = min(n, start + per)
@@ -266,21 +276,44 @@ def _slices(records: Records, budget: int) -> Iterator[Records]:
         start = stop
 
 
+def _units_of(part: Records) -> NDArray[np.int64]:
+    """Consecutive unit ids ``0..U-1`` of key-ordered records."""
+    return np.concatenate([[0], np.cumsum(part.key[1:] != part.key[:-1])]).astype(np.int64)
+
+
 def records_units(parts: Iterator[Records], n_slots: int, *,
                   budget: int = BUDGET) -> UnitHistogram:
     """The unit histogram of key-ordered records (each unit's records in one part)."""
-    pending: list[UnitHistogram] = []
-    held = 0
+    pooled = SparseAccumulator()
+    for part in parts:
+        if part.key.size:
+            pooled.add(sparse_types(_units_of(part), part.slot, part.count))
+    return densify(pooled.result(), n_slots)
+
+
+def side_types(parts: Iterator[Records], *, n_attributes: int,
+               n_bins: int) -> list[SparseTypes]:
+    """Per attribute and side (disadvantaged, advantaged), the units' sparse types over
+    ``2 * bin + label``, from key-ordered records over joint group x bin x label."""
+    width = 2 * n_bins
+    pooled = [SparseAccumulator() for _ in range(2 * n_attributes)]
     for part in parts:
         if part.key.size == 0:
             continue
-        unit = np.concatenate([[0], np.cumsum(part.key[1:] != part.key[:-1])])
-        pending.append(sparse_collapse(unit, part.slot, part.count, n_slots))
-        held += pending[-1].vectors.size
-        if held * 8 > budget // 4:  # keep the pooled types small: collapse them now
-            pending = [merge(pending, n_slots)]
-            held = pending[0].vectors.size
-    return merge(pending, n_slots)
+        group, local = part.slot // width, part.slot % width
+        for a in range(n_attributes):
+            side = 1 - ((group >> a) & 1)
+            for s in (0, 1):
+                mine = Records.of(part.key[side == s], local[side == s], part.count[side == s])
+                if mine.key.size:
+                    pooled[2 * a + s].add(sparse_types(_units_of(mine), mine.slot, mine.count))
+    return [p.result() for p in pooled]
+
+
+def side_histograms(types: Sequence[list[SparseTypes]], n_bins: int) -> tuple[UnitHistogram, ...]:
+    """The side histograms of disjoint unit sets' :func:`side_types` (one list per set)."""
+    return tuple(densify(merge_sparse([t[i] for t in types]), 2 * n_bins)
+                 for i in range(len(types[0]))) if types else ()
 
 
 class SpilledScores(ScoreTable):
@@ -400,10 +433,11 @@ class UnitBinBuilder:
         self.store.add(Records.of(unit_keys(units), slot))
 
     def finish(self) -> Tally:
-        """The tally with its ``unit_bins``."""
+        """The tally with its ``unit_bins``: per attribute and side, the units over the bins."""
         try:
-            hist = records_units(self.store.ordered(), self.n_slots, budget=self.budget)
+            types = side_types(self.store.ordered(), n_attributes=len(self.tally.attributes),
+                               n_bins=self.bins.n_bins)
         finally:
             self.store.close()
-        return replace(self.tally, unit_bins=hist)
+        return replace(self.tally, unit_bins=side_histograms([types], self.bins.n_bins))
 

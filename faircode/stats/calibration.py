@@ -100,7 +100,7 @@ SCALES: tuple[str, ...] = get_args(Scale)
 Binning = Literal["quantile", "uniform"]
 BINNINGS: tuple[str, ...] = get_args(Binning)
 _ROWS_NOTE = "permutation_rows_independent"
-_DRAW_CELLS = 1 << 24  # multinomial draws held at once (B x T), about 128 MiB
+_DRAW_CELLS = 1 << 22  # multinomial draws held at once (B x T), 32 MiB
 
 CALIBRATION_COLUMNS: tuple[str, ...] = (
     "row_set", "protected_attribute", "group", "bin", "bin_low", "bin_high", "n", "positives",

@@ -14,8 +14,8 @@ A row set (a grid cell's test decisions, a deployed system on every row, a decis
   marginal's unit types follow.
 * ``scores`` (when the row set has a score): the distinct values with rows per joint group x
   label (:class:`~faircode.stats.score_table.ScoreTable`), and ``bins`` with ``unit_bins`` -- the
-  calibration bins and, with repeated units, the per-unit histogram over joint group x bin x
-  label.
+  calibration bins and, with repeated units, per attribute and side the units' histogram over
+  bin x label (a unit's part in that side).
 
 Design decisions
 ----------------
@@ -70,7 +70,9 @@ class Tally:
     units: UnitHistogram | None = None
     scores: ScoreTable | None = None
     bins: CountBins | None = None
-    unit_bins: UnitHistogram | None = None
+    unit_bins: tuple[UnitHistogram, ...] | None = None
+    """Per attribute and side (disadvantaged, advantaged: ``2 a + side``), the units' histogram
+    over ``2 * bin + label`` of the calibration bins."""
 
     def __post_init__(self) -> None:
         g = 1 << len(self.attributes)
@@ -80,8 +82,10 @@ class Tally:
             raise ValueError("Tally: units: expected the joint slots")
         if self.scores is not None and self.scores.n_slots != g * 2:
             raise ValueError("Tally: scores: expected joint group x label slots")
-        if (self.unit_bins is not None) and (self.bins is None or self.units is None):
-            raise ValueError("Tally: unit_bins: expected bins and repeated units")
+        if (self.unit_bins is not None) and (self.bins is None or self.units is None
+                                             or len(self.unit_bins) != 2 * len(self.attributes)):
+            raise ValueError("Tally: unit_bins: expected bins, repeated units and a histogram "
+                             "per attribute side")
 
     @property
     def n_groups(self) -> int:
@@ -198,7 +202,11 @@ def tally_rows(
     if hist is None:
         return tally
     assert tally.bins is not None and units is not None
-    k = tally.bins.n_bins
-    bin_slot = (group * k + tally.bins.index(s)) * 2 + y
-    return replace(tally, unit_bins=UnitHistogram.from_rows(np.asarray(units), bin_slot,
-                                                            n_groups * k * 2))
+    k, u = tally.bins.n_bins, np.asarray(units)
+    local = 2 * tally.bins.index(s) + y
+    sides = []
+    for mask in masks:
+        disadvantaged = checks.as_mask("mask", mask)
+        for rows in (disadvantaged, ~disadvantaged):
+            sides.append(UnitHistogram.from_rows(u[rows], local[rows], 2 * k))
+    return replace(tally, unit_bins=tuple(sides))

@@ -32,7 +32,8 @@ from numpy.typing import ArrayLike, NDArray
 
 from faircode.stats import clusters
 
-__all__ = ["UnitHistogram", "collapse", "merge", "ratio_design_effects", "sparse_collapse",
+__all__ = ["SparseAccumulator", "SparseTypes", "UnitHistogram", "collapse", "densify", "merge",
+           "merge_sparse", "ratio_design_effects", "sparse_collapse", "sparse_types",
            "unique_rows"]
 
 Ints = NDArray[np.int64]
@@ -163,28 +164,92 @@ def collapse(vectors: ArrayLike, multiplicity: ArrayLike) -> UnitHistogram:
     return UnitHistogram(distinct.astype(np.int64), weight.astype(np.int64))
 
 
-def sparse_collapse(unit: Ints, slot: Ints, count: Ints, n_slots: int) -> UnitHistogram:
-    """The histogram of units given as entries sorted by unit then slot (each pair once):
-    ``unit`` consecutive ids ``0..U-1``; only the distinct vectors are ever made dense."""
+@dataclass(frozen=True, slots=True)
+class SparseTypes:
+    """Distinct unit vectors kept sparse while counting: each row ``packed[t]`` is the number of
+    non-zero slots, then ``slot << 32 | count`` per slot in slot order, padded with -1; and the
+    multiplicity of each.  Two rows are equal exactly when their vectors are."""
+
+    packed: Ints
+    multiplicity: Ints
+
+    @property
+    def n_types(self) -> int:
+        return int(self.multiplicity.size)
+
+
+def _group_rows(packed: Ints, multiplicity: Ints) -> SparseTypes:
+    """Equal rows of ``packed`` pooled (multiplicities added), in an arbitrary fixed order."""
+    if packed.shape[0] == 0:
+        return SparseTypes(packed, multiplicity)
+    order = np.lexsort(packed.T[::-1])
+    ordered = packed[order]
+    new = np.concatenate([[True], (ordered[1:] != ordered[:-1]).any(axis=1)])
+    group = np.cumsum(new) - 1
+    weight = np.bincount(group, weights=multiplicity[order]).astype(np.int64)  # exact < 2**53
+    return SparseTypes(ordered[new], weight)
+
+
+def sparse_types(unit: Ints, slot: Ints, count: Ints) -> SparseTypes:
+    """The distinct vectors of units given as entries sorted by unit then slot (each pair once,
+    ``unit`` consecutive ids ``0..U-1``)."""
     if unit.size == 0:
-        return UnitHistogram(np.zeros((0, n_slots), dtype=np.int64), np.zeros(0, dtype=np.int64))
+        return SparseTypes(np.zeros((0, 1), dtype=np.int64), np.zeros(0, dtype=np.int64))
     n = int(unit[-1]) + 1
     length = np.bincount(unit, minlength=n)
     starts = np.concatenate([[0], np.cumsum(length)[:-1]])
     packed = np.full((n, int(length.max()) + 1), -1, dtype=np.int64)
     packed[:, 0] = length
     packed[unit, 1 + np.arange(unit.size) - starts[unit]] = (slot << 32) | count
-    order = np.lexsort(packed.T[::-1])
-    ordered = packed[order]
-    new = np.concatenate([[True], (ordered[1:] != ordered[:-1]).any(axis=1)])
-    multiplicity = np.diff(np.concatenate([np.flatnonzero(new), [n]]))
-    first = order[new]  # a unit of each distinct vector
-    position = np.full(n, -1, dtype=np.int64)
-    position[first] = np.arange(first.size)
-    dense = np.zeros((first.size, n_slots), dtype=np.int64)
-    pick = position[unit] >= 0
-    dense[position[unit[pick]], slot[pick]] = count[pick]
-    return collapse(dense, multiplicity)
+    return _group_rows(packed, np.ones(n, dtype=np.int64))
+
+
+def merge_sparse(parts: list[SparseTypes]) -> SparseTypes:
+    """The distinct vectors of disjoint unit sets, pooled."""
+    width = max((p.packed.shape[1] for p in parts), default=1)
+    padded = [np.pad(p.packed, ((0, 0), (0, width - p.packed.shape[1])), constant_values=-1)
+              for p in parts]
+    return _group_rows(np.concatenate(padded) if padded else np.zeros((0, width), np.int64),
+                       np.concatenate([p.multiplicity for p in parts]) if parts
+                       else np.zeros(0, dtype=np.int64))
+
+
+def densify(types: SparseTypes, n_slots: int) -> UnitHistogram:
+    """The canonical (dense, lexicographic) histogram of sparse types."""
+    packed = types.packed
+    dense = np.zeros((packed.shape[0], n_slots), dtype=np.int64)
+    entries = packed[:, 1:]
+    row, col = np.nonzero(entries >= 0)
+    values = entries[row, col]
+    dense[row, values >> 32] = values & ((1 << 32) - 1)
+    return collapse(dense, types.multiplicity)
+
+
+class SparseAccumulator:
+    """Sparse types of disjoint unit sets added one at a time, pooled when they double."""
+
+    def __init__(self) -> None:
+        self._merged: SparseTypes | None = None
+        self._pending: list[SparseTypes] = []
+        self._rows = 0
+
+    def add(self, types: SparseTypes) -> None:
+        self._pending.append(types)
+        self._rows += types.n_types
+        base = 0 if self._merged is None else self._merged.n_types
+        if self._rows > max(1 << 16, base):  # merged at most log times per row: no quadratic
+            self._merged = self.result()
+            self._pending, self._rows = [], 0
+
+    def result(self) -> SparseTypes:
+        parts = ([] if self._merged is None else [self._merged]) + self._pending
+        return merge_sparse(parts)
+
+
+def sparse_collapse(unit: Ints, slot: Ints, count: Ints, n_slots: int) -> UnitHistogram:
+    """The histogram of units given as entries sorted by unit then slot (each pair once):
+    ``unit`` consecutive ids ``0..U-1``; only the distinct vectors are ever made dense."""
+    return densify(sparse_types(unit, slot, count), n_slots)
 
 
 def merge(parts: list[UnitHistogram], n_slots: int) -> UnitHistogram:
