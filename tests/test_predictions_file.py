@@ -216,6 +216,8 @@ BAD_FILES: list[tuple[str, str, dict[str, object], str]] = [
      "{p}: line 2: expected data rows below the header, got none"),
     ("ragged row", GOOD.replace("2,0,0.2", "2,0,0.2,extra"), {},
      "{p}: line 4: expected 3 fields as in the header, got 4"),
+    ("repeated column name", GOOD.replace("id,flag,prob", "id,flag,flag", 1), {"score": None},
+     "{p}: line 1: expected each column name once, got 'flag' (str) twice (columns 2 and 3)"),
     ("empty file", "", {},
      "{p}: expected p.csv to parse as CSV (comma-separated, UTF-8, one header row), got "
      "EmptyDataError: No columns to parse from file"),
@@ -251,6 +253,21 @@ def test_unreadable_files_are_one_line(tmp_path: Path, keys: RowKeys, name: str,
     with pytest.raises(DataError) as info:
         read(path, keys)
     assert str(info.value).startswith(f"{path}: {fragment}") and "\n" not in str(info.value)
+
+
+def test_a_parquet_schema_naming_a_column_twice_is_one_line(tmp_path: Path,
+                                                            keys: RowKeys) -> None:
+    """Parquet keeps repeated names; the reader refuses them before reading a row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_arrays([pa.array([1, 2]), pa.array([0, 1]), pa.array([1, 0])],
+                                 names=["id", "flag", "flag"])
+    pq.write_table(table, tmp_path / "p.parquet")
+    with pytest.raises(DataError) as info:
+        read(tmp_path / "p.parquet", keys, score=None)
+    assert str(info.value) == (f"{tmp_path / 'p.parquet'}: schema: expected each column name "
+                               "once, got 'flag' (str) twice (columns 2 and 3)")
 
 
 # ------------------------------------------------------------------------------ join key
