@@ -64,8 +64,8 @@ Design decisions
   using the file on one host (no network filesystem), which is the embedded store's use.
   During a sync the connections also commit without an fsync each (``synchronous=NORMAL``,
   :func:`faircode.record._store.quick_commits`): a commit survives a crash of the process,
-  and what a power loss rolls back is completed by the next sync; ``bench/tracking.py``
-  measured the 891 children of the paper state 2.1x faster on the loaded machine.
+  and what a power loss rolls back is completed by the next sync (``bench/tracking.py
+  --results results --fsync-each`` for the ratio).
 * **Children are logged sequentially on SQLite** (one file, writes serialise; threads measured
   no faster) **and by a bounded thread pool against a server**, whose request handling overlaps.
 * **Failures are one line.**  Anything the store or server does wrong becomes a
@@ -207,6 +207,7 @@ def sync_results(
     workers: int | None = None,
     sqlite_wal: bool = True,
     child_inputs: bool = True,
+    fsync_each: bool = False,
 ) -> SyncReport:
     """Log the results on disk as one parent run and its children, unless already logged.
 
@@ -237,6 +238,9 @@ def sync_results(
     child_inputs
         Log each child's audit dataset as its input (MLflow's dataset column of the child rows);
         ``False`` saves one store call per child (``bench/tracking.py --no-child-inputs``).
+    fsync_each
+        SQLite: an fsync per commit, SQLite's default (``bench/tracking.py --fsync-each``);
+        by default the sync's commits are not fsynced one by one (module docstring).
 
     Raises
     ------
@@ -255,7 +259,8 @@ def sync_results(
     children, skipped = collect_children(results)
     try:
         check_server(tracking_uri, health_timeout)
-        with store_lock(tracking_uri), quick_commits(tracking_uri if sqlite_wal else ""):
+        quick = tracking_uri if sqlite_wal and not fsync_each else ""
+        with store_lock(tracking_uri), quick_commits(quick):
             # SQLite: one sync (and schema creation) at a time, commits without an fsync each
             if sqlite_wal:
                 switch_to_wal(tracking_uri)
