@@ -32,7 +32,8 @@ from sklearn.model_selection import cross_val_predict
 
 from faircode.audit.data import load_audit
 from faircode.audit.manifest import load_manifest
-from faircode.stats.calibration import calibration_gap, calibration_regression, calibration_table
+from faircode.stats.calibration import calibration_gap, calibration_table
+from faircode.stats.calibration_regression import calibration_regression
 from faircode.stats.groups import format_group_table, group_table
 
 MANIFEST = Path("audits/compas_two_years/audit.yaml")

@@ -14,7 +14,9 @@ naive way (one call per metric/param/tag; 0 skips it).  Then it times the second
 sync.  ``--no-child-inputs`` leaves out each child's dataset input (one store call per child) to
 measure its share.  Timings are of one run on whatever the machine is doing; quote the ratios.
 
-Usage: ``PYTHONPATH=. python bench/tracking.py --template /tmp/tracking-results``
+Usage: ``PYTHONPATH=. python bench/tracking.py --template /tmp/tracking-results``, or
+``--results results`` to sync a real results folder (the paper state: 891 children);
+``--fsync-each`` for SQLite's fsync per commit (the sync's default before issue 34).
 """
 
 from __future__ import annotations
@@ -103,6 +105,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--no-wal", action="store_true", help="SQLite's rollback journal")
     parser.add_argument("--no-child-inputs", action="store_true",
                         help="no dataset input per child (one store call less per child)")
+    parser.add_argument("--fsync-each", action="store_true",
+                        help="SQLite: an fsync per commit (the default before issue 34)")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="sync this results folder (e.g. the committed results/) instead "
+                             "of the synthetic five audits")
     parser.add_argument("--naive-sample", type=int, default=30)
     parser.add_argument("--seed", type=int, default=20261129)
     args = parser.parse_args(argv)
@@ -110,9 +117,10 @@ def main(argv: list[str]) -> int:
         os.environ.setdefault(key, "true")  # as faircode track sets them
     work = Path(tempfile.mkdtemp(prefix="bench-tracking-"))
     try:
-        results = work / "results"
-        build(Path(args.template), results, attributes=args.attributes, axes=args.axes,
-              seed=args.seed)
+        results = args.results or work / "results"
+        if args.results is None:
+            build(Path(args.template), results, attributes=args.attributes, axes=args.axes,
+                  seed=args.seed)
         uri = args.tracking_uri or f"sqlite:///{work / 'mlflow.db'}"
         name = f"bench-{time.time_ns()}"
         started = time.perf_counter()
@@ -122,16 +130,19 @@ def main(argv: list[str]) -> int:
         setup = time.perf_counter() - started
         artifacts = None if args.tracking_uri else (work / "a").as_uri()
         options = {"tracking_uri": uri, "experiment": name, "workers": args.workers,
-                   "sqlite_wal": not args.no_wal, "child_inputs": not args.no_child_inputs}
+                   "sqlite_wal": not args.no_wal, "child_inputs": not args.no_child_inputs,
+                   "fsync_each": args.fsync_each}
         first = sync_results(results, artifact_location=artifacts, **options)
         again = sync_results(results, **options)
         per_batch = first.seconds / first.children_logged
-        print(f"children {first.children_logged} (5 audits x 15 cells x ({args.attributes} "
-              f"attributes + {args.attributes * (args.attributes - 1) // 2} pairs + {args.axes} "
-              f"axes x 2 channels))")
+        print(f"children {first.children_logged}" + (f" of {args.results}" if args.results else
+              f" (5 audits x 15 cells x ({args.attributes} attributes + "
+              f"{args.attributes * (args.attributes - 1) // 2} pairs + {args.axes} axes x 2 "
+              "channels))"))
         print(f"mlflow import + new store: {setup:.1f}s (once)")
         print(f"store {'server' if args.tracking_uri else 'sqlite'}"
               f"{' rollback journal' if args.no_wal else ''}"
+              f"{', an fsync per commit' if args.fsync_each else ''}"
               f"{', no child dataset inputs' if args.no_child_inputs else ''}")
         print(f"first sync (batched, workers {args.workers or 'default'}): {first.seconds:.1f}s "
               f"= {1000 * per_batch:.0f} ms/child")

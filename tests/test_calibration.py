@@ -12,10 +12,10 @@ from conftest import _skip_or_fail
 from faircode.stats.calibration import (
     CALIBRATION_COLUMNS,
     calibration_gap,
-    calibration_regression,
     calibration_table,
     score_bins,
 )
+from faircode.stats.calibration_regression import calibration_regression
 
 # deciles 1-3; D: 1/2, 2/3, 1/1 label-1 rows per bin; A: 1/3, 0/1, 1/2
 S = np.array([1, 1, 2, 2, 2, 3, 1, 1, 1, 2, 3, 3])

@@ -207,7 +207,7 @@ BAD_FILES: list[tuple[str, str, dict[str, object], str]] = [
      "{p}: line 4: column 'prob' (score): expected a score in [0, 1] (scale probability), got "
      "1.2 (float)"),
     ("fractional ordinal score", GOOD, {"scale": "ordinal"},
-     "{p}: line 6: column 'prob' (score): expected an integer score (scale ordinal), got 0.9 "
+     "{p}: line 2: column 'prob' (score): expected an integer score (scale ordinal), got 0.5 "
      "(float)"),
     ("neither output", GOOD, {"decision": None, "score": None},
      "{p}: expected a decision column and/or a score column, got neither"),
@@ -219,6 +219,8 @@ BAD_FILES: list[tuple[str, str, dict[str, object], str]] = [
      "{p}: line 2: expected data rows below the header, got none"),
     ("ragged row", GOOD.replace("2,0,0.2", "2,0,0.2,extra"), {},
      "{p}: line 4: expected 3 fields as in the header, got 4"),
+    ("repeated column name", GOOD.replace("id,flag,prob", "id,flag,flag", 1), {"score": None},
+     "{p}: line 1: expected each column name once, got 'flag' (str) twice (columns 2 and 3)"),
     ("empty file", "", {},
      "{p}: expected p.csv to parse as CSV (comma-separated, UTF-8, one header row), got "
      "EmptyDataError: No columns to parse from file"),
@@ -240,7 +242,8 @@ def test_every_bad_file_is_one_exact_line_and_nothing_is_written(
 
 @pytest.mark.parametrize(("name", "make", "fragment"), [
     ("p.xlsx", lambda p: p.write_text("x"),
-     "expected a file ending in .csv, .parquet, .pq, got '.xlsx' (str)"),
+     "expected a file ending in .csv, .csv.gz, .csv.bz2, .csv.xz, .csv.zst, .parquet, .pq or a "
+     "folder of .parquet files, got '.xlsx' (str)"),
     ("absent.csv", lambda p: None, "expected a predictions file, got no such file"),
     ("p.parquet", lambda p: p.write_text("not parquet"),
      "expected a parquet file, got ArrowInvalid: "),
@@ -253,6 +256,21 @@ def test_unreadable_files_are_one_line(tmp_path: Path, keys: RowKeys, name: str,
     with pytest.raises(DataError) as info:
         read(path, keys)
     assert str(info.value).startswith(f"{path}: {fragment}") and "\n" not in str(info.value)
+
+
+def test_a_parquet_schema_naming_a_column_twice_is_one_line(tmp_path: Path,
+                                                            keys: RowKeys) -> None:
+    """Parquet keeps repeated names; the reader refuses them before reading a row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_arrays([pa.array([1, 2]), pa.array([0, 1]), pa.array([1, 0])],
+                                 names=["id", "flag", "flag"])
+    pq.write_table(table, tmp_path / "p.parquet")
+    with pytest.raises(DataError) as info:
+        read(tmp_path / "p.parquet", keys, score=None)
+    assert str(info.value) == (f"{tmp_path / 'p.parquet'}: schema: expected each column name "
+                               "once, got 'flag' (str) twice (columns 2 and 3)")
 
 
 # ------------------------------------------------------------------------------ join key

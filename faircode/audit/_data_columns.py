@@ -78,8 +78,11 @@ def _isin(values: pd.Series, targets: Sequence[Scalar]) -> np.ndarray:
     if is_numeric_column(values):
         wanted = [f for f in (_as_float(t) for t in targets) if f is not None]
         hit = np.isin(values.to_numpy(dtype=float, na_value=np.nan), wanted)
-    else:
-        hit = values.astype(object).map(as_text).isin({as_text(t) for t in targets}).to_numpy()
+    else:  # each distinct value's text is compared once (a log has millions of rows)
+        codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        wanted_text = {as_text(t) for t in targets}
+        known = np.array([as_text(u) in wanted_text for u in uniques] + [False], dtype=bool)
+        hit = known[np.where(codes < 0, len(uniques), codes)]
     return np.asarray(hit & present, dtype=bool)
 
 

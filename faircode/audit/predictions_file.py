@@ -1,12 +1,15 @@
-"""A practitioner's own predictions, read from a file and joined to an audit's rows on a key.
+"""A practitioner's own predictions, read from a file in chunks, joined to an audit's rows on a key.
 
-``faircode audit`` scores decisions (and/or scores) that were made outside faircode: a CSV or
-parquet file with a key column naming the audit's rows and the user's decision and/or score
-columns.  :func:`read_predictions` reads and validates such a file against the audit's rows'
-keys (:class:`faircode.audit.outputs.RowKeys`, from ``load_audit(manifest, key=...)``) and
-returns an :class:`ExternalPredictions` aligned with the audit's row positions.  It writes
-nothing; every bad file is one :class:`~faircode.core.errors.DataError` line naming the file, the
-line (or parquet row), the column and an example value.
+``faircode audit`` scores decisions (and/or scores) that were made outside faircode: a CSV
+(plain or compressed) or Parquet file with a key column naming the audit's rows and the user's
+decision and/or score columns.  :class:`PredictionsReader` reads and validates such a file
+against the audit's rows' keys (:class:`faircode.audit.outputs.RowKeys`, from
+``load_audit(manifest, key=...)``) one chunk at a time (:mod:`faircode.audit.table_file`), each
+chunk joined to the audit's row positions -- a keyed lookup, so the file is never held whole and
+no Python object is kept per row of the file.  :func:`read_predictions` collects the chunks into
+an :class:`ExternalPredictions` aligned with the audit's row positions (the in-memory path).
+Nothing is written; every bad file is one :class:`~faircode.core.errors.DataError` line naming
+the file, the line (or parquet row), the column and an example value.
 
 Design decisions
 ----------------
@@ -14,10 +17,11 @@ Design decisions
   result is ordered by the audit's row positions, so a shuffled file gives identical arrays.
   Keys are compared in one canonical text form (:func:`faircode.audit.outputs.key_text`), so an
   integer id column joins a file whose ids parquet stored as strings.
-* **A key is a key**: missing or repeated in the file is an error (a repeat names its two lines);
-  a key that is no row of the raw file at all is an error (a join on the wrong column, or a
-  file for another data set).  A key of a row the raw file has but the audit drops (a row
-  filter, an underivable target, an unclassified attribute) is **ignored and counted**
+* **A key is a key**: missing or repeated in the file is an error (a repeat names its two lines,
+  also across chunks: the line of each key's first row is kept per audit row); a key that is no
+  row of the raw file at all is an error (a join on the wrong column, or a file for another data
+  set).  A key of a row the raw file has but the audit drops (a row filter, an underivable
+  target, an unclassified attribute) is **ignored and counted**
   (:attr:`ExternalPredictions.n_outside`): a practitioner scores the whole file, and forcing
   them to re-implement the manifest's filters first would invite exactly the mistakes the
   manifest exists to prevent.  Only the joined rows' values are checked.
@@ -30,23 +34,22 @@ Design decisions
   (:func:`~faircode.audit.outputs.check_decisions`, :func:`~faircode.audit.outputs.check_scores`):
   a decision is 0/1 (also true/false, yes/no), a score a finite number, an integer level for
   ``scale="ordinal"`` and in ``[0, 1]`` for ``"probability"``; a missing value on a joined row is
-  an error, never a dropped row.
-* CSV files are scanned for their row lines first (:func:`faircode.audit._data_read.data_lines`:
-  a row of another width is an error naming its line), then only the named columns are parsed.
+  an error, never a dropped row.  The first bad value *in file order* is reported.
+* A header naming a column twice is refused (:func:`faircode.audit.table_file.open_table`).
 """
 
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from faircode.audit._data_read import data_lines, read_csv
 from faircode.audit.fetch import sha256_file
-from faircode.audit.manifest import SCORE_SCALES, ReadOptions, ScoreScale
+from faircode.audit.manifest import SCORE_SCALES, ScoreScale
 from faircode.audit.outputs import (
     RowKeys,
     check_decisions,
@@ -54,13 +57,14 @@ from faircode.audit.outputs import (
     check_scores,
     python_value,
 )
+from faircode.audit.table_file import Chunk, TableFile, open_table
 from faircode.core.errors import DataError, describe
 
-__all__ = ["SUFFIXES", "ExternalPredictions", "read_predictions"]
+__all__ = ["JOIN_ROWS", "ExternalPredictions", "JoinedChunk", "PredictionsReader",
+           "read_predictions"]
 
-SUFFIXES: tuple[str, ...] = (".csv", ".parquet", ".pq")
-"""File name endings :func:`read_predictions` reads (CSV, or parquet), in any case."""
-_CSV = "to parse as CSV (comma-separated, UTF-8, one header row)"
+JOIN_ROWS = 1 << 18
+"""Rows of a predictions file read at a time by default (the audit's rows are in memory)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,40 +104,27 @@ class ExternalPredictions:
             raise ValueError("ExternalPredictions: expected a scale exactly with a score")
 
 
-def _columns(path: Path) -> list[str]:
-    """The column names of a CSV header or a parquet schema."""
-    if path.suffix.lower() == ".csv":
-        return [str(c) for c in read_csv(ReadOptions(), path, where=str(path), expected=_CSV,
-                                         nrows=0).columns]
-    import pyarrow.parquet as pq
+@dataclass(frozen=True, slots=True)
+class JoinedChunk:
+    """One chunk's joined rows: audit row positions (file order) and their decisions/scores."""
 
-    try:
-        return list(pq.read_schema(path).names)
-    except Exception as exc:  # pyarrow raises several unrelated types for a bad file
-        raise DataError(f"{path}: expected a parquet file, got {type(exc).__name__}: "
-                        f"{' '.join(str(exc).split())}") from None
+    positions: np.ndarray
+    decision: np.ndarray | None
+    score: np.ndarray | None
 
 
-def _read(path: Path, columns: list[str]) -> tuple[pd.DataFrame, np.ndarray]:
-    """The named columns of ``path`` and where each row is (``line N`` or ``row N``)."""
-    if path.suffix.lower() == ".csv":
-        lines, end = data_lines(path, ReadOptions(), where=str(path), expected=_CSV)
-        if not lines:
-            raise DataError(f"{path}: line {end}: expected data rows below the header, got none")
-        frame = read_csv(ReadOptions(), path, where=str(path), expected=_CSV, usecols=columns,
-                         low_memory=False)
-        if len(frame) != len(lines):  # pandas and csv disagree on an odd file: number rows
-            lines = [f"data row {i + 1}" for i in range(len(frame))]
-        return frame, np.asarray(lines, dtype=object)
-    try:
-        frame = pd.read_parquet(path, columns=columns)
-    except Exception as exc:
-        raise DataError(f"{path}: expected a parquet file, got {type(exc).__name__}: "
-                        f"{' '.join(str(exc).split())}") from None
-    if frame.empty:
-        raise DataError(f"{path}: row 1: expected data rows, got none")
-    return frame.reset_index(drop=True), np.asarray(
-        [f"row {i + 1}" for i in range(len(frame))], dtype=object)
+class _Where(Sequence[str]):
+    """``rows[i]`` of a chunk: where its row ``i`` is in the file (made only when shown)."""
+
+    def __init__(self, table: TableFile, chunk: Chunk, rows: np.ndarray | None = None) -> None:
+        self._table, self._chunk, self._rows = table, chunk, rows
+
+    def __len__(self) -> int:
+        return len(self._chunk) if self._rows is None else int(self._rows.size)
+
+    def __getitem__(self, i: int) -> str:  # type: ignore[override]
+        row = int(i) if self._rows is None else int(self._rows[int(i)])
+        return self._table.where(self._chunk.file, self._chunk.start + row)
 
 
 def _check_request(path: Path, *, key: str, decision: str | None, score: str | None,
@@ -150,18 +141,135 @@ def _check_request(path: Path, *, key: str, decision: str | None, score: str | N
                             f"column, got {describe(column)}")
 
 
-def _join(path: Path, keys: np.ndarray, lines: np.ndarray, rows: RowKeys, *, key: str,
-          frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """``(position per file row, -1 outside; joined mask)``; raise at an unknown key."""
-    position = pd.Index(rows.kept.astype(str)).get_indexer(keys.astype(str))
-    joined = position >= 0
-    outside = ~joined & np.isin(keys.astype(str), rows.dropped.astype(str))
-    unknown = ~joined & ~outside
-    if unknown.any():
-        i = int(np.flatnonzero(unknown)[0])
-        raise DataError(f"{path}: {lines[i]}: column {key!r} (key): expected a key of one of the "
-                        f"audit's rows, got {describe(python_value(frame[key].iloc[i]))}")
-    return position.astype(np.int64), joined
+def check_columns(table: TableFile, wanted: Sequence[tuple[str, str]]) -> None:
+    """Refuse a named column the file does not have (naming the closest of its columns)."""
+    for column, role in wanted:
+        if column not in table.columns:
+            close = difflib.get_close_matches(column, list(table.columns), n=3, cutoff=0.5)
+            hint = f"; closest: {', '.join(close)}" if close else ""
+            raise DataError(f"{table.path}: {role} column: expected a column of "
+                            f"{table.path.name}, got {describe(column)}{hint}")
+
+
+class PredictionsReader:
+    """A predictions file joined to an audit's ``rows`` on ``key``, read chunk by chunk.
+
+    Iterate :meth:`chunks` once; afterwards :attr:`n_outside` and :attr:`n_missing` hold the
+    counts (the coverage check runs after the last chunk).  ``sha256`` is the file's digest.
+    """
+
+    def __init__(self, path: Path | str, *, key: str, rows: RowKeys, decision: str | None = None,
+                 score: str | None = None, scale: ScoreScale | None = None,
+                 allow_partial: bool = False, chunk_rows: int = JOIN_ROWS) -> None:
+        self.path = Path(path)
+        if rows.column != key:
+            raise ValueError(f"rows: expected the keys of column {key!r}, got {rows.column!r}")
+        _check_request(self.path, key=key, decision=decision, score=score, scale=scale)
+        self.table = open_table(self.path)
+        wanted = [(key, "key"), *((c, r) for r, c in (("decision", decision), ("score", score))
+                                  if c is not None)]
+        check_columns(self.table, wanted)
+        self.columns = list(dict.fromkeys(c for c, _ in wanted))
+        self.key, self.rows, self.decision, self.score = key, rows, decision, score
+        self.scale = scale if score is not None else None
+        self.allow_partial, self.chunk_rows = allow_partial, chunk_rows
+        self.sha256 = sha256_file(self.path) if self.path.is_file() else ""
+        self.n_outside = self.n_missing = 0
+        self._integer_index: tuple[pd.Index, pd.Index] | None = None
+
+    def chunks(self) -> Iterator[JoinedChunk]:
+        """The joined rows of every chunk, in file order; raises at the first bad row."""
+        kept = pd.Index(self.rows.kept.astype(str))
+        dropped = pd.Index(self.rows.dropped.astype(str))
+        self._integer_index = _integer_index(self.rows)
+        first_kept = np.full(kept.size, -1, dtype=np.int64)      # global row of each key's row
+        first_dropped = np.full(dropped.size, -1, dtype=np.int64)
+        seen = 0
+        for chunk in self.table.chunks(self.columns, rows=self.chunk_rows):
+            seen += len(chunk)
+            if len(chunk):
+                yield self._join(chunk, kept, dropped, first_kept, first_dropped)
+        if not seen:
+            below = " below the header" if self.table.is_csv else ""
+            raise DataError(f"{self.path}: {self.table.end()}: expected data rows{below}, "
+                            "got none")
+        covered = first_kept >= 0
+        self.n_missing = int((~covered).sum())
+        if not self.allow_partial and self.n_missing:
+            first = self.rows.kept[int(np.flatnonzero(~covered)[0])]
+            raise DataError(f"{self.path}: column {self.key!r} (key): expected a row for each of "
+                            f"the audit's {kept.size:,} rows, got none for {self.n_missing:,} of "
+                            f"them, first {describe(first)}")
+
+    def _lookup(self, values: pd.Series, where: _Where, index: tuple[pd.Index, pd.Index]
+                ) -> tuple[np.ndarray, np.ndarray]:
+        """Each row's position among the kept and the dropped keys (-1: not one).
+
+        Integer keys are looked up as integers when every audit key is an integer's text (no
+        string per row); anything else by its canonical text (:func:`check_keys`).
+        """
+        at = f"{self.path}: {{}}: column {self.key!r} (key)"
+        if self._integer_index is not None and pd.api.types.is_integer_dtype(values):
+            numbers = values.to_numpy(dtype=np.int64)
+            order = np.argsort(numbers, kind="stable")
+            repeat = np.flatnonzero(numbers[order][1:] == numbers[order][:-1])
+            if repeat.size:  # raises as the text path does: the first repeat in file order
+                check_keys(values, at=at, rows=where)
+            ints = self._integer_index
+            found = pd.Index(numbers)
+            return ints[0].get_indexer(found), ints[1].get_indexer(found)
+        text = pd.Index(check_keys(values, at=at, rows=where).astype(str))
+        return index[0].get_indexer(text), index[1].get_indexer(text)
+
+    def _join(self, chunk: Chunk, kept: pd.Index, dropped: pd.Index, first_kept: np.ndarray,
+              first_dropped: np.ndarray) -> JoinedChunk:
+        frame, key = chunk.frame, self.key
+        where = _Where(self.table, chunk)
+        position, other = self._lookup(frame[key], where, (kept, dropped))
+        joined = position >= 0
+        unknown = ~joined & (other < 0)
+        if unknown.any():
+            i = int(np.flatnonzero(unknown)[0])
+            raise DataError(f"{self.path}: {where[i]}: column {key!r} (key): expected a key of "
+                            f"one of the audit's rows, got "
+                            f"{describe(python_value(frame[key].iloc[i]))}")
+        rows = np.arange(len(frame), dtype=np.int64) + chunk.start
+        for seen, index in ((first_kept, position), (first_dropped, other)):
+            hit = index >= 0
+            if not hit.any():
+                continue
+            again = hit & (seen[np.where(hit, index, 0)] >= 0)
+            if again.any():
+                i = int(np.flatnonzero(again)[0])
+                first = int(seen[index[i]])
+                raise DataError(
+                    f"{self.path}: {where[i]}: column {key!r} (key): expected each key once, got "
+                    f"{describe(python_value(frame[key].iloc[i]))} again (first at "
+                    f"{self.table.where(chunk.file, first)})")
+            seen[index[hit]] = rows[hit]
+        self.n_outside += int((~joined).sum())
+        at = np.flatnonzero(joined)
+        part = frame.iloc[at].reset_index(drop=True)
+        names = _Where(self.table, chunk, at)
+        decided = None if self.decision is None else check_decisions(
+            part[self.decision], at=f"{self.path}: {{}}: column {self.decision!r} (decision)",
+            rows=names)
+        scored = None if self.score is None else check_scores(
+            part[self.score], scale=self.scale or "probability",
+            at=f"{self.path}: {{}}: column {self.score!r} (score)", rows=names)
+        return JoinedChunk(position[at].astype(np.int64), decided, scored)
+
+
+def _integer_index(rows: RowKeys) -> tuple[pd.Index, pd.Index] | None:
+    """The kept and dropped keys as integers when every one is an integer's canonical text."""
+    out = []
+    for keys in (rows.kept, rows.dropped):
+        text = pd.Series(keys.astype(str), dtype=object)
+        numbers = pd.to_numeric(text, errors="coerce")
+        if numbers.isna().any() or not (text == numbers.astype("Int64").astype(str)).all():
+            return None
+        out.append(pd.Index(numbers.astype(np.int64)))
+    return out[0], out[1]
 
 
 def read_predictions(
@@ -173,50 +281,31 @@ def read_predictions(
     score: str | None = None,
     scale: ScoreScale | None = None,
     allow_partial: bool = False,
+    chunk_rows: int = 0,
 ) -> ExternalPredictions:
-    """Read ``path`` (CSV or parquet), join it to the audit's ``rows`` on ``key``, validate it.
+    """Read ``path`` whole, join it to the audit's ``rows`` on ``key``, validate it.
 
     ``rows`` are the audit's keys (``load_audit(manifest, key=...).keys``, or ``by_position``);
     ``key`` names the file's column holding them (the raw file's may have another name, or be
     the row position); ``decision`` and ``score`` name the file's columns (at least one),
     ``scale`` the score's scale.  Raises :class:`DataError` (one line: file, line, column,
-    value) for every bad file (module docstring); writes nothing.
+    value) for every bad file (module docstring); writes nothing.  The arrays are aligned with
+    the audit's row positions.
     """
-    path = Path(path)
-    _check_request(path, key=key, decision=decision, score=score, scale=scale)
-    if path.suffix.lower() not in SUFFIXES:
-        raise DataError(f"{path}: expected a file ending in {', '.join(SUFFIXES)}, got "
-                        f"{describe(path.suffix)}")
-    if not path.is_file():
-        raise DataError(f"{path}: expected a predictions file, got no such file")
-    header = _columns(path)
-    wanted = [(key, "key"), *((c, r) for r, c in (("decision", decision), ("score", score))
-                              if c is not None)]
-    for column, role in wanted:
-        if column not in header:
-            close = difflib.get_close_matches(column, header, n=3, cutoff=0.5)
-            hint = f"; closest: {', '.join(close)}" if close else ""
-            raise DataError(f"{path}: {role} column: expected a column of {path.name}, got "
-                            f"{describe(column)}{hint}")
-    frame, lines = _read(path, list(dict.fromkeys(c for c, _ in wanted)))
-    keys = check_keys(frame[key], at=f"{path}: {{}}: column {key!r} (key)", rows=lines)
-    position, joined = _join(path, keys, lines, rows, key=key, frame=frame)
-    covered = np.zeros(rows.kept.size, dtype=bool)
-    covered[position[joined]] = True
-    if not allow_partial and not covered.all():
-        first = rows.kept[int(np.flatnonzero(~covered)[0])]
-        raise DataError(f"{path}: column {key!r} (key): expected a row for each of the audit's "
-                        f"{rows.kept.size:,} rows, got none for {int((~covered).sum()):,} of "
-                        f"them, first {describe(first)}")
-    order = np.flatnonzero(joined)[np.argsort(position[joined], kind="stable")]
-    part, where = frame.iloc[order].reset_index(drop=True), lines[order]
-    decided = None if decision is None else check_decisions(
-        part[decision], at=f"{path}: {{}}: column {decision!r} (decision)", rows=where)
-    scored = None if score is None else check_scores(
-        part[score], scale=scale or "probability",
-        at=f"{path}: {{}}: column {score!r} (score)", rows=where)
+    reader = PredictionsReader(path, key=key, rows=rows, decision=decision, score=score,
+                               scale=scale, allow_partial=allow_partial,
+                               chunk_rows=chunk_rows or JOIN_ROWS)
+    parts = list(reader.chunks())
+    positions = np.concatenate([p.positions for p in parts])
+    order = np.argsort(positions, kind="stable")
+
+    def stacked(values: list[np.ndarray | None]) -> np.ndarray | None:
+        if values[0] is None:
+            return None
+        return np.concatenate([v for v in values if v is not None])[order]
+
     return ExternalPredictions(
-        path=path, sha256=sha256_file(path), key=key, positions=position[order],
-        decision=decided, score=scored, scale=scale if score is not None else None,
-        decision_column=decision, score_column=score,
-        n_outside=int((~joined).sum()), n_missing=int((~covered).sum()))
+        path=reader.path, sha256=reader.sha256, key=key, positions=positions[order],
+        decision=stacked([p.decision for p in parts]), score=stacked([p.score for p in parts]),
+        scale=reader.scale, decision_column=decision, score_column=score,
+        n_outside=reader.n_outside, n_missing=reader.n_missing)

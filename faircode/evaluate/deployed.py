@@ -41,7 +41,7 @@ from faircode.evaluate.score import CellResult, Decided, score_decided
 from faircode.evaluate.tables import AuditResults, assemble
 from faircode.stats.metrics import orient
 
-__all__ = ["DEPLOYED", "SYSTEM_KEY", "all_rows", "score_given", "score_outputs",
+__all__ = ["DEPLOYED", "SYSTEM_KEY", "all_rows", "claimed", "score_given", "score_outputs",
            "score_system_all_rows", "score_system_test_rows"]
 
 DEPLOYED = "deployed"
@@ -98,11 +98,11 @@ def score_system_all_rows(data: PreparedAudit, *, stats: StatsConfig,
         return None
     result = score_outputs(all_rows(data), data.system, stats=stats, degenerate=degenerate,
                            row_set="all")
-    return _claimed(assemble(data.manifest.name, [result], rule=None, alpha=stats.alpha),
+    return claimed(assemble(data.manifest.name, [result], rule=None, alpha=stats.alpha),
                     stats=stats, verdicts=verdicts)
 
 
-def _claimed(tables: AuditResults, *, stats: StatsConfig,
+def claimed(tables: AuditResults, *, stats: StatsConfig,
              verdicts: VerdictsConfig | None) -> AuditResults:
     """``tables`` with the verdicts of one fit (:mod:`faircode.evaluate.claims`, K = 1)."""
     tables.fairness, tables.intersectional = gap_claims_table(
@@ -150,5 +150,5 @@ def score_given(
                             cast(ScoreScale, scale) if score is not None else None, rule)
     view = dataclasses.replace(all_rows(data), test_index=np.asarray(positions, dtype=np.int64))
     result = score_outputs(view, outputs, stats=stats, degenerate=degenerate, row_set=row_set)
-    return _claimed(assemble(data.manifest.name, [result], rule=None, alpha=stats.alpha),
+    return claimed(assemble(data.manifest.name, [result], rule=None, alpha=stats.alpha),
                     stats=stats, verdicts=verdicts)

@@ -42,7 +42,6 @@ Design decisions
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -54,32 +53,18 @@ from faircode.audit.decision import Cutoff, DecisionRule, decision_cutoff
 from faircode.audit.prepared import PreparedAudit
 from faircode.core.cells import ModelFamily, Strategy, position
 from faircode.core.config import DegenerateConfig, StatsConfig
-from faircode.core.seeds import Stream, child_seed
-from faircode.evaluate.detail import calibration_gap_rows, calibration_rows, group_rows
+from faircode.evaluate.counted import CountedRows, score_counts
 from faircode.evaluate.outcome import mark_not_applicable
 from faircode.evaluate.stratified import stratified_rows
 from faircode.grid.predictions import CellPredictions
-from faircode.stats import clusters
 from faircode.stats.calibration import Scale
 from faircode.stats.flips import flip_rates
-from faircode.stats.metrics import (
-    fairness_metrics,
-    intersectional_gap,
-    orient,
-    performance_metrics,
-)
-from faircode.stats.operating import (
-    DEGENERATE_NOTE,
-    UNFITTABLE_NOTE,
-    is_degenerate,
-    operating_point_metrics,
-    undefined_metrics,
-)
-from faircode.stats.power import detectable_gaps
-from faircode.stats.resampling import confusion_counts
+from faircode.stats.metrics import orient
+from faircode.stats.operating import UNFITTABLE_NOTE, undefined_metrics
+from faircode.stats.tally import Tally, tally_rows
 
-__all__ = ["CellResult", "Decided", "Rows", "Timings", "decide_cell", "score_cell",
-           "score_decided", "scoring_seconds"]
+__all__ = ["CellResult", "Decided", "Rows", "Timings", "cell_result", "decide_cell",
+           "decided_tally", "score_cell", "score_decided", "scoring_seconds"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,50 +242,55 @@ def score_decided(
     """
     label = {"strategy": str(strategy), "model": str(family)}
     t0 = time.perf_counter()
-    points, flagged, record = _operating_point(
-        data, decided, rule=rule, objective=objective, stats=stats, degenerate=degenerate,
-        seed=child_seed(master, Stream.DECISIONS, *key))
-    fairness = _fairness_rows(data, decided, label, stats=stats, master=master, key=key,
-                              degenerate=flagged)
-    performance = [
-        {**label, **dataclasses.asdict(result)}
-        for result in performance_metrics(
-            data.y[data.test_index], decided.y_pred, decided.score,
-            n_resamples=stats.n_resamples, confidence=stats.confidence,
-            seed=child_seed(master, Stream.PERFORMANCE, *key), units=_units(data),
-        )
-    ] + [{**label, **dataclasses.asdict(p)} for p in points]
-    intersectional = _intersectional_rows(data, decided, label, stats=stats, master=master,
-                                          key=key)
-    _add_power(fairness, intersectional, stats=stats)
-    groups, calibration, gaps, strata = [], [], [], []
-    if detail:
-        groups = group_rows(data, decided.y_pred, label, row_set=row_set,
-                            confidence=stats.confidence)
-        if data.strata:
-            strata = stratified_rows(data, decided.yhat_fav, label, stats=stats,
-                                     master=master, key=key)
-        if decided.score is not None and scale is not None:
-            score = _on_scale(decided.score, scale)
-            calibration = calibration_rows(data, score, label, row_set=row_set, scale=scale,
-                                           confidence=stats.confidence)
-            gaps = calibration_gap_rows(data, score, label, row_set=row_set, scale=scale,
-                                        stats=stats, master=master, key=key)
+    tally = decided_tally(data, decided, scale=scale if detail else None)
+    counted = score_counts(
+        tally, data.manifest.protected_attributes, favourable=data.manifest.target.favourable,
+        label=label, key=key, rule=rule, objective=objective, stats=stats,
+        degenerate=degenerate, master=master, cutoff=decided.cutoff, row_set=row_set,
+        detail=detail, outcome=decided.outcome, positive=data.manifest.target.positive())
+    strata: list[dict[str, Any]] = []
+    if detail and data.strata:  # row-level: the strata's codes are not in the counts
+        strata = stratified_rows(data, decided.yhat_fav, label, stats=stats, master=master,
+                                 key=key)
     if decided.outcome:
-        mark_not_applicable(fairness, performance, groups)
+        mark_not_applicable(counted.fairness, counted.performance, counted.groups)
     t1 = time.perf_counter()
     counterfactual = _counterfactual_rows(data, decided, label, stats=stats)
     t2 = time.perf_counter()
     fit = _fit_timings(fit_seconds or {})
+    return cell_result(strategy, family, counted, counterfactual=Rows.of(counterfactual),
+                       stratified=Rows.of(strata),
+                       seconds=dataclasses.replace(fit, statistics=t1 - t0,
+                                                   counterfactual=fit.counterfactual + t2 - t1),
+                       decided=decided)
+
+
+def cell_result(strategy: Strategy | str, family: ModelFamily | str, counted: CountedRows, *,
+                counterfactual: Rows = Rows(), seconds: Timings = Timings(),
+                decided: Decided | None = None, stratified: Rows = Rows()) -> CellResult:
+    """The :class:`CellResult` of a row set's counted rows (:func:`~faircode.evaluate.counted.
+    score_counts`)."""
     return CellResult(
-        strategy, family, Rows.of(fairness), Rows.of(performance), Rows.of(intersectional),
-        Rows.of(counterfactual),
-        seconds=dataclasses.replace(fit, statistics=t1 - t0,
-                                    counterfactual=fit.counterfactual + t2 - t1),
-        degenerate=flagged, decision=tuple(record.items()), decided=decided,
-        groups=Rows.of(groups), calibration=Rows.of(calibration), calibration_gap=Rows.of(gaps),
-        stratified=Rows.of(strata),
+        strategy, family, Rows.of(counted.fairness), Rows.of(counted.performance),
+        Rows.of(counted.intersectional), counterfactual, seconds=seconds,
+        degenerate=counted.degenerate, decision=tuple(counted.decision.items()),
+        decided=decided, groups=Rows.of(counted.groups),
+        calibration=Rows.of(counted.calibration),
+        calibration_gap=Rows.of(counted.calibration_gap), stratified=stratified,
     )
+
+
+def decided_tally(data: PreparedAudit, decided: Decided, *, scale: Scale | None) -> Tally:
+    """The counts of a row set's test decisions (:func:`faircode.stats.tally.tally_rows`): its
+    groups, units and, on ``scale``, its score (clipped into [0, 1] by :func:`_on_scale`) with
+    the calibration bins."""
+    test = data.test_index
+    score = decided.score
+    if score is not None and scale is not None:
+        score = _on_scale(score, scale)
+    return tally_rows(
+        [a.name for a in data.manifest.protected_attributes], data.y[test], decided.y_pred,
+        list(_masks(data).values()), units=_units(data), score=score, scale=scale)
 
 
 def _on_scale(score: np.ndarray, scale: Scale) -> np.ndarray:
@@ -328,100 +318,6 @@ def _masks(data: PreparedAudit) -> dict[str, np.ndarray]:
     return {a.name: data.disadvantaged[a.name][test] for a in data.manifest.protected_attributes}
 
 
-def _operating_point(
-    data: PreparedAudit, decided: Decided, *, rule: DecisionRule | None, objective: str,
-    stats: StatsConfig, degenerate: DegenerateConfig, seed: np.random.SeedSequence,
-) -> tuple[tuple[Any, ...], bool, dict[str, Any]]:
-    """The operating-point numbers, whether the decisions are degenerate, and the record of
-    the decision for ``run.json``."""
-    points = operating_point_metrics(
-        data.y[data.test_index], decided.y_pred, _masks(data),
-        n_resamples=stats.n_resamples, confidence=stats.confidence, seed=seed,
-    )
-    point = {p.metric: p.value for p in points if not p.protected_attribute}
-    balanced = None if decided.outcome else point["balanced_accuracy"]  # no ground truth
-    flagged = is_degenerate(
-        selection_rate=point["selection_rate"], balanced_accuracy=balanced,
-        min_selection_rate=degenerate.min_selection_rate,
-        max_selection_rate=degenerate.max_selection_rate,
-        balanced_accuracy_margin=degenerate.balanced_accuracy_margin,
-    )
-    record = {**(rule.as_dict() if rule is not None else {"rule": "given"}),
-              "objective": objective,
-              "selection_rate": point["selection_rate"],
-              "balanced_accuracy": balanced, "degenerate": flagged}
-    if decided.cutoff is not None:
-        record.update(cutoff=decided.cutoff.value, inclusive=decided.cutoff.inclusive)
-    return points, flagged, record
-
-
-def _fairness_rows(
-    data: PreparedAudit, decided: Decided, label: Mapping[str, str], *, stats: StatsConfig,
-    master: int, key: tuple[int, int], degenerate: bool,
-) -> list[dict[str, Any]]:
-    """Every fairness metric of every protected attribute (``_counts_d``/``_counts_a`` are the
-    groups' oriented counts, taken off again by :func:`_add_power`)."""
-    y_fav, yhat_fav = decided.y_fav, decided.yhat_fav
-    rows: list[dict[str, Any]] = []
-    for a, (name, mask) in enumerate(_masks(data).items()):
-        counts_d = confusion_counts(y_fav[mask], yhat_fav[mask])
-        counts_a = confusion_counts(y_fav[~mask], yhat_fav[~mask])
-        for result in fairness_metrics(
-            y_fav, yhat_fav, mask, n_permutations=stats.n_permutations,
-            confidence=stats.confidence, seed=child_seed(master, Stream.FAIRNESS, *key, a),
-            units=_units(data), n_resamples=stats.n_resamples,
-        ):
-            row = {**label, "protected_attribute": name, **dataclasses.asdict(result),
-                   "_counts_d": counts_d, "_counts_a": counts_a}
-            if degenerate:
-                row["note"] = ";".join(n for n in (row["note"], DEGENERATE_NOTE) if n)
-            rows.append(row)
-    return rows
-
-
-def _intersectional_rows(
-    data: PreparedAudit, decided: Decided, label: Mapping[str, str], *, stats: StatsConfig,
-    master: int, key: tuple[int, int],
-) -> list[dict[str, Any]]:
-    """The intersectional gap of every pair of protected attributes."""
-    masks = _masks(data)
-    names = list(masks)
-    rows: list[dict[str, Any]] = []
-    for p, (a, b) in enumerate(itertools.combinations(names, 2)):
-        pair = intersectional_gap(
-            decided.yhat_fav, masks[a], masks[b], n_permutations=stats.n_permutations,
-            confidence=stats.confidence, seed=child_seed(master, Stream.INTERSECTIONAL, *key, p),
-            units=_units(data), n_resamples=stats.n_resamples,
-        )
-        rows.append({**label, "attribute_a": a, "attribute_b": b, **dataclasses.asdict(pair),
-                     "_counts_d": _rate_counts(pair.n_dd, pair.rate_dd),
-                     "_counts_a": _rate_counts(pair.n_aa, pair.rate_aa)})
-    return rows
-
-
-def _add_power(fairness: list[dict[str, Any]], intersectional: list[dict[str, Any]], *,
-               stats: StatsConfig) -> None:
-    """``mde``, ``powered``, ``mde_note`` of every comparison, in one batched call."""
-    rows = [*fairness, *intersectional]
-    if not rows:
-        return
-    metrics = [r["metric"] for r in fairness] + ["demographic_parity_diff"] * len(intersectional)
-    values = [r["value"] for r in fairness] + [r["gap"] for r in intersectional]
-    counts_d, counts_a = [], []
-    for row in rows:
-        d, a = row.pop("_counts_d"), row.pop("_counts_a")
-        factor = clusters.deflation(row["design_effect"])
-        if factor != 1.0:  # Kish's effective sizes (power.py takes integer counts: rounded)
-            d, a = np.rint(d / factor).astype(np.int64), np.rint(a / factor).astype(np.int64)
-        counts_d.append(d)
-        counts_a.append(a)
-    mde, powered, note = detectable_gaps(metrics, np.stack(counts_d), np.stack(counts_a),
-                                         values=np.asarray(values, dtype=float),
-                                         alpha=stats.alpha, power=stats.power)
-    for row, m, ok, why in zip(rows, mde, powered, note, strict=True):
-        row.update(mde=float(m), powered=bool(ok), mde_note=str(why))
-
-
 def _counterfactual_rows(
     data: PreparedAudit, decided: Decided, label: Mapping[str, str], *, stats: StatsConfig,
 ) -> list[dict[str, Any]]:
@@ -437,9 +333,3 @@ def _counterfactual_rows(
         record["kind"] = flips.kind.value
         rows.append({**label, "columns": " ".join(perturbed.columns), **record})
     return rows
-
-
-def _rate_counts(n: int, rate: float) -> np.ndarray:
-    """A cell's favourable decisions as (TN, FP, 0, 0) counts, from its size and rate."""
-    positives = round(rate * n) if n else 0
-    return np.array([n - positives, positives, 0, 0], dtype=np.int64)

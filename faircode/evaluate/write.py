@@ -25,15 +25,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sized
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from faircode.audit.manifest import repository_root
-from faircode.audit.prepared import AuditLike
+from faircode.audit.manifest import Manifest, repository_root
 from faircode.core.config import BenchmarkConfig
 from faircode.core.digests import folder_digests
 from faircode.core.errors import DataError
@@ -45,7 +44,8 @@ from faircode.evaluate.deployed import DEPLOYED
 from faircode.evaluate.swap import replacing
 from faircode.evaluate.tables import AuditResults
 
-__all__ = ["check_replaceable", "design_effect_summary", "results_kind", "write_audit"]
+__all__ = ["WrittenAudit", "check_replaceable", "design_effect_summary", "results_kind",
+           "write_audit"]
 
 KINDS = {"grid": "the grid's results (faircode run, dvc repro)",
          "predictions": "the results of `faircode audit` (a predictions file)"}
@@ -88,6 +88,37 @@ def check_replaceable(final: Path, *, audit: str, kind: str) -> None:
         raise DataError(refuse.format(KINDS[results_kind(run)]))
 
 
+class _System(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def rule(self) -> str: ...
+    @property
+    def scale(self) -> str | None: ...
+    @property
+    def outcome(self) -> bool: ...
+
+
+class WrittenAudit(Protocol):
+    """What :func:`write_audit` reads of an audit: an :class:`~faircode.audit.data.AuditData`,
+    a prepared audit, or a decision log's record (:class:`faircode.audit.logs.LogRecord`)."""
+
+    @property
+    def manifest(self) -> Manifest: ...
+    @property
+    def system(self) -> _System | None: ...
+    @property
+    def sha256(self) -> str: ...
+    @property
+    def steps(self) -> tuple[tuple[str, int], ...]: ...
+    @property
+    def train_index(self) -> Sized: ...
+    @property
+    def test_index(self) -> Sized: ...
+
+
 def _relative_manifest(file: Path) -> str:
     """The manifest's path relative to its repository (results never carry a machine's path)."""
     try:
@@ -97,7 +128,7 @@ def _relative_manifest(file: Path) -> str:
 
 
 def write_audit(
-    data: AuditLike,
+    data: WrittenAudit,
     results: AuditResults,
     *,
     config: BenchmarkConfig,

@@ -1,13 +1,18 @@
 """``faircode audit``: audit a practitioner's own model from a predictions file.
 
-The file (CSV or parquet) holds a key column naming the audit's rows and the model's decision
-and/or score columns (:func:`faircode.audit.predictions_file.read_predictions`: joined on the
-key, never on row order; a missing, duplicated or unknown key, a non-binary decision or a score
-outside its scale is one line naming the file, the column and an example value, exit 2, nothing
-written).  The model is scored exactly like an audit's deployed system
-(:func:`faircode.evaluate.deployed.score_given`) and written as ``<out>/<audit>/`` -- the same
-tables, a ``run.json`` naming the file and its sha256 -- so ``faircode report --results <out>``
-renders it and ``faircode track --results <out>`` logs it to MLflow like any run.
+The file (CSV, compressed CSV or parquet) holds a key column naming the audit's rows and the
+model's decision and/or score columns, read in chunks
+(:class:`faircode.audit.predictions_file.PredictionsReader`: joined on the key, never on row
+order; a missing, duplicated or unknown key, a non-binary decision or a score outside its scale
+is one line naming the file, the column and an example value, exit 2, nothing written).  The
+model is scored exactly like an audit's deployed system, from its counts
+(:func:`faircode.evaluate.streamed.audit_predictions`: the tables of
+:func:`faircode.evaluate.deployed.score_given`, memory bounded whatever the file's size) and
+written as ``<out>/<audit>/`` -- the same tables, a ``run.json`` naming the file and its sha256
+-- so ``faircode report --results <out>`` renders it and ``faircode track --results <out>`` logs
+it to MLflow like any run.  ``AUDIT`` may instead be a decision log's declaration
+(:mod:`faircode.audit.logs`): the log is streamed (or sharded on ``--scheduler``) and audited
+as its system on every row (:func:`faircode.evaluate.streamed.audit_log`).
 
 Design decisions
 ----------------
@@ -47,7 +52,7 @@ from faircode.pipeline._args import EXIT_OK, HELP, example, mirrors, obtain
 if TYPE_CHECKING:
     from faircode.audit.data import AuditData
     from faircode.audit.manifest import Manifest
-    from faircode.audit.predictions_file import ExternalPredictions
+    from faircode.audit.predictions_file import PredictionsReader
 
 __all__ = ["ROW_SETS", "add_audit", "audited_rows", "row_identity"]
 
@@ -73,24 +78,23 @@ def row_identity(manifest: Manifest, key: str | None) -> tuple[str | None, str]:
     return declared.column, key
 
 
-def audited_rows(data: AuditData, found: ExternalPredictions, *, rows: str,
-                 allow_partial: bool) -> tuple[np.ndarray, int, int]:
-    """(the audited row positions, how many of the file's rows are training rows, how many
-    audited rows the file misses); raises :class:`DataError` for a missing held-out row."""
-    in_train = np.isin(found.positions, data.train_index)
-    n_train = int(in_train.sum())
+def audited_rows(data: AuditData, found: PredictionsReader, covered: np.ndarray, *, rows: str,
+                 allow_partial: bool) -> tuple[int, int, int]:
+    """(how many rows are audited, how many of the file's rows are training rows, how many
+    audited rows the file misses) from ``covered`` (per audit row: the file has it); raises
+    :class:`DataError` for a missing held-out row."""
+    n_train = int(covered[data.train_index].sum())
     if rows == "all":
-        return found.positions, n_train, found.n_missing
-    positions = found.positions[~in_train]
-    covered = np.isin(data.test_index, positions)
-    if not allow_partial and not covered.all():
+        return int(covered.sum()), n_train, found.n_missing
+    held = covered[data.test_index]
+    if not allow_partial and not held.all():
         assert data.keys is not None
-        first = data.keys.kept[int(data.test_index[~covered][0])]
+        first = data.keys.kept[int(data.test_index[~held][0])]
         raise DataError(f"{found.path}: column {found.key!r} (key): expected a row for each of "
                         f"the audit's {data.test_index.size:,} held-out rows, got none for "
-                        f"{int((~covered).sum()):,} of them, first {describe(first)} "
+                        f"{int((~held).sum()):,} of them, first {describe(first)} "
                         "(--allow-partial audits the covered ones)")
-    return positions, n_train, int((~covered).sum())
+    return int(held.sum()), n_train, int((~held).sum())
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
@@ -98,12 +102,13 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
     check_name(args.name, where="faircode audit: --name")  # a row label, a run name
     from faircode.audit.data import load_audit
+    from faircode.audit.logs import is_log_declaration
     from faircode.audit.manifest import load_manifest
-    from faircode.audit.predictions_file import read_predictions
-    from faircode.audit.prepared import prepare
+    from faircode.audit.predictions_file import JOIN_ROWS, PredictionsReader
     from faircode.core.config import Params, load_params
+    from faircode.core.errors import ConfigError
     from faircode.core.provenance import provenance
-    from faircode.evaluate.deployed import score_given
+    from faircode.evaluate.streamed import audit_predictions
     from faircode.evaluate.write import check_replaceable, write_audit
     from faircode.report.given import given_lines
 
@@ -111,6 +116,11 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     overrides = {k: getattr(args, k) for k in ("n_resamples", "n_permutations")}
     config = params.config.replace(**{k: v for k, v in overrides.items() if v is not None})
     given = Path(args.audit)
+    if given.suffix in (".yaml", ".yml") and is_log_declaration(given):
+        return _audit_log(args, given, config)
+    if args.predictions is None:
+        raise ConfigError(f"faircode audit {args.audit}: --predictions: expected a file with an "
+                          "audit's manifest (a log declaration needs none), got nothing")
     manifest = load_manifest(given if given.suffix in (".yaml", ".yml")
                              else Path(args.audits) / args.audit / "audit.yaml")
     check_replaceable(Path(args.out) / manifest.name, audit=manifest.name, kind="predictions")
@@ -118,42 +128,36 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     obtain(manifest, mirrors())
     data = load_audit(manifest, key=raw_key, by_position=raw_key is None)
     assert data.keys is not None  # load_audit with a key returns them
-    found = read_predictions(Path(args.predictions), key=file_key, rows=data.keys,
-                             decision=args.decision, score=args.score, scale=args.scale,
-                             allow_partial=args.allow_partial or args.rows == "held-out")
-    positions, n_train, n_missing = audited_rows(data, found, rows=args.rows,
-                                                 allow_partial=args.allow_partial)
-    _warn(found, data, rows=args.rows, n_train=n_train, audited=positions.size)
-    results = score_given(prepare(data), name=args.name, decision=_take(found.decision, found,
-                                                                        positions),
-                          score=_take(found.score, found, positions), scale=found.scale,
-                          positions=positions, threshold=config.decision_threshold,
-                          stats=config.stats, degenerate=config.degenerate,
-                          row_set="test" if args.rows == "held-out" else "all",
-                          verdicts=config.verdicts)
+    found = PredictionsReader(Path(args.predictions), key=file_key, rows=data.keys,
+                              decision=args.decision, score=args.score, scale=args.scale,
+                              allow_partial=args.allow_partial or args.rows == "held-out",
+                              chunk_rows=args.chunk_rows or JOIN_ROWS)
+    held_out = args.rows == "held-out"
+    streamed = audit_predictions(data, found, name=args.name,
+                                 threshold=config.decision_threshold, stats=config.stats,
+                                 degenerate=config.degenerate, verdicts=config.verdicts,
+                                 audited=data.test_index if held_out else None)
+    results = streamed.results
+    audited, n_train, n_missing = audited_rows(data, found, streamed.covered, rows=args.rows,
+                                               allow_partial=args.allow_partial)
+    _warn(found, data, rows=args.rows, n_train=n_train, audited=audited)
     record: dict[str, Any] = {"predictions": {
         "path": str(found.path), "sha256": found.sha256, "key": found.key,
         "row_id": data.keys.column if raw_key is not None else "position",
-        "decision": found.decision_column, "score": found.score_column, "scale": found.scale,
-        "rows_audited": args.rows.replace("-", "_"), "rows": int(positions.size),
+        "decision": found.decision, "score": found.score, "scale": found.scale,
+        "rows_audited": args.rows.replace("-", "_"), "rows": audited,
         "training_rows_in_file": n_train, "outside_audit": found.n_outside,
         "missing": n_missing}}
     folder = write_audit(data, results, config=config, out_dir=Path(args.out),
                          provenance_record=provenance(), extra=record)
-    where = "held-out" if args.rows == "held-out" else "audit"
-    print(f"{manifest.name}: {args.name} on {positions.size:,} {where} rows; wrote {folder}")
+    where = "held-out" if held_out else "audit"
+    print(f"{manifest.name}: {args.name} on {audited:,} {where} rows; wrote {folder}")
     print("\n".join(f"  {line}" for line in given_lines(results.fairness, results.performance)))
     print(f"  report: faircode report {manifest.name} --results {args.out}")
     return EXIT_OK
 
 
-def _take(values: np.ndarray | None, found: ExternalPredictions,
-          positions: np.ndarray) -> np.ndarray | None:
-    """``values`` (aligned with ``found.positions``) at the audited ``positions``."""
-    return None if values is None else values[np.isin(found.positions, positions)]
-
-
-def _warn(found: ExternalPredictions, data: AuditData, *, rows: str, n_train: int,
+def _warn(found: PredictionsReader, data: AuditData, *, rows: str, n_train: int,
           audited: int) -> None:
     """The warning about the file's training rows (stderr), when it has any."""
     if not n_train:
@@ -170,6 +174,36 @@ def _warn(found: ExternalPredictions, data: AuditData, *, rows: str, n_train: in
               file=sys.stderr)
 
 
+def _audit_log(args: argparse.Namespace, declaration: Path, config: Any) -> int:
+    """``faircode audit LOG.yaml``: a decision log with its own groups, streamed."""
+    from faircode.audit.logs import load_log
+    from faircode.core.provenance import provenance
+    from faircode.evaluate.streamed import audit_log
+    from faircode.evaluate.write import write_audit
+
+    manifest = load_log(declaration)
+    client = None
+    if args.scheduler:
+        from faircode.grid.dask_reduce import connect
+
+        client = connect(args.scheduler)
+    try:
+        record, results = audit_log(manifest, stats=config.stats, degenerate=config.degenerate,
+                                    verdicts=config.verdicts,
+                                    chunk_rows=args.chunk_rows or 1_000_000,
+                                    in_memory=args.in_memory, client=client)
+    finally:
+        if client is not None:
+            client.close()
+    extra = {"log": {"declaration": str(declaration), "path": str(manifest.dataset.path),
+                     "sha256": record.sha256, "rows": record.n_rows,
+                     "decided_1": record.flagged}}
+    folder = write_audit(record, results, config=config, out_dir=Path(args.out),
+                         provenance_record=provenance(), extra=extra)
+    print(f"{manifest.name}: {record.system.name} on {record.n_rows:,} rows; wrote {folder}")
+    return 0
+
+
 def add_audit(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Register ``faircode audit`` (one AUDIT, so not the shared AUDIT ... positional)."""
     parser = subparsers.add_parser(
@@ -183,8 +217,10 @@ def add_audit(subparsers: argparse._SubParsersAction, common: argparse.ArgumentP
     parser.add_argument("--audits", default="audits", help="folder of <name>/audit.yaml")
     parser.add_argument("audit", metavar="AUDIT",
                         help="the audit whose rows the file names: its name (audits/<name>/) or "
-                             "its manifest path")
-    parser.add_argument("--predictions", required=True, help="CSV or parquet file")
+                             "its manifest path; or a decision log's declaration (LOG.yaml: "
+                             "the log carries its own groups)")
+    parser.add_argument("--predictions",
+                        help="CSV (.csv, .csv.gz/.bz2/.xz/.zst) or parquet file")
     parser.add_argument("--key", help="the file's column naming each row (default: the "
                                       "manifest's dataset.row_id column); see the description")
     parser.add_argument("--decision", help="column of 0/1 decisions (1 = label 1 predicted)")
@@ -203,4 +239,12 @@ def add_audit(subparsers: argparse._SubParsersAction, common: argparse.ArgumentP
     parser.add_argument("--params", help="params.yaml to take stats.* and models.* from")
     parser.add_argument("--n-resamples", type=int, help="bootstrap resamples per CI (2000)")
     parser.add_argument("--n-permutations", type=int, help="permutations per p-value (2000)")
+    parser.add_argument("--chunk-rows", type=int,
+                        help="rows read at a time (memory does not grow with the file; default "
+                             "10^6 for a log, 2^18 for a predictions file)")
+    parser.add_argument("--in-memory", action="store_true",
+                        help="a log: read every row first, count them at once (a check of the "
+                             "streamed counts; same tables)")
+    parser.add_argument("--scheduler", help="a log in Parquet: count its shards on this Dask "
+                                            "scheduler (tcp://host:8786)")
     parser.set_defaults(handler=_cmd_audit)

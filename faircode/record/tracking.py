@@ -62,6 +62,10 @@ Design decisions
   each commit costs several fsyncs (~20 ms each measured here); in WAL mode one fsync of the
   log, with the same durability at the default ``synchronous=FULL``.  WAL needs every process
   using the file on one host (no network filesystem), which is the embedded store's use.
+  During a sync the connections also commit without an fsync each (``synchronous=NORMAL``,
+  :func:`faircode.record._store.quick_commits`): a commit survives a crash of the process,
+  and what a power loss rolls back is completed by the next sync (``bench/tracking.py
+  --results results --fsync-each`` for the ratio).
 * **Children are logged sequentially on SQLite** (one file, writes serialise; threads measured
   no faster) **and by a bounded thread pool against a server**, whose request handling overlaps.
 * **Failures are one line.**  Anything the store or server does wrong becomes a
@@ -96,6 +100,7 @@ from faircode.record._store import (
     dataset_input,
     ensure_experiment,
     log_batched,
+    quick_commits,
     search_all,
     switch_to_wal,
 )
@@ -207,6 +212,7 @@ def sync_results(
     workers: int | None = None,
     sqlite_wal: bool = True,
     child_inputs: bool = True,
+    fsync_each: bool = False,
 ) -> SyncReport:
     """Log the results on disk as one parent run and its children, unless already logged.
 
@@ -237,6 +243,9 @@ def sync_results(
     child_inputs
         Log each child's audit dataset as its input (MLflow's dataset column of the child rows);
         ``False`` saves one store call per child (``bench/tracking.py --no-child-inputs``).
+    fsync_each
+        SQLite: an fsync per commit, SQLite's default (``bench/tracking.py --fsync-each``);
+        by default the sync's commits are not fsynced one by one (module docstring).
 
     Raises
     ------
@@ -258,7 +267,7 @@ def sync_results(
                            experiment=experiment, config=config, context=context,
                            artifact_location=artifact_location, health_timeout=health_timeout,
                            workers=workers, sqlite_wal=sqlite_wal, child_inputs=child_inputs,
-                           started=started)
+                           fsync_each=fsync_each, started=started)
 
 
 QUIET_LOGGERS = ("mlflow", "alembic", "sqlalchemy")
@@ -292,11 +301,14 @@ def _sync_store(results: Path, digest: str, children: list[ChildRun],
                 skipped: Mapping[str, str], *, tracking_uri: str, experiment: str,
                 config: Mapping[str, Any] | None, context: SyncContext | None,
                 artifact_location: str | None, health_timeout: float, workers: int,
-                sqlite_wal: bool, child_inputs: bool, started: float) -> SyncReport:
+                sqlite_wal: bool, child_inputs: bool, fsync_each: bool,
+                started: float) -> SyncReport:
     """The store part of :func:`sync_results`: every failure one :class:`TrackingError`."""
     try:
         check_server(tracking_uri, health_timeout)
-        with store_lock(tracking_uri):  # SQLite: one sync (and schema creation) at a time
+        quick = tracking_uri if sqlite_wal and not fsync_each else ""
+        with store_lock(tracking_uri), quick_commits(quick):
+            # SQLite: one sync (and schema creation) at a time, commits without an fsync each
             if sqlite_wal:
                 switch_to_wal(tracking_uri)
             import mlflow

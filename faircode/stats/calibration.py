@@ -11,7 +11,8 @@ differ, so an audit shows both.
   label-1 rate and its Wilson interval (a reliability diagram in numbers).
 * :func:`calibration_gap` — one signed number per attribute with a stratified-bootstrap interval
   and a within-bin permutation test.
-* :func:`calibration_regression` — a bin-free check by logistic regression.
+* :func:`faircode.stats.calibration_regression.calibration_regression` — a bin-free check by
+  logistic regression.
 
 Design decisions
 ----------------
@@ -74,20 +75,23 @@ from faircode.core.errors import describe
 from faircode.core.seeds import child_seed
 from faircode.stats import clusters, resampling
 from faircode.stats._metric_defs import ratio
-from faircode.stats.groups import design_effects, group_masks
+from faircode.stats.groups import group_masks
+from faircode.stats.score_table import CountBins, bin_sums, count_bins, table_from_rows
+from faircode.stats.units import UnitHistogram, ratio_design_effects
 
 __all__ = [
     "BINNINGS",
     "CALIBRATION_COLUMNS",
     "SCALES",
+    "BinCounts",
     "Binning",
     "CalibrationGap",
-    "CalibrationRegression",
     "Scale",
     "ScoreBins",
+    "calibration_from_counts",
     "calibration_gap",
-    "calibration_regression",
     "calibration_table",
+    "gap_from_counts",
     "score_bins",
 ]
 
@@ -96,6 +100,7 @@ SCALES: tuple[str, ...] = get_args(Scale)
 Binning = Literal["quantile", "uniform"]
 BINNINGS: tuple[str, ...] = get_args(Binning)
 _ROWS_NOTE = "permutation_rows_independent"
+_DRAW_CELLS = 1 << 22  # multinomial draws held at once (B x T), 32 MiB
 
 CALIBRATION_COLUMNS: tuple[str, ...] = (
     "row_set", "protected_attribute", "group", "bin", "bin_low", "bin_high", "n", "positives",
@@ -164,39 +169,25 @@ def score_bins(
 
     Probability bins are ``[e_k, e_k+1)``, the last one closed; quantile edges are numpy's
     default (linear) quantiles of ``score``, tied edges merged (noted ``tied_edges_merged:<m>``).
-    ``binning`` and ``n_bins`` are ignored for an ordinal scale.
+    ``binning`` and ``n_bins`` are ignored for an ordinal scale.  The bins are those of the
+    score's table (:func:`faircode.stats.score_table.count_bins`), what a streamed log bins by.
     """
     s = _as_score(score, scale)
     if s.size == 0:
         raise ValueError("score: expected at least one score, got an empty array")
-    if scale == "ordinal":
-        values, index = np.unique(s, return_inverse=True)
-        labels = tuple(str(int(v)) for v in values)
-        bounds = tuple(float(v) for v in values)
-        return ScoreBins(index.reshape(-1).astype(np.int64), labels, bounds, bounds)
-    _check_choice("binning", binning, BINNINGS)
-    checks.check_positive_int("n_bins", n_bins)
-    if binning == "uniform":
-        edges = np.linspace(0.0, 1.0, n_bins + 1)
-    else:
-        edges = np.quantile(s, np.linspace(0.0, 1.0, n_bins + 1))
-    unique = np.unique(edges)
-    if unique.size == 1:  # every score equal: one bin
-        unique = np.array([unique[0], unique[0]])
-    merged = edges.size - unique.size
-    index = np.clip(np.searchsorted(unique, s, side="right") - 1, 0, unique.size - 2)
-    low, high = tuple(float(e) for e in unique[:-1]), tuple(float(e) for e in unique[1:])
-    labels = tuple(f"[{a:.3g}, {b:.3g}{']' if k == len(low) - 1 else ')'}"
-                   for k, (a, b) in enumerate(zip(low, high, strict=True)))
-    note = f"tied_edges_merged:{merged}" if merged and binning == "quantile" else ""
-    return ScoreBins(index.astype(np.int64), labels, low, high, note)
+    if scale != "ordinal":
+        _check_choice("binning", binning, BINNINGS)
+        checks.check_positive_int("n_bins", n_bins)
+    bins = count_bins(table_from_rows(s, np.zeros(s.size, dtype=np.int64), 1), scale=scale,
+                      binning=binning, n_bins=n_bins)
+    return ScoreBins(bins.index(s), bins.labels, bins.low, bins.high, bins.note)
 
 
 def _prepare(
     y_true: ArrayLike, score: ArrayLike, masks: Mapping[str, NDArray[np.bool_]], scale: Scale,
     binning: Binning, n_bins: int,
-) -> tuple[NDArray[np.int8], NDArray[np.float64], ScoreBins, NDArray[np.bool_]]:
-    """Validate, and bin the scores of the rows in any group (other rows get bin 0, unused)."""
+) -> tuple[NDArray[np.int8], NDArray[np.float64], CountBins, NDArray[np.bool_]]:
+    """Validate, and bin the scores of the rows in any group."""
     y = checks.as_binary("y_true", y_true)
     s = _as_score(score, scale)
     checks.check_lengths(y_true=y, score=s)
@@ -205,21 +196,36 @@ def _prepare(
         used |= mask
     if not used.any():
         raise ValueError("groups: expected at least one row in a group, got none")
-    bins = score_bins(s[used], scale=scale, binning=binning, n_bins=n_bins)
-    index = np.zeros(y.size, dtype=np.int64)
-    index[used] = bins.index
-    full = ScoreBins(index, bins.labels, bins.low, bins.high, bins.note)
-    return y, s, full, used
+    if scale != "ordinal":
+        _check_choice("binning", binning, BINNINGS)
+        checks.check_positive_int("n_bins", n_bins)
+    bins = count_bins(table_from_rows(s[used], np.zeros(int(used.sum()), dtype=np.int64), 1),
+                      scale=scale, binning=binning, n_bins=n_bins)
+    return y, s, bins, used
 
 
-def _bin_sums(
-    bins: NDArray[np.int64], k: int, mask: NDArray[np.bool_], *weights: NDArray[np.float64]
-) -> tuple[NDArray[np.float64], ...]:
-    """Row counts per bin of the masked rows, then the per-bin sums of each ``weights``."""
-    b = bins[mask]
-    return (np.bincount(b, minlength=k).astype(np.float64),
-            *(np.asarray(np.bincount(b, weights=w[mask], minlength=k), dtype=np.float64)
-              for w in weights))
+@dataclass(frozen=True, slots=True)
+class BinCounts:
+    """One group's rows per score bin: ``rows`` ``(k, 2)`` (label 0, label 1), the exact score
+    sum per bin ``(k,)``, and (repeated units) the histogram of its units' parts over
+    ``2 * bin + label`` (``2k`` slots)."""
+
+    rows: NDArray[np.int64]
+    score_sum: NDArray[np.float64]
+    parts: UnitHistogram | None = None
+
+
+def _group_bins(y: NDArray[np.int8], s: NDArray[np.float64], mask: NDArray[np.bool_],
+                bins: CountBins, inverse: NDArray[np.int64] | None) -> BinCounts:
+    """A group's :class:`BinCounts` from its rows."""
+    table = table_from_rows(s[mask], y[mask], 2)
+    rows, _ = bin_sums(table, bins, np.eye(2, dtype=np.int64))
+    _, sums = bin_sums(table, bins, np.ones((2, 1), dtype=np.int64))
+    parts = None
+    if inverse is not None:
+        slot = 2 * bins.index(s[mask]) + y[mask]
+        parts = UnitHistogram.from_rows(inverse[mask], slot, 2 * bins.n_bins)
+    return BinCounts(rows, sums[:, 0], parts)
 
 
 def calibration_table(
@@ -246,22 +252,35 @@ def calibration_table(
     y0 = checks.as_binary("y_true", y_true)
     masks = group_masks(groups, y0.size)
     y, s, bins, _ = _prepare(y0, score, masks, scale, binning, n_bins)
-    k = bins.n_bins
     inverse = clusters.repeated_units(units, y.size)
-    y_f = y.astype(np.float64)
+    counted = {name: _group_bins(y, s, mask, bins, inverse) for name, mask in masks.items()}
+    return calibration_from_counts(bins, counted, protected_attribute=protected_attribute,
+                                   row_set=row_set, confidence=confidence)
+
+
+def calibration_from_counts(
+    bins: CountBins,
+    groups: Mapping[str, BinCounts],
+    *,
+    protected_attribute: str,
+    row_set: str,
+    confidence: float = 0.95,
+) -> pd.DataFrame:
+    """:func:`calibration_table` from the bins and each group's :class:`BinCounts`."""
+    checks.check_confidence(confidence)
+    k = bins.n_bins
     rows = []
-    for name, mask in masks.items():
-        n, pos, score_sum = _bin_sums(bins.index, k, mask, y_f, s)
+    for name, counted in groups.items():
+        n = counted.rows.sum(axis=1).astype(np.float64)
+        pos = counted.rows[:, 1].astype(np.float64)
         deff = np.ones(k)
-        if inverse is not None:
-            n_units = int(inverse.max()) + 1
-            flat = inverse[mask] * k + bins.index[mask]
-            m_u = np.bincount(flat, minlength=n_units * k).reshape(n_units, k)
-            x_u = np.bincount(flat, weights=y_f[mask], minlength=n_units * k).reshape(n_units, k)
-            deff = design_effects(x_u, m_u)
+        if counted.parts is not None:
+            v = counted.parts.vectors
+            deff = ratio_design_effects(v[:, 1::2], v[:, 0::2] + v[:, 1::2],
+                                        counted.parts.multiplicity)
         factor = np.where(np.isfinite(deff) & (deff > 1.0), deff, 1.0)
         low, high = resampling.wilson_interval(pos / factor, n / factor, confidence=confidence)
-        rate, mean = ratio(pos, n), ratio(score_sum, n)
+        rate, mean = ratio(pos, n), ratio(counted.score_sum, n)
         for b in range(k):
             note = ";".join(x for x in ("empty_bin" if n[b] == 0 else "", bins.note) if x)
             rows.append((row_set, protected_attribute, name, bins.labels[b], bins.low[b],
@@ -337,14 +356,34 @@ def calibration_gap(
 
     ``advantaged`` defaults to every row not disadvantaged; rows in neither group are left out.
     """
+    masks = _two_groups(disadvantaged, advantaged)
+    y, s, bins, _ = _prepare(y_true, score, masks, scale, binning, n_bins)
+    inverse = clusters.repeated_units(units, y.size)
+    d, a = (_group_bins(y, s, masks[g], bins, inverse) for g in ("disadvantaged", "advantaged"))
+    return gap_from_counts(bins, d, a, seed=seed, n_resamples=n_resamples,
+                           n_permutations=n_permutations, confidence=confidence)
+
+
+def gap_from_counts(
+    bins: CountBins,
+    disadvantaged: BinCounts,
+    advantaged: BinCounts,
+    *,
+    seed: int | np.random.SeedSequence,
+    n_resamples: int = 2000,
+    n_permutations: int = 2000,
+    confidence: float = 0.95,
+) -> CalibrationGap:
+    """:func:`calibration_gap` from the bins and the two groups' :class:`BinCounts` (with unit
+    parts when some unit repeats: the bootstrap then resamples the units' parts)."""
     checks.check_positive_int("n_resamples", n_resamples)
     checks.check_positive_int("n_permutations", n_permutations)
     checks.check_confidence(confidence)
-    masks = _two_groups(disadvantaged, advantaged)
-    y, s, bins, _ = _prepare(y_true, score, masks, scale, binning, n_bins)
-    k, y_f = bins.n_bins, y.astype(np.float64)
-    n_d, x_d, s_d = _bin_sums(bins.index, k, masks["disadvantaged"], y_f, s)
-    n_a, x_a, s_a = _bin_sums(bins.index, k, masks["advantaged"], y_f, s)
+    k = bins.n_bins
+    n_d, x_d = (disadvantaged.rows.sum(axis=1).astype(np.float64),
+                disadvantaged.rows[:, 1].astype(np.float64))
+    n_a, x_a = (advantaged.rows.sum(axis=1).astype(np.float64),
+                advantaged.rows[:, 1].astype(np.float64))
     both = (n_d > 0) & (n_a > 0)
     value = float(_gap(x_d, n_d, x_a, n_a))
     size_d, size_a = int(n_d.sum()), int(n_a.sum())
@@ -352,12 +391,9 @@ def calibration_gap(
         nan = float("nan")
         why = "no_bin_with_both_groups" if size_d and size_a else "empty_group"
         return CalibrationGap(nan, nan, nan, nan, nan, 0, k, size_d, size_a, why)
-    score_gap = float(_gap(s_d, n_d, s_a, n_a))
-    inverse = clusters.repeated_units(units, y.size)
+    score_gap = float(_gap(disadvantaged.score_sum, n_d, advantaged.score_sum, n_a))
     rng = np.random.default_rng(child_seed(seed, 0))
-    cells = 2 * bins.index + y
-    boot = [_resample_group(cells, mask, inverse, k, n_resamples, rng)
-            for mask in (masks["disadvantaged"], masks["advantaged"])]
+    boot = [_resample_group(g, n_resamples, rng) for g in (disadvantaged, advantaged)]
     samples = _gap(boot[0][1], boot[0][0], boot[1][1], boot[1][0])
     low, high = resampling.percentile_interval(samples, confidence=confidence)
     rng = np.random.default_rng(child_seed(seed, 1))
@@ -366,96 +402,31 @@ def calibration_gap(
                                   size=(n_permutations, int(both.sum())))
     permuted = _gap(perm_x_d, n_d[both], pos - perm_x_d, n_a[both])
     p_value = resampling.permutation_p_value(value, permuted)
-    notes = [bins.note, _ROWS_NOTE if inverse is not None else ""]
+    clustered = disadvantaged.parts is not None
+    notes = [bins.note, _ROWS_NOTE if clustered else ""]
     return CalibrationGap(value, low, high, p_value, score_gap, int(both.sum()),
                           int(k - both.sum()), size_d, size_a, ";".join(n for n in notes if n))
 
 
 def _resample_group(
-    cells: NDArray[np.int64], mask: NDArray[np.bool_], inverse: NDArray[np.int64] | None,
-    k: int, n_resamples: int, rng: np.random.Generator,
+    group: BinCounts, n_resamples: int, rng: np.random.Generator,
 ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Bootstrap one group's per-bin rows and label-1 rows, two ``(B, k)`` arrays.
 
     Rows: one multinomial over the group's (bin, label) cells at its size.  Repeated units:
     the group's unit parts are drawn with replacement (a multinomial over distinct parts).
     """
-    if inverse is None:
-        counts = np.bincount(cells[mask], minlength=2 * k)
+    if group.parts is None:
+        counts = group.rows.reshape(-1)  # (bin, label) interleaved: 2 * bin + label
         total = int(counts.sum())
         draws = rng.multinomial(total, counts / total, size=n_resamples).astype(np.float64)
     else:
-        n_units = int(inverse.max()) + 1
-        parts = np.bincount(inverse[mask] * 2 * k + cells[mask], minlength=n_units * 2 * k)
-        parts = parts.reshape(n_units, 2 * k)
-        parts = parts[parts.sum(axis=1) > 0]
-        types, multiplicity = np.unique(parts, axis=0, return_counts=True)
-        picks = rng.multinomial(parts.shape[0], multiplicity / parts.shape[0], size=n_resamples)
-        draws = (picks @ types).astype(np.float64)
+        types, multiplicity = group.parts.vectors, group.parts.multiplicity
+        n_units = int(multiplicity.sum())
+        # drawn in blocks of resamples (the same draws: one multinomial per resample, in
+        # order), so many unit types never need a (B, T) array at once
+        per = max(1, _DRAW_CELLS // max(1, types.shape[0]))
+        draws = np.concatenate([
+            (rng.multinomial(n_units, multiplicity / n_units, size=min(per, n_resamples - b))
+             @ types).astype(np.float64) for b in range(0, n_resamples, per)])
     return draws[:, 0::2] + draws[:, 1::2], draws[:, 1::2]
-
-
-@dataclass(frozen=True, slots=True)
-class CalibrationRegression:
-    """Logistic calibration check ``logit P(y=1) = b0 + b1·z + b2·D + b3·z·D``.
-
-    ``z`` is the centred score (ordinal) or centred ``logit(score)`` (probability), ``D`` the
-    disadvantaged indicator.  ``group_*`` is ``b2`` (the log-odds difference at the mean score),
-    ``interaction_*`` is ``b3`` (a different slope), ``joint_p`` the Wald test of ``b2 = b3 = 0``
-    (one calibration curve for both groups).  Standard errors are cluster-robust by unit when
-    units repeat.
-    """
-
-    group_coef: float
-    group_se: float
-    group_p: float
-    interaction_coef: float
-    interaction_se: float
-    interaction_p: float
-    joint_p: float
-    n: int
-    note: str
-
-
-def calibration_regression(
-    y_true: ArrayLike,
-    score: ArrayLike,
-    disadvantaged: ArrayLike,
-    advantaged: ArrayLike | None = None,
-    *,
-    scale: Scale,
-    units: ArrayLike | None = None,
-) -> CalibrationRegression:
-    """Fit the logistic calibration check (:class:`CalibrationRegression`) with statsmodels.
-
-    A bin-free complement to :func:`calibration_gap`: it separates a shift of the calibration
-    curve (``group``) from a change of its slope (``interaction``), at the price of assuming the
-    curve is linear in log-odds.  A fit that fails (e.g. perfect separation) gives NaN and
-    note ``fit_failed``.
-    """
-    import statsmodels.api as sm  # heavy import, only for this check
-
-    masks = _two_groups(disadvantaged, advantaged)
-    y, s = checks.as_binary("y_true", y_true), _as_score(score, scale)
-    checks.check_lengths(y_true=y, score=s, disadvantaged=masks["disadvantaged"])
-    used = masks["disadvantaged"] | masks["advantaged"]
-    z = s if scale == "ordinal" else np.log(np.clip(s, 1e-6, 1 - 1e-6) / np.clip(1 - s, 1e-6, 1))
-    z, d, y_used = z[used] - z[used].mean(), masks["disadvantaged"][used].astype(float), y[used]
-    exog = np.column_stack([np.ones(z.size), z, d, z * d])
-    inverse = clusters.repeated_units(units, y.size)
-    kwargs: dict[str, object] = {}
-    if inverse is not None:
-        kwargs = {"cov_type": "cluster", "cov_kwds": {"groups": inverse[used]}}
-    nan = float("nan")
-    try:
-        fit = sm.Logit(y_used, exog).fit(disp=0, **kwargs)
-        joint = fit.wald_test(np.array([[0, 0, 1, 0], [0, 0, 0, 1]]), scalar=True)
-    except Exception:  # separation, singular design: report, do not crash an audit
-        return CalibrationRegression(nan, nan, nan, nan, nan, nan, nan, int(used.sum()),
-                                     "fit_failed")
-    params, bse, pvalues = (np.asarray(a, dtype=float) for a in (fit.params, fit.bse, fit.pvalues))
-    return CalibrationRegression(
-        float(params[2]), float(bse[2]), float(pvalues[2]), float(params[3]), float(bse[3]),
-        float(pvalues[3]), float(np.asarray(joint.pvalue)), int(used.sum()),
-        "clustered_by_unit" if inverse is not None else "",
-    )

@@ -59,6 +59,7 @@ from faircode.core.errors import describe
 from faircode.stats import clusters, resampling
 from faircode.stats._metric_defs import ALL, FN, FP, TN, TP, ratio
 from faircode.stats.metrics import SMALL_SAMPLE
+from faircode.stats.units import UnitHistogram, ratio_design_effects
 
 __all__ = [
     "GROUP_COLUMNS",
@@ -67,8 +68,10 @@ __all__ = [
     "RateEstimate",
     "design_effects",
     "format_group_table",
+    "group_frame",
     "group_masks",
     "group_rates",
+    "group_rates_from_counts",
     "group_table",
     "wide_group_table",
 ]
@@ -228,15 +231,39 @@ def group_rates(
     cells = 2 * y.astype(np.int64) + yhat
     member = np.stack(list(masks.values()))                      # (G, n)
     counts = np.stack([np.bincount(cells[m], minlength=4) for m in member]).astype(np.int64)
-    num, den = counts @ _NUM, counts @ _DEN                      # (G, R)
-    deff = np.ones(num.shape)
+    parts = None
     if inverse is not None:
-        deff = np.stack([_group_deff(cells, m, inverse) for m in member])
+        parts = [UnitHistogram.from_rows(inverse[m], cells[m], 4) for m in member]
+    return group_rates_from_counts(tuple(masks), counts, parts, confidence=confidence)
+
+
+def group_rates_from_counts(
+    names: Sequence[str],
+    counts: ArrayLike,
+    parts: Sequence[UnitHistogram] | None = None,
+    *,
+    confidence: float = 0.95,
+) -> tuple[GroupRates, ...]:
+    """:func:`group_rates` from each group's ``(TN, FP, FN, TP)`` counts ``(G, 4)`` and, when some
+    unit repeats, each group's histogram of the units' parts in it (4 slots; else None).
+
+    The design effects are exact over the unit types
+    (:func:`faircode.stats.units.ratio_design_effects`), so they do not depend on the order of
+    units.
+    """
+    checks.check_confidence(confidence)
+    counts = np.asarray(counts, dtype=np.int64)
+    num, den = counts @ _NUM.astype(np.int64), counts @ _DEN.astype(np.int64)   # (G, R)
+    deff = np.ones(num.shape)
+    if parts is not None:
+        deff = np.stack([ratio_design_effects(p.vectors @ _NUM.astype(np.int64),
+                                              p.vectors @ _DEN.astype(np.int64),
+                                              p.multiplicity) for p in parts])
     factor = np.where(np.isfinite(deff) & (deff > 1.0), deff, 1.0)
     low, high = resampling.wilson_interval(num / factor, den / factor, confidence=confidence)
     value = ratio(num, den)
     out = []
-    for g, name in enumerate(masks):
+    for g, name in enumerate(names):
         estimates = tuple(
             RateEstimate(rate, float(value[g, r]), float(low[g, r]), float(high[g, r]),
                          int(num[g, r]), int(den[g, r]), float(deff[g, r]),
@@ -246,15 +273,6 @@ def group_rates(
         tn, fp, fn, tp = (int(c) for c in counts[g])
         out.append(GroupRates(name, (tn, fp, fn, tp), estimates))
     return tuple(out)
-
-
-def _group_deff(cells: NDArray[np.int64], mask: NDArray[np.bool_],
-                inverse: NDArray[np.int64]) -> NDArray[np.float64]:
-    """Design effect of every rate over the units' parts in one group, shape ``(R,)``."""
-    n_units = int(inverse.max()) + 1
-    per_unit = np.bincount(inverse[mask] * 4 + cells[mask], minlength=n_units * 4)
-    per_unit = per_unit.reshape(n_units, 4).astype(np.float64)
-    return design_effects(per_unit @ _NUM, per_unit @ _DEN)
 
 
 def _note(rate: str, denominator: int) -> str:
@@ -279,8 +297,15 @@ def group_table(
     repeats its group's ``n`` and confusion counts.  ``row_set`` names the decisions (e.g.
     ``"deployed"`` or ``"baseline/logistic_regression"``).
     """
+    return group_frame(group_rates(y_true, y_pred, groups, units=units, confidence=confidence),
+                       protected_attribute=protected_attribute, row_set=row_set)
+
+
+def group_frame(rates: Sequence[GroupRates], *, protected_attribute: str,
+                row_set: str) -> pd.DataFrame:
+    """The long table (:data:`GROUP_COLUMNS`) of computed group rates (:func:`group_table`)."""
     rows = []
-    for g in group_rates(y_true, y_pred, groups, units=units, confidence=confidence):
+    for g in rates:
         tn, fp, fn, tp = g.counts
         for r in g.rates:
             rows.append((row_set, protected_attribute, g.group, r.metric, r.value, r.ci_low,

@@ -116,33 +116,60 @@ def intersectional_gap(
     mask_a = checks.as_mask("disadvantaged_a", disadvantaged_a)
     mask_b = checks.as_mask("disadvantaged_b", disadvantaged_b)
     checks.check_lengths(y_pred=yhat, disadvantaged_a=mask_a, disadvantaged_b=mask_b)
+    groups = _cell_counts(yhat, mask_a, mask_b)
+    inverse = clusters.repeated_units(units, yhat.size)
+    four = pair = None
+    if inverse is not None:
+        # cell index per row: 0 dd, 1 da, 2 ad, 3 aa (y = 0 throughout: ŷ in the TN/FP cells)
+        cell_of = (2 * (~mask_a) + (~mask_b)).astype(np.int64)
+        zeros = np.zeros(yhat.size, dtype=np.int64)
+        four = clusters.unit_types(clusters.unit_counts(zeros, yhat, cell_of, inverse,
+                                                        n_groups=4))
+        pair = clusters.unit_types(clusters.unit_counts(
+            zeros, yhat, np.select([cell_of == 0, cell_of == 3], [0, 1], -1), inverse,
+            n_groups=2))
+    return intersectional_from_counts(groups, four, pair, n_permutations=n_permutations,
+                                      confidence=confidence, seed=seed, n_resamples=n_resamples)
+
+
+def intersectional_from_counts(
+    groups: dict[str, defs.Counts],
+    four: clusters.UnitTypes | None,
+    pair: clusters.UnitTypes | None,
+    *,
+    n_permutations: int = 2000,
+    confidence: float = 0.95,
+    seed: int | np.random.SeedSequence,
+    n_resamples: int = 2000,
+) -> IntersectionalResult:
+    """:func:`intersectional_gap` from the four cells' counts (``dd, da, ad, aa``: favourable
+    decisions in FP, the others in TN) and, when some unit repeats, the units' four-cell and
+    DD-vs-AA types (else both None)."""
     checks.check_positive_int("n_permutations", n_permutations)
     checks.check_confidence(confidence)
-    groups = _cell_counts(yhat, mask_a, mask_b)
-    dd, da, ad, aa = groups.values()
+    dd, da, ad, aa = (np.asarray(groups[k], dtype=np.int64) for k in ("dd", "da", "ad", "aa"))
+    groups = {"dd": dd, "da": da, "ad": ad, "aa": aa}
     described: dict[str, Any] = {
         "gap_a": float(defs.dp(dd + da, ad + aa)), "gap_b": float(defs.dp(dd + ad, da + aa)),
         **{f"n_{k}": int(c.sum()) for k, c in groups.items()},
         **{f"rate_{k}": float(defs.positive_rate(c)) for k, c in groups.items()},
     }
-    inverse = clusters.repeated_units(units, yhat.size)
     if min(int(c.sum()) for c in groups.values()) == 0:
         nan = float("nan")
         return IntersectionalResult(
             gap=nan, ci_low=nan, ci_high=nan, p_value=nan, interaction=nan,
             interaction_ci_low=nan, interaction_ci_high=nan, interaction_p_value=nan,
             **described, note="empty_intersectional_cell",
-            design_effect=1.0 if inverse is None else nan,
+            design_effect=1.0 if four is None else nan,
         )
     gap = float(defs.dp(dd, aa))
-    if inverse is None:
+    if four is None or pair is None:
         tests = _row_tests(groups, gap, n_permutations=n_permutations, confidence=confidence,
                            seed=seed)
     else:
         checks.check_positive_int("n_resamples", n_resamples)
-        tests = _unit_tests(groups, gap, yhat, mask_a, mask_b, inverse,
-                            n_permutations=n_permutations, n_resamples=n_resamples,
-                            confidence=confidence, seed=seed)
+        tests = _unit_tests(four, pair, groups, gap, n_permutations=n_permutations,
+                            n_resamples=n_resamples, confidence=confidence, seed=seed)
     return IntersectionalResult(gap=gap, **tests, **described)
 
 
@@ -194,18 +221,11 @@ def _row_tests(
 
 
 def _unit_tests(
-    groups: dict[str, defs.Counts], gap: float, yhat: NDArray[np.int8],
-    mask_a: NDArray[np.bool_], mask_b: NDArray[np.bool_], inverse: NDArray[np.int64], *,
-    n_permutations: int, n_resamples: int, confidence: float,
+    four: clusters.UnitTypes, pair: clusters.UnitTypes, groups: dict[str, defs.Counts],
+    gap: float, *, n_permutations: int, n_resamples: int, confidence: float,
     seed: int | np.random.SeedSequence,
 ) -> dict[str, Any]:
     """Repeated units: the gap's and the interaction's tests at unit level (module docstring)."""
-    # cell index per row: 0 dd, 1 da, 2 ad, 3 aa (y = 0 throughout: ŷ in the TN/FP cells)
-    cell_of = (2 * (~mask_a) + (~mask_b)).astype(np.int64)
-    zeros = np.zeros(yhat.size, dtype=np.int64)
-    four = clusters.unit_types(clusters.unit_counts(zeros, yhat, cell_of, inverse, n_groups=4))
-    pair = clusters.unit_types(clusters.unit_counts(
-        zeros, yhat, np.select([cell_of == 0, cell_of == 3], [0, 1], -1), inverse, n_groups=2))
     gap_tests = _unit_gap_tests(pair, groups["dd"], groups["aa"], gap,
                                 n_permutations=n_permutations, n_resamples=n_resamples,
                                 confidence=confidence, seed=seed)

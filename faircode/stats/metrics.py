@@ -78,8 +78,18 @@ from faircode.core.seeds import child_seed
 from faircode.stats import _metric_defs as defs
 from faircode.stats import clusters, resampling
 from faircode.stats._metric_defs import FAIRNESS_METRICS, SAME_NULL, Interval, metric_values, orient
-from faircode.stats.intersectional import IntersectionalResult, interaction_test, intersectional_gap
-from faircode.stats.performance import PERFORMANCE_METRICS, PerformanceResult, performance_metrics
+from faircode.stats.intersectional import (
+    IntersectionalResult,
+    interaction_test,
+    intersectional_from_counts,
+    intersectional_gap,
+)
+from faircode.stats.performance import (
+    PERFORMANCE_METRICS,
+    PerformanceResult,
+    performance_from_counts,
+    performance_metrics,
+)
 
 __all__ = [
     "FAIRNESS_COLUMNS",
@@ -95,11 +105,14 @@ __all__ = [
     "audit_q_values",
     "bootstrap_distribution",
     "bootstrap_draws",
+    "fairness_from_counts",
     "fairness_metrics",
     "interaction_test",
+    "intersectional_from_counts",
     "intersectional_gap",
     "metric_values",
     "orient",
+    "performance_from_counts",
     "performance_metrics",
     "permutation_distribution",
 ]
@@ -180,13 +193,30 @@ def fairness_metrics(
     docstring; ``n_resamples`` is then the bootstrap size of the design effect).
     """
     counts_d, counts_a = _group_counts(y_true, y_pred, disadvantaged)
+    types = _fairness_types(y_true, y_pred, disadvantaged, units)
+    return fairness_from_counts(counts_d, counts_a, types, n_permutations=n_permutations,
+                                confidence=confidence, seed=seed, n_resamples=n_resamples)
+
+
+def fairness_from_counts(
+    counts_d: ArrayLike,
+    counts_a: ArrayLike,
+    types: clusters.UnitTypes | None,
+    *,
+    n_permutations: int = 2000,
+    confidence: float = 0.95,
+    seed: int | np.random.SeedSequence,
+    n_resamples: int = 2000,
+) -> tuple[MetricResult, ...]:
+    """:func:`fairness_metrics` from the groups' oriented ``(TN, FP, FN, TP)`` counts and, when
+    some unit repeats, the units' two-group types (else None): what the rows reduce to."""
     checks.check_positive_int("n_permutations", n_permutations)
     checks.check_confidence(confidence)
-    types = _fairness_types(y_true, y_pred, disadvantaged, units)
     if types is not None:
         checks.check_positive_int("n_resamples", n_resamples)
-    tests = _AttributeTests(counts_d, counts_a, types, n_permutations=n_permutations,
-                            n_resamples=n_resamples, seed=seed)
+    tests = _AttributeTests(np.asarray(counts_d, dtype=np.int64),
+                            np.asarray(counts_a, dtype=np.int64), types,
+                            n_permutations=n_permutations, n_resamples=n_resamples, seed=seed)
     return tuple(_metric_result(metric, tests, confidence=confidence)
                  for metric in FAIRNESS_METRICS)
 

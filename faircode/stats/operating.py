@@ -34,6 +34,7 @@ __all__ = [
     "UNFITTABLE_NOTE",
     "OperatingPoint",
     "is_degenerate",
+    "operating_from_counts",
     "operating_point_metrics",
     "undefined_metrics",
 ]
@@ -131,10 +132,31 @@ def operating_point_metrics(
     y = checks.as_binary("y_true", y_true)
     yhat = checks.as_binary("y_pred", y_pred)
     checks.check_lengths(y_true=y, y_pred=yhat)
+    sizes: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {}
+    for attribute, mask in groups.items():
+        dis = checks.as_mask(attribute, mask)
+        checks.check_lengths(y_pred=yhat, disadvantaged=dis)
+        d, a = int(dis.sum()), int((~dis).sum())
+        sizes[attribute] = ((d, int(yhat[dis].sum())), (a, int(yhat[~dis].sum())))
+    return operating_from_counts(resampling.confusion_counts(y, yhat), sizes,
+                                 n_resamples=n_resamples, confidence=confidence, seed=seed)
+
+
+def operating_from_counts(
+    counts: ArrayLike,
+    groups: Mapping[str, tuple[tuple[int, int], tuple[int, int]]],
+    *,
+    n_resamples: int,
+    confidence: float,
+    seed: int | np.random.SeedSequence,
+) -> tuple[OperatingPoint, ...]:
+    """:func:`operating_point_metrics` from the set's ``(TN, FP, FN, TP)`` counts (label coding)
+    and per attribute ``((rows, decided 1), (rows, decided 1))`` of its disadvantaged and
+    advantaged groups."""
     checks.check_positive_int("n_resamples", n_resamples)
     checks.check_confidence(confidence)
-    counts = resampling.confusion_counts(y, yhat)
-    n, nan = int(y.size), float("nan")
+    counts = np.asarray(counts, dtype=np.int64)
+    n, nan = int(counts.sum()), float("nan")
     rng = np.random.default_rng(child_seed(seed, 0))
     draws = resampling.bootstrap_counts(counts, n_resamples=n_resamples, rng=rng) if n else None
     out: list[OperatingPoint] = []
@@ -145,12 +167,9 @@ def operating_point_metrics(
             continue
         low, high = resampling.percentile_interval(fn(draws), confidence=confidence)
         out.append(OperatingPoint(name, value, low, high, n))
-    for attribute, mask in groups.items():
-        dis = checks.as_mask(attribute, mask)
-        checks.check_lengths(y_pred=yhat, disadvantaged=dis)
-        for side, rows in (("disadvantaged", dis), ("advantaged", ~dis)):
-            size = int(rows.sum())
-            rate = float(yhat[rows].mean()) if size else nan
+    for attribute, sides in groups.items():
+        for side, (size, decided) in zip(("disadvantaged", "advantaged"), sides, strict=True):
+            rate = decided / size if size else nan
             out.append(OperatingPoint(f"selection_rate_{side}", rate, nan, nan, size,
                                       protected_attribute=attribute,
                                       note="" if size else "insufficient_data"))

@@ -3,8 +3,10 @@
 Split from :mod:`faircode.stats.metrics` (which re-exports everything here) because performance is
 one concept and group fairness another.  Accuracy and F1 take the multinomial count bootstrap
 (whole units resampled when units repeat, :mod:`faircode.stats.clusters`); AUC takes DeLong's
-closed-form variance.  Seeds: metric ``k`` (its index in ``accuracy, auc, f1``) uses
-``child_seed(seed, k)`` for rows or ``child_seed(seed, k, 1)`` for repeated units.
+closed-form variance, computed exactly from the table of distinct scores
+(:func:`faircode.stats.score_table.auc_from_table`), so a streamed log gives the same bits.
+Seeds: metric ``k`` (its index in ``accuracy, auc, f1``) uses ``child_seed(seed, k)`` for rows
+or ``child_seed(seed, k, 1)`` for repeated units.
 """
 
 from __future__ import annotations
@@ -14,15 +16,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numpy.typing import ArrayLike
 
 from faircode.core import checks
 from faircode.core.errors import describe
 from faircode.core.seeds import child_seed
 from faircode.stats import _metric_defs as defs
 from faircode.stats import clusters, resampling
+from faircode.stats.score_table import auc_from_table, table_from_rows
 
-__all__ = ["PERFORMANCE_METRICS", "PerformanceResult", "performance_metrics"]
+__all__ = ["PERFORMANCE_METRICS", "PerformanceResult", "performance_from_counts",
+           "performance_metrics"]
 
 PERFORMANCE_METRICS: tuple[str, ...] = ("accuracy", "auc", "f1")
 
@@ -71,20 +75,46 @@ def performance_metrics(
     y = checks.as_binary("y_true", y_true)
     yhat = checks.as_binary("y_pred", y_pred)
     checks.check_lengths(y_true=y, y_pred=yhat)
-    checks.check_positive_int("n_resamples", n_resamples)
-    checks.check_confidence(confidence)
     counts = resampling.confusion_counts(y, yhat)
     n = int(y.size)
     inverse = clusters.repeated_units(units, n)
     types = None if inverse is None else clusters.unit_types(clusters.unit_counts(
         y, yhat, np.zeros(n, dtype=np.int64), inverse, n_groups=1))
+    auc = None
+    if y_score is not None:
+        score = np.asarray(y_score, dtype=np.float64)
+        if score.ndim != 1 or not np.all(np.isfinite(score)):
+            raise ValueError(
+                f"y_score: expected a 1-D array of finite floats, got {describe(y_score)}"
+            )
+        checks.check_lengths(y_true=y, y_score=score)
+        auc = auc_from_table(table_from_rows(score, y, 2), np.array([0, 1]))
+    return performance_from_counts(counts, types, auc, n_resamples=n_resamples,
+                                   confidence=confidence, seed=seed)
+
+
+def performance_from_counts(
+    counts: ArrayLike,
+    types: clusters.UnitTypes | None,
+    auc: tuple[float, float] | None,
+    *,
+    n_resamples: int = 2000,
+    confidence: float = 0.95,
+    seed: int | np.random.SeedSequence,
+) -> tuple[PerformanceResult, ...]:
+    """:func:`performance_metrics` from the set's ``(TN, FP, FN, TP)`` counts, the units' types
+    (None: rows independent) and DeLong's ``(AUC, variance)`` (None: no score;
+    :func:`faircode.stats.score_table.auc_from_table`)."""
+    checks.check_positive_int("n_resamples", n_resamples)
+    checks.check_confidence(confidence)
+    counts = np.asarray(counts, dtype=np.int64)
     accuracy = _bootstrapped(0, "accuracy", defs.accuracy, "insufficient_data", counts=counts,
                              types=types, n_resamples=n_resamples, confidence=confidence,
                              seed=seed)
     f1 = _bootstrapped(2, "f1", _f1, "undefined_no_positives", counts=counts, types=types,
                        n_resamples=n_resamples, confidence=confidence, seed=seed)
-    auc = _auc(y, y_score, confidence=confidence, clustered=types is not None)
-    return (accuracy, auc, f1)
+    return (accuracy, _auc(int(counts.sum()), auc, confidence=confidence,
+                           clustered=types is not None), f1)
 
 
 def _f1(c: defs.Counts) -> defs.Floats:
@@ -117,20 +147,13 @@ def _bootstrapped(
     return PerformanceResult(name, value, low, high, n, "")
 
 
-def _auc(
-    y: NDArray[np.int8], y_score: ArrayLike | None, *, confidence: float, clustered: bool
-) -> PerformanceResult:
+def _auc(n: int, auc: tuple[float, float] | None, *, confidence: float,
+         clustered: bool) -> PerformanceResult:
     """AUC with DeLong's interval clipped to [0, 1] (notes in :func:`performance_metrics`)."""
-    n, nan = int(y.size), float("nan")
-    if y_score is None:
+    nan = float("nan")
+    if auc is None:
         return PerformanceResult("auc", nan, nan, nan, n, "no_scores")
-    score = np.asarray(y_score, dtype=np.float64)
-    if score.ndim != 1 or not np.all(np.isfinite(score)):
-        raise ValueError(
-            f"y_score: expected a 1-D array of finite floats, got {describe(y_score)}"
-        )
-    checks.check_lengths(y_true=y, y_score=score)
-    value, variance = resampling.delong_auc(y, score)
+    value, variance = auc
     if np.isnan(value):
         return PerformanceResult("auc", nan, nan, nan, n, "single_class")
     if np.isnan(variance):

@@ -1,0 +1,390 @@
+"""A decision log that carries its own groups: its declaration, and its rows read in chunks.
+
+A deployed system's log -- every loan, claim or moderation decision of a quarter, with the
+applicant's groups and the observed outcome -- is audited from a small YAML declaration, no raw
+dataset to fetch::
+
+    name: loans_2024q3            # the results folder (a folder-safe id)
+    log: {path: decisions.parquet, sha256: ...}   # relative to this file; sha256 optional
+    target: {column: repaid, method: binary, favourable: 1}
+    system:                       # the audited system: how a column is its 0/1 decision
+      name: scorecard
+      decision: {column: approved, equals: 1}
+      score: {column: risk, scale: probability}   # optional
+    unit: customer_id             # optional: rows of one customer are one unit
+    protected_attributes:
+      - {name: sex, type: categorical, column: sex, disadvantaged_values: [F]}
+    row_filters: [{column: channel, equals: online}]   # optional
+
+:func:`load_log` validates it with the manifest's own parsers
+(:mod:`faircode.audit._manifest_parse`: the same keys, rules and one-line errors naming the
+file and key path) and returns a
+:class:`~faircode.audit.manifest.Manifest` whose dataset is the log and whose ``system`` is the
+audited system, so everything downstream (run.json, the report, MLflow) treats it as an audit
+whose deployed system is scored on every row.  :class:`LogReader` reads the log's rows in
+chunks (:mod:`faircode.audit.table_file`) and turns each into arrays: label, decision, score,
+disadvantaged masks, unit keys.
+
+Design decisions
+----------------
+* **One pass, so only row-wise rules**: a target of method ``above_median``/``quantile`` or a
+  ``first_by`` filter needs every row before the first can be labelled, and is refused (cut the
+  target at a declared ``threshold``; de-duplicate the log first).
+* **Rows are kept as a manifest keeps them**: filters, then a derivable target, then a row every
+  attribute classifies (the counts of each step are ``run.json``'s ``rows.steps``); a missing
+  decision, score or unit on a kept row is an error naming its line, never a dropped row.
+* **One type per interpreted column**: a group, label, unit or score column whose values change
+  kind between chunks (numbers, then text) is refused
+  (:class:`~faircode.audit.table_file.TypeGuard`), since numbers and text compare differently.
+* **Unit keys**: integer ids are used as they are; text ids by their 64-bit hash
+  (``pandas.util.hash_array``; two ids share one with probability below ``U² / 2⁶⁵``, 3·10⁻⁶ for
+  10⁷ units), the same in the streamed and the in-memory path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath, PureWindowsPath
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from faircode.audit._data_columns import (
+    check_declared_numbers,
+    derive_target,
+    disadvantaged_mask,
+    filter_mask,
+    is_numeric_column,
+)
+from faircode.audit._manifest_parse import (
+    _parse_attributes,
+    _parse_filter,
+    _parse_name,
+    _parse_target,
+)
+from faircode.audit._manifest_system import parse_system
+from faircode.audit._manifest_types import _SHA_RE, DatasetSpec, Manifest
+from faircode.audit.fetch import sha256_file
+from faircode.audit.outputs import check_scores, python_value
+from faircode.audit.table_file import ROWS, Chunk, TableFile, TypeGuard, open_table
+from faircode.core.errors import ChecksumError, DataError, ManifestError, describe
+from faircode.core.schema import Checker, read_yaml
+
+__all__ = ["LogChunk", "LogReader", "LogRecord", "SystemRecord", "is_log_declaration",
+           "load_log", "table_sha256"]
+
+_TOP = {"name": True, "title": False, "log": True, "random_state": False, "row_filters": False,
+        "target": True, "protected_attributes": True, "unit": False, "system": True}
+_LOG = {"path": True, "sha256": False}
+_ONE_PASS_TARGETS = ("binary", "equals", "isin", "threshold")
+_FLAGGED = "\0decided 1"  # a counts key no step can have
+
+
+def is_log_declaration(path: Path) -> bool:
+    """Whether the YAML file at ``path`` is a log declaration (it has a top-level ``log:``)."""
+    try:
+        doc = read_yaml(path, error=ManifestError)
+    except (ManifestError, OSError):
+        return False
+    return isinstance(doc, dict) and "log" in doc and "dataset" not in doc
+
+
+def load_log(path: Path | str) -> Manifest:
+    """Validate the log declaration at ``path`` (module docstring) into a manifest."""
+    file = Path(path)
+    c = Checker(file)
+    try:
+        doc = read_yaml(file, error=ManifestError)
+    except OSError as exc:
+        raise ManifestError(f"{file}: cannot be read: {exc.__class__.__name__}: {exc}") from None
+    if not isinstance(doc, dict):
+        raise c.fail("top level", "a YAML mapping", doc)
+    data = c.mapping(doc, "", _TOP)
+    name, title = _parse_name(c, data)
+    random_state = data.get("random_state", 42)
+    if isinstance(random_state, bool) or not isinstance(random_state, int) or \
+            not 0 <= random_state < 2**32:
+        raise c.fail("random_state", "an integer in [0, 2**32)", random_state)
+    raw_filters = data.get("row_filters") or []
+    if not isinstance(raw_filters, list):
+        raise c.fail("row_filters", "a list", raw_filters)
+    filters = tuple(_parse_filter(c, f, f"row_filters[{i}]") for i, f in enumerate(raw_filters))
+    for i, f in enumerate(filters):
+        if f.operator == "first_by":
+            raise c.fail(f"row_filters[{i}].first_by", "a row-wise filter in a decision log "
+                         "(read in one pass: de-duplicate the log first)", f.value)
+    target = _parse_target(c, data["target"])
+    if target.method not in _ONE_PASS_TARGETS:
+        raise c.fail("target.method", f"one of {', '.join(_ONE_PASS_TARGETS)} in a decision "
+                     "log (read in one pass)", target.method)
+    attributes = _parse_attributes(c, data["protected_attributes"])
+    unit = c.optional_string(data.get("unit"), "unit")
+    roles = {**({unit: "the unit (unit)"} if unit else {}), target.column: "the target column",
+             **{a.column: "a protected attribute's column" for a in attributes}}
+    system = parse_system(c, data["system"], roles=roles, target=target.column)
+    return Manifest(name=name, title=title, file=file, dataset=_parse_log(c, data["log"], unit),
+                    random_state=random_state, test_size=0.5, row_filters=filters,
+                    target=target, protected_attributes=attributes, core_features=(),
+                    system=system)
+
+
+def _parse_log(c: Checker, raw: object, unit: str | None) -> DatasetSpec:
+    data = c.mapping(raw, "log", _LOG)
+    declared = c.string(data["path"], "log.path")
+    absolute = PurePosixPath(declared).is_absolute() or PureWindowsPath(declared).is_absolute()
+    resolved = Path(declared) if absolute else (c.file.parent / declared)
+    sha = data.get("sha256")
+    if sha is not None and (not isinstance(sha, str) or not _SHA_RE.match(sha)):
+        raise c.fail("log.sha256", "64 lowercase hex digits", sha)
+    return DatasetSpec(path=resolved.resolve(), declared_path=declared, sha256=sha, unit=unit)
+
+
+@dataclass(frozen=True, slots=True)
+class SystemRecord:
+    """What ``run.json`` says of an audited system: name, title, decision rule, score scale."""
+
+    name: str
+    title: str
+    rule: str
+    scale: str | None
+    outcome: bool = False
+    """Whether the decision is the recorded outcome (a log's never is: it has its target)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogChunk:
+    """One chunk's kept rows: label, decision (target coding), score, masks, unit keys."""
+
+    y: np.ndarray
+    decision: np.ndarray
+    masks: tuple[np.ndarray, ...]
+    units: np.ndarray | None
+    score: np.ndarray | None
+
+    def __len__(self) -> int:
+        return int(self.y.size)
+
+
+@dataclass(slots=True)
+class LogRecord:
+    """The log's rows after each step (``run.json`` ``rows.steps``) and its system's record;
+    what :func:`faircode.evaluate.write.write_audit` reads of an audit."""
+
+    manifest: Manifest
+    sha256: str
+    system: SystemRecord
+    counts: dict[str, int] = field(default_factory=dict)
+    flagged: int = 0
+
+    @property
+    def steps(self) -> tuple[tuple[str, int], ...]:
+        """The rows after each step."""
+        return tuple(self.counts.items())
+
+    @property
+    def n_rows(self) -> int:
+        """Rows audited."""
+        return list(self.counts.values())[-1] if self.counts else 0
+
+    @property
+    def train_index(self) -> range:
+        """No row is a training row."""
+        return range(0)
+
+    @property
+    def test_index(self) -> range:
+        """Every audited row is scored."""
+        return range(self.n_rows)
+
+
+class LogReader:
+    """The rows of a declared log (:func:`load_log`), read and interpreted chunk by chunk."""
+
+    def __init__(self, manifest: Manifest, *, chunk_rows: int = ROWS,
+                 verify: bool = True) -> None:
+        if manifest.system is None:
+            raise ValueError(f"{manifest.file}: expected a log declaration with a system")
+        self.manifest, self.chunk_rows = manifest, chunk_rows
+        self.table: TableFile = open_table(manifest.dataset.path)
+        sha256 = table_sha256(self.table) if verify else ""
+        if verify and manifest.dataset.sha256 is not None and sha256 != manifest.dataset.sha256:
+            raise ChecksumError(f"{self.table.path}: sha256: expected "
+                                f"{manifest.dataset.sha256} (log.sha256), got {sha256}")
+        self.columns = _log_columns(manifest)
+        for column, where in self.columns.items():
+            if column not in self.table.columns:
+                raise DataError(f"{manifest.file}: {where}: expected a column of "
+                                f"{self.table.path.name}, got {describe(column)}")
+        system = manifest.system
+        self.record = LogRecord(manifest, sha256, SystemRecord(
+            system.name, system.title, system.decision.describe(),
+            None if system.score is None else system.score.scale))
+
+    def chunks(self) -> Iterator[LogChunk]:
+        """Every chunk's kept rows; the step counts are in :attr:`record` afterwards."""
+        counts: dict[str, int] = {}
+        yield from self.interpreted(self.table.chunks(list(self.columns), rows=self.chunk_rows),
+                                    counts)
+        self.record.counts, self.record.flagged = counts, counts.pop(_FLAGGED, 0)
+        self.check_totals()
+
+    def shard(self, file: Path, row_groups: Sequence[int], start: int,
+              counts: dict[str, int]) -> Iterator[LogChunk]:
+        """The kept rows of ``row_groups`` of one Parquet ``file`` (whose first row is data row
+        ``start`` of it), adding the step counts to ``counts`` (a Dask shard)."""
+        yield from self.interpreted(self.table.row_group_chunks(
+            file, row_groups, start, list(self.columns), rows=self.chunk_rows), counts)
+
+    def interpreted(self, chunks: Iterable[Chunk], counts: dict[str, int]) -> Iterator[LogChunk]:
+        """``chunks`` interpreted, the step counts (and decided 1) added to ``counts``."""
+        guard = TypeGuard(self.table, _guarded(self.manifest))
+        for chunk in chunks:
+            guard.check(chunk)
+            part, steps = self._interpret(chunk)
+            for name, n in steps:
+                counts[name] = counts.get(name, 0) + n
+            counts[_FLAGGED] = counts.get(_FLAGGED, 0) + int(part.decision.sum())
+            yield part
+
+    def _interpret(self, chunk: Chunk) -> tuple[LogChunk, list[tuple[str, int]]]:
+        manifest, frame = self.manifest, chunk.frame
+        rows = np.arange(len(frame))
+        steps = [("loaded", len(frame))]
+        keep = np.ones(len(frame), dtype=bool)
+        for i, row_filter in enumerate(manifest.row_filters, start=1):
+            keep &= filter_mask(row_filter, frame[row_filter.column])
+            steps.append((f"filter {i}: {row_filter.describe()}", int(keep.sum())))
+        frame, rows = frame[keep].reset_index(drop=True), rows[keep]
+        names = _Names(self.table, chunk, rows)
+        check_declared_numbers(manifest, frame, rows=names, file=self.table.path)
+        label, derivable = derive_target(manifest.target, frame[manifest.target.column],
+                                         where=f"{manifest.file}: target")
+        steps.append(("target derivable", int(derivable.sum())))
+        frame, label, rows = frame[derivable].reset_index(drop=True), label[derivable], \
+            rows[derivable]
+        classified = np.ones(len(frame), dtype=bool)
+        masks = []
+        for attribute in manifest.protected_attributes:
+            mask, ok = disadvantaged_mask(attribute, frame[attribute.column])
+            masks.append(mask)
+            classified &= ok
+        steps.append(("classified by every attribute", int(classified.sum())))
+        frame, rows = frame[classified].reset_index(drop=True), rows[classified]
+        names = _Names(self.table, chunk, rows)
+        decision, score = self._outputs(frame, names)
+        units = None if manifest.unit is None else self._units(frame[manifest.unit], names)
+        return LogChunk(label[classified].astype(np.int8), decision,
+                        tuple(m[classified] for m in masks), units, score), steps
+
+    def _outputs(self, frame: pd.DataFrame, names: _Names) -> tuple[np.ndarray,
+                                                                    np.ndarray | None]:
+        system = self.manifest.system
+        assert system is not None
+        rule, values = system.decision, frame[system.decision.column]
+        at = f"{self.table.path}: {{}}: column {rule.column!r} (system.decision.column)"
+        present = values.notna().to_numpy(dtype=bool)
+        if not present.all():
+            i = int(np.flatnonzero(~present)[0])
+            raise DataError(f"{at.format(names[i])}: expected a decision value in every row "
+                            "of the audit, got a missing value")
+        if rule.method == "threshold" and not is_numeric_column(values):
+            i = int(np.flatnonzero(present)[0])
+            raise DataError(f"{at.format(names[i])}: expected a number for a threshold rule, "
+                            f"got {describe(python_value(values.iloc[i]))}")
+        decision, _ = derive_target(rule, values, where=f"{self.manifest.file}: system.decision")
+        score = None
+        if system.score is not None:
+            score = check_scores(frame[system.score.column], scale=system.score.scale,
+                                 rows=names, at=f"{self.table.path}: {{}}: column "
+                                                f"{system.score.column!r} (system.score.column)")
+        return decision.astype(np.int8), score
+
+    def _units(self, values: pd.Series, names: _Names) -> np.ndarray:
+        present = values.notna().to_numpy(dtype=bool)
+        at = f"{self.table.path}: {{}}: column {values.name!r} (unit)"
+        if not present.all():
+            i = int(np.flatnonzero(~present)[0])
+            raise DataError(f"{at.format(names[i])}: expected a unit in every row, got a "
+                            "missing value")
+        if is_numeric_column(values):
+            nums = values.to_numpy()
+            if np.issubdtype(nums.dtype, np.integer):
+                return nums.astype(np.int64)
+            whole = np.isfinite(nums) & (nums == np.round(nums)) & (np.abs(nums) < 2.0**63)
+            if not whole.all():
+                i = int(np.flatnonzero(~whole)[0])
+                raise DataError(f"{at.format(names[i])}: expected an integer or text unit id, "
+                                f"got {describe(float(nums[i]))}")
+            return nums.astype(np.int64)
+        hashed = pd.util.hash_array(values.astype(str).to_numpy(dtype=object))
+        return hashed.view(np.int64)
+
+    def check_totals(self) -> None:
+        """Refuse a log with no row left or a decision rule matching none of them."""
+        manifest, n = self.manifest, self.record.n_rows
+        if n == 0:
+            raise DataError(f"{manifest.file}: expected rows of {self.table.path.name} to remain "
+                            "after the filters, got 0 rows")
+        assert manifest.system is not None
+        if self.record.flagged == 0:
+            raise DataError(f"{manifest.file}: system.decision: expected a rule matching some of "
+                            f"the log's {n:,} rows, got none for "
+                            f"{manifest.system.decision.describe()}")
+
+
+def table_sha256(table: TableFile) -> str:
+    """The sha256 of a log file, or of a folder's files (each file's name and digest, in
+    order)."""
+    if table.files == (table.path,):
+        return sha256_file(table.path)
+    import hashlib
+
+    digest = hashlib.sha256()
+    for file in table.files:
+        digest.update(f"{file.name}\t{sha256_file(file)}\n".encode())
+    return digest.hexdigest()
+
+
+def _log_columns(manifest: Manifest) -> dict[str, str]:
+    """Every column read from the log, mapped to the declaration key naming it."""
+    where: dict[str, str] = {}
+    for i, f in enumerate(manifest.row_filters):
+        where.setdefault(f.column, f"row_filters[{i}].column")
+    where.setdefault(manifest.target.column, "target.column")
+    for i, a in enumerate(manifest.protected_attributes):
+        where.setdefault(a.column, f"protected_attributes[{i}].column")
+    if manifest.unit is not None:
+        where.setdefault(manifest.unit, "unit")
+    assert manifest.system is not None
+    where.setdefault(manifest.system.decision.column, "system.decision.column")
+    if manifest.system.score is not None:
+        where.setdefault(manifest.system.score.column, "system.score.column")
+    return where
+
+
+def _guarded(manifest: Manifest) -> dict[str, str]:
+    """The interpreted columns whose kind may not change between chunks."""
+    guarded = {manifest.target.column: "target.column"}
+    for i, a in enumerate(manifest.protected_attributes):
+        guarded.setdefault(a.column, f"protected_attributes[{i}].column")
+    if manifest.unit is not None:
+        guarded.setdefault(manifest.unit, "unit")
+    assert manifest.system is not None
+    if manifest.system.score is not None:
+        guarded.setdefault(manifest.system.score.column, "system.score.column")
+    return guarded
+
+
+class _Names(Sequence[str]):
+    """``names[i]``: where kept row ``i`` of a chunk is in the file (made only when shown)."""
+
+    def __init__(self, table: TableFile, chunk: Chunk, rows: np.ndarray) -> None:
+        self.table, self.chunk, self.rows = table, chunk, rows
+
+    def __len__(self) -> int:
+        return int(self.rows.size)
+
+    def __getitem__(self, i: Any) -> str:
+        return self.table.where(self.chunk.file, self.chunk.start + int(self.rows[int(i)]))

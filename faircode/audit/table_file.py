@@ -1,0 +1,366 @@
+"""A table file read in chunks: CSV (plain or compressed) or Parquet (a file or a folder of files).
+
+What a decision log or a predictions file is read through (:mod:`faircode.audit.logs`,
+:mod:`faircode.audit.predictions_file`).  :func:`open_table` checks the header, and
+:meth:`TableFile.chunks` yields the named columns ``rows`` rows at a time, each chunk knowing
+the position of its first row, so memory does not grow with the file.
+
+Design decisions
+----------------
+* **Formats by suffix**: ``.csv`` (UTF-8, comma, one header row), ``.csv.gz``, ``.csv.bz2``,
+  ``.csv.xz``, ``.csv.zst`` (decompressed as a stream by pyarrow), ``.parquet``/``.pq``, or a
+  folder of ``*.parquet`` files (read in name order: a partitioned log, one shard per file and
+  row group for the Dask reduction, :mod:`faircode.grid.dask_reduce`).
+* **A column name is a name once**: a header naming a column twice is refused (pandas would
+  rename the second ``decision.1`` and the first would be audited silently).
+* **Rows are named where they are**: ``line N`` of a CSV file -- the physical line, found by
+  re-scanning the file only when an error is reported (:meth:`TableFile.where`), so no string
+  is kept per row -- or ``row N`` of a Parquet file (``<file>: row N`` in a folder).  A row of
+  another width is pandas' own tokenizer error, turned into that one line.
+* **One type per column** (:class:`TypeGuard`): a CSV chunk is typed on its own, so a column
+  whose first rows are numbers and a later row text (``1`` then ``F``) would be compared as
+  numbers in one chunk and as text in another; a column a reader interprets (a group, the
+  label, the unit, the score) is refused at the first row of another kind, naming it.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pandas.api.types import is_bool_dtype, is_numeric_dtype
+
+from faircode.core.errors import DataError, describe
+
+__all__ = ["CSV_SUFFIXES", "PARQUET_SUFFIXES", "Chunk", "TableFile", "TypeGuard", "open_table",
+           "table_suffix"]
+
+CSV_SUFFIXES: tuple[str, ...] = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst")
+PARQUET_SUFFIXES: tuple[str, ...] = (".parquet", ".pq")
+_COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma", ".zst": "zstd"}
+_CSV = "to parse as CSV (comma-separated, UTF-8, one header row)"
+ROWS = 1_000_000
+"""Rows per chunk by default."""
+_HEADER_BYTES = 1 << 20
+
+
+def table_suffix(path: Path) -> str | None:
+    """The recognised suffix of ``path`` (lower case), or None; a folder is ``"/"``."""
+    if path.is_dir():
+        return "/"
+    name = path.name.lower()
+    for suffix in (*CSV_SUFFIXES[1:], *CSV_SUFFIXES[:1], *PARQUET_SUFFIXES):
+        if name.endswith(suffix):
+            return suffix
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """Consecutive rows of one file: the named columns, the file and its first row (0-based)."""
+
+    frame: pd.DataFrame
+    file: Path
+    start: int
+
+    def __len__(self) -> int:
+        return len(self.frame)
+
+
+class TableFile:
+    """A checked table file (:func:`open_table`): its header and its rows in chunks."""
+
+    def __init__(self, path: Path, files: tuple[Path, ...], columns: tuple[str, ...],
+                 csv_format: bool) -> None:
+        self.path, self.files, self.columns, self.is_csv = path, files, columns, csv_format
+
+    def chunks(self, columns: Sequence[str], *, rows: int = ROWS) -> Iterator[Chunk]:
+        """The named columns, ``rows`` rows at a time (a Parquet row group may give fewer)."""
+        if self.is_csv:
+            yield from self._csv_chunks(list(columns), rows)
+            return
+        import pyarrow.parquet as pq
+
+        for file in self.files:
+            start = 0
+            try:
+                for batch in pq.ParquetFile(file).iter_batches(batch_size=rows,
+                                                              columns=list(columns)):
+                    frame = batch.to_pandas()
+                    yield Chunk(frame, file, start)
+                    start += len(frame)
+            except (OSError, ValueError) as exc:
+                raise DataError(f"{file}: expected a parquet file, got {type(exc).__name__}: "
+                                f"{' '.join(str(exc).split())}") from None
+
+    def row_groups(self) -> list[tuple[Path, int, int]]:
+        """Every Parquet row group: ``(file, index, rows)``, in file and group order."""
+        import pyarrow.parquet as pq
+
+        if self.is_csv:
+            raise DataError(f"{self.path}: expected a Parquet log (a .parquet file or a folder of "
+                            "them) to shard, got a CSV file")
+        out = []
+        for file in self.files:
+            meta = pq.ParquetFile(file).metadata
+            out += [(file, g, meta.row_group(g).num_rows) for g in range(meta.num_row_groups)]
+        return out
+
+    def row_group_chunks(self, file: Path, groups: Sequence[int], start: int,
+                         columns: Sequence[str], *, rows: int = ROWS) -> Iterator[Chunk]:
+        """The named columns of some row groups of one Parquet ``file`` (first row ``start``)."""
+        import pyarrow.parquet as pq
+
+        for batch in pq.ParquetFile(file).iter_batches(batch_size=rows, row_groups=list(groups),
+                                                      columns=list(columns)):
+            frame = batch.to_pandas()
+            yield Chunk(frame, file, start)
+            start += len(frame)
+
+    def _csv_chunks(self, columns: list[str], rows: int) -> Iterator[Chunk]:
+        import pyarrow as pa
+        import pyarrow.csv as pc
+
+        options = pc.ConvertOptions(include_columns=columns, strings_can_be_null=True,
+                                    column_types={c: pa.string() for c in columns})
+        read = pc.ReadOptions(block_size=max(1 << 20, min(rows * 64, 1 << 28)))
+        parse = pc.ParseOptions(newlines_in_values=True)
+        start = 0
+        try:
+            with _open_text(self.path) as handle:
+                for batch in pc.open_csv(handle, read_options=read, parse_options=parse,
+                                         convert_options=options):
+                    for first in range(0, batch.num_rows, rows):  # chunks of at most rows
+                        piece = batch.slice(first, rows)
+                        frame = pd.DataFrame({c: _typed(piece.column(c).to_pandas())
+                                              for c in columns})
+                        yield Chunk(frame, self.path, start)
+                        start += len(frame)
+        except pa.ArrowInvalid as exc:
+            raise self._parse_error(exc) from None
+        except (UnicodeDecodeError, OSError) as exc:
+            raise DataError(f"{self.path}: expected {self.path.name} {_CSV}, got "
+                            f"{type(exc).__name__}: {' '.join(str(exc).split())}") from None
+
+    def _parse_error(self, exc: Exception) -> DataError:
+        """pyarrow's parse error as one line: a row of another width names its line."""
+        text = " ".join(str(exc).split())
+        if "Expected" in text and "columns" in text:
+            line, got = _ragged_line(self.path, len(self.columns))
+            if line:
+                return DataError(f"{self.path}: line {line}: expected {len(self.columns)} fields "
+                                 f"as in the header, got {got}")
+        return DataError(f"{self.path}: expected {self.path.name} {_CSV}, got ArrowInvalid: "
+                         f"{text}")
+
+    def end(self) -> str:
+        """Where a row after the last would be (``line N`` / ``row N``), for "no rows" errors."""
+        if not self.is_csv:
+            return "row 1"
+        with _open_text(self.path) as raw:
+            reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
+            for _ in reader:
+                pass
+            return f"line {reader.line_num + 1}"
+
+    def where(self, file: Path, row: int) -> str:
+        """Where data row ``row`` (0-based) of ``file`` is: ``line N`` or ``row N``."""
+        if not self.is_csv:
+            return f"row {row + 1}" if file == self.path else f"{file.name}: row {row + 1}"
+        return _csv_line(self.path, row)
+
+
+def _open_text(path: Path) -> Any:
+    suffix = table_suffix(path) or ".csv"
+    compression = _COMPRESSION.get(suffix[len(".csv"):]) if suffix != ".csv" else None
+    if compression is None:
+        return open(path, "rb")
+    import pyarrow as pa
+
+    if compression == "lzma":
+        import lzma
+
+        return lzma.open(path, "rb")
+    return pa.input_stream(str(path), compression=compression)
+
+
+def _ragged_line(path: Path, width: int) -> tuple[int, int]:
+    """The first line whose row has not ``width`` fields, and its field count (0, 0: none)."""
+    limit = csv.field_size_limit(2**31 - 1)
+    try:
+        with _open_text(path) as raw:
+            reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
+            ended = 0
+            for fields in reader:
+                start, ended = ended + 1, reader.line_num
+                if fields and len(fields) != width:
+                    return start, len(fields)
+    finally:
+        csv.field_size_limit(limit)
+    return 0, 0
+
+
+def _typed(values: pd.Series) -> pd.Series:
+    """A chunk's text column as numbers when every present value is one (as pandas' reader
+    types a column), else as text."""
+    present = values.notna()
+    if not present.any():
+        return values.astype(object)
+    numbers = pd.to_numeric(values, errors="coerce")
+    if numbers.notna().sum() == present.sum():
+        return numbers
+    return values
+
+
+def _csv_line(path: Path, row: int) -> str:
+    """The physical line of data row ``row`` (blank lines skipped, quoted newlines counted)."""
+    limit = csv.field_size_limit(2**31 - 1)
+    try:
+        with _open_text(path) as raw:
+            reader = csv.reader(io.TextIOWrapper(raw, encoding="utf-8", newline=""))
+            seen, ended = -1, 0  # -1: the header row is not a data row
+            for fields in reader:
+                start, ended = ended + 1, reader.line_num
+                if not fields:
+                    continue
+                if seen == row:
+                    return f"line {start}"
+                seen += 1
+    finally:
+        csv.field_size_limit(limit)
+    return f"data row {row + 1}"
+
+
+def open_table(path: Path | str) -> TableFile:
+    """Check ``path`` (a recognised table, its header naming each column once) and open it.
+
+    Raises :class:`DataError` for a missing file, an unknown suffix, an unreadable header, a
+    repeated column name and a folder without Parquet files.
+    """
+    path = Path(path)
+    suffix = table_suffix(path)
+    if path.exists() and not (path.is_file() or path.is_dir()):
+        raise DataError(f"{path}: expected a regular file, got {_special(path)}")
+    if suffix is None:
+        if not path.exists():
+            raise DataError(f"{path}: expected a predictions file, got no such file")
+        raise DataError(f"{path}: expected a file ending in {', '.join(CSV_SUFFIXES)}, "
+                        f"{', '.join(PARQUET_SUFFIXES)} or a folder of .parquet files, got "
+                        f"{describe(path.suffix)}")
+    if suffix != "/" and not path.is_file():
+        raise DataError(f"{path}: expected a predictions file, got no such file")
+    if suffix in CSV_SUFFIXES:
+        return TableFile(path, (path,), _csv_header(path), True)
+    files = (path,) if suffix != "/" else tuple(sorted(path.glob("*.parquet")))
+    if not files:
+        raise DataError(f"{path}: expected a folder of .parquet files, got none in it")
+    return TableFile(path, files, _parquet_header(files), False)
+
+
+def _special(path: Path) -> str:
+    import stat
+
+    mode = path.stat().st_mode
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "a special file"
+
+
+def _csv_header(path: Path) -> tuple[str, ...]:
+    """The header row's names (refusing a repeated name), from at most the first MiB."""
+    try:
+        with _open_text(path) as raw:
+            text = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+            head = text.read(_HEADER_BYTES)
+    except (UnicodeDecodeError, OSError) as exc:
+        raise DataError(f"{path}: expected {path.name} {_CSV}, got {type(exc).__name__}: "
+                        f"{' '.join(str(exc).split())}") from None
+    rows = (r for r in csv.reader(io.StringIO(head)) if r)
+    names = next(rows, None)
+    if names is None:
+        raise DataError(f"{path}: expected {path.name} {_CSV}, got EmptyDataError: No columns "
+                        "to parse from file")
+    _check_unique(path, list(names), "line 1")
+    return tuple(names)
+
+
+def _parquet_header(files: Sequence[Path]) -> tuple[str, ...]:
+    import pyarrow.parquet as pq
+
+    header: tuple[str, ...] | None = None
+    for file in files:
+        try:
+            names = tuple(pq.read_schema(file).names)
+        except Exception as exc:  # pyarrow raises several unrelated types for a bad file
+            raise DataError(f"{file}: expected a parquet file, got {type(exc).__name__}: "
+                            f"{' '.join(str(exc).split())}") from None
+        _check_unique(file, list(names), "schema")
+        if header is not None and names != header:
+            raise DataError(f"{file}: schema: expected the columns of {files[0].name} "
+                            f"({', '.join(header)}), got {', '.join(names)}")
+        header = names
+    assert header is not None
+    return header
+
+
+def _check_unique(path: Path, names: list[str], where: str) -> None:
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name in seen:
+            raise DataError(f"{path}: {where}: expected each column name once, got "
+                            f"{describe(name)} twice (columns {seen[name] + 1} and {i + 1})")
+        seen[name] = i
+
+
+def _kind(values: pd.Series) -> str | None:
+    """``number``, ``boolean`` or ``text``; None for a chunk whose column is all missing."""
+    if not values.notna().any():
+        return None
+    if is_bool_dtype(values):
+        return "boolean"
+    return "number" if is_numeric_dtype(values) else "text"
+
+
+@dataclass(slots=True)
+class TypeGuard:
+    """Remembers each guarded column's kind in the first chunk that has a value for it."""
+
+    table: TableFile
+    roles: dict[str, str]
+    kinds: dict[str, str] = field(default_factory=dict)
+
+    def check(self, chunk: Chunk) -> None:
+        """Raise at the first row of ``chunk`` whose column kind differs from the first rows'."""
+        for column, role in self.roles.items():
+            values = chunk.frame[column]
+            kind = _kind(values)
+            if kind is None:
+                continue
+            first = self.kinds.setdefault(column, kind)
+            if kind == first:
+                continue
+            i = _first_of_kind(values, kind)
+            raise DataError(f"{self.table.path}: {self.table.where(chunk.file, chunk.start + i)}"
+                            f": column {column!r} ({role}): expected {first} values as in the "
+                            f"rows before, got {describe(_python(values.iloc[i]))}")
+
+
+def _first_of_kind(values: pd.Series, kind: str) -> int:
+    if kind != "text":
+        return int(np.flatnonzero(values.notna().to_numpy())[0])
+    numbers = pd.to_numeric(values.astype(object), errors="coerce")
+    text = values.notna().to_numpy() & numbers.isna().to_numpy()
+    return int(np.flatnonzero(text)[0]) if text.any() else int(
+        np.flatnonzero(values.notna().to_numpy())[0])
+
+
+def _python(value: object) -> object:
+    return value.item() if isinstance(value, np.generic) else value
