@@ -251,7 +251,8 @@ def effect_q_values(table: pd.DataFrame, *, alpha: float) -> pd.DataFrame:
     for column, q_column in (("p_value", "q_value"), ("equivalence_p_value",
                                                        "equivalence_q_value"),
                              ("swap_p_value", "swap_q_value")):
-        out[q_column] = _family_q(out, column)
+        if column in out:  # at K > 1 the swap test is replicate 0's (rep0_swap_*), kept as is
+            out[q_column] = _family_q(out, column)
     low, high = out["ci_low"].to_numpy(dtype=float), out["ci_high"].to_numpy(dtype=float)
     q = out["q_value"].to_numpy(dtype=float)
     out["significant"] = (np.nan_to_num(q, nan=1.0) < alpha) & ((low > 0) | (high < 0))
