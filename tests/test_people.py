@@ -53,7 +53,7 @@ def toy_csv(n: int = 240) -> str:
 
 DOC: dict[str, Any] = {
     "name": "toy",
-    "dataset": {"path": "../../toy.csv"},
+    "dataset": {"path": "../../data/raw/toy/toy.csv"},
     "test_size": 0.25,
     "target": {"column": "decided", "method": "equals", "value": "yes"},
     "protected_attributes": [{"name": "grp", "type": "categorical", "column": "group",
@@ -69,7 +69,9 @@ def write(root: Path, document: dict[str, Any] | None = None) -> Path:
     """Write the toy CSV and manifest under ``root``; return the manifest's path."""
     root.mkdir(parents=True, exist_ok=True)
     (root / "pyproject.toml").write_text("")
-    (root / "toy.csv").write_text(toy_csv())
+    raw = root / "data" / "raw" / "toy" / "toy.csv"  # where fetch may write it
+    raw.parent.mkdir(parents=True, exist_ok=True)
+    raw.write_text(toy_csv())
     path = root / "audits" / "toy" / "audit.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(document or DOC, sort_keys=False))

@@ -204,8 +204,9 @@ RAW = "id,person,group,age,income,outcome\n" + "".join(
 def toy_audit(root: Path) -> Path:
     """A 300-row toy audit of 100 persons (3 rows each) keyed on ``id``."""
     (root / "pyproject.toml").write_text("")
-    (root / "toy.csv").write_text(RAW)
-    doc = {"name": "toy", "dataset": {"path": "../../toy.csv", "unit": "person"},
+    (root / "data" / "raw" / "toy").mkdir(parents=True)
+    (root / "data" / "raw" / "toy" / "toy.csv").write_text(RAW)  # where fetch may write it
+    doc = {"name": "toy", "dataset": {"path": "../../data/raw/toy/toy.csv", "unit": "person"},
            "target": {"column": "outcome", "method": "equals", "value": "hi"},
            "protected_attributes": [{"name": "grp", "type": "categorical", "column": "group",
                                      "disadvantaged_values": ["a"]},
@@ -218,8 +219,11 @@ def toy_audit(root: Path) -> Path:
     return path
 
 
-def test_a_streamed_predictions_file_writes_the_bytes_of_score_given(tmp_path: Path) -> None:
-    """A shuffled file in 13-row chunks gives score_given's tables on the file read whole."""
+@pytest.mark.parametrize("rows", ["all", "held-out"])
+def test_a_streamed_predictions_file_writes_the_bytes_of_score_given(tmp_path: Path,
+                                                                     rows: str) -> None:
+    """A shuffled file in 13-row chunks gives score_given's tables on the file read whole, on
+    every audit row (--rows all) and on the held-out rows only (the default)."""
     manifest_path = toy_audit(tmp_path)
     rng = np.random.default_rng(4)
     ids = rng.permutation(np.arange(1, 301))
@@ -228,16 +232,21 @@ def test_a_streamed_predictions_file_writes_the_bytes_of_score_given(tmp_path: P
         tmp_path / "p.csv.gz", index=False)
     assert main(["audit", str(manifest_path), "--predictions", str(tmp_path / "p.csv.gz"),
                  "--key", "id", "--decision", "flag", "--score", "prob", "--scale",
-                 "probability", "--name", "m", "--chunk-rows", "13", "--out",
+                 "probability", "--name", "m", "--chunk-rows", "13", "--rows", rows, "--out",
                  str(tmp_path / "stream"), *STATS]) == 0
     config = BenchmarkConfig().replace(n_resamples=60, n_permutations=60)
     data = load_audit(load_manifest(manifest_path), key="id")
     assert data.keys is not None
     found = read_predictions(tmp_path / "p.csv.gz", key="id", rows=data.keys, decision="flag",
                              score="prob", scale="probability")
-    results = score_given(prepare(data), name="m", decision=found.decision, score=found.score,
-                          scale=found.scale, positions=found.positions, stats=config.stats,
-                          degenerate=config.degenerate)
+    keep = np.isin(found.positions, data.test_index) if rows == "held-out" else \
+        np.ones(found.positions.size, dtype=bool)
+    assert found.decision is not None and found.score is not None
+    results = score_given(prepare(data), name="m", decision=found.decision[keep],
+                          score=found.score[keep], scale=found.scale,
+                          positions=found.positions[keep], stats=config.stats,
+                          degenerate=config.degenerate,
+                          row_set="test" if rows == "held-out" else "all")
     write_audit(data, results, config=config, out_dir=tmp_path / "whole",
                 provenance_record=provenance())
     assert tables(tmp_path / "stream" / "toy") == tables(tmp_path / "whole" / "toy")
