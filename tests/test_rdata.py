@@ -36,7 +36,7 @@ FRAME = data_frame(COLUMNS)
 OBJECTS = {"people": FRAME, "other": RVector("double", [1.0, 2.0])}
 DOC: dict[str, Any] = {
     "name": "toy",
-    "dataset": {"path": "../../toy.rda", "object": "people"},
+    "dataset": {"path": "../../data/raw/toy/toy.rda", "object": "people"},
     "test_size": 0.25,
     "target": {"column": "outcome", "method": "equals", "value": "hi"},
     "protected_attributes": [{"name": "grp", "type": "categorical", "column": "group",
@@ -46,10 +46,11 @@ DOC: dict[str, Any] = {
 
 
 def write(root: Path, data: bytes, document: dict[str, Any] | None = None) -> Path:
-    """Write ``data`` as ``root/toy.rda`` and the manifest as ``root/audits/toy/audit.yaml``."""
-    root.mkdir(parents=True, exist_ok=True)
+    """Write ``data`` as ``root/data/raw/toy/toy.rda`` (where fetch may write it) and the
+    manifest as ``root/audits/toy/audit.yaml``."""
+    (root / "data" / "raw" / "toy").mkdir(parents=True, exist_ok=True)
     (root / "pyproject.toml").write_text("")
-    (root / "toy.rda").write_bytes(data)
+    (root / "data" / "raw" / "toy" / "toy.rda").write_bytes(data)
     path = root / "audits" / "toy" / "audit.yaml"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(document or DOC, sort_keys=False))
@@ -113,7 +114,7 @@ def test_row_errors_name_the_r_data_frames_rows(tmp_path: Path) -> None:
     path = write(tmp_path, rda({"people": frame}))
     with pytest.raises(DataError) as info:
         load_audit(load_manifest(path))
-    assert str(info.value) == (f"{tmp_path / 'toy.rda'}: row 2: column 'score' "
+    assert str(info.value) == (f"{tmp_path / 'data' / 'raw' / 'toy' / 'toy.rda'}: row 2: column 'score' "
                                "(core_features[1]): expected a finite number, got inf (float)")
 
 
@@ -239,12 +240,13 @@ def test_a_column_the_manifest_names_must_be_in_the_frame(
 @pytest.mark.parametrize(("change", "message"), [
     ({"object": None}, "dataset.object: expected the name of the R object to read (a data "
                        "frame) for an .rda/.RData file, got nothing"),
-    ({"path": "../../toy.csv"}, "dataset.object: expected no object for a file that is not "
+    ({"path": "../../data/raw/toy/toy.csv"}, "dataset.object: expected no object for a file that is not "
                                 ".rda/.RData, got 'people' (str)"),
     ({"read": {"separator": ";"}}, "dataset.read: expected no CSV reading options for an R "
                                    "data file, got {'separator': ';'} (dict)"),
-    ({"mirror": "../elsewhere"}, "dataset.mirror: expected a folder name (letters, digits, "
-                                 "'_', '.', '-'), got '../elsewhere' (str)"),
+    ({"mirror": "../elsewhere"}, "dataset.mirror: expected a folder- and shell-safe name (a "
+                                 "letter or digit, then letters, digits, '_', '.' or '-'; at "
+                                 "most 100 characters), got '../elsewhere' (str)"),
 ])
 def test_dataset_keys_of_r_data_are_checked(tmp_path: Path, change: dict[str, Any],
                                             message: str) -> None:
@@ -264,9 +266,9 @@ def test_dataset_keys_of_r_data_are_checked(tmp_path: Path, change: dict[str, An
 def test_an_rdata_suffix_in_any_case_is_r_data(tmp_path: Path) -> None:
     """``.RData`` is R data as ``.rda`` is: the object is required and read."""
     document = copy.deepcopy(DOC)
-    document["dataset"]["path"] = "../../toy.RData"
+    document["dataset"]["path"] = "../../data/raw/toy/toy.RData"
     path = write(tmp_path, b"", document)
-    (tmp_path / "toy.RData").write_bytes(rda(OBJECTS))
+    (tmp_path / "data" / "raw" / "toy" / "toy.RData").write_bytes(rda(OBJECTS))
     assert load_manifest(path).dataset.object == "people"
     assert len(load_audit(load_manifest(path)).y) == 7
 

@@ -100,6 +100,8 @@ def test_cost_swap_test_and_verdict_reach_the_child(tmp_path: Path) -> None:
             {**base, "metric": "balanced_accuracy", "value": -0.03, "swap_p_value": 0.2,
              "swap_q_value": 0.3, "verdict": "inconclusive"}]
     pd.DataFrame(rows).to_csv(results / "alpha_lending" / "effects.csv", index=False)
+    (results / "alpha_lending" / "effects_stability.csv").unlink(missing_ok=True)
+    record_files(results / "alpha_lending")  # the folder as its writer records it
     children, _ = collect_children(results)
     child = next(c for c in children if c.tags["table"] == "fairness"
                  and (c.tags["strategy"], c.tags["model"], c.tags["attribute"])

@@ -91,9 +91,12 @@ def fairness_columns(replicated: bool) -> tuple[str, ...]:
 def effect_columns(base: tuple[str, ...] = EFFECT_COLUMNS,
                    replicated: bool = False) -> tuple[str, ...]:
     """``effects.csv``'s columns: ``base`` (the per-replicate columns) with ``verdict``,
-    ``equivalence_p_value`` and ``equivalence_q_value`` after ``significant``; replicate 0's
-    columns last when ``replicated`` (K > 1)."""
-    claim = ("verdict", "equivalence_p_value", "equivalence_q_value")
+    the equivalence margin (where ``base`` has it), ``equivalence_p_value`` and
+    ``equivalence_q_value`` after ``significant`` (so ``effect_columns()`` is
+    :data:`~faircode.evaluate.effects.EFFECT_COLUMNS`); replicate 0's columns last when
+    ``replicated`` (K > 1)."""
+    claim = ("verdict", *(["equivalence_margin"] if "equivalence_margin" in base else []),
+             "equivalence_p_value", "equivalence_q_value")
     columns = [c for c in base if c not in claim]
     at = columns.index("significant") + 1
     order = (*columns[:at], *claim, *columns[at:])

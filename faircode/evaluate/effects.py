@@ -260,8 +260,8 @@ def effect_q_values(table: pd.DataFrame, *, alpha: float) -> pd.DataFrame:
     blocked = notes.str.contains(DEGENERATE_NOTE) | notes.str.contains(NOT_RUN_NOTE)
     out["verdict"] = effect_verdicts(
         low, high, significant=out["significant"].to_numpy(dtype=bool),
-        equivalent=np.nan_to_num(out["equivalence_q_value"].to_numpy(dtype=float), nan=1.0)
-        < alpha, informative=out["value"].notna().to_numpy() & ~blocked.to_numpy())
+        equivalent=np.nan_to_num(out.get("equivalence_q_value", pd.Series(np.nan, out.index))
+                                 .to_numpy(dtype=float), nan=1.0) < alpha, informative=out["value"].notna().to_numpy() & ~blocked.to_numpy())
     return out
 
 
