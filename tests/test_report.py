@@ -508,10 +508,10 @@ def test_stability_section_appears_only_with_stability_csv(results: Path) -> Non
     row = {c: "" for c in STABILITY_COLUMNS}
     row.update(audit="audit_a", strategy="in_processing", model="random_forest",
                protected_attribute="sex", metric=DP, seeds=10, seed_mode="model",
-               value_replicate0=0.0391, mean=0.0342, sd_between=0.0365, min=-0.0044,
+               rep0_value=0.0391, value=0.0342, sd_between=0.0365, min=-0.0044,
                max=0.0680, n_defined=10, share_significant=0.2, sign_flips=True,
-               sd_bootstrap=0.055, combined_ci_low=-0.1067, combined_ci_high=0.1573,
-               n_degenerate=0)
+               sd_within=0.055, ci_low=-0.1067, ci_high=0.1573, verdict="inconclusive",
+               n_informative=10, n_degenerate=0)
     other = {**row, "metric": DI, "sd_between": 0.9876}
     pd.DataFrame([row, other], columns=list(STABILITY_COLUMNS)).to_csv(
         results / "audit_a" / "stability.csv", index=False)
@@ -519,7 +519,8 @@ def test_stability_section_appears_only_with_stability_csv(results: Path) -> Non
     write_report(results)
     page = (results / "report.html").read_text()
     section = page.split("Training variance across seeds", 1)[1].split("<h2>", 1)[0]
-    assert '<td class="key">audit_a S3 RF sex</td><td>10</td><td>model</td>' in section
+    assert '<td class="key">audit_a S3 RF sex</td><td>0.0342</td>' in section  # the estimate
+    assert "<td>inconclusive</td>" in section and "<td>0.0391</td>" in section
     assert "0.0365" in section and "0.9876" not in section  # the report metric only
 
 

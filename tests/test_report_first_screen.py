@@ -164,11 +164,14 @@ def test_headline_states_parity_and_the_gap_not_excluded_from_verdicts(tmp_path:
     effects = pd.read_csv(root / "audit_b" / "effects.csv")
     extra = effects[effects["metric"] == "accuracy"].assign(metric="balanced_accuracy",
                                                             value=-0.05)
+    effects = effects[effects["metric"] != "balanced_accuracy"]  # the fixture's own
     pd.concat([effects, extra]).to_csv(root / "audit_b" / "effects.csv", index=False)
     perf = pd.read_csv(root / "audit_b" / "performance.csv")
     major = perf[perf["metric"] == "accuracy"].assign(metric="majority_baseline_accuracy",
                                                       value=0.88)
     pd.concat([perf, major]).to_csv(root / "audit_b" / "performance.csv", index=False)
+    for folder in (root / "audit_a", root / "audit_b"):
+        record_files(folder)  # the edited folders as their writer records them
     write_report(root)
     lead = _lead(root)
     assert ("parity within \u00b10.05 is shown in 1; in the other 1 a gap of up to 0.12 "
