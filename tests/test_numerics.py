@@ -282,6 +282,8 @@ def test_verify_names_a_different_kernel_as_the_likely_cause_in_one_line(
     import json
     import shutil
 
+    from test_report import record_files
+
     from faircode.pipeline.freeze_command import findings
     from faircode.record.freeze import check_committed
 
@@ -295,6 +297,7 @@ def test_verify_names_a_different_kernel_as_the_likely_cause_in_one_line(
     lines = table.read_text().splitlines()
     lines[1] = lines[1].replace(",0.", ",0.0000001", 1)
     table.write_text("\n".join(lines) + "\n")
+    record_files(committed)  # committed as results whose record lists these bytes
     copy = ("sh", "-c", 'mkdir -p "$2" && cp -r "$0" "$2"/', str(two_runs["Haswell"]))
     drift, _, compared = check_committed([AUDIT], root=tmp_path / "repo", command=copy)
     shown = findings(compared, (), drift)

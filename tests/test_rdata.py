@@ -114,7 +114,8 @@ def test_row_errors_name_the_r_data_frames_rows(tmp_path: Path) -> None:
     path = write(tmp_path, rda({"people": frame}))
     with pytest.raises(DataError) as info:
         load_audit(load_manifest(path))
-    assert str(info.value) == (f"{tmp_path / 'data' / 'raw' / 'toy' / 'toy.rda'}: row 2: column 'score' "
+    raw = tmp_path / "data" / "raw" / "toy" / "toy.rda"
+    assert str(info.value) == (f"{raw}: row 2: column 'score' "
                                "(core_features[1]): expected a finite number, got inf (float)")
 
 
@@ -240,8 +241,8 @@ def test_a_column_the_manifest_names_must_be_in_the_frame(
 @pytest.mark.parametrize(("change", "message"), [
     ({"object": None}, "dataset.object: expected the name of the R object to read (a data "
                        "frame) for an .rda/.RData file, got nothing"),
-    ({"path": "../../data/raw/toy/toy.csv"}, "dataset.object: expected no object for a file that is not "
-                                ".rda/.RData, got 'people' (str)"),
+    ({"path": "../../data/raw/toy/toy.csv"}, "dataset.object: expected no object for a file "
+                                              "that is not .rda/.RData, got 'people' (str)"),
     ({"read": {"separator": ";"}}, "dataset.read: expected no CSV reading options for an R "
                                    "data file, got {'separator': ';'} (dict)"),
     ({"mirror": "../elsewhere"}, "dataset.mirror: expected a folder- and shell-safe name (a "

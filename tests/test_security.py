@@ -76,7 +76,8 @@ def _dvc_repo(root: Path) -> dict[str, str]:
     shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")
     (root / ".dvc" / "config").write_text("[core]\n    analytics = false\n")
     (root / "pyproject.toml").write_text("")
-    (root / "params.yaml").write_text(yaml.safe_dump({"audits": [HOSTILE], "text_audits": ["bias_madlibs"]}))
+    (root / "params.yaml").write_text(yaml.safe_dump({"audits": [HOSTILE],
+                                                      "text_audits": ["bias_madlibs"]}))
     folder = root / "audits" / HOSTILE
     folder.mkdir(parents=True)
     (folder / "audit.yaml").write_text(yaml.safe_dump(_manifest("data.csv", name="x")))
