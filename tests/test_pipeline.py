@@ -295,8 +295,8 @@ def test_seeds_change_reruns_fit_and_evaluate_and_writes_stability(repo: Repo) -
 def test_one_cell_has_one_number_in_every_view(repo: Repo, tmp_path: Path) -> None:
     """At K = 2 german_credit_lending's S0 random-forest age gap has one number, interval
     and verdict -- stability.csv's K-replicate estimate -- in fairness.csv, summary.csv,
-    results/metrics/<audit>.json, the strategy plot, the paper table, report.html and the MLflow
-    child the track stage logs."""
+    results/metrics/full/<audit>.json, the strategy plot, the paper table, report.html and the
+    MLflow child the track stage logs."""
     import pandas as pd
     from mlflow.tracking import MlflowClient
 
@@ -323,7 +323,8 @@ def test_one_cell_has_one_number_in_every_view(repo: Repo, tmp_path: Path) -> No
             other = row(path)
             assert (other["value"], other["ci_low"], other["ci_high"], other["verdict"]) == (
                 value, low, high, verdict), path.name
-        metrics = json.loads((results / "metrics" / f"{audit}.json").read_text())[audit]["S0"]
+        full = results / "metrics" / "full" / f"{audit}.json"
+        metrics = json.loads(full.read_text())[audit]["S0"]
         assert {k: metrics["RF"][k]["age"] for k in ("dp_diff", "dp_lo", "dp_hi",
                                                      "dp_verdict")} == {
             "dp_diff": value, "dp_lo": low, "dp_hi": high, "dp_verdict": verdict}

@@ -258,10 +258,11 @@ def effect_q_values(table: pd.DataFrame, *, alpha: float) -> pd.DataFrame:
     out["significant"] = (np.nan_to_num(q, nan=1.0) < alpha) & ((low > 0) | (high < 0))
     notes = out["note"].fillna("").astype(str)
     blocked = notes.str.contains(DEGENERATE_NOTE) | notes.str.contains(NOT_RUN_NOTE)
+    equivalence_q = out.get("equivalence_q_value", pd.Series(np.nan, index=out.index))
     out["verdict"] = effect_verdicts(
         low, high, significant=out["significant"].to_numpy(dtype=bool),
-        equivalent=np.nan_to_num(out.get("equivalence_q_value", pd.Series(np.nan, out.index))
-                                 .to_numpy(dtype=float), nan=1.0) < alpha, informative=out["value"].notna().to_numpy() & ~blocked.to_numpy())
+        equivalent=np.nan_to_num(equivalence_q.to_numpy(dtype=float), nan=1.0) < alpha,
+        informative=out["value"].notna().to_numpy() & ~blocked.to_numpy())
     return out
 
 
