@@ -161,7 +161,9 @@ class PredictionsReader:
     def __init__(self, path: Path | str, *, key: str, rows: RowKeys, decision: str | None = None,
                  score: str | None = None, scale: ScoreScale | None = None,
                  allow_partial: bool = False, chunk_rows: int = JOIN_ROWS) -> None:
-        self.path = Path(path)  # ``key`` may name another column than the raw file's (row_id)
+        self.path = Path(path)
+        if rows.column != key:
+            raise ValueError(f"rows: expected the keys of column {key!r}, got {rows.column!r}")
         _check_request(self.path, key=key, decision=decision, score=score, scale=scale)
         self.table = open_table(self.path)
         wanted = [(key, "key"), *((c, r) for r, c in (("decision", decision), ("score", score))

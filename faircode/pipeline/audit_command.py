@@ -40,6 +40,7 @@ Design decisions
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -128,7 +129,8 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     obtain(manifest, mirrors())
     data = load_audit(manifest, key=raw_key, by_position=raw_key is None)
     assert data.keys is not None  # load_audit with a key returns them
-    found = PredictionsReader(Path(args.predictions), key=file_key, rows=data.keys,
+    keys = dataclasses.replace(data.keys, column=file_key)  # the file's name for those keys
+    found = PredictionsReader(Path(args.predictions), key=file_key, rows=keys,
                               decision=args.decision, score=args.score, scale=args.scale,
                               allow_partial=args.allow_partial or args.rows == "held-out",
                               chunk_rows=args.chunk_rows or JOIN_ROWS)
