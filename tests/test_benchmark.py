@@ -30,6 +30,8 @@ def insurance(audit_repo) -> AuditData:  # type: ignore[no-untyped-def]
     return load_audit(audit_repo.manifests["insurance_denial"])
 
 
+# slow (minutes); tests/test_scheduler.py keeps the two-worker identity in the default suite
+@pytest.mark.slow
 def test_results_are_bit_identical_for_one_and_two_workers(insurance: AuditData) -> None:
     """Child seeds are keyed by grid position, so the worker count cannot change any number."""
     one = run_audit(insurance, config=BenchmarkConfig(jobs=1, **SMALL))
@@ -117,6 +119,8 @@ def test_compas_counterfactual_flip_rates_by_channel(audit_repo) -> None:  # typ
     assert ((cf["n_changed"] + cf["n_unchanged"]) == n_test).all()
 
 
+# slow (minutes); tests/test_scheduler.py keeps a failing audit in the default suite
+@pytest.mark.slow
 def test_one_failing_audit_loses_nothing_of_the_others(
     audit_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,  # type: ignore[no-untyped-def]
     capsys: pytest.CaptureFixture[str],

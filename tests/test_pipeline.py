@@ -264,6 +264,8 @@ def test_encoding_change_marks_every_fit_stage_and_evaluate_not_prepare(repo: Re
         repo.restore()
 
 
+# slow (minutes); test_one_cell_has_one_number_in_every_view keeps a K = 2 repro
+@pytest.mark.slow
 def test_seeds_change_reruns_fit_and_evaluate_and_writes_stability(repo: Repo) -> None:
     """run.seeds is a tracked param of fit and evaluate: K = 2 marks both changed, and the
     repro writes stability.csv; fairness.csv keeps the K = 1 numbers as its rep0_* columns."""

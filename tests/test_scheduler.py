@@ -330,6 +330,8 @@ def _strip_volatile(run: dict[str, Any]) -> dict[str, Any]:
     return run
 
 
+# slow (minutes); tests/test_dask_reduce.py keeps a LocalCluster in the default suite
+@pytest.mark.slow
 def test_a_two_audit_run_on_a_dask_cluster_writes_the_local_csvs(
     audit_repo, cluster: str, tmp_path: Path,  # type: ignore[no-untyped-def]
     capsys: pytest.CaptureFixture[str],

@@ -187,6 +187,8 @@ def test_split_mode_with_units_never_puts_a_unit_on_both_sides(german: PreparedA
     assert len(test) > 0 and len(train) + len(test) == len(german.y)
 
 
+# slow (minutes); tests/test_scheduler.py keeps the K = 1 identity across workers
+@pytest.mark.slow
 def test_three_seeds_are_bit_identical_for_one_and_two_workers(
     insurance: PreparedAudit, three: tuple[AuditPredictions, AuditResults]
 ) -> None:
