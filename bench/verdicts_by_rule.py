@@ -41,6 +41,7 @@ import pandas as pd
 from scipy import stats as sps
 
 from faircode.core.config import VerdictsConfig
+from faircode.core.digests import folder_digests
 from faircode.evaluate.claims import effect_claims_table, gap_claims_table
 from faircode.evaluate.combine import GAP_KEYS, combine_gaps, margins_of
 from faircode.report.build import write_report
@@ -136,6 +137,9 @@ def rederive(source: Path, out: Path, verdicts: VerdictsConfig) -> Path:
         claimed.to_csv(folder / "fairness.csv", index=False)
         inter.to_csv(folder / "intersectional.csv", index=False)
         _effects(folder, f, verdicts).to_csv(folder / "effects.csv", index=False)
+        if "files" in run:  # readers check the folder against its record: re-record it
+            run["files"] = folder_digests(folder)
+            (folder / "run.json").write_text(json.dumps(run, indent=2) + "\n")
     write_report(out)
     return out
 
