@@ -289,3 +289,17 @@ def test_family_level_is_where_benjamini_hochberg_decides(rng: np.random.Generat
         np.testing.assert_array_equal(benjamini_hochberg(p) < 0.05 + 1e-12, p <= level)
     assert family_level([0.5, 0.9], alpha=0.05) == pytest.approx(0.025)
     assert family_level([], alpha=0.05) == 0.05
+
+
+def test_a_difference_interval_and_bound_stay_inside_minus_one_one() -> None:
+    """A K = 2 t-interval (one degree of freedom) of a large gap reaches past 1; the reported
+    interval and the gap that cannot be excluded are clipped to [-1, 1], where every difference
+    of rates lies, and the tests are unchanged."""
+    evidence = Evidence(np.array([-0.6]), np.array([0.3]), np.array([0.3]), np.array([1.0]),
+                        np.array([1.0]))
+    raw_low, _ = evidence.interval(0.95)
+    assert raw_low[0] < -1.0  # -0.6 - 12.7 * 0.3
+    claims = gap_claims(DP, evidence, confidence=0.95, alpha=0.05, margins=MARGINS)
+    assert claims.ci_low[0] == -1.0 and claims.bound[0] == -1.0
+    assert -1.0 < claims.ci_high[0] <= 1.0
+    assert claims.p_value[0] == pytest.approx(float(evidence.p_value(0.0)[0]))

@@ -284,7 +284,10 @@ def gap_claims(metric: str, evidence: Evidence, *, confidence: float, alpha: flo
     if scale == "log_ratio":
         return GapClaims(np.exp(out.value), np.exp(out.ci_low), np.exp(out.ci_high),
                          out.p_value, out.p_equivalence, np.exp(out.bound))
-    return out
+    # a difference of two rates (or of two distances from parity) lies in [-1, 1]: so do its
+    # interval and the gap it cannot exclude (a K = 2 t-interval otherwise reaches past 1)
+    return GapClaims(out.value, np.clip(out.ci_low, -1.0, 1.0), np.clip(out.ci_high, -1.0, 1.0),
+                     out.p_value, out.p_equivalence, np.clip(out.bound, -1.0, 1.0))
 
 
 def max_abs_claims(tpr: Evidence, fpr: Evidence, *, confidence: float, alpha: float,
