@@ -27,9 +27,10 @@ The headline's claims per audit, on its first protected attribute and the report
 
 A claim "changes" when its count of families (or the LR verdict) differs.  Verdicts come through
 two adapters so the table can be recomputed with the final verdict functions:
-``--gap-verdicts`` (default :func:`gap_verdicts_today`: ``gap`` when ``fairness.csv`` calls the
-gap significant, ``parity`` when its interval lies inside ±0.05, ``uninformative`` for a
-degenerate cell, else ``inconclusive``) and ``--effect-verdicts`` (default
+``--gap-verdicts`` (default :func:`gap_verdicts_today`: ``fairness.csv``'s ``verdict`` column,
+the shipped rule; for a folder written before verdicts ``gap`` when it calls the gap
+significant, ``parity`` when its interval lies inside ±0.05, ``uninformative`` for a degenerate
+cell, else ``inconclusive``) and ``--effect-verdicts`` (default
 :func:`effect_verdicts_today`: ``effects.csv``'s ``verdict`` column).  Each is a function of one
 audit's results folder returning rows ``strategy, model, protected_attribute, metric, verdict``
 (the effects' also ``reference``).  The table (one row per audit x claim: ``label``, ``onehot``,
@@ -73,8 +74,13 @@ Verdicts = Callable[[Path], pd.DataFrame]
 
 
 def gap_verdicts_today(folder: Path) -> pd.DataFrame:
-    """Gap verdicts from ``fairness.csv`` as it stands: significance and a ±0.05 interval."""
+    """Gap verdicts from ``fairness.csv``: its own ``verdict`` column (written by the shipped
+    verdict rule, :mod:`faircode.stats.verdicts`); for a folder written before verdicts,
+    significance and a ±0.05 interval."""
     fair = pd.read_csv(folder / "fairness.csv", keep_default_na=True)
+    columns = ["strategy", "model", "protected_attribute", "metric", "verdict"]
+    if "verdict" in fair:
+        return fair.loc[:, columns]
     note = fair["note"].fillna("").astype(str)
     inside = (fair["ci_low"] > -MARGIN) & (fair["ci_high"] < MARGIN)
     verdict = np.where(note.str.contains("degenerate_decisions") | fair["value"].isna(),
@@ -207,8 +213,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", type=Path, help="keep both results folders here")
     parser.add_argument("--table", type=Path, help="write the table here (CSV; .md beside it)")
-    parser.add_argument("--gap-verdicts", help="module:function (default: significance and a "
-                        "±0.05 interval in fairness.csv)")
+    parser.add_argument("--gap-verdicts", help="module:function (default: fairness.csv's "
+                        "verdict)")
     parser.add_argument("--effect-verdicts", help="module:function (default: effects.csv's "
                         "verdict)")
     args = parser.parse_args()
