@@ -252,7 +252,8 @@ def test_readme_counts_are_the_committed_states() -> None:
     """The MLflow counts the README quotes are those of the committed results: the child runs
     of one sync, and the first screen's audit, attribute and run count."""
     from faircode.record.first_screen import first_screen
-    from faircode.record.runs import collect_children
+    from faircode.record.tracking import collect_children  # what `faircode track` logs: the
+    # grid's children and the text audits' (faircode.record.text_runs)
 
     children, _ = collect_children(REPO / "results")
     quoted = re.search(r"1 parent, ([\d,]+) child runs", README)
