@@ -87,12 +87,12 @@ def gap_verdicts_today(folder: Path) -> pd.DataFrame:
                        "uninformative", np.where(fair["significant"].astype(str) == "True",
                                                  "gap", np.where(inside, "parity",
                                                                  "inconclusive")))
-    return fair.assign(verdict=verdict).loc[:, ["strategy", "model", "protected_attribute",
-                                                 "metric", "verdict"]]
+    return fair.assign(verdict=verdict).loc[:, columns]
 
 
 def effect_verdicts_today(folder: Path) -> pd.DataFrame:
-    """Effect verdicts: ``effects.csv``'s own ``verdict`` column (replicate 0)."""
+    """Effect verdicts: ``effects.csv``'s own ``verdict`` column (at K > 1 the K-replicate
+    estimate's, as the report's)."""
     effects = pd.read_csv(folder / "effects.csv", keep_default_na=True)
     return effects.loc[:, ["strategy", "reference", "model", "protected_attribute", "metric",
                            "verdict"]]
