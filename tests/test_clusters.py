@@ -208,3 +208,45 @@ def test_unit_types_pack_rows_exactly_as_unique_sorts_them(rng: np.random.Genera
         types = clusters.unit_types(counts)
         assert np.array_equal(types.counts.reshape(len(distinct), -1), distinct)
         assert np.array_equal(types.multiplicity, multiplicity)
+
+
+def test_blocked_draws_are_one_call_s_draws_for_every_law_the_unit_resampling_uses() -> None:
+    """Blocks of ``size=k`` in order consume a generator as one ``size=n`` call does."""
+    colors, sizes = np.array([5, 300, 2, 70000, 1, 9000]), np.array([3, 0, 17, 250])
+    laws = (lambda rng, k: rng.multinomial(70, colors / colors.sum(), size=k),
+            lambda rng, k: rng.multivariate_hypergeometric(colors, 26000, size=k),
+            lambda rng, k: rng.binomial(sizes, 0.5, size=(k, sizes.size)))
+    for draw in laws:
+        whole = draw(np.random.default_rng(11), 50)
+        rng = np.random.default_rng(11)
+        assert np.array_equal(whole, np.concatenate([draw(rng, k) for k in (7, 1, 30, 12)]))
+    assert resampling.draw_blocks(10, resampling.DRAW_CELLS // 4) == [4, 4, 2]
+    assert resampling.draw_blocks(3, 10 * resampling.DRAW_CELLS) == [1, 1, 1]
+
+
+def test_unit_resampling_in_blocks_is_the_same_draws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bootstrap, permutation and paired swap of many unit types: the same arrays whether the
+    draws are held whole or one resample at a time (a log's types outgrow memory otherwise)."""
+    from faircode.stats import _paired_counts
+
+    rng = np.random.default_rng(3)
+    y, yhat, dis, unit = _clustered_rows(rng, 3000)
+    types = clusters.unit_types(clusters.unit_counts(y, yhat, (~dis).astype(np.int64), unit,
+                                                     n_groups=2))
+    joint = rng.integers(0, 3, size=(2000, 2, 8)) * (rng.random((2000, 2, 1)) < 0.6)
+    paired = clusters.unit_types(joint)
+
+    def draws() -> list[np.ndarray]:
+        out = [clusters.cluster_bootstrap_counts(types, n_resamples=40,
+                                                 rng=np.random.default_rng(5))]
+        out += clusters.cluster_permute_counts(types, strata=((0, 1, 2, 3), (2, 3)),
+                                               n_permutations=40, rng=np.random.default_rng(6))
+        out.append(_paired_counts.swap_draws(joint.sum(axis=0), n_permutations=40,
+                                             rng=np.random.default_rng(7), types=paired))
+        return out
+
+    whole = draws()
+    assert types.counts.shape[0] > 100 and paired.counts.shape[0] > 1000
+    monkeypatch.setattr(resampling, "DRAW_CELLS", 1)
+    for a, b in zip(whole, draws(), strict=True):
+        assert np.array_equal(a, b)

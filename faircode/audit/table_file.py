@@ -21,6 +21,9 @@ Design decisions
   whose first rows are numbers and a later row text (``1`` then ``F``) would be compared as
   numbers in one chunk and as text in another; a column a reader interprets (a group, the
   label, the unit, the score) is refused at the first row of another kind, naming it.
+* **Parquet is read without pre-buffering** (:func:`_batches`): pyarrow's pre-buffered reader
+  holds the buffers of every row group it has read, so a 10⁸-row log's reader alone would hold
+  gigabytes.
 """
 
 from __future__ import annotations
@@ -85,13 +88,10 @@ class TableFile:
         if self.is_csv:
             yield from self._csv_chunks(list(columns), rows)
             return
-        import pyarrow.parquet as pq
-
         for file in self.files:
             start = 0
             try:
-                for batch in pq.ParquetFile(file).iter_batches(batch_size=rows,
-                                                              columns=list(columns)):
+                for batch in _batches(file, rows=rows, columns=list(columns)):
                     frame = batch.to_pandas()
                     yield Chunk(frame, file, start)
                     start += len(frame)
@@ -115,10 +115,7 @@ class TableFile:
     def row_group_chunks(self, file: Path, groups: Sequence[int], start: int,
                          columns: Sequence[str], *, rows: int = ROWS) -> Iterator[Chunk]:
         """The named columns of some row groups of one Parquet ``file`` (first row ``start``)."""
-        import pyarrow.parquet as pq
-
-        for batch in pq.ParquetFile(file).iter_batches(batch_size=rows, row_groups=list(groups),
-                                                      columns=list(columns)):
+        for batch in _batches(file, rows=rows, row_groups=list(groups), columns=list(columns)):
             frame = batch.to_pandas()
             yield Chunk(frame, file, start)
             start += len(frame)
@@ -204,6 +201,17 @@ def _ragged_line(path: Path, width: int) -> tuple[int, int]:
     finally:
         csv.field_size_limit(limit)
     return 0, 0
+
+
+def _batches(file: Path, *, rows: int, columns: list[str],
+             row_groups: list[int] | None = None) -> Iterator[Any]:
+    """A Parquet file's record batches of ``rows`` rows, read without pre-buffering: with it
+    (pyarrow's default) the reader keeps every row group's buffers it has read until it is
+    closed, so its memory grows with the file (15 MB per 10⁶ rows of a six-column log)."""
+    import pyarrow.parquet as pq
+
+    yield from pq.ParquetFile(file, pre_buffer=False).iter_batches(
+        batch_size=rows, row_groups=row_groups, columns=columns)
 
 
 def _typed(values: pd.Series) -> pd.Series:

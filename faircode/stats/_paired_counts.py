@@ -140,8 +140,10 @@ def swap_draws(
         first = distinct[keys].reshape(-1, *counts.shape[1:])
         second = swap_counts(first)
         out += np.einsum("k,kgc->gc", sizes, second)
-        picks = rng.binomial(sizes, 0.5, size=(n_permutations, sizes.size))
-        out += np.tensordot(picks, first - second, axes=(1, 0)).astype(np.int64)
+        out += np.concatenate([
+            np.tensordot(rng.binomial(sizes, 0.5, size=(k, sizes.size)), first - second,
+                         axes=(1, 0)) for k in resampling.draw_blocks(n_permutations, sizes.size)
+        ]).astype(np.int64)
     return out
 
 

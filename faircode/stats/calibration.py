@@ -100,7 +100,6 @@ SCALES: tuple[str, ...] = get_args(Scale)
 Binning = Literal["quantile", "uniform"]
 BINNINGS: tuple[str, ...] = get_args(Binning)
 _ROWS_NOTE = "permutation_rows_independent"
-_DRAW_CELLS = 1 << 22  # multinomial draws held at once (B x T), 32 MiB
 
 CALIBRATION_COLUMNS: tuple[str, ...] = (
     "row_set", "protected_attribute", "group", "bin", "bin_low", "bin_high", "n", "positives",
@@ -423,10 +422,7 @@ def _resample_group(
     else:
         types, multiplicity = group.parts.vectors, group.parts.multiplicity
         n_units = int(multiplicity.sum())
-        # drawn in blocks of resamples (the same draws: one multinomial per resample, in
-        # order), so many unit types never need a (B, T) array at once
-        per = max(1, _DRAW_CELLS // max(1, types.shape[0]))
         draws = np.concatenate([
-            (rng.multinomial(n_units, multiplicity / n_units, size=min(per, n_resamples - b))
-             @ types).astype(np.float64) for b in range(0, n_resamples, per)])
+            (rng.multinomial(n_units, multiplicity / n_units, size=k) @ types).astype(np.float64)
+            for k in resampling.draw_blocks(n_resamples, types.shape[0])])
     return draws[:, 0::2] + draws[:, 1::2], draws[:, 1::2]

@@ -35,6 +35,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from faircode.core.checks import as_binary, check_lengths, check_positive_int
 from faircode.core.errors import describe
+from faircode.stats.resampling import draw_blocks
 
 __all__ = [
     "MIXED_UNITS_NOTE",
@@ -182,8 +183,9 @@ def cluster_bootstrap_counts(
             pooled = np.einsum("t,tc->c", weight, counts[:, group])
             out[:, group] += rng.multinomial(n, pooled / n, size=n_resamples)
             continue
-        draws = rng.multinomial(n, weight / n, size=n_resamples)
-        out += np.tensordot(draws, counts, axes=(1, 0)).astype(np.int64)
+        out += np.concatenate([
+            np.tensordot(rng.multinomial(n, weight / n, size=k), counts, axes=(1, 0))
+            for k in draw_blocks(n_resamples, weight.size)]).astype(np.int64)
     return out
 
 
@@ -229,8 +231,8 @@ def cluster_permute_counts(
         distinct, inverse = np.unique(restricted[relevant], axis=0, return_inverse=True)
         colors = np.bincount(inverse.reshape(-1), weights=weight[relevant]).astype(np.int64)
         n_d = int(weight[relevant & (label == 0)].sum())
-        picks = rng.multivariate_hypergeometric(colors, n_d, size=n_permutations)
-        draws = picks @ distinct
+        draws = np.concatenate([rng.multivariate_hypergeometric(colors, n_d, size=k) @ distinct
+                                for k in draw_blocks(n_permutations, colors.size)])
         out_d[:, index] = draws
         out_a[:, index] = pooled[index] - draws
     return out_d, out_a

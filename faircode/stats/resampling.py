@@ -57,6 +57,7 @@ __all__ = [
     "check_confidence",
     "confusion_counts",
     "delong_auc",
+    "draw_blocks",
     "katz_ratio_interval",
     "mover_interval",
     "newcombe_interval",
@@ -72,6 +73,25 @@ CELLS: tuple[str, ...] = ("TN", "FP", "FN", "TP")
 
 TIE_RTOL: float = 1e-9
 """Relative tolerance under which a permuted statistic counts as tying the observed one."""
+
+
+DRAW_CELLS = 1 << 22
+"""Draws held at once (resamples x unit types: 32 MiB of int64), :func:`draw_blocks`."""
+
+
+def draw_blocks(n: int, width: int) -> list[int]:
+    """Sizes of the blocks ``n`` draws over ``width`` unit types are taken in (each at most
+    ``DRAW_CELLS // width`` draws), so no ``(n, width)`` array is ever held at once.
+
+    Drawing block after block gives the same numbers as one call of ``size=n``: numpy's
+    ``multinomial``, ``multivariate_hypergeometric`` and ``binomial`` take draw after draw from
+    the generator, so ``size=k`` calls in order consume it exactly as one ``size=n`` call does
+    (``tests/test_clusters.py``).  The number of distinct unit types grows with a log (rare
+    long units are each their own type), so whole, the unit bootstrap and permutation of a
+    10⁸-row log would hold gigabytes.
+    """
+    per = max(1, DRAW_CELLS // max(1, width))
+    return [min(per, n - b) for b in range(0, n, per)]
 
 
 def confusion_counts(y_true: ArrayLike, y_pred: ArrayLike) -> NDArray[np.int64]:
