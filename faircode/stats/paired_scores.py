@@ -38,7 +38,7 @@ from scipy import stats as sps
 
 from faircode.core.checks import as_binary, as_mask, check_confidence, check_positive_int
 from faircode.core.seeds import child_seed
-from faircode.stats.resampling import percentile_interval, permutation_p_value
+from faircode.stats.resampling import draw_blocks, percentile_interval, permutation_p_value
 
 __all__ = ["NO_CHANGE", "NO_CHANGED_PAIRS", "GapResult", "counterfactual_gap", "flip_direction"]
 
@@ -46,7 +46,6 @@ NO_CHANGED_PAIRS = "no_changed_rows"
 """The note of a comparison with no changed pair (every statistic NaN)."""
 NO_CHANGE = "no_score_change"
 """The note of pairs whose scores all stayed the same: gap and shift 0, no test (p NaN)."""
-_CHUNK = 4_000_000  # resample cells per block: B x units in blocks of at most this many
 Seed = int | np.random.SeedSequence
 
 
@@ -88,19 +87,13 @@ def _scores(name: str, values: ArrayLike) -> NDArray[np.float64]:
     return array
 
 
-def _blocks(total: int, width: int) -> list[int]:
-    """Sizes of the blocks of ``total`` draws that keep ``draws × width`` below :data:`_CHUNK`."""
-    step = max(1, _CHUNK // max(width, 1))
-    return [min(step, total - start) for start in range(0, total, step)]
-
-
 def _bootstrap(sizes: NDArray[np.float64], sums: NDArray[np.float64], n_resamples: int,
                rng: np.random.Generator) -> NDArray[np.float64]:
     """``n_resamples`` cluster-bootstrap draws of ``Σ sums / Σ sizes`` per column of ``sums``
     (shape ``(U, k)``): units drawn with replacement, ``U`` of them per draw."""
     n_units = sizes.size
     out = []
-    for block in _blocks(n_resamples, n_units):
+    for block in draw_blocks(n_resamples, n_units):
         weights = rng.multinomial(n_units, np.full(n_units, 1.0 / n_units), size=block)
         weights = weights.astype(np.float64)
         out.append((weights @ sums) / (weights @ sizes)[:, None])
@@ -111,7 +104,7 @@ def _sign_flip(sums: NDArray[np.float64], n_permutations: int,
                rng: np.random.Generator) -> NDArray[np.float64]:
     """``|Σ ε_u · sums_u|`` for ``n_permutations`` draws of independent random signs ``ε``."""
     out = []
-    for block in _blocks(n_permutations, sums.size):
+    for block in draw_blocks(n_permutations, sums.size):
         signs = rng.integers(0, 2, size=(block, sums.size), dtype=np.int8) * 2 - 1
         out.append(np.abs(signs @ sums))
     return np.concatenate(out)

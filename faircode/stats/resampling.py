@@ -75,8 +75,8 @@ TIE_RTOL: float = 1e-9
 """Relative tolerance under which a permuted statistic counts as tying the observed one."""
 
 
-DRAW_CELLS = 1 << 22
-"""Draws held at once (resamples x unit types: 32 MiB of int64), :func:`draw_blocks`."""
+DRAW_CELLS = 4_000_000
+"""Draws held at once (resamples x unit types: 32 MB of int64), :func:`draw_blocks`."""
 
 
 def draw_blocks(n: int, width: int) -> list[int]:
@@ -86,9 +86,10 @@ def draw_blocks(n: int, width: int) -> list[int]:
     Drawing block after block gives the same numbers as one call of ``size=n``: numpy's
     ``multinomial``, ``multivariate_hypergeometric`` and ``binomial`` take draw after draw from
     the generator, so ``size=k`` calls in order consume it exactly as one ``size=n`` call does
-    (``tests/test_clusters.py``).  The number of distinct unit types grows with a log (rare
-    long units are each their own type), so whole, the unit bootstrap and permutation of a
-    10⁸-row log would hold gigabytes.
+    (``tests/test_clusters.py``).  Small bounded ``integers`` (the text audits' sign flips)
+    buffer bits within one call, so theirs do depend on the block sizes.  The number of
+    distinct unit types grows with a log (rare long units are each their own type), so whole,
+    the unit bootstrap and permutation of a 10⁸-row log would hold gigabytes.
     """
     per = max(1, DRAW_CELLS // max(1, width))
     return [min(per, n - b) for b in range(0, n, per)]
