@@ -21,7 +21,7 @@ Design decisions
   whose first rows are numbers and a later row text (``1`` then ``F``) would be compared as
   numbers in one chunk and as text in another; a column a reader interprets (a group, the
   label, the unit, the score) is refused at the first row of another kind, naming it.
-* **Parquet is read without pre-buffering** (:func:`_batches`): pyarrow's pre-buffered reader
+* **Parquet is read without pre-buffering** (:func:`_parquet_chunks`): pyarrow's pre-buffered reader
   holds the buffers of every row group it has read, so a 10⁸-row log's reader alone would hold
   gigabytes.
 """
@@ -89,12 +89,8 @@ class TableFile:
             yield from self._csv_chunks(list(columns), rows)
             return
         for file in self.files:
-            start = 0
             try:
-                for batch in _batches(file, rows=rows, columns=list(columns)):
-                    frame = batch.to_pandas()
-                    yield Chunk(frame, file, start)
-                    start += len(frame)
+                yield from _parquet_chunks(file, 0, rows=rows, columns=list(columns))
             except (OSError, ValueError) as exc:
                 raise DataError(f"{file}: expected a parquet file, got {type(exc).__name__}: "
                                 f"{' '.join(str(exc).split())}") from None
@@ -115,10 +111,8 @@ class TableFile:
     def row_group_chunks(self, file: Path, groups: Sequence[int], start: int,
                          columns: Sequence[str], *, rows: int = ROWS) -> Iterator[Chunk]:
         """The named columns of some row groups of one Parquet ``file`` (first row ``start``)."""
-        for batch in _batches(file, rows=rows, row_groups=list(groups), columns=list(columns)):
-            frame = batch.to_pandas()
-            yield Chunk(frame, file, start)
-            start += len(frame)
+        yield from _parquet_chunks(file, start, rows=rows, columns=list(columns),
+                                   row_groups=list(groups))
 
     def _csv_chunks(self, columns: list[str], rows: int) -> Iterator[Chunk]:
         import pyarrow as pa
@@ -203,15 +197,19 @@ def _ragged_line(path: Path, width: int) -> tuple[int, int]:
     return 0, 0
 
 
-def _batches(file: Path, *, rows: int, columns: list[str],
-             row_groups: list[int] | None = None) -> Iterator[Any]:
-    """A Parquet file's record batches of ``rows`` rows, read without pre-buffering: with it
-    (pyarrow's default) the reader keeps every row group's buffers it has read until it is
-    closed, so its memory grows with the file (15 MB per 10⁶ rows of a six-column log)."""
+def _parquet_chunks(file: Path, start: int, *, rows: int, columns: list[str],
+                    row_groups: list[int] | None = None) -> Iterator[Chunk]:
+    """A Parquet file's chunks of ``rows`` rows (the first being data row ``start``), read
+    without pre-buffering: with it (pyarrow's default) the reader keeps every row group's
+    buffers it has read until it is closed, so its memory grows with the file (15 MB per 10⁶
+    rows of a six-column log)."""
     import pyarrow.parquet as pq
 
-    yield from pq.ParquetFile(file, pre_buffer=False).iter_batches(
-        batch_size=rows, row_groups=row_groups, columns=columns)
+    for batch in pq.ParquetFile(file, pre_buffer=False).iter_batches(
+            batch_size=rows, row_groups=row_groups, columns=columns):
+        frame = batch.to_pandas()
+        yield Chunk(frame, file, start)
+        start += len(frame)
 
 
 def _typed(values: pd.Series) -> pd.Series:
