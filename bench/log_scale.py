@@ -19,8 +19,9 @@ by customer, the score on its probability scale).  ``stream`` audits each log wi
 ``faircode audit LOG.yaml`` (rows per second, peak memory: the goal is < 2 GB whatever the
 length); ``dask`` starts a ``LocalCluster`` on 127.0.0.1 with 1, 2, 4 single-threaded worker
 processes and audits the log on it (``--scheduler``), checking that every table equals the
-streamed one; ``compare`` audits one log streamed and ``--in-memory`` and compares every output
-file byte for byte (``run.json`` without its timings and its own output path).
+streamed one (each worker's own peak memory read on it by ``Client.run``); ``compare`` audits
+one log streamed and ``--in-memory`` and compares every output file byte for byte (``run.json``
+without its timings and its own output path).
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ def stream(logs: list[Path], extra: list[str]) -> None:
 
 def dask(log: Path, workers: list[int], extra: list[str]) -> None:
     """The log on a LocalCluster of 1, 2, 4 worker processes; tables equal the streamed ones."""
-    from distributed import LocalCluster
+    from distributed import Client, LocalCluster
 
     with tempfile.TemporaryDirectory(prefix="log-scale-") as tmp:
         base = faircode_audit(log, Path(tmp) / "streamed", *extra)
@@ -145,16 +146,24 @@ def dask(log: Path, workers: list[int], extra: list[str]) -> None:
         print(f"streamed: {base['wall']:.1f} s, peak {base['rss_mib']:.0f} MiB")
         for w in workers:
             with LocalCluster(n_workers=w, threads_per_worker=1, processes=True,
-                              host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster:
+                              host="127.0.0.1", dashboard_address="127.0.0.1:0") as cluster, \
+                    Client(cluster, set_as_default=False) as client:
                 got = faircode_audit(log, Path(tmp) / f"dask{w}", "--scheduler",
                                      cluster.scheduler_address, *extra)
-                workers_rss = max((info.get("metrics", {}).get("memory", 0) for info in
-                                   cluster.scheduler_info["workers"].values()), default=0)
-            same = digests(Path(tmp) / f"dask{w}" / "loans") == reference
+                peaks = sorted(client.run(_peak_mib).values())
+            got_digests = digests(Path(tmp) / f"dask{w}" / "loans")
+            differ = [t for t in TABLES if got_digests[t] != reference[t]]
             print(f"{w} workers: {got['wall']:.1f} s, driver peak {got['rss_mib']:.0f} MiB, "
-                  f"a worker's memory at the end {workers_rss / 2**20:.0f} MiB, "
-                  f"tables {'identical' if same else 'DIFFERENT'} to the streamed ones")
+                  f"workers' peaks {', '.join(f'{p:.0f}' for p in peaks)} MiB, tables "
+                  + ("identical to the streamed ones" if not differ
+                     else f"DIFFERENT from the streamed ones: {', '.join(differ)}"))
 
+
+def _peak_mib() -> float:
+    """This process's peak resident memory (MiB): run on every worker by ``Client.run``."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 def _run_json(folder: Path) -> dict[str, Any]:
     run = json.loads((folder / "run.json").read_text())
