@@ -30,6 +30,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -140,6 +141,7 @@ def dask(log: Path, workers: list[int], extra: list[str]) -> None:
     """The log on a LocalCluster of 1, 2, 4 worker processes; tables equal the streamed ones."""
     from distributed import Client, LocalCluster
 
+    code = _code()
     with tempfile.TemporaryDirectory(prefix="log-scale-") as tmp:
         base = faircode_audit(log, Path(tmp) / "streamed", *extra)
         reference = digests(Path(tmp) / "streamed" / "loans")
@@ -151,12 +153,26 @@ def dask(log: Path, workers: list[int], extra: list[str]) -> None:
                 got = faircode_audit(log, Path(tmp) / f"dask{w}", "--scheduler",
                                      cluster.scheduler_address, *extra)
                 peaks = sorted(client.run(_peak_mib).values())
+            if _code() != code:  # the workers import faircode when their first task comes
+                raise SystemExit("faircode's code changed while the log was audited: the "
+                                 "comparison with the streamed tables is void; run it again")
             got_digests = digests(Path(tmp) / f"dask{w}" / "loans")
             differ = [t for t in TABLES if got_digests[t] != reference[t]]
+            if differ:  # kept for a look: both folders outlive the bench's temporary one
+                kept = Path(tempfile.mkdtemp(prefix="log-scale-differ-"))
+                for name in ("streamed", f"dask{w}"):
+                    shutil.copytree(Path(tmp) / name, kept / name)
+                differ.append(f"both kept in {kept}")
             print(f"{w} workers: {got['wall']:.1f} s, driver peak {got['rss_mib']:.0f} MiB, "
                   f"workers' peaks {', '.join(f'{p:.0f}' for p in peaks)} MiB, tables "
                   + ("identical to the streamed ones" if not differ
                      else f"DIFFERENT from the streamed ones: {', '.join(differ)}"))
+
+
+def _code() -> str:
+    from faircode.core.provenance import code_digest
+
+    return code_digest()
 
 
 def _peak_mib() -> float:
