@@ -240,7 +240,10 @@ def test_a_signal_while_importing_or_loading_is_one_line(project: Path, signum: 
     done = _validate_process(project, signum, library)
     if done.returncode == 0:
         pytest.skip("validate finished before the signal (a fast machine)")
-    assert done.returncode == code, done.stderr
+    # after the line, CPython may end the process by SIGINT itself (docs/operations.md, exit
+    # codes): a shell shows 130 both ways, the raw status is -2
+    allowed = {code, -signum} if signum == signal.SIGINT else {code}
+    assert done.returncode in allowed, done.stderr
     assert done.stderr.count("\n") == 1 and said in done.stderr, done.stderr
 
 
