@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from test_streamed import STATS, declare, make_log, tables
 
@@ -88,3 +89,26 @@ def test_a_bad_row_in_a_shard_is_one_line_naming_its_file_and_row(
                    "'approved' (system.decision.column): expected a decision value in every "
                    "row of the audit, got a missing value")
     assert not (tmp_path / "out").exists()
+
+
+def test_score_ranges_reach_the_driver_in_parts_of_the_budget(folder: Path, client: object,
+                                                              tmp_path: Path) -> None:
+    """A budget of 800 bytes (10 records) brings every score range to the driver in parts of at
+    most 10 distinct scores (a score's records never split), far more parts than the 16 ranges,
+    every distinct score once in ascending order, and the streamed bytes still."""
+    from faircode.evaluate.sharded import N_BUCKETS, dask_log_tally
+
+    reader = LogReader(load_log(folder / "log.yaml"), verify=False)
+    tally, _ = dask_log_tally(client, reader, scale="probability", shard_rows=600, budget=800)
+    assert tally.scores is not None
+    blocks = [values for values, _ in tally.scores.blocks()]
+    values = np.concatenate(blocks)
+    frame = pd.concat([pd.read_parquet(p) for p in sorted((folder / "log").glob("*.parquet"))])
+    kept = frame[frame["sex"].notna()]
+    assert max(b.size for b in blocks) <= 10 and len(blocks) > 4 * N_BUCKETS
+    assert values.tolist() == sorted(set(kept["risk"].tolist()))
+    record, results = audit_log(load_log(folder / "log.yaml"), stats=CONFIG.stats,
+                                degenerate=CONFIG.degenerate, client=client, shard_rows=600,
+                                budget=800)
+    write_audit(record, results, config=CONFIG, out_dir=tmp_path, provenance_record={})
+    assert tables(tmp_path / "loans") == tables(folder / "streamed" / "loans")

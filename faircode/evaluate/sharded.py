@@ -6,7 +6,8 @@ interpreted and counted on a worker (:func:`_count_shard`), which returns its ce
 counts per step and its aggregated per-unit and per-score records split into ``N_BUCKETS`` key
 ranges.  One reducer per range pools that range's records from every shard: the units'
 histogram comes back (small); a score range stays on its worker until the statistics read it,
-range by range, in key order.  So no process -- the driver included -- holds the log, its units
+range by range in key order, each range in parts of about ``budget`` bytes (32 MiB) cut between scores, so the driver holds one part at a time however long the log
+or however uneven the ranges.  So no process -- the driver included -- holds the log, its units
 or its scores whole, and the tally is the one :class:`~faircode.stats.accumulate.TallyBuilder`
 counts from the same rows (``tests/test_dask_reduce.py``: identical files for 1, 2 and 4 workers
 and for the streamed path).
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -32,6 +34,7 @@ import numpy as np
 from faircode.audit.logs import LogReader, LogRecord
 from faircode.grid.dask_reduce import SHARD_ROWS, Shard, map_shards, reduce_buckets, table_shards
 from faircode.stats.accumulate import (
+    BUDGET,
     Records,
     SpilledScores,
     bucket_bounds,
@@ -39,6 +42,7 @@ from faircode.stats.accumulate import (
     records_units,
     side_histograms,
     side_types,
+    slice_starts,
     unit_keys,
 )
 from faircode.stats.score_table import CountBins
@@ -124,6 +128,14 @@ def _reduce_scores(*parts: Records) -> Records:
     return Records.concat(list(parts))
 
 
+def _starts(records: Records, budget: int) -> np.ndarray:
+    return slice_starts(records.key, budget)
+
+
+def _part(records: Records, start: int, stop: int) -> Records:
+    return records.part(start, stop)
+
+
 def _score_bounds(reader: LogReader) -> np.ndarray:
     """Score key ranges from the log's first row group (empty without a score)."""
     system = reader.manifest.system
@@ -137,9 +149,10 @@ def _score_bounds(reader: LogReader) -> np.ndarray:
 
 
 def dask_log_tally(client: Any, reader: LogReader, *, scale: str | None,
-                   shard_rows: int = SHARD_ROWS) -> tuple[Tally, LogRecord]:
+                   shard_rows: int = SHARD_ROWS, budget: int = BUDGET) -> tuple[Tally, LogRecord]:
     """The log's tally counted on ``client``'s workers, and its record (steps, sha256);
-    shards of about ``shard_rows`` rows (whole row groups)."""
+    shards of about ``shard_rows`` rows (whole row groups), score records read in parts of
+    about ``budget`` bytes."""
     manifest = reader.manifest
     attributes = tuple(a.name for a in manifest.protected_attributes)
     n_groups = 1 << len(attributes)
@@ -169,9 +182,14 @@ def dask_log_tally(client: Any, reader: LogReader, *, scale: str | None,
         buckets = reduce_buckets(client, futures, _pick_scores, _reduce_scores,
                                  bounds.size + 1)
 
-        def opener() -> Iterator[Records]:
-            for bucket in buckets:
-                yield client.gather(bucket)
+        cuts = client.gather([client.submit(_starts, b, budget, pure=False) for b in buckets])
+
+        def opener() -> Iterator[Records]:  # a range's parts, one at a time
+            for bucket, starts in zip(buckets, cuts, strict=True):
+                parts = [client.submit(_part, bucket, int(a), int(b), pure=False)
+                         for a, b in pairwise(starts)]
+                for part in parts:
+                    yield part.result()
 
         table = SpilledScores(opener, n_groups * 2)
     del futures

@@ -125,7 +125,8 @@ def audit_log(
     if client is not None:
         from faircode.evaluate.sharded import dask_log_tally
 
-        tally, record = dask_log_tally(client, reader, scale=scale, shard_rows=shard_rows)
+        tally, record = dask_log_tally(client, reader, scale=scale, shard_rows=shard_rows,
+                                       budget=budget)
         results = score_given_tally(tally, manifest, name=system.name, rule=reader.record.system
                                     .rule, stats=stats, degenerate=degenerate,
                                      verdicts=verdicts)

@@ -31,6 +31,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +61,7 @@ __all__ = [
     "records_units",
     "side_histograms",
     "side_types",
+    "slice_starts",
     "unit_keys",
 ]
 
@@ -129,6 +131,10 @@ class Records:
     def nbytes(self) -> int:
         """Bytes held."""
         return int(self.key.nbytes + self.slot.nbytes + self.count.nbytes)
+
+    def part(self, start: int, stop: int) -> Records:
+        """The records ``start:stop`` (stays sorted and aggregated)."""
+        return Records(self.key[start:stop], self.slot[start:stop], self.count[start:stop])
 
     def take(self, mask: NDArray[np.bool_]) -> Records:
         """The records where ``mask`` (stays sorted and aggregated)."""
@@ -262,18 +268,25 @@ def _read_bucket(path: Path, budget: int) -> Iterator[Records]:
     yield from _read_bucket(path, budget)
 
 
+def slice_starts(key: NDArray[np.uint64], budget: int) -> NDArray[np.int64]:
+    """Where the consecutive parts of about ``budget`` bytes of key-ordered records start, cut
+    between keys (a key's records never split); the last entry is ``key.size``."""
+    n = key.size
+    per = max(1, budget // (4 * _RECORD.itemsize))
+    starts = [0]
+    while starts[-1] < n:
+        stop = min(n, starts[-1] + per)
+        while stop < n and key[stop] == key[stop - 1]:
+            stop += 1
+        starts.append(stop)
+    return np.asarray(starts, dtype=np.int64)
+
+
 def _slices(records: Records, budget: int) -> Iterator[Records]:
     """``records`` in consecutive parts of about ``budget`` bytes, cut between keys."""
-    n = records.key.size
-    per = max(1, budget // (4 * _RECORD.itemsize))
-    start = 0
-    while start < n:
-        stop = min(n, start + per)
-        while stop < n and records.key[stop] == records.key[stop - 1]:
-            stop += 1
-        yield Records(records.key[start:stop], records.slot[start:stop],
-                      records.count[start:stop])
-        start = stop
+    starts = slice_starts(records.key, budget)
+    for start, stop in pairwise(starts):
+        yield records.part(int(start), int(stop))
 
 
 def _units_of(part: Records) -> NDArray[np.int64]:
