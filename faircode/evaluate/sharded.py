@@ -6,11 +6,12 @@ interpreted and counted on a worker (:func:`_count_shard`), which returns its ce
 counts per step and its aggregated per-unit and per-score records split into ``N_BUCKETS`` key
 ranges.  One reducer per range pools that range's records from every shard: the units'
 histogram comes back (small); a score range stays on its worker until the statistics read it,
-range by range in key order, each range in parts of about ``budget`` bytes (32 MiB) cut between scores, so the driver holds one part at a time however long the log
-or however uneven the ranges.  So no process -- the driver included -- holds the log, its units
-or its scores whole, and the tally is the one :class:`~faircode.stats.accumulate.TallyBuilder`
-counts from the same rows (``tests/test_dask_reduce.py``: identical files for 1, 2 and 4 workers
-and for the streamed path).
+range by range in key order, each range in parts of about ``budget`` bytes (32 MiB) cut between
+scores, so the driver holds one part at a time however long the log or however uneven the
+ranges.  So no process -- the driver included -- holds the log, its units or its scores whole,
+and the tally is the one :class:`~faircode.stats.accumulate.TallyBuilder` counts from the same
+rows (``tests/test_dask_reduce.py``: identical files for 1, 2 and 4 workers and for the
+streamed path).
 
 Design decisions
 ----------------
@@ -32,7 +33,14 @@ from typing import Any
 import numpy as np
 
 from faircode.audit.logs import LogReader, LogRecord
-from faircode.grid.dask_reduce import SHARD_ROWS, Shard, map_shards, reduce_buckets, table_shards
+from faircode.grid.dask_reduce import (
+    SHARD_ROWS,
+    Shard,
+    map_shards,
+    pick_buckets,
+    reduce_buckets,
+    table_shards,
+)
 from faircode.stats.accumulate import (
     BUDGET,
     Records,
@@ -171,17 +179,19 @@ def dask_log_tally(client: Any, reader: LogReader, *, scale: str | None,
     record.flagged = counts.pop(_FLAGGED, 0)
     record.counts = counts
     reader.check_totals()
+    unit_parts = (pick_buckets(client, futures, _pick_units, N_BUCKETS)
+                  if manifest.unit is not None else [])
+    score_parts = (pick_buckets(client, futures, _pick_scores, bounds.size + 1)
+                   if scale is not None else [])
+    del futures  # each shard's result is freed once picked; its parts live until reduced
     hist = None
-    if manifest.unit is not None:
-        reduced = reduce_buckets(client, futures, _pick_units, _reduce_units, N_BUCKETS,
-                                 n_groups * _CELLS)
+    if unit_parts:
+        reduced = reduce_buckets(client, unit_parts, _reduce_units, n_groups * _CELLS)
         hist = merge(client.gather(reduced), n_groups * _CELLS)
         hist = hist if hist.repeated() else None
     table = None
-    if scale is not None:
-        buckets = reduce_buckets(client, futures, _pick_scores, _reduce_scores,
-                                 bounds.size + 1)
-
+    if score_parts:
+        buckets = reduce_buckets(client, score_parts, _reduce_scores)
         cuts = client.gather([client.submit(_starts, b, budget, pure=False) for b in buckets])
 
         def opener() -> Iterator[Records]:  # a range's parts, one at a time
@@ -192,7 +202,6 @@ def dask_log_tally(client: Any, reader: LogReader, *, scale: str | None,
                     yield part.result()
 
         table = SpilledScores(opener, n_groups * 2)
-    del futures
     tally = Tally(attributes, cells.reshape(n_groups, _CELLS), hist, table)
     if scale is None:
         return tally, record
@@ -200,8 +209,10 @@ def dask_log_tally(client: Any, reader: LogReader, *, scale: str | None,
     if tally.units is not None:
         assert tally.bins is not None
         second = map_shards(client, _count_shard, reader, shards, bounds, tally.bins)
-        reduced = reduce_buckets(client, second, _pick_units, _reduce_sides, N_BUCKETS,
-                                 len(attributes), tally.bins.n_bins)
+        side_parts = pick_buckets(client, second, _pick_units, N_BUCKETS)
+        del second
+        reduced = reduce_buckets(client, side_parts, _reduce_sides, len(attributes),
+                                 tally.bins.n_bins)
         tally = Tally(tally.attributes, tally.cells, tally.units, tally.scores, tally.bins,
                       side_histograms(client.gather(reduced), tally.bins.n_bins))
     return tally, record
