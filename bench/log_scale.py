@@ -181,6 +181,7 @@ def _peak_mib() -> float:
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
+
 def _run_json(folder: Path) -> dict[str, Any]:
     run = json.loads((folder / "run.json").read_text())
     for key in ("seconds", "git_commit", "git_dirty"):

@@ -140,10 +140,6 @@ def _starts(records: Records, budget: int) -> np.ndarray:
     return slice_starts(records.key, budget)
 
 
-def _part(records: Records, start: int, stop: int) -> Records:
-    return records.part(start, stop)
-
-
 def _score_bounds(reader: LogReader) -> np.ndarray:
     """Score key ranges from the log's first row group (empty without a score)."""
     system = reader.manifest.system
@@ -196,7 +192,7 @@ def dask_log_tally(client: Any, reader: LogReader, *, scale: str | None,
 
         def opener() -> Iterator[Records]:  # a range's parts, one at a time
             for bucket, starts in zip(buckets, cuts, strict=True):
-                parts = [client.submit(_part, bucket, int(a), int(b), pure=False)
+                parts = [client.submit(Records.part, bucket, int(a), int(b), pure=False)
                          for a, b in pairwise(starts)]
                 for part in parts:
                     yield part.result()
