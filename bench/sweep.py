@@ -51,8 +51,11 @@ FAMILY = ("q_value", "significant")  # the audit's one BH family: shared by ever
 
 
 def stage_name(record: dict[str, Any]) -> str:
-    """``evaluate@compas`` etc. from a timer record."""
+    """``evaluate@compas`` etc. from a timer record (``evaluate``: the one stage over every
+    audit, ``evaluate PREPARED_ROOT PREDICTIONS_ROOT RESULTS``, since issue 34)."""
     kind, args = record["module"].rsplit(".", 1)[-1], record["args"]
+    if kind == "evaluate" and len(args) == 3:
+        return kind
     if kind in ("evaluate", "prepare", "fetch"):
         return f"{kind}@{args[0]}"
     if kind == "fit":
@@ -129,7 +132,7 @@ def phase_seconds(group: str, calls: dict[str, float]) -> dict[str, float]:
                 "writing": get("write_audit", 0.0)}
     if group == "report":
         return {"load": get("load_results", 0.0), "tables": get("write_tables", 0.0),
-                "figures": get("write_figures", 0.0),
+                "figures": get("write_figures", 0.0) + get("draw", 0.0),
                 "curve figures": get("write_curve_figures", 0.0), "html": get("write_html", 0.0)}
     if group == "track":
         return {"MLflow sync": get("sync_results", 0.0)}

@@ -88,10 +88,47 @@ def _pipeline_for(root: Path, audits: tuple[str, ...]) -> None:
                       ] + [f"audits/{a}" for a in audits] + [f"results/{a}" for a in audits]
     pipeline["plots"] = [p for p in pipeline["plots"] if not isinstance(p, dict)
                          or any(a in str(p) for a in audits)]
+    evaluate = pipeline["stages"]["evaluate"]
+    for field in ("deps", "outs", "metrics", "plots"):
+        evaluate[field] = [e for e in evaluate[field] if _entry_audit(e) in (None, *audits)]
     del pipeline["stages"]["track"]
     for name in [n for n in pipeline["stages"] if n.startswith("text-")]:  # no text audit here
         del pipeline["stages"][name]
     (root / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
+
+
+AUDIT_PATH = re.compile(r"(?:audits|data/prepared|data/predictions|results|results/curves|"
+                        r"results/metrics|results/metrics/full)/([a-z0-9_]+?)"
+                        r"(?:-strategies\.json|\.json|\.csv|/[a-z_]+)?")
+
+
+def _entry_audit(entry: str | dict) -> str | None:
+    """The audit a dvc.yaml dep/out entry belongs to (None: code, shared by every audit)."""
+    path = entry if isinstance(entry, str) else next(iter(entry))
+    found = AUDIT_PATH.fullmatch(path)
+    return found.group(1) if found else None
+
+
+def test_evaluate_stage_lists_each_audit_of_params_once() -> None:
+    """The one evaluate stage of the real dvc.yaml lists, for exactly params.yaml's audits,
+    each audit's manifest, prepared data and three prediction parts as deps, its three outputs,
+    its headline metric and its strategy plot; besides them only faircode code."""
+    stage = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["evaluate"]
+    audits = yaml.safe_load((REPO / "params.yaml").read_text())["audits"]
+    expected = {
+        "deps": [p for a in audits for p in (f"audits/{a}", f"data/prepared/{a}", *(
+            f"data/predictions/{a}/{part}" for part in ("unmitigated", "in_processing",
+                                                          "post_processing")))],
+        "outs": [p for a in audits for p in (f"results/{a}", f"results/curves/{a}.csv",
+                                             f"results/metrics/full/{a}.json")],
+        "metrics": [f"results/metrics/{a}.json" for a in audits],
+        "plots": [f"results/metrics/{a}-strategies.json" for a in audits]}
+    for field, paths in expected.items():
+        listed = [e if isinstance(e, str) else next(iter(e)) for e in stage[field]]
+        assert [p for p in listed if not p.startswith("faircode/")] == paths, field
+        assert all(_entry_audit(p) in audits for p in paths), field
+    assert stage["cmd"] == ("python -m faircode.pipeline.stages.evaluate data/prepared "
+                            "data/predictions results")
 
 
 def test_report_and_track_depend_on_every_audit_of_params() -> None:
@@ -201,6 +238,32 @@ def test_second_repro_reruns_nothing(repo: Repo) -> None:
     assert repo.ran("repro") == {"check-params"}
 
 
+def test_audits_evaluated_side_by_side_write_what_one_at_a_time_writes(
+        repo: Repo, tmp_path: Path) -> None:
+    """The repro evaluated the two audits at the same time (run.jobs 2: one worker process
+    each); the stage run with run.jobs 1 (both in one process, one after the other) into a
+    fresh folder writes the same files byte for byte (run.json but its timings, worker count
+    and the state's note of the edited params.yaml)."""
+    from faircode.record.compare import compare_results
+
+    out = tmp_path / "results"
+    repo.write_params(run={"jobs": 1})
+    try:
+        repo.run(sys.executable, "-m", "faircode.pipeline.stages.evaluate", "data/prepared",
+                 "data/predictions", str(out))
+    finally:
+        repo.restore()
+    for audit in AUDITS:
+        drift, identical, compared = compare_results(repo.root / "results" / audit, out / audit)
+        # the only difference: run.json's state names the edited params.yaml (run.jobs 1)
+        assert {(d.file, d.column) for d in drift} == {
+            ("results/run.json", "state.dirty_inputs"), ("results/run.json", "state.inputs_dirty")}
+        assert identical == compared - 1 > 5, audit
+        for view in (f"metrics/{audit}.json", f"metrics/full/{audit}.json",
+                     f"metrics/{audit}-strategies.json", f"curves/{audit}.csv"):
+            assert (out / view).read_bytes() == (repo.root / "results" / view).read_bytes()
+
+
 def test_a_refit_of_unchanged_inputs_leaves_dvc_status_clean(repo: Repo) -> None:
     """Re-running a fit stage on unchanged inputs writes the same store bytes (its seconds go to
     the timings file beside it, which DVC does not track): dvc.lock keeps its bytes and
@@ -223,9 +286,8 @@ def test_threshold_change_reruns_evaluate_only_and_changes_results(repo: Repo) -
     repo.write_params(models={"decision_threshold": 0.3})
     try:
         status = json.loads(repo.dvc("status", "--json").stdout)
-        assert {s for s in status if s != "check-params"} == {f"evaluate@{a}" for a in AUDITS}
-        assert repo.ran("repro") == {"check-params", "report"} | {
-            f"evaluate@{a}" for a in AUDITS}
+        assert {s for s in status if s != "check-params"} == {"evaluate"}
+        assert repo.ran("repro") == {"check-params", "evaluate", "report"}
         after = (repo.root / "results" / "german_credit_lending" / "fairness.csv").read_text()
         assert after != before
     finally:
@@ -240,7 +302,7 @@ def test_mitigation_change_reruns_fit_and_evaluate_not_prepare(repo: Repo) -> No
         status = json.loads(repo.dvc("status", "--json").stdout)
         assert {s for s in status if s != "check-params"} == {
             f"fit-in-processing@{a}" for a in AUDITS}
-        dag = repo.dvc("dag", "--dot", "evaluate@german_credit_lending").stdout
+        dag = repo.dvc("dag", "--dot", "evaluate").stdout
         assert "fit-in-processing@german_credit_lending" in dag
         repo.write_params(mitigation={"constraint": "equalized_odds"})
         status = json.loads(repo.dvc("status", "--json").stdout)
@@ -257,9 +319,9 @@ def test_encoding_change_marks_every_fit_stage_and_evaluate_not_prepare(repo: Re
     repo.write_params(models={"encoding": "onehot"})
     try:
         status = json.loads(repo.dvc("status", "--json").stdout)
-        assert {s for s in status if s != "check-params"} == {
-            f"{stage}@{a}" for stage in ("fit", "fit-in-processing", "fit-post-processing",
-                                         "evaluate") for a in AUDITS}
+        assert {s for s in status if s != "check-params"} == {"evaluate"} | {
+            f"{stage}@{a}" for stage in ("fit", "fit-in-processing", "fit-post-processing")
+            for a in AUDITS}
     finally:
         repo.restore()
 
@@ -276,9 +338,9 @@ def test_seeds_change_reruns_fit_and_evaluate_and_writes_stability(repo: Repo) -
     repo.write_params(run={"seeds": 2})
     try:
         status = json.loads(repo.dvc("status", "--json").stdout)
-        assert {s for s in status if s != "check-params"} == {
-            f"{stage}@{a}" for stage in ("fit", "fit-in-processing", "fit-post-processing",
-                                         "evaluate") for a in AUDITS}
+        assert {s for s in status if s != "check-params"} == {"evaluate"} | {
+            f"{stage}@{a}" for stage in ("fit", "fit-in-processing", "fit-post-processing")
+            for a in AUDITS}
         repo.dvc("repro")
         for audit in AUDITS:
             assert (repo.root / "results" / audit / "stability.csv").is_file()
@@ -386,7 +448,7 @@ def test_exp_run_sets_a_param_and_exp_show_lists_it(repo: Repo) -> None:
     """`dvc exp run -S` re-runs evaluate only and `dvc exp show --json` lists its param."""
     try:
         ran = repo.ran("exp", "run", "-n", "thr07", "-S", "models.decision_threshold=0.7")
-        assert ran == {"check-params", "report"} | {f"evaluate@{a}" for a in AUDITS}
+        assert ran == {"check-params", "evaluate", "report"}
         shown = repo.dvc("exp", "show", "--json").stdout
         assert "thr07" in shown
         assert re.search(r'"decision_threshold":\s*0\.7', shown)
@@ -456,8 +518,8 @@ def test_freeze_refuses_stale_results_and_verify_names_exactly_the_edited_number
     assert refused.returncode == 2
     assert refused.stderr.strip().splitlines() == [
         "freeze stale: results do not match dvc.lock (dvc status lists "
-        "evaluate@german_credit_lending, report); run dvc repro and commit"]
-    repo.dvc("commit", "-f", "evaluate@german_credit_lending")
+        "evaluate, report); run dvc repro and commit"]
+    repo.dvc("commit", "-f", "evaluate")
     assert repo.ran("repro") == {"check-params", "report"}  # the report shows the edit
     repo.run("git", "add", "-A")
     repo.run("git", "commit", "-qm", "record the edited number in dvc.lock")

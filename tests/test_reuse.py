@@ -75,7 +75,7 @@ def test_a_changed_input_byte_or_a_worker_count_changes_the_key_or_not(
 
 def test_code_is_the_evaluate_stages_declared_deps() -> None:
     """CODE names exactly the faircode deps dvc.yaml declares for evaluate."""
-    stage = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["evaluate"]["do"]
+    stage = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["evaluate"]
     deps = {d.removeprefix("faircode/") for d in stage["deps"] if d.startswith("faircode")}
     assert set(CODE) == deps
 

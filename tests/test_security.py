@@ -235,7 +235,7 @@ def test_faircode_audit_refuses_a_hostile_name_before_reading(
     assert not list(tmp_path.rglob("x")) and not (Path.cwd() / "x").exists()
 
 
-@pytest.mark.parametrize("stage", ["fetch", "prepare", "fit", "evaluate"])
+@pytest.mark.parametrize("stage", ["fetch", "prepare", "fit"])
 def test_a_stage_refuses_an_unsafe_audit_argument(stage: str, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str],
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
@@ -249,3 +249,20 @@ def test_a_stage_refuses_an_unsafe_audit_argument(stage: str, tmp_path: Path,
     assert stop.value.code == 2
     assert capsys.readouterr().err.startswith("AUDIT: expected a folder- and shell-safe name")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_evaluate_stage_refuses_an_unsafe_audit_name_in_params(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Security: the evaluate stage takes its audits from params.yaml, whose every name is
+    checked safe when loaded: one line naming the entry, exit 2, nothing written."""
+    from faircode.pipeline.stages import evaluate
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "params.yaml").write_text("audits: [german, ../../x]\n")
+    with pytest.raises(SystemExit) as stop:
+        evaluate.main(["data/prepared", "data/predictions", "results"])
+    assert stop.value.code == 2
+    assert capsys.readouterr().err.startswith("params.yaml: audits[1]: expected a folder- and "
+                                              "shell-safe name")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["params.yaml"]

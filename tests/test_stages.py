@@ -28,7 +28,7 @@ def test_unavailable_audit_flows_to_a_results_note(
     prepare.main([AUDIT, str(raw), str(prepared)])
     for part in ("unmitigated", "in_processing", "post_processing"):
         fit.main([AUDIT, part, str(prepared), str(predictions / part)])
-    evaluate.main([AUDIT, str(prepared), str(predictions), "results"])
+    evaluate.main(["data/prepared", "data/predictions", "results"])
     assert sorted(p.name for p in (Path("results") / AUDIT).iterdir()) == ["unavailable.json"]
     final = json.loads((Path("results") / AUDIT / "unavailable.json").read_text())
     assert final["message"] == note["message"]
@@ -93,12 +93,12 @@ def test_unavailable_audit_writes_the_plot_headers_without_numerical_imports(
     from faircode.evaluate.curves import curve_plot
     from faircode.evaluate.summary import strategy_plot, unavailable_headline, unavailable_summary
 
-    note = tmp_path / "pred" / "unmitigated"
+    note = tmp_path / "pred" / "x" / "unmitigated"
     note.mkdir(parents=True)
     (note / "unavailable.json").write_text(json.dumps({"message": "x: dataset unavailable"}))
     Path(tmp_path / "params.yaml").write_text("audits: [x]\n")
     code = ("import sys; from faircode.pipeline.stages import evaluate; "
-            "evaluate.main(['x', 'prep', 'pred', 'results']); "
+            "evaluate.main(['prep', 'pred', 'results']); "
             "print(sorted({'numpy', 'pandas'} & set(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                           text=True, check=True, timeout=60,

@@ -1,13 +1,13 @@
 """Reusing an audit's results when nothing the evaluate step reads has changed.
 
-A sweep value (``dvc exp run -S models.decision_threshold=0.4``) re-runs every ``evaluate@``
-stage, since DVC sees a changed param in the stage's ``params:``; but an audit whose manifest
-declares its own operating point (``decision: {rule: base_rate}``, ``top_fraction``) does not read
-that param, and its numbers would come out the same, bit for bit.  :func:`inputs_key` is a
-content address of everything the step reads, recorded in ``run.json`` as
-``evaluate_inputs_sha256``; the stage compares it before evaluating and, on a match, keeps the
-tables and refreshes only ``run.json``'s ``config`` and provenance (:func:`refresh_record`), so
-the record names the params of this run.
+A sweep value (``dvc exp run -S models.decision_threshold=0.4``) re-runs the ``evaluate`` stage
+over every audit, since DVC sees a changed param in the stage's ``params:``; but an audit whose
+manifest declares its own operating point (``decision: {rule: base_rate}``, ``top_fraction``)
+does not read that param, and its numbers would come out the same, bit for bit.
+:func:`inputs_key` is a content address of everything the step reads, recorded in ``run.json``
+as ``evaluate_inputs_sha256``; the stage compares it before evaluating and, on a match, keeps
+the tables and refreshes only ``run.json``'s ``config`` and provenance (:func:`refresh_record`),
+so the record names the params of this run.
 
 Design decisions
 ----------------

@@ -1,5 +1,6 @@
-"""Stage ``evaluate@<audit>``: decisions, metrics, CIs, p- and q-values into ``results/<audit>/``
-(the same four CSVs and ``run.json`` as ``faircode run``, plus ``curves.csv``), the DVC metrics
+"""Stage ``evaluate``: for every audit of ``params.yaml``, decisions, metrics, CIs, p- and q-values
+into ``results/<audit>/`` (the same four CSVs and ``run.json`` as ``faircode run``, plus
+``curves.csv``), the DVC metrics
 headline ``results/metrics/<audit>.json``, the full set ``results/metrics/full/<audit>.json``,
 the strategy-plot data
 ``results/metrics/<audit>-strategies.json`` (:mod:`faircode.evaluate.summary`) and
@@ -10,12 +11,19 @@ Reads ``models.*``, ``stats.*``, ``degenerate.*``, ``verdicts.*``, ``curves.*``,
 ``results/<audit>/effects.csv`` (the paired effects) and ``curves.csv``; with ``run.seeds`` > 1
 also ``stability.csv``, ``stability_replicates.csv`` and ``effects_stability.csv``.
 
-The predictions are the fit stages' parts, ``PREDICTIONS_DIR/<part>/``
-(:data:`faircode.pipeline.stages.PARTS`), merged in grid order; their seconds for ``run.json``
-come from ``PREDICTIONS_DIR/<part>.seconds.json`` when present (not a dep: no number depends on
-them, so a re-fit that only took another time re-runs nothing here).
+One stage over all audits, not one per audit: DVC rewrites the whole ``dvc.lock`` after every
+stage it runs (about 3.5 s for the K = 5 lock), so a sweep value paid that once per audit; one
+process also imports the numerical stack once.  Audits without data and audits whose results
+are those of the same inputs are settled first; the others are evaluated ``run.jobs`` at a time,
+one worker process each (an audit's evaluation is largely serial), or -- one audit or one
+worker -- in this process on ``run.jobs`` workers.  No number depends on the worker count.
 
-In a sweep every stage re-runs, so a stage does only what its inputs need:
+The predictions are the fit stages' parts, ``PREDICTIONS_ROOT/<audit>/<part>/``
+(:data:`faircode.pipeline.stages.PARTS`), merged in grid order; their seconds for ``run.json``
+come from ``PREDICTIONS_ROOT/<audit>/<part>.seconds.json`` when present (not a dep: no number
+depends on them, so a re-fit that only took another time re-runs nothing here).
+
+In a sweep the stage re-runs every audit, so it does for each only what its inputs need:
 
 * an audit without data carries its note forward and writes ``{audit: {"available": false}}``,
   an empty strategy plot and a header-only curve file, importing
@@ -24,29 +32,24 @@ In a sweep every stage re-runs, so a stage does only what its inputs need:
   (:mod:`faircode.evaluate.reuse`: e.g. a ``base_rate`` audit under a new
   ``models.decision_threshold``) keeps its tables and refreshes ``run.json``'s config only.
 
-Usage: ``python -m faircode.pipeline.stages.evaluate AUDIT PREPARED_DIR PREDICTIONS_DIR
-RESULTS_DIR``
+Usage: ``python -m faircode.pipeline.stages.evaluate PREPARED_ROOT PREDICTIONS_ROOT RESULTS_DIR``
+(``data/prepared data/predictions results``; the audits are ``params.yaml``'s, each name checked
+safe when it is loaded).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import multiprocessing
 import sys
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from faircode.core.config import BenchmarkConfig, load_params
-from faircode.pipeline.stages import (
-    PARAMS,
-    PARTS,
-    audit_argument,
-    carry_unavailable,
-    manifest_path,
-    run_stage,
-)
-
-if TYPE_CHECKING:
-    from faircode.audit.manifest import Manifest
+from faircode.pipeline.stages import PARAMS, PARTS, carry_unavailable, manifest_path, run_stage
 
 EMPTY_PLOT = "[]\n"
 """``strategy_plot(None)`` as JSON (tests/test_stages.py checks it), written without pandas."""
@@ -60,36 +63,51 @@ UNAVAILABLE_HEADLINE = {"attr": None,
 
 
 def main(argv: list[str]) -> None:
-    """Evaluate audit ``argv[0]`` from ``argv[1]`` (prepared) and ``argv[2]`` (predictions)."""
-    audit, prepared_dir, predictions_dir, results = (audit_argument(argv[0]), Path(argv[1]),
-                                                     Path(argv[2]),
-                                                     Path(argv[3]))
-    metrics = results / "metrics" / f"{audit}.json"
-    full = results / "metrics" / "full" / f"{audit}.json"
-    plots = results / "metrics" / f"{audit}-strategies.json"
-    curves = results / "curves" / f"{audit}.csv"
+    """Evaluate every audit of ``params.yaml`` from ``argv[0]/<audit>`` (prepared) and
+    ``argv[1]/<audit>`` (predictions) into ``argv[2]``."""
+    if len(argv) != 3:
+        print("usage: python -m faircode.pipeline.stages.evaluate PREPARED_ROOT PREDICTIONS_ROOT "
+              "RESULTS_DIR", file=sys.stderr)
+        sys.exit(2)
+    prepared, predictions, results = (Path(a) for a in argv)
 
     def work() -> None:
-        config = load_params(PARAMS).config
-        parts = [predictions_dir / part for part in PARTS]
-        for path in (metrics, full, plots, curves):
-            path.parent.mkdir(parents=True, exist_ok=True)
-        if carry_unavailable(parts[0], results / audit, audit=audit):
-            metrics.write_text(json.dumps(UNAVAILABLE_HEADLINE) + "\n")
-            full.write_text(json.dumps({audit: {"available": False}}) + "\n")
-            plots.write_text(EMPTY_PLOT)
-            curves.write_text(CURVE_HEADER)
-            return
-        evaluate(audit, prepared_dir, parts, results, config=config,
-                 views=(metrics, full, plots, curves))
+        params = load_params(PARAMS)
+        jobs = [job for audit in params.audits
+                if (job := settle(audit, prepared / audit, predictions / audit, results,
+                                  config=params.config)) is not None]
+        run_jobs(jobs, config=params.config)
 
     run_stage(work)
 
 
-def evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, *,
-             config: BenchmarkConfig, views: tuple[Path, Path, Path, Path]) -> None:
-    """Evaluate and write one available audit, unless its results are those of the same inputs
-    (:mod:`faircode.evaluate.reuse`); the numerical imports happen past that check."""
+@dataclass(frozen=True, slots=True)
+class Job:
+    """An audit to evaluate: :func:`_evaluate`'s arguments."""
+
+    audit: str
+    prepared_dir: Path
+    parts: list[Path]
+    results: Path
+    views: tuple[Path, Path, Path, Path]
+    provenance_record: dict[str, Any]
+
+
+def settle(audit: str, prepared_dir: Path, predictions_dir: Path, results: Path, *,
+           config: BenchmarkConfig) -> Job | None:
+    """Write an audit without data's note and an audit whose results are those of the same
+    inputs (:mod:`faircode.evaluate.reuse`); the :class:`Job` of any other.  The numerical
+    imports happen past these checks."""
+    views = (results / "metrics" / f"{audit}.json", results / "metrics" / "full" / f"{audit}.json",
+             results / "metrics" / f"{audit}-strategies.json", results / "curves" / f"{audit}.csv")
+    parts = [predictions_dir / part for part in PARTS]
+    for path in views:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    if carry_unavailable(parts[0], results / audit, audit=audit):
+        for path, text in zip(views, (json.dumps(UNAVAILABLE_HEADLINE) + "\n", json.dumps(
+                {audit: {"available": False}}) + "\n", EMPTY_PLOT, CURVE_HEADER), strict=True):
+            path.write_text(text)
+        return None
     from faircode.audit.manifest import load_manifest
     from faircode.core.provenance import provenance, with_fit_numerics
     from faircode.evaluate.reuse import KEY, inputs_key, refresh_record, reusable, reuse_enabled
@@ -99,21 +117,34 @@ def evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, *
     key = inputs_key(manifest, config=config, inputs=[prepared_dir, *parts],
                      versions=record["versions"], numerics=record["numerics"]["configuration"])
     run = reusable(results / audit, key=key, outputs=views) if reuse_enabled() else None
-    if run is not None:  # the same predictions' bytes: the fit's kernels are those recorded
-        fit = (run.get("numerics") or {}).get("fit") or {}
-        refresh_record(results / audit, run, config=config,
-                       provenance_record=with_fit_numerics(record, fit))
-        print(f"{audit}: kept {results / audit}: it holds the results of these inputs "
-              f"({KEY} {key[:12]}; this param change does not reach them)")
+    if run is None:
+        return Job(audit, prepared_dir, parts, results, views, {**record, KEY: key})
+    fit = (run.get("numerics") or {}).get("fit") or {}  # the same predictions' bytes
+    refresh_record(results / audit, run, config=config,
+                   provenance_record=with_fit_numerics(record, fit))
+    print(f"{audit}: kept {results / audit}: it holds the results of these inputs "
+          f"({KEY} {key[:12]}; this param change does not reach them)")
+    return None
+
+
+def run_jobs(jobs: list[Job], *, config: BenchmarkConfig) -> None:
+    """Evaluate ``jobs``: one after the other on ``config.jobs`` workers each, or -- several
+    audits and workers -- that many audits at a time on one worker each (an audit's evaluation
+    is largely serial; no number depends on the worker count)."""
+    workers = min(config.jobs, len(jobs))
+    if workers <= 1:
+        for job in jobs:
+            _evaluate(job, config=config)
         return
-    _evaluate(audit, prepared_dir, parts, results, manifest=manifest, config=config,
-              views=views, provenance_record={**record, KEY: key})
+    single = dataclasses.replace(config, jobs=1)
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for done in [pool.submit(_evaluate, job, config=single) for job in jobs]:
+            done.result()  # the first failure is raised (the boundary words it in one line)
 
 
-def _evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, *,
-              manifest: Manifest, config: BenchmarkConfig,
-              views: tuple[Path, Path, Path, Path],
-              provenance_record: dict[str, Any]) -> None:
+def _evaluate(job: Job, *, config: BenchmarkConfig) -> None:
+    """Evaluate and write one audit (in this process or a worker)."""
+    from faircode.audit.manifest import load_manifest
     from faircode.audit.prepared import load_prepared
     from faircode.core.provenance import with_fit_numerics
     from faircode.evaluate.audit import evaluate_audit
@@ -122,22 +153,22 @@ def _evaluate(audit: str, prepared_dir: Path, parts: list[Path], results: Path, 
     from faircode.evaluate.write import write_audit
     from faircode.grid.predictions import load_predictions, merge_predictions, timings_path
 
-    metrics, full, plots, curves = views
-    data = load_prepared(prepared_dir, manifest=manifest)
+    metrics, full, plots, curves = job.views
+    data = load_prepared(job.prepared_dir, manifest=load_manifest(manifest_path(job.audit)))
     predictions = merge_predictions([load_predictions(part, timings=timings_path(part))
-                                     for part in parts])
+                                     for part in job.parts])
     outcome = evaluate_audit(
         data, predictions, decision_threshold=config.decision_threshold, stats=config.stats,
         degenerate=config.degenerate, replicates=config.replicates, jobs=config.jobs,
         curves=config.curves, verdicts=config.verdicts)
-    folder = write_audit(data, outcome, config=config, out_dir=results,
-                         provenance_record=with_fit_numerics(provenance_record,
+    folder = write_audit(data, outcome, config=config, out_dir=job.results,
+                         provenance_record=with_fit_numerics(job.provenance_record,
                                                              predictions.numerics))
     metrics.write_text(json.dumps(headline(outcome), indent=1) + "\n")
-    full.write_text(json.dumps(summary(outcome, audit=audit), indent=2) + "\n")
-    plots.write_text(json.dumps(strategy_plot(outcome, audit=audit), indent=1) + "\n")
+    full.write_text(json.dumps(summary(outcome, audit=job.audit), indent=2) + "\n")
+    plots.write_text(json.dumps(strategy_plot(outcome, audit=job.audit), indent=1) + "\n")
     curve_plot(outcome.curves).to_csv(curves, index=False)
-    print(f"{audit}: wrote {folder}")
+    print(f"{job.audit}: wrote {folder}", flush=True)
 
 
 if __name__ == "__main__":
