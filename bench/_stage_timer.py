@@ -34,6 +34,7 @@ PHASES: dict[str, tuple[str, ...]] = {
     "faircode.report.tables": ("write_tables",),
     "faircode.report.figures": ("write_figures",),
     "faircode.report.threshold_curves": ("write_curve_figures",),
+    "faircode.report.drawing": ("draw",),  # every figure at once since issue 34
     "faircode.report.html": ("write_html",),
     "faircode.record.tracking": ("sync_results",),
 }

@@ -276,15 +276,16 @@ def test_declared_cutoff_joins_the_grid_and_s3_s4_are_points(written) -> None:  
 
 def test_curve_figure_is_written(written, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """The report draws the audit's curve figure (PNG and PDF) from curves.csv on disk."""
+    from faircode.report.drawing import draw
     from faircode.report.inputs import load_results
     from faircode.report.tables import Context
-    from faircode.report.threshold_curves import write_curve_figures
+    from faircode.report.threshold_curves import curve_drawings
 
     inputs = load_results(written.parent)
     ctx = Context(inputs=inputs, fairness=inputs.fairness, metric="demographic_parity_diff",
                   models=("logistic_regression", "random_forest", "gradient_boosting"),
                   alpha=0.05, confidence=0.95)
-    (figure,) = write_curve_figures(ctx, out=tmp_path)
+    (figure,) = [f for f in draw(curve_drawings(ctx, out=tmp_path)) if f is not None]
     assert figure.png.name == f"{SMALL_AUDIT}_curves_demographic_parity_diff.png"
     assert figure.png.stat().st_size > 10_000 and figure.pdf.is_file()
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from faircode.report.drawing import Drawing
+from faircode.report.drawing import draw as draw_all
 from faircode.report.figure_reuse import RECORD, FigureReuse
 from faircode.report.figures import FigureFile
 
@@ -45,7 +47,7 @@ def report(results: Path, draw: Draw, **settings: object) -> FigureFile:
         figures.rename(previous)
     reuse = FigureReuse(previous, results=results, settings={**SETTINGS, **settings},
                         make=FigureFile)
-    figure = reuse.figure(draw, None, "a", figures)
+    (figure,) = draw_all([Drawing(draw, (None, "a"), figures, "a")], reuse=reuse)
     reuse.write(figures)
     for old in previous.glob("*") if previous.is_dir() else ():
         old.unlink()

@@ -267,6 +267,21 @@ def test_write_report_writes_every_output(rendered: Path) -> None:
     assert not (rendered / "plots").exists()  # DVC's plot data is the evaluate stage's
 
 
+def test_figures_drawn_on_two_workers_are_the_bytes_of_one(rendered: Path,
+                                                           tmp_path: Path) -> None:
+    """The report drawn on two forked workers writes every figure, the record of figures/
+    and report.html byte for byte as the one drawn in one process (the shared fixture)."""
+    again = tmp_path / "results"
+    shutil.copytree(rendered, again, ignore=shutil.ignore_patterns("figures"))
+    write_report(again, provenance={"git_commit": "e" * 40}, workers=2)
+    names = sorted(p.name for p in (rendered / "figures").iterdir())
+    assert names == sorted(p.name for p in (again / "figures").iterdir()) and len(names) > 10
+    for name in names:
+        assert (again / "figures" / name).read_bytes() == (
+            rendered / "figures" / name).read_bytes(), name
+    assert (again / "report.html").read_bytes() == (rendered / "report.html").read_bytes()
+
+
 def test_figures_are_drawn_at_column_width(rendered: Path) -> None:
     """Every PNG is 3.3 inches wide at 300 dpi (990 px), never scaled from a screen figure."""
     from PIL import Image

@@ -43,7 +43,7 @@ from faircode.report.inputs import (
 )
 from faircode.report.people import people_tables
 from faircode.report.tables import Context
-from faircode.report.text import load_text_results, write_text_table
+from faircode.report.text import TextInputs, load_text_results, write_text_table
 
 if TYPE_CHECKING:
     from faircode.report.figures import FigureFile
@@ -79,11 +79,15 @@ def write_report(
     metric: str = DEFAULT_METRIC,
     model: str | None = None,
     provenance: Mapping[str, Any] | None = None,
+    workers: int = 1,
 ) -> ReportOutputs:
     """Write summary, tables, figures and ``report.html`` into ``results``.
 
     ``results/figures`` belongs to the report (a figure whose inputs are unchanged is carried
     over: :mod:`faircode.report.figure_reuse`).
+
+    ``workers``: processes drawing the figures (the files are the same bytes for any number:
+    :mod:`faircode.report.drawing`).
 
     ``provenance`` is the report code's own record
     (``faircode.core.provenance.provenance(code=REPORT_CODE)``; optional): the page shows the
@@ -118,14 +122,11 @@ def write_report(
         context, floor=floor, out=results,
         extra=(*deployed_tables(context), *people_tables(context),
                *([effects_table] if effects_table else [])))
-    figures = _figures(context, floor=floor, results=results)
     text = load_text_results(results, only=only)  # the text audits' own section
-    text_figures: tuple[FigureFile, ...] = ()
     if text is not None:
-        from faircode.report.text_figures import write_text_figures
-
         tables = (*tables, write_text_table(text, results))
-        text_figures = write_text_figures(text, results / "figures")
+    figures, text_figures = _figures(context, floor=floor, results=results, text=text,
+                                     workers=workers)
     html = write_html(context, floor=floor, counts=floor_counts(floor),
                       intersectional=context.intersectional, figures=figures,
                       provenance=provenance or {}, out=results / "report.html", text=text,
@@ -157,26 +158,31 @@ def _context(inputs: ReportInputs, *, metric: str, models: tuple[str, ...], alph
         intersectional=pd.concat([inputs.intersectional, family.intersectional], axis=1))
 
 
-def _figures(ctx: Context, *, floor: pd.DataFrame, results: Path) -> tuple[FigureFile, ...]:
-    """Write ``results/figures/`` whole: no stale file survives; a per-audit figure whose
-    inputs did not change is carried over from the previous figures/ (figure_reuse)."""
+def _figures(ctx: Context, *, floor: pd.DataFrame, results: Path, text: TextInputs | None,
+             workers: int) -> tuple[tuple[FigureFile, ...], tuple[FigureFile, ...]]:
+    """Write ``results/figures/`` whole -- (the grid audits' figures, the text audits') --
+    on ``workers`` processes: no stale file survives; a per-audit figure whose inputs did not
+    change is carried over from the previous figures/ (figure_reuse)."""
     from faircode.report import figures as report_figures
-    from faircode.report.calibration_figure import write_calibration_figures
-    from faircode.report.threshold_curves import write_curve_figures
+    from faircode.report.calibration_figure import calibration_drawings
+    from faircode.report.drawing import draw
+    from faircode.report.text_figures import text_drawings
+    from faircode.report.threshold_curves import curve_drawings
 
-    previous = results / ".figures-previous"
+    out, previous = results / "figures", results / ".figures-previous"
     shutil.rmtree(previous, ignore_errors=True)
-    if (results / "figures").is_dir():
-        (results / "figures").rename(previous)
+    if out.is_dir():
+        out.rename(previous)
     try:
         reuse = FigureReuse(previous, results=results, make=report_figures.FigureFile,
                             settings={"metric": ctx.metric, "models": ctx.models,
                                       "alpha": ctx.alpha, "confidence": ctx.confidence})
-        figures = report_figures.write_figures(ctx, floor=floor, out=results / "figures",
-                                               reuse=reuse)
-        figures += write_curve_figures(ctx, out=results / "figures", reuse=reuse)
-        figures += write_calibration_figures(ctx, out=results / "figures")
-        reuse.write(results / "figures")
+        grid = [*report_figures.figure_drawings(ctx, floor=floor, out=out),
+                *curve_drawings(ctx, out=out), *calibration_drawings(ctx, out=out)]
+        texts = text_drawings(text, out) if text is not None else []
+        drawn = draw([*grid, *texts], reuse=reuse, workers=workers)
+        reuse.write(out)
     finally:
         shutil.rmtree(previous, ignore_errors=True)
-    return figures
+    return (tuple(f for f in drawn[:len(grid)] if f is not None),
+            tuple(f for f in drawn[len(grid):] if f is not None))

@@ -19,12 +19,13 @@ import matplotlib.ticker
 import numpy as np
 import pandas as pd
 
+from faircode.report.drawing import Drawing
 from faircode.report.figures import FigureFile, _fmt, _save
 from faircode.report.inputs import DEPLOYED, MODELS, STRATEGIES, ordered, strategy_code
-from faircode.report.style import RC, SHORT, WIDTH, strategy_colour
+from faircode.report.style import SHORT, WIDTH, strategy_colour
 from faircode.report.tables import Context
 
-__all__ = ["GROUP_STYLE", "calibration_by_group", "write_calibration_figures"]
+__all__ = ["GROUP_STYLE", "calibration_by_group", "calibration_drawings"]
 
 
 GROUP_STYLE: tuple[tuple[str, str, bool], ...] = (("o", "-", True), ("s", "--", False),
@@ -132,10 +133,8 @@ def calibration_by_group(ctx: Context, audit: str, out: Path) -> FigureFile | No
         "and line style.", section="audit", audit=audit, kind="calibration")
 
 
-def write_calibration_figures(ctx: Context, *, out: Path) -> tuple[FigureFile, ...]:
-    """The calibration figure of every audit with a deployed system and results, in the house
-    style (drawn by the report build after :func:`faircode.report.figures.write_figures`)."""
-    with matplotlib.rc_context(RC):  # type: ignore[arg-type]  # keys are valid rcParams
-        drawn = [calibration_by_group(ctx, audit, out) for audit in ctx.inputs.deployed.systems
-                 if audit in ctx.inputs.runs]
-    return tuple(f for f in drawn if f is not None)
+def calibration_drawings(ctx: Context, *, out: Path) -> list[Drawing]:
+    """The calibration figure of every audit with a deployed system and results (always drawn:
+    it reads the deployed inputs; :mod:`faircode.report.drawing`)."""
+    return [Drawing(calibration_by_group, (ctx, audit), out)
+            for audit in ctx.inputs.deployed.systems if audit in ctx.inputs.runs]

@@ -100,10 +100,10 @@ class FigureReuse:
                      + hashlib.sha256(path.read_bytes()).digest())
         return h.hexdigest()
 
-    def figure(self, draw: Callable[[Any, str, Path], Any], ctx: Any, audit: str,
-               out: Path) -> Any:
-        """``draw(ctx, audit, out)``, or its previous files when the key is the same."""
-        slot = f"{getattr(draw, '__name__', 'figure')}|{audit}"
+    def lookup(self, slot: str, audit: str, out: Path) -> tuple[str, Any]:
+        """``slot``'s key for ``audit``, and its previous files copied into ``out`` as a figure
+        record when the previous report drew the same key (else ``None``: draw it, then
+        :meth:`record` it)."""
         key = self.key(slot, audit)
         old = self.old.get(slot)
         if isinstance(old, dict) and old.get("key") == key:
@@ -111,13 +111,15 @@ class FigureReuse:
             if carried is not None:
                 self.new[slot] = old
                 self.reused += 1
-                return carried
-        drawn = draw(ctx, audit, out)
+                return key, carried
+        return key, None
+
+    def record(self, slot: str, key: str, drawn: Any) -> None:
+        """Record a figure drawn for ``slot`` under ``key`` (nothing drawn: nothing recorded)."""
         if drawn is not None:
             self.new[slot] = {"key": key, "name": drawn.name, "caption": drawn.caption,
                               "section": drawn.section, "audit": drawn.audit,
                               "kind": drawn.kind}
-        return drawn
 
     def _carry(self, record: Mapping[str, str], out: Path) -> Any:
         name = str(record.get("name", ""))

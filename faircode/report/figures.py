@@ -37,7 +37,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from faircode.report.analysis import abs_bounds
-from faircode.report.figure_reuse import FigureReuse
+from faircode.report.drawing import Drawing
 from faircode.report.inputs import (
     MODELS,
     STRATEGIES,
@@ -47,10 +47,10 @@ from faircode.report.inputs import (
     ordered,
     strategy_code,
 )
-from faircode.report.style import RC, SHORT, WIDTH, family_marker, strategy_colour
+from faircode.report.style import SHORT, WIDTH, family_marker, strategy_colour
 from faircode.report.tables import Context
 
-__all__ = ["FigureFile", "heat_norm", "legend_handles", "write_figures"]
+__all__ = ["FigureFile", "figure_drawings", "heat_norm", "legend_handles"]
 
 FILLED = ("filled marker: a gap shown (verdict gap: the audit's own q < alpha and an interval "
           "excluding no gap{k}); open: none shown")
@@ -341,17 +341,10 @@ def tradeoff(ctx: Context, audit: str, out: Path) -> FigureFile | None:
                  "audit", audit=audit, kind="tradeoff")
 
 
-def write_figures(ctx: Context, *, floor: pd.DataFrame, out: Path,
-                  reuse: FigureReuse | None = None) -> tuple[FigureFile, ...]:
-    """Write every figure (PNG and PDF) into ``out``; return them in report order.
-
-    With ``reuse`` a per-audit figure whose inputs did not change is carried over from the
-    previous report instead of drawn (:mod:`faircode.report.figure_reuse`).
-    """
-    with matplotlib.rc_context(RC):  # type: ignore[arg-type]  # keys are valid rcParams
-        figures = [heatmap(ctx, out), floor_figure(ctx, floor, out)]
-        for audit in ctx.inputs.runs:
-            figures += [draw(ctx, audit, out) if reuse is None
-                        else reuse.figure(draw, ctx, audit, out)
-                        for draw in (by_strategy, tradeoff)]
-    return tuple(f for f in figures if f is not None)
+def figure_drawings(ctx: Context, *, floor: pd.DataFrame, out: Path) -> list[Drawing]:
+    """The heatmap, the residual floor and each audit's two figures, in report order (drawn,
+    or carried over when an audit's tables did not change, by :func:`faircode.report.drawing.
+    draw`)."""
+    return [Drawing(heatmap, (ctx,), out), Drawing(floor_figure, (ctx, floor), out),
+            *(Drawing(function, (ctx, audit), out, audit) for audit in ctx.inputs.runs
+              for function in (by_strategy, tradeoff))]

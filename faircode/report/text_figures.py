@@ -20,11 +20,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from faircode.report.drawing import Drawing
 from faircode.report.figures import FigureFile, _save
-from faircode.report.style import OKABE_ITO, RC, WIDTH
+from faircode.report.style import OKABE_ITO, WIDTH
 from faircode.report.text import TextInputs, shown_categories
 
-__all__ = ["flips_figure", "term_rates_figure", "write_text_figures"]
+__all__ = ["flips_figure", "term_rates_figure", "text_drawings"]
 
 _SYSTEM_COLOURS = (OKABE_ITO["vermillion"], OKABE_ITO["blue"], OKABE_ITO["green"],
                    OKABE_ITO["orange"])
@@ -114,14 +115,12 @@ def flips_figure(inputs: TextInputs, audit: str, system: str, out: Path) -> Figu
     return _save(fig, out, f"{audit}_flips_{system}", caption, audit=audit, kind="text_flips")
 
 
-def write_text_figures(inputs: TextInputs, out: Path) -> tuple[FigureFile, ...]:
-    """Both figures of every text audit (PNG and PDF) into ``out``."""
-    figures = []
-    with matplotlib.rc_context(RC):  # type: ignore[arg-type]  # keys are valid rcParams
-        for audit in inputs.runs:
-            figures.append(term_rates_figure(inputs, audit, out))
-            systems = inputs.flips.loc[inputs.flips["audit"] == audit, "system"]
-            figures += [flips_figure(inputs, audit, str(system), out)
-                        for system in dict.fromkeys(systems)]
-    return tuple(f for f in figures if f is not None)
-
+def text_drawings(inputs: TextInputs, out: Path) -> list[Drawing]:
+    """Both figures of every text audit (:mod:`faircode.report.drawing`), in page order."""
+    drawings = []
+    for audit in inputs.runs:
+        drawings.append(Drawing(term_rates_figure, (inputs, audit), out))
+        systems = inputs.flips.loc[inputs.flips["audit"] == audit, "system"]
+        drawings += [Drawing(flips_figure, (inputs, audit, str(system)), out)
+                     for system in dict.fromkeys(systems)]
+    return drawings

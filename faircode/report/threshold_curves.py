@@ -24,17 +24,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
-from faircode.report.figure_reuse import FigureReuse
+from faircode.report.drawing import Drawing
 from faircode.report.figures import FigureFile, _label, _save
 from faircode.report.inputs import MODELS, metric_reference, ordered, strategy_code
 from faircode.report.style import (
-    RC,
     SHORT,
     WIDTH,
     family_line,
@@ -43,7 +41,7 @@ from faircode.report.style import (
 )
 from faircode.report.tables import Context
 
-__all__ = ["CURVE_STRATEGIES", "POINT_STRATEGIES", "curve_figure", "write_curve_figures"]
+__all__ = ["CURVE_STRATEGIES", "POINT_STRATEGIES", "curve_drawings", "curve_figure"]
 
 CURVE_STRATEGIES = ("baseline", "unawareness", "unawareness_proxy_removal")
 """The columns of the figure (S0-S2: a threshold decides them)."""
@@ -144,12 +142,7 @@ def curve_figure(ctx: Context, audit: str, out: Path) -> FigureFile | None:
                  kind="curves")
 
 
-def write_curve_figures(ctx: Context, *, out: Path,
-                        reuse: FigureReuse | None = None) -> tuple[FigureFile, ...]:
-    """Write the curve figure of every audit with ``curves.csv`` into ``out`` (audit order);
-    ``reuse`` as in :func:`faircode.report.figures.write_figures`."""
-    with matplotlib.rc_context(RC):  # type: ignore[arg-type]  # keys are valid rcParams
-        figures = [curve_figure(ctx, audit, out) if reuse is None
-                   else reuse.figure(curve_figure, ctx, audit, out)
-                   for audit in ctx.inputs.runs]
-    return tuple(f for f in figures if f is not None)
+def curve_drawings(ctx: Context, *, out: Path) -> list[Drawing]:
+    """The curve figure of every audit (audit order; an audit without ``curves.csv`` draws
+    nothing), each one the reuse may carry over (:mod:`faircode.report.drawing`)."""
+    return [Drawing(curve_figure, (ctx, audit), out, audit) for audit in ctx.inputs.runs]

@@ -2,7 +2,9 @@
 
 ``python -m faircode.pipeline.stages.report --params params.yaml --results results --audits audits``
 reads the ``report`` section of params.yaml (``metric``, ``model``; absent means the defaults;
-the whole file is validated) and calls :func:`faircode.report.build.write_report`.  No statistics
+the whole file is validated) and ``run.jobs`` (the processes drawing the figures; not a tracked
+param: the files are the same bytes for any number) and calls
+:func:`faircode.report.build.write_report`.  No statistics
 here.  The page names the report code that rendered it
 (:data:`faircode.core.provenance.REPORT_CODE`); the state it cites is its results' own.
 """
@@ -31,10 +33,12 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:  # one line, exit 2 on bad input (and for every other stop: _boundary)
         require()
         params_path = Path(args.params)
-        config = load_params(params_path).report if params_path.is_file() else ReportConfig()
+        params = load_params(params_path) if params_path.is_file() else None
+        config = params.report if params is not None else ReportConfig()
         outputs = write_report(Path(args.results), audits_dir=Path(args.audits),
                                metric=config.metric, model=config.model,
-                               provenance=provenance(code=REPORT_CODE, numerics=False))
+                               provenance=provenance(code=REPORT_CODE, numerics=False),
+                               workers=params.config.jobs if params is not None else 1)
         print(f"report: {outputs.html}")
         return 0
 
