@@ -82,11 +82,9 @@ Design decisions
 
 from __future__ import annotations
 
-import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -101,6 +99,7 @@ from faircode.record._store import (
     ensure_experiment,
     log_batched,
     quick_commits,
+    quiet_loggers,
     search_all,
     switch_to_wal,
 )
@@ -262,39 +261,12 @@ def sync_results(
     results = Path(results)
     digest = results_digest(results, config=config)
     children, skipped = collect_children(results)
-    with _quiet_loggers():  # a failure is our one line, not MLflow's own log of it
+    with quiet_loggers():  # a failure is our one line, not MLflow's own log of it
         return _sync_store(results, digest, children, skipped, tracking_uri=tracking_uri,
                            experiment=experiment, config=config, context=context,
                            artifact_location=artifact_location, health_timeout=health_timeout,
                            workers=workers, sqlite_wal=sqlite_wal, child_inputs=child_inputs,
                            fsync_each=fsync_each, started=started)
-
-
-QUIET_LOGGERS = ("mlflow", "alembic", "sqlalchemy")
-"""Loggers silenced while a sync runs: MLflow logs each store error it also raises (67 lines for
-one locked SQLite file, then the exception faircode words in one line), and its INFO lines
-about schema migrations; the sync's outcome is the line ``faircode track`` prints."""
-
-
-@contextmanager
-def _quiet_loggers() -> Iterator[None]:
-    """Raise :data:`QUIET_LOGGERS` above CRITICAL for the duration; restore them after.
-
-    MLflow configures its logger when first imported, so it is imported first.
-    """
-    try:
-        import mlflow  # noqa: F401 - for its logging configuration, before it is overridden
-    except ImportError:  # reported by the sync as a tracking failure
-        pass
-    loggers = [logging.getLogger(name) for name in QUIET_LOGGERS]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.CRITICAL + 1)
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, levels, strict=True):
-            logger.setLevel(level)
 
 
 def _sync_store(results: Path, digest: str, children: list[ChildRun],
