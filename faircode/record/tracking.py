@@ -85,13 +85,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from faircode.core.errors import describe
 from faircode.record._claim import claim_state, sqlite_path, store_lock
-from faircode.record._parent import create_parent, name_frozen
+from faircode.record._parent import SyncContext, create_parent, name_frozen
 from faircode.record._store import (
     TrackingError,
     check_server,
@@ -135,42 +134,6 @@ __all__ = [
 DEFAULT_EXPERIMENT = "faircode"
 _HTTP_WORKERS = 2
 SyncStatus = Literal["logged", "completed", "unchanged"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SyncContext:
-    """Pipeline-state details the caller gathered (freeze, DVC); every field is optional.
-
-    The state's identity is not here: it is the results' own (their ``run.json``).
-
-    Parameters
-    ----------
-    freeze_name
-        The freeze record whose results are these (names the parent).
-    dvc_exp_name, dvc_exp_baseline
-        The DVC experiment's name and baseline commit, when run by ``dvc exp run``.
-    versions
-        Package versions to tag (``versions.<package>``).
-    """
-
-    freeze_name: str | None = None
-    dvc_exp_name: str | None = None
-    dvc_exp_baseline: str | None = None
-    versions: Mapping[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        for name in ("freeze_name", "dvc_exp_name", "dvc_exp_baseline"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise TypeError(f"SyncContext.{name}: expected a str or None, got "
-                                f"{describe(value)}")
-
-    def tags(self) -> dict[str, str]:
-        """The parent-run tags these details become (absent ones are left out)."""
-        tags = {"faircode.freeze": self.freeze_name, "dvc_exp_name": self.dvc_exp_name,
-                "dvc_exp_baseline": self.dvc_exp_baseline}
-        tags.update({f"versions.{k}": v for k, v in self.versions.items()})
-        return {k: str(v) for k, v in tags.items() if v is not None}
 
 
 @dataclass(frozen=True, slots=True)
