@@ -5,7 +5,9 @@ The identity is the results' own (their ``run.json`` ``state``; :mod:`faircode.c
 one state's tags as they are, several states' common values with ``mixed`` where they differ
 (and dirty if any audit is).  Named by :func:`faircode.record.names.parent_name`.  Beside it the
 numerical environment that computed the numbers (``numerics.*``: kernels, libraries, mode, CPU;
-:mod:`faircode.core.numerics`), the audits' common value or ``mixed``.
+:mod:`faircode.core.numerics`), the audits' common value or ``mixed``; and which children it
+shares with an earlier state (:mod:`faircode.record._shared`: its base, counts and a note
+paragraph).
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from faircode.record.runs import (
 
 if TYPE_CHECKING:  # pragma: no cover
     from mlflow.tracking import MlflowClient
+
+    from faircode.record._shared import Sharing
 
 __all__ = ["SyncContext", "create_parent", "name_frozen", "numerics_tags", "parent_state"]
 
@@ -120,7 +124,13 @@ def _tag_value(value: object) -> str | None:
 
 def create_parent(client: MlflowClient, experiment_id: str, results: Path, digest: str,
                    children: list[ChildRun], skipped: Mapping[str, str], *,
-                   config: Mapping[str, Any], context: SyncContext, inputs: list[Any]) -> str:
+                   config: Mapping[str, Any], context: SyncContext, inputs: list[Any],
+                   sharing: Sharing) -> str:
+    """Create the state's parent (``incomplete``) with its tags, params and inputs; its id.
+
+    ``sharing`` (:mod:`faircode.record._shared`) is recorded on it: the base, the counts and
+    the note's paragraph on which children are logged under it.
+    """
     audits = sorted({c.audit for c in children})
     state, consensus = parent_state(results)
     name = parent_name(freeze=context.freeze_name, dvc_exp=context.dvc_exp_name, config=config,
@@ -133,13 +143,15 @@ def create_parent(client: MlflowClient, experiment_id: str, results: Path, diges
             **context.tags(),
             "versions.mlflow": importlib.metadata.version("mlflow"),
             **{sanitise(f"unavailable.{a}"): r for a, r in skipped.items()},
+            **sharing.tags(len(children)),
             "mlflow.note.content": (
                 f"faircode state {name}: {len(children)} child runs over "
                 f"{', '.join(audits) or 'no audit'}"
                 + (f"; unavailable: {', '.join(sorted(skipped))}" if skipped else "")
                 + ". Identity (as in run.json and report.html): "
                 + ", ".join(f"{k} {v}" for k, v in consensus.items())
-                + ". Cite the freeze record (freezes/<name>.json), not this run.")}
+                + ". Cite the freeze record (freezes/<name>.json), not this run."
+                + sharing.note(len(children)))}
     parent = client.create_run(experiment_id, tags=tags, run_name=name)
     parent_id = parent.info.run_id
     log_batched(client, parent_id, params=dict(flatten(config)), metrics={})
