@@ -12,27 +12,36 @@ It logs into a fresh embedded SQLite store (what ``dvc repro`` uses by default; 
 threads, default 1 on SQLite and 2 over HTTP) and, for a ratio, ``--naive-sample`` children the
 naive way (one call per metric/param/tag; 0 skips it).  Then it times the second, unchanged
 sync.  ``--no-child-inputs`` leaves out each child's dataset input (one store call per child) to
-measure its share.  Timings are of one run on whatever the machine is doing; quote the ratios.
+measure its share.  ``--change AUDIT ...`` then syncs a copy in which one number of every row of
+those audits' tables differs (a sweep value that changes only them: the other audits' children
+are shared with the first state's, :mod:`faircode.record._shared`) and times it against the
+first sync.  Timings are of one run on whatever the machine is doing; quote the ratios.
 
 Usage: ``PYTHONPATH=. python bench/tracking.py --template /tmp/tracking-results``, or
-``--results results`` to sync a real results folder (the paper state: 891 children);
-``--fsync-each`` for SQLite's fsync per commit (the sync's default before issue 34).
+``--results results`` to sync a real results folder (the paper state: 1,066 children);
+``--fsync-each`` for SQLite's fsync per commit (the sync's default before issue 34); ``--results
+results --change benefits_denial compas german_credit_lending insurance_denial bias_madlibs``
+for a ``models.decision_threshold`` sweep value of the paper state (306 of 1,066 children differ).
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import itertools
+import json
 import os
 import shutil
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from faircode.core.digests import folder_digests
 from faircode.evaluate.tables import COUNTERFACTUAL_COLUMNS
 from faircode.record.tracking import collect_children, sync_results
 
@@ -73,6 +82,48 @@ def build(template: Path, out: Path, *, attributes: int, axes: int, seed: int) -
         (folder / "run.json").write_text(run)
 
 
+def perturb(results: Path, out: Path, audits: list[str]) -> None:
+    """Copy ``results`` to ``out`` with one number of every row of ``audits``' tables changed
+    (each row's first decimal cell, by 1e-9) and their ``run.json`` recording the new files."""
+    shutil.copytree(results, out)
+    for audit in audits:
+        folder = out / audit
+        if not (folder / "run.json").is_file():
+            raise SystemExit(f"--change {audit}: {folder} holds no run.json")
+        for path in sorted(folder.glob("*.csv")):
+            with path.open(newline="") as handle:
+                rows = list(csv.reader(handle))
+            for row in rows[1:]:
+                at = next((i for i, cell in enumerate(row) if _decimal(cell)), None)
+                if at is not None:
+                    row[at] = repr(float(row[at]) + 1e-9)
+            with path.open("w", newline="") as handle:
+                csv.writer(handle, lineterminator="\n").writerows(rows)
+        run = json.loads((folder / "run.json").read_text())
+        if "files" in run:
+            run["files"] = folder_digests(folder)
+        (folder / "run.json").write_text(json.dumps(run, indent=2) + "\n")
+
+
+def _decimal(cell: str) -> bool:
+    try:
+        return "." in cell and np.isfinite(float(cell))
+    except ValueError:
+        return False
+
+
+def changed(results: Path, out: Path, audits: list[str], options: dict[str, Any],
+            first: float) -> None:
+    """Sync a copy of ``results`` with ``audits`` changed (:func:`perturb`); print its time
+    against the first sync's ``first`` seconds."""
+    perturb(results, out, audits)
+    done = sync_results(out, **options)
+    print(f"changed state ({', '.join(audits)}): {done.seconds:.1f}s = "
+          f"{done.seconds / first:.2f}x the first sync, {done.children_logged} of "
+          f"{done.children_total} children logged, {done.children_shared} shared with the "
+          "first state's parent")
+
+
 def naive(uri: str, results: Path, sample: int, experiment: str) -> float:
     """Seconds per child when every metric, param and tag is its own call."""
     from mlflow.tracking import MlflowClient
@@ -110,11 +161,15 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--results", type=Path, default=None,
                         help="sync this results folder (e.g. the committed results/) instead "
                              "of the synthetic five audits")
+    parser.add_argument("--change", nargs="+", default=[], metavar="AUDIT",
+                        help="then sync a copy with one number of every row of these audits' "
+                             "tables changed (a sweep value changing only them)")
     parser.add_argument("--naive-sample", type=int, default=30)
     parser.add_argument("--seed", type=int, default=20261129)
     args = parser.parse_args(argv)
     for key in ("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "MLFLOW_DISABLE_TELEMETRY"):
         os.environ.setdefault(key, "true")  # as faircode track sets them
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     work = Path(tempfile.mkdtemp(prefix="bench-tracking-"))
     try:
         results = args.results or work / "results"
@@ -147,6 +202,8 @@ def main(argv: list[str]) -> int:
         print(f"first sync (batched, workers {args.workers or 'default'}): {first.seconds:.1f}s "
               f"= {1000 * per_batch:.0f} ms/child")
         print(f"second sync (unchanged): {again.seconds:.1f}s, status {again.status}")
+        if args.change:
+            changed(results, work / "changed", args.change, options, first.seconds)
         if args.naive_sample:
             per_naive = naive(uri, results, args.naive_sample, f"{name}-naive")
             print(f"naive (one call per value, {args.naive_sample} children): "

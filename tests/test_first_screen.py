@@ -44,3 +44,29 @@ def test_no_fairness_child_no_view() -> None:
     """A state without fairness children leaves the view alone (None)."""
     assert first_screen([_child("a", "S0", "LR", "x & y", table="intersectional")],
                         digest="d") is None
+
+
+def test_the_first_audit_is_one_with_children_logged_under_the_parent() -> None:
+    """Children the parent shares (tagged with an earlier state's digest) are passed over: the
+    view names the first audit and attribute among the children logged under it."""
+    children = [_child("alpha", "S0", "LR", "sex"), _child("alpha", "S0", "LR", "age"),
+                _child("beta", "S0", "LR", "race"), _child("beta", "S0", "LR", "age")]
+    shared = {children[0].key: "r0", children[1].key: "r1", children[2].key: "r2"}
+    view = first_screen(children, digest="d1", shared=shared)
+    assert view is not None
+    assert view["searchFilter"] == ("tags.table = 'fairness' and tags.audit = 'beta' and "
+                                    "tags.attribute = 'age' and "
+                                    "tags.`faircode.parent_digest` = 'd1'")
+
+
+def test_a_parent_sharing_every_child_opens_on_the_shared_runs() -> None:
+    """With no fairness child logged under the parent the view lists the first audit's first
+    attribute by the run ids of the shared runs."""
+    children = [_child("alpha", "S0", "LR", "sex"), _child("alpha", "S1", "LR", "sex"),
+                _child("alpha", "S0", "LR", "age")]
+    view = first_screen(children, digest="d1", shared={c.key: f"r{i}"
+                                                       for i, c in enumerate(children)})
+    assert view is not None
+    assert view["searchFilter"] == ("tags.table = 'fairness' and tags.audit = 'alpha' and "
+                                    "tags.attribute = 'sex' and attributes.run_id IN "
+                                    "('r0', 'r1')")

@@ -101,10 +101,12 @@ def server() -> Iterator[str]:
 
 @pytest.fixture(scope="session", autouse=True)
 def quiet_mlflow() -> Iterator[None]:
-    """Set what ``faircode track`` sets: no run URL printed (and fetched) per terminated run."""
+    """Set what ``faircode track`` sets: no run URL printed (and fetched) per terminated run, no
+    progress bar for an artifact read."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")
         patch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+        patch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
         yield
 
 
@@ -205,6 +207,14 @@ def _files(results: Path) -> dict[str, bytes]:
 def _children(client, parent_id: str) -> list:
     return client.search_runs([client.get_run(parent_id).info.experiment_id],
                               f"tags.`mlflow.parentRunId` = '{parent_id}'", max_results=1000)
+
+
+def _index(client, parent_id: str, where: Path) -> dict[str, dict[str, str]]:
+    """A parent's children.json artifact, read back through the store."""
+    folder = where / f"index-{parent_id}"
+    folder.mkdir()
+    return json.loads(Path(client.download_artifacts(parent_id, "children.json",
+                                                     str(folder))).read_text())
 
 
 def _parents(client, experiment_id: str, digest: str) -> list:
@@ -464,7 +474,8 @@ def test_second_sync_adds_nothing(client, server, synced) -> None:
 
 
 def test_changed_threshold_adds_one_parent(client, server, synced, tmp_path) -> None:
-    """A state with one number and the threshold changed adds one parent and its children."""
+    """A state with one number and the threshold changed adds one parent, under which only the
+    child holding that number is logged; the other 39 are shared with the earlier state's."""
     results, report = synced
     changed = tmp_path / "results"
     shutil.copytree(results, changed)
@@ -481,11 +492,12 @@ def test_changed_threshold_adds_one_parent(client, server, synced, tmp_path) -> 
     new = sync_results(changed, tracking_uri=server, experiment="faircode-test")
     parents = client.search_runs([report.experiment_id], "tags.`faircode.sync_state` != ''")
     assert new.status == "logged" and len(parents) == len(parents_before) + 1
-    children = _children(client, new.parent_run_id)
-    assert len(children) == 40
-    first = next(c for c in children if c.info.run_name == f"{AUDITS[0]} S0 LR age")
+    (first,) = _children(client, new.parent_run_id)
+    assert first.info.run_name == f"{AUDITS[0]} S0 LR age"
     assert first.data.metrics["dp"] == 0.123456789
     assert first.data.params["decision_threshold"] == "0.3"
+    assert (new.children_logged, new.children_shared, new.children_total) == (1, 39, 40)
+    assert len(_index(client, new.parent_run_id, tmp_path)) == 40
 
 
 def test_server_down_then_back(client, server, tmp_path, capsys) -> None:

@@ -1,18 +1,24 @@
-"""The parent run of a state: its name, its identity tags and its creation.
+"""The parent run of a state: its name, its identity tags, the pipeline details the caller
+gathered for it (:class:`SyncContext`) and its creation.
 
 The identity is the results' own (their ``run.json`` ``state``; :mod:`faircode.core.provenance`):
 one state's tags as they are, several states' common values with ``mixed`` where they differ
 (and dirty if any audit is).  Named by :func:`faircode.record.names.parent_name`.  Beside it the
 numerical environment that computed the numbers (``numerics.*``: kernels, libraries, mode, CPU;
-:mod:`faircode.core.numerics`), the audits' common value or ``mixed``.
+:mod:`faircode.core.numerics`), the audits' common value or ``mixed``; and which children it
+shares with an earlier state (:mod:`faircode.record._shared`: its base, counts and a note
+paragraph).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from faircode.core.errors import describe
 from faircode.record._store import flatten, log_batched
 from faircode.record.names import parent_name
 from faircode.record.runs import (
@@ -25,15 +31,49 @@ from faircode.record.runs import (
 )
 
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Mapping
-
     from mlflow.tracking import MlflowClient
 
-    from faircode.record.tracking import SyncContext
+    from faircode.record._shared import Sharing
 
-__all__ = ["create_parent", "name_frozen", "numerics_tags", "parent_state"]
+__all__ = ["SyncContext", "create_parent", "name_frozen", "numerics_tags", "parent_state"]
 
 _FIELDS = ("git_commit", "code_sha256", "inputs_dirty", "params_sha256")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SyncContext:
+    """Pipeline-state details the caller gathered (freeze, DVC); every field is optional.
+
+    The state's identity is not here: it is the results' own (their ``run.json``).
+
+    Parameters
+    ----------
+    freeze_name
+        The freeze record whose results are these (names the parent).
+    dvc_exp_name, dvc_exp_baseline
+        The DVC experiment's name and baseline commit, when run by ``dvc exp run``.
+    versions
+        Package versions to tag (``versions.<package>``).
+    """
+
+    freeze_name: str | None = None
+    dvc_exp_name: str | None = None
+    dvc_exp_baseline: str | None = None
+    versions: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in ("freeze_name", "dvc_exp_name", "dvc_exp_baseline"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"SyncContext.{name}: expected a str or None, got "
+                                f"{describe(value)}")
+
+    def tags(self) -> dict[str, str]:
+        """The parent-run tags these details become (absent ones are left out)."""
+        tags = {"faircode.freeze": self.freeze_name, "dvc_exp_name": self.dvc_exp_name,
+                "dvc_exp_baseline": self.dvc_exp_baseline}
+        tags.update({f"versions.{k}": v for k, v in self.versions.items()})
+        return {k: str(v) for k, v in tags.items() if v is not None}
 
 
 def parent_state(results: Path) -> tuple[dict[str, str], dict[str, str | None]]:
@@ -84,7 +124,13 @@ def _tag_value(value: object) -> str | None:
 
 def create_parent(client: MlflowClient, experiment_id: str, results: Path, digest: str,
                    children: list[ChildRun], skipped: Mapping[str, str], *,
-                   config: Mapping[str, Any], context: SyncContext, inputs: list[Any]) -> str:
+                   config: Mapping[str, Any], context: SyncContext, inputs: list[Any],
+                   sharing: Sharing) -> str:
+    """Create the state's parent (``incomplete``) with its tags, params and inputs; its id.
+
+    ``sharing`` (:mod:`faircode.record._shared`) is recorded on it: the base, the counts and
+    the note's paragraph on which children are logged under it.
+    """
     audits = sorted({c.audit for c in children})
     state, consensus = parent_state(results)
     name = parent_name(freeze=context.freeze_name, dvc_exp=context.dvc_exp_name, config=config,
@@ -97,13 +143,15 @@ def create_parent(client: MlflowClient, experiment_id: str, results: Path, diges
             **context.tags(),
             "versions.mlflow": importlib.metadata.version("mlflow"),
             **{sanitise(f"unavailable.{a}"): r for a, r in skipped.items()},
+            **sharing.tags(len(children)),
             "mlflow.note.content": (
                 f"faircode state {name}: {len(children)} child runs over "
                 f"{', '.join(audits) or 'no audit'}"
                 + (f"; unavailable: {', '.join(sorted(skipped))}" if skipped else "")
                 + ". Identity (as in run.json and report.html): "
                 + ", ".join(f"{k} {v}" for k, v in consensus.items())
-                + ". Cite the freeze record (freezes/<name>.json), not this run.")}
+                + ". Cite the freeze record (freezes/<name>.json), not this run."
+                + sharing.note(len(children)))}
     parent = client.create_run(experiment_id, tags=tags, run_name=name)
     parent_id = parent.info.run_id
     log_batched(client, parent_id, params=dict(flatten(config)), metrics={})

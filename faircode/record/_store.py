@@ -3,12 +3,14 @@
 
 Batched logging (``log_batch`` in chunks of MLflow's limits), a dataset input built from a raw
 file's path and sha256, the experiment created (or updated) with its kind tag and legend, paged
-search, the embedded SQLite store's switch to WAL journaling and a server's health check.
+search, the embedded SQLite store's switch to WAL journaling, a server's health check and
+MLflow's own loggers silenced while a sync runs.
 mlflow is imported inside the functions.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import time
 import urllib.error
@@ -24,8 +26,9 @@ from faircode.record.runs import sanitise
 if TYPE_CHECKING:  # pragma: no cover
     from mlflow.tracking import MlflowClient
 
-__all__ = ["EXPERIMENT_KIND", "TrackingError", "check_server", "dataset_input",
-           "ensure_experiment", "flatten", "log_batched", "search_all", "switch_to_wal"]
+__all__ = ["EXPERIMENT_KIND", "QUIET_LOGGERS", "TrackingError", "check_server", "dataset_input",
+           "ensure_experiment", "flatten", "log_batched", "quick_commits", "quiet_loggers",
+           "search_all", "switch_to_wal"]
 
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 """The experiment tag MLflow 3.x's kind selector reads.  MLflow 3.17 ignores it for the landing
@@ -167,3 +170,30 @@ def search_all(client: MlflowClient, experiment_id: str, filter_string: str) -> 
         token = page.token
         if not token:
             return runs
+
+
+QUIET_LOGGERS = ("mlflow", "alembic", "sqlalchemy")
+"""Loggers silenced while a sync runs: MLflow logs each store error it also raises (67 lines for
+one locked SQLite file, then the exception faircode words in one line), and its INFO lines
+about schema migrations; the sync's outcome is the line ``faircode track`` prints."""
+
+
+@contextmanager
+def quiet_loggers() -> Iterator[None]:
+    """Raise :data:`QUIET_LOGGERS` above CRITICAL for the duration; restore them after.
+
+    MLflow configures its logger when first imported, so it is imported first.
+    """
+    try:
+        import mlflow  # noqa: F401 - for its logging configuration, before it is overridden
+    except ImportError:  # reported by the sync as a tracking failure
+        pass
+    loggers = [logging.getLogger(name) for name in QUIET_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.CRITICAL + 1)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)

@@ -14,11 +14,12 @@ is an error naming the file and line, never a new state to log; before any of th
 folder must hold exactly the files its ``run.json`` records, byte for byte
 (:func:`faircode.core.digests.checked_run`).
 
-A child's identity is also its params (``audit``, ``strategy``, ``strategy_code``, ``model``,
-``table``, ``attribute`` or ``axis``/``channel``) so MLflow's compare view shows what differs;
-they are tags too.  Its audit's ``state`` (``run.json``) is tagged ``state.*``.  The benchmark-wide
-q (``q_benchmark``) is joined from ``summary.csv`` when the report wrote it per model
-(``q_bench``), unless ``fairness.csv`` carries it itself.
+A child (:class:`faircode.record.child.ChildRun`) has its identity also as params (``audit``,
+``strategy``, ``strategy_code``, ``model``, ``table``, ``attribute`` or ``axis``/``channel``) so
+MLflow's compare view shows what differs; they are tags too.  Its audit's ``state``
+(``run.json``) is tagged ``state.*``.  The benchmark-wide q (``q_benchmark``) is joined from
+``summary.csv`` when the report wrote it per model (``q_bench``), unless ``fairness.csv`` carries
+it itself.
 
 The paired effects (``effects.csv``: at K > 1 the K-replicate estimates, as every view shows
 them) go to the child of the effect's strategy x model x attribute as
@@ -50,12 +51,13 @@ from faircode.core.cells import strategy_code
 from faircode.core.digests import checked_run
 from faircode.core.errors import FaircodeError, describe
 from faircode.core.provenance import StateIdentity, group_states, state_of
+from faircode.record.child import ChildRun, child_digest
 from faircode.record.compare import without_keys
 from faircode.record.names import child_name, metric_key
 
-__all__ = ["TABLES", "ChildRun", "ResultsError", "audit_folders", "canonical", "collect_children",
-           "datasets", "recorded_config", "recorded_state", "report_files", "results_digest",
-           "sanitise"]
+__all__ = ["TABLES", "ChildRun", "ResultsError", "audit_folders", "canonical", "child_digest",
+           "collect_children", "datasets", "recorded_config", "recorded_state", "report_files",
+           "results_digest", "sanitise"]
 
 TABLES = ("fairness", "performance", "intersectional", "counterfactual")
 # The columns that identify the child run a row belongs to, per table.
@@ -72,18 +74,6 @@ _DEGENERATE = "degenerate_decisions"
 
 class ResultsError(FaircodeError):
     """The results folder does not hold what the grid writes (missing file, bad table)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ChildRun:
-    """Everything one child run logs: identity, tags, params and metrics."""
-
-    key: str
-    audit: str
-    name: str
-    tags: Mapping[str, str]
-    params: Mapping[str, str]
-    metrics: Mapping[str, float]
 
 
 def audit_folders(results: Path) -> list[Path]:

@@ -9,7 +9,9 @@ in the manner of :mod:`faircode.record.names`: per operating point ``<point>.fli
 ``<point>.flip.lo``/``.hi``, ``<point>.flip.q_audit`` (the direction test's q in the system's
 own family), ``<point>.to_pos``, ``<point>.to_neg``, ``<point>.n_changed``; and ``ctf``,
 ``ctf.lo``, ``ctf.hi``, ``shift``, ``shift.lo``, ``shift.hi``, ``shift.p``, ``shift.q_audit``.
-Each point's threshold and rule are params (``<point>.threshold``, ``<point>.rule``).  An
+Each point's threshold and rule are params and tags (``<point>.threshold``, ``<point>.rule``):
+as tags they are part of the child's digest (:func:`faircode.record.child.child_digest`, which
+leaves params out), so a moved threshold is a different child even when no flip changed.  An
 empty or non-finite cell is not logged.
 """
 
@@ -82,6 +84,7 @@ def text_children(folder: Path) -> list[ChildRun]:
                "channel": str(kind)}
         metrics: dict[str, float] = {}
         params = {**base_params, **who}
+        points: dict[str, str] = {}  # each point's threshold and rule: params and tags
         for column, key in CTF_KEYS.items():
             value = _number(rows[column].iat[0])
             if value is not None:
@@ -90,17 +93,18 @@ def text_children(folder: Path) -> list[ChildRun]:
                      & (flips["kind"] == kind)]
         for row in mine.itertuples(index=False):
             point = sanitise(str(row.operating_point))
-            params[f"{point}.threshold"] = str(row.threshold)
-            params[f"{point}.rule"] = f"{row.rule} ({row.direction})"
+            points[f"{point}.threshold"] = str(row.threshold)
+            points[f"{point}.rule"] = f"{row.rule} ({row.direction})"
             for column, key in FLIP_KEYS.items():
                 value = _number(getattr(row, column))
                 if value is not None:
                     metrics[sanitise(f"{point}.{key}")] = value
+        params.update(points)
         name = f"{audit} {system} flip {axis} ({kind})"
         key = "|".join(("text", audit, str(system), str(axis), str(kind)))
         first = rows["note"].iat[0] if "note" in rows else None
         note = str(first) if isinstance(first, str) else ""
-        tags = {**base_tags, **who, "informative": "true", "faircode.child_key": key,
+        tags = {**base_tags, **who, **points, "informative": "true", "faircode.child_key": key,
                 "mlflow.note.content": f"{name}: counterfactual flip rates and CTF gap."}
         if note:
             tags["notes"] = note

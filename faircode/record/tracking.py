@@ -3,13 +3,16 @@
 :func:`sync_results` reads ``<results>/<audit>/`` folders exactly as the grid wrote them
 (four CSVs and ``run.json``, or ``unavailable.json``) and the report's outputs beside them, and
 logs one **parent run** for the whole state and one **child run** per audit x strategy x model x
-protected attribute, per intersectional pair and per counterfactual axis x channel.  The names,
-metric keys and the experiment's legend are :mod:`faircode.record.names`'.
+protected attribute, per intersectional pair and per counterfactual axis x channel -- under the
+parent, unless an earlier state logged the same numbers: then the parent's ``children.json``
+points at that run.  The names, metric keys and the experiment's legend are
+:mod:`faircode.record.names`'.
 
 Design decisions
 ----------------
 * **The only modules that import mlflow, lazily** (this one, its store calls
-  :mod:`faircode.record._store` and its parent run :mod:`faircode.record._parent`).
+  :mod:`faircode.record._store`, its parent run :mod:`faircode.record._parent` and its children
+  :mod:`faircode.record._shared`).
   ``import faircode`` never loads mlflow; it is imported inside the functions that talk to a
   store.
 * **Reads what is on disk, never re-runs anything** (the reading is :mod:`faircode.record.runs`).
@@ -39,10 +42,24 @@ Design decisions
   differ between runs of the same state and change no number) and the report's outputs.  The
   parent carries it as tag ``faircode.digest``; a second sync of the same state finds it and
   logs nothing.  Whether DVC runs or skips the command, a state is logged once.
+* **A new state logs only the children whose numbers changed** (:mod:`faircode.record._shared`).
+  A sweep value leaves most audits' tables byte-identical (1,066 children of the paper state,
+  306 of them changed by a ``models.decision_threshold`` value), and a child costs ~0.1 s.  Each
+  child is tagged with the digest of its numbers (``faircode.child_digest``:
+  :func:`faircode.record.child.child_digest`, its key, metrics and tags without ``state.*``
+  and without params); a new parent logs the children whose key and digest its **base** -- the
+  experiment's most recently started complete parent with an index -- does not list, and shares
+  the others.  Every parent's artifact ``children.json`` lists each child key of its state at
+  the run holding its numbers, and its tags and note say how many it shares with which parent.
+  A shared child keeps its own parent's ``mlflow.parentRunId`` and ``faircode.parent_digest``
+  and the params of the state that logged it (the numbers are the same; the config differs);
+  ``share_children=False`` logs every child.
 * **A crash never duplicates.**  A parent is tagged ``faircode.sync_state=incomplete`` when
-  created and ``complete`` as its last write; a child is ``FINISHED`` only after all its writes.
-  A later sync of that state keeps the finished children of the incomplete parent, deletes the
-  unfinished ones, logs the missing ones and completes the parent.
+  created and ``complete`` as its last write (after its ``children.json``); a child is
+  ``FINISHED`` only after all its writes.  A later sync of that state keeps the finished
+  children of the incomplete parent, deletes the unfinished ones, logs the missing ones --
+  sharing against the base recorded on the parent at creation (``faircode.base_run_id``), so the
+  same set as the crashed sync -- and completes the parent.
 * **Concurrent syncs of one state log it once** (:mod:`faircode.record._claim`): only the sync
   holding the state's claim searches, creates and logs -- a file lock beside a SQLite store (which
   also serialises a new file's schema creation), a lease on a lock experiment (unique name) for a
@@ -82,18 +99,28 @@ Design decisions
 
 from __future__ import annotations
 
-import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from faircode.core.errors import describe
 from faircode.record._claim import claim_state, sqlite_path, store_lock
-from faircode.record._parent import create_parent, name_frozen
+from faircode.record._parent import SyncContext, create_parent, name_frozen
+from faircode.record._shared import (
+    INDEX,
+    INDEX_TAG,
+    Sharing,
+    dedupe_children,
+    find_base,
+    finished_children,
+    log_children,
+    record_sharing,
+    recorded_sharing,
+    share_with,
+    shared_children,
+    write_index,
+)
 from faircode.record._store import (
     TrackingError,
     check_server,
@@ -101,6 +128,7 @@ from faircode.record._store import (
     ensure_experiment,
     log_batched,
     quick_commits,
+    quiet_loggers,
     search_all,
     switch_to_wal,
 )
@@ -109,6 +137,7 @@ from faircode.record.runs import (
     ChildRun,
     ResultsError,
     audit_folders,
+    child_digest,
     datasets,
     recorded_config,
     report_files,
@@ -138,45 +167,14 @@ _HTTP_WORKERS = 2
 SyncStatus = Literal["logged", "completed", "unchanged"]
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SyncContext:
-    """Pipeline-state details the caller gathered (freeze, DVC); every field is optional.
-
-    The state's identity is not here: it is the results' own (their ``run.json``).
-
-    Parameters
-    ----------
-    freeze_name
-        The freeze record whose results are these (names the parent).
-    dvc_exp_name, dvc_exp_baseline
-        The DVC experiment's name and baseline commit, when run by ``dvc exp run``.
-    versions
-        Package versions to tag (``versions.<package>``).
-    """
-
-    freeze_name: str | None = None
-    dvc_exp_name: str | None = None
-    dvc_exp_baseline: str | None = None
-    versions: Mapping[str, str] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        for name in ("freeze_name", "dvc_exp_name", "dvc_exp_baseline"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise TypeError(f"SyncContext.{name}: expected a str or None, got "
-                                f"{describe(value)}")
-
-    def tags(self) -> dict[str, str]:
-        """The parent-run tags these details become (absent ones are left out)."""
-        tags = {"faircode.freeze": self.freeze_name, "dvc_exp_name": self.dvc_exp_name,
-                "dvc_exp_baseline": self.dvc_exp_baseline}
-        tags.update({f"versions.{k}": v for k, v in self.versions.items()})
-        return {k: str(v) for k, v in tags.items() if v is not None}
-
-
 @dataclass(frozen=True, slots=True)
 class SyncReport:
-    """What a sync did: ``status`` is ``logged``, ``completed`` (a crashed one) or ``unchanged``."""
+    """What a sync did: ``status`` is ``logged``, ``completed`` (a crashed one) or ``unchanged``.
+
+    ``children_logged`` counts the children this sync logged; ``children_shared`` those of the
+    parent it logged or completed that are not logged again, identical to the children of the
+    parent ``base_run_id`` (0 and empty for an unchanged sync).
+    """
 
     status: SyncStatus
     digest: str
@@ -186,6 +184,8 @@ class SyncReport:
     children_total: int
     skipped: Mapping[str, str]
     seconds: float
+    children_shared: int = 0
+    base_run_id: str = ""
 
 
 def default_tracking_uri(project_root: Path) -> str:
@@ -213,6 +213,7 @@ def sync_results(
     sqlite_wal: bool = True,
     child_inputs: bool = True,
     fsync_each: bool = False,
+    share_children: bool = True,
 ) -> SyncReport:
     """Log the results on disk as one parent run and its children, unless already logged.
 
@@ -246,6 +247,10 @@ def sync_results(
     fsync_each
         SQLite: an fsync per commit, SQLite's default (``bench/tracking.py --fsync-each``);
         by default the sync's commits are not fsynced one by one (module docstring).
+    share_children
+        Log under a new parent only the children whose numbers differ from those of the
+        experiment's latest indexed state (the others are shared: module docstring); ``False``
+        logs every child under it (and completes a half-written parent so).
 
     Raises
     ------
@@ -262,39 +267,13 @@ def sync_results(
     results = Path(results)
     digest = results_digest(results, config=config)
     children, skipped = collect_children(results)
-    with _quiet_loggers():  # a failure is our one line, not MLflow's own log of it
+    with quiet_loggers():  # a failure is our one line, not MLflow's own log of it
         return _sync_store(results, digest, children, skipped, tracking_uri=tracking_uri,
                            experiment=experiment, config=config, context=context,
                            artifact_location=artifact_location, health_timeout=health_timeout,
                            workers=workers, sqlite_wal=sqlite_wal, child_inputs=child_inputs,
-                           fsync_each=fsync_each, started=started)
-
-
-QUIET_LOGGERS = ("mlflow", "alembic", "sqlalchemy")
-"""Loggers silenced while a sync runs: MLflow logs each store error it also raises (67 lines for
-one locked SQLite file, then the exception faircode words in one line), and its INFO lines
-about schema migrations; the sync's outcome is the line ``faircode track`` prints."""
-
-
-@contextmanager
-def _quiet_loggers() -> Iterator[None]:
-    """Raise :data:`QUIET_LOGGERS` above CRITICAL for the duration; restore them after.
-
-    MLflow configures its logger when first imported, so it is imported first.
-    """
-    try:
-        import mlflow  # noqa: F401 - for its logging configuration, before it is overridden
-    except ImportError:  # reported by the sync as a tracking failure
-        pass
-    loggers = [logging.getLogger(name) for name in QUIET_LOGGERS]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.CRITICAL + 1)
-    try:
-        yield
-    finally:
-        for logger, level in zip(loggers, levels, strict=True):
-            logger.setLevel(level)
+                           fsync_each=fsync_each, share_children=share_children,
+                           started=started)
 
 
 def _sync_store(results: Path, digest: str, children: list[ChildRun],
@@ -302,7 +281,7 @@ def _sync_store(results: Path, digest: str, children: list[ChildRun],
                 config: Mapping[str, Any] | None, context: SyncContext | None,
                 artifact_location: str | None, health_timeout: float, workers: int,
                 sqlite_wal: bool, child_inputs: bool, fsync_each: bool,
-                started: float) -> SyncReport:
+                share_children: bool, started: float) -> SyncReport:
     """The store part of :func:`sync_results`: every failure one :class:`TrackingError`."""
     try:
         check_server(tracking_uri, health_timeout)
@@ -321,7 +300,7 @@ def _sync_store(results: Path, digest: str, children: list[ChildRun],
                              context=context or SyncContext(),
                              artifact_location=artifact_location, started=started,
                              workers=workers, lease=sqlite_path(tracking_uri) is None,
-                             child_inputs=child_inputs)
+                             child_inputs=child_inputs, share_children=share_children)
             except mlflow.exceptions.MlflowException as exc:
                 raise TrackingError(_one_line(exc)) from None
     except TrackingError:
@@ -338,56 +317,41 @@ def _one_line(exc: BaseException) -> str:
 def _sync(client: MlflowClient, results: Path, digest: str, children: list[ChildRun],
           skipped: Mapping[str, str], *, experiment: str, config: Mapping[str, Any],
           context: SyncContext, artifact_location: str | None, started: float,
-          workers: int, lease: bool, child_inputs: bool) -> SyncReport:
+          workers: int, lease: bool, child_inputs: bool, share_children: bool) -> SyncReport:
     experiment_id = ensure_experiment(client, experiment, artifact_location)
 
-    def complete() -> str | None:
+    def complete() -> tuple[str, set[str]] | None:  # the parent, the keys logged under it
         found = search_all(client, experiment_id, f"tags.`faircode.digest` = '{digest}' and "
                         "tags.`faircode.sync_state` = 'complete'")
         parent = next((r for r in found if "mlflow.parentRunId" not in r.data.tags), None)
-        return None if parent is None else _dedupe_children(client, experiment_id, parent)
+        return None if parent is None else (
+            parent.info.run_id, dedupe_children(client, experiment_id, parent.info.run_id))
 
-    parent_id = complete()
-    if parent_id is None:  # claim it; the holder logs, the others wait and find it complete
+    found = complete()
+    if found is None:  # claim it; the holder logs, the others wait and find it complete
         with claim_state(client, experiment=experiment, digest=digest, enabled=lease,
                          done=lambda: complete() is not None) as claim:
-            if claim.held:
-                done = _log_state(client, results, digest, children, skipped,
-                                  experiment_id=experiment_id, config=config, context=context,
-                                  started=started, workers=workers, check=claim.check,
-                                  child_inputs=child_inputs)
-                share_first_screen(client, experiment_id, children, digest=digest)
-                return done
-            parent_id = complete()
-    share_first_screen(client, experiment_id, children, digest=digest)  # the latest sync's
+            done = None if not claim.held else _log_state(
+                client, results, digest, children, skipped, experiment_id=experiment_id,
+                config=config, context=context, started=started, workers=workers,
+                check=claim.check, child_inputs=child_inputs, share_children=share_children)
+            if done is not None:
+                report, shared = done
+                share_first_screen(client, experiment_id, children, digest=digest,
+                                   shared=shared)
+                return report
+            found = complete()
+    parent_id = found[0] if found else ""
+    shared = shared_children(client, parent_id, children, found[1]) if found else {}
+    share_first_screen(client, experiment_id, children, digest=digest, shared=shared)
     if parent_id and context.freeze_name:
         name_frozen(client, parent_id, context.freeze_name)
-    return SyncReport("unchanged", digest, experiment_id, parent_id or "", 0, len(children),
+    return SyncReport("unchanged", digest, experiment_id, parent_id, 0, len(children),
                       dict(skipped), time.perf_counter() - started)
 
 
-def _dedupe_children(client: MlflowClient, experiment_id: str, parent: Any) -> str:
-    """Delete all but one child per key of a complete parent (finished, earliest first)."""
-    parent_id = str(parent.info.run_id)
-    found = search_all(client, experiment_id, f"tags.`mlflow.parentRunId` = '{parent_id}'")
-    kept: set[str] = set()
-    for child in sorted(found, key=lambda r: (r.info.status != "FINISHED", r.info.start_time,
-                                              r.info.run_id)):
-        key = child.data.tags.get("faircode.child_key")
-        if key in kept:
-            client.delete_run(child.info.run_id)
-        elif key:
-            kept.add(key)
-    return parent_id
-
-
-def _log_state(client: MlflowClient, results: Path, digest: str, children: list[ChildRun],
-               skipped: Mapping[str, str], *, experiment_id: str, config: Mapping[str, Any],
-               context: SyncContext, started: float, workers: int,
-               check: Callable[[], None], child_inputs: bool) -> SyncReport:
-    """Log (or complete) the state's parent and children; the caller holds the claim."""
-    from mlflow.entities import RunStatus
-
+def _the_parent(client: MlflowClient, experiment_id: str, digest: str) -> Any | None:
+    """The state's one parent (a complete one first), deleting any other with its children."""
     parents = [r for r in search_all(client, experiment_id, f"tags.`faircode.digest` = '{digest}'")
                if "mlflow.parentRunId" not in r.data.tags]
     complete = [r for r in parents if r.data.tags.get("faircode.sync_state") == "complete"]
@@ -398,71 +362,53 @@ def _log_state(client: MlflowClient, results: Path, digest: str, children: list[
                                  f"tags.`mlflow.parentRunId` = '{extra.info.run_id}'"):
                 client.delete_run(child.info.run_id)
             client.delete_run(extra.info.run_id)
+    return keep
 
-    def report(status: SyncStatus, parent_id: str, logged: int) -> SyncReport:
-        return SyncReport(status, digest, experiment_id, parent_id, logged, len(children),
-                          dict(skipped), time.perf_counter() - started)
 
-    if complete:
-        return report("unchanged", complete[0].info.run_id, 0)
-    done: set[str] = set()
-    status: SyncStatus = "completed" if keep is not None else "logged"
+def _log_state(client: MlflowClient, results: Path, digest: str, children: list[ChildRun],
+               skipped: Mapping[str, str], *, experiment_id: str, config: Mapping[str, Any],
+               context: SyncContext, started: float, workers: int, check: Callable[[], None],
+               child_inputs: bool, share_children: bool
+               ) -> tuple[SyncReport, dict[str, str]] | None:
+    """Log (or complete) the state's parent and the children it does not share; the caller
+    holds the claim.  (The report, key -> run id of the shared children); None: the state was
+    complete already."""
+    from mlflow.entities import RunStatus
+
+    keep = _the_parent(client, experiment_id, digest)
+    if keep is not None and keep.data.tags.get("faircode.sync_state") == "complete":
+        return None
+    digests = {c.key: child_digest(c) for c in children}
     inputs = {a: dataset_input(a, p, sha) for a, (p, sha) in datasets(results).items()}
-    if keep is not None:
-        parent_id = keep.info.run_id
-        query = f"tags.`mlflow.parentRunId` = '{parent_id}'"
-        for child in search_all(client, experiment_id, query):
-            key = child.data.tags.get("faircode.child_key")
-            if child.info.status == "FINISHED" and key and key not in done:
-                done.add(key)
-            else:
-                client.delete_run(child.info.run_id)
+    if keep is not None:  # a half-written parent: completed against the base it records
+        parent_id, done = keep.info.run_id, finished_children(client, experiment_id,
+                                                              keep.info.run_id)
+        sharing = (recorded_sharing(client, experiment_id, keep, children, digests)
+                   if share_children else Sharing()).without(done)
+        record_sharing(client, keep, sharing, len(children))
     else:
+        done = {}
+        base = find_base(client, experiment_id, digest) if share_children else None
+        sharing = share_with(client, experiment_id, base, children, digests)
         parent_id = create_parent(client, experiment_id, results, digest, children, skipped,
                                    config=config, context=context,
-                                   inputs=list(inputs.values()))
-    todo = [c for c in children if c.key not in done]
-    _log_children(client, todo, experiment_id=experiment_id, parent_id=parent_id,
-                  digest=digest, inputs=inputs if child_inputs else {}, workers=workers,
-                  check=check)
-    logged = len(todo)
+                                   inputs=list(inputs.values()), sharing=sharing)
+    todo = [c for c in children if c.key not in done and c.key not in sharing.shared]
+    here = {**done, **log_children(client, todo, experiment_id=experiment_id,
+                                    parent_id=parent_id, digest=digest, digests=digests,
+                                    inputs=inputs if child_inputs else {}, workers=workers,
+                                    check=check)}
+    write_index(client, parent_id, {c.key: {"run_id": here.get(c.key) or sharing.shared[c.key],
+                                            "digest": digests[c.key]} for c in children})
     for folder in audit_folders(results):
         client.log_artifacts(parent_id, str(folder), f"results/{folder.name}")
     for path in report_files(results):  # the report, its tables, figures and summary
         where = path.parent.relative_to(results).as_posix()
         client.log_artifact(parent_id, str(path), "report" if where == "." else f"report/{where}")
-    client.set_tag(parent_id, "faircode.sync_state", "complete")
+    log_batched(client, parent_id, params={}, metrics={},
+                tags={INDEX_TAG: INDEX, "faircode.sync_state": "complete"})
     client.set_terminated(parent_id, RunStatus.to_string(RunStatus.FINISHED))
-    return report(status, parent_id, logged)
-
-
-def _log_children(client: MlflowClient, todo: list[ChildRun], *, experiment_id: str,
-                  parent_id: str, digest: str, inputs: Mapping[str, Any], workers: int,
-                  check: Callable[[], None]) -> None:
-    """Log ``todo`` under the parent: sequentially, or by ``workers`` threads (a server)."""
-    from mlflow.entities import RunStatus
-
-    finished = RunStatus.to_string(RunStatus.FINISHED)
-
-    def log_child(child: ChildRun) -> None:
-        check()  # a holder that stalled past its lease stops here
-        run = client.create_run(experiment_id, run_name=child.name, tags={
-            **child.tags, "faircode.parent_digest": digest, "mlflow.parentRunId": parent_id})
-        run_id = run.info.run_id
-        log_batched(client, run_id, params=child.params, metrics=child.metrics)
-        if child.audit in inputs:  # MLflow's dataset column of the child's row
-            client.log_inputs(run_id, datasets=[inputs[child.audit]])
-        client.set_terminated(run_id, finished)
-
-    if workers == 1:
-        for child in todo:
-            log_child(child)
-        return
-    pool = ThreadPoolExecutor(max_workers=workers)
-    try:  # the first failure cancels what has not started; started children may stay RUNNING
-        for future in [pool.submit(log_child, c) for c in todo]:
-            future.result()
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
+    return SyncReport("completed" if keep is not None else "logged", digest, experiment_id,
+                      parent_id, len(todo), len(children), dict(skipped),
+                      time.perf_counter() - started, children_shared=len(sharing.shared),
+                      base_run_id=sharing.base_run_id), dict(sharing.shared)

@@ -41,9 +41,11 @@ def track(results: Path, *, root: Path, env: Mapping[str, str], tracking_uri: st
 
     for key, value in (("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2"), ("MLFLOW_DISABLE_TELEMETRY",
                        "true"), ("MLFLOW_HTTP_REQUEST_TIMEOUT", "30"),
-                       ("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true")):
-        # a dead server fails in seconds, not minutes; and set_terminated neither prints two
-        # lines per child run nor fetches the run (one extra request per child over HTTP) for them
+                       ("MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT", "true"),
+                       ("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")):
+        # a dead server fails in seconds, not minutes; set_terminated neither prints two lines
+        # per child run nor fetches the run (one extra request per child over HTTP) for them;
+        # reading the base parent's children.json draws no progress bar
         os.environ.setdefault(key, value)
     uri = tracking_uri or env.get("MLFLOW_TRACKING_URI") or default_tracking_uri(root)
     context = SyncContext(
@@ -60,9 +62,11 @@ def track(results: Path, *, root: Path, env: Mapping[str, str], tracking_uri: st
         return EXIT_TRACKING
     server = uri if uri.startswith(("http://", "https://")) else "http://127.0.0.1:5000"
     browse = "" if server == uri else f"`mlflow ui --backend-store-uri {uri}`, then "
-    print(f"tracking {done.status}: {done.children_logged} of {done.children_total} child runs "
-          f"in {done.seconds:.1f}s, parent {done.parent_run_id} (experiment {experiment}, id "
-          f"{done.experiment_id}, {uri})"
+    shared = (f" ({done.children_shared} shared with parent {done.base_run_id})"
+              if done.children_shared else "")
+    print(f"tracking {done.status}: {done.children_logged} of {done.children_total} child runs"
+          f"{shared} in {done.seconds:.1f}s, parent {done.parent_run_id} (experiment "
+          f"{experiment}, id {done.experiment_id}, {uri})"
           + (f"; unavailable: {', '.join(done.skipped)}" if done.skipped else "")
           + f"; runs table: {browse}{runs_url(server, done.experiment_id)}")
     return 0
