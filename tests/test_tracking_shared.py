@@ -2,8 +2,10 @@
 
 A state is written by ``test_tracking.write_results`` (two audits, 40 children); a sweep value is
 a copy whose every ``run.json`` records another ``decision_threshold`` and params digest, and
-whose changed audit has new values in one attribute's fairness rows.  The keys expected to be
-logged under the new parent are read from the rows changed, not from the code under test.
+whose changed audit has new values in one attribute's fairness rows, and whose ``summary.csv``
+has a new benchmark-wide q in every row (as a real value moves it for every audit).  The keys
+expected to be logged under the new parent are read from the rows changed, not from the code
+under test.
 (Over HTTP: ``test_tracking.test_changed_threshold_adds_one_parent``.)
 """
 
@@ -97,6 +99,10 @@ def sweep(results: Path, out: Path, *, threshold: float, change: str | None = No
                         "params_sha256": hashlib.sha256(repr(threshold).encode()).hexdigest()}
         run["files"] = folder_digests(folder)  # a state written so, not a damage
         (folder / "run.json").write_text(json.dumps(run, indent=2))
+    # one audit's new p-values move the benchmark-wide q of every audit (the report's family)
+    summary = pd.read_csv(out / "summary.csv", dtype=str, keep_default_na=False)
+    summary["q_benchmark"] = [repr(i / (2 * len(summary))) for i in range(len(summary))]
+    summary.to_csv(out / "summary.csv", index=False)
     return out, changed
 
 
@@ -136,7 +142,8 @@ def test_a_first_state_logs_and_indexes_every_child(swept: Sweep) -> None:
 
 
 def test_a_sweep_value_logs_only_the_children_whose_numbers_differ(swept: Sweep) -> None:
-    """B's parent holds exactly the children of the changed rows; the rest are shared with A."""
+    """B's parent holds exactly the children of the changed rows; the rest are shared with A
+    (the benchmark-wide q moved for every row of summary.csv, and is no child's number)."""
     second = swept.second
     assert len(swept.changed) == 4
     assert set(swept.store.by_key(second.parent_run_id)) == swept.changed

@@ -11,7 +11,8 @@ Design decisions
 ----------------
 * **The q-values say their family.**  ``q_value``/``significant`` of the CSVs are per audit
   (each audit is its own study): ``q_audit``/``sig_audit``.  The benchmark-wide family of the
-  report stage is ``q_bench``/``sig_bench``.  The legend (:func:`legend`) says which one the
+  report stage is ``q_bench``/``sig_bench`` where a table carries it (``summary.csv`` does, on
+  the parent; the children's tables do not).  The legend (:func:`legend`) says which one the
   report's stars use.
 * **Child names sort like the grid**: ``<audit> <S-code> <family code> <attribute>``, e.g.
   ``compas S0 LR race``; ``compas S0 LR race & sex`` (a pair), ``compas S3 GB flip race
@@ -135,9 +136,10 @@ def legend(*, stars: str = "q_audit") -> str:
         "<axis> (<channel>)) with <point>.flip.* per operating point (global, declared), ctf.* "
         "and shift.*.\n\n"
         "Significance: q_audit is the Benjamini-Hochberg q within one audit (the CSVs' "
-        "q_value; each audit is its own study); q_bench is the benchmark-wide BH q over every "
-        f"audit's tests (the report stage's family, when its summary carries it). The report's "
-        f"stars use {stars}. Each gap's verdict (gap, parity, inconclusive, uninformative) is "
+        "q_value; each audit is its own study). The benchmark-wide BH q over every audit's "
+        "tests is the report's q_benchmark column (the parent's report/summary.csv), not a "
+        f"child metric. The report's stars use {stars}. Each gap's verdict (gap, parity, "
+        "inconclusive, uninformative) is "
         "the tag fairness.<metric>.verdict; eq_q is its equivalence test's q (parity: "
         "eq_q < alpha), bound the largest gap its interval cannot exclude. With K > 1 training "
         "replicates every value, interval and q is the K-replicate estimate's, and rep0.* are "

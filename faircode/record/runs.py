@@ -17,9 +17,12 @@ folder must hold exactly the files its ``run.json`` records, byte for byte
 A child (:class:`faircode.record.child.ChildRun`) has its identity also as params (``audit``,
 ``strategy``, ``strategy_code``, ``model``, ``table``, ``attribute`` or ``axis``/``channel``) so
 MLflow's compare view shows what differs; they are tags too.  Its audit's ``state``
-(``run.json``) is tagged ``state.*``.  The benchmark-wide q (``q_benchmark``) is joined from
-``summary.csv`` when the report wrote it per model (``q_bench``), unless ``fairness.csv`` carries
-it itself.
+(``run.json``) is tagged ``state.*``.  The benchmark-wide q (``q_benchmark``: one BH family
+over every audit's p-values) is not a child's number but the report's (``summary.csv``, the
+parent's ``report/`` artifacts): a sweep value that changes four audits' p-values moves it for
+every audit, and on the children it would make every fairness child of every audit differ from
+the last state's (:mod:`faircode.record._shared`: 556 children to log for a threshold value
+instead of 306).
 
 The paired effects (``effects.csv``: at K > 1 the K-replicate estimates, as every view shows
 them) go to the child of the effect's strategy x model x attribute as
@@ -121,8 +124,7 @@ def results_digest(results: Path, *, config: Mapping[str, Any] | None = None) ->
 
     ``run.json`` enters without its ``seconds`` (timings) and ``jobs`` (worker count) keys: they
     differ between two runs of the same state and change no number.  The report's outputs
-    (:func:`report_files`) count because the parent carries them and the children the report's
-    benchmark-wide q.
+    (:func:`report_files`) count because the parent carries them.
     """
     h = hashlib.sha256(b"faircode-tracking-v2\0")
     h.update(canonical(dict(config or {})) + b"\0")
@@ -228,7 +230,6 @@ def collect_children(results: Path) -> tuple[list[ChildRun], dict[str, str]]:
     (a text audit's children: :func:`faircode.record.text_runs.collect_children`)."""
     children: list[ChildRun] = []
     skipped: dict[str, str] = {}
-    benchmark_q = _benchmark_q(results)
     for folder in audit_folders(results):
         if not (folder / "run.json").is_file():
             info = _read_json(folder / "unavailable.json")
@@ -239,28 +240,8 @@ def collect_children(results: Path) -> tuple[list[ChildRun], dict[str, str]]:
         if isinstance(run, dict) and run.get("kind") == "text":  # faircode.record.text_runs
             continue
         checked_run(folder, error=ResultsError)  # exactly the recorded files, byte for byte
-        children.extend(_audit_children(folder, benchmark_q))
+        children.extend(_audit_children(folder))
     return children, skipped
-
-
-_BENCH_KEYS = ("audit", "strategy", "model", "protected_attribute", "metric")
-_BENCH_COLUMNS = ("q_benchmark", "significant_benchmark")
-
-
-def _benchmark_q(results: Path) -> dict[tuple[str, ...], dict[str, float]]:
-    """(audit, strategy, model, attribute, metric) -> the benchmark-wide q columns of
-    ``summary.csv`` when it carries them per model (else nothing)."""
-    path = results / "summary.csv"
-    if not path.is_file():
-        return {}
-    frame = _read_table(path)
-    columns = [c for c in _BENCH_COLUMNS if c in frame.columns]
-    if not columns or any(k not in frame.columns for k in _BENCH_KEYS):
-        return {}
-    numeric = _numeric_columns(frame.loc[:, columns], ())
-    keys = frame.loc[:, list(_BENCH_KEYS)].itertuples(index=False, name=None)
-    return {tuple(key): {c: values[i] for c, values in numeric.items()}
-            for i, key in enumerate(keys)}
 
 
 def _identity(table: str, ident: Mapping[str, str]) -> dict[str, str]:
@@ -295,8 +276,7 @@ def _audit_base(folder: Path) -> tuple[str, dict[str, str], dict[str, str]]:
     return audit, params, tags
 
 
-def _audit_children(folder: Path, benchmark_q: Mapping[tuple[str, ...], Mapping[str, float]]
-                    ) -> list[ChildRun]:
+def _audit_children(folder: Path) -> list[ChildRun]:
     audit, params, base_tags = _audit_base(folder)
     frames = {}
     for table in TABLES:
@@ -326,25 +306,11 @@ def _audit_children(folder: Path, benchmark_q: Mapping[tuple[str, ...], Mapping[
                                   ident=ident), tags, {**params, **who}))
             _add_rows(draft, frame, numeric, list(rows), table=table, keys=keys,
                       path=folder / f"{table}.csv")
-            if table == "fairness":
-                _add_benchmark(draft, frame, list(rows), benchmark_q)
     _add_performance(drafts, frames["performance"], folder / "performance.csv")
     for table in EFFECT_TABLES:
         if (folder / f"{table}.csv").is_file():
             _add_effects(drafts, _read_table(folder / f"{table}.csv"), folder / f"{table}.csv")
     return [_finish(key, draft) for key, draft in drafts.items()]
-
-
-def _add_benchmark(draft: _Draft, frame: pd.DataFrame, rows: list[int],
-                   benchmark_q: Mapping[tuple[str, ...], Mapping[str, float]]) -> None:
-    """The benchmark-wide q of ``summary.csv`` for the child's rows (fairness.csv's own wins)."""
-    for i in rows:
-        found = benchmark_q.get(tuple(str(frame[k].iat[i]) for k in _BENCH_KEYS), {})
-        metric = str(frame["metric"].iat[i])
-        for column, value in found.items():
-            key = sanitise(metric_key("fairness", metric, column))
-            if key not in draft.seen:
-                draft.add(key, value, where="summary.csv", per="child")
 
 
 def _add_performance(drafts: Mapping[str, _Draft], perf: pd.DataFrame, path: Path) -> None:
