@@ -86,7 +86,7 @@ def write_views(root: Path, results: Path, audit: str) -> None:
 
 def scratch(root: Path, results: Path) -> list[str]:
     """A committed scratch repository at ``root`` with every audit's views; the audits."""
-    for name in ("dvc.yaml", "params.yaml", ".dvcignore", ".dvc/config"):
+    for name in ("dvc.yaml", "upstream/dvc.yaml", "params.yaml", ".dvcignore", ".dvc/config"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / name, root / name)
     shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 from hypothesis import HealthCheck, settings
 
 from faircode.audit.fetch import fetch
@@ -27,6 +28,29 @@ from faircode.audit.manifest import Manifest, discover_manifests, load_manifest
 from faircode.core.errors import DataUnavailableError
 
 REPO = Path(__file__).resolve().parent.parent
+PIPELINE_FILES = ("dvc.yaml", "upstream/dvc.yaml")
+"""The pipeline's files: the stages that write results/, and upstream/ the ones that write data/
+(their own file, so that a sweep value's stages never rewrite the data stages' lock)."""
+
+
+def pipeline_stages(root: Path = REPO) -> dict[str, dict]:
+    """Every stage of the pipeline files under ``root`` by name (no name is in both files)."""
+    stages: dict[str, dict] = {}
+    for name in PIPELINE_FILES:
+        if (root / name).is_file():
+            found = yaml.safe_load((root / name).read_text())["stages"]
+            assert not set(found) & set(stages), f"{name}: a stage name of both files"
+            stages.update(found)
+    return stages
+
+
+def copy_pipeline(root: Path, into: Path) -> None:
+    """The pipeline files of ``root`` into the same places under ``into``."""
+    for name in PIPELINE_FILES:
+        if (root / name).is_file():
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(root / name, into / name)
+
 # The audits whose raw file ../shared/datasets mirrors (see its SOURCES.md); the other two shipped
 # audits must be reported as unavailable.
 MIRRORED = (

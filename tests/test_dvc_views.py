@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import copy_pipeline
 
 from faircode.audit.manifest import discover_manifests, load_manifest
 from faircode.core.cells import grid_cells
@@ -199,9 +200,10 @@ def _documented() -> list[list[str]]:
 
 def _repo(root: Path) -> dict[str, str]:
     """Build the temporary repository at ``root``; return the environment to run dvc in."""
-    for name in ("dvc.yaml", "params.yaml", ".gitignore", ".dvcignore", ".dvc/config"):
+    for name in ("params.yaml", ".gitignore", ".dvcignore", ".dvc/config"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / name, root / name)
+    copy_pipeline(REPO, root)
     shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")
     metrics = root / "results" / "metrics"
     metrics.mkdir(parents=True)

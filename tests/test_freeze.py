@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 from pathlib import Path
@@ -141,7 +142,7 @@ def _git(root: Path, *args: str) -> str:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    """A committed git repository with results and a dvc.lock (dvc stubbed by ``true``)."""
+    """A committed git repository with results and the two DVC locks (dvc stubbed by ``true``)."""
     root = tmp_path / "repo"
     root.mkdir()
     _git(root, "init", "-q")
@@ -150,6 +151,8 @@ def repo(tmp_path: Path) -> Path:
     (root / "params.yaml").write_text("stats:\n  n_resamples: 100\n")
     _results(root / "results", state=_state_of(root))
     (root / "dvc.lock").write_text("schema: '2.0'\n")
+    (root / "upstream").mkdir()
+    (root / "upstream" / "dvc.lock").write_text("schema: '2.0'\nstages: {}\n")
     (root / "audits" / "german").mkdir(parents=True)
     (root / "audits" / "german" / "audit.yaml").write_text("name: german\n")
     _git(root, "add", "-A")
@@ -173,6 +176,9 @@ def test_freeze_records_commits_and_tags(repo: Path) -> None:
     assert set(record["results"]) == {"results/german/fairness.csv", "results/german/run.json"}
     assert record["manifests"].keys() == {"german"}
     assert record["params"] == {"stats": {"n_resamples": 100}}
+    assert record["dvc_locks"] == {  # both locks, each its file's sha256
+        name: hashlib.sha256((repo / name).read_bytes()).hexdigest()
+        for name in ("dvc.lock", "upstream/dvc.lock")}
     assert _git(repo, "cat-file", "-t", "v0.1-paper").strip() == "tag"
     assert _git(repo, "status", "--porcelain") == ""
     assert load_freeze("v0.1-paper", root=repo)["git_commit"] == head

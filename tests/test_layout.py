@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
-import yaml
+from conftest import pipeline_stages
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "faircode"
@@ -186,8 +186,9 @@ def closure(module: str, graph: Mapping[str, set[str]]) -> set[str]:
 
 
 def stage_modules() -> dict[str, tuple[str, list[str]]]:
-    """Stage name -> (its entry module, its ``faircode/`` deps) as ``dvc.yaml`` declares them."""
-    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    """Stage name -> (its entry module, its ``faircode/`` deps) as the pipeline files
+    (``dvc.yaml``, ``upstream/dvc.yaml``) declare them."""
+    stages = pipeline_stages()
     out = {}
     for name, stage in stages.items():
         body = stage.get("do", stage)

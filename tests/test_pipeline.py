@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import mirror_dirs
+from conftest import PIPELINE_FILES, copy_pipeline, mirror_dirs
 
 pytestmark = pytest.mark.integration
 
@@ -37,6 +37,7 @@ PARAMS = {
 }
 REPO = Path(__file__).resolve().parent.parent
 RUNNING = re.compile(r"Running stage '([^']+)'")
+UPSTREAM = "upstream/dvc.yaml:"  # how DVC names the data stages (their own file)
 
 
 def _env(root: Path, mirror: str) -> dict[str, str]:
@@ -79,9 +80,9 @@ class Repo:
 
 
 def _pipeline_for(root: Path, audits: tuple[str, ...]) -> None:
-    """Point the copied dvc.yaml's report stage at ``audits`` only, and drop the MLflow ``track``
-    stage (tests/test_tracking.py tests it against a real server; here it would only add an
-    MLflow start-up to every repro)."""
+    """Point the copied dvc.yaml's report stage at ``audits`` only, drop the text stages of both
+    pipeline files and the MLflow ``track`` stage (tests/test_tracking.py tests it against a
+    real server; here it would only add an MLflow start-up to every repro)."""
     pipeline = yaml.safe_load((root / "dvc.yaml").read_text())
     report = pipeline["stages"]["report"]
     report["deps"] = [d for d in report["deps"] if not str(d).startswith(("results/", "audits/"))
@@ -92,9 +93,11 @@ def _pipeline_for(root: Path, audits: tuple[str, ...]) -> None:
     for field in ("deps", "outs", "metrics", "plots"):
         evaluate[field] = [e for e in evaluate[field] if _entry_audit(e) in (None, *audits)]
     del pipeline["stages"]["track"]
-    for name in [n for n in pipeline["stages"] if n.startswith("text-")]:  # no text audit here
-        del pipeline["stages"][name]
     (root / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
+    for name in PIPELINE_FILES:  # no text audit here
+        stages = yaml.safe_load((root / name).read_text())
+        stages["stages"] = {k: v for k, v in stages["stages"].items() if not k.startswith("text-")}
+        (root / name).write_text(yaml.safe_dump(stages, sort_keys=False))
 
 
 AUDIT_PATH = re.compile(r"(?:audits|data/prepared|data/predictions|results|results/curves|"
@@ -156,9 +159,10 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
                     ignore=shutil.ignore_patterns("__pycache__"))
     for name in AUDITS:
         shutil.copytree(REPO / "audits" / name, root / "audits" / name)
-    for name in ("dvc.yaml", ".dvcignore", ".gitignore", "pyproject.toml", ".dvc/config"):
+    for name in (".dvcignore", ".gitignore", "pyproject.toml", ".dvc/config"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / name, root / name)
+    copy_pipeline(REPO, root)
     shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")
     _pipeline_for(root, AUDITS)
     found = Repo(root, os.pathsep.join(str(m) for m in mirrors))
@@ -266,14 +270,15 @@ def test_audits_evaluated_side_by_side_write_what_one_at_a_time_writes(
 
 def test_a_refit_of_unchanged_inputs_leaves_dvc_status_clean(repo: Repo) -> None:
     """Re-running a fit stage on unchanged inputs writes the same store bytes (its seconds go to
-    the timings file beside it, which DVC does not track): dvc.lock keeps its bytes and
+    the timings file beside it, which DVC does not track): both locks keep their bytes and
     `dvc status` lists nothing, the evaluate stage downstream included."""
     store = repo.root / "data" / "predictions" / "german_credit_lending" / "unmitigated"
     timings = store.with_name("unmitigated.seconds.json")
-    lock, before = (repo.root / "dvc.lock").read_bytes(), timings.read_text()
-    assert repo.ran("repro", "--force", "--single-item", "fit@german_credit_lending") == {
-        "fit@german_credit_lending"}
-    assert (repo.root / "dvc.lock").read_bytes() == lock
+    locks = [repo.root / "dvc.lock", repo.root / "upstream" / "dvc.lock"]
+    before, lock = timings.read_text(), [p.read_bytes() for p in locks]
+    fit = f"{UPSTREAM}fit@german_credit_lending"
+    assert repo.ran("repro", "--force", "--single-item", fit) == {fit}
+    assert [p.read_bytes() for p in locks] == lock
     assert json.loads(repo.dvc("status", "--json").stdout) == {
         "check-params": ["always changed"]}
     assert timings.read_text() != before  # the seconds were measured again, outside DVC
@@ -301,13 +306,13 @@ def test_mitigation_change_reruns_fit_and_evaluate_not_prepare(repo: Repo) -> No
     try:
         status = json.loads(repo.dvc("status", "--json").stdout)
         assert {s for s in status if s != "check-params"} == {
-            f"fit-in-processing@{a}" for a in AUDITS}
+            f"{UPSTREAM}fit-in-processing@{a}" for a in AUDITS}
         dag = repo.dvc("dag", "--dot", "evaluate").stdout
         assert "fit-in-processing@german_credit_lending" in dag
         repo.write_params(mitigation={"constraint": "equalized_odds"})
         status = json.loads(repo.dvc("status", "--json").stdout)
         assert {s for s in status if s != "check-params"} == {
-            f"{stage}@{a}" for stage in ("fit-in-processing", "fit-post-processing")
+            f"{UPSTREAM}{stage}@{a}" for stage in ("fit-in-processing", "fit-post-processing")
             for a in AUDITS}
     finally:
         repo.restore()
@@ -320,7 +325,8 @@ def test_encoding_change_marks_every_fit_stage_and_evaluate_not_prepare(repo: Re
     try:
         status = json.loads(repo.dvc("status", "--json").stdout)
         assert {s for s in status if s != "check-params"} == {"evaluate"} | {
-            f"{stage}@{a}" for stage in ("fit", "fit-in-processing", "fit-post-processing")
+            f"{UPSTREAM}{stage}@{a}" for stage in ("fit", "fit-in-processing",
+                                                   "fit-post-processing")
             for a in AUDITS}
     finally:
         repo.restore()
@@ -339,7 +345,8 @@ def test_seeds_change_reruns_fit_and_evaluate_and_writes_stability(repo: Repo) -
     try:
         status = json.loads(repo.dvc("status", "--json").stdout)
         assert {s for s in status if s != "check-params"} == {"evaluate"} | {
-            f"{stage}@{a}" for stage in ("fit", "fit-in-processing", "fit-post-processing")
+            f"{UPSTREAM}{stage}@{a}" for stage in ("fit", "fit-in-processing",
+                                                   "fit-post-processing")
             for a in AUDITS}
         repo.dvc("repro")
         for audit in AUDITS:

@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-import yaml
+from conftest import pipeline_stages
 from test_report import write_audit_folder
 
 from faircode.core.config import BenchmarkConfig
@@ -102,7 +102,7 @@ def test_code_digest_is_of_paths_and_bytes(tmp_path: Path) -> None:
 def test_the_code_digests_are_within_their_stage_deps() -> None:
     """Each digest covers only files its DVC stage depends on, so results that dvc status calls
     up to date carry the digest of the code at HEAD."""
-    stages = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]
+    stages = pipeline_stages()
     for stage, code in (("evaluate", RESULTS_CODE), ("text-evaluate", RESULTS_CODE),
                         ("report", REPORT_CODE)):
         spec = stages[stage].get("do", stages[stage])

@@ -3,7 +3,7 @@
 * **Shell injection**: an audit folder ``x;touch pwned`` listed in ``params.yaml``: ``dvc repro``
   in a temporary repository runs no command of it (check-params refuses it in one line), and
   even its ``fetch`` stage forced on its own gets the name as one quoted word and refuses it;
-  every ``cmd:`` of ``dvc.yaml`` quotes each of its interpolations.
+  every ``cmd:`` of ``dvc.yaml`` and ``upstream/dvc.yaml`` quotes each of its interpolations.
 * **Overwrite**: a manifest aiming ``dataset.path`` at ``README.md`` (with a source whose sha256
   matches) is refused and ``README.md`` is untouched; a manifest two levels below ``/`` cannot
   read ``/etc/passwd``.
@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import copy_pipeline, pipeline_stages
 
 import faircode
 from faircode.audit.manifest import load_manifest, repository_root
@@ -31,8 +32,8 @@ from faircode.pipeline.cli import main
 REPO = Path(__file__).resolve().parent.parent
 CODE = Path(faircode.__file__).resolve().parent.parent
 """The tree whose ``faircode`` is imported (this checkout, or the one bench/second_round.py
-judges): its package and its ``dvc.yaml`` (where it has one) are what is run."""
-PIPELINE = CODE / "dvc.yaml" if (CODE / "dvc.yaml").is_file() else REPO / "dvc.yaml"
+judges): its package and its pipeline files (where it has them) are what is run."""
+PIPELINE = CODE if (CODE / "dvc.yaml").is_file() else REPO
 HOSTILE = "x;touch pwned"
 INTERPOLATION = re.compile(r"\$\{[^}]*\}")
 
@@ -58,7 +59,7 @@ def _words(command: str) -> list[str]:
 
 def test_every_dvc_cmd_quotes_each_interpolation() -> None:
     """Security: each ``${...}`` of every stage's ``cmd`` is inside one single-quoted word."""
-    stages = yaml.safe_load(PIPELINE.read_text())["stages"]
+    stages = pipeline_stages(PIPELINE)
     commands = [body.get("do", body)["cmd"] for body in stages.values()]
     assert any("${item}" in c for c in commands)
     for command in commands:
@@ -72,7 +73,7 @@ def _dvc_repo(root: Path) -> dict[str, str]:
     named :data:`HOSTILE` listed in params.yaml; the environment that runs it."""
     shutil.copytree(CODE / "faircode", root / "faircode",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy(PIPELINE, root / "dvc.yaml")
+    copy_pipeline(PIPELINE, root)
     shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")
     (root / ".dvc" / "config").write_text("[core]\n    analytics = false\n")
     (root / "pyproject.toml").write_text("")
@@ -116,7 +117,8 @@ def test_a_hostile_fetch_stage_forced_alone_gets_one_quoted_word(tmp_path: Path)
     env = _dvc_repo(root)
     (root / "data").mkdir()
     (root / "data" / "params.ok").write_text("params.yaml: valid\n")
-    done = _dvc(root, env, "repro", "--single-item", f"fetch@{HOSTILE}")
+    fetch = "upstream/dvc.yaml:" if (PIPELINE / "upstream" / "dvc.yaml").is_file() else ""
+    done = _dvc(root, env, "repro", "--single-item", f"{fetch}fetch@{HOSTILE}")
     assert done.returncode != 0
     assert "AUDIT: expected a folder- and shell-safe name" in done.stderr, done.stderr
     assert not list(tmp_path.rglob("pwned"))

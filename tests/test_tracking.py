@@ -383,7 +383,7 @@ def test_parent_carries_the_results_state(client, synced) -> None:
     _, report = synced
     tags = client.get_run(report.parent_run_id).data.tags
     assert {k: tags[f"state.{k}"] for k in STATE} == {**STATE, "inputs_dirty": "false"}
-    assert not {"git_commit", "git_dirty", "dvc_lock_sha256", "params_sha256"} & set(tags)
+    assert not {"git_commit", "git_dirty", "dvc_locks", "params_sha256"} & set(tags)
     child = _children(client, report.parent_run_id)[0]
     assert child.data.tags["state.code_sha256"] == STATE["code_sha256"]
 

@@ -69,7 +69,7 @@ def add_freeze(subparsers: argparse._SubParsersAction, common: argparse.Argument
     parser = subparsers.add_parser(
         "freeze", help=HELP["freeze"],
         description="Record, commit and tag the exact state behind cited numbers: "
-                    "freezes/NAME.json names the commit and holds the digests of dvc.lock, "
+                    "freezes/NAME.json names the commit and holds the digests of the DVC locks, "
                     "params, manifests, datasets and every results file (then: git push). "
                     "--list lists the frozen states.",
         **example("faircode freeze v1-paper"))

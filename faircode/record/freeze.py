@@ -2,10 +2,11 @@
 
 A *freeze* is a committed record, ``freezes/<NAME>.json``, plus an annotated git tag ``NAME`` on
 the commit that adds it.  The record names the commit that contains the cited results and carries
-every digest needed to recognise that state again: ``dvc.lock``, ``params.yaml``, each audit's
-manifest and raw dataset, every file under ``results/``, the package versions and Python that
-produced them, and the ``state`` the results were produced from -- the identity
-(:mod:`faircode.core.provenance`) their ``run.json``, ``report.html`` and the MLflow parent show.
+every digest needed to recognise that state again: the pipeline's locks (:data:`LOCKS`),
+``params.yaml``, each audit's manifest and raw dataset, every file under ``results/``, the
+package versions and Python that produced them, and the ``state`` the results were produced
+from -- the identity (:mod:`faircode.core.provenance`) their ``run.json``, ``report.html`` and
+the MLflow parent show.
 The record is what a citation names.  :func:`verify` re-creates the frozen commit in a temporary
 git worktree, re-runs the pipeline there from the raw data, and compares what it produces with
 the frozen results, cell by cell.
@@ -73,6 +74,7 @@ from faircode.record.compare import (
 from faircode.record.compare import sha256_file as _sha256
 
 __all__ = [
+    "LOCKS",
     "VOLATILE_RUN_KEYS",
     "CellDrift",
     "FreezeError",
@@ -93,6 +95,8 @@ __all__ = [
 
 FREEZES_DIR = "freezes"
 RESULTS_DIR = "results"
+LOCKS = ("dvc.lock", "upstream/dvc.lock")
+"""The pipeline's locks: its results stages' and its data stages' (``upstream/dvc.yaml``)."""
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
@@ -310,7 +314,7 @@ def freeze(
         "created": datetime.now(UTC).replace(microsecond=0).isoformat(),
         "git_commit": commit,
         "state": state,
-        "dvc_lock_sha256": _sha256(lock),
+        "dvc_locks": {p: _sha256(root / p) for p in LOCKS if (root / p).is_file()},
         "params_sha256": _sha256(params_path) if params_path.is_file() else None,
         "params": params,
         "manifests": manifests,
