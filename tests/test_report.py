@@ -269,8 +269,9 @@ def test_write_report_writes_every_output(rendered: Path) -> None:
 
 def test_figures_drawn_on_two_workers_are_the_bytes_of_one(rendered: Path,
                                                            tmp_path: Path) -> None:
-    """The report drawn on two forked workers writes every figure, the record of figures/
-    and report.html byte for byte as the one drawn in one process (the shared fixture)."""
+    """The report drawn (and its page's images encoded) on two forked workers writes every
+    figure, the record of figures/ and report.html byte for byte as the one drawn in one
+    process (the shared fixture)."""
     again = tmp_path / "results"
     shutil.copytree(rendered, again, ignore=shutil.ignore_patterns("figures"))
     write_report(again, provenance={"git_commit": "e" * 40}, workers=2)

@@ -86,8 +86,8 @@ def write_report(
     ``results/figures`` belongs to the report (a figure whose inputs are unchanged is carried
     over: :mod:`faircode.report.figure_reuse`).
 
-    ``workers``: processes drawing the figures (the files are the same bytes for any number:
-    :mod:`faircode.report.drawing`).
+    ``workers``: processes drawing the figures and encoding the page's images (the files are the
+    same bytes for any number: :mod:`faircode.report.drawing`).
 
     ``provenance`` is the report code's own record
     (``faircode.core.provenance.provenance(code=REPORT_CODE)``; optional): the page shows the
@@ -130,7 +130,7 @@ def write_report(
     html = write_html(context, floor=floor, counts=floor_counts(floor),
                       intersectional=context.intersectional, figures=figures,
                       provenance=provenance or {}, out=results / "report.html", text=text,
-                      text_figures=text_figures)
+                      text_figures=text_figures, workers=workers)
     return ReportOutputs(summary=summary_path, tables=tables,
                          figures=tuple(p for f in (*figures, *text_figures)
                                        for p in (f.png, f.pdf)), html=html,

@@ -47,6 +47,7 @@ from faircode.core.cells import STRATEGY_TITLES
 from faircode.core.provenance import StateIdentity, group_states
 from faircode.report import headline
 from faircode.report.deployed import deployed_tables
+from faircode.report.drawing import on_workers
 from faircode.report.effects import effects_table
 from faircode.report.figures import FigureFile
 from faircode.report.given import given_lines, groups_table
@@ -148,7 +149,7 @@ def _esc(value: object) -> str:
     return html.escape(str(value))
 
 
-def _inline_png(path: Path) -> str:
+def inline_png(path: Path) -> str:
     """The PNG at ``path`` quantised to 128 colours, base64 (deterministic for equal bytes)."""
     from PIL import Image
 
@@ -159,10 +160,11 @@ def _inline_png(path: Path) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def _figure(fig: FigureFile, i: int, *, element_id: str = "") -> str:
+def _figure(fig: FigureFile, i: int, images: Mapping[Path, str], *, element_id: str = "") -> str:
+    """The figure element, its image ``images[fig.png]`` (:func:`inline_png`)."""
     ident = f' id="{_esc(element_id)}"' if element_id else ""
     return (f'<figure{ident}><img id="figure-{i}" alt="{_esc(fig.caption)}" '
-            f'src="data:image/png;base64,{_inline_png(fig.png)}"><figcaption>'
+            f'src="data:image/png;base64,{images[fig.png]}"><figcaption>'
             f"{_esc(fig.caption)} <code>figures/{_esc(fig.png.name)}</code>, <code>.pdf</code>"
             "</figcaption></figure>")
 
@@ -374,7 +376,8 @@ def _given_top(ctx: Context) -> str:
             f'{"".join(items)}{tables}</section><div class="side">{_legend(ctx)}</div></div>')
 
 
-def _top(ctx: Context, figures: Sequence[FigureFile], *, text_line: str = "") -> str:
+def _top(ctx: Context, figures: Sequence[FigureFile], images: Mapping[Path, str], *,
+         text_line: str = "") -> str:
     """The first screen: headline and per-audit lines | legend and the heatmap."""
     if ctx.fairness.empty and ctx.inputs.deployed.systems:
         return _given_top(ctx)
@@ -397,15 +400,19 @@ def _top(ctx: Context, figures: Sequence[FigureFile], *, text_line: str = "") ->
         f'informative model families, as the heatmap)</h3><ul class="findings">{lines}</ul>'
         "</section>"
         f'<div class="side">{_legend(ctx)}'
-        + "".join(_figure(f, i, element_id="heatmap") for i, f in heat) + "</div></div>")
+        + "".join(_figure(f, i, images, element_id="heatmap") for i, f in heat) + "</div></div>")
 
 
 def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
                intersectional: pd.DataFrame, figures: Sequence[FigureFile],
                provenance: Mapping[str, Any], out: Path, text: TextInputs | None = None,
-               text_figures: Sequence[FigureFile] = ()) -> Path:
+               text_figures: Sequence[FigureFile] = (), workers: int = 1) -> Path:
     """Write the self-contained report page to ``out``; return ``out``.  ``text`` (with its
-    figures) adds the text audits' section and headline sentence (:mod:`faircode.report.text`)."""
+    figures) adds the text audits' section and headline sentence (:mod:`faircode.report.text`).
+    ``workers``: processes encoding the embedded images (the page is the same bytes for any
+    number)."""
+    pngs = sorted({f.png for f in (*figures, *text_figures)})
+    images = dict(zip(pngs, on_workers(inline_png, pngs, workers), strict=True))
     paper, performance, counterfactual, floor_table = all_tables(ctx, floor)
     models = ", ".join(SHORT.get(m, m) for m in ctx.models)
     per_audit: dict[str, list[tuple[int, FigureFile]]] = {}
@@ -419,12 +426,12 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
            if ctx.models else "no S0-S4 grid; ")
         + f"{plural(len(ctx.inputs.runs), 'audit')} with results, "
         f"{len(ctx.inputs.unavailable)} unavailable. {_esc(ctx.variance_note)}</p>",
-        _top(ctx, figures, text_line=headline_line(text) if text is not None else ""),
+        _top(ctx, figures, images, text_line=headline_line(text) if text is not None else ""),
         "<h2>Residual floor: what S3 and S4 add to S2</h2>", _floor_sentence(counts),
-        "".join(_figure(f, i) for i, f in enumerate(figures) if f.section == "figures"),
+        "".join(_figure(f, i, images) for i, f in enumerate(figures) if f.section == "figures"),
         "<h2>Per audit</h2>",
         "".join(_fold(f"{audit}: {', '.join(_KIND.get(f.kind, f.kind) for _, f in shown)}",
-                      "".join(_figure(f, i) for i, f in shown))
+                      "".join(_figure(f, i, images) for i, f in shown))
                 for audit, shown in per_audit.items()),
         "<h2>Tables</h2>",
         _fold("Paper table: the gap per audit, attribute, strategy and family",
@@ -440,7 +447,7 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
         _fold(f"Every {ctx.metric} row, with the benchmark-wide q (q_benchmark)",
               rows_html(ctx, intersectional)),
         *([section_html(text, fold=_fold, table=frame_html, figures="".join(
-            _figure(f, len(figures) + i) for i, f in enumerate(text_figures)))]
+            _figure(f, len(figures) + i, images) for i, f in enumerate(text_figures)))]
           if text is not None else []),
         "<h2>Unavailable audits</h2>", _unavailable(ctx),
         "<h2>Provenance</h2>", _provenance(ctx, provenance),
