@@ -61,8 +61,7 @@ __all__ = [
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 """The folder holding the imported ``faircode`` package (the project root in a checkout)."""
 
-INPUTS = ("faircode", "audits", "params.yaml", "dvc.yaml", "upstream/dvc.yaml", "pyproject.toml",
-          "requirements.lock")
+INPUTS = ("faircode", "audits", "params.yaml", "dvc.yaml", "pyproject.toml", "requirements.lock")
 """What a state is produced from; a change to any of them (tracked or untracked) is dirty."""
 
 _FACE = "faircode/__init__.py"
