@@ -20,6 +20,11 @@ writing, report figures and tables, the MLflow sync).  DVC's own time is what li
 stage processes: set-up (before the first stage), between stages (hashing outputs, the lock),
 and after the last one (the experiment's commit).  One run per clone; timings move with the
 machine's load (``os.getloadavg()`` is printed).
+
+The clone's MLflow store (``mlflow.db`` and ``mlartifacts/``) is set aside before the run and put
+back after it, so every measurement logs its value as a new state against the same store (a
+value measured twice would otherwise find its state logged and sync nothing); ``--keep-store``
+leaves what the run logged in the store.
 """
 
 from __future__ import annotations
@@ -63,6 +68,31 @@ def stage_name(record: dict[str, Any]) -> str:
                 "post_processing": "fit-post-processing"}[args[1]]
         return f"{part}@{args[0]}"
     return kind.replace("_", "-")
+
+
+STORE = ("mlflow.db", "mlflow.db-wal", "mlflow.db-shm", "mlartifacts")
+
+
+def set_aside(clone: Path, where: Path) -> None:
+    """Copy the clone's MLflow store (:data:`STORE`) into ``where``."""
+    for name in STORE:
+        path = clone / name
+        if path.is_dir():
+            shutil.copytree(path, where / name)
+        elif path.is_file():
+            shutil.copy2(path, where / name)
+
+
+def put_back(clone: Path, where: Path) -> None:
+    """Replace the clone's MLflow store by the copy in ``where``."""
+    for name in STORE:
+        path = clone / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        elif path.exists():
+            path.unlink()
+        if (where / name).exists():
+            shutil.move(where / name, path)
 
 
 def run_experiment(clone: Path, setting: str, *, pythonpath: str = "") -> dict[str, Any]:
@@ -229,6 +259,8 @@ def main() -> None:
     parser.add_argument("--value", type=float, default=0.4, help="models.decision_threshold")
     parser.add_argument("--eps", type=float, default=None, help="mitigation.eps instead")
     parser.add_argument("--keep", action="store_true", help="leave the experiment checked out")
+    parser.add_argument("--keep-store", action="store_true",
+                        help="keep what the run logged in the clone's MLflow store")
     parser.add_argument("--json", type=Path, default=None, help="write the raw records here")
     parser.add_argument("--pythonpath", default="", help="appended to PYTHONPATH for DVC and "
                         "the stages; a comma-separated list: one entry per clone")
@@ -242,7 +274,14 @@ def main() -> None:
         clone = clone.resolve()
         if not (clone / "dvc.lock").is_file() or shutil.which("git") is None:
             raise SystemExit(f"{clone}: expected a reproduced DVC clone")
-        runs.append(run_experiment(clone, setting, pythonpath=extra))
+        with tempfile.TemporaryDirectory(prefix="sweep-store-", dir=clone.parent) as aside:
+            if not args.keep_store:
+                set_aside(clone, Path(aside))
+            try:
+                runs.append(run_experiment(clone, setting, pythonpath=extra))
+            finally:
+                if not args.keep_store:
+                    put_back(clone, Path(aside))
         if args.eps is not None:
             eps_report(clone)
         if not args.keep:

@@ -254,23 +254,23 @@ def test_a_half_written_state_is_completed_against_its_recorded_base(
         swept: Sweep, monkeypatch: pytest.MonkeyPatch) -> None:
     """A sync of B dying after two children is completed against A -- the base recorded on B,
     not a state logged since -- with the same shared set and no duplicate."""
-    from mlflow.tracking import MlflowClient
+    from faircode.record import _shared
 
     store = swept.store
     first = store.sync(swept.a, "share-crash")
-    original = MlflowClient.set_terminated
+    original = _shared.finish_child  # a child's last write (its numbers and FINISHED)
     calls = {"n": 0}
 
-    def dying(self, run_id, *args, **kwargs):
+    def dying(*args, **kwargs):
         calls["n"] += 1
         if calls["n"] > 2:
             raise ConnectionError("connection reset by peer")
-        return original(self, run_id, *args, **kwargs)
+        return original(*args, **kwargs)
 
-    monkeypatch.setattr(MlflowClient, "set_terminated", dying)
+    monkeypatch.setattr(_shared, "finish_child", dying)
     with pytest.raises(TrackingError, match="connection reset"):
         store.sync(swept.b, "share-crash")
-    monkeypatch.setattr(MlflowClient, "set_terminated", original)
+    monkeypatch.setattr(_shared, "finish_child", original)
     other, _ = sweep(swept.a, store.root / "other", threshold=0.3, change=AUDITS[0],
                      attribute="age")
     assert store.sync(other, "share-crash").base_run_id == first.parent_run_id

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from faircode.record._store import log_batched, search_all
+from faircode.record._store import finish_child, log_batched, search_all
 from faircode.record.child import ChildRun
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -240,20 +240,15 @@ def log_children(client: MlflowClient, todo: list[ChildRun], *, experiment_id: s
                   ) -> dict[str, str]:
     """Log ``todo`` under the parent: sequentially, or by ``workers`` threads (a server); key ->
     run id of each."""
-    from mlflow.entities import RunStatus
-
-    finished = RunStatus.to_string(RunStatus.FINISHED)
-
     def log_child(child: ChildRun) -> str:
         check()  # a holder that stalled past its lease stops here
         run = client.create_run(experiment_id, run_name=child.name, tags={
             **child.tags, DIGEST_TAG: digests[child.key], "faircode.parent_digest": digest,
             "mlflow.parentRunId": parent_id})
         run_id = str(run.info.run_id)
-        log_batched(client, run_id, params=child.params, metrics=child.metrics)
         if child.audit in inputs:  # MLflow's dataset column of the child's row
             client.log_inputs(run_id, datasets=[inputs[child.audit]])
-        client.set_terminated(run_id, finished)
+        finish_child(client, run_id, params=child.params, metrics=child.metrics)
         return run_id
 
     if workers == 1:

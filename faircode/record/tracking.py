@@ -67,12 +67,15 @@ Design decisions
   the claim (the kernel drops its file lock; its lease is taken over), and the next sync completes
   the state as above.  A complete parent's duplicate children (left by syncs before the claim
   existed) are deleted by the next sync of that state, one finished child per key kept.
-* **Fast by batching.**  A child costs four store calls whatever its metric count: create
-  with all its tags, one ``log_batch`` of params and metrics, its audit's raw dataset as input
-  (``log_inputs``: MLflow's dataset column of the child rows; ``bench/tracking.py`` measured
-  1,500 children in 28-29 s with it and 24-25 s without, about 15 %, worth a filled column),
-  terminate.  The parent has every audit's dataset as input, and the report, its
-  tables, figures and summary as artifacts (``report/``).
+* **Fast by batching.**  A child costs three store calls whatever its metric count: create
+  with all its tags, its audit's raw dataset as input (``log_inputs``: MLflow's dataset column
+  of the child rows; ``bench/tracking.py`` measured 1,500 children in 28-29 s with it and
+  24-25 s without, about 15 %, worth a filled column), and its params and metrics with its
+  ``FINISHED`` status (:func:`faircode.record._store.finish_child`: into the embedded SQLite
+  store one transaction of bulk inserts into MLflow's own tables, so a child is finished exactly
+  when its numbers are in; against a server ``log_batch``, then terminate).  The parent has
+  every audit's dataset as input, and the report, its tables, figures and summary as artifacts
+  (``report/``).
 * **The embedded SQLite store is switched to WAL journaling** (``PRAGMA journal_mode=WAL``, a
   documented, persistent property of the file; ``sqlite_wal=False`` leaves the file alone).
   MLflow commits several transactions per call, and in SQLite's default rollback-journal mode
