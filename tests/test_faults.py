@@ -106,19 +106,20 @@ _KILLED_SYNC = """
 import os, signal, sys
 from faircode.pipeline import cli
 from faircode.record import _shared
-calls, original = [0], _shared.finish_child  # a child's last write (its numbers and FINISHED)
+_shared.FINISH_CHUNK = 5  # children finished per store transaction
+calls, original = [0], _shared.finish_children  # the children's last write (numbers, FINISHED)
 def dying(*args, **kwargs):
     calls[0] += 1
-    if calls[0] > 5:  # five children finished, the sixth is RUNNING
+    if calls[0] > 1:  # five children finished, the next five created and RUNNING
         os.kill(os.getpid(), signal.SIGKILL)
     return original(*args, **kwargs)
-_shared.finish_child = dying
+_shared.finish_children = dying
 sys.exit(cli.main(sys.argv[1:]))
 """
 
 
 def _kill_a_sync(results: Path, uri: str, experiment: str) -> None:
-    """Run a sync that SIGKILLs itself after five children."""
+    """Run a sync that SIGKILLs itself after five children (one transaction of five)."""
     done = subprocess.run([sys.executable, "-c", _KILLED_SYNC, "track", "--results",
                            str(results), "--tracking-uri", uri, "--experiment", experiment],
                           cwd=results.parent, env=_env(), capture_output=True, timeout=300)

@@ -37,16 +37,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from faircode.record._store import finish_child, log_batched, search_all
+from faircode.record._store import finish_children, log_batched, search_all
 from faircode.record.child import ChildRun
 
 if TYPE_CHECKING:  # pragma: no cover
     from mlflow.tracking import MlflowClient
 
-__all__ = ["BASE_TAG", "DIGEST_TAG", "INDEX", "INDEX_TAG", "LOGGED_TAG", "SHARED_TAG",
-           "Sharing", "dedupe_children", "find_base", "finished_children", "log_children",
-           "read_index", "record_sharing", "recorded_sharing", "share_with", "shared_children",
-           "write_index"]
+__all__ = ["BASE_TAG", "DIGEST_TAG", "FINISH_CHUNK", "INDEX", "INDEX_TAG", "LOGGED_TAG",
+           "SHARED_TAG", "Sharing", "dedupe_children", "find_base", "finished_children",
+           "log_children", "read_index", "record_sharing", "recorded_sharing", "share_with",
+           "shared_children", "write_index"]
 
 INDEX = "children.json"
 """The parent's artifact listing every child key's run (``{key: {"run_id", "digest"}}``)."""
@@ -58,6 +58,10 @@ LOGGED_TAG = "faircode.children_logged"
 DIGEST_TAG = "faircode.child_digest"
 _NOTE = "\n\nChildren: "  # the note's paragraph on what the parent holds starts so
 _CHUNK = 100  # run ids per search
+FINISH_CHUNK = 25
+"""Children finished per store call (:func:`faircode.record._store.finish_children`; on SQLite
+one transaction): the children of one transaction share the index pages their metric keys
+touch."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,9 +242,10 @@ def log_children(client: MlflowClient, todo: list[ChildRun], *, experiment_id: s
                   parent_id: str, digest: str, digests: Mapping[str, str],
                   inputs: Mapping[str, Any], workers: int, check: Callable[[], None]
                   ) -> dict[str, str]:
-    """Log ``todo`` under the parent: sequentially, or by ``workers`` threads (a server); key ->
-    run id of each."""
-    def log_child(child: ChildRun) -> str:
+    """Log ``todo`` under the parent: sequentially, :data:`FINISH_CHUNK` children finished at a
+    time, or by ``workers`` threads one child each (a server); key -> run id of each."""
+
+    def start(child: ChildRun) -> str:
         check()  # a holder that stalled past its lease stops here
         run = client.create_run(experiment_id, run_name=child.name, tags={
             **child.tags, DIGEST_TAG: digests[child.key], "faircode.parent_digest": digest,
@@ -248,14 +253,20 @@ def log_children(client: MlflowClient, todo: list[ChildRun], *, experiment_id: s
         run_id = str(run.info.run_id)
         if child.audit in inputs:  # MLflow's dataset column of the child's row
             client.log_inputs(run_id, datasets=[inputs[child.audit]])
-        finish_child(client, run_id, params=child.params, metrics=child.metrics)
         return run_id
 
+    def log(chunk: Sequence[ChildRun]) -> dict[str, str]:
+        ids = [start(child) for child in chunk]
+        finish_children(client, [(run_id, child.params, child.metrics)
+                                 for run_id, child in zip(ids, chunk, strict=True)])
+        return {child.key: run_id for child, run_id in zip(chunk, ids, strict=True)}
+
     if workers == 1:
-        return {child.key: log_child(child) for child in todo}
+        return {key: run_id for at in range(0, len(todo), FINISH_CHUNK)
+                for key, run_id in log(todo[at:at + FINISH_CHUNK]).items()}
     pool = ThreadPoolExecutor(max_workers=workers)
     try:  # the first failure cancels what has not started; started children may stay RUNNING
-        futures = [(c.key, pool.submit(log_child, c)) for c in todo]
-        return {key: future.result() for key, future in futures}
+        futures = [pool.submit(log, [c]) for c in todo]
+        return {key: run_id for future in futures for key, run_id in future.result().items()}
     finally:
         pool.shutdown(wait=True, cancel_futures=True)

@@ -1,11 +1,11 @@
 """The MLflow store calls a sync makes (no logic about what is logged: see
 :mod:`faircode.record.tracking`).
 
-Batched logging (``log_batch`` in chunks of MLflow's limits), a new child's numbers written and
-the child finished in one store transaction (:func:`finish_child`), a dataset input built from a
+Batched logging (``log_batch`` in chunks of MLflow's limits), new child runs' numbers written and
+the runs finished in one store transaction (:func:`finish_children`), a dataset input built from a
 raw file's path and sha256, the experiment created (or updated) with its kind tag and legend, paged
-search, the embedded SQLite store's switch to WAL journaling, a server's health check and
-MLflow's own loggers silenced while a sync runs.
+search, the embedded SQLite store's switch to WAL journaling, a server's health check and MLflow's
+own loggers silenced while a sync runs.
 mlflow is imported inside the functions.
 """
 
@@ -16,7 +16,7 @@ import sqlite3
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,9 +27,9 @@ from faircode.record.runs import sanitise
 if TYPE_CHECKING:  # pragma: no cover
     from mlflow.tracking import MlflowClient
 
-__all__ = ["EXPERIMENT_KIND", "QUIET_LOGGERS", "TrackingError", "check_server", "dataset_input",
-           "ensure_experiment", "finish_child", "flatten", "log_batched", "quick_commits",
-           "quiet_loggers", "search_all", "switch_to_wal"]
+__all__ = ["EXPERIMENT_KIND", "QUIET_LOGGERS", "Numbers", "TrackingError", "check_server",
+           "dataset_input", "ensure_experiment", "finish_children", "flatten", "log_batched",
+           "quick_commits", "quiet_loggers", "search_all", "switch_to_wal"]
 
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 """The experiment tag MLflow 3.x's kind selector reads.  MLflow 3.17 ignores it for the landing
@@ -141,38 +141,43 @@ def log_batched(client: MlflowClient, run_id: str, *, params: Mapping[str, str],
                          tags=[t for t in chunk_small if isinstance(t, RunTag)])
 
 
-def finish_child(client: MlflowClient, run_id: str, *, params: Mapping[str, str],
-                 metrics: Mapping[str, float]) -> None:
-    """Write a child run's params and metrics, then mark it ``FINISHED`` (``run_id``: a run
-    just created, holding no param or metric yet).
+Numbers = tuple[str, Mapping[str, str], Mapping[str, float]]
+"""A new child run's id, params and metrics (:func:`finish_children`)."""
+
+
+def finish_children(client: MlflowClient, children: Sequence[Numbers]) -> None:
+    """Write each child run's params and metrics, then mark it ``FINISHED`` (each run just
+    created, holding no param or metric yet).
 
     Against the embedded SQLite store (MLflow's ``SqlAlchemyStore``) it is **one transaction**
     of bulk inserts into MLflow's own tables through MLflow's own table models -- the params,
     the metrics, their latest values (one value per key at step 0, so the latest is the value)
-    -- and the run's status and end time: the child is ``FINISHED`` exactly when its numbers
-    are in.  Keys and values pass MLflow's own batch validation and NaN handling first.
-    MLflow's ``log_batch`` builds two ORM objects per metric through SQLAlchemy's unit of
-    work, and then ``set_terminated`` loads them all back: of a sweep value's sync, 81 % was
-    those two calls (``docs/pipeline.md``); here a child's few hundred metrics are two
-    ``executemany`` statements.  The tables are those of the ``mlflow`` pinned in
-    ``requirements.lock``; ``tests/test_tracking_store.py`` reads a child written so and one
-    written by ``log_batch`` back through MLflow's client (runs, metric history, search) and
-    finds them equal.  Any other store (a server): ``log_batch`` in chunks, then
-    ``set_terminated``.
+    -- and the runs' status and end time: a child is ``FINISHED`` exactly when its numbers are
+    in, and a failure writes nothing of any of them.  Keys and values pass MLflow's own batch
+    validation and NaN handling first.  MLflow's ``log_batch`` builds two ORM objects per metric
+    through SQLAlchemy's unit of work, and then ``set_terminated`` loads them all back: of a
+    sweep value's sync, 81 % was those two calls (``docs/pipeline.md``); here the children's
+    metrics are two ``executemany`` statements, and the children of one transaction share the
+    index pages their keys touch (a commit per child wrote them again each time).  The tables
+    are those of the ``mlflow`` pinned in ``requirements.lock``;
+    ``tests/test_tracking_store.py`` reads children written so and one written by ``log_batch``
+    back through MLflow's client (runs, metric history, search) and finds them equal.  Any other
+    store (a server): per child ``log_batch`` in chunks, then ``set_terminated``.
     """
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
     store = getattr(getattr(client, "_tracking_client", None), "store", None)
     if not isinstance(store, SqlAlchemyStore):
-        log_batched(client, run_id, params=params, metrics=metrics)
-        client.set_terminated(run_id, "FINISHED")
+        for run_id, params, metrics in children:
+            log_batched(client, run_id, params=params, metrics=metrics)
+            client.set_terminated(run_id, "FINISHED")
         return
-    _bulk_finish(store, run_id, params=params, metrics=metrics)
+    if children:
+        _bulk_finish(store, children)
 
 
-def _bulk_finish(store: Any, run_id: str, *, params: Mapping[str, str],
-                 metrics: Mapping[str, float]) -> None:
-    """:func:`finish_child`'s transaction on a ``SqlAlchemyStore``."""
+def _bulk_finish(store: Any, children: Sequence[Numbers]) -> None:
+    """:func:`finish_children`'s transaction on a ``SqlAlchemyStore``."""
     from mlflow.entities import LifecycleStage, Metric, Param, RunStatus
     from mlflow.exceptions import MlflowException
     from mlflow.store.tracking.dbmodels.models import (
@@ -185,28 +190,33 @@ def _bulk_finish(store: Any, run_id: str, *, params: Mapping[str, str],
     from sqlalchemy import insert, update
 
     now = int(time.time() * 1000)
-    checked, checked_params, _ = _validate_batch_log_data(
-        [Metric(k, v, now, 0) for k, v in metrics.items()],
-        [Param(k, v) for k, v in params.items()], [])
-    _validate_param_keys_unique(checked_params)
-    rows = []
-    for metric in checked:
-        is_nan, value = store.sanitize_metric_value(metric.value)
-        rows.append({"run_uuid": run_id, "key": metric.key, "value": value,
-                     "timestamp": now, "step": 0, "is_nan": is_nan})
+    params_rows: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    for run_id, params, metrics in children:
+        checked, checked_params, _ = _validate_batch_log_data(
+            [Metric(k, v, now, 0) for k, v in metrics.items()],
+            [Param(k, v) for k, v in params.items()], [])
+        _validate_param_keys_unique(checked_params)
+        params_rows += [{"run_uuid": run_id, "key": p.key, "value": p.value}
+                        for p in checked_params]
+        for metric in checked:
+            is_nan, value = store.sanitize_metric_value(metric.value)
+            rows.append({"run_uuid": run_id, "key": metric.key, "value": value,
+                         "timestamp": now, "step": 0, "is_nan": is_nan})
+    ids = sorted({run_id for run_id, _, _ in children})
     with store.ManagedSessionMaker(read_only=False) as session:
-        if checked_params:
-            session.execute(insert(SqlParam), [{"run_uuid": run_id, "key": p.key,
-                                                "value": p.value} for p in checked_params])
+        if params_rows:
+            session.execute(insert(SqlParam), params_rows)
         if rows:
             session.execute(insert(SqlMetric), rows)
             session.execute(insert(SqlLatestMetric), rows)
         done = session.execute(
-            update(SqlRun).where(SqlRun.run_uuid == run_id,
+            update(SqlRun).where(SqlRun.run_uuid.in_(ids),
                                  SqlRun.lifecycle_stage == LifecycleStage.ACTIVE)
             .values(status=RunStatus.to_string(RunStatus.FINISHED), end_time=now))
-        if done.rowcount != 1:  # rolled back: nothing of the child is written
-            raise MlflowException(f"run {run_id}: expected an active run to finish, found none")
+        if done.rowcount != len(ids) or len(ids) != len(children):  # rolled back: none written
+            raise MlflowException(f"runs {', '.join(ids)}: expected {len(children)} distinct "
+                                  f"active runs to finish, found {done.rowcount}")
 
 
 def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:

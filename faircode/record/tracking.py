@@ -71,11 +71,11 @@ Design decisions
   with all its tags, its audit's raw dataset as input (``log_inputs``: MLflow's dataset column
   of the child rows; ``bench/tracking.py`` measured 1,500 children in 28-29 s with it and
   24-25 s without, about 15 %, worth a filled column), and its params and metrics with its
-  ``FINISHED`` status (:func:`faircode.record._store.finish_child`: into the embedded SQLite
-  store one transaction of bulk inserts into MLflow's own tables, so a child is finished exactly
-  when its numbers are in; against a server ``log_batch``, then terminate).  The parent has
-  every audit's dataset as input, and the report, its tables, figures and summary as artifacts
-  (``report/``).
+  ``FINISHED`` status (:func:`faircode.record._store.finish_children`: into the embedded SQLite
+  store one transaction of bulk inserts into MLflow's own tables for every 25 children, so a
+  child is finished exactly when its numbers are in; against a server ``log_batch``, then
+  terminate).  The parent has every audit's dataset as input, and the report, its tables,
+  figures and summary as artifacts (``report/``).
 * **The embedded SQLite store is switched to WAL journaling** (``PRAGMA journal_mode=WAL``, a
   documented, persistent property of the file; ``sqlite_wal=False`` leaves the file alone).
   MLflow commits several transactions per call, and in SQLite's default rollback-journal mode
@@ -86,8 +86,9 @@ Design decisions
   :func:`faircode.record._store.quick_commits`): a commit survives a crash of the process,
   and what a power loss rolls back is completed by the next sync (``bench/tracking.py
   --results results --fsync-each`` for the ratio).
-* **Children are logged sequentially on SQLite** (one file, writes serialise; threads measured
-  no faster) **and by a bounded thread pool against a server**, whose request handling overlaps.
+* **Children are logged sequentially on SQLite** (one file, writes serialise; threads measured no
+  faster; a crash leaves at most one transaction's children unfinished) **and by a bounded thread
+  pool against a server**, whose request handling overlaps.
 * **Failures are one line.**  Anything the store or server does wrong becomes a
   :class:`TrackingError` whose message says why and how to re-sync; results on disk are only
   read, so they are intact.  Malformed results are a :class:`ResultsError` (bad input).
