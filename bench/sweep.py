@@ -57,9 +57,10 @@ FAMILY = ("q_value", "significant")  # the audit's one BH family: shared by ever
 
 def stage_name(record: dict[str, Any]) -> str:
     """``evaluate@compas`` etc. from a timer record (``evaluate``: the one stage over every
-    audit, ``evaluate PREPARED_ROOT PREDICTIONS_ROOT RESULTS``, since issue 34)."""
+    audit, ``evaluate PREPARED_ROOT PREDICTIONS_ROOT RESULTS`` since issue 34, and ``...
+    TEXT_ROOT RESULTS`` with the text audits since)."""
     kind, args = record["module"].rsplit(".", 1)[-1], record["args"]
-    if kind == "evaluate" and len(args) == 3:
+    if kind == "evaluate" and len(args) in (3, 4):
         return kind
     if kind in ("evaluate", "prepare", "fetch"):
         return f"{kind}@{args[0]}"

@@ -1,7 +1,8 @@
 """The whole bias_madlibs text audit, stage by stage as DVC runs it, timed; then its findings.
 
-Runs the four text stages (text-fetch, text-prepare, text-score, text-evaluate: the
-``python -m faircode.pipeline.stages.*`` commands of ``dvc.yaml``) as separate processes in a
+Runs the three text stages and the evaluation (text-fetch, text-prepare, text-score, then
+evaluate over this audit alone: the ``python -m faircode.pipeline.stages.*`` commands of the
+``dvc.yaml`` files) as separate processes in a
 temporary copy of the project's audit folder and params, with the mirrors of
 ``$FAIRCODE_DATA_MIRROR``; prints each stage's wall and CPU seconds, then the tables a reader
 cites from ``results/bias_madlibs/``: the per-term false positive rates of the sexual-orientation,
@@ -35,8 +36,7 @@ STAGES = (
     ("text-prepare", ["text_prepare", AUDIT, f"data/raw/{AUDIT}", f"data/text/{AUDIT}/payloads"]),
     ("text-score", ["text_score", AUDIT, f"data/text/{AUDIT}/payloads",
                     f"data/text/{AUDIT}/scores"]),
-    ("text-evaluate", ["text_evaluate", AUDIT, f"data/text/{AUDIT}/payloads",
-                       f"data/text/{AUDIT}/scores", "results"]),
+    ("evaluate", ["evaluate", "data/prepared", "data/predictions", "data/text", "results"]),
 )
 
 
@@ -44,6 +44,7 @@ def _project(root: Path, *, n_resamples: int | None, n_permutations: int | None)
     shutil.copytree(REPO / "audits" / AUDIT, root / "audits" / AUDIT)
     shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
     params = yaml.safe_load((REPO / "params.yaml").read_text())
+    params["audits"], params["text_audits"] = [], [AUDIT]  # evaluate: this audit alone
     for key, value in (("n_resamples", n_resamples), ("n_permutations", n_permutations)):
         if value is not None:
             params["stats"][key] = value

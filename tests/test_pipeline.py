@@ -100,9 +100,10 @@ def _pipeline_for(root: Path, audits: tuple[str, ...]) -> None:
         (root / name).write_text(yaml.safe_dump(stages, sort_keys=False))
 
 
-AUDIT_PATH = re.compile(r"(?:audits|data/prepared|data/predictions|results|results/curves|"
-                        r"results/metrics|results/metrics/full)/([a-z0-9_]+?)"
+AUDIT_PATH = re.compile(r"(?:audits|data/prepared|data/predictions|data/text|results|"
+                        r"results/curves|results/metrics|results/metrics/full)/([a-z0-9_]+?)"
                         r"(?:-strategies\.json|\.json|\.csv|/[a-z_]+)?")
+# (data/text/<audit>/payloads and .../scores: a text audit's inputs of the evaluate stage)
 
 
 def _entry_audit(entry: str | dict) -> str | None:
@@ -115,23 +116,28 @@ def _entry_audit(entry: str | dict) -> str | None:
 def test_evaluate_stage_lists_each_audit_of_params_once() -> None:
     """The one evaluate stage of the real dvc.yaml lists, for exactly params.yaml's audits,
     each audit's manifest, prepared data and three prediction parts as deps, its three outputs,
-    its headline metric and its strategy plot; besides them only faircode code."""
+    its headline metric and its strategy plot, and for exactly its text audits each one's
+    manifest, payloads and scores and its results folder; besides them only faircode code."""
     stage = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["evaluate"]
-    audits = yaml.safe_load((REPO / "params.yaml").read_text())["audits"]
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    audits, text = params["audits"], params["text_audits"]
     expected = {
         "deps": [p for a in audits for p in (f"audits/{a}", f"data/prepared/{a}", *(
             f"data/predictions/{a}/{part}" for part in ("unmitigated", "in_processing",
-                                                          "post_processing")))],
+                                                          "post_processing")))] + [
+            p for a in text for p in (f"audits/{a}", f"data/text/{a}/payloads",
+                                      f"data/text/{a}/scores")],
         "outs": [p for a in audits for p in (f"results/{a}", f"results/curves/{a}.csv",
-                                             f"results/metrics/full/{a}.json")],
+                                             f"results/metrics/full/{a}.json")] + [
+            f"results/{a}" for a in text],
         "metrics": [f"results/metrics/{a}.json" for a in audits],
         "plots": [f"results/metrics/{a}-strategies.json" for a in audits]}
     for field, paths in expected.items():
         listed = [e if isinstance(e, str) else next(iter(e)) for e in stage[field]]
         assert [p for p in listed if not p.startswith("faircode/")] == paths, field
-        assert all(_entry_audit(p) in audits for p in paths), field
+        assert all(_entry_audit(p) in (*audits, *text) for p in paths), field
     assert stage["cmd"] == ("python -m faircode.pipeline.stages.evaluate data/prepared "
-                            "data/predictions results")
+                            "data/predictions data/text results")
 
 
 def test_report_and_track_depend_on_every_audit_of_params() -> None:
@@ -254,7 +260,7 @@ def test_audits_evaluated_side_by_side_write_what_one_at_a_time_writes(
     repo.write_params(run={"jobs": 1})
     try:
         repo.run(sys.executable, "-m", "faircode.pipeline.stages.evaluate", "data/prepared",
-                 "data/predictions", str(out))
+                 "data/predictions", "data/text", str(out))
     finally:
         repo.restore()
     for audit in AUDITS:

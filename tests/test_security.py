@@ -263,7 +263,7 @@ def test_the_evaluate_stage_refuses_an_unsafe_audit_name_in_params(
     monkeypatch.chdir(tmp_path)
     (tmp_path / "params.yaml").write_text("audits: [german, ../../x]\n")
     with pytest.raises(SystemExit) as stop:
-        evaluate.main(["data/prepared", "data/predictions", "results"])
+        evaluate.main(["data/prepared", "data/predictions", "data/text", "results"])
     assert stop.value.code == 2
     assert capsys.readouterr().err.startswith("params.yaml: audits[1]: expected a folder- and "
                                               "shell-safe name")

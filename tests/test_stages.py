@@ -28,7 +28,7 @@ def test_unavailable_audit_flows_to_a_results_note(
     prepare.main([AUDIT, str(raw), str(prepared)])
     for part in ("unmitigated", "in_processing", "post_processing"):
         fit.main([AUDIT, part, str(prepared), str(predictions / part)])
-    evaluate.main(["data/prepared", "data/predictions", "results"])
+    evaluate.main(["data/prepared", "data/predictions", "data/text", "results"])
     assert sorted(p.name for p in (Path("results") / AUDIT).iterdir()) == ["unavailable.json"]
     final = json.loads((Path("results") / AUDIT / "unavailable.json").read_text())
     assert final["message"] == note["message"]
@@ -98,7 +98,7 @@ def test_unavailable_audit_writes_the_plot_headers_without_numerical_imports(
     (note / "unavailable.json").write_text(json.dumps({"message": "x: dataset unavailable"}))
     Path(tmp_path / "params.yaml").write_text("audits: [x]\n")
     code = ("import sys; from faircode.pipeline.stages import evaluate; "
-            "evaluate.main(['prep', 'pred', 'results']); "
+            "evaluate.main(['prep', 'pred', 'text', 'results']); "
             "print(sorted({'numpy', 'pandas'} & set(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
                           text=True, check=True, timeout=60,
@@ -111,3 +111,41 @@ def test_unavailable_audit_writes_the_plot_headers_without_numerical_imports(
     assert json.loads((results / "metrics" / "x-strategies.json").read_text()) == strategy_plot(
         None, audit="x")
     assert (results / "curves" / "x.csv").read_text() == curve_plot(None).to_csv(index=False)
+
+
+def test_a_text_audit_without_scores_gets_its_note_from_the_evaluate_stage(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The evaluate stage settles a text audit of ``text_audits`` beside the grid's: its scores'
+    unavailable note becomes its results note, the grid audit's likewise."""
+    monkeypatch.chdir(tmp_path)
+    for folder in (Path("pred") / "x" / "unmitigated", Path("text") / "t" / "scores"):
+        folder.mkdir(parents=True)
+        (folder / "unavailable.json").write_text(json.dumps(
+            {"message": f"{folder.parts[1]}: dataset unavailable"}))
+    Path("params.yaml").write_text("audits: [x]\ntext_audits: [t]\n")
+    evaluate.main(["prep", "pred", "text", "results"])
+    for audit in ("x", "t"):
+        note = json.loads((Path("results") / audit / "unavailable.json").read_text())
+        assert note == {"audit": audit, "available": False,
+                        "message": f"{audit}: dataset unavailable"}
+
+
+def test_audits_are_evaluated_longest_first_by_their_last_seconds(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """run.json's seconds.evaluate orders the jobs, longest first; an audit without a record
+    (new, or a text audit) starts first; ties keep params.yaml's order."""
+    from faircode.core.config import BenchmarkConfig
+
+    seconds = {"a": 5.0, "b": 17.9, "c": None, "d": 8.9, "e": 5.0}
+    jobs = []
+    for audit, took in seconds.items():
+        (tmp_path / audit).mkdir()
+        if took is not None:
+            (tmp_path / audit / "run.json").write_text(json.dumps(
+                {"seconds": {"evaluate": took, "statistics": 1.0}}))
+        jobs.append(evaluate.TextJob(audit, tmp_path, tmp_path, tmp_path))
+    (tmp_path / "e" / "run.json").write_text("{not json")  # unreadable: no record
+    ran: list[str] = []
+    monkeypatch.setattr(evaluate, "_run", lambda job, config: ran.append(job.audit))
+    evaluate.run_jobs(jobs, config=BenchmarkConfig(jobs=1))
+    assert ran == ["c", "e", "b", "d", "a"]

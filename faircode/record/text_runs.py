@@ -1,6 +1,6 @@
 """A text audit's results on disk -> its MLflow child runs: one per system x axis x kind.
 
-Reads ``<results>/<audit>/`` as the text-evaluate stage writes it (``run.json`` with ``kind:
+Reads ``<results>/<audit>/`` as the evaluate stage writes a text audit's (``run.json`` with ``kind:
 text``, ``flips.csv`` and ``ctf.csv``).  A child is named like the grid's counterfactual children,
 ``<audit> <system> flip <axis> (<kind>)`` (``bias_madlibs profanity_check flip
 race_black_to_white (proxy)``), with ``audit``, ``system``, ``table`` (``text``), ``axis`` and

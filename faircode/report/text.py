@@ -1,7 +1,7 @@
 """The report's text-audit section: flip rates explicit beside proxy, CTF gaps, per-term rates.
 
-Reads every ``results/<audit>/`` whose ``run.json`` says ``kind: text`` (the text-evaluate
-stage's tables, :mod:`faircode.evaluate.text`) and writes ``results/text_table.md``, the two
+Reads every ``results/<audit>/`` whose ``run.json`` says ``kind: text`` (the evaluate
+stage's text tables, :mod:`faircode.evaluate.text`) and writes ``results/text_table.md``, the two
 figures (:mod:`faircode.report.text_figures`), one sentence for the page's headline and the
 page's section.  Grid audits never pass through here, and a results folder without a text audit
 gives no section at all.
