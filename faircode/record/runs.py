@@ -38,6 +38,7 @@ its reason is in the CSV.
 from __future__ import annotations
 
 import csv
+import functools
 import hashlib
 import io
 import json
@@ -138,8 +139,10 @@ def results_digest(results: Path, *, config: Mapping[str, Any] | None = None) ->
     return h.hexdigest()
 
 
+@functools.lru_cache(maxsize=65536)
 def sanitise(key: str) -> str:
-    """A metric/param/tag key MLflow accepts: ``[A-Za-z0-9_.- ]``, at most 250 characters."""
+    """A metric/param/tag key MLflow accepts: ``[A-Za-z0-9_.- ]``, at most 250 characters
+    (memoised: a state's ~190,000 metrics have a few thousand distinct keys)."""
     clean = re.sub(r"[^\w.\- ]", "_", key, flags=re.ASCII).strip(" ") or "_"
     return ("_" + clean if clean.startswith(".") else clean)[:250]
 
@@ -208,17 +211,24 @@ class _Draft:
             self.metrics[key] = value
 
 
-def _add_rows(draft: _Draft, frame: pd.DataFrame, numeric: dict[str, list[float]],
+def _cells(frame: pd.DataFrame) -> dict[str, list[str]]:
+    """A text table's columns as lists (a cell read so is the CSV's text, as ``iat`` gives it,
+    without pandas' per-cell indexing: the reading of a state's 1,066 children took 3.5 s so)."""
+    return {column: frame[column].tolist() for column in frame.columns}
+
+
+def _add_rows(draft: _Draft, cells: Mapping[str, list[str]], numeric: dict[str, list[float]],
               rows: list[int], *, table: str, keys: tuple[str, ...], path: Path) -> None:
-    text = [c for c in frame.columns if c not in keys and c not in numeric and c != "metric"]
+    text = [c for c in cells if c not in keys and c not in numeric and c != "metric"]
+    metrics = cells.get("metric")
     for i in rows:
-        metric = str(frame["metric"].iat[i]) if "metric" in frame.columns else None
+        metric = str(metrics[i]) if metrics is not None else None
         prefix = f"{metric}." if metric is not None else ""
         for column, values in numeric.items():
             draft.add(sanitise(metric_key(table, metric, column)), values[i],
                       where=f"{path}: row {i + 2}", per="/".join(keys))
         for column in text:
-            cell = str(frame[column].iat[i])
+            cell = str(cells[column][i])
             if cell:
                 draft.tags[sanitise(f"{table}.{prefix}{column}")] = cell[:8000]
                 if column == "note":
@@ -292,7 +302,7 @@ def _audit_children(folder: Path) -> list[ChildRun]:
     drafts: dict[str, _Draft] = {}
     for table in ("fairness", "intersectional", "counterfactual"):
         frame, keys = frames[table], (*_CELL, *_CHILD_KEYS[table])
-        numeric = _numeric_columns(frame, keys)
+        numeric, cells = _numeric_columns(frame, keys), _cells(frame)
         groups: dict[Any, Any] = frame.groupby(list(keys), sort=False).indices
         for values, rows in groups.items():
             ident = {k: str(v) for k, v in zip(keys, values, strict=True)}
@@ -304,7 +314,7 @@ def _audit_children(folder: Path) -> list[ChildRun]:
             draft = drafts.setdefault(key, _Draft(
                 audit, child_name(audit, ident["strategy"], ident["model"], table=table,
                                   ident=ident), tags, {**params, **who}))
-            _add_rows(draft, frame, numeric, list(rows), table=table, keys=keys,
+            _add_rows(draft, cells, numeric, list(rows), table=table, keys=keys,
                       path=folder / f"{table}.csv")
     _add_performance(drafts, frames["performance"], folder / "performance.csv")
     for table in EFFECT_TABLES:
@@ -318,14 +328,14 @@ def _add_performance(drafts: Mapping[str, _Draft], perf: pd.DataFrame, path: Pat
     per-group rows (e.g. selection_rate_disadvantaged) of its own attribute only."""
     perf_keys = (*_CELL, "protected_attribute") if "protected_attribute" in perf else _CELL
     group = perf["protected_attribute"].to_numpy(dtype=str) if len(perf_keys) > 3 else None
-    perf_numeric = _numeric_columns(perf, perf_keys)
+    perf_numeric, perf_cells = _numeric_columns(perf, perf_keys), _cells(perf)
     perf_rows = perf.groupby(list(_CELL), sort=False).indices
     for draft in drafts.values():
         cell = (draft.tags["audit"], draft.tags["strategy"], draft.tags["model"])
         if draft.tags["table"] == "fairness" and cell in perf_rows:
             rows = [i for i in perf_rows[cell]
                     if group is None or group[i] in ("", draft.tags["attribute"])]
-            _add_rows(draft, perf, perf_numeric, rows, table="performance", keys=perf_keys,
+            _add_rows(draft, perf_cells, perf_numeric, rows, table="performance", keys=perf_keys,
                       path=path)
 
 
@@ -351,12 +361,13 @@ def _add_effects(drafts: Mapping[str, _Draft], frame: pd.DataFrame, path: Path) 
     if missing:
         raise ResultsError(f"{path}: expected columns {', '.join(missing)}, got "
                            f"{', '.join(frame.columns)}")
-    numeric = _numeric_columns(frame, _EFFECT_KEYS)
+    numeric, cells = _numeric_columns(frame, _EFFECT_KEYS), _cells(frame)
     estimate = numeric.get("value")
+    verdicts = cells.get("verdict")
     for i in range(len(frame)):
         if estimate is None or not math.isfinite(estimate[i]):  # undefined: nothing to log
             continue
-        row = {k: str(frame[k].iat[i]) for k in _EFFECT_KEYS}
+        row = {k: str(cells[k][i]) for k in _EFFECT_KEYS}
         draft = drafts.get("|".join(("fairness", row["audit"], row["strategy"], row["model"],
                                      row["protected_attribute"])))
         if draft is None:  # no fairness child (a skipped cell): nothing to attach to
@@ -372,7 +383,7 @@ def _add_effects(drafts: Mapping[str, _Draft], frame: pd.DataFrame, path: Path) 
                 raise ResultsError(f"{path}: row {i + 2}: expected one value of {key!r} per "
                                    "strategy/model/attribute, got a second one")
             draft.metrics[key] = value
-        verdict = str(frame["verdict"].iat[i]) if "verdict" in frame.columns else ""
+        verdict = str(verdicts[i]) if verdicts is not None else ""
         if verdict:
             short = metric_key("fairness", row["metric"], "value")
             draft.tags[sanitise(f"effect_vs_{reference}.{short}.verdict")] = verdict
