@@ -242,7 +242,8 @@ def sync_results(
         Threads logging child runs concurrently; ``None``: 2 against an HTTP server (whose
         request handling overlaps), 1 otherwise (the embedded SQLite store serialises writes,
         and threads measured no faster).  A failure leaves at most ``workers`` unfinished
-        children, which the next sync replaces.
+        children (sequentially: one batch of
+        :data:`faircode.record._shared.FINISH_CHUNK`), which the next sync replaces.
     sqlite_wal
         Switch a ``sqlite:///`` store to WAL journaling first (see the module docstring).
     child_inputs
