@@ -189,6 +189,10 @@ def _bulk_finish(store: Any, children: Sequence[Numbers]) -> None:
     from mlflow.utils.validation import _validate_batch_log_data, _validate_param_keys_unique
     from sqlalchemy import insert, update
 
+    ids = sorted({run_id for run_id, _, _ in children})
+    if len(ids) != len(children):  # one run twice: refused before anything is written
+        raise MlflowException(f"runs {', '.join(ids)}: expected {len(children)} distinct "
+                              f"active runs to finish, got a run twice")
     now = int(time.time() * 1000)
     params_rows: list[dict[str, Any]] = []
     rows: list[dict[str, Any]] = []
@@ -203,7 +207,6 @@ def _bulk_finish(store: Any, children: Sequence[Numbers]) -> None:
             is_nan, value = store.sanitize_metric_value(metric.value)
             rows.append({"run_uuid": run_id, "key": metric.key, "value": value,
                          "timestamp": now, "step": 0, "is_nan": is_nan})
-    ids = sorted({run_id for run_id, _, _ in children})
     with store.ManagedSessionMaker(read_only=False) as session:
         if params_rows:
             session.execute(insert(SqlParam), params_rows)
@@ -214,7 +217,7 @@ def _bulk_finish(store: Any, children: Sequence[Numbers]) -> None:
             update(SqlRun).where(SqlRun.run_uuid.in_(ids),
                                  SqlRun.lifecycle_stage == LifecycleStage.ACTIVE)
             .values(status=RunStatus.to_string(RunStatus.FINISHED), end_time=now))
-        if done.rowcount != len(ids) or len(ids) != len(children):  # rolled back: none written
+        if done.rowcount != len(ids):  # rolled back: none written
             raise MlflowException(f"runs {', '.join(ids)}: expected {len(children)} distinct "
                                   f"active runs to finish, found {done.rowcount}")
 
