@@ -213,7 +213,8 @@ class _Draft:
 
 def _cells(frame: pd.DataFrame) -> dict[str, list[str]]:
     """A text table's columns as lists (a cell read so is the CSV's text, as ``iat`` gives it,
-    without pandas' per-cell indexing: the reading of a state's 1,066 children took 3.5 s so)."""
+    without pandas' per-cell indexing: reading the K = 5 state's 1,030 grid children took 2.76 s
+    so, 0.94 s as lists)."""
     return {column: frame[column].tolist() for column in frame.columns}
 
 
