@@ -60,7 +60,8 @@ class Drawing:
             return self.function(*self.args, self.out)
 
 
-_PENDING: tuple[Callable[[Any], Any], Sequence[Any]] = (lambda item: item, ())
+_IDLE: tuple[Callable[[Any], Any], Sequence[Any]] = (lambda item: item, ())
+_PENDING = _IDLE
 """The function and items of the pool being run; forked workers inherit them (:func:`_one`)."""
 
 
@@ -82,7 +83,7 @@ def on_workers(function: Callable[[Any], Any], items: Sequence[Any], workers: in
         with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
             return list(pool.map(_one, range(len(items))))
     finally:
-        _PENDING = (lambda item: item, ())
+        _PENDING = _IDLE
 
 
 def draw(drawings: Sequence[Drawing], *, reuse: FigureReuse | None = None,
