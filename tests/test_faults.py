@@ -103,17 +103,20 @@ def test_concurrent_syncs_into_a_new_sqlite_file_log_the_state_once(results: Pat
 
 
 _KILLED_SYNC = """
-import os, signal, sys
+import os, signal, sys, threading
 from faircode.pipeline import cli
-from faircode.record import _shared
-_shared.FINISH_CHUNK = 5  # children finished per store transaction
-calls, original = [0], _shared.finish_children  # the children's last write (numbers, FINISHED)
+from faircode.record import _shared, _store
+_shared.FINISH_CHUNK = 5  # SQLite: five children a transaction; a server: one a call, 2 threads
+server = any(a.startswith("http") for a in sys.argv)
+module, name = (_shared, "log_new_children") if server else (_store, "_insert_inputs")
+calls, original, one = [0], getattr(module, name), threading.Lock()
 def dying(*args, **kwargs):
-    calls[0] += 1
-    if calls[0] > 1:  # five children finished, the next five created and RUNNING
-        os.kill(os.getpid(), signal.SIGKILL)
-    return original(*args, **kwargs)
-_shared.finish_children = dying
+    with one:  # calls in turn: the kill comes after five children are in
+        calls[0] += 1
+        if calls[0] > (5 if server else 1):  # SQLite: inside the next transaction
+            os.kill(os.getpid(), signal.SIGKILL)
+        return original(*args, **kwargs)
+setattr(module, name, dying)
 sys.exit(cli.main(sys.argv[1:]))
 """
 

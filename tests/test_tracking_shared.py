@@ -259,7 +259,7 @@ def test_a_half_written_state_is_completed_against_its_recorded_base(
     store = swept.store
     first = store.sync(swept.a, "share-crash")
     monkeypatch.setattr(_shared, "FINISH_CHUNK", 1)  # a child a transaction
-    original = _shared.finish_children  # the children's last write (numbers and FINISHED)
+    original = _shared.log_new_children  # one child whole per call (a transaction)
     calls = {"n": 0}
 
     def dying(*args, **kwargs):
@@ -268,10 +268,10 @@ def test_a_half_written_state_is_completed_against_its_recorded_base(
             raise ConnectionError("connection reset by peer")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(_shared, "finish_children", dying)
+    monkeypatch.setattr(_shared, "log_new_children", dying)
     with pytest.raises(TrackingError, match="connection reset"):
         store.sync(swept.b, "share-crash")
-    monkeypatch.setattr(_shared, "finish_children", original)
+    monkeypatch.setattr(_shared, "log_new_children", original)
     other, _ = sweep(swept.a, store.root / "other", threshold=0.3, change=AUDITS[0],
                      attribute="age")
     assert store.sync(other, "share-crash").base_run_id == first.parent_run_id

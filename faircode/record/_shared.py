@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from faircode.record._store import finish_children, log_batched, search_all
+from faircode.record._store import NewChild, log_batched, log_new_children, search_all
 from faircode.record.child import ChildRun
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,9 +59,8 @@ DIGEST_TAG = "faircode.child_digest"
 _NOTE = "\n\nChildren: "  # the note's paragraph on what the parent holds starts so
 _CHUNK = 100  # run ids per search
 FINISH_CHUNK = 25
-"""Children finished per store call (:func:`faircode.record._store.finish_children`; on SQLite
-one transaction): the children of one transaction share the index pages their metric keys
-touch."""
+"""Children logged per store call (:func:`faircode.record._store.log_new_children`; on SQLite
+one transaction): the children of one transaction share the index pages their keys touch."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,23 +241,16 @@ def log_children(client: MlflowClient, todo: list[ChildRun], *, experiment_id: s
                   parent_id: str, digest: str, digests: Mapping[str, str],
                   inputs: Mapping[str, Any], workers: int, check: Callable[[], None]
                   ) -> dict[str, str]:
-    """Log ``todo`` under the parent: sequentially, :data:`FINISH_CHUNK` children finished at a
-    time, or by ``workers`` threads one child each (a server); key -> run id of each."""
-
-    def start(child: ChildRun) -> str:
-        check()  # a holder that stalled past its lease stops here
-        run = client.create_run(experiment_id, run_name=child.name, tags={
-            **child.tags, DIGEST_TAG: digests[child.key], "faircode.parent_digest": digest,
-            "mlflow.parentRunId": parent_id})
-        run_id = str(run.info.run_id)
-        if child.audit in inputs:  # MLflow's dataset column of the child's row
-            client.log_inputs(run_id, datasets=[inputs[child.audit]])
-        return run_id
+    """Log ``todo`` under the parent: sequentially, :data:`FINISH_CHUNK` children a store call
+    (:func:`faircode.record._store.log_new_children`), or by ``workers`` threads one child each
+    (a server); key -> run id of each."""
 
     def log(chunk: Sequence[ChildRun]) -> dict[str, str]:
-        ids = [start(child) for child in chunk]
-        finish_children(client, [(run_id, child.params, child.metrics)
-                                 for run_id, child in zip(ids, chunk, strict=True)])
+        check()  # a holder that stalled past its lease stops here
+        ids = log_new_children(client, experiment_id, [NewChild(
+            child.name, {**child.tags, DIGEST_TAG: digests[child.key],
+                         "faircode.parent_digest": digest, "mlflow.parentRunId": parent_id},
+            child.params, child.metrics, inputs.get(child.audit)) for child in chunk])
         return {child.key: run_id for child, run_id in zip(chunk, ids, strict=True)}
 
     if workers == 1:

@@ -1,8 +1,9 @@
 """The MLflow store calls a sync makes (no logic about what is logged: see
 :mod:`faircode.record.tracking`).
 
-Batched logging (``log_batch`` in chunks of MLflow's limits), new child runs' numbers written and
-the runs finished in one store transaction (:func:`finish_children`), a dataset input built from a
+Batched logging (``log_batch`` in chunks of MLflow's limits), new child runs created whole --
+tags, dataset input, params, metrics, ``FINISHED`` -- in one store transaction
+(:func:`log_new_children`), a dataset input built from a
 raw file's path and sha256, the experiment created (or updated) with its kind tag and legend, paged
 search, the embedded SQLite store's switch to WAL journaling, a server's health check and MLflow's
 own loggers silenced while a sync runs.
@@ -18,6 +19,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,8 +29,8 @@ from faircode.record.runs import sanitise
 if TYPE_CHECKING:  # pragma: no cover
     from mlflow.tracking import MlflowClient
 
-__all__ = ["EXPERIMENT_KIND", "QUIET_LOGGERS", "Numbers", "TrackingError", "check_server",
-           "dataset_input", "ensure_experiment", "finish_children", "flatten", "log_batched",
+__all__ = ["EXPERIMENT_KIND", "QUIET_LOGGERS", "NewChild", "TrackingError", "check_server",
+           "dataset_input", "ensure_experiment", "flatten", "log_batched", "log_new_children",
            "quick_commits", "quiet_loggers", "search_all", "switch_to_wal"]
 
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
@@ -141,85 +143,176 @@ def log_batched(client: MlflowClient, run_id: str, *, params: Mapping[str, str],
                          tags=[t for t in chunk_small if isinstance(t, RunTag)])
 
 
-Numbers = tuple[str, Mapping[str, str], Mapping[str, float]]
-"""A new child run's id, params and metrics (:func:`finish_children`)."""
+@dataclass(frozen=True, slots=True)
+class NewChild:
+    """A child run to log: its name, tags, params and metrics, and its dataset input (a
+    :func:`dataset_input`; None for none)."""
+
+    name: str
+    tags: Mapping[str, str]
+    params: Mapping[str, str]
+    metrics: Mapping[str, float]
+    dataset: Any | None = None
 
 
-def finish_children(client: MlflowClient, children: Sequence[Numbers]) -> None:
-    """Write each child run's params and metrics, then mark it ``FINISHED`` (each run just
-    created, holding no param or metric yet).
+def log_new_children(client: MlflowClient, experiment_id: str, children: Sequence[NewChild]
+                     ) -> list[str]:
+    """Create each child run with its tags, dataset input, params and metrics, ``FINISHED``;
+    the new run ids, in order.
 
     Against the embedded SQLite store (MLflow's ``SqlAlchemyStore``) it is **one transaction**
-    of bulk inserts into MLflow's own tables through MLflow's own table models -- the params,
-    the metrics, their latest values (one value per key at step 0, so the latest is the value)
-    -- and the runs' status and end time: a child is ``FINISHED`` exactly when its numbers are
-    in, and a failure writes nothing of any of them.  Keys and values pass MLflow's own batch
-    validation and NaN handling first.  MLflow's ``log_batch`` builds two ORM objects per metric
-    through SQLAlchemy's unit of work, and then ``set_terminated`` loads them all back: of a
-    sweep value's sync, 81 % was those two calls (``docs/pipeline.md``); here the children's
-    metrics are two ``executemany`` statements, and the children of one transaction share the
-    index pages their keys touch (a commit per child wrote them again each time).  The tables
-    are those of the ``mlflow`` pinned in ``requirements.lock``;
-    ``tests/test_tracking_store.py`` reads children written so and one written by ``log_batch``
-    back through MLflow's client (runs, metric history, search) and finds them equal.  Any other
-    store (a server): per child ``log_batch`` in chunks, then ``set_terminated``.
+    of bulk inserts into MLflow's own tables through MLflow's own table models -- the runs, their
+    tags, params, metrics, latest metrics (one value per key at step 0, so the latest is the
+    value) and dataset inputs: a child exists exactly when all of it is in, ``FINISHED``, and a
+    failure writes nothing of any child.  Keys, values and datasets pass MLflow's own batch and
+    dataset validation and NaN handling first; a run is what ``create_run`` makes of it (its
+    name tag, user ``unknown``, artifact URI under the experiment's, ``LOCAL``... as MLflow
+    writes them), a dataset already in the experiment is reused as ``log_inputs`` reuses it.
+    MLflow's own calls cost a sweep value's sync most of its time: ``create_run`` reads the
+    experiment and the run back (~13 ms a child), ``log_inputs`` looks the run up again
+    (~5 ms), ``log_batch`` builds two ORM objects per metric through SQLAlchemy's unit of work
+    and ``set_terminated`` loads them back; here a chunk of children is a handful of
+    ``executemany`` statements sharing the index pages their keys touch.  The tables are those
+    of the ``mlflow`` pinned in ``requirements.lock``; ``tests/test_tracking_store.py`` reads
+    children written so and a twin logged through MLflow's client back through the client
+    (runs, tags, inputs, metric history, search) and finds them equal.  Any other store (a
+    server): per child ``create_run``, ``log_inputs``, ``log_batch`` in chunks, then
+    ``set_terminated``.
     """
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
     store = getattr(getattr(client, "_tracking_client", None), "store", None)
-    if not isinstance(store, SqlAlchemyStore):
-        for run_id, params, metrics in children:
-            log_batched(client, run_id, params=params, metrics=metrics)
-            client.set_terminated(run_id, "FINISHED")
-        return
-    if children:
-        _bulk_finish(store, children)
+    if isinstance(store, SqlAlchemyStore):
+        return _bulk_log(store, experiment_id, children) if children else []
+    ids = []
+    for child in children:
+        run_id = str(client.create_run(experiment_id, run_name=child.name,
+                                       tags=dict(child.tags)).info.run_id)
+        if child.dataset is not None:
+            client.log_inputs(run_id, datasets=[child.dataset])
+        log_batched(client, run_id, params=child.params, metrics=child.metrics)
+        client.set_terminated(run_id, "FINISHED")
+        ids.append(run_id)
+    return ids
 
 
-def _bulk_finish(store: Any, children: Sequence[Numbers]) -> None:
-    """:func:`finish_children`'s transaction on a ``SqlAlchemyStore``."""
-    from mlflow.entities import LifecycleStage, Metric, Param, RunStatus
+def _bulk_log(store: Any, experiment_id: str, children: Sequence[NewChild]) -> list[str]:
+    """:func:`log_new_children`'s transaction on a ``SqlAlchemyStore``."""
+    import uuid
+
+    from mlflow.entities import LifecycleStage, RunStatus, SourceType
     from mlflow.exceptions import MlflowException
     from mlflow.store.tracking.dbmodels.models import (
         SqlLatestMetric,
         SqlMetric,
         SqlParam,
         SqlRun,
+        SqlTag,
     )
-    from mlflow.utils.validation import _validate_batch_log_data, _validate_param_keys_unique
-    from sqlalchemy import insert, update
+    from mlflow.utils.mlflow_tags import MLFLOW_RUN_NAME, MLFLOW_USER
+    from mlflow.utils.uri import append_to_uri_path
+    from sqlalchemy import insert
 
-    ids = sorted({run_id for run_id, _, _ in children})
-    if len(ids) != len(children):  # one run twice: refused before anything is written
-        raise MlflowException(f"runs {', '.join(ids)}: expected {len(children)} distinct "
-                              f"active runs to finish, got a run twice")
+    experiment = store.get_experiment(experiment_id)
+    if experiment.lifecycle_stage != LifecycleStage.ACTIVE:
+        raise MlflowException(f"experiment {experiment_id}: expected an active experiment, "
+                              f"found {experiment.lifecycle_stage}")
     now = int(time.time() * 1000)
-    params_rows: list[dict[str, Any]] = []
-    rows: list[dict[str, Any]] = []
-    for run_id, params, metrics in children:
-        checked, checked_params, _ = _validate_batch_log_data(
-            [Metric(k, v, now, 0) for k, v in metrics.items()],
-            [Param(k, v) for k, v in params.items()], [])
-        _validate_param_keys_unique(checked_params)
-        params_rows += [{"run_uuid": run_id, "key": p.key, "value": p.value}
-                        for p in checked_params]
-        for metric in checked:
-            is_nan, value = store.sanitize_metric_value(metric.value)
-            rows.append({"run_uuid": run_id, "key": metric.key, "value": value,
-                         "timestamp": now, "step": 0, "is_nan": is_nan})
+    ids = [uuid.uuid4().hex for _ in children]
+    runs: list[dict[str, Any]] = []
+    tables: dict[Any, list[dict[str, Any]]] = {SqlTag: [], SqlParam: [], SqlMetric: []}
+    for run_id, child in zip(ids, children, strict=True):
+        tags, params, metrics = _checked(store, child, now)
+        if tags.get(MLFLOW_RUN_NAME, child.name) != child.name:
+            raise MlflowException(f"child {child.name!r}: its tag {MLFLOW_RUN_NAME} says "
+                                  f"{tags[MLFLOW_RUN_NAME]!r}")
+        tags.setdefault(MLFLOW_RUN_NAME, child.name)
+        runs.append({"run_uuid": run_id, "name": child.name, "experiment_id": experiment_id,
+                     "artifact_uri": append_to_uri_path(experiment.artifact_location, run_id,
+                                                        store.ARTIFACTS_FOLDER_NAME),
+                     "source_type": SourceType.to_string(SourceType.UNKNOWN),
+                     "source_name": "", "entry_point_name": "", "source_version": "",
+                     "user_id": tags.get(MLFLOW_USER, "unknown"),
+                     "status": RunStatus.to_string(RunStatus.FINISHED), "start_time": now,
+                     "end_time": now, "deleted_time": None,
+                     "lifecycle_stage": LifecycleStage.ACTIVE})
+        tables[SqlTag] += [{"run_uuid": run_id, "key": k, "value": v} for k, v in tags.items()]
+        tables[SqlParam] += [{"run_uuid": run_id, "key": k, "value": v}
+                             for k, v in params.items()]
+        tables[SqlMetric] += [{"run_uuid": run_id, **row} for row in metrics]
     with store.ManagedSessionMaker(read_only=False) as session:
-        if params_rows:
-            session.execute(insert(SqlParam), params_rows)
-        if rows:
-            session.execute(insert(SqlMetric), rows)
-            session.execute(insert(SqlLatestMetric), rows)
-        done = session.execute(
-            update(SqlRun).where(SqlRun.run_uuid.in_(ids),
-                                 SqlRun.lifecycle_stage == LifecycleStage.ACTIVE)
-            .values(status=RunStatus.to_string(RunStatus.FINISHED), end_time=now))
-        if done.rowcount != len(ids):  # rolled back: none written
-            raise MlflowException(f"runs {', '.join(ids)}: expected {len(children)} distinct "
-                                  f"active runs to finish, found {done.rowcount}")
+        session.execute(insert(SqlRun.__table__), runs)
+        for table, rows in tables.items():
+            if rows:
+                session.execute(insert(table.__table__), rows)
+        if tables[SqlMetric]:
+            session.execute(insert(SqlLatestMetric.__table__), tables[SqlMetric])
+        _insert_inputs(session, experiment_id, [
+            (run_id, child.dataset) for run_id, child in zip(ids, children, strict=True)
+            if child.dataset is not None])
+    return ids
+
+
+def _checked(store: Any, child: NewChild, now: int
+             ) -> tuple[dict[str, str], dict[str, str], list[dict[str, Any]]]:
+    """A child's tags, params and metric rows after MLflow's own validation and NaN rule."""
+    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.utils.validation import (
+        _validate_batch_log_data,
+        _validate_dataset_inputs,
+        _validate_param_keys_unique,
+    )
+
+    metrics, params, tags = _validate_batch_log_data(
+        [Metric(k, v, now, 0) for k, v in child.metrics.items()],
+        [Param(k, v) for k, v in child.params.items()],
+        [RunTag(k, v) for k, v in child.tags.items()])
+    _validate_param_keys_unique(params)
+    if child.dataset is not None:
+        _validate_dataset_inputs([child.dataset])
+    rows = []
+    for metric in metrics:
+        is_nan, value = store.sanitize_metric_value(metric.value)
+        rows.append({"key": metric.key, "value": value, "timestamp": now, "step": 0,
+                     "is_nan": is_nan})
+    return ({t.key: t.value for t in tags}, {p.key: p.value for p in params}, rows)
+
+
+def _insert_inputs(session: Any, experiment_id: str, inputs: Sequence[tuple[str, Any]]) -> None:
+    """Each run's dataset input: the experiment's dataset of that name and digest (created when
+    it has none, as ``log_inputs`` does), an input edge to the run and the edge's tags."""
+    import uuid
+
+    from mlflow.store.tracking.dbmodels.models import SqlDataset, SqlInput, SqlInputTag
+    from sqlalchemy import insert, select
+
+    if not inputs:
+        return
+    wanted = {(d.dataset.name, d.dataset.digest): d.dataset for _, d in inputs}
+    found = session.execute(select(SqlDataset.name, SqlDataset.digest, SqlDataset.dataset_uuid)
+                            .where(SqlDataset.experiment_id == experiment_id,
+                                   SqlDataset.name.in_({n for n, _ in wanted}),
+                                   SqlDataset.digest.in_({d for _, d in wanted}))).all()
+    uuids = {(name, digest): dataset_uuid for name, digest, dataset_uuid in found}
+    new = [{"dataset_uuid": uuids.setdefault(key, uuid.uuid4().hex),
+            "experiment_id": experiment_id, "name": d.name, "digest": d.digest,
+            "dataset_source_type": d.source_type, "dataset_source": d.source,
+            "dataset_schema": d.schema, "dataset_profile": d.profile}
+           for key, d in wanted.items() if key not in uuids]
+    if new:
+        session.execute(insert(SqlDataset.__table__), new)
+    edges, edge_tags = [], []
+    for run_id, dataset_input in inputs:
+        edge = uuid.uuid4().hex
+        edges.append({"input_uuid": edge, "source_type": "DATASET", "destination_type": "RUN",
+                      "source_id": uuids[(dataset_input.dataset.name,
+                                          dataset_input.dataset.digest)],
+                      "destination_id": run_id})
+        edge_tags += [{"input_uuid": edge, "name": t.key, "value": t.value}
+                      for t in dataset_input.tags]
+    session.execute(insert(SqlInput.__table__), edges)
+    if edge_tags:
+        session.execute(insert(SqlInputTag.__table__), edge_tags)
 
 
 def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:

@@ -67,14 +67,13 @@ Design decisions
   the claim (the kernel drops its file lock; its lease is taken over), and the next sync completes
   the state as above.  A complete parent's duplicate children (left by syncs before the claim
   existed) are deleted by the next sync of that state, one finished child per key kept.
-* **Fast by batching.**  A child costs three store calls whatever its metric count: create
-  with all its tags, its audit's raw dataset as input (``log_inputs``: MLflow's dataset column
-  of the child rows; ``bench/tracking.py`` measured 1,500 children in 28-29 s with it and
-  24-25 s without, about 15 %, worth a filled column), and its params and metrics with its
-  ``FINISHED`` status (:func:`faircode.record._store.finish_children`: into the embedded SQLite
-  store one transaction of bulk inserts into MLflow's own tables for every 25 children, so a
-  child is finished exactly when its numbers are in; against a server ``log_batch``, then
-  terminate).  The parent has every audit's dataset as input, and the report, its tables,
+* **Fast by batching.**  Against the embedded SQLite store every 25 children are one
+  transaction of bulk inserts into MLflow's own tables, whatever their metric count
+  (:func:`faircode.record._store.log_new_children`): the runs with all their tags, their audit's
+  raw dataset as input (MLflow's dataset column of the child rows), their params, metrics and
+  ``FINISHED`` status -- a child exists exactly when all of it is in.  Against a server a child
+  costs four calls: create with all its tags, ``log_inputs``, ``log_batch`` in chunks, then
+  terminate.  The parent has every audit's dataset as input, and the report, its tables,
   figures and summary as artifacts (``report/``).
 * **The embedded SQLite store is switched to WAL journaling** (``PRAGMA journal_mode=WAL``, a
   documented, persistent property of the file; ``sqlite_wal=False`` leaves the file alone).
@@ -87,8 +86,8 @@ Design decisions
   and what a power loss rolls back is completed by the next sync (``bench/tracking.py
   --results results --fsync-each`` for the ratio).
 * **Children are logged sequentially on SQLite** (one file, writes serialise; threads measured no
-  faster; a crash leaves at most one transaction's children unfinished) **and by a bounded thread
-  pool against a server**, whose request handling overlaps.
+  faster; a crash leaves no child half-written) **and by a bounded thread pool against a
+  server**, whose request handling overlaps.
 * **Failures are one line.**  Anything the store or server does wrong becomes a
   :class:`TrackingError` whose message says why and how to re-sync; results on disk are only
   read, so they are intact.  Malformed results are a :class:`ResultsError` (bad input).
@@ -242,8 +241,9 @@ def sync_results(
         Threads logging child runs concurrently; ``None``: 2 against an HTTP server (whose
         request handling overlaps), 1 otherwise (the embedded SQLite store serialises writes,
         and threads measured no faster).  A failure leaves at most ``workers`` unfinished
-        children (sequentially: one batch of
-        :data:`faircode.record._shared.FINISH_CHUNK`), which the next sync replaces.
+        children on a server (none on the embedded SQLite store, which writes each
+        :data:`faircode.record._shared.FINISH_CHUNK` children whole), which the next sync
+        replaces.
     sqlite_wal
         Switch a ``sqlite:///`` store to WAL journaling first (see the module docstring).
     child_inputs
