@@ -273,7 +273,7 @@ def test_figures_drawn_on_two_workers_are_the_bytes_of_one(rendered: Path,
     figure, the record of figures/ and report.html byte for byte as the one drawn in one
     process (the shared fixture)."""
     again = tmp_path / "results"
-    shutil.copytree(rendered, again, ignore=shutil.ignore_patterns("figures"))
+    shutil.copytree(rendered, again, ignore=shutil.ignore_patterns("figures", "report.html"))
     write_report(again, provenance={"git_commit": "e" * 40}, workers=2)
     names = sorted(p.name for p in (rendered / "figures").iterdir())
     assert names == sorted(p.name for p in (again / "figures").iterdir()) and len(names) > 10
@@ -281,6 +281,27 @@ def test_figures_drawn_on_two_workers_are_the_bytes_of_one(rendered: Path,
         assert (again / "figures" / name).read_bytes() == (
             rendered / "figures" / name).read_bytes(), name
     assert (again / "report.html").read_bytes() == (rendered / "report.html").read_bytes()
+
+
+def test_the_report_page_is_the_same_bytes_with_or_without_a_previous_one(
+        rendered: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """write_report over its own output encodes nothing and writes the page it replaces; over
+    a page whose images all differ it encodes every figure and still writes those bytes."""
+    from faircode.report import page_images as pages
+    from faircode.report.page_images import SHA_ATTRIBUTE, inline_png
+
+    encoded: list[Path] = []
+    monkeypatch.setattr(pages, "inline_png", lambda path: encoded.append(path) or inline_png(path))
+    again = tmp_path / "results"
+    shutil.copytree(rendered, again)
+    page = (again / "report.html").read_bytes()
+    write_report(again, provenance={"git_commit": "e" * 40})
+    assert encoded == [] and (again / "report.html").read_bytes() == page
+    (again / "report.html").write_text(page.decode().replace(SHA_ATTRIBUTE + '="', SHA_ATTRIBUTE
+                                                             + '="0'), encoding="utf-8")
+    write_report(again, provenance={"git_commit": "e" * 40})
+    assert len(encoded) == len(set(encoded)) == len(list((again / "figures").glob("*.png")))
+    assert (again / "report.html").read_bytes() == page
 
 
 def test_figures_are_drawn_at_column_width(rendered: Path) -> None:

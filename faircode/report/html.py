@@ -16,7 +16,9 @@ Design decisions
 * Self-contained: CSS inline, figures inline as base64 PNG, and a Content-Security-Policy that
   forbids every request except ``data:`` images, so opening the page can never reach a network.
   The inline figures are the PNG files quantised to 128 colours (same pixels, a third of the
-  bytes); the files in ``figures/`` stay full colour for print.
+  bytes); the files in ``figures/`` stay full colour for print.  An image whose PNG is byte
+  for byte the one the page being replaced embeds is carried over from it
+  (:mod:`faircode.report.page_images`).
 * Provenance is printed, not linked: the state the results come from (commit, code and params
   digests, dirty inputs: the ``state`` of every ``run.json``, grouped when audits differ), the
   report code that rendered the page, and per audit the dataset and manifest digests, seeds and
@@ -33,9 +35,7 @@ Design decisions
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -47,13 +47,13 @@ from faircode.core.cells import STRATEGY_TITLES
 from faircode.core.provenance import StateIdentity, group_states
 from faircode.report import headline
 from faircode.report.deployed import deployed_tables
-from faircode.report.drawing import on_workers
 from faircode.report.effects import effects_table
 from faircode.report.figures import FigureFile
 from faircode.report.given import given_lines, groups_table
 from faircode.report.html_tables import CSS as TABLES_CSS
 from faircode.report.html_tables import boxed, frame_html, plural, rows_html, stability_html
 from faircode.report.inputs import MODELS, STRATEGIES, ordered, strategy_code
+from faircode.report.page_images import SHA_ATTRIBUTE, page_images
 from faircode.report.people import people_lines, people_tables
 from faircode.report.sensitivity import sensitivity_html
 from faircode.report.style import FAMILY_GLYPHS, SHORT, family_marker, strategy_colour
@@ -149,22 +149,14 @@ def _esc(value: object) -> str:
     return html.escape(str(value))
 
 
-def inline_png(path: Path) -> str:
-    """The PNG at ``path`` quantised to 128 colours, base64 (deterministic for equal bytes)."""
-    from PIL import Image
-
-    with Image.open(path) as image:
-        small = image.convert("RGB").quantize(128, dither=Image.Dither.NONE)
-    buffer = io.BytesIO()
-    small.save(buffer, format="PNG", optimize=True)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def _figure(fig: FigureFile, i: int, images: Mapping[Path, str], *, element_id: str = "") -> str:
-    """The figure element, its image ``images[fig.png]`` (:func:`inline_png`)."""
+def _figure(fig: FigureFile, i: int, images: Mapping[Path, tuple[str, str]], *,
+            element_id: str = "") -> str:
+    """The figure element, its image ``images[fig.png]`` (the PNG's sha256 and embedded image:
+    :func:`faircode.report.page_images.page_images`)."""
     ident = f' id="{_esc(element_id)}"' if element_id else ""
+    sha, image = images[fig.png]
     return (f'<figure{ident}><img id="figure-{i}" alt="{_esc(fig.caption)}" '
-            f'src="data:image/png;base64,{images[fig.png]}"><figcaption>'
+            f'{SHA_ATTRIBUTE}="{sha}" src="data:image/png;base64,{image}"><figcaption>'
             f"{_esc(fig.caption)} <code>figures/{_esc(fig.png.name)}</code>, <code>.pdf</code>"
             "</figcaption></figure>")
 
@@ -410,9 +402,9 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
     """Write the self-contained report page to ``out``; return ``out``.  ``text`` (with its
     figures) adds the text audits' section and headline sentence (:mod:`faircode.report.text`).
     ``workers``: processes encoding the embedded images (the page is the same bytes for any
-    number)."""
+    number, and whether or not a page at ``out`` lends it images)."""
     pngs = sorted({f.png for f in (*figures, *text_figures)})
-    images = dict(zip(pngs, on_workers(inline_png, pngs, workers), strict=True))
+    images = page_images(pngs, previous=out, workers=workers)
     paper, performance, counterfactual, floor_table = all_tables(ctx, floor)
     models = ", ".join(SHORT.get(m, m) for m in ctx.models)
     per_audit: dict[str, list[tuple[int, FigureFile]]] = {}
