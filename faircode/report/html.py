@@ -368,7 +368,7 @@ def _given_top(ctx: Context) -> str:
             f'{"".join(items)}{tables}</section><div class="side">{_legend(ctx)}</div></div>')
 
 
-def _top(ctx: Context, figures: Sequence[FigureFile], images: Mapping[Path, str], *,
+def _top(ctx: Context, figures: Sequence[FigureFile], images: Mapping[Path, tuple[str, str]], *,
          text_line: str = "") -> str:
     """The first screen: headline and per-audit lines | legend and the heatmap."""
     if ctx.fairness.empty and ctx.inputs.deployed.systems:
