@@ -184,3 +184,50 @@ def test_a_nearly_mirrored_gap_is_not_exchangeable_yet_no_change_is_shown() -> N
     dp = paired.paired_effects(y, a, b, dis, seed=3, n_resamples=500, n_permutations=500)[DP]
     assert dp.value == pytest.approx(0.04, abs=0.002)
     assert dp.swap_p_value < 0.05 and dp.p_value > 0.05 and not dp.excludes_zero
+
+
+def _every_cell_bounds(family: PairedInterval, level: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Reference: the smooth interval and the box computed over every cell, then chosen."""
+    from faircode.stats._paired_box import box_range
+    from faircode.stats._paired_interval import expanded_levels
+    from faircode.stats._paired_counts import effect_shape
+
+    lv = np.broadcast_to(level, family.smooth.shape)
+    smooth_lo, smooth_hi = family.delta.bounds(expanded_levels(lv, family.n_units))
+    nuisance = 1.0 - (1.0 - lv) * family.nuisance_ratio
+    s_lo, s_hi = family.sums.bounds(expanded_levels(nuisance, family.n_units)[..., None])
+    d_lo, d_hi = family.diffs.bounds(expanded_levels(lv, family.n_units)[..., None])
+    box = np.stack([s_lo, s_hi, d_lo, d_hi], axis=-1)
+    low, high = smooth_lo.copy(), smooth_hi.copy()
+    for k, metric in enumerate(EFFECT_METRICS):
+        if effect_shape(metric) != "linear":
+            low[..., k], high[..., k] = box_range(effect_shape(metric), box[..., k, :, :])
+    return (np.where(family.smooth, smooth_lo, low) + 0.0,
+            np.where(family.smooth, smooth_hi, high) + 0.0)
+
+
+@pytest.mark.parametrize("units", [None, "each", "scalar"])
+def test_the_box_of_the_cells_that_take_it_is_the_box_of_every_cell(
+        rng: np.random.Generator, units: str | None) -> None:
+    """bounds() computes the box only where a cell takes it: bit for bit the numbers of the
+    box over every cell, at per-cell levels, with NaN draws, near and far from parity."""
+    comparisons = []
+    for i in range(6):  # near parity (box cells), far from it (smooth), one group tiny (NaN)
+        gap = (0.0, 0.02, 0.3)[i % 3]
+        size = 3 if i == 5 else 300
+        joint = np.stack([_coupled(rng, size, 0.4 + gap, 0.4), _coupled(rng, 300, 0.4, 0.41)])
+        comparisons.append(_draws(joint, seed=i, n=200))
+    a, b = (np.stack([getattr(d, f"draws_{x}") for d in comparisons]) for x in "ab")
+    ea, eb = (np.stack([getattr(d, f"estimate_{x}") for d in comparisons]) for x in "ab")
+    n_units = {None: None, "each": np.array([d.n_units for d in comparisons]),
+               "scalar": 250}[units]
+    for box_only in (False, True):
+        family = PairedInterval(a, b, ea, eb, n_units=n_units, box_only=box_only)
+        assert family.smooth.any() or box_only
+        assert (~family.smooth).any()
+        for level in (np.full(family.smooth.shape, 0.95), rng.uniform(0, 0.999,
+                                                                      family.smooth.shape)):
+            got, wanted = family.bounds(level), _every_cell_bounds(family, level)
+            for x, y in zip(got, wanted, strict=True):
+                np.testing.assert_array_equal(x, y)
+                assert x.tobytes() == y.tobytes()  # -0.0 and NaN payloads alike
