@@ -189,8 +189,8 @@ def test_a_nearly_mirrored_gap_is_not_exchangeable_yet_no_change_is_shown() -> N
 def _every_cell_bounds(family: PairedInterval, level: np.ndarray) -> tuple[np.ndarray, ...]:
     """Reference: the smooth interval and the box computed over every cell, then chosen."""
     from faircode.stats._paired_box import box_range
-    from faircode.stats._paired_interval import expanded_levels
     from faircode.stats._paired_counts import effect_shape
+    from faircode.stats._paired_interval import expanded_levels
 
     lv = np.broadcast_to(level, family.smooth.shape)
     smooth_lo, smooth_hi = family.delta.bounds(expanded_levels(lv, family.n_units))
