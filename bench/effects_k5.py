@@ -44,9 +44,9 @@ from faircode.audit.data import load_audit
 from faircode.audit.manifest import load_manifest
 from faircode.audit.prepared import prepare
 from faircode.core.config import BenchmarkConfig
-from faircode.core.provenance import provenance
 from faircode.evaluate.write import write_audit
 from faircode.pipeline.run import evaluate, fit
+from faircode.provenance.state import provenance
 from faircode.report.analysis import abs_bounds, benchmark_family
 from faircode.report.build import write_report
 from faircode.report.effects import shown_effects, shown_gaps

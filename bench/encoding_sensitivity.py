@@ -58,13 +58,13 @@ from faircode.audit.prepared import PreparedAudit, prepare, replicate_split
 from faircode.core.cells import ModelFamily
 from faircode.core.config import BenchmarkConfig, load_params
 from faircode.core.errors import DataUnavailableError
-from faircode.core.provenance import provenance
 from faircode.core.seeds import replicate_seed
 from faircode.evaluate.write import write_audit
 from faircode.grid.fit import fit_cell
 from faircode.grid.models import ONEHOT_FAMILIES
 from faircode.grid.predictions import AuditPredictions, CellPredictions, ReplicatePredictions
 from faircode.pipeline.run import evaluate, fit
+from faircode.provenance.state import provenance
 
 DP = "demographic_parity_diff"
 BASELINE, S3, S4 = "baseline", "in_processing", "post_processing"

@@ -170,7 +170,7 @@ def dask(log: Path, workers: list[int], extra: list[str]) -> None:
 
 
 def _code() -> str:
-    from faircode.core.provenance import code_digest
+    from faircode.provenance.state import code_digest
 
     return code_digest()
 

@@ -36,9 +36,9 @@ from faircode.audit.data import load_audit
 from faircode.audit.manifest import load_manifest
 from faircode.audit.prepared import prepare
 from faircode.core.config import BenchmarkConfig
-from faircode.core.provenance import REPORT_CODE, provenance
 from faircode.evaluate.write import write_audit
 from faircode.pipeline.run import evaluate, fit
+from faircode.provenance.state import REPORT_CODE, provenance
 from faircode.report.build import write_report
 
 CHROMIUM = ("/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",

@@ -16,7 +16,6 @@ from faircode.audit.data import load_audit
 from faircode.audit.prepared import PreparedAudit, prepare
 from faircode.core.cells import ModelFamily, Strategy
 from faircode.core.config import BenchmarkConfig, StatsConfig, VerdictsConfig
-from faircode.core.provenance import provenance
 from faircode.core.seeds import Stream, child_seed
 from faircode.evaluate import effects as fx
 from faircode.evaluate.claims import effect_columns
@@ -25,6 +24,7 @@ from faircode.evaluate.tables import AuditResults
 from faircode.evaluate.write import write_audit
 from faircode.grid.predictions import AuditPredictions
 from faircode.pipeline.run import evaluate, fit
+from faircode.provenance.state import provenance
 from faircode.stats.paired import (
     EFFECT_METRICS,
     paired_effects,

@@ -11,7 +11,7 @@ import pytest
 
 from faircode.core.config import load_params
 from faircode.core.digests import folder_digests
-from faircode.core.provenance import code_digest, params_digest
+from faircode.provenance.state import code_digest, params_digest
 from faircode.record.freeze import (
     FreezeError,
     check_committed,

@@ -213,7 +213,7 @@ def test_one_identity_in_run_json_report_and_mlflow_parent(repo: Repo) -> None:
     (the track stage) show the same state -- the commit it ran at, the tree's code and params
     digests, clean inputs -- although dvc.lock and results/ changed while it ran."""
     from faircode.core.config import load_params
-    from faircode.core.provenance import code_digest, params_digest
+    from faircode.provenance.state import code_digest, params_digest
 
     expected = {"git_commit": repo.run("git", "rev-parse", "HEAD~1").stdout.strip(),
                 "code_sha256": code_digest(repo.root), "inputs_dirty": False,

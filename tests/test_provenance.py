@@ -1,4 +1,4 @@
-"""The state identity (faircode.core.provenance) and that one state shows the same identity in
+"""The state identity (faircode.provenance.state) and that one state shows the same identity in
 run.json, report.html and the MLflow parent run (fast; the pipeline's own run is
 tests/test_pipeline.py::test_one_identity_in_run_json_report_and_mlflow_parent)."""
 
@@ -15,7 +15,7 @@ from conftest import pipeline_stages
 from test_report import write_audit_folder
 
 from faircode.core.config import BenchmarkConfig
-from faircode.core.provenance import (
+from faircode.provenance.state import (
     REPORT_CODE,
     RESULTS_CODE,
     StateIdentity,

@@ -17,7 +17,6 @@ from faircode.audit.prepared import PreparedAudit, prepare, replicate_split
 from faircode.core.cells import ModelFamily, Strategy
 from faircode.core.config import BenchmarkConfig, VerdictsConfig, params_from_mapping
 from faircode.core.errors import ConfigError, DataError
-from faircode.core.provenance import provenance
 from faircode.core.seeds import Stream, child_seed, replicate_seed
 from faircode.evaluate.combine import combine_gaps
 from faircode.evaluate.stability import (
@@ -30,6 +29,7 @@ from faircode.grid.fit import fit_replicate
 from faircode.grid.predictions import AuditPredictions, load_predictions, save_predictions
 from faircode.pipeline.cli import main
 from faircode.pipeline.run import evaluate, fit
+from faircode.provenance.state import provenance
 from faircode.stats.metrics import FAIRNESS_METRICS, fairness_metrics, orient
 
 SMALL = {"max_iter": 2, "n_resamples": 40, "n_permutations": 40}

@@ -18,10 +18,10 @@ from faircode.audit.manifest import load_manifest
 from faircode.audit.predictions_file import read_predictions
 from faircode.audit.prepared import prepare
 from faircode.core.config import BenchmarkConfig
-from faircode.core.provenance import provenance
 from faircode.evaluate.deployed import score_given
 from faircode.evaluate.write import TABLES, write_audit
 from faircode.pipeline.cli import main
+from faircode.provenance.state import provenance
 
 STATS = ["--n-resamples", "60", "--n-permutations", "60"]
 N = 7 * 300 + 1  # chunks of 7 rows end with a chunk of one row

@@ -66,7 +66,8 @@ KEY = "evaluate_inputs_sha256"
 
 CODE: tuple[str, ...] = (
     "pipeline/stages/evaluate.py", "__init__.py", "pipeline/__init__.py", "pipeline/_boundary.py",
-    "pipeline/stages/__init__.py", "core", "counterfactual", "audit", "stats", "grid", "evaluate",
+    "pipeline/stages/__init__.py", "core", "provenance", "counterfactual", "audit", "stats", "grid",
+    "evaluate",
 )
 """The evaluate stage's code deps (``dvc.yaml``), relative to the ``faircode`` package."""
 

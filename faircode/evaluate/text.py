@@ -49,7 +49,6 @@ from faircode.audit.manifest import repository_root
 from faircode.audit.text_data import TextPayloads
 from faircode.audit.text_manifest import TextManifest, TextSystemSpec
 from faircode.core.config import BenchmarkConfig, StatsConfig
-from faircode.core.provenance import params_digest
 from faircode.core.seeds import Stream, child_seed
 from faircode.evaluate.reuse import folder_digests
 from faircode.evaluate.swap import replacing
@@ -62,6 +61,7 @@ from faircode.evaluate.text_tables import (
     operating_table,
     term_table,
 )
+from faircode.provenance.state import params_digest
 from faircode.stats.resampling import benjamini_hochberg
 from faircode.stats.subgroup_auc import unit_weights
 

@@ -5,7 +5,7 @@ swapped in whole.
 each step, the seed scheme, the config, whether training variance is included, the decision
 rule, the design-effect summary, the package versions, the ``state`` the tables were produced
 from (commit, code and params digests, dirty inputs:
-:class:`faircode.core.provenance.StateIdentity`; the params digest is of the config recorded
+:class:`faircode.provenance.state.StateIdentity`; the params digest is of the config recorded
 here), the evaluate step's seconds (volatile: left out of every digest) and ``files``: the
 sha256 of every other file of the folder, so a folder can be checked to hold exactly what was
 written (:mod:`faircode.evaluate.reuse`).
@@ -37,12 +37,12 @@ from faircode.core.config import BenchmarkConfig
 from faircode.core.digests import folder_digests
 from faircode.core.errors import DataError
 from faircode.core.files import read_json_object
-from faircode.core.provenance import params_digest
 from faircode.core.seeds import Stream
 from faircode.evaluate import stability
 from faircode.evaluate.deployed import DEPLOYED
 from faircode.evaluate.swap import replacing
 from faircode.evaluate.tables import AuditResults
+from faircode.provenance.state import params_digest
 
 __all__ = ["WrittenAudit", "check_replaceable", "design_effect_summary", "results_kind",
            "write_audit"]

@@ -108,9 +108,9 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from faircode.audit.predictions_file import JOIN_ROWS, PredictionsReader
     from faircode.core.config import Params, load_params
     from faircode.core.errors import ConfigError
-    from faircode.core.provenance import provenance
     from faircode.evaluate.streamed import audit_predictions
     from faircode.evaluate.write import check_replaceable, write_audit
+    from faircode.provenance.state import provenance
     from faircode.report.given import given_lines
 
     params = load_params(Path(args.params)) if args.params else Params()
@@ -179,9 +179,9 @@ def _warn(found: PredictionsReader, data: AuditData, *, rows: str, n_train: int,
 def _audit_log(args: argparse.Namespace, declaration: Path, config: Any) -> int:
     """``faircode audit LOG.yaml``: a decision log with its own groups, streamed."""
     from faircode.audit.logs import load_log
-    from faircode.core.provenance import provenance
     from faircode.evaluate.streamed import audit_log
     from faircode.evaluate.write import write_audit
+    from faircode.provenance.state import provenance
 
     manifest = load_log(declaration)
     client = None

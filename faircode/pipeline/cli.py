@@ -232,9 +232,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from faircode.core.config import ExecutionConfig, Params, load_params
-    from faircode.core.provenance import provenance
     from faircode.pipeline.progress import RunDisplay, audit_summary, summary_table
     from faircode.pipeline.run import degenerate_cells, prepare_audits, run_audits
+    from faircode.provenance.state import provenance
 
     started = time.perf_counter()
     # params.yaml (optional) -> config, then the flags override it: the same object either way
@@ -378,7 +378,7 @@ def _add_perturb(subparsers: argparse._SubParsersAction, common: argparse.Argume
 
 def _add_report(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     def handler(args: argparse.Namespace) -> int:
-        from faircode.core.provenance import REPORT_CODE, provenance
+        from faircode.provenance.state import REPORT_CODE, provenance
         from faircode.report.build import write_report
 
         outputs = write_report(

@@ -21,8 +21,8 @@ __all__ = ["add_flips"]
 
 def _cmd_flips(args: argparse.Namespace) -> int:
     from faircode.core.config import Params, StatsConfig, load_params
-    from faircode.core.provenance import provenance
     from faircode.evaluate.text_files import audit_flips, write_flips
+    from faircode.provenance.state import provenance
 
     params = load_params(Path(args.params)) if args.params else Params()
     base = params.config.stats

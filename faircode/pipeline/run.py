@@ -24,7 +24,6 @@ from faircode.core.cells import STRATEGY_CODES, Strategy
 from faircode.core.config import BenchmarkConfig, ExecutionConfig
 from faircode.core.errors import ConfigError, DataUnavailableError, config_error
 from faircode.core.numerics import require
-from faircode.core.provenance import with_fit_numerics
 from faircode.evaluate.audit import evaluate_audit
 from faircode.evaluate.deployed import score_given
 from faircode.evaluate.tables import AuditResults
@@ -32,6 +31,7 @@ from faircode.evaluate.write import check_replaceable, write_audit
 from faircode.grid.fit import fit_audit, fit_audits
 from faircode.grid.predictions import AuditPredictions, CellPredictions
 from faircode.grid.scheduler import Finished, OnStart, previous_cell_seconds
+from faircode.provenance.state import with_fit_numerics
 
 __all__ = ["AuditRun", "audit_decisions", "degenerate_cells", "evaluate", "fit", "prepare_audits",
            "run_audit", "run_audits"]

@@ -1,7 +1,7 @@
 """The parent run of a state: its name, its identity tags, the pipeline details the caller
 gathered for it (:class:`SyncContext`) and its creation.
 
-The identity is the results' own (their ``run.json`` ``state``; :mod:`faircode.core.provenance`):
+The identity is the results' own (their ``run.json`` ``state``; :mod:`faircode.provenance.state`):
 one state's tags as they are, several states' common values with ``mixed`` where they differ
 (and dirty if any audit is).  Named by :func:`faircode.record.names.parent_name`.  Beside it the
 numerical environment that computed the numbers (``numerics.*``: kernels, libraries, mode, CPU;

@@ -5,7 +5,7 @@ the commit that adds it.  The record names the commit that contains the cited re
 every digest needed to recognise that state again: the pipeline's locks (:data:`LOCKS`),
 ``params.yaml``, each audit's manifest and raw dataset, every file under ``results/``, the
 package versions and Python that produced them, and the ``state`` the results were produced
-from -- the identity (:mod:`faircode.core.provenance`) their ``run.json``, ``report.html`` and
+from -- the identity (:mod:`faircode.provenance.state`) their ``run.json``, ``report.html`` and
 the MLflow parent show.
 The record is what a citation names.  :func:`verify` re-creates the frozen commit in a temporary
 git worktree, re-runs the pipeline there from the raw data, and compares what it produces with
@@ -18,7 +18,7 @@ Design decisions
 * **Refuse what cannot be re-derived.**  ``freeze`` refuses a dirty working tree (tracked changes
   or untracked files that are not ignored), results that ``dvc status`` says do not match
   ``dvc.lock``, and results whose ``state`` says they were produced from dirty inputs, by other
-  code than HEAD's (:data:`~faircode.core.provenance.RESULTS_CODE`) or with other params than
+  code than HEAD's (:data:`~faircode.provenance.state.RESULTS_CODE`) or with other params than
   ``params.yaml``'s: the record must describe a state that exists in git, exactly.
 * **Tags are a convenience.**  ``freeze`` tags the commit that adds the record;
   :func:`restore_tags` re-creates missing tags from the records (a clone may not have fetched
@@ -60,8 +60,8 @@ from faircode.core.digests import checked_run
 from faircode.core.errors import FaircodeError, describe
 from faircode.core.files import read_json_object
 from faircode.core.names import check_name
-from faircode.core.provenance import code_digest, group_states, params_digest
 from faircode.core.schema import read_yaml
+from faircode.provenance.state import code_digest, group_states, params_digest
 from faircode.record.compare import (
     VOLATILE_RUN_KEYS,
     CellDrift,

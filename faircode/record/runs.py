@@ -54,7 +54,7 @@ import pandas as pd
 from faircode.core.cells import strategy_code
 from faircode.core.digests import checked_run
 from faircode.core.errors import FaircodeError, describe
-from faircode.core.provenance import StateIdentity, group_states, state_of
+from faircode.provenance.state import StateIdentity, group_states, state_of
 from faircode.record.child import ChildRun, child_digest
 from faircode.record.compare import without_keys
 from faircode.record.names import child_name, metric_key
@@ -416,7 +416,7 @@ def datasets(results: Path) -> dict[str, tuple[str, str]]:
 
 
 def recorded_state(results: Path) -> dict[StateIdentity | None, tuple[str, ...]]:
-    """The states of the audits' ``run.json`` (:func:`faircode.core.provenance.group_states`)."""
+    """The states of the audits' ``run.json`` (:func:`faircode.provenance.state.group_states`)."""
     return group_states({f.name: _read_json(f / "run.json") for f in audit_folders(results)
                          if (f / "run.json").is_file()})
 

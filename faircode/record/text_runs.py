@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from faircode.core.provenance import state_of
+from faircode.provenance.state import state_of
 from faircode.record import runs
 from faircode.record.runs import ChildRun, ResultsError, audit_folders, sanitise, state_tags
 

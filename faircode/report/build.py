@@ -90,7 +90,7 @@ def write_report(
     same bytes for any number: :mod:`faircode.report.drawing`).
 
     ``provenance`` is the report code's own record
-    (``faircode.core.provenance.provenance(code=REPORT_CODE)``; optional): the page shows the
+    (``faircode.provenance.state.provenance(code=REPORT_CODE)``; optional): the page shows the
     state of the results (their ``run.json``) and names the code that rendered it.
     """
     from faircode.report.html import write_html

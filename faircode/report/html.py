@@ -44,7 +44,7 @@ from typing import Any
 import pandas as pd
 
 from faircode.core.cells import STRATEGY_TITLES
-from faircode.core.provenance import StateIdentity, group_states
+from faircode.provenance.state import StateIdentity, group_states
 from faircode.report import headline
 from faircode.report.deployed import deployed_tables
 from faircode.report.effects import effects_table

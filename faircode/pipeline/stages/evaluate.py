@@ -124,8 +124,8 @@ def settle(audit: str, prepared_dir: Path, predictions_dir: Path, results: Path,
             path.write_text(text)
         return None
     from faircode.audit.manifest import load_manifest
-    from faircode.core.provenance import provenance, with_fit_numerics
     from faircode.evaluate.reuse import KEY, inputs_key, refresh_record, reusable, reuse_enabled
+    from faircode.provenance.state import provenance, with_fit_numerics
 
     manifest = load_manifest(manifest_path(audit))
     record = provenance()
@@ -191,8 +191,8 @@ def _evaluate_text(job: TextJob, *, config: BenchmarkConfig) -> None:
     from faircode.audit.text_data import load_payloads
     from faircode.audit.text_manifest import load_text_manifest
     from faircode.audit.text_systems import load_scores
-    from faircode.core.provenance import provenance
     from faircode.evaluate.text import evaluate_text, write_text_audit
+    from faircode.provenance.state import provenance
 
     manifest = load_text_manifest(manifest_path(job.audit))
     payloads = load_payloads(job.payloads)
@@ -208,12 +208,12 @@ def _evaluate(job: Job, *, config: BenchmarkConfig) -> None:
     """Evaluate and write one audit (in this process or a worker)."""
     from faircode.audit.manifest import load_manifest
     from faircode.audit.prepared import load_prepared
-    from faircode.core.provenance import with_fit_numerics
     from faircode.evaluate.audit import evaluate_audit
     from faircode.evaluate.curves import curve_plot
     from faircode.evaluate.summary import headline, strategy_plot, summary
     from faircode.evaluate.write import write_audit
     from faircode.grid.predictions import load_predictions, merge_predictions, timings_path
+    from faircode.provenance.state import with_fit_numerics
 
     metrics, full, plots, curves = job.views
     data = load_prepared(job.prepared_dir, manifest=load_manifest(manifest_path(job.audit)))

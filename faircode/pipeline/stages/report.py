@@ -6,7 +6,7 @@ the whole file is validated) and ``run.jobs`` (the processes drawing the figures
 param: the files are the same bytes for any number) and calls
 :func:`faircode.report.build.write_report`.  No statistics
 here.  The page names the report code that rendered it
-(:data:`faircode.core.provenance.REPORT_CODE`); the state it cites is its results' own.
+(:data:`faircode.provenance.state.REPORT_CODE`); the state it cites is its results' own.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from pathlib import Path
 
 from faircode.core.config import ReportConfig, load_params
 from faircode.core.numerics import require
-from faircode.core.provenance import REPORT_CODE, provenance
 from faircode.pipeline._boundary import run_command
+from faircode.provenance.state import REPORT_CODE, provenance
 from faircode.report.build import write_report
 
 

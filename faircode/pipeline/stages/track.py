@@ -29,7 +29,7 @@ EXIT_TRACKING = 3
 def track(results: Path, *, root: Path, env: Mapping[str, str], tracking_uri: str | None = None,
           experiment: str = "faircode", config: Mapping[str, Any] | None = None) -> int:
     """Gather the pipeline state, sync it, print one line; return the exit code (0 or 3)."""
-    from faircode.core.provenance import provenance
+    from faircode.provenance.state import provenance
     from faircode.record.freeze import matching_freeze
     from faircode.record.tracking import (
         SyncContext,

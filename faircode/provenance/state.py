@@ -65,11 +65,11 @@ INPUTS = ("faircode", "audits", "params.yaml", "dvc.yaml", "pyproject.toml", "re
 """What a state is produced from; a change to any of them (tracked or untracked) is dirty."""
 
 _FACE = "faircode/__init__.py"
-RESULTS_CODE = (_FACE, "faircode/core", "faircode/counterfactual", "faircode/audit",
-                "faircode/stats", "faircode/grid", "faircode/evaluate")
+RESULTS_CODE = (_FACE, "faircode/core", "faircode/provenance", "faircode/counterfactual",
+                "faircode/audit", "faircode/stats", "faircode/grid", "faircode/evaluate")
 """The code that computes the numbers of ``results/<audit>/`` (``faircode run``, ``evaluate``)."""
-REPORT_CODE = (_FACE, "faircode/core", "faircode/counterfactual", "faircode/audit",
-               "faircode/stats", "faircode/report")
+REPORT_CODE = (_FACE, "faircode/core", "faircode/provenance", "faircode/counterfactual",
+               "faircode/audit", "faircode/stats", "faircode/report")
 """The code that renders the report outputs from those numbers (the ``report`` stage)."""
 
 NOT_PARAMS = frozenset({"jobs"})
