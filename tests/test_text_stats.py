@@ -132,17 +132,53 @@ def _data(seed: int = 0, n: int = 600) -> tuple[np.ndarray, ...]:
     return units, scores, labels, member
 
 
+def _brute_pairs(s: np.ndarray, units: np.ndarray, pos: np.ndarray, neg: np.ndarray,
+                 pu: np.ndarray, nu: np.ndarray) -> np.ndarray:
+    brute = np.zeros((pu.size, nu.size))
+    for a in np.flatnonzero(pos):
+        for b in np.flatnonzero(neg):
+            brute[np.searchsorted(pu, units[a]), np.searchsorted(nu, units[b])] += (
+                (s[a] > s[b]) + 0.5 * (s[a] == s[b]))
+    return brute
+
+
 def test_pair_matrix_matches_brute_force() -> None:
     """Each unit pair's sum of [s+ > s-] + 0.5 [s+ = s-] equals a double loop over rows."""
     units, s, y, _ = _data(n=200)
     pos, neg = y == 1, y == 0
     pu, nu, h = pair_matrix(s[pos], units[pos], s[neg], units[neg])
-    brute = np.zeros_like(h)
-    for a in np.flatnonzero(pos):
-        for b in np.flatnonzero(neg):
-            brute[np.searchsorted(pu, units[a]), np.searchsorted(nu, units[b])] += (
-                (s[a] > s[b]) + 0.5 * (s[a] == s[b]))
-    assert np.array_equal(h, brute)
+    assert np.array_equal(h, _brute_pairs(s, units, pos, neg, pu, nu))
+
+
+@pytest.mark.parametrize("cells", [1, 7, 64])
+def test_pair_matrix_in_runs_of_values_matches_brute_force(
+        monkeypatch: pytest.MonkeyPatch, cells: int) -> None:
+    """Held to a few table cells, the distinct scores go in many runs (one value each at 1
+    cell): every run's counts, ties included, still sum to the double loop's, both ways
+    round (the table on the negatives and on the positives)."""
+    import faircode.stats.subgroup_auc as subgroup_auc
+
+    monkeypatch.setattr(subgroup_auc, "_CELLS", cells)
+    units, s, y, _ = _data(seed=5, n=160)
+    for pos, neg in ((y == 1, y == 0), ((y == 1) & (units < 6), y == 0),
+                     (y == 1, (y == 0) & (units < 6))):
+        pu, nu, h = pair_matrix(s[pos], units[pos], s[neg], units[neg])
+        assert np.array_equal(h, _brute_pairs(s, units, pos, neg, pu, nu))
+
+
+def test_shared_cross_counts_in_runs_of_values_are_those_of_the_row_by_row_path(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-distinct-score tables built in many runs give the row-by-row AUCs, bit for bit."""
+    import faircode.stats.subgroup_auc as subgroup_auc
+
+    units, s, y, member = _data(seed=6)
+    weights = unit_weights(units, s.size, n_resamples=100, seed=3)
+    slow = subgroup_aucs(s, y, member, weights=weights)
+    monkeypatch.setattr(subgroup_auc, "_CELLS", 50)
+    fast = CrossCounts(s, y, weights=weights).aucs(member)
+    for a, b in zip(fast, slow, strict=True):
+        assert (a.metric, a.value, a.ci_low, a.ci_high) == (b.metric, b.value, b.ci_low,
+                                                            b.ci_high)
 
 
 def test_aucs_equal_scikit_learn_on_their_subsets() -> None:

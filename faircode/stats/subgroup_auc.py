@@ -19,7 +19,7 @@ Design decisions
   every unit once (``B × units``), and every AUC of an audit is evaluated on the same draws.
 * **Count-level.**  An AUC's numerator only needs, per pair of units ``(i, j)``, the sum over
   their positive x negative row pairs of ``[s⁺ > s⁻] + ½[s⁺ = s⁻]`` (:func:`pair_matrix`:
-  prefix counts of one side per unit, read at the other side's ranks), so a bootstrap draw
+  one side's counts per unit below each distinct score of the other), so a bootstrap draw
   is ``w_P' H w_N / ((w_P · n⁺)(w_N · n⁻))`` -- a matrix product over units, never over
   rows.  The point estimate is the same sum at unit weights, i.e. the Mann-Whitney AUC
   (``sklearn.metrics.roc_auc_score``) exactly.
@@ -85,7 +85,37 @@ def unit_weights(units: ArrayLike | None, n_rows: int, *, n_resamples: int,
     return UnitWeights(unit, weights)
 
 
-_CELLS = 4_000_000  # prefix-count cells (rows x units) held at once
+_CELLS = 4_000_000  # table cells (distinct query values x units) held at once
+
+
+def _value_table(small: NDArray[np.float64], small_unit: NDArray[np.int64], n_small: int,
+                 values: NDArray[np.float64], *, above: bool) -> NDArray[np.float64]:
+    """``(len(values), n_small)``: per sorted distinct query value ``v`` and small-side unit,
+    ``#[small < v] + ½#[small = v]`` (``above``: ``#[small > v] + ½#[=]``).
+
+    Two sorted searches place every small row among the values; the counts below each value are
+    a cumulative sum of those places per unit, the ties a count at the value itself.  A small row
+    beyond the last value counts for none, so any sorted run of the values is its own table.
+    """
+    n_values = values.size
+    right = np.searchsorted(values, small, side="right")  # values <= small: below from there
+    left = np.searchsorted(values, small, side="left")
+    places = np.bincount(right * n_small + small_unit, minlength=(n_values + 1) * n_small)
+    below = np.cumsum(places.reshape(n_values + 1, n_small)[:n_values], axis=0)
+    tie = right > left  # the small row equals values[left]
+    equal = np.bincount(left[tie] * n_small + small_unit[tie],
+                        minlength=n_values * n_small).reshape(n_values, n_small)
+    if above:
+        totals = np.bincount(small_unit, minlength=n_small)
+        return (totals - below - equal) + 0.5 * equal
+    return below + 0.5 * equal
+
+
+def _value_runs(n_values: int, n_small: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` of the runs of ``n_values`` values whose tables hold about
+    :data:`_CELLS` cells."""
+    step = max(1, _CELLS // max(n_small, 1))
+    return [(start, min(start + step, n_values)) for start in range(0, n_values, step)]
 
 
 def _side_sums(small: NDArray[np.float64], small_unit: NDArray[np.int64], n_small: int,
@@ -94,36 +124,34 @@ def _side_sums(small: NDArray[np.float64], small_unit: NDArray[np.int64], n_smal
     """``(n_query, n_small)``: per query unit and small-side unit, the sum over their row pairs
     of ``[small < query] + ½[small = query]`` (``above``: ``[small > query] + ½[=]``).
 
-    Prefix counts of the sorted small side per unit, read at each query's rank (two sorted
-    searches for all queries), then summed by query unit; in blocks of query rows so that at
-    most about :data:`_CELLS` cells are held.
+    The table of the distinct query values (:func:`_value_table`), summed by query unit, in runs
+    of values so that at most about :data:`_CELLS` table cells are held.  Every sum is of
+    half-integers far below 2**53, so it is exact, whatever the order.
     """
-    order = np.argsort(small, kind="stable")
-    ranked, ranked_unit = small[order], small_unit[order]
+    values, code = np.unique(query, return_inverse=True)
+    code = code.reshape(-1)
+    by_unit = np.argsort(query_unit, kind="stable")
     out = np.zeros((n_query, n_small))
-    if ranked.size * n_small <= _CELLS:
-        prefix = np.zeros((ranked.size + 1, n_small), dtype=np.int32)
-        prefix[np.arange(1, ranked.size + 1), ranked_unit] = 1
-        prefix = np.cumsum(prefix, axis=0, dtype=np.int32)
-        totals = prefix[-1].astype(np.float64)
-        by_unit = np.argsort(query_unit, kind="stable")
-        step = max(1, _CELLS // max(n_small, 1))
-        for start in range(0, by_unit.size, step):
-            rows = by_unit[start:start + step]
-            below = prefix[np.searchsorted(ranked, query[rows], side="left")]
-            upto = prefix[np.searchsorted(ranked, query[rows], side="right")]
-            part = (totals - upto if above else below) + 0.5 * (upto - below)
-            units = query_unit[rows]
-            cuts = np.flatnonzero(np.diff(units)) + 1
-            out[units[np.r_[0, cuts]]] += np.add.reduceat(part, np.r_[0, cuts], axis=0)
-        return out
-    for j in range(n_small):  # a large small side: one sorted search per small unit
-        mine = ranked[ranked_unit == j]
-        low = np.searchsorted(mine, query, side="left")
-        high = np.searchsorted(mine, query, side="right")
-        part = (mine.size - high if above else low) + 0.5 * (high - low)
-        out[:, j] = np.bincount(query_unit, weights=part, minlength=n_query)
+    for start, stop in _value_runs(values.size, n_small):
+        table = _value_table(small, small_unit, n_small, values[start:stop], above=above)
+        rows = by_unit[(code[by_unit] >= start) & (code[by_unit] < stop)]
+        units = query_unit[rows]
+        cuts = np.r_[0, np.flatnonzero(np.diff(units)) + 1]
+        out[units[cuts]] += np.add.reduceat(table[code[rows] - start], cuts, axis=0)
     return out
+
+
+def _row_table(query: NDArray[np.float64], small: NDArray[np.float64],
+               small_unit: NDArray[np.int64], n_small: int, *, above: bool
+               ) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
+    """Each query row's distinct value (its code) and the float32 :func:`_value_table` of those
+    values: row ``r``'s counts are ``table[code[r]]`` (half-integers far below 2**23, exact)."""
+    values, code = np.unique(query, return_inverse=True)
+    table = np.empty((values.size, n_small), dtype=np.float32)
+    for start, stop in _value_runs(values.size, n_small):
+        table[start:stop] = _value_table(small, small_unit, n_small, values[start:stop],
+                                         above=above)
+    return code.reshape(-1).astype(np.int64), table
 
 
 def pair_matrix(pos_scores: ArrayLike, pos_units: ArrayLike, neg_scores: ArrayLike,
@@ -135,12 +163,8 @@ def pair_matrix(pos_scores: ArrayLike, pos_units: ArrayLike, neg_scores: ArrayLi
     pu, pi = np.unique(np.asarray(pos_units, dtype=np.int64), return_inverse=True)
     nu, ni = np.unique(np.asarray(neg_units, dtype=np.int64), return_inverse=True)
     pi, ni = pi.reshape(-1), ni.reshape(-1)
-    # the prefix counts go on a side whose (rows x units) fit, the cheaper to read if both do
-    fits_neg, fits_pos = sn.size * nu.size <= _CELLS, sp.size * pu.size <= _CELLS
-    if fits_neg and fits_pos:
-        negatives = sp.size * nu.size <= sn.size * pu.size
-    else:
-        negatives = fits_neg or (not fits_pos and nu.size <= pu.size)
+    # the counts are read once per query row and small-side unit: the cheaper way round
+    negatives = sp.size * nu.size <= sn.size * pu.size
     if negatives:
         h = _side_sums(sn, ni, nu.size, sp, pi, pu.size, above=False)
     else:
@@ -148,19 +172,18 @@ def pair_matrix(pos_scores: ArrayLike, pos_units: ArrayLike, neg_scores: ArrayLi
     return pu, nu, h
 
 
-def _from_matrix(metric: str, pu: NDArray[np.int64], nu: NDArray[np.int64],
+def _from_matrix(metric: str, w_pos: NDArray[np.float64], w_neg: NDArray[np.float64],
                  h: NDArray[np.float64], count_pos: NDArray[np.int64],
-                 count_neg: NDArray[np.int64], *, weights: UnitWeights,
-                 confidence: float) -> AucResult:
-    """The AUC of the unit-pair sums ``h`` (positive units ``pu`` x negative units ``nu``, with
-    each unit's rows on either side) and its cluster-bootstrap percentile interval."""
+                 count_neg: NDArray[np.int64], *, confidence: float) -> AucResult:
+    """The AUC of the unit-pair sums ``h`` (positive units x negative units, with each unit's
+    rows ``count_pos`` and ``count_neg``) and its cluster-bootstrap percentile interval on the
+    draws ``w_pos`` and ``w_neg`` of those units (``B x units`` each)."""
     n_pos, n_neg = int(count_pos.sum()), int(count_neg.sum())
     if n_pos == 0 or n_neg == 0:
         nan = math.nan
         return AucResult(metric, nan, nan, nan, n_pos, n_neg,
                          "no_positive_rows" if n_pos == 0 else "no_negative_rows")
     value = float(h.sum()) / (n_pos * n_neg)
-    w_pos, w_neg = weights.weights[:, pu], weights.weights[:, nu]
     numerator = np.einsum("bi,bi->b", w_pos @ h, w_neg)
     denominator = (w_pos @ count_pos) * (w_neg @ count_neg)
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -180,8 +203,8 @@ def auc(scores: ArrayLike, positive: ArrayLike, negative: ArrayLike, *, weights:
     pu, nu, h = pair_matrix(s[pos], unit[pos], s[neg], unit[neg])
     count_pos = np.bincount(np.searchsorted(pu, unit[pos]), minlength=pu.size)
     count_neg = np.bincount(np.searchsorted(nu, unit[neg]), minlength=nu.size)
-    return _from_matrix(metric, pu, nu, h, count_pos, count_neg, weights=weights,
-                        confidence=confidence)
+    return _from_matrix(metric, weights.weights[:, pu], weights.weights[:, nu], h, count_pos,
+                        count_neg, confidence=confidence)
 
 
 def _sum_by_unit(rows: NDArray[np.float32], unit: NDArray[np.int64]
@@ -199,10 +222,11 @@ class CrossCounts:
     """One score's counts of every row against every unit of the other label, so that many
     subgroups' BPSN and BNSP AUCs share them.
 
-    ``neg_vs_pos[r, i]`` sums ``[s⁺ > s⁻] + ½[=]`` over the positives of unit ``i`` for negative
-    row ``r``; ``pos_vs_neg[r, j]`` over the negatives of unit ``j`` for positive row ``r``
-    (float32: half-integers far below 2**23, exact).  A subgroup's background side is then the
-    sum of its own rows' counts minus its subgroup-by-subgroup part, at a cost of its rows x units.
+    ``neg_vs_pos[neg_code[r], i]`` sums ``[s⁺ > s⁻] + ½[=]`` over the positives of unit ``i``
+    for negative row ``r``; ``pos_vs_neg[pos_code[r], j]`` over the negatives of unit ``j`` for
+    positive row ``r`` -- one row per distinct score, shared by the rows that have it
+    (:func:`_row_table`).  A subgroup's background side is then the sum of its own rows' counts
+    minus its subgroup-by-subgroup part, at a cost of its rows x units.
     """
 
     def __init__(self, scores: ArrayLike, labels: ArrayLike, *, weights: UnitWeights) -> None:
@@ -215,11 +239,12 @@ class CrossCounts:
         self.nu, ni = np.unique(unit[~y], return_inverse=True)
         self.pos_count = np.bincount(pi.reshape(-1), minlength=self.pu.size)
         self.neg_count = np.bincount(ni.reshape(-1), minlength=self.nu.size)
+        self.w_pos, self.w_neg = weights.weights[:, self.pu], weights.weights[:, self.nu]
         sp, sn = s[y], s[~y]
-        self.neg_vs_pos = _side_sums(sp, pi.reshape(-1), self.pu.size, sn,
-                                     np.arange(sn.size), sn.size, above=True).astype(np.float32)
-        self.pos_vs_neg = _side_sums(sn, ni.reshape(-1), self.nu.size, sp,
-                                     np.arange(sp.size), sp.size, above=False).astype(np.float32)
+        self.neg_code, self.neg_vs_pos = _row_table(sn, sp, pi.reshape(-1), self.pu.size,
+                                                    above=True)
+        self.pos_code, self.pos_vs_neg = _row_table(sp, sn, ni.reshape(-1), self.nu.size,
+                                                    above=False)
 
     def aucs(self, member: ArrayLike, *, confidence: float = 0.95) -> tuple[AucResult, ...]:
         """Subgroup, BPSN and BNSP AUC (:data:`AUC_METRICS` order) of the ``member`` rows."""
@@ -232,23 +257,26 @@ class CrossCounts:
                               minlength=pu_t.size)
         sub_neg = np.bincount(np.searchsorted(nu_t, unit[self.neg_rows[mn]]),
                               minlength=nu_t.size)
-        subgroup = _from_matrix("subgroup_auc", pu_t, nu_t, h_sub, sub_pos, sub_neg, weights=w,
+        w_pos_t, w_neg_t = w.weights[:, pu_t], w.weights[:, nu_t]
+        subgroup = _from_matrix("subgroup_auc", w_pos_t, w_neg_t, h_sub, sub_pos, sub_neg,
                                 confidence=confidence)
         at_pos, at_neg = np.searchsorted(self.pu, pu_t), np.searchsorted(self.nu, nu_t)
         # BPSN: every positive (minus the subgroup's) against the subgroup's negatives
-        _, by_neg = _sum_by_unit(self.neg_vs_pos[mn], unit[self.neg_rows[mn]])
+        _, by_neg = _sum_by_unit(self.neg_vs_pos[self.neg_code[mn]],
+                                 unit[self.neg_rows[mn]])
         h_bpsn = by_neg.T  # (all positive units, subgroup negative units)
         h_bpsn[at_pos] -= h_sub
         bg_pos = self.pos_count.copy()
         bg_pos[at_pos] -= sub_pos
-        bpsn = _from_matrix("bpsn_auc", self.pu, nu_t, h_bpsn, bg_pos, sub_neg, weights=w,
+        bpsn = _from_matrix("bpsn_auc", self.w_pos, w_neg_t, h_bpsn, bg_pos, sub_neg,
                             confidence=confidence)
         # BNSP: the subgroup's positives against every negative (minus the subgroup's)
-        _, h_bnsp = _sum_by_unit(self.pos_vs_neg[mp], unit[self.pos_rows[mp]])
+        _, h_bnsp = _sum_by_unit(self.pos_vs_neg[self.pos_code[mp]],
+                                 unit[self.pos_rows[mp]])
         h_bnsp[:, at_neg] -= h_sub
         bg_neg = self.neg_count.copy()
         bg_neg[at_neg] -= sub_neg
-        bnsp = _from_matrix("bnsp_auc", pu_t, self.nu, h_bnsp, sub_pos, bg_neg, weights=w,
+        bnsp = _from_matrix("bnsp_auc", w_pos_t, self.w_neg, h_bnsp, sub_pos, bg_neg,
                             confidence=confidence)
         return subgroup, bpsn, bnsp
 
