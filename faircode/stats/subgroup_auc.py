@@ -30,6 +30,7 @@ Design decisions
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -111,11 +112,17 @@ def _value_table(small: NDArray[np.float64], small_unit: NDArray[np.int64], n_sm
     return below + 0.5 * equal
 
 
-def _value_runs(n_values: int, n_small: int) -> list[tuple[int, int]]:
-    """``(start, stop)`` of the runs of ``n_values`` values whose tables hold about
-    :data:`_CELLS` cells."""
+def _value_tables(query: NDArray[np.float64], small: NDArray[np.float64],
+                  small_unit: NDArray[np.int64], n_small: int, *, above: bool
+                  ) -> tuple[NDArray[np.int64], int, Iterator[tuple[int, NDArray[np.float64]]]]:
+    """Each query row's code (its distinct value's index), the number of distinct values, and
+    their :func:`_value_table`, one run of about :data:`_CELLS` cells at a time: ``(start,
+    table)``, the table's rows being the codes ``start, start + 1, ...``."""
+    values, code = np.unique(query, return_inverse=True)
     step = max(1, _CELLS // max(n_small, 1))
-    return [(start, min(start + step, n_values)) for start in range(0, n_values, step)]
+    runs = ((start, _value_table(small, small_unit, n_small, values[start:start + step],
+                                 above=above)) for start in range(0, values.size, step))
+    return code.reshape(-1), values.size, runs
 
 
 def _side_sums(small: NDArray[np.float64], small_unit: NDArray[np.int64], n_small: int,
@@ -124,17 +131,15 @@ def _side_sums(small: NDArray[np.float64], small_unit: NDArray[np.int64], n_smal
     """``(n_query, n_small)``: per query unit and small-side unit, the sum over their row pairs
     of ``[small < query] + ½[small = query]`` (``above``: ``[small > query] + ½[=]``).
 
-    The table of the distinct query values (:func:`_value_table`), summed by query unit, in runs
-    of values so that at most about :data:`_CELLS` table cells are held.  Every sum is of
-    half-integers far below 2**53, so it is exact, whatever the order.
+    The tables of the distinct query values (:func:`_value_tables`), summed by query unit, run
+    by run.  Every sum is of half-integers far below 2**53, so it is exact, whatever the order.
     """
-    values, code = np.unique(query, return_inverse=True)
-    code = code.reshape(-1)
+    code, _, runs = _value_tables(query, small, small_unit, n_small, above=above)
     by_unit = np.argsort(query_unit, kind="stable")
+    code_by_unit = code[by_unit]
     out = np.zeros((n_query, n_small))
-    for start, stop in _value_runs(values.size, n_small):
-        table = _value_table(small, small_unit, n_small, values[start:stop], above=above)
-        rows = by_unit[(code[by_unit] >= start) & (code[by_unit] < stop)]
+    for start, table in runs:
+        rows = by_unit[(code_by_unit >= start) & (code_by_unit < start + len(table))]
         units = query_unit[rows]
         cuts = np.r_[0, np.flatnonzero(np.diff(units)) + 1]
         out[units[cuts]] += np.add.reduceat(table[code[rows] - start], cuts, axis=0)
@@ -144,14 +149,14 @@ def _side_sums(small: NDArray[np.float64], small_unit: NDArray[np.int64], n_smal
 def _row_table(query: NDArray[np.float64], small: NDArray[np.float64],
                small_unit: NDArray[np.int64], n_small: int, *, above: bool
                ) -> tuple[NDArray[np.int64], NDArray[np.float32]]:
-    """Each query row's distinct value (its code) and the float32 :func:`_value_table` of those
-    values: row ``r``'s counts are ``table[code[r]]`` (half-integers far below 2**23, exact)."""
-    values, code = np.unique(query, return_inverse=True)
-    table = np.empty((values.size, n_small), dtype=np.float32)
-    for start, stop in _value_runs(values.size, n_small):
-        table[start:stop] = _value_table(small, small_unit, n_small, values[start:stop],
-                                         above=above)
-    return code.reshape(-1).astype(np.int64), table
+    """Each query row's code and the float32 table of the distinct values
+    (:func:`_value_tables`): row ``r``'s counts are ``table[code[r]]`` (half-integers far below
+    2**23, exact)."""
+    code, n_values, runs = _value_tables(query, small, small_unit, n_small, above=above)
+    table = np.empty((n_values, n_small), dtype=np.float32)
+    for start, part in runs:
+        table[start:start + len(part)] = part
+    return code, table
 
 
 def pair_matrix(pos_scores: ArrayLike, pos_units: ArrayLike, neg_scores: ArrayLike,
