@@ -97,8 +97,11 @@ def write_report(
     from faircode.report.tables import write_tables
 
     inputs = load_results(results, audits_dir=audits_dir, only=only)
-    metric = resolve_metric(metric, [*inputs.fairness["metric"].astype(str),
-                                     *inputs.deployed.fairness["metric"].astype(str)])
+    text = load_text_results(results, only=only)  # the text audits' own section
+    measured = [*inputs.fairness["metric"].astype(str),
+                *inputs.deployed.fairness["metric"].astype(str)]
+    if measured or text is None:  # text audits alone: no grid table names a metric
+        metric = resolve_metric(metric, measured)
     models = ordered(inputs.fairness["model"], MODELS)
     if model is not None and model not in models:
         raise FaircodeError(f"--model: expected one of {', '.join(models)}, "
@@ -122,7 +125,6 @@ def write_report(
         context, floor=floor, out=results,
         extra=(*deployed_tables(context), *people_tables(context),
                *([effects_table] if effects_table else [])))
-    text = load_text_results(results, only=only)  # the text audits' own section
     if text is not None:
         tables = (*tables, write_text_table(text, results))
     figures, text_figures = _figures(context, floor=floor, results=results, text=text,

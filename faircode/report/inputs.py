@@ -225,7 +225,9 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
     An audit folder holds either ``run.json`` and the four CSVs, or ``unavailable.json``
     (``{"audit", "reason", "instructions"}``).  With ``audits_dir``, an ``<name>/audit.yaml``
     there without a results folder is listed as unavailable with its manifest's source
-    instructions.  ``only`` restricts the report to the named audits.
+    instructions.  ``only`` restricts the report to the named audits.  A folder of text audits
+    alone is no error: their own section reads them (:mod:`faircode.report.text`), and these
+    tables are empty.
     """
     if not results.is_dir():
         raise DataError(f"{results}: expected a results folder of <audit>/ subfolders, "
@@ -237,11 +239,15 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
     optional: dict[str, list[pd.DataFrame]] = {"effects": []}
     deployed: dict[str, list[pd.DataFrame]] = {}
     curves: list[pd.DataFrame] = []
+    text = False
     # hidden folders are the grid's staging copies (see benchmark.write_audit), never results
     for folder in sorted(p for p in results.iterdir()
                          if p.is_dir() and not p.name.startswith(".")):
-        if (only and folder.name not in only) or is_text_run(folder):
-            continue  # a text audit has its own tables and section (faircode.report.text)
+        if only and folder.name not in only:
+            continue
+        if is_text_run(folder):  # a text audit has its own tables and section (report.text)
+            text = True
+            continue
         if (folder / "run.json").is_file():  # exactly the files it records, byte for byte
             runs[folder.name] = checked_run(folder)
             for table in TABLES:
@@ -289,7 +295,7 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
                 instructions=(known.instructions if known and known.instructions else
                               (source.instructions or source.url or "") if source else ""),
                 attributes=tuple(a.name for a in manifest.protected_attributes))
-    if not runs and not unavailable:
+    if not runs and not unavailable and not text:
         raise DataError(f"{results}: expected <audit>/run.json or <audit>/unavailable.json, "
                         "got none")
     return ReportInputs(
