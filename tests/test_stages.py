@@ -198,12 +198,15 @@ def test_check_params_refuses_pipeline_files_of_another_list(
 def test_check_params_accepts_the_files_of_its_lists(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, audits: list[str],
         text_audits: list[str], params: str) -> None:
-    """Pipeline files written for params.yaml's lists pass, whichever list is empty."""
+    """Pipeline files written for params.yaml's lists pass, whichever list is empty; the lists
+    file the report depends on holds each list sorted."""
     monkeypatch.chdir(tmp_path)
     _project(tmp_path, audits=audits, text_audits=text_audits)
     Path("params.yaml").write_text(params)
-    check_params.main(["data/params.ok"])
+    check_params.main(["data/params.ok", "data/audits.txt"])
     assert Path("data/params.ok").read_text() == "params.yaml: valid\n"
+    assert Path("data/audits.txt").read_text() == (
+        f"audits: {', '.join(sorted(audits))}\ntext_audits: {', '.join(text_audits)}\n")
 
 
 def test_check_params_refuses_a_hand_written_pipeline_file(

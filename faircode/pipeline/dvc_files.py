@@ -38,7 +38,8 @@ from faircode.core.config import Params
 from faircode.core.errors import ConfigError
 from faircode.core.names import check_name
 
-__all__ = ["COMMAND", "FILES", "FitPart", "check_written_for", "render", "written_for"]
+__all__ = ["COMMAND", "FILES", "LISTS", "FitPart", "check_written_for", "lists_text", "render",
+           "written_for"]
 
 COMMAND = "faircode pipeline"
 """The command that writes the files (``python -m faircode.pipeline.cli pipeline``)."""
@@ -47,6 +48,10 @@ FILES = ("dvc.yaml", "upstream/dvc.yaml")
 FACES = ("faircode/__init__.py", "faircode/pipeline/__init__.py",
          "faircode/pipeline/_boundary.py", "faircode/pipeline/stages/__init__.py")
 """The package faces every stage entry point passes through (a dep of every stage)."""
+LISTS = "data/audits.txt"
+"""check-params' record of the lists (:func:`lists_text`), a dep of the report: DVC sees no
+change in a dep that left a stage, so without it an audit dropped from the lists alone would
+leave the report of the old lists."""
 CURVE_FAMILIES = ("logistic_regression", "random_forest", "gradient_boosting")
 """The columns a threshold-curve plot draws: S0 of each family (``results/curves/<audit>.csv``)."""
 
@@ -114,8 +119,10 @@ RESULTS_HEADER = """\
 #   report.*            -> report only
 #   run.*               -> nothing (workers and backend; no number depends on them)
 # check-params runs on every repro (always_changed) so an unknown or misspelt key, or an audit
-# list these files were not written for, stops the repro with a one-line error; its output is
-# constant, so it triggers nothing downstream.
+# list these files were not written for, stops the repro with a one-line error; data/params.ok is
+# constant, so it triggers nothing downstream, and data/audits.txt (the lists, sorted) changes
+# only with the lists and re-runs the report, which reports exactly them (DVC sees no change in
+# a dep that left a stage: an audit dropped from the lists would otherwise stay in the report).
 # Every interpolation in a cmd is one single-quoted shell word ('${item}', 'data/raw/${item}'):
 # DVC runs each cmd through the shell, and an audit name is checked to be a safe name
 # (faircode.core.names: no quote, space, ';' or '$') by check-params, which every stage follows,
@@ -130,12 +137,12 @@ RESULTS_HEADER = """\
 # After evaluate: `report` (summary, paper tables, figures, report.html, of params.yaml's audits
 # only) and `track` (MLflow; always_changed, idempotent by content, so a sync is never skipped by
 # DVC's run-cache).  Their deps list every results/<audit> of params.yaml's audits; report's also
-# each of their manifest folders audits/<name>, never the folder `audits` itself: that name is
-# also a param, and `dvc exp show` would show two columns of one name (`--drop audits` crashed on
-# it; tests/test_dvc_views.py checks no two columns share one).
+# each of their manifest folders audits/<name> and data/audits.txt, never the folder `audits`
+# itself: that name is also a param, and `dvc exp show` would show two columns of one name
+# (`--drop audits` crashed on it; tests/test_dvc_views.py checks no two columns share one).
 stages:
   check-params:
-    cmd: python -m faircode.pipeline.stages.check_params data/params.ok
+    cmd: python -m faircode.pipeline.stages.check_params data/params.ok data/audits.txt
     deps:
 """
 
@@ -168,9 +175,18 @@ PLOTS_NOTE = """\
 # params.yaml, tests/test_dvc_views.py checks it), and two report figures."""
 
 
+def lists_text(params: Params) -> str:
+    """The text of :data:`LISTS` for ``params``: each list's names, sorted (the order changes
+    no output)."""
+    return "".join(f"{key}: {', '.join(sorted(names))}\n" for key, names in (
+        ("audits", params.audits), ("text_audits", params.text_audits)))
+
+
 def _check_params() -> list[str]:
-    return [*_items(_code("check_params", "pipeline/dvc_files.py", "core"), 6),
-            "    outs:", *_out("data/params.ok", persist=False), "    always_changed: true"]
+    return [*_items(_code("check_params", "pipeline/dvc_files.py", "core"), 6), "    outs:",
+            *_out("data/params.ok", persist=False),
+            *_out(LISTS, persist=False, note="the lists, sorted: a dep of the report"),
+            "    always_changed: true"]
 
 
 def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
@@ -218,7 +234,7 @@ def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
 def _report(params: Params) -> list[str]:
     audits = (*params.audits, *params.text_audits)
     deps = [*_code("report", "core", "provenance", "counterfactual", "audit", "stats", "report"),
-            *(f"audits/{a}" for a in sorted(audits)), *(f"results/{a}" for a in audits)]
+            *(f"audits/{a}" for a in sorted(audits)), *(f"results/{a}" for a in audits), LISTS]
     tables = REPORT_OUTS + (GRID_REPORT_OUTS if params.audits else ())
     return ["", "  report:",
             "    cmd: python -m faircode.pipeline.stages.report --params params.yaml --results "
