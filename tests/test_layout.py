@@ -335,9 +335,11 @@ def spelled_results_files(path: Path, names: frozenset[str], *, root: Path = REP
 def test_every_results_file_name_comes_from_the_layout_module() -> None:
     """No module but core/layout.py spells a results folder's file name (``"run.json"``,
     ``"fairness.csv"``, ``f"{table}.csv"`` ...): each is read from the layout module."""
-    from faircode.core.layout import file_names
+    from faircode.core.kinds import TASK_KINDS
+    from faircode.core.layout import file_names, table_file
 
-    names = file_names()
+    names = file_names() | {table_file(t) for k in TASK_KINDS
+                            for t in (*k.tables, *k.optional_tables)}
     assert {"run.json", "unavailable.json", "fairness.csv", "flips.csv", "summary.csv"} <= names
     found = [hit for path in sorted(PACKAGE.rglob("*.py")) if path != LAYOUT
              for hit in spelled_results_files(path, names)]
