@@ -5,10 +5,13 @@ Design decisions
 * Names come from the data: metrics, strategies, models, attributes and optional columns are
   read from the CSVs.  Known strategies and families fix only the order (S0-S4, then the
   grid's family order); anything else follows in the order met.
-* A results folder holds ``<audit>/run.json`` with the four CSVs, or ``<audit>/unavailable.json``;
-  a folder with ``run.json`` is read only once it holds exactly the files its record lists, each
-  with the recorded sha256 (:func:`faircode.core.digests.checked_run`): a table cut mid-row or
-  another run's file is one line, never a report built from the remainder;
+* A results folder holds ``<audit>/run.json`` with its tables, or ``<audit>/unavailable.json``;
+  each folder goes to the reader of its kind (:func:`faircode.core.layout.folder_kind`,
+  :mod:`faircode.report._readers`; a kind without the grid to its own section,
+  :mod:`faircode.report.kinds`).  A folder with ``run.json`` is read only once it holds exactly
+  the files its record lists, each with the recorded sha256
+  (:func:`faircode.core.digests.checked_run`): a table cut mid-row or another run's file is one
+  line, never a report built from the remainder;
   an ``audits/<name>/audit.yaml`` without results is an unavailable audit whose instructions
   come from its manifest's ``dataset.source``.  Missing required columns are one-line errors
   naming the file and the columns; extra columns are kept and shown.
