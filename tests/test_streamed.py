@@ -18,8 +18,9 @@ from faircode.audit.manifest import load_manifest
 from faircode.audit.predictions_file import read_predictions
 from faircode.audit.prepared import prepare
 from faircode.core.config import BenchmarkConfig
+from faircode.core.layout import GRID_TABLES as TABLES
 from faircode.evaluate.deployed import score_given
-from faircode.evaluate.write import TABLES, write_audit
+from faircode.evaluate.write import write_audit
 from faircode.pipeline.cli import main
 from faircode.provenance.state import provenance
 

@@ -49,6 +49,7 @@ from faircode.audit.manifest import Manifest
 from faircode.core.config import BenchmarkConfig
 from faircode.core.digests import checked_run, folder_digests
 from faircode.core.errors import FaircodeError
+from faircode.core.layout import run_record
 
 __all__ = [
     "CODE",
@@ -131,7 +132,7 @@ def inputs_key(
 def reusable(folder: Path, *, key: str, outputs: Iterable[Path] = ()) -> dict[str, Any] | None:
     """``folder``'s ``run.json`` if it records ``key``, the folder holds exactly the ``files``
     it records (names and sha256) and ``outputs`` exist; else None."""
-    if not (folder / "run.json").is_file():
+    if not run_record(folder).is_file():
         return None
     try:
         run = checked_run(folder)
@@ -149,7 +150,7 @@ def refresh_record(folder: Path, run: Mapping[str, Any], *, config: BenchmarkCon
     record = {**run, "config": config.as_dict(), **provenance_record}
     staging = folder.parent / f".{folder.name}.refresh"
     staging.mkdir(exist_ok=True)
-    temporary = staging / "run.json"
+    temporary = run_record(staging)
     temporary.write_text(json.dumps(record, indent=2) + "\n")
-    os.replace(temporary, folder / "run.json")
+    os.replace(temporary, run_record(folder))
     staging.rmdir()

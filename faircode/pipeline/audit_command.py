@@ -109,7 +109,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from faircode.core.config import Params, load_params
     from faircode.core.errors import ConfigError
     from faircode.evaluate.streamed import audit_predictions
-    from faircode.evaluate.write import check_replaceable, write_audit
+    from faircode.evaluate.write import PREDICTIONS, check_replaceable, write_audit
     from faircode.provenance.state import provenance
     from faircode.report.given import given_lines
 
@@ -124,7 +124,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                           "audit's manifest (a log declaration needs none), got nothing")
     manifest = load_manifest(given if given.suffix in (".yaml", ".yml")
                              else Path(args.audits) / args.audit / "audit.yaml")
-    check_replaceable(Path(args.out) / manifest.name, audit=manifest.name, kind="predictions")
+    check_replaceable(Path(args.out) / manifest.name, audit=manifest.name, kind=PREDICTIONS)
     raw_key, file_key = row_identity(manifest, args.key)
     obtain(manifest, mirrors())
     data = load_audit(manifest, key=raw_key, by_position=raw_key is None)

@@ -23,6 +23,7 @@ from faircode.audit.prepared import PreparedAudit, prepare
 from faircode.core.cells import STRATEGY_CODES, Strategy
 from faircode.core.config import BenchmarkConfig, ExecutionConfig
 from faircode.core.errors import ConfigError, DataUnavailableError, config_error
+from faircode.core.layout import GRID_RUN, run_record
 from faircode.core.numerics import require
 from faircode.evaluate.audit import evaluate_audit
 from faircode.evaluate.deployed import score_given
@@ -160,13 +161,13 @@ def run_audits(
     writable = {}
     for name, data in prepared.items():  # refused before, not after, the fitting
         try:
-            check_replaceable(out / name, audit=name, kind="grid")
+            check_replaceable(out / name, audit=name, kind=GRID_RUN)
         except Exception as exc:
             on_error(name, exc)
             continue
         writable[name] = data
     prepared = writable
-    previous = {name: previous_cell_seconds(out / name / "run.json") for name in prepared}
+    previous = {name: previous_cell_seconds(run_record(out / name)) for name in prepared}
     fitted = fit_audits(list(prepared.values()), mitigation=config.mitigation,
                         replicates=config.replicates, jobs=config.jobs, execution=execution,
                         previous=previous, on_start=on_start, on_cell_done=on_cell_done,
