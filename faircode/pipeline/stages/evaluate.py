@@ -47,7 +47,6 @@ RESULTS_DIR`` (``data/prepared data/predictions data/text results``; the audits 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import multiprocessing
@@ -173,7 +172,7 @@ def run_jobs(jobs: Sequence[Job | TextJob], *, config: BenchmarkConfig) -> None:
         for job in order:
             _run(job, config=config)
         return
-    single = dataclasses.replace(config, jobs=1)
+    single = config.with_params({"run.jobs": 1})
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         for done in [pool.submit(_run, job, config=single) for job in order]:
             done.result()  # the first failure is raised (the boundary words it in one line)
@@ -198,7 +197,7 @@ def _evaluate_text(job: TextJob, *, config: BenchmarkConfig) -> None:
     payloads = load_payloads(job.payloads)
     scores, systems = load_scores(job.scores, n_texts=len(payloads.texts))
     outcome = evaluate_text(manifest, payloads, scores,
-                            decision_threshold=config.decision_threshold, stats=config.stats)
+                            decision_threshold=config.models.decision_threshold, stats=config.stats)
     folder = write_text_audit(manifest, payloads, outcome, systems=systems, config=config,
                               out_dir=job.results, provenance_record=provenance())
     print(f"{job.audit}: wrote {folder}", flush=True)
@@ -220,7 +219,7 @@ def _evaluate(job: Job, *, config: BenchmarkConfig) -> None:
     predictions = merge_predictions([load_predictions(part, timings=timings_path(part))
                                      for part in job.parts])
     outcome = evaluate_audit(
-        data, predictions, decision_threshold=config.decision_threshold, stats=config.stats,
+        data, predictions, decision_threshold=config.models.decision_threshold, stats=config.stats,
         degenerate=config.degenerate, replicates=config.replicates, jobs=config.jobs,
         curves=config.curves, verdicts=config.verdicts)
     folder = write_audit(data, outcome, config=config, out_dir=job.results,
