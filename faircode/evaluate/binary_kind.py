@@ -111,8 +111,8 @@ class BinaryEvaluator:
         predictions = merge_predictions([load_predictions(part, timings=timings_path(part))
                                          for part in parts])
         outcome = evaluate_audit(
-            data, predictions, decision_threshold=config.decision_threshold, stats=config.stats,
-            degenerate=config.degenerate, replicates=config.replicates, jobs=config.jobs,
+            data, predictions, decision_threshold=config.models.decision_threshold,
+            stats=config.stats, degenerate=config.degenerate, replicates=config.replicates, jobs=config.jobs,
             curves=config.curves, verdicts=config.verdicts)
         folder = write_audit(data, outcome, config=config, out_dir=job.results,
                              provenance_record=with_fit_numerics(dict(job.provenance_record),

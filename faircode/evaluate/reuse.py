@@ -46,7 +46,7 @@ from typing import Any
 
 from faircode.audit.decision import resolve_rule
 from faircode.audit.manifest import Manifest
-from faircode.core.config import BenchmarkConfig
+from faircode.core.config import BenchmarkConfig, config_record
 from faircode.core.digests import checked_run, folder_digests
 from faircode.core.errors import FaircodeError
 from faircode.core.layout import run_record
@@ -112,11 +112,11 @@ def inputs_key(
     versions (``provenance()["versions"]``); ``numerics`` the kernels this process computes with
     (:func:`faircode.core.numerics.configuration`: numbers of other kernels are not these).
     """
-    rule = resolve_rule(manifest.decision, default_threshold=config.decision_threshold)
+    rule = resolve_rule(manifest.decision, default_threshold=config.models.decision_threshold)
     reads = {"rule": rule.as_dict(), "stats": dataclasses.asdict(config.stats),
              "degenerate": dataclasses.asdict(config.degenerate),
              "replicates": dataclasses.asdict(config.replicates),
-             "curves": list(config.curve_thresholds), "versions": dict(versions),
+             "curves": list(config.curves.thresholds), "versions": dict(versions),
              **({"numerics": dict(numerics)} if numerics else {})}
     h = hashlib.sha256(b"faircode-evaluate-inputs-v1\0")
     h.update(json.dumps(reads, sort_keys=True, default=str).encode() + b"\0")
@@ -147,7 +147,7 @@ def refresh_record(folder: Path, run: Mapping[str, Any], *, config: BenchmarkCon
                    provenance_record: Mapping[str, Any]) -> None:
     """Replace ``folder/run.json`` by ``run`` with the current config and provenance, in one
     rename (written first in a hidden sibling folder, which readers and git ignore)."""
-    record = {**run, "config": config.as_dict(), **provenance_record}
+    record = {**run, "config": config_record(config), **provenance_record}
     staging = folder.parent / f".{folder.name}.refresh"
     staging.mkdir(exist_ok=True)
     temporary = run_record(staging)

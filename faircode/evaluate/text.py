@@ -48,7 +48,7 @@ import pandas as pd
 from faircode.audit.manifest import repository_root
 from faircode.audit.text_data import TextPayloads
 from faircode.audit.text_manifest import TextManifest, TextSystemSpec
-from faircode.core.config import BenchmarkConfig, StatsConfig
+from faircode.core.config import BenchmarkConfig, StatsConfig, config_record
 from faircode.core.layout import TEXT_RUN, TEXT_TABLES, run_record, table_path
 from faircode.core.seeds import Stream, child_seed
 from faircode.evaluate.reuse import folder_digests
@@ -206,10 +206,10 @@ def write_text_audit(manifest: TextManifest, payloads: TextPayloads, results: Te
             "systems": {name: dict(info) for name, info in systems.items()},
             "operating_points": {name: [p.label() for p in chosen]
                                  for name, chosen in results.points.items()},
-            "config": config.as_dict(),
+            "config": config_record(config),
             **provenance_record,
             "state": {**provenance_record.get("state", {}),
-                      "params_sha256": params_digest(config.as_dict())},
+                      "params_sha256": params_digest(config_record(config))},
             "files": folder_digests(staging),
         }
         run_record(staging).write_text(json.dumps(run, indent=2) + "\n")

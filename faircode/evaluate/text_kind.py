@@ -52,7 +52,8 @@ class TextEvaluator:
         payloads = load_payloads(payloads_dir)
         scores, systems = load_scores(scores_dir, n_texts=len(payloads.texts))
         outcome = evaluate_text(manifest, payloads, scores,
-                                decision_threshold=config.decision_threshold, stats=config.stats)
+                                decision_threshold=config.models.decision_threshold,
+                                stats=config.stats)
         return write_text_audit(manifest, payloads, outcome, systems=systems, config=config,
                                 out_dir=job.results, provenance_record=provenance())
 

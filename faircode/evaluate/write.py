@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from faircode.audit.manifest import Manifest, repository_root
-from faircode.core.config import BenchmarkConfig
+from faircode.core.config import BenchmarkConfig, config_record
 from faircode.core.digests import folder_digests
 from faircode.core.errors import DataError
 from faircode.core.files import read_json_object
@@ -215,8 +215,8 @@ def write_audit(
                       "models": manifest.random_state,
                       **({"replicates": stability.run_record(config.replicates,
                                                              master=manifest.random_state)}
-                         if config.seeds > 1 else {})},
-            "config": config.as_dict(),
+                         if config.replicates.seeds > 1 else {})},
+            "config": config_record(config),
             "training_variance": stability.training_variance(config.replicates),
             "decision": {
                 **(results.rule.as_dict() if results.rule is not None else {}),
@@ -227,7 +227,7 @@ def write_audit(
             **(extra or {}),
             **provenance_record,
             "state": {**provenance_record.get("state", {}),
-                      "params_sha256": params_digest(config.as_dict())},
+                      "params_sha256": params_digest(config_record(config))},
             "cells": [
                 {"strategy": str(c.strategy), "model": str(c.family),
                  "seconds": {k: round(v, 4) for k, v in c.seconds.as_dict().items()},

@@ -114,8 +114,9 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from faircode.report.given import given_lines
 
     params = load_params(Path(args.params)) if args.params else Params()
-    overrides = {k: getattr(args, k) for k in ("n_resamples", "n_permutations")}
-    config = params.config.replace(**{k: v for k, v in overrides.items() if v is not None})
+    config = params.config.with_params({path: getattr(args, dest) for dest, path in (
+        ("n_resamples", "stats.n_resamples"), ("n_permutations", "stats.n_permutations"))
+        if getattr(args, dest) is not None})
     given = Path(args.audit)
     if given.suffix in (".yaml", ".yml") and is_log_declaration(given):
         return _audit_log(args, given, config)
@@ -136,7 +137,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                               chunk_rows=args.chunk_rows or JOIN_ROWS)
     held_out = args.rows == "held-out"
     streamed = audit_predictions(data, found, name=args.name,
-                                 threshold=config.decision_threshold, stats=config.stats,
+                                 threshold=config.models.decision_threshold, stats=config.stats,
                                  degenerate=config.degenerate, verdicts=config.verdicts,
                                  audited=data.test_index if held_out else None)
     results = streamed.results

@@ -55,7 +55,7 @@ from importlib.metadata import distributions
 from pathlib import Path
 from typing import Any
 
-from faircode.core.config import load_params
+from faircode.core.config import config_record, load_params
 from faircode.core.digests import checked_run
 from faircode.core.errors import FaircodeError, describe
 from faircode.core.files import read_json_object
@@ -245,7 +245,7 @@ def _results_state(root: Path, name: str) -> dict[str, Any]:
     groups = group_states(runs)
     code = code_digest(root)
     params_path = root / "params.yaml"
-    params = params_digest(load_params(params_path).config.as_dict()) \
+    params = params_digest(config_record(load_params(params_path).config)) \
         if params_path.is_file() else None
     for state, audits in groups.items():
         where = f"{RESULTS_DIR}/{audits[0]}/run.json: state"

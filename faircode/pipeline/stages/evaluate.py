@@ -40,7 +40,6 @@ RESULTS_DIR`` (``data/prepared data/predictions data/text results``; the audits 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import multiprocessing
@@ -100,7 +99,7 @@ def run_jobs(jobs: Sequence[Job], *, config: BenchmarkConfig) -> None:
         for job in order:
             _run(job, config=config)
         return
-    single = dataclasses.replace(config, jobs=1)
+    single = config.with_params({"run.jobs": 1})
     with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
         for done in [pool.submit(_run, job, config=single) for job in order]:
             done.result()  # the first failure is raised (the boundary words it in one line)

@@ -67,7 +67,7 @@ def main(argv: list[str]) -> None:
             data, mitigation=config.mitigation, replicates=config.replicates,
             strategies=PARTS[part], jobs=config.jobs, execution=params.execution,
             on_cell_done=_progress, previous=previous_cell_seconds(run_record(RESULTS / audit)),
-            encoding=config.encoding)
+            encoding=config.models.encoding)
         save_predictions(predictions, out, test_index=data.test_index,
                          train_index=data.train_index, timings=timings_path(out))
         print(f"{audit}: {part} predictions in {out}")
