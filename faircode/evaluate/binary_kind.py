@@ -112,8 +112,8 @@ class BinaryEvaluator:
                                          for part in parts])
         outcome = evaluate_audit(
             data, predictions, decision_threshold=config.models.decision_threshold,
-            stats=config.stats, degenerate=config.degenerate, replicates=config.replicates, jobs=config.jobs,
-            curves=config.curves, verdicts=config.verdicts)
+            stats=config.stats, degenerate=config.degenerate, replicates=config.replicates,
+            jobs=config.jobs, curves=config.curves, verdicts=config.verdicts)
         folder = write_audit(data, outcome, config=config, out_dir=job.results,
                              provenance_record=with_fit_numerics(dict(job.provenance_record),
                                                                  predictions.numerics))
