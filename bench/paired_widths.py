@@ -63,7 +63,8 @@ def main() -> None:
     print(f"# paired intervals on real audits: {family.value}, B = {args.resamples}\n")
     for name in args.audits:
         data = prepare(load_audit(load_manifest(Path("audits") / name / "audit.yaml")))
-        rule = resolve_rule(data.manifest.decision, default_threshold=config.decision_threshold)
+        rule = resolve_rule(data.manifest.decision,
+                            default_threshold=config.models.decision_threshold)
         master = data.manifest.random_state
         decided = {}
         for strategy in {s for pair in COMPARISONS for s in pair}:

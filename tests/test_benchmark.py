@@ -21,7 +21,7 @@ from faircode.pipeline.run import evaluate, fit, run_audit
 from faircode.stats.metrics import FAIRNESS_METRICS
 from faircode.stats.operating import DEGENERATE_NOTE
 
-SMALL = {"n_resamples": 60, "n_permutations": 60}
+SMALL = {"stats.n_resamples": 60, "stats.n_permutations": 60}
 
 
 @pytest.fixture(scope="module")
@@ -34,8 +34,8 @@ def insurance(audit_repo) -> AuditData:  # type: ignore[no-untyped-def]
 @pytest.mark.slow
 def test_results_are_bit_identical_for_one_and_two_workers(insurance: AuditData) -> None:
     """Child seeds are keyed by grid position, so the worker count cannot change any number."""
-    one = run_audit(insurance, config=BenchmarkConfig(jobs=1, **SMALL))
-    two = run_audit(insurance, config=BenchmarkConfig(jobs=2, **SMALL))
+    one = run_audit(insurance, config=BenchmarkConfig(jobs=1).with_params(SMALL))
+    two = run_audit(insurance, config=BenchmarkConfig(jobs=2).with_params(SMALL))
     for table in ("fairness", "performance", "intersectional", "counterfactual"):
         pd.testing.assert_frame_equal(getattr(one, table), getattr(two, table), check_exact=True)
     assert len(one.fairness) == 5 * 3 * 2 * len(FAIRNESS_METRICS)
@@ -44,8 +44,9 @@ def test_results_are_bit_identical_for_one_and_two_workers(insurance: AuditData)
 
 def test_unsupported_constraint_skips_post_processing_and_says_so(insurance: AuditData) -> None:
     """With error-rate parity, S4 cells are skipped (recorded), S0-S3 still run."""
-    results = run_audit(insurance, config=BenchmarkConfig(jobs=2, constraint="error_rate_parity",
-                                                          max_iter=10, **SMALL))
+    results = run_audit(insurance, config=BenchmarkConfig(jobs=2).with_params({
+        "mitigation.constraint": "error_rate_parity", "mitigation.max_iter": 10, **SMALL
+    }))
     skipped = [c for c in results.cells if c.skipped]
     assert [c.strategy.value for c in skipped] == ["post_processing"] * 3
     assert "error_rate_parity" in skipped[0].skipped
@@ -102,7 +103,9 @@ def test_run_writes_complete_consistent_tables_for_german_credit(
 def test_compas_counterfactual_flip_rates_by_channel(audit_repo) -> None:  # type: ignore[no-untyped-def]
     """Race edits flip S0 decisions, never S1/S2 (race is not their feature); proxies differ."""
     data = load_audit(audit_repo.manifests["compas"])
-    results = run_audit(data, config=BenchmarkConfig(jobs=2, max_iter=10, **SMALL))
+    results = run_audit(data, config=BenchmarkConfig(jobs=2).with_params({
+        "mitigation.max_iter": 10, **SMALL
+    }))
     cf = results.counterfactual
     explicit = cf[cf["kind"] == "explicit"]
     assert (explicit["n_changed"] > 0).all()
@@ -178,7 +181,9 @@ def test_rewriting_results_replaces_the_folder_and_leaves_no_staging(
 
 def test_degenerate_cells_carry_the_note_on_every_fairness_row(insurance: AuditData) -> None:
     """With bounds no cell can meet, every cell is degenerate and each fairness row says so."""
-    config = BenchmarkConfig(jobs=2, max_iter=10, degenerate_min_selection_rate=0.98, **SMALL)
+    config = BenchmarkConfig(jobs=2).with_params({
+        "mitigation.max_iter": 10, "degenerate.min_selection_rate": 0.98, **SMALL
+    })
     results = run_audit(insurance, config=config)
     assert all(c.degenerate for c in results.cells)
     notes = results.fairness["note"].fillna("")
@@ -192,7 +197,9 @@ def test_base_rate_rule_moves_s0_s2_cutoffs_and_s3_s4_objectives(insurance: Audi
     """Under base_rate, S0-S2 cut at the training label rate; S3/S4 record balanced objectives."""
     manifest = dataclasses.replace(insurance.manifest, decision=DecisionRule("base_rate"))
     data = dataclasses.replace(insurance, manifest=manifest)
-    results = run_audit(data, config=BenchmarkConfig(jobs=2, max_iter=10, **SMALL))
+    results = run_audit(data, config=BenchmarkConfig(jobs=2).with_params({
+        "mitigation.max_iter": 10, **SMALL
+    }))
     p = float(insurance.y[insurance.train_index].mean())
     for cell in results.cells:
         decision = dict(cell.decision)
@@ -215,14 +222,14 @@ def insurance_fit(insurance: AuditData):  # type: ignore[no-untyped-def]
     from faircode.audit.prepared import prepare
 
     prepared = prepare(insurance)
-    return prepared, fit(prepared, config=BenchmarkConfig(jobs=2, **SMALL))
+    return prepared, fit(prepared, config=BenchmarkConfig(jobs=2).with_params(SMALL))
 
 
 def test_one_row_per_unit_evaluates_bit_identically_to_no_unit(insurance_fit) -> None:  # type: ignore[no-untyped-def]
     """A unit column without repeats takes the row path: every table is equal bit for bit."""
 
     prepared, predictions = insurance_fit
-    config = BenchmarkConfig(jobs=2, **SMALL)
+    config = BenchmarkConfig(jobs=2).with_params(SMALL)
     plain = evaluate(dataclasses.replace(prepared, unit=None), predictions, config=config)
     units = np.arange(len(prepared.y), dtype=np.int64)[::-1].copy()
     with_unit = evaluate(dataclasses.replace(prepared, unit=units), predictions,
@@ -238,7 +245,7 @@ def test_repeated_units_change_p_values_and_record_design_effects(insurance_fit)
     from faircode.evaluate.write import design_effect_summary
 
     prepared, predictions = insurance_fit
-    config = BenchmarkConfig(jobs=2, **SMALL)
+    config = BenchmarkConfig(jobs=2).with_params(SMALL)
     units = np.arange(len(prepared.y), dtype=np.int64) // 2
     results = evaluate(dataclasses.replace(prepared, unit=units), predictions,
                              config=config)
@@ -263,12 +270,13 @@ def test_mde_columns_equal_power_module_values(insurance_fit) -> None:  # type: 
     from faircode.stats.resampling import confusion_counts
 
     prepared, predictions = insurance_fit
-    config = BenchmarkConfig(jobs=2, **SMALL)
+    config = BenchmarkConfig(jobs=2).with_params(SMALL)
     results = evaluate(dataclasses.replace(prepared, unit=None), predictions, config=config)
     cell = next(c for c in predictions.cells if c.strategy.value == "baseline"
                 and c.family.value == "logistic_regression")
     test = prepared.test_index
-    rule = resolve_rule(prepared.manifest.decision, default_threshold=config.decision_threshold)
+    rule = resolve_rule(prepared.manifest.decision,
+                        default_threshold=config.models.decision_threshold)
     cutoff = decision_cutoff(rule, train_scores=cell.train_score,
                              train_labels=prepared.y[prepared.train_index])
     y_pred, _ = cell.decisions(cutoff)
@@ -283,7 +291,7 @@ def test_mde_columns_equal_power_module_values(insurance_fit) -> None:  # type: 
     assert len(rows) == len(FAIRNESS_METRICS)
     for _, row in rows.iterrows():
         expected = detectable_gap(row["metric"], counts_d, counts_a, value=row["value"],
-                                  alpha=config.alpha, power=config.power)
+                                  alpha=config.stats.alpha, power=config.stats.power)
         assert row["mde"] == pytest.approx(expected.mde, nan_ok=True), row["metric"]
         assert row["powered"] == expected.powered
         assert row["mde_note"] == expected.note

@@ -228,8 +228,10 @@ def written(audit_repo, tmp_path_factory):  # type: ignore[no-untyped-def]
     from faircode.grid.predictions import AuditPredictions
 
     data = prepare(load_audit(audit_repo.manifests[SMALL_AUDIT]))
-    config = BenchmarkConfig(jobs=1, n_resamples=100, n_permutations=100,
-                             decision_threshold=DECLARED)
+    config = BenchmarkConfig(jobs=1).with_params({
+        "stats.n_resamples": 100, "stats.n_permutations": 100,
+        "models.decision_threshold": DECLARED
+    })
     cells = tuple(fit_cell(data, Strategy(s), ModelFamily(m), mitigation=config.mitigation,
                            seed=data.manifest.random_state, train=data.train_index,
                            test=data.test_index, perturbed=data.perturbed,

@@ -270,7 +270,9 @@ def _results(root: Path) -> Path:
     assert cell is not None
     results = assemble("toy", [stand_in, cell], rule=None, alpha=STATS.alpha)
     results.deployed = score_system_all_rows(data, stats=STATS, degenerate=DEGENERATE)
-    write_audit(data, results, config=BenchmarkConfig(n_resamples=50, n_permutations=200),
+    write_audit(data, results, config=BenchmarkConfig().with_params({
+        "stats.n_resamples": 50, "stats.n_permutations": 200
+    }),
                 out_dir=root / "results", provenance_record={})
     return root / "results"
 

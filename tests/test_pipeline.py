@@ -213,13 +213,13 @@ def test_one_identity_in_run_json_report_and_mlflow_parent(repo: Repo) -> None:
     """One `dvc repro` of a committed tree: every run.json, report.html and the MLflow parent
     (the track stage) show the same state -- the commit it ran at, the tree's code and params
     digests, clean inputs -- although dvc.lock and results/ changed while it ran."""
-    from faircode.core.config import load_params
+    from faircode.core.config import config_record, load_params
     from faircode.provenance.state import code_digest, params_digest
 
     expected = {"git_commit": repo.run("git", "rev-parse", "HEAD~1").stdout.strip(),
                 "code_sha256": code_digest(repo.root), "inputs_dirty": False,
                 "params_sha256": params_digest(
-                    load_params(repo.root / "params.yaml").config.as_dict())}
+                    config_record(load_params(repo.root / "params.yaml").config))}
     for audit in AUDITS:
         run = json.loads((repo.root / "results" / audit / "run.json").read_text())
         assert run["state"] == expected, audit

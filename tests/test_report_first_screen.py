@@ -251,7 +251,7 @@ def test_every_star_has_the_audits_own_q_below_alpha_in_mlflow(families: Path) -
     """The MLflow child of each paper-table cell logs dp.q_audit: below alpha exactly where
     the paper table stars the cell (the same family in both views); the benchmark-wide q of
     the edited cell is summary.csv's (the parent's artifact), not a child metric."""
-    from faircode.record.runs import collect_children
+    from faircode.record.kinds import collect_children
 
     stars = _stars((families / "paper_table.md").read_text())
     children, _ = collect_children(families)

@@ -135,6 +135,7 @@ def test_audits_are_evaluated_longest_first_by_their_last_seconds(
     """run.json's seconds.evaluate orders the jobs, longest first; an audit without a record
     (new, or a text audit) starts first; ties keep params.yaml's order."""
     from faircode.core.config import BenchmarkConfig
+    from faircode.evaluate.job import Job
 
     seconds = {"a": 5.0, "b": 17.9, "c": None, "d": 8.9, "e": 5.0}
     jobs = []
@@ -143,7 +144,7 @@ def test_audits_are_evaluated_longest_first_by_their_last_seconds(
         if took is not None:
             (tmp_path / audit / "run.json").write_text(json.dumps(
                 {"seconds": {"evaluate": took, "statistics": 1.0}}))
-        jobs.append(evaluate.TextJob(audit, tmp_path, tmp_path, tmp_path))
+        jobs.append(Job("text", audit, tmp_path, tmp_path / "audit.yaml"))
     (tmp_path / "e" / "run.json").write_text("{not json")  # unreadable: no record
     ran: list[str] = []
     monkeypatch.setattr(evaluate, "_run", lambda job, config: ran.append(job.audit))

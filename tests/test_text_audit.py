@@ -311,7 +311,7 @@ def test_text_audit_runs_on_the_shared_madlibs_data(tmp_path: Path, mirror_extra
     assert flips.loc[("vader_negative", "global", "religion_muslim_to_christian", "explicit"),
                      "n_flipped"] == 0
     assert len(payloads.sentences[payloads.sentences["set"] == "names"]) == 1600
-    from faircode.evaluate.text import TEXT_TABLES
+    from faircode.core.layout import TEXT_TABLES
 
     out = write_text_audit(manifest, payloads, results, systems=systems,
                            config=__import__("faircode").BenchmarkConfig(),

@@ -109,13 +109,14 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from faircode.core.config import Params, load_params
     from faircode.core.errors import ConfigError
     from faircode.evaluate.streamed import audit_predictions
-    from faircode.evaluate.write import check_replaceable, write_audit
+    from faircode.evaluate.write import PREDICTIONS, check_replaceable, write_audit
     from faircode.provenance.state import provenance
     from faircode.report.given import given_lines
 
     params = load_params(Path(args.params)) if args.params else Params()
-    overrides = {k: getattr(args, k) for k in ("n_resamples", "n_permutations")}
-    config = params.config.replace(**{k: v for k, v in overrides.items() if v is not None})
+    config = params.config.with_params({path: getattr(args, dest) for dest, path in (
+        ("n_resamples", "stats.n_resamples"), ("n_permutations", "stats.n_permutations"))
+        if getattr(args, dest) is not None})
     given = Path(args.audit)
     if given.suffix in (".yaml", ".yml") and is_log_declaration(given):
         return _audit_log(args, given, config)
@@ -124,7 +125,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                           "audit's manifest (a log declaration needs none), got nothing")
     manifest = load_manifest(given if given.suffix in (".yaml", ".yml")
                              else Path(args.audits) / args.audit / "audit.yaml")
-    check_replaceable(Path(args.out) / manifest.name, audit=manifest.name, kind="predictions")
+    check_replaceable(Path(args.out) / manifest.name, audit=manifest.name, kind=PREDICTIONS)
     raw_key, file_key = row_identity(manifest, args.key)
     obtain(manifest, mirrors())
     data = load_audit(manifest, key=raw_key, by_position=raw_key is None)
@@ -136,7 +137,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                               chunk_rows=args.chunk_rows or JOIN_ROWS)
     held_out = args.rows == "held-out"
     streamed = audit_predictions(data, found, name=args.name,
-                                 threshold=config.decision_threshold, stats=config.stats,
+                                 threshold=config.models.decision_threshold, stats=config.stats,
                                  degenerate=config.degenerate, verdicts=config.verdicts,
                                  audited=data.test_index if held_out else None)
     results = streamed.results

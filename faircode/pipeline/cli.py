@@ -240,10 +240,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     # params.yaml (optional) -> config, then the flags override it: the same object either way
     params = load_params(Path(args.params)) if args.params else Params()
-    overrides = {k: getattr(args, k) for k in ("n_resamples", "n_permutations", "jobs",
-                                                "constraint", "eps", "decision_threshold",
-                                                "seeds", "seed_mode", "encoding")}
-    config = params.config.replace(**{k: v for k, v in overrides.items() if v is not None})
+    config = params.config.with_params({path: getattr(args, dest) for dest, path in (
+        ("n_resamples", "stats.n_resamples"), ("n_permutations", "stats.n_permutations"),
+        ("jobs", "run.jobs"), ("constraint", "mitigation.constraint"),
+        ("eps", "mitigation.eps"), ("decision_threshold", "models.decision_threshold"),
+        ("seeds", "run.seeds"), ("seed_mode", "run.seed_mode"),
+        ("encoding", "models.encoding")) if getattr(args, dest) is not None})
     backend = args.backend or ("dask" if args.scheduler else params.execution.backend)
     execution = ExecutionConfig(backend=backend,
                                 scheduler=args.scheduler or params.execution.scheduler)

@@ -30,7 +30,7 @@ def _cmd_flips(args: argparse.Namespace) -> int:
         n_resamples=args.n_resamples or base.n_resamples,
         n_permutations=args.n_permutations or base.n_permutations,
         confidence=base.confidence, alpha=base.alpha, power=base.power)
-    thresholds = args.threshold or [params.config.decision_threshold]
+    thresholds = args.threshold or [params.config.models.decision_threshold]
     tables = audit_flips(Path(args.originals), Path(args.copies), thresholds=thresholds,
                          stats=stats, seed=args.seed, system=args.name)
     out = write_flips(tables, out=Path(args.out), originals=Path(args.originals),

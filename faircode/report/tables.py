@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from faircode.core.cells import NOT_APPLICABLE
+from faircode.core.layout import paper_table_files
 from faircode.report.inputs import (
     STRATEGIES,
     UNINFORMATIVE_NOTE,
@@ -498,8 +499,9 @@ def write_tables(ctx: Context, *, floor: pd.DataFrame, out: Path,
     """Write ``<name>.md`` and ``<name>.tex`` of every table (and of ``extra``) into ``out``."""
     written = []
     for table in (*all_tables(ctx, floor), *extra):
-        for suffix, render in ((".md", to_markdown), (".tex", to_latex)):
-            path = out / f"{table.name}{suffix}"
+        for name, render in zip(paper_table_files(table.name), (to_markdown, to_latex),
+                                strict=True):
+            path = out / name
             path.write_text(render(table), encoding="utf-8")
             written.append(path)
     return tuple(written)
