@@ -1,29 +1,28 @@
 """The pipeline files, ``dvc.yaml`` and ``upstream/dvc.yaml``, written from ``params.yaml``.
 
 ``params.yaml`` lists the audits the pipeline runs: ``audits`` (the grid's) and ``text_audits``.
-DVC's templating expands a list into one stage per item (``foreach``), never into one stage's
-``deps`` (treeverse/dvc#8171), and the evaluate stage is one stage over every audit (DVC rewrites
-the whole ``dvc.lock`` after each stage it runs, so a sweep value pays that once, not once per
-audit).  Its deps, outs, metrics and plots, the report's and track's deps and the threshold-curve
-plots therefore name each audit, and ``faircode pipeline``
-(:mod:`faircode.pipeline.pipeline_command`) writes both files from the two lists
-(:func:`render`).  check-params, the first stage of every repro, refuses files written for
-another list with one line naming that command (:func:`check_written_for`).
+DVC expands a list into one stage per item (``foreach``), never into one stage's ``deps``
+(treeverse/dvc#8171), and evaluate is one stage over every audit (DVC rewrites the whole
+``dvc.lock`` after each stage it runs: a sweep value pays that once, not once per audit), so
+evaluate, report, track and the threshold-curve plots name each audit: ``faircode pipeline``
+(:mod:`faircode.pipeline.pipeline_command`) writes both files from the lists (:func:`render`),
+and check-params, the first stage of every repro, refuses files written for another list with
+one line naming that command (:func:`check_written_for`).
 
 Design decisions
 ----------------
-* **The lists are written into the files.**  The data stages' ``foreach`` is the list itself,
-  not ``${audits}``, so neither file reads ``params.yaml``: a list changed without a rewrite (by
-  hand, or ``dvc exp run -S audits=...``) still parses, and the repro stops at check-params with
-  the line -- not at DVC's ``Could not find 'text_audits'``, nor at an ``[Errno 2]`` in the
-  evaluate stage.  The stage names (``fetch@<audit>``), commands, deps, params and outs are those
-  ``foreach: ${audits}`` gave, so a state's ``dvc.lock`` stays valid.
-* **An empty list has no stages**: a text audit alone has no grid stage, no strategy plot and no
-  threshold curve; grid audits alone have no text stage.  Nothing else changes with the lists.
-* **The fit stages are the grid's parts**, one :class:`FitPart` each, given by the caller
-  (:func:`faircode.pipeline.pipeline_command.fit_parts`), so a new part is a new stage here with
-  no edit.
-* Every interpolation in a ``cmd`` is one single-quoted shell word; every name was checked safe
+* **The lists are written into the files**: each data stage's ``foreach`` is the list itself,
+  not ``${audits}``, so neither file reads ``params.yaml``.  A list changed without a rewrite (by
+  hand, or ``dvc exp run -S audits=...``) still parses, and the repro stops at check-params --
+  not at DVC's ``Could not find 'text_audits'``, nor at an ``[Errno 2]`` in evaluate.  Stage
+  names (``fetch@<audit>``), commands, deps, params and outs are those ``foreach: ${audits}``
+  gave, so a state's ``dvc.lock`` stays valid.
+* **An empty list has no stages**: a text audit alone has no grid stage, strategy plot,
+  threshold curve or paired-effects table; grid audits alone have no text stage.
+* **An audit that leaves the lists re-runs the report** through :data:`LISTS`.
+* **The fit stages are the grid's parts**, one :class:`FitPart` each, from the caller
+  (:func:`faircode.pipeline.pipeline_command.fit_parts`): a new part is a new stage, no edit here.
+* Every ``cmd`` interpolation is one single-quoted shell word; every name was checked safe
   (:mod:`faircode.core.names`) when ``params.yaml`` was loaded, and is again by each stage.
 * check-params imports this module: it imports nothing but ``core``.
 """
@@ -34,8 +33,18 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from faircode.core.cells import STRATEGY_CODES, ModelFamily, Strategy
 from faircode.core.config import Params
 from faircode.core.errors import ConfigError
+from faircode.core.layout import (
+    FIGURES,
+    REPORT_PAGE,
+    RESIDUAL_FLOOR,
+    SUMMARY,
+    SUMMARY_FAMILIES,
+    dvc_views,
+    paper_table_files,
+)
 from faircode.core.names import check_name
 
 __all__ = ["COMMAND", "FILES", "LISTS", "FitPart", "check_written_for", "lists_text", "render",
@@ -52,9 +61,6 @@ LISTS = "data/audits.txt"
 """check-params' record of the lists (:func:`lists_text`), a dep of the report: DVC sees no
 change in a dep that left a stage, so without it an audit dropped from the lists alone would
 leave the report of the old lists."""
-CURVE_FAMILIES = ("logistic_regression", "random_forest", "gradient_boosting")
-"""The columns a threshold-curve plot draws: S0 of each family (``results/curves/<audit>.csv``)."""
-
 
 @dataclass(frozen=True, slots=True)
 class FitPart:
@@ -158,11 +164,11 @@ EVALUATE_NOTE = """\
 
 EVALUATE_PARAMS = ("models", "stats", "degenerate", "verdicts", "curves", "run.seeds",
                    "run.seed_mode")
-REPORT_OUTS = ("summary.csv", "summary_families.csv", "residual_floor.csv", "paper_table.md",
-               "paper_table.tex", "performance_table.md", "performance_table.tex",
-               "counterfactual_table.md", "counterfactual_table.tex", "residual_floor_table.md",
-               "residual_floor_table.tex")
-GRID_REPORT_OUTS = ("effects_table.md", "effects_table.tex")
+RESULTS = Path("results")
+REPORT_OUTS = (SUMMARY, SUMMARY_FAMILIES, RESIDUAL_FLOOR, *(
+    f for t in ("paper_table", "performance_table", "counterfactual_table",
+                "residual_floor_table") for f in paper_table_files(t)))
+GRID_REPORT_OUTS = paper_table_files("effects_table")
 """The report's tables of the grid audits' paired effects: written only when there are some."""
 REPORT_FIGURES = ("heatmap_demographic_parity_diff.png",
                   "residual_floor_demographic_parity_diff.png")
@@ -205,9 +211,10 @@ def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
     lines += ["    params:", *_items(EVALUATE_PARAMS, 6),
               "    outs:  # persist: kept in place while the stage runs, so it can find them "
               "unchanged"]
+    views = {a: dvc_views(RESULTS, a) for a in grid}
     for a in grid:
-        lines += [*_out(f"results/{a}"), *_out(f"results/curves/{a}.csv"),
-                  *_out(f"results/metrics/full/{a}.json")]
+        lines += [*_out(f"results/{a}"), *_out(views[a].curve.as_posix()),
+                  *_out(views[a].full.as_posix())]
     for a in text:
         lines += _out(f"results/{a}", persist=False,
                       note="a text audit's tables and run.json, written whole")
@@ -216,14 +223,14 @@ def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
             "    # results/metrics/full/<audit>.json: every row set, <audit>.<S0..S4|deployed>."
             "<LR|RF|GB|", "    # system>.{accuracy,dp_diff.<attr>,dp_q.<attr>}",
             "    metrics:  # the headline, the same keys in every audit's file: attr, dp.S0 .. "
-            "dp.S4", *(x for a in grid for x in _out(f"results/metrics/{a}.json")),
+            "dp.S4", *(x for a in grid for x in _out(views[a].headline.as_posix())),
             "    plots:",
             "      # every row set's demographic-parity difference with its interval, a panel "
             "per attribute",
             "      # (faircode/evaluate/summary.py; the template is "
             ".dvc/plots/faircode_strategies.json)"]
         for a in grid:
-            lines += _out(f"results/metrics/{a}-strategies.json", more=(
+            lines += _out(views[a].strategies.as_posix(), more=(
                 "template: faircode_strategies", "x: dp_diff", "y: strategy",
                 f'title: "{a}: demographic parity difference by strategy and model family"',
                 'x_label: "demographic_parity_diff (disadvantaged - advantaged selection rate)"',
@@ -241,14 +248,14 @@ def _report(params: Params) -> list[str]:
             "results --audits audits", "    deps:", *_items(deps, 6),
             "    params:", "      - report", "    outs:",
             *(x for t in tables for x in _out(f"results/{t}", persist=False)),
-            *_out("results/figures",
+            *_out((RESULTS / FIGURES).as_posix(),
                   note="persist: a figure whose inputs did not change is carried over"),
-            *_out("results/report.html",
+            *_out((RESULTS / REPORT_PAGE).as_posix(),
                   note="persist: an image of the same PNG bytes is carried over")]
 
 
 def _track(params: Params) -> list[str]:
-    deps = [*_code("track", "core", "provenance", "record"), "results/summary.csv",
+    deps = [*_code("track", "core", "provenance", "record"), (RESULTS / SUMMARY).as_posix(),
             *(f"results/{a}" for a in (*params.audits, *params.text_audits))]
     return ["", "  track:", "    cmd: python -m faircode.pipeline.stages.track results",
             "    deps:", *_items(deps, 6), "    always_changed: true"]
@@ -258,7 +265,7 @@ def _plots(params: Params) -> list[str]:
     if not params.audits:
         return []
     lines = ["", PLOTS_NOTE, "plots:"]
-    columns = ", ".join(f'"S0 {f}"' for f in CURVE_FAMILIES)
+    columns = ", ".join(f'"{STRATEGY_CODES[Strategy.BASELINE]} {f.value}"' for f in ModelFamily)
     for a in params.audits:
         lines += [
             f'  - "{a} threshold curve":', "      template: faircode_curves",
@@ -266,8 +273,8 @@ def _plots(params: Params) -> list[str]:
             'against the decision threshold"',
             '      x_label: "decision threshold (decide 1 above it)"',
             "      y_label: demographic_parity_diff", "      x: threshold", "      y:",
-            f"        results/curves/{a}.csv:", f"          [{columns}]"]
-    return lines + _items((f"results/figures/{f}" for f in REPORT_FIGURES), 2)
+            f"        {dvc_views(RESULTS, a).curve.as_posix()}:", f"          [{columns}]"]
+    return lines + _items(((RESULTS / FIGURES / f).as_posix() for f in REPORT_FIGURES), 2)
 
 
 def _results_file(params: Params, parts: Sequence[FitPart]) -> str:
