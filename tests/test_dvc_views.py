@@ -168,12 +168,15 @@ def test_dvc_plots_are_ignored_by_git() -> None:
     assert "/dvc_plots/" in (REPO / ".gitignore").read_text().splitlines()
 
 
-def test_report_depends_on_every_manifest_folder() -> None:
-    """The report stage lists ``audits/<name>`` for every manifest folder (it reads them all) and
-    never the folder ``audits`` itself, whose name is also a param."""
+def test_report_depends_on_the_manifest_folder_of_each_audit_of_params() -> None:
+    """The report stage lists ``audits/<name>`` for each audit and text audit of params.yaml (it
+    reads their manifests; here, every manifest folder) and never the folder ``audits`` itself,
+    whose name is also a param."""
     deps = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["report"]["deps"]
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
     assert "audits" not in deps
     assert sorted(d for d in deps if d.startswith("audits/")) == sorted(
+        f"audits/{a}" for a in [*params["audits"], *params["text_audits"]]) == sorted(
         f"audits/{p.parent.name}" for p in discover_manifests(REPO / "audits", kind=None))
 
 

@@ -41,6 +41,7 @@ HELP: dict[str, str] = {
     "audit": "audit your own model's decisions from a predictions file or a decision log",
     "perturb": "counterfactual copies of JSONL payloads, for any model",
     "flips": "flip rates and CTF gaps of your text model from two score files (originals, copies)",
+    "pipeline": "write the DVC pipeline files for params.yaml's audits (after changing the list)",
 }
 """Each subcommand's one-line help: the "does" column of the README's command table, word for
 word (tests/test_readme.py compares them)."""
