@@ -18,7 +18,7 @@ from faircode.audit.data import load_audit, stratum_codes
 from faircode.audit.manifest import load_manifest
 from faircode.audit.outputs import SystemOutputs
 from faircode.audit.prepared import load_prepared, prepare, save_prepared
-from faircode.core.cells import DECISION_METRICS, NOT_APPLICABLE
+from faircode.core.metrics import DECISION_METRICS, NOT_APPLICABLE
 from faircode.core.config import BenchmarkConfig, DegenerateConfig, StatsConfig
 from faircode.core.errors import ManifestError
 from faircode.evaluate.deployed import (

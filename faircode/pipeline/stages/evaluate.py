@@ -58,17 +58,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from faircode.core.cells import CUTOFF_STRATEGIES, STRATEGY_TABLE, ModelFamily, strategy_code
 from faircode.core.config import BenchmarkConfig, load_params
 from faircode.pipeline.stages import PARAMS, PARTS, carry_unavailable, manifest_path, run_stage
 
 EMPTY_PLOT = "[]\n"
 """``strategy_plot(None)`` as JSON (tests/test_stages.py checks it), written without pandas."""
-CURVE_HEADER = ("threshold,S0 logistic_regression,S0 random_forest,S0 gradient_boosting,"
-                "S1 logistic_regression,S1 random_forest,S1 gradient_boosting,"
-                "S2 logistic_regression,S2 random_forest,S2 gradient_boosting\n")
+CURVE_HEADER = ",".join(["threshold", *(f"{strategy_code(s)} {m.value}"
+                                         for s in CUTOFF_STRATEGIES for m in ModelFamily)]) + "\n"
 """``curve_plot(None)`` as CSV, likewise."""
-UNAVAILABLE_HEADLINE = {"attr": None,
-                        "dp": {"S0": None, "S1": None, "S2": None, "S3": None, "S4": None}}
+UNAVAILABLE_HEADLINE = {"attr": None, "dp": {s.code: None for s in STRATEGY_TABLE}}
 """``unavailable_headline()`` (tests/test_stages.py checks it), written without pandas."""
 
 
