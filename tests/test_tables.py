@@ -23,6 +23,7 @@ from faircode.core.cells import (
 from faircode.core.metrics import (
     ALL,
     FAIRNESS_METRICS,
+    METRIC_CODES,
     METRIC_TABLE,
     TP,
     Y1,
@@ -42,20 +43,23 @@ def test_strategy_codes_and_numbers_are_unique() -> None:
     assert [s.strategy for s in STRATEGY_TABLE] == list(Strategy)
     assert len({s.code for s in STRATEGY_TABLE}) == len({s.number for s in STRATEGY_TABLE}) \
         == len(STRATEGY_TABLE)
-    assert list(STRATEGY_CODES.values()) == ["S0", "S1", "S2", "S3", "S4"]
+    assert list(STRATEGY_CODES.values())[:5] == ["S0", "S1", "S2", "S3", "S4"]
 
 
 def test_seed_keys_of_strategies_are_their_former_positions() -> None:
-    """A cell's seed key is its strategy's number: the grid index it had, so no number moved."""
-    for k, strategy in enumerate(Strategy):
+    """A cell's seed key is its strategy's number: the grid index S0-S4 had, so no number
+    moved."""
+    for k, strategy in enumerate(list(Strategy)[:5]):
         for m, family in enumerate(ModelFamily):
             assert position(strategy, family) == (k, m)
+    for s in STRATEGY_TABLE:
+        assert position(s.strategy, ModelFamily.RANDOM_FOREST) == (s.number, 1)
 
 
 def test_fit_parts_cover_the_grid_once_and_read_one_set_of_keys() -> None:
     """Each strategy is fitted by exactly one part; a part's strategies read the same keys."""
     assert PARTS is FIT_PARTS
-    assert list(PARTS) == ["unmitigated", "in_processing", "post_processing"]
+    assert list(PARTS)[:3] == ["unmitigated", "in_processing", "post_processing"]
     fitted = [s for members in PARTS.values() for s in members]
     assert sorted(fitted) == sorted(Strategy) and len(fitted) == len(Strategy)
     for members in PARTS.values():
@@ -63,8 +67,11 @@ def test_fit_parts_cover_the_grid_once_and_read_one_set_of_keys() -> None:
 
 
 def test_comparisons_keep_their_order_and_former_seed_keys() -> None:
-    """S1-S4 vs S0, then S3, S4 vs S2, with streams 0-5 (their former positions)."""
-    got = [(c.code, c.stream) for c in COMPARISONS]
+    """S1-S4 vs S0, then S3, S4 vs S2, with streams 0-5 (their former positions); any other
+    comparison has a name-derived key."""
+    got = [(c.code, c.stream) for c in COMPARISONS if c.stream < NAMED]
+    assert all(c.stream == name_stream(f"{c.strategy}-{c.reference}") for c in COMPARISONS
+               if c.stream >= NAMED)
     assert got == [("S1-S0", 0), ("S2-S0", 1), ("S3-S0", 2), ("S4-S0", 3), ("S3-S2", 4),
                    ("S4-S2", 5)]
 
@@ -94,14 +101,17 @@ def test_metric_codes_and_stream_keys_are_unique() -> None:
     """One record per metric, in enum order; distinct names, codes and seed keys."""
     assert [m.metric for m in METRIC_TABLE] == list(Metric)
     assert FAIRNESS_METRICS == tuple(m.value for m in Metric)
+    assert {m.name: m.code for m in METRIC_TABLE if m.code != m.name} == METRIC_CODES
     for field in ("name", "code", "key"):
         values = [getattr(m, field) for m in METRIC_TABLE]
         assert len(set(values)) == len(values), field
 
 
 def test_stream_keys_of_metrics_are_their_former_positions() -> None:
-    """The eight metrics keep seed keys 0-7, their positions when keys were positions."""
-    assert [m.key for m in METRIC_TABLE] == list(range(8))
+    """The eight metrics of the first table keep seed keys 0-7, their positions when keys were
+    positions; any other takes its name's key."""
+    assert [m.key for m in METRIC_TABLE if m.stream is not None] == list(range(8))
+    assert all(m.key == name_stream(m.name) for m in METRIC_TABLE if m.stream is None)
 
 
 def test_every_twin_is_a_metric_of_the_same_null() -> None:
