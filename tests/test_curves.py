@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 
 from faircode.audit.decision import Cutoff
+from faircode.core.cells import CUTOFF_STRATEGIES, ModelFamily
 from faircode.stats.curves import (
     CURVE_COLUMNS,
     DEFAULT_THRESHOLDS,
@@ -306,7 +307,7 @@ def test_curve_plot_is_one_column_per_s0_s2_cell() -> None:
                                         "metric", "value", "point"])
     plot = curve_plot(frame)
     assert list(plot.columns)[:3] == ["threshold", "S0 logistic_regression", "S0 random_forest"]
-    assert len(plot.columns) == 10
+    assert len(plot.columns) == 1 + len(CUTOFF_STRATEGIES) * len(ModelFamily)
     assert plot["threshold"].tolist() == [0.2, 0.6]
     assert plot["S0 random_forest"].tolist() == [-0.1, 0.3]
     assert plot["S0 logistic_regression"].isna().all()
