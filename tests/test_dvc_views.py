@@ -28,7 +28,7 @@ import yaml
 from conftest import copy_pipeline
 
 from faircode.audit.manifest import discover_manifests, load_manifest
-from faircode.core.cells import grid_cells
+from faircode.core.cells import STRATEGY_TABLE, grid_cells
 from faircode.evaluate.summary import (
     HEADLINE_KEYS,
     headline,
@@ -115,8 +115,8 @@ def test_headline_is_the_first_attribute_mean_over_families() -> None:
     results = _results(cells, ("race", "sex"))
     got = headline(results)
     # row k (1-based) per (cell, attribute): race of cell c is row 2c+1 -> value (2c+1)/100
-    want = {f"S{k}": round(sum((2 * (3 * k + f) + 1) / 100 for f in range(3)) / 3, 3)
-            for k in range(5)}
+    want = {s.code: round(sum((2 * (3 * k + f) + 1) / 100 for f in range(3)) / 3, 3)
+            for k, s in enumerate(STRATEGY_TABLE)}
     assert got == {"attr": "race", "dp": want}
 
 

@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
-from faircode.core.cells import FAIRNESS_METRICS, ModelFamily
+from faircode.core.cells import ModelFamily
 from faircode.core.errors import ConfigError, config_error
+from faircode.core.metrics import FAIRNESS_METRICS
 from faircode.core.names import check_name
 
 __all__ = [

@@ -76,7 +76,6 @@ __all__ = [
     "family_mean",
     "is_uninformative",
     "load_results",
-    "metric_reference",
     "notes_of",
     "ordered",
     "resolve_metric",
@@ -303,11 +302,6 @@ def resolve_metric(name: str, available: Iterable[str], *, where: str = "--metri
         return matches[0]
     raise FaircodeError(f"{where}: expected one of {', '.join(names) or '(no metrics)'}, "
                         f"got {describe(name)}")
-
-
-def metric_reference(metric: str) -> float:
-    """The parity value of ``metric``: 1 for a ratio (``*_ratio``), else 0."""
-    return 1.0 if metric.endswith("_ratio") else 0.0
 
 
 def ordered(values: Iterable[str], known: Sequence[str]) -> list[str]:
