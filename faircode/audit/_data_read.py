@@ -17,6 +17,8 @@ from pathlib import Path
 import pandas as pd
 
 from faircode.audit._data_rdata import read_rdata
+from faircode.audit._data_rdb import read_lazyload
+from faircode.audit._manifest_rdata import DATABASE_SUFFIX
 from faircode.audit.manifest import Manifest, ReadOptions
 from faircode.core.errors import DataError
 
@@ -176,13 +178,15 @@ def read_raw(manifest: Manifest, file: Path, *,
 
     ``extra`` maps further columns to read (a join key) to the name of what asked for them; a
     missing one is an error opening with the data file, not the manifest.  An R data file
-    (``dataset.object``) is read by :func:`faircode.audit._data_rdata.read_rdata`, its rows
-    named ``row N``.
+    (``dataset.object``) is read by :func:`faircode.audit._data_rdata.read_rdata` (an R lazy-load
+    database ``.rdb`` by :func:`faircode.audit._data_rdb.read_lazyload`), its rows named
+    ``row N``.
     """
     frame = None
     if manifest.dataset.object is not None:
-        frame = read_rdata(file, object_name=manifest.dataset.object,
-                           where=f"{manifest.file}: dataset")
+        reader = read_lazyload if file.suffix.lower() == DATABASE_SUFFIX else read_rdata
+        frame = reader(file, object_name=manifest.dataset.object,
+                       where=f"{manifest.file}: dataset")
         header = [str(c) for c in frame.columns]
     else:
         header = _header(manifest, file)

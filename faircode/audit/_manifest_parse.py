@@ -14,7 +14,7 @@ import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal, cast
 
-from faircode.audit._manifest_rdata import parse_r_object
+from faircode.audit._manifest_rdata import parse_companions, parse_r_object
 from faircode.audit._manifest_strata import parse_strata
 from faircode.audit._manifest_system import parse_system
 from faircode.audit._manifest_types import (
@@ -67,7 +67,7 @@ _TOP_KEYS: dict[str, bool] = {
 }
 _DATASET_KEYS: dict[str, bool] = {
     "path": True, "sha256": False, "size": False, "source": False, "unit": False, "read": False,
-    "object": False, "mirror": False, "row_id": False,
+    "object": False, "mirror": False, "row_id": False, "companions": False,
 }
 
 _READ_KEYS: dict[str, bool] = {
@@ -163,7 +163,8 @@ def _parse_dataset(c: Checker, raw: object, root: Path, *, name: str) -> Dataset
         raise c.fail("dataset.size", "a positive integer (the file's size in bytes)", size)
     return DatasetSpec(path=resolved, declared_path=declared, sha256=sha, source=source,
                        unit=unit, read=read, object=r_object, mirror=mirror,
-                       row_id=row_id, size=size)
+                       row_id=row_id, size=size,
+                       companions=parse_companions(c, data, resolved))
 
 
 def _parse_row_id(c: Checker, raw: object) -> RowId:

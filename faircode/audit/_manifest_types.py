@@ -16,6 +16,7 @@ from typing import Any, Literal, cast, get_args
 
 from faircode.audit.decision import DecisionRule
 from faircode.core.errors import ManifestError, config_error
+from faircode.core.names import is_safe_name
 from faircode.core.schema import Scalar
 from faircode.counterfactual.perturb import AxisSpec
 
@@ -123,6 +124,21 @@ class RowId:
 
 
 @dataclass(frozen=True, slots=True)
+class Companion:
+    """A file read with the raw file (a lazy-load database's index): where, and its digest."""
+
+    path: Path
+    sha256: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.path.is_absolute() or not is_safe_name(self.path.name):
+            raise _bad("dataset.companions", "an absolute path to a safe file name",
+                       str(self.path))
+        if self.sha256 is not None and not _SHA_RE.match(self.sha256):
+            raise _bad("dataset.companions", "64 lowercase hex digits", self.sha256)
+
+
+@dataclass(frozen=True, slots=True)
 class DatasetSpec:
     """The raw file: resolved absolute path, the path as written, expected digest and size,
     provenance."""
@@ -141,6 +157,8 @@ class DatasetSpec:
     """How a predictions file names this file's rows (``faircode audit``); None: undeclared."""
     size: int | None = None
     """The raw file's size in bytes, if declared: a download's size cap."""
+    companions: tuple[Companion, ...] = ()
+    """The other files read with it (a lazy-load database's index), beside it."""
 
     def __post_init__(self) -> None:
         if not self.path.is_absolute():
@@ -155,6 +173,10 @@ class DatasetSpec:
         if self.row_id is not None and self.row_id.column is None and self.sha256 is None:
             raise _bad("dataset.row_id", "a dataset.sha256 pinning the row order of "
                        "'position'", None)
+        for companion in self.companions:
+            if companion.path.parent != self.path.parent or companion.path == self.path:
+                raise _bad("dataset.companions", f"other files beside {self.path.name}",
+                           str(companion.path))
 
 
 @dataclass(frozen=True, slots=True)

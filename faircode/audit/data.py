@@ -102,7 +102,7 @@ from faircode.audit._data_columns import (
     target_cut,
 )
 from faircode.audit._data_read import column_sources, read_raw
-from faircode.audit.fetch import sha256_file, unavailable_message
+from faircode.audit.fetch import check_companions, sha256_file, unavailable_message
 from faircode.audit.manifest import Manifest
 from faircode.audit.outputs import RowKeys, SystemOutputs, check_keys, key_text, system_outputs
 from faircode.core.errors import ChecksumError, DataError, DataUnavailableError
@@ -292,6 +292,7 @@ def load_audit(manifest: Manifest, *, path: Path | None = None,
     expected = manifest.dataset.sha256
     if expected is not None and digest != expected:
         raise ChecksumError(f"{file}: sha256: expected {expected}, got {digest}")
+    check_companions(manifest, file.parent)  # a lazy-load database's index, beside it
     frame, lines = read_raw(manifest, file, extra={key: "key"} if key is not None else None)
     rows = np.asarray(lines, dtype=object)  # where each remaining row is in the file
     origin = np.arange(len(frame))  # each remaining row's position among the file's data rows

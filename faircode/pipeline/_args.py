@@ -79,7 +79,8 @@ def obtain(manifest: Manifest, folders: tuple[Path, ...]) -> None:
     from faircode.audit.fetch import fetch
     from faircode.core.errors import DataUnavailableError
 
-    if manifest.dataset.path.is_file():
+    if manifest.dataset.path.is_file() and all(
+            c.path.is_file() for c in manifest.dataset.companions):
         return
     try:
         result = fetch(manifest, mirrors=folders, progress=sys.stderr.isatty())
