@@ -34,8 +34,9 @@ AUDIT = "bias_madlibs"
 STAGES = (
     ("text-fetch", ["fetch", AUDIT]),
     ("text-prepare", ["text_prepare", AUDIT, f"data/raw/{AUDIT}", f"data/text/{AUDIT}/payloads"]),
+    ("text-train", ["text_train", AUDIT, f"data/raw/{AUDIT}", f"data/text/{AUDIT}/systems"]),
     ("text-score", ["text_score", AUDIT, f"data/text/{AUDIT}/payloads",
-                    f"data/text/{AUDIT}/scores"]),
+                    f"data/text/{AUDIT}/systems", f"data/text/{AUDIT}/scores"]),
     ("evaluate", ["evaluate", "data/prepared", "data/predictions", "data/text", "results"]),
 )
 
@@ -44,7 +45,8 @@ def _project(root: Path, *, n_resamples: int | None, n_permutations: int | None)
     shutil.copytree(REPO / "audits" / AUDIT, root / "audits" / AUDIT)
     shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
     params = yaml.safe_load((REPO / "params.yaml").read_text())
-    params["audits"], params["text_audits"] = [], [AUDIT]  # evaluate: this audit alone
+    params.pop("audits", None)  # no grid audit: evaluate runs this text audit alone
+    params["text_audits"] = [AUDIT]
     for key, value in (("n_resamples", n_resamples), ("n_permutations", n_permutations)):
         if value is not None:
             params["stats"][key] = value
