@@ -99,6 +99,17 @@ class PlaceboDifference:
     """Per measure: whether any pair of either arm is non-zero (else p is NaN)."""
 
 
+def _measures(name: str, values: ArrayLike, n: int) -> Floats:
+    """``values`` as ``(n, k)`` (a 1-D array is one measure); a row count other than ``n``
+    is a ``ValueError``."""
+    array = np.asarray(values, dtype=np.float64)
+    array = array[:, None] if array.ndim == 1 else array
+    if array.ndim != 2 or array.shape[0] != n:
+        raise ValueError(f"{name}_values: expected {n} rows (one per pair), got shape "
+                         f"{array.shape}")
+    return array
+
+
 def _unit_sums(units: NDArray[np.int64], values: Floats, n_units: int) -> tuple[Floats, Floats]:
     """Per unit: the number of pairs and the sums of each measure (``(U,)``, ``(U, k)``)."""
     size = np.bincount(units, minlength=n_units).astype(np.float64)
@@ -149,8 +160,8 @@ def placebo_differences(
     check_positive_int("n_resamples", n_resamples)
     check_confidence(confidence)
     ub, up = np.asarray(between_units), np.asarray(placebo_units)
-    vb = np.asarray(between_values, dtype=np.float64).reshape(ub.size, -1)
-    vp = np.asarray(placebo_values, dtype=np.float64).reshape(up.size, -1)
+    vb, vp = _measures("between", between_values, ub.size), _measures("placebo", placebo_values,
+                                                                       up.size)
     if vb.shape[1] != vp.shape[1]:
         raise ValueError(f"between_values, placebo_values: expected one number of measures, got "
                          f"{vb.shape[1]} and {vp.shape[1]}")
