@@ -243,6 +243,38 @@ def test_subgroup_aucs_by_hand(toy: tuple[object, object]) -> None:
     assert a.loc[("gay", "bpsn_auc"), "value"] == 0.0
 
 
+def test_placebo_table_by_hand(tmp_path: Path) -> None:
+    """Names Emily, Anne (White) and Lakisha, Ebony (Black), both directions, the race cells as
+    groups: Emily -> Lakisha adds 0.05, Anne -> Ebony nothing, so the swap's shift is +0.025
+    against a placebo of exactly 0 (every within-group pair both ways); no decision flips at 0.5
+    (no test, the difference within the margin)."""
+    path = _fixture(tmp_path)
+    (path.parent / "names.yaml").write_text(yaml.safe_dump({"axes": [
+        {"name": "white_to_black", "substitutions": [
+            {"pattern": "Emily", "replacement": "Lakisha", "kind": "proxy"},
+            {"pattern": "Anne", "replacement": "Ebony", "kind": "proxy"}]},
+        {"name": "black_to_white", "substitutions": [
+            {"pattern": "Lakisha", "replacement": "Emily", "kind": "proxy"},
+            {"pattern": "Ebony", "replacement": "Anne", "kind": "proxy"}]}],
+        "groups": {"white": ["Emily", "Anne"], "black": ["Lakisha", "Ebony"]}}, sort_keys=False))
+    manifest = load_text_manifest(path)
+    payloads = build_payloads(manifest)
+    placebo = evaluate_text(manifest, payloads, {"profanity_check": _stub(payloads.texts)},
+                            decision_threshold=0.5, stats=STATS).placebo
+    rows = placebo.set_index(["axis", "measure"])
+    shift = rows.loc[("white_to_black", "shift")]
+    assert (shift["n_pairs"], shift["n_placebo_pairs"], shift["groups"]) == (8, 16,
+                                                                               "white|black")
+    assert shift["between"] == pytest.approx(0.025) and shift["placebo"] == pytest.approx(0.0)
+    assert shift["difference"] == pytest.approx(0.025)
+    assert rows.loc[("black_to_white", "shift"), "difference"] == pytest.approx(-0.025)
+    gap = rows.loc[("white_to_black", "ctf_gap")]
+    assert gap["between"] == pytest.approx(0.025) and gap["placebo"] == pytest.approx(0.025)
+    flip = rows.loc[("white_to_black", "flip_rate")]
+    assert flip["difference"] == 0 and flip["note"] == "no_score_change"
+    assert np.isnan(flip["p_value"]) and flip["verdict"] == "within_margin"
+
+
 # ------------------------------------------------------------------------------ two paths
 
 
@@ -280,6 +312,32 @@ def test_practitioner_path_equals_the_manifest_path(tmp_path: Path,
                                   check_dtype=False)
     pd.testing.assert_frame_equal(files.ctf, manifest_path.ctf.drop(columns=["set"]),
                                   check_dtype=False)
+
+
+def test_faircode_run_runs_a_text_audit_alone(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """`faircode run <text audit manifest>` prepares, scores and evaluates it with no grid
+    audit: the folder holds every text table, and its flips are the library path's."""
+    from faircode.core.layout import TEXT_TABLES
+    from faircode.pipeline.cli import main
+
+    path = _fixture(tmp_path)
+    out = tmp_path / "results"
+    assert main(["run", str(path), "--out", str(out), "--n-resamples", "200",
+                 "--n-permutations", "200", "--quiet"]) == 0
+    assert f"toy: wrote {out / 'toy'}" in capsys.readouterr().out
+    folder = out / "toy"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [f"{t}.csv" for t in TEXT_TABLES] + ["run.json"])
+    manifest = load_text_manifest(path)
+    payloads = build_payloads(manifest)
+    from faircode.audit.text_systems import score_texts
+
+    scores, _ = score_texts(["profanity_check"], payloads.texts)
+    expected = evaluate_text(manifest, payloads, scores, decision_threshold=0.5, stats=STATS)
+    written = pd.read_csv(folder / "flips.csv", keep_default_na=False, na_values=[""])
+    np.testing.assert_allclose(written["flip_rate"], expected.flips["flip_rate"])
+    np.testing.assert_allclose(written["ci_high"], expected.flips["ci_high"])
 
 
 # ------------------------------------------------------------------------------ real data
