@@ -160,7 +160,7 @@ def test_readme_graph_is_dvc_dag_of_the_pipeline(tmp_path: Path) -> None:
     assert shown is not None
     assert _boxes(shown.group(1)) == _boxes(done.stdout) == sorted(
         ["check-params", "fetch", "prepare", "fit", "fit-in-processing", "fit-post-processing",
-         "evaluate", "text-fetch", "text-prepare", "text-score", "report",
+         "evaluate", "text-fetch", "text-prepare", "text-train", "text-score", "report",
          "track"])
 
 
