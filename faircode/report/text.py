@@ -339,8 +339,20 @@ def _system_clause(inputs: TextInputs, audit: str, system: str) -> str:
             clause += f", no {kind} swap flips a decision"
         else:
             clause += (f", its {kind} swaps flip up to {_pct(top['flip_rate'])} of decisions "
-                       f"({top['axis']})")
+                       f"({top['axis']}{_placebo_note(inputs, audit, system, top)})")
     return clause
+
+
+def _placebo_note(inputs: TextInputs, audit: str, system: str, flip: pd.Series) -> str:
+    """``; placebo 19.8 %: below_placebo`` for a flip row whose axis has a placebo, else ``""``:
+    a raw rate is never quoted without its control where it has one."""
+    p = inputs.placebo
+    row = p[(p["audit"] == audit) & (p["system"] == system) & (p["measure"] == "flip_rate")
+            & (p["operating_point"] == "global") & (p["set"] == flip["set"])
+            & (p["axis"] == flip["axis"]) & (p["kind"] == flip["kind"])]
+    if not len(row):
+        return ""
+    return f"; placebo {_pct(row['placebo'].iat[0])}: {row['verdict'].iat[0]}"
 
 
 def section_html(inputs: TextInputs, *, figures: str, fold: Any, table: Any) -> str:
