@@ -39,8 +39,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import cross_val_predict
 
-from faircode.audit.data import AuditData, load_audit, stratum_codes
+from faircode.audit.data import AuditData, load_audit
 from faircode.audit.manifest import load_manifest
+from faircode.audit.strata import stratum_codes
 from faircode.stats.groups import group_rates
 from faircode.stats.metrics import fairness_metrics, orient
 from faircode.stats.stratified import stratified_gap

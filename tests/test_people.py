@@ -14,10 +14,11 @@ import pytest
 import yaml
 from conftest import AUDITS, _skip_or_fail
 
-from faircode.audit.data import load_audit, stratum_codes
+from faircode.audit.data import load_audit
 from faircode.audit.manifest import load_manifest
 from faircode.audit.outputs import SystemOutputs
 from faircode.audit.prepared import load_prepared, prepare, save_prepared
+from faircode.audit.strata import stratum_codes
 from faircode.core.config import BenchmarkConfig, DegenerateConfig, StatsConfig
 from faircode.core.errors import ManifestError
 from faircode.core.metrics import DECISION_METRICS, FAIRNESS_METRICS, NOT_APPLICABLE
