@@ -288,7 +288,13 @@ def test_the_report_shows_the_peoples_decision_and_what_it_cannot_say(tmp_path: 
     write_report(out, audits_dir=tmp_path / "audits")
     gaps = (out / "people_gaps_table.md").read_text()
     assert "| toy | grp | FPR gap | n/a — decision is the outcome |" in gaps
-    assert "| toy | grp | parity gap within level (stratum) |" in gaps
+    assert "| toy | grp | parity gap within level (stratum): Mantel-Haenszel |" in gaps
+    assert "| toy | grp | heterogeneity across the level strata (Cochran's Q) | Q " in gaps
+    strata = (out / "people_strata_table.md").read_text()
+    levels = pd.read_csv(out / "toy" / "deployed" / "stratum_rates.csv")
+    first = levels.iloc[0]
+    assert (f"| grp | level | stratum=s1 | a: {first['decided_1_disadvantaged']} / "
+            f"{first['n_disadvantaged']} |") in strata
     assert "n/a --- decision is the outcome" in (out / "people_gaps_table.tex").read_text()
     rates = (out / "people_groups_table.md").read_text()
     data = load_audit(load_manifest(tmp_path / "audits" / "toy" / "audit.yaml"))

@@ -14,7 +14,8 @@ and declared stratum (manifest ``strata:``):
 * ``stratum_rates.csv`` -- per level of each ``mantel_haenszel`` stratum holding rows: each
   group's rows, decisions 1 and their rate (in the target's label coding, as ``groups.csv``:
   ``positive`` says what label 1 is), the level's own gap (favourable, as ``stratified.csv``)
-  and its share of the Mantel–Haenszel weight -- the strata the pooled gap pools, so a reader can
+  and its share of the Mantel–Haenszel weight (a level of one group: no gap, weight 0, note
+  ``one_group_only``) -- the strata the pooled gap pools, so a reader can
   check them against a published table.
 
 Design decisions
@@ -40,10 +41,15 @@ import numpy as np
 from faircode.audit.prepared import PreparedAudit
 from faircode.core.config import StatsConfig
 from faircode.core.seeds import Stream, child_seed
+from faircode.evaluate.detail import group_names
 from faircode.stats.adjusted import ADJUSTED_CI_METHOD, adjusted_gap
 from faircode.stats.stratified import STRATIFIED_CI_METHOD, stratified_gap, stratum_counts
 
-__all__ = ["STRATIFIED_COLUMNS", "STRATUM_RATE_COLUMNS", "stratified_rows", "stratum_rate_rows"]
+__all__ = ["ONE_GROUP_NOTE", "STRATIFIED_COLUMNS", "STRATUM_RATE_COLUMNS", "stratified_rows",
+           "stratum_rate_rows"]
+
+ONE_GROUP_NOTE = "one_group_only"
+"""A level holding one group's rows only: no gap, no weight in the pooled gap."""
 
 STRATIFIED_COLUMNS: tuple[str, ...] = (
     "audit", "strategy", "model", "protected_attribute", "stratum", "columns", "estimator",
@@ -53,9 +59,10 @@ STRATIFIED_COLUMNS: tuple[str, ...] = (
 )
 """Columns of ``stratified.csv`` (one row per row set x attribute x declared stratum)."""
 STRATUM_RATE_COLUMNS: tuple[str, ...] = (
-    "audit", "strategy", "model", "positive", "protected_attribute", "stratum", "level",
+    "audit", "strategy", "model", "positive", "protected_attribute", "disadvantaged",
+    "advantaged", "stratum", "level",
     "n_disadvantaged", "decided_1_disadvantaged", "rate_disadvantaged", "n_advantaged",
-    "decided_1_advantaged", "rate_advantaged", "gap", "weight",
+    "decided_1_advantaged", "rate_advantaged", "gap", "weight", "note",
 )
 """Columns of ``stratum_rates.csv`` (one row per row set x attribute x stratum x level)."""
 
@@ -111,6 +118,7 @@ def stratum_rate_rows(data: PreparedAudit, yhat_fav: np.ndarray, label: Mapping[
     rows: list[dict[str, Any]] = []
     for attribute in data.manifest.protected_attributes:
         mask = np.asarray(data.disadvantaged[attribute.name][test], dtype=bool)
+        groups = dict(zip(("disadvantaged", "advantaged"), group_names(attribute), strict=True))
         for name, codes in data.strata.items():
             counts = stratum_counts(yhat_fav, mask, np.asarray(codes)[test])
             n_d, f_d, n_a, f_a = counts.T.astype(np.float64)
@@ -124,9 +132,10 @@ def stratum_rate_rows(data: PreparedAudit, yhat_fav: np.ndarray, label: Mapping[
                 rate_a = x_a / n_a[k] if n_a[k] else np.nan
                 gap = f_d[k] / n_d[k] - f_a[k] / n_a[k] if both[k] else np.nan
                 rows.append({**label, "positive": target.positive(),
-                             "protected_attribute": attribute.name, "stratum": name,
-                             "level": levels[k], "n_disadvantaged": int(n_d[k]),
+                             "protected_attribute": attribute.name, **groups,
+                             "stratum": name, "level": levels[k], "n_disadvantaged": int(n_d[k]),
                              "decided_1_disadvantaged": int(x_d), "rate_disadvantaged": rate_d,
                              "n_advantaged": int(n_a[k]), "decided_1_advantaged": int(x_a),
-                             "rate_advantaged": rate_a, "gap": gap, "weight": share[k]})
+                             "rate_advantaged": rate_a, "gap": gap, "weight": share[k],
+                             "note": "" if both[k] else ONE_GROUP_NOTE})
     return rows
