@@ -175,10 +175,11 @@ def test_heterogeneity_equals_statsmodels_combine_effects() -> None:
 
 
 def test_heterogeneity_leaves_out_strata_without_variance_or_a_group() -> None:
-    """A stratum all favourable in both groups, or with one group, carries no weight; fewer
-    than two weighted strata is no test (NaN, df 0)."""
+    """A stratum with a group's rate at 0 or 1 (no Wald variance: 6 of 8 against 0 of 1 would
+    weigh like hundreds of rows), or with one group, carries no weight; fewer than two used
+    strata is no test (NaN, df 0)."""
     base = np.array([[10, 3, 20, 10], [30, 15, 10, 8]])
-    more = np.vstack([base, [[5, 5, 7, 7], [0, 0, 9, 4]]])
+    more = np.vstack([base, [[5, 5, 7, 7], [0, 0, 9, 4], [8, 6, 1, 0]]])
     assert heterogeneity(more) == heterogeneity(base)
     single = heterogeneity(base[:1])
     assert math.isnan(single.q) and single.df == 0 and math.isnan(single.p_value)

@@ -33,9 +33,10 @@ Design decisions
   Cochran's Q tests it.  Each compared stratum's difference ``d_k = p_dk − p_ak`` gets its
   Wald variance ``v_k = p_dk(1 − p_dk)/n_dk + p_ak(1 − p_ak)/n_ak`` and weight ``1/v_k``;
   ``Q = Σ_k (d_k − d̄)² / v_k`` around the inverse-variance mean ``d̄``, on ``S − 1`` degrees of
-  freedom for the ``S`` strata with ``v_k > 0`` (a stratum all 0 or all 1 in both groups has no
-  variance and no weight), ``p = P(χ²_{S−1} > Q)`` (DerSimonian & Laird 1986, the usual test
-  of a common risk difference).  A small p says the strata's differences differ: the pooled
+  freedom for the ``S`` strata used, ``p = P(χ²_{S−1} > Q)`` (DerSimonian & Laird 1986, the
+  usual test of a common risk difference).  A stratum is used only when each group's rate is
+  strictly between 0 and 1: at 0 or 1 a group's Wald variance is 0, which would give a thin
+  stratum (8 rows against 1) a weight far beyond its information.  A small p says the strata's differences differ: the pooled
   gap then averages unlike gaps, and the per-stratum table (``stratum_counts``) shows them.
 * **Strata with one group** carry no comparison (``w_k = 0``): they are counted in ``strata``
   but not in ``strata_compared`` and the note says ``strata_without_both_groups:<n>``; no
@@ -175,15 +176,15 @@ def cmh_p_value(counts: ArrayLike) -> float:
 def heterogeneity(counts: ArrayLike) -> Heterogeneity:
     """Cochran's Q test of one common difference across strata (module docstring).
 
-    ``counts`` are per-stratum ``(n_d, x_d, n_a, x_a)``; strata without both groups or without
-    variance carry no weight.  Fewer than two weighted strata: NaN, df 0, NaN.
+    ``counts`` are per-stratum ``(n_d, x_d, n_a, x_a)``; a stratum without both groups, or with
+    a group's rate at 0 or 1, carries no weight.  Fewer than two used strata: NaN, df 0, NaN.
     """
     c = np.asarray(counts, dtype=np.float64).reshape(-1, 4)
     c = c[(c[:, 0] > 0) & (c[:, 2] > 0)]
     n_d, x_d, n_a, x_a = c.T
     p_d, p_a = x_d / n_d, x_a / n_a
     variance = p_d * (1 - p_d) / n_d + p_a * (1 - p_a) / n_a
-    used = variance > 0
+    used = (p_d > 0) & (p_d < 1) & (p_a > 0) & (p_a < 1)
     if used.sum() < 2:
         return NO_HETEROGENEITY_TEST
     d, w = (p_d - p_a)[used], 1.0 / variance[used]
