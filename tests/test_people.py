@@ -507,3 +507,39 @@ def test_resume_callbacks_strata_are_bertrand_mullainathan_cells(mirror_extra: P
     assert cells == {"quality=low": (103, 1212, 75, 1212), "quality=high": (132, 1223, 82, 1223),
                      "city=boston": (126, 1083, 84, 1083), "city=chicago": (109, 1352, 73, 1352)}
     assert set(race["disadvantaged"]) == {"afam"} and set(race["advantaged"]) == {"cauc"}
+
+
+def test_toronto_arrests_reproduce_the_published_release_counts(mirror_extra: Path) -> None:
+    """Released with a summons: 955 of 1,288 Black and 3,379 of 3,938 White arrestees (carData's
+    Arrests, the Toronto Star's counts); the gap within each declared release criterion is a
+    row of stratified.csv and every error rate is not applicable."""
+    data = _audit("toronto_arrests", mirror_extra)
+    black = data.disadvantaged["race"]
+    assert _counts(data.y, {"Black": black, "White": ~black}) == \
+        {"Black": (955, 1288), "White": (3379, 3938)}
+    result = score_system_all_rows(prepare(data), stats=STATS, degenerate=DEGENERATE)
+    assert result is not None
+    race = result.stratified[result.stratified["protected_attribute"] == "race"]
+    assert race["stratum"].tolist() == ["employment", "citizenship", "prior_checks",
+                                        "release_criteria"]
+    assert (race["value"] < 0).all() and (race["ci_high"] < 0).all()
+    fpr = result.fairness[result.fairness["metric"] == "fpr_gap"]
+    assert fpr["value"].isna().all() and (fpr["note"] == NOT_APPLICABLE).all()
+
+
+def test_minneapolis_stops_reproduce_the_published_search_counts(mirror_extra: Path) -> None:
+    """Person searched: 3,099 of 15,220 stops of Black and 954 of 11,703 of White people
+    (carData's MplsStops, 2017); within precinct the gap of not being searched is -0.089; no
+    label exists, so every error rate is n/a, never a number."""
+    data = _audit("minneapolis_stops", mirror_extra)
+    black = data.disadvantaged["race"]
+    assert _counts(data.y, {"Black": black, "White": ~black}) == \
+        {"Black": (3099, 15220), "White": (954, 11703)}
+    result = score_system_all_rows(prepare(data), stats=STATS, degenerate=DEGENERATE)
+    assert result is not None
+    within = result.stratified.set_index("stratum").loc["precinct"]
+    assert within["value"] == pytest.approx(-0.0891, abs=5e-5) and within["strata"] == 5
+    blank = result.fairness[~result.fairness["metric"].isin(DECISION_METRICS)]
+    assert blank["value"].isna().all() and (blank["note"] == NOT_APPLICABLE).all()
+    perf = result.performance.set_index("metric")
+    assert math.isnan(perf.loc["auc", "value"]) and math.isnan(perf.loc["accuracy", "value"])
