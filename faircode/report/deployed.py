@@ -208,9 +208,9 @@ ORIENTATIONS: tuple[tuple[str, str, str], ...] = (
     ("label coding (as published)", "FPR gap: decided 1 among label 0", "FPR gap"),
     ("label coding (as published)", "FNR gap: decided 0 among label 1", "FNR gap"),
     ("favourable orientation (fairness.csv)",
-     "fpr_gap: decided favourable among label unfavourable", "fpr_gap"),
+     f"{_FPR}: decided favourable among label unfavourable", _FPR),
     ("favourable orientation (fairness.csv)",
-     "FNR gap = -tpr_gap: decided unfavourable among label favourable", "-tpr_gap"),
+     f"FNR gap = -{_TPR}: decided unfavourable among label favourable", f"-{_TPR}"),
 )
 """The rows of :func:`orientation_table` per attribute: (orientation, what the gap counts,
 key: a label-coded gap of :func:`signed_gaps` or a ``fairness.csv`` metric, ``-`` negated)."""
