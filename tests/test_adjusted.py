@@ -4,6 +4,7 @@ cases, statsmodels' average marginal effect, and what cannot be estimated."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -73,15 +74,35 @@ def test_a_negative_gap_at_equal_covariates_is_found(rng: np.random.Generator) -
 @pytest.mark.parametrize(("y", "d", "note"), [
     ([1, 0, 1, 0], [True] * 4, "insufficient_data"),
     ([1, 1, 1, 1], [True, False, True, False], "zero_variance"),
-    ([1, 1, 0, 0, 1, 0], [True, True, False, False, True, False], "no_convergence"),
+    ([1, 1, 0, 0, 1, 0], [True, True, False, False, True, False], "separation"),
 ])
 def test_what_cannot_be_estimated_is_nan_with_its_reason(y: list[int], d: list[bool],
                                                          note: str) -> None:
-    """One group only, one decision only, or a group that separates the decisions (the
+    """One group only, one decision only, or a group that separates the decisions (its
     coefficient runs off): NaN value, interval and p, and the reason."""
     gap = adjusted_gap(np.array(y), np.array(d), np.zeros((len(y), 0)))
     assert math.isnan(gap.value) and math.isnan(gap.p_value) and math.isnan(gap.ci_low)
     assert gap.note == note
+
+
+def test_a_covariate_level_that_separates_leaves_the_gap_estimable(
+        rng: np.random.Generator) -> None:
+    """Two rows of a level both decided 1 (quasi-separation by a covariate, as HMDA's test rows
+    with mhist 4): the fit stops where the likelihood settles and the AME equals statsmodels'
+    (which stops there too, unconverged)."""
+    y, d, z = synthetic(rng, n=600)
+    rare = np.zeros(len(y))
+    rare[:2] = 1.0
+    y[:2] = 1
+    gap = adjusted_gap(y, d, np.column_stack([z, rare]))
+    x = sm.add_constant(pd.DataFrame(np.column_stack([d, z, rare]).astype(float)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit = sm.Logit(y, x).fit(disp=0, maxiter=100)
+    ref = fit.get_margeff(at="overall", dummy=True).summary_frame().iloc[0]
+    assert gap.note == "" and gap.terms == 4
+    assert gap.value == pytest.approx(ref["dy/dx"], abs=1e-6)
+    assert gap.ci_low == pytest.approx(ref["Conf. Int. Low"], abs=1e-5)
 
 
 def test_the_interval_is_clipped_and_the_method_named() -> None:

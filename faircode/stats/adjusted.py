@@ -20,8 +20,11 @@ model sees them.  It says nothing causal: it is a comparison conditional on the 
 Design decisions
 ----------------
 * **Fit**: Newton–Raphson on the log-likelihood (numpy, at most :data:`MAX_ITERATIONS` steps,
-  step-halving when a step lowers the likelihood), from β = 0, until no coefficient moves by
-  more than 1e-10.  Covariate columns constant on
+  step-halving when a step lowers the likelihood), from β = 0, until the log-likelihood settles.
+  A covariate level whose rows all share one decision (quasi-separation: HMDA's test rows hold
+  two applicants with the worst mortgage history, both approved) has no finite coefficient; the
+  fit stops where the likelihood settles, as R's ``glm`` and statsmodels do, and those rows add
+  nothing to the average marginal effect.  Covariate columns constant on
   the rows, or linearly dependent on earlier ones, are dropped first (QR rank), so an absent
   category level does not make the fit singular; the intercept and ``d`` are never dropped.
 * **Interval and test**: the delta method, ``Var(AME) = g' H⁻¹ g`` with ``g = ∂AME/∂β``
@@ -30,8 +33,9 @@ Design decisions
   interval excludes 0 exactly when ``p < 1 − confidence``.  The same numbers as statsmodels'
   ``Logit(...).fit().get_margeff(at="overall", dummy=True)`` (``tests/test_adjusted.py``).
 * **Not estimable** (NaN with a note, never an error): a group absent (``insufficient_data``),
-  every decision the same (``zero_variance``), or a fit that does not converge -- complete or
-  quasi-complete separation, where a coefficient runs off to infinity (``no_convergence``).
+  every decision the same (``zero_variance``), the group separating the decisions (its
+  coefficient past :data:`SEPARATION`: ``separation``), or a fit that does not settle
+  (``no_convergence``).
 """
 
 from __future__ import annotations
@@ -47,14 +51,17 @@ from scipy.special import expit
 from faircode.core import checks
 from faircode.stats import resampling
 
-__all__ = ["ADJUSTED_CI_METHOD", "MAX_ITERATIONS", "AdjustedGap", "adjusted_gap"]
+__all__ = ["ADJUSTED_CI_METHOD", "MAX_ITERATIONS", "SEPARATION", "AdjustedGap", "adjusted_gap"]
 
 ADJUSTED_CI_METHOD = "logistic_ame_delta"
 """The ``ci_method`` of an adjusted gap's interval."""
 MAX_ITERATIONS = 100
 """Newton steps before a fit is declared not converged."""
-_TOLERANCE = 1e-10
-"""Convergence: the largest change of a coefficient in a step."""
+_TOLERANCE = 1e-12
+"""Convergence: a step's change of the log-likelihood, relative to it."""
+SEPARATION = 15.0
+"""A group coefficient beyond this (an odds ratio past e^15) is the group separating the
+decisions: no estimate."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +114,14 @@ def _log_likelihood(x: NDArray[np.float64], y: NDArray[np.float64],
 
 def _fit(x: NDArray[np.float64], y: NDArray[np.float64]
          ) -> tuple[NDArray[np.float64], NDArray[np.float64]] | None:
-    """Maximum-likelihood coefficients and the inverse information; None without convergence
-    (under separation a coefficient grows by about the same amount at every step)."""
+    """Maximum-likelihood coefficients and the inverse information; None without convergence.
+
+    Converged when a step changes the log-likelihood by less than :data:`_TOLERANCE` relative
+    to it.  Under quasi-separation by a covariate (a level whose rows all share one decision)
+    that level's coefficient grows without bound while the likelihood settles: the fit stops
+    there, as R's ``glm`` and statsmodels do, and the rows it separates add nothing to the
+    average marginal effect.
+    """
     beta = np.zeros(x.shape[1])
     current = _log_likelihood(x, y, beta)
     for _ in range(MAX_ITERATIONS):
@@ -118,18 +131,17 @@ def _fit(x: NDArray[np.float64], y: NDArray[np.float64]
             step = np.linalg.solve(information, x.T @ (y - p))
         except np.linalg.LinAlgError:
             return None
-        if np.max(np.abs(step)) < _TOLERANCE:
-            try:
-                return beta, np.linalg.inv(information)
-            except np.linalg.LinAlgError:
-                return None
         scale = 1.0
         while _log_likelihood(x, y, beta + scale * step) < current - 1e-12:
             scale /= 2.0
             if scale < 1e-8:
                 return None
         beta = beta + scale * step
-        current = _log_likelihood(x, y, beta)
+        previous, current = current, _log_likelihood(x, y, beta)
+        if abs(current - previous) <= _TOLERANCE * (1.0 + abs(current)):
+            p = expit(x @ beta)
+            information = (x * (p * (1 - p))[:, None]).T @ x
+            return beta, np.linalg.pinv(information, rcond=1e-15, hermitian=True)
     return None
 
 
@@ -169,6 +181,8 @@ def adjusted_gap(
     if fitted is None:
         return undefined("no_convergence", terms)
     beta, covariance = fitted
+    if abs(beta[1]) > SEPARATION:
+        return undefined("separation", terms)
     x1, x0 = x.copy(), x.copy()
     x1[:, 1], x0[:, 1] = 1.0, 0.0
     p1, p0 = expit(x1 @ beta), expit(x0 @ beta)
