@@ -36,8 +36,9 @@ Design decisions
   freedom for the ``S`` strata used, ``p = P(χ²_{S−1} > Q)`` (DerSimonian & Laird 1986, the
   usual test of a common risk difference).  A stratum is used only when each group's rate is
   strictly between 0 and 1: at 0 or 1 a group's Wald variance is 0, which would give a thin
-  stratum (8 rows against 1) a weight far beyond its information.  A small p says the strata's differences differ: the pooled
-  gap then averages unlike gaps, and the per-stratum table (``stratum_counts``) shows them.
+  stratum (8 rows against 1) a weight far beyond its information.  A small p says the strata's
+  differences differ: the pooled gap then averages unlike gaps, and the per-stratum table
+  (``stratum_counts``) shows them.
 * **Strata with one group** carry no comparison (``w_k = 0``): they are counted in ``strata``
   but not in ``strata_compared`` and the note says ``strata_without_both_groups:<n>``; no
   stratum with both groups gives NaN and ``insufficient_data``.  A zero variance (every compared
