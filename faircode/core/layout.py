@@ -105,16 +105,16 @@ UNAVAILABLE = "unavailable"
 GRID_TABLES = ("fairness", "performance", "intersectional", "counterfactual", "groups",
                "calibration", "calibration_gap")
 """The tables every grid run writes (each ``<name>.csv``)."""
-GRID_EXTRA_TABLES = ("stratified", "curves")
-"""A grid run's tables when it has them: the gaps within declared strata (also in
-``deployed/``), the operating-point curves."""
+GRID_EXTRA_TABLES = ("stratified", "stratum_rates", "curves")
+"""A grid run's tables when it has them: the gaps conditional on declared strata and the
+strata's per-level counts and rates (both also in ``deployed/``), the operating-point curves."""
 EFFECT_TABLES = ("effects", "effects_stability", "effects_replicates")
 """The paired effects of the strategies; at K > 1 also across and per training replicate."""
 STABILITY_TABLES = ("stability", "stability_replicates")
 """Training variance across seeds (``run.seeds`` > 1 only)."""
 DEPLOYED_TABLES = ("fairness", "performance", "intersectional", "groups", "calibration",
                    "calibration_gap")
-"""The tables of ``deployed/`` (and ``stratified`` with declared strata)."""
+"""The tables of ``deployed/`` (and ``stratified``, ``stratum_rates`` with declared strata)."""
 TEXT_TABLES = ("flips", "ctf", "placebo", "terms", "auc", "operating_points", "systems")
 """The tables of a text audit's run."""
 FLIP_TABLES = ("flips", "ctf")

@@ -160,7 +160,8 @@ def write_audit(
     extra: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``<out_dir>/<audit>/`` (the :data:`~faircode.core.layout.GRID_TABLES`,
-    ``effects.csv`` + ``run.json``; with declared strata ``stratified.csv``, also in
+    ``effects.csv`` + ``run.json``; with declared strata ``stratified.csv`` and
+    ``stratum_rates.csv``, also in
     ``deployed/``; with training replicates also ``stability.csv``,
     ``stability_replicates.csv``, ``effects_stability.csv`` and ``effects_replicates.csv``; with
     curves ``curves.csv``; with a deployed system its own tables on every row in
@@ -178,7 +179,8 @@ def write_audit(
     check_replaceable(final, audit=manifest.name,
                       kind=results_kind(extra) if extra is not None else GRID_RUN)
     with replacing(final) as staging:
-        strata = ("stratified",) if manifest.strata else ()  # gaps within declared strata
+        # the gaps conditional on declared strata, and the strata they pool
+        strata = ("stratified", "stratum_rates") if manifest.strata else ()
         _write_tables(results, staging, (*GRID_TABLES, *strata))
         if results.deployed is not None:  # the deployed system on every row, its own tables
             (staging / DEPLOYED_FOLDER).mkdir()

@@ -183,9 +183,11 @@ def summary_lines(data: AuditData) -> list[str]:
             lines.append(f"  system {system.name}: score {m.system.score.column} "
                          f"({system.scale}) from {system.score.min():g} to "
                          f"{system.score.max():g}")
-    for stratum in m.strata:  # the legitimate factors the gap is also measured within
-        lines.append(f"  stratum {stratum.name} ({', '.join(stratum.columns)}): "
-                     f"{int(data.strata[stratum.name].max()) + 1} levels")
+    for stratum in m.strata:  # the legitimate factors the gap is also conditioned on
+        shape = (f"{data.covariates[stratum.name].shape[1]} covariate terms (logistic "
+                 "regression)" if stratum.regression else
+                 f"{len(data.stratum_levels[stratum.name])} levels")
+        lines.append(f"  stratum {stratum.name} ({', '.join(stratum.columns)}): {shape}")
     if data.unit is not None:
         sizes = np.bincount(data.unit)
         shared = np.intersect1d(data.unit[data.train_index], data.unit[data.test_index]).size

@@ -59,6 +59,9 @@ REQUIRED: dict[str, tuple[str, ...]] = {
                         "ci_low", "ci_high", "p_value", "q_value", "note"),
     "stratified": ("audit", "strategy", "model", "protected_attribute", "stratum", "columns",
                    "value", "ci_low", "ci_high", "p_value", "q_value", "raw_gap", "note"),
+    "stratum_rates": ("audit", "strategy", "model", "protected_attribute", "stratum", "level",
+                      "n_disadvantaged", "decided_1_disadvantaged", "n_advantaged",
+                      "decided_1_advantaged", "gap", "weight", "note"),
     "curves": ("audit", "strategy", "model", "threshold", "protected_attribute", "metric",
                "value", "ci_low", "ci_high", "note", "point"),
     "stability": ("audit", "strategy", "model", "protected_attribute", "metric", "seeds",
@@ -76,10 +79,12 @@ GRID_READS: tuple[tuple[str, bool, str], ...] = (
     ("performance", True, "deployed:performance_all"),
     ("intersectional", True, "deployed:intersectional_all"),
     ("stratified", True, "deployed:stratified_all"),
+    ("stratum_rates", True, "deployed:stratum_rates_all"),
     ("groups", False, "deployed:groups"),
     ("calibration", False, "deployed:calibration"),
     ("calibration_gap", False, "deployed:calibration_gap"),
     ("stratified", False, "deployed:stratified"),
+    ("stratum_rates", False, "deployed:stratum_rates"),
     ("groups", True, "deployed:groups"),  # row set "all": the system on every row
 )
 """``(table, in deployed/, where its rows go)`` of a grid run's optional tables, in reading

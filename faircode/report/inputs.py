@@ -115,7 +115,8 @@ class DeployedInputs:
     of the main tables (test rows); ``*_all`` those of ``<audit>/deployed/`` (every row);
     ``groups``, ``calibration``, ``calibration_gap`` the optional tables as written (every
     strategy, both row sets); ``stratified`` the gaps within declared strata on the test rows
-    (every strategy) and ``stratified_all`` the system's on every row.  ``favourable`` maps
+    (every strategy) and ``stratified_all`` the system's on every row; ``stratum_rates`` and
+    ``stratum_rates_all`` the levels they pool, likewise.  ``favourable`` maps
     each audit with a system to its target's favourable label (``run.json``
     ``target.favourable``, else its manifest); ``titles`` to the system's title; ``people``
     lists the audits whose system's decision is the recorded outcome (``run.json``
@@ -133,6 +134,8 @@ class DeployedInputs:
     calibration_gap: pd.DataFrame = field(default_factory=lambda: _empty("calibration_gap"))
     stratified: pd.DataFrame = field(default_factory=lambda: _empty("stratified"))
     stratified_all: pd.DataFrame = field(default_factory=lambda: _empty("stratified"))
+    stratum_rates: pd.DataFrame = field(default_factory=lambda: _empty("stratum_rates"))
+    stratum_rates_all: pd.DataFrame = field(default_factory=lambda: _empty("stratum_rates"))
     favourable: Mapping[str, int] = field(default_factory=dict)
     titles: Mapping[str, str] = field(default_factory=dict)
     people: tuple[str, ...] = ()
@@ -281,7 +284,8 @@ def _deployed_inputs(frames: Mapping[str, list[pd.DataFrame]],
         performance_all=part("performance_all"), intersectional_all=part("intersectional_all"),
         groups=part("groups"), calibration=part("calibration"),
         calibration_gap=part("calibration_gap"), stratified=part("stratified"),
-        stratified_all=part("stratified_all"))
+        stratified_all=part("stratified_all"), stratum_rates=part("stratum_rates"),
+        stratum_rates_all=part("stratum_rates_all"))
     favourable, titles, people = {}, {}, []
     for audit, name in out.systems.items():
         favourable[audit] = _favourable(audit, runs.get(audit, {}), audits_dir)
