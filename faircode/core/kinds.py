@@ -89,7 +89,7 @@ BINARY = TaskKind(
     metrics=FAIRNESS_METRICS,
     grid=True,
     optional_tables=(*layout.GRID_EXTRA_TABLES, *layout.EFFECT_TABLES,
-                     *layout.STABILITY_TABLES),
+                     *layout.STABILITY_TABLES, *layout.ARBITRARINESS_TABLES),
 )
 TEXT = TaskKind(
     name="text",

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "ARBITRARINESS_TABLES",
     "COUNTERFACTUAL_SCORES_RUN",
     "DEPLOYED_FOLDER",
     "DEPLOYED_TABLES",
@@ -112,6 +113,11 @@ EFFECT_TABLES = ("effects", "effects_stability", "effects_replicates")
 """The paired effects of the strategies; at K > 1 also across and per training replicate."""
 STABILITY_TABLES = ("stability", "stability_replicates")
 """Training variance across seeds (``run.seeds`` > 1 only)."""
+ARBITRARINESS_TABLES = ("self_consistency", "arbitrariness", "multiplicity",
+                        "multiplicity_models")
+"""The bagged ensembles and the set of equally accurate models (where the bagging stage ran):
+each group's share of arbitrary decisions, the gap after abstention beside the single model's,
+the test of a less discriminatory alternative, and every model of the set."""
 DEPLOYED_TABLES = ("fairness", "performance", "intersectional", "groups", "calibration",
                    "calibration_gap")
 """The tables of ``deployed/`` (and ``stratified``, ``stratum_rates`` with declared strata)."""
@@ -171,7 +177,7 @@ def file_names() -> frozenset[str]:
     """Every fixed file name of a results folder (tables of every kind included): what no
     module but this one spells (``tests/test_layout.py``)."""
     tables = {*GRID_TABLES, *GRID_EXTRA_TABLES, *EFFECT_TABLES, *STABILITY_TABLES,
-              *DEPLOYED_TABLES, *TEXT_TABLES, *FLIP_TABLES}
+              *ARBITRARINESS_TABLES, *DEPLOYED_TABLES, *TEXT_TABLES, *FLIP_TABLES}
     return frozenset({RUN_RECORD, UNAVAILABLE_NOTE, *REPORT_FILES, ENCODING_SENSITIVITY,
                       FIGURES_RECORD, *(table_file(t) for t in tables)})
 

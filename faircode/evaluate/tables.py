@@ -66,6 +66,15 @@ class AuditResults:
     without."""
     stratum_rates: pd.DataFrame = field(default_factory=lambda: _empty(STRATUM_RATE_COLUMNS))
     """Each declared stratum's levels: the groups' counts and rates; empty without strata."""
+    self_consistency: pd.DataFrame | None = None
+    """Each group's share of arbitrary decisions (:mod:`faircode.evaluate.arbitrariness`); None
+    without the bag stage's members, as the three tables below."""
+    arbitrariness: pd.DataFrame | None = None
+    """The abstaining ensembles' gaps beside the single models'."""
+    multiplicity: pd.DataFrame | None = None
+    """The set of equally accurate models and the test of a less discriminatory alternative."""
+    multiplicity_models: pd.DataFrame | None = None
+    """Every model of the set with its accuracy and gap."""
 
 
 PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "protected_attribute", "metric",

@@ -41,6 +41,7 @@ from faircode.core.errors import DataError
 from faircode.core.files import read_json_object
 from faircode.core.kinds import kind_of_run
 from faircode.core.layout import (
+    ARBITRARINESS_TABLES,
     DEPLOYED_FOLDER,
     DEPLOYED_TABLES,
     GRID_RUN,
@@ -248,10 +249,13 @@ def write_audit(
 
 _OPTIONAL = (("stability", "stability"), ("stability_replicates", "replicates"),
              ("effects", "effects"), ("effects_stability", "effects_stability"),
-             ("effects_replicates", "effect_replicates"), ("curves", "curves"))
+             ("effects_replicates", "effect_replicates"), ("curves", "curves"),
+             *zip(ARBITRARINESS_TABLES, ("self_consistency", "arbitrariness", "multiplicity",
+                                         "multiplicity_models"), strict=True))
 """``(table, attribute of AuditResults)`` of the tables a run writes when it has them:
 training replicates (``run.seeds`` > 1), the paired effects (:mod:`faircode.evaluate.effects`),
-the operating-point curves (``curves.*`` params); in this order."""
+the operating-point curves (``curves.*`` params), the bagged ensembles and the set of models
+(the bag stage's members, :mod:`faircode.evaluate.arbitrariness`); in this order."""
 
 
 def _write_tables(results: AuditResults, folder: Path, names: tuple[str, ...]) -> None:
