@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from faircode.core import layout
-from faircode.core.metrics import FAIRNESS_METRICS
 from faircode.core.errors import ConfigError, describe
+from faircode.core.metrics import FAIRNESS_METRICS
 
 __all__ = ["BINARY", "TASK_KINDS", "TEXT", "TaskKind", "kind_of_manifest", "kind_of_run",
            "registered", "task_kind"]
@@ -88,7 +88,7 @@ BINARY = TaskKind(
     tables=layout.GRID_TABLES,
     metrics=FAIRNESS_METRICS,
     grid=True,
-    optional_tables=(*layout.GRID_EXTRA_TABLES, *layout.EFFECT_TABLES,
+    optional_tables=(*layout.GRID_EXTRA_TABLES, *layout.EFFECT_TABLES, *layout.MATCHED_TABLES,
                      *layout.STABILITY_TABLES),
 )
 TEXT = TaskKind(

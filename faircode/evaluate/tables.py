@@ -63,6 +63,11 @@ class AuditResults:
     """The operating-point curves (:mod:`faircode.evaluate.curves`); None when not asked for."""
     stratified: pd.DataFrame = field(default_factory=lambda: _empty(STRATIFIED_COLUMNS))
     """The gaps within declared strata (:mod:`faircode.evaluate.stratified`); empty without."""
+    frontier: pd.DataFrame | None = None
+    """Every strategy's point and S5's tolerance curve (:mod:`faircode.evaluate.frontier`);
+    None without a tolerance curve."""
+    matched: pd.DataFrame | None = None
+    """The matched-violation comparisons (:mod:`faircode.evaluate.matched`); None likewise."""
 
 
 PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "protected_attribute", "metric",

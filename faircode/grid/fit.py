@@ -55,6 +55,7 @@ from faircode.core.cells import (
 from faircode.core.config import Encoding, ExecutionConfig, MitigationConfig, ReplicateConfig
 from faircode.core.numerics import configuration
 from faircode.core.seeds import Stream, child_seed, replicate_seed
+from faircode.grid.calibration import Unfittable
 from faircode.grid.predictions import AuditPredictions, CellPredictions, ReplicatePredictions
 from faircode.grid.scheduler import (
     DEFAULT_COEFFICIENTS,
@@ -65,7 +66,7 @@ from faircode.grid.scheduler import (
     Task,
     run_tasks,
 )
-from faircode.grid.strategies import READS, Unfittable, fit_strategy, supports_constraint
+from faircode.grid.strategies import READS, fit_strategy, supports_constraint
 
 __all__ = ["fit_audit", "fit_audits", "fit_cell", "fit_replicate", "grid_tasks"]
 
@@ -209,9 +210,11 @@ def fit_cell(
     every counterfactual set of ``perturbed`` (None: none, and no time recorded for them) and,
     with ``keep_train_scores``, the training rows (a worker task's body).
 
-    Every estimator (and S4's calibration split) is seeded with ``seed``; the randomised S3/S4
+    Every estimator (and S4's calibration split) is seeded with ``seed``; the randomised S3-S5
     predictions with ``child_seed(seed, Stream.PREDICTION, s, m)``, the same draws for the test
-    rows and every counterfactual set (common random numbers).  A cell that cannot be fitted on
+    rows, every counterfactual set and every point of a tolerance curve (common random
+    numbers); ``s`` is the position of the strategy whose draws the strategy table says it
+    shares (``draws``: S5 S4's), else its own.  A cell that cannot be fitted on
     these rows (:class:`~faircode.grid.strategies.Unfittable`: a group too small for S4's
     stratified calibration split) is returned with its reason in ``unfittable``, so one cell,
     not the audit, is lost; evaluate scores it as uninformative.
@@ -233,9 +236,11 @@ def fit_cell(
         return CellPredictions(strategy, family, seconds={"fit": time.perf_counter() - t0},
                                unfittable=f"{manifest.file}: {exc}")
     t1 = time.perf_counter()
-    draw = int(child_seed(seed, Stream.PREDICTION, *position(strategy, family))
+    info = strategy_info(strategy)
+    draw = int(child_seed(seed, Stream.PREDICTION, *position(info.draws or strategy, family))
                .generate_state(1)[0])
     y_pred, y_score = fitted.predict(data.X.iloc[test], sensitive=first[test], random_state=draw)
+    curve = fitted.predict_curve(data.X.iloc[test], sensitive=first[test], random_state=draw)
     t2 = time.perf_counter()
     randomised = strategy in RANDOMISED
     cf_score, cf_decision = [], []
@@ -255,6 +260,8 @@ def fit_cell(
         strategy, family, test_score=y_score, test_decision=y_pred if randomised else None,
         train_score=train_score, counterfactual_score=tuple(cf_score),
         counterfactual_decision=tuple(cf_decision), seconds=seconds, objective=fitted.objective,
+        violations=fitted.violations, tolerances=fitted.tolerances, curve_decision=curve,
+        base=fitted.base,
     )
 
 

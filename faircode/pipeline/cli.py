@@ -199,7 +199,7 @@ def summary_lines(data: AuditData) -> list[str]:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from faircode.audit.data import load_audit
-    from faircode.grid.strategies import calibration_warning
+    from faircode.grid.calibration import calibration_warning
 
     folders = mirrors()
 
