@@ -184,8 +184,8 @@ class StrategyInfo:
         return name_stream(self.strategy.value) if self.stream is None else self.stream
 
 
-_BLACK, _ORANGE, _SKY_BLUE, _GREEN, _VERMILLION, _PURPLE = (
-    "#000000", "#E69F00", "#56B4E9", "#009E73", "#D55E00", "#CC79A7")  # Okabe-Ito
+_BLACK, _ORANGE, _SKY_BLUE, _GREEN, _VERMILLION, _BLUE = (
+    "#000000", "#E69F00", "#56B4E9", "#009E73", "#D55E00", "#0072B2")  # Okabe-Ito
 _S = Strategy
 STRATEGY_TABLE: tuple[StrategyInfo, ...] = (
     StrategyInfo(_S.BASELINE, 0, "baseline", "every feature, protected attributes included",
@@ -208,7 +208,7 @@ STRATEGY_TABLE: tuple[StrategyInfo, ...] = (
                  stream=4),
     StrategyInfo(_S.RELAXED_POST_PROCESSING, 5, "relaxed ThresholdOptimizer",
                  "fairlearn group thresholds within a tolerance (first attribute), on the most "
-                 "accurate of S0-S2's models", _PURPLE, "relaxed_post_processing",
+                 "accurate of S0-S2's models", _BLUE, "relaxed_post_processing",
                  reads=frozenset({"constraint", "tolerances"}), score=False,
                  sensitive_at_predict=True, against=(Against(_S.BASELINE),),
                  draws=_S.POST_PROCESSING,
