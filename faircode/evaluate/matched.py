@@ -23,7 +23,7 @@ protected attribute (the one the constraint is enforced on):
    (:func:`faircode.stats.paired.paired_comparisons`: the same resampling, interval, test of
    ``Δ = 0`` and equivalence test at ``stats.cost_margin``).
 4. **Verdicts**: the audit's own Benjamini-Hochberg family of the table's tests (the
-   equivalence tests another), and :func:`faircode.stats.verdicts.matched_verdicts`
+   equivalence tests another), and :func:`faircode.stats.matched.matched_q_values`
    (``better`` / ``worse`` / ``no_difference`` / ``inconclusive`` / ``uninformative``).  The
    report adds the benchmark-wide family and its verdict (:mod:`faircode.report.matched`).
 
@@ -55,10 +55,9 @@ from faircode.core.seeds import Stream, child_seed, name_stream
 from faircode.evaluate.effects import effect_margins, unusable
 from faircode.evaluate.score import CellResult
 from faircode.grid.predictions import CellPredictions
+from faircode.stats.matched import matched_q_values
 from faircode.stats.metrics import orient
 from faircode.stats.paired import PERFORMANCE_EFFECTS, Comparison, paired_comparisons
-from faircode.stats.resampling import benjamini_hochberg
-from faircode.stats.verdicts import matched_verdicts
 
 __all__ = [
     "MATCHED_COLUMNS",
@@ -246,23 +245,3 @@ def _rows(p: _Planned, effects: Sequence[Any] | None, *, n: int, mask: np.ndarra
             "design_effect": nan, "note": p.why}
         rows.append({**p.label, "metric": metric, **where, **numbers})
     return rows
-
-
-def matched_q_values(table: pd.DataFrame, *, alpha: float,
-                     column: str = "p_value") -> pd.DataFrame:
-    """A copy of ``table`` with its Benjamini-Hochberg q-values (``column`` one family, the
-    equivalence p-values another), ``significant`` (q below ``alpha`` and the interval
-    excluding 0) and ``verdict`` (:func:`faircode.stats.verdicts.matched_verdicts`)."""
-    out = table.copy()
-    out["q_value"] = benjamini_hochberg(out[column].to_numpy(dtype=float))
-    out["equivalence_q_value"] = benjamini_hochberg(
-        out["equivalence_p_value"].to_numpy(dtype=float))
-    low, high = out["ci_low"].to_numpy(dtype=float), out["ci_high"].to_numpy(dtype=float)
-    q = np.nan_to_num(out["q_value"].to_numpy(dtype=float), nan=1.0)
-    out["significant"] = (q < alpha) & ((low > 0) | (high < 0))
-    out["verdict"] = matched_verdicts(
-        low, high, significant=out["significant"].to_numpy(dtype=bool),
-        equivalent=np.nan_to_num(out["equivalence_q_value"].to_numpy(dtype=float),
-                                 nan=1.0) < alpha,
-        informative=out["value"].notna().to_numpy())
-    return out

@@ -32,13 +32,13 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from faircode.core.cells import MATCHED, STRATEGY_TITLES, strategy_code
-from faircode.evaluate.matched import matched_q_values
 from faircode.report.drawing import Drawing
 from faircode.report.figures import FigureFile, _save, legend_handles
 from faircode.report.headline import BALANCED_RULES
 from faircode.report.inputs import MODELS, STRATEGIES, is_uninformative, ordered
 from faircode.report.style import WIDTH, family_line, family_marker, strategy_colour
 from faircode.report.tables import Context, Table, _Footnotes, estimate_cell
+from faircode.stats.matched import matched_q_values
 
 __all__ = ["BENCHMARK_COLUMNS", "benchmark_matched", "claim_sentence", "frontier",
            "frontier_drawings", "matched_folds", "matched_table", "objective_rows"]

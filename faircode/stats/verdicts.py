@@ -39,11 +39,9 @@ verdict            meaning (``Δ``: the change of A against its reference B)
                    run, or the effect is undefined (an empty subset, a zero rate).
 =================  ==========================================================================
 
-A matched-violation comparison (``matched.csv``: a strategy's tolerance curve read at its
-reference's violation, accuracy and balanced accuracy) says the same in the words of a
-comparison (:class:`MatchedVerdict`, :func:`matched_verdicts`): ``better`` (an increase shown),
-``worse`` (a decrease shown), ``no_difference`` (within the margin, shown), ``inconclusive``,
-``uninformative`` -- one rule, read from :func:`effect_verdicts`.
+A matched-violation comparison says the same in a comparison's words
+(:mod:`faircode.stats.matched`: ``better``, ``worse``, ``no_difference``, ...), read from
+:func:`effect_verdicts`: one rule.
 
 A shown change wins: an effect that is significant and also within ``±δ`` (a small, real change)
 is ``reduced``/``increased``; its equivalence q says it is small.  The direction comes from the
@@ -97,7 +95,6 @@ __all__ = [
     "Evidence",
     "GapClaims",
     "Margins",
-    "MatchedVerdict",
     "Scale",
     "Verdict",
     "effect_verdicts",
@@ -109,7 +106,6 @@ __all__ = [
     "interval_evidence",
     "log_ratio_interval",
     "margins_of",
-    "matched_verdicts",
     "max_abs_claims",
     "scale_of",
 ]
@@ -145,35 +141,6 @@ class EffectVerdict(StrEnum):
     NO_CHANGE = "no_change"
     INCONCLUSIVE = "inconclusive"
     UNINFORMATIVE = "uninformative"
-
-
-class MatchedVerdict(StrEnum):
-    """A matched comparison's verdict: the strategy against its reference at the same violation,
-    on accuracy or balanced accuracy (module docstring)."""
-
-    BETTER = "better"
-    WORSE = "worse"
-    NO_DIFFERENCE = "no_difference"
-    INCONCLUSIVE = "inconclusive"
-    UNINFORMATIVE = "uninformative"
-
-
-_MATCHED: dict[str, MatchedVerdict] = {
-    EffectVerdict.INCREASED: MatchedVerdict.BETTER, EffectVerdict.REDUCED: MatchedVerdict.WORSE,
-    EffectVerdict.NO_CHANGE: MatchedVerdict.NO_DIFFERENCE,
-    EffectVerdict.INCONCLUSIVE: MatchedVerdict.INCONCLUSIVE,
-    EffectVerdict.UNINFORMATIVE: MatchedVerdict.UNINFORMATIVE,
-}
-
-
-def matched_verdicts(ci_low: ArrayLike, ci_high: ArrayLike, *, significant: ArrayLike,
-                     equivalent: ArrayLike, informative: ArrayLike) -> NDArray[np.object_]:
-    """Each matched comparison's :class:`MatchedVerdict`: :func:`effect_verdicts` of its
-    ``Δ`` (strategy minus reference accuracy) in a comparison's words."""
-    verdicts = effect_verdicts(ci_low, ci_high, significant=significant, equivalent=equivalent,
-                               informative=informative)
-    out: NDArray[np.object_] = np.array([_MATCHED[v].value for v in verdicts], dtype=np.object_)
-    return out
 
 
 def scale_of(metric: str) -> Scale:
