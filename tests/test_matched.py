@@ -104,10 +104,10 @@ def test_the_frontiers_first_curve_point_is_the_main_tables_s5_row(german_cells)
     s5 = frame[frame["strategy"] == S5.value]
     assert list(s5["tolerance"]) == list(cells[2].tolerances)
     first = data.manifest.protected_attributes[0].name
-    main = [r for r in results[2].fairness.records() if r["protected_attribute"] == first
-            and r["metric"] == "demographic_parity_diff"][0]
+    main = next(r for r in results[2].fairness.records() if r["protected_attribute"] == first
+                and r["metric"] == "demographic_parity_diff")
     assert s5["violation"].iloc[0] == abs(main["value"])
-    accuracy = [r for r in results[2].performance.records() if r["metric"] == "accuracy"][0]
+    accuracy = next(r for r in results[2].performance.records() if r["metric"] == "accuracy")
     assert s5["accuracy"].iloc[0] == accuracy["value"]
     assert frame.loc[frame["strategy"] == S3.value, "train_violation"].iloc[0] == \
         cells[0].violations[0]
