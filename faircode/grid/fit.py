@@ -2,27 +2,29 @@
 
 For one audit the grid is two steps, so a change of threshold or statistics never refits:
 
-1. :func:`fit_audits` fits the 5 strategies x 3 model families (15 cells; or the strategies
-   asked for) of every audit of a run, as one queue of tasks (:mod:`faircode.grid.scheduler`:
-   longest expected cell first, on one pool of local worker processes or a Dask cluster), and
-   keeps only their predictions (:class:`~faircode.grid.predictions.AuditPredictions`): the
-   test rows' scores (and decisions of the randomised S3/S4), the training rows' scores, and
-   the predictions of every counterfactual test-row set.
+1. :func:`fit_audits` fits the strategies of the strategy table x 3 model families (18 cells;
+   or the strategies asked for) of every audit of a run, as one queue of tasks
+   (:mod:`faircode.grid.scheduler`: longest expected cell first, on one pool of local worker
+   processes or a Dask cluster), and keeps only their predictions
+   (:class:`~faircode.grid.predictions.AuditPredictions`): the test rows' scores (and decisions
+   of the randomised S3-S5; S5's at every tolerance), the training rows' scores, and the
+   predictions of every counterfactual test-row set.
 2. :func:`~faircode.evaluate.audit.evaluate_audit` applies the operating point and computes every
    metric, interval, p- and q-value into the four result tables.
 
 :func:`fit_audit` is the one-audit case.  :func:`faircode.pipeline.run.run_audit` is both steps
 in memory; ``faircode run`` fits every requested audit in one queue, then evaluates each; the DVC
-pipeline runs them as stages with the predictions stored in between -- one fit stage per group
-of strategies that read the same params (S0-S2 none, S3 every ``mitigation.*``, S4 only
-``mitigation.constraint``), so a mitigation sweep re-fits only what it changes.  The numbers are
+pipeline runs them as stages with the predictions stored in between -- one fit stage per part of
+the strategy table, each reading its strategies' ``mitigation.*`` keys (S0-S2 none; S3
+constraint, eps, max_iter; S4 constraint; S5 constraint, tolerances), so a mitigation sweep
+re-fits only what it changes.  The numbers are
 bit-identical either way.
 
 One function fits a cell, :func:`fit_cell`, for the grid (the prepared split, the master seed,
 the counterfactual sets) and for a training replicate (its own split and seed, no
 counterfactual sets); the fit step reads only ``mitigation``, ``models.encoding`` (how the
 models see nominal columns, :func:`faircode.grid.models.make_model`) and the manifest's declared
-decision rule (which objective S3/S4 fit), never the threshold value.
+decision rule (which objective S3-S5 fit), never the threshold value.
 
 Reproducibility: one master seed, the manifest's ``random_state``.  Each stochastic step draws
 from its own child stream ``SeedSequence(master, spawn_key=(stream, strategy, model, ...))``
