@@ -4,9 +4,9 @@ The grid is two steps (see :mod:`faircode.grid.fit` and :mod:`faircode.evaluate.
 step
 produces an :class:`AuditPredictions`: for each strategy x model cell, the test rows'
 score and -- for the randomised S3-S5 -- their decision (S5's also at every tolerance), the
-training rows' score, and the same for every counterfactual test-row set.  Nothing model-sized is kept.  :func:`save_predictions` /
-:func:`load_predictions` write and read it as ``data/predictions/<audit>/`` (the pipeline's
-``fit`` stage output).
+training rows' score, and the same for every counterfactual test-row set.  Nothing model-sized
+is kept.  :func:`save_predictions` / :func:`load_predictions` write and read it as
+``data/predictions/<audit>/`` (the pipeline's ``fit`` stage output).
 
 Store layout (the contract other steps rely on)
 -----------------------------------------------
