@@ -20,6 +20,7 @@ import pytest
 import yaml
 from conftest import PIPELINE_FILES, copy_pipeline, mirror_dirs
 
+from faircode.core.cells import STRATEGY_CODES
 from faircode.pipeline.pipeline_command import fit_parts
 from faircode.pipeline.stages import PARTS
 
@@ -28,7 +29,8 @@ pytestmark = pytest.mark.integration
 AUDITS = ("german_credit_lending", "insurance_denial")
 PARAMS = {
     "audits": list(AUDITS),
-    "mitigation": {"constraint": "demographic_parity", "eps": 0.01, "max_iter": 2},
+    "mitigation": {"constraint": "demographic_parity", "eps": 0.01, "max_iter": 2,
+                   "tolerances": [0, 0.02]},
     "models": {"decision_threshold": 0.5, "encoding": "label"},
     "stats": {"n_resamples": 50, "n_permutations": 50, "confidence": 0.95, "alpha": 0.05},
     "degenerate": {"min_selection_rate": 0.01, "max_selection_rate": 0.99,
@@ -195,18 +197,18 @@ def test_repro_writes_results_metrics_and_plots(repo: Repo) -> None:
         folder = repo.root / "results" / audit
         assert sorted(p.name for p in folder.iterdir()) == [
             "calibration.csv", "calibration_gap.csv", "counterfactual.csv", "curves.csv",
-            "effects.csv", "fairness.csv", "groups.csv", "intersectional.csv", "performance.csv",
-            "run.json"]
+            "effects.csv", "fairness.csv", "frontier.csv", "groups.csv", "intersectional.csv",
+            "matched.csv", "performance.csv", "run.json"]
         run = json.loads((folder / "run.json").read_text())
         assert run["config"]["n_resamples"] == 50 and run["config"]["max_iter"] == 2
         assert (repo.root / "results" / "curves" / f"{audit}.csv").is_file()
         full = json.loads((repo.root / "results" / "metrics" / "full" /
                            f"{audit}.json").read_text())
-        assert list(full[audit]) == ["S0", "S1", "S2", "S3", "S4"]
+        assert list(full[audit]) == list(STRATEGY_CODES.values())
         assert 0 <= full[audit]["S0"]["LR"]["accuracy"] <= 1
         metrics = json.loads((repo.root / "results" / "metrics" / f"{audit}.json").read_text())
-        assert list(metrics) == ["attr", "dp"] and list(metrics["dp"]) == [
-            "S0", "S1", "S2", "S3", "S4"]
+        assert list(metrics) == ["attr", "dp"] and list(metrics["dp"]) == list(
+            STRATEGY_CODES.values())
     shown = json.loads(repo.dvc("metrics", "show", "--json").stdout)
     assert "results/metrics/german_credit_lending.json" in json.dumps(shown)
 
@@ -313,7 +315,7 @@ def test_mitigation_change_reruns_fit_and_evaluate_not_prepare(repo: Repo) -> No
     predictions), a tolerances change only S5's, a constraint change every stage that reads it
     (S3-S5); never S0-S2's fit, fetch or prepare."""
     reading = {key: [f.stage for f in fit_parts()
-                     if key in f.mitigation or "mitigation" in f.mitigation]
+                     if f"mitigation.{key}" in f.mitigation or "mitigation" in f.mitigation]
                for key in ("eps", "tolerances", "constraint")}
     assert reading == {"eps": ["fit-in-processing"],
                        "tolerances": ["fit-relaxed-post-processing"],
