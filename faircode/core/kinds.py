@@ -88,7 +88,7 @@ BINARY = TaskKind(
     tables=layout.GRID_TABLES,
     metrics=FAIRNESS_METRICS,
     grid=True,
-    optional_tables=(*layout.GRID_EXTRA_TABLES, *layout.EFFECT_TABLES,
+    optional_tables=(*layout.GRID_EXTRA_TABLES, *layout.EFFECT_TABLES, *layout.MATCHED_TABLES,
                      *layout.STABILITY_TABLES),
 )
 TEXT = TaskKind(

@@ -202,7 +202,7 @@ def summary_lines(data: AuditData) -> list[str]:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from faircode.audit.data import load_audit
-    from faircode.grid.strategies import calibration_warning
+    from faircode.grid.calibration import calibration_warning
 
     folders = mirrors()
 
@@ -339,7 +339,7 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
     parser = subparsers.add_parser(
         "run", parents=[common], help=HELP["run"],
-        description="Fit and score the S0-S4 x model grid of each audit (a missing raw file is "
+        description="Fit and score the strategy x model grid of each audit (a missing raw file is "
                     f"fetched first: {MIRROR_HELP}).",
         **example("faircode run german_credit_lending --n-resamples 200 --n-permutations 200 "
                   "--out /tmp/faircode-quick"))
@@ -356,7 +356,7 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                                             "(implies --backend dask)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress bar and no per-cell lines (CI); the summary stays")
-    parser.add_argument("--constraint", choices=CONSTRAINTS, help="S3/S4 fairness constraint")
+    parser.add_argument("--constraint", choices=CONSTRAINTS, help="S3-S5 fairness constraint")
     parser.add_argument("--eps", type=float, help="ExponentiatedGradient eps (0.01)")
     parser.add_argument("--decision-threshold", type=float, help="S0-S2 threshold (0.5)")
     parser.add_argument("--seeds", type=int, help="training replicates per cell (1; the paper "

@@ -117,8 +117,10 @@ RESULTS_HEADER = """\
 #   report/                         -> report only;  record/ -> track only
 #   pipeline/cli.py, progress.py    -> nothing (no stage imports the command line)
 # and as params exactly the params.yaml sections it reads:
-#   mitigation.* -> fit-in-processing (S3; every key) and fit-post-processing (S4; the constraint
-#                   only) + evaluate; fit (S0-S2) reads no mitigation key and never re-runs
+#   mitigation.* -> each fit stage the keys its strategies read (the strategy table's reads):
+#                   fit-in-processing (S3) constraint, eps, max_iter; fit-post-processing (S4)
+#                   constraint; fit-relaxed-post-processing (S5) constraint, tolerances; then
+#                   evaluate; fit (S0-S2) reads no mitigation key and never re-runs
 #   run.seeds, run.seed_mode -> the fit stages + evaluate (never fetch/prepare)
 #   models.encoding     -> the fit stages (how the models see nominal columns) + evaluate
 #   models.*, stats.*, degenerate.*, verdicts.*, curves.* -> evaluate (then report and track)
