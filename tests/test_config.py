@@ -171,8 +171,9 @@ def test_every_config_field_has_one_params_key() -> None:
         ({"models": {"encoding": "one-hot"}},
          r"^params.yaml: models.encoding: expected one of label, onehot, got 'one-hot' \(str\)$"),
         ({"stat": {"n_resamples": 10}},
-         r"^params.yaml: stat: expected a known section \(audits, text_audits, mitigation, models, "
-         r"stats, degenerate, verdicts, curves, run, report\), got 'stat' \(str\)$"),
+         r"^params.yaml: stat: expected a known section \(audits, text_audits, regression_audits, "
+         r"mitigation, models, stats, degenerate, verdicts, curves, run, report\), got 'stat' "
+         r"\(str\)$"),
         ({"stats": {"n_resamples": "many"}},
          r"^params.yaml: stats.n_resamples: expected an integer, got 'many' \(str\)$"),
         ({"models": {"decision_threshold": 2}},
