@@ -33,6 +33,7 @@ import numpy as np
 import pandas as pd
 
 from faircode.audit._data_columns import (
+    as_text,
     check_features,
     disadvantaged_mask,
     filter_mask,
@@ -50,7 +51,7 @@ from faircode.audit.fetch import check_companions, sha256_file, unavailable_mess
 from faircode.audit.regression_manifest import RegressionManifest
 from faircode.core.errors import ChecksumError, DataError, DataUnavailableError
 
-__all__ = ["RegressionData", "load_regression_audit", "split_regression"]
+__all__ = ["POSITION", "RegressionData", "load_regression_audit", "split_regression"]
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,10 @@ class RegressionData:
     unit: np.ndarray | None = None
     strata: Mapping[str, np.ndarray] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    keys: np.ndarray | None = None
+    """The join key of every row as text (``load_regression_audit(key=...)``: a raw column's
+    values, or with ``key="position"`` the row's 0-based position among the file's data rows),
+    or None."""
 
 
 def split_regression(*, key: np.ndarray,
@@ -110,10 +115,14 @@ def _outcome(manifest: RegressionManifest, values: pd.Series, rows: np.ndarray, 
     return numbers, present
 
 
-def load_regression_audit(manifest: RegressionManifest, *, path: Path | None = None
-                          ) -> RegressionData:
+POSITION = "position"
+"""``load_regression_audit(key=POSITION)``: rows are keyed by their position in the file."""
+
+
+def load_regression_audit(manifest: RegressionManifest, *, path: Path | None = None,
+                          key: str | None = None) -> RegressionData:
     """Load, filter, measure, classify, encode and split the audit's raw file (module
-    docstring)."""
+    docstring); with ``key`` (a raw column, or :data:`POSITION`) each row's join key too."""
     file = path if path is not None else manifest.dataset.path
     if not file.exists():
         raise DataUnavailableError(unavailable_message(manifest, missing=file))
@@ -122,7 +131,10 @@ def load_regression_audit(manifest: RegressionManifest, *, path: Path | None = N
     if expected is not None and digest != expected:
         raise ChecksumError(f"{file}: sha256: expected {expected}, got {digest}")
     check_companions(manifest, file.parent)
-    frame, lines = read_raw(manifest, file)
+    column = key if key not in (None, POSITION) else None
+    frame, lines = read_raw(manifest, file, extra={column: "key"} if column else None)
+    every_key = (frame[column].map(as_text).to_numpy(dtype=object) if column is not None
+                 else np.arange(len(frame)).astype(str).astype(object))
     rows = np.asarray(lines, dtype=object)
     steps: list[tuple[str, int]] = [("loaded", len(frame))]
     keep = np.ones(len(frame), dtype=bool)
@@ -132,10 +144,11 @@ def load_regression_audit(manifest: RegressionManifest, *, path: Path | None = N
         else:
             keep &= filter_mask(row_filter, frame[row_filter.column])
         steps.append((f"filter {i}: {row_filter.describe()}", int(keep.sum())))
-    frame, rows = frame[keep].reset_index(drop=True), rows[keep]
+    frame, rows, every_key = frame[keep].reset_index(drop=True), rows[keep], every_key[keep]
     numbers, present = _outcome(manifest, frame[manifest.target.column], rows, file=file)
     steps.append(("target a number", int(present.sum())))
     frame, rows, numbers = frame[present].reset_index(drop=True), rows[present], numbers[present]
+    every_key = every_key[present]
     masks: dict[str, np.ndarray] = {}
     classified = np.ones(len(frame), dtype=bool)
     for i, attribute in enumerate(manifest.protected_attributes):
@@ -145,7 +158,7 @@ def load_regression_audit(manifest: RegressionManifest, *, path: Path | None = N
         classified &= ok
     steps.append(("classified by every attribute", int(classified.sum())))
     frame, rows = frame[classified].reset_index(drop=True), rows[classified]
-    raw_y = numbers[classified]
+    raw_y, every_key = numbers[classified], every_key[classified]
     masks = {name: mask[classified] for name, mask in masks.items()}
     _check_rows(manifest, raw_y, masks)
     unit = _unit_codes(manifest, frame)
@@ -167,7 +180,7 @@ def load_regression_audit(manifest: RegressionManifest, *, path: Path | None = N
         disadvantaged=masks, train_index=train, test_index=test, encoder=encoder,
         steps=tuple(steps), sha256=digest, margin=manifest.target.margin.resolve(sd),
         unit=unit, strata={s.name: stratum_codes(frame, s.columns) for s in manifest.strata},
-        warnings=warnings)
+        warnings=warnings, keys=every_key if key is not None else None)
 
 
 def _check_rows(manifest: RegressionManifest, y: np.ndarray,

@@ -31,7 +31,7 @@ observed outcome's ``s, m`` is ``name_stream("observed"), 0``).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,8 +58,8 @@ from faircode.stats.continuous_strata import STRATA_CI_METHOD, strata_mean_gap
 from faircode.stats.replicates import combine, half_variances, sampling_fraction
 from faircode.stats.resampling import benjamini_hochberg
 
-__all__ = ["GAP_COLUMNS", "GROUP_COLUMNS", "OBSERVED", "STRATA_COLUMNS", "STRATEGY_COLUMNS",
-           "RegressionResults", "evaluate_regression", "value_units"]
+__all__ = ["GAP_COLUMNS", "GIVEN", "GROUP_COLUMNS", "OBSERVED", "STRATA_COLUMNS",
+           "STRATEGY_COLUMNS", "RegressionResults", "evaluate_regression", "value_units"]
 
 OBSERVED = "observed"
 """The strategy column of the observed outcome's rows (no model: the recorded numbers)."""
@@ -116,14 +116,23 @@ class _RowSet:
     key: tuple[int, int]
 
 
-def _row_sets(data: RegressionData, predictions: RegressionPredictions | None
-              ) -> Iterator[_RowSet]:
+GIVEN = "deployed"
+"""The strategy column of a model no one here trained (``faircode audit --prediction``), as a
+binary audit's deployed system's."""
+
+
+def _row_sets(data: RegressionData, predictions: RegressionPredictions | None,
+              given: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> Iterator[_RowSet]:
     master = data.manifest.random_state
     system = data.manifest.system
     who = system.name if system is not None else data.manifest.target.column
     observed = name_stream(OBSERVED)
     yield _RowSet(OBSERVED, who, 0, np.arange(data.y.size), data.y, None,
                   child_seed(master, Stream.REGRESSION, observed), (observed, 0))
+    for name, (rows, values) in given.items():
+        key = (name_stream(f"{GIVEN}:{name}"), 0)
+        yield _RowSet(GIVEN, name, 0, rows, values, data.y[rows],
+                      child_seed(master, Stream.REGRESSION, *key), key)
     for cell in () if predictions is None else predictions.cells:
         if cell.unfittable:
             continue
@@ -266,15 +275,18 @@ def _combined(rows: pd.DataFrame, *, replicates: ReplicateConfig, fraction: floa
 
 def evaluate_regression(data: RegressionData, predictions: RegressionPredictions | None, *,
                         stats: StatsConfig, verdicts: VerdictsConfig,
-                        replicates: ReplicateConfig) -> RegressionResults:
-    """Every table of ``data``'s audit from ``predictions`` (None: the observed outcome's only,
-    as ``faircode audit`` of the outcome), module docstring."""
+                        replicates: ReplicateConfig,
+                        given: Mapping[str, tuple[np.ndarray, np.ndarray]] | None = None
+                        ) -> RegressionResults:
+    """Every table of ``data``'s audit from the grid's ``predictions`` (None: none) and the
+    ``given`` models' (name -> the rows they predict and their predictions: strategy
+    ``deployed``, ``faircode audit --prediction``), module docstring."""
     units = data.manifest.target.scale_units
     gap_rows: list[dict[str, Any]] = []
     group_rows: list[dict[str, Any]] = []
     strata_rows: list[dict[str, Any]] = []
     observed_mean = math.nan
-    for rs in _row_sets(data, predictions):
+    for rs in _row_sets(data, predictions, given or {}):
         unit = None if data.unit is None else data.unit[rs.rows]
         for a, attribute in enumerate(data.manifest.protected_attributes):
             mask = data.disadvantaged[attribute.name][rs.rows]
@@ -292,7 +304,8 @@ def evaluate_regression(data: RegressionData, predictions: RegressionPredictions
                 strata_rows += _strata_rows(data, rs, a, stats=stats)
     return _assemble(data, gap_rows, group_rows, strata_rows, observed_mean, stats=stats,
                      verdicts=verdicts, replicates=replicates, units=units,
-                     n_test=0 if predictions is None else _test_size(predictions))
+                     n_test=0 if predictions is None else _test_size(predictions),
+                     grid=predictions is not None)
 
 
 def _test_size(predictions: RegressionPredictions) -> int:
@@ -302,8 +315,10 @@ def _test_size(predictions: RegressionPredictions) -> int:
 def _assemble(data: RegressionData, gap_rows: list[dict[str, Any]],
               group_rows: list[dict[str, Any]], strata_rows: list[dict[str, Any]],
               observed_mean: float, *, stats: StatsConfig, verdicts: VerdictsConfig,
-              replicates: ReplicateConfig, units: str, n_test: int) -> RegressionResults:
-    """The tables from the rows: K-replicate combination, n/a rows, families, verdicts."""
+              replicates: ReplicateConfig, units: str, n_test: int,
+              grid: bool) -> RegressionResults:
+    """The tables from the rows: K-replicate combination, the grid's n/a rows, one family per
+    kind of row set (the observed outcome, a given model, the grid), verdicts."""
     rows = pd.DataFrame(gap_rows)
     per_replicate = None
     if replicates.seeds > 1 and n_test:
@@ -314,15 +329,15 @@ def _assemble(data: RegressionData, gap_rows: list[dict[str, Any]],
         rows = pd.concat([rows[rows["strategy"] == OBSERVED],
                           _combined(cells, replicates=replicates, fraction=fraction,
                                     stats=stats)], ignore_index=True)
-    rows = pd.concat([rows, pd.DataFrame(_not_applicable_rows(data, units=units))],
-                     ignore_index=True)
+    if grid:
+        rows = pd.concat([rows, pd.DataFrame(_not_applicable_rows(data, units=units))],
+                         ignore_index=True)
     margins = ClaimMargins.of(data.margin, log_scale=data.manifest.target.log_scale,
                               advantaged_mean=observed_mean, distance=verdicts.margin)
-    observed = rows["strategy"] == OBSERVED
+    family = rows["strategy"].where(rows["strategy"].isin([OBSERVED, GIVEN]), "grid")
     gaps = pd.concat([decide(part, margins=margins, alpha=stats.alpha,
                              confidence=stats.confidence)
-                      for part in (rows[observed], rows[~observed]) if len(part)],
-                     ignore_index=True)
+                      for _, part in rows.groupby(family, sort=False)], ignore_index=True)
     if per_replicate is not None:
         per_replicate = pd.concat([decide(part, margins=margins, alpha=stats.alpha,
                                           confidence=stats.confidence)

@@ -5,9 +5,11 @@ the regression fit stage's predictions (``<predictions>/<audit>/regression/``,
 :func:`faircode.grid.regression.save_regression_predictions`), evaluates every row set
 (:func:`faircode.evaluate.regression.evaluate_regression`) and writes the audit's folder
 (:func:`write_regression_audit`: the :data:`faircode.core.layout.REGRESSION_TABLES`, the
-optional ones it has, ``run.json``) and its DVC headline ``metrics/<audit>.json``
-(:func:`headline`: the first attribute's mean gap of the observed outcome and of every cell,
-in the outcome's units, with its verdict).  An audit whose predictions are the pipeline's
+optional ones it has, ``run.json``) and two DVC views: the headline ``metrics/<audit>.json``
+(:func:`headline`: the first attribute and the observed outcome's mean gap in its units, one
+column beside the grid audits' in ``dvc metrics show``) and ``metrics/full/<audit>.json``
+(:func:`full_summary`: the units, the margin, and every row set's mean gap with its
+verdict).  An audit whose predictions are the pipeline's
 unavailable note gets that note and an ``{"available": false}`` headline, importing nothing
 numerical.  ``faircode run`` runs the same steps in one process (:func:`run_regression`).
 """
@@ -36,15 +38,29 @@ if TYPE_CHECKING:
     from faircode.evaluate.regression import RegressionResults
     from faircode.grid.regression import RegressionPredictions
 
-__all__ = ["EVALUATOR", "PART", "RegressionEvaluator", "headline", "run_regression",
-           "write_regression_audit"]
+__all__ = ["EVALUATOR", "HEADLINE_KEYS", "PART", "RegressionEvaluator", "full_summary",
+           "headline", "run_regression", "write_regression_audit"]
+
+HEADLINE_KEYS = ("attr", "gap")
+"""The keys of a regression audit's DVC headline: few, so ``dvc metrics show`` keeps one line
+per audit within 120 columns beside the grid audits' keys."""
 
 PART = "regression"
 """The regression fit stage's folder under ``data/predictions/<audit>/``."""
 
 
 def headline(results: RegressionResults, data: RegressionData) -> dict[str, Any]:
-    """The DVC headline: the first attribute's mean gap, in the outcome's units, of the
+    """The DVC headline: the first attribute and the observed outcome's mean gap on it, in the
+    outcome's units (:data:`HEADLINE_KEYS`)."""
+    from faircode.evaluate.regression import OBSERVED
+
+    gaps = full_summary(results, data)["mean_gap"]
+    return {"attr": data.manifest.protected_attributes[0].name,
+            "gap": (gaps.get(OBSERVED) or {}).get("gap")}
+
+
+def full_summary(results: RegressionResults, data: RegressionData) -> dict[str, Any]:
+    """The full DVC view: the first attribute's mean gap, in the outcome's units, of the
     observed outcome and every cell (``S<n>.<family code>``), with the verdicts."""
     from faircode.core.cells import FAMILY_CODES, ModelFamily, family_name, strategy_code
     from faircode.core.metrics import Metric
@@ -79,10 +95,13 @@ def write_regression_audit(data: RegressionData, results: RegressionResults,
                            predictions: RegressionPredictions | None, *,
                            config: BenchmarkConfig, out_dir: Path,
                            provenance_record: Mapping[str, Any],
-                           seconds: Mapping[str, float]) -> Path:
-    """Write ``<out_dir>/<audit>/`` whole (its tables and ``run.json``), swapped in in one step
-    (:func:`faircode.evaluate.swap.replacing`); a target that is not this audit's regression
-    results is refused first (:func:`faircode.evaluate.write.check_replaceable`)."""
+                           seconds: Mapping[str, float],
+                           extra: Mapping[str, Any] | None = None,
+                           kind: str = REGRESSION_RUN) -> Path:
+    """Write ``<out_dir>/<audit>/`` whole (its tables and ``run.json``, with ``extra``'s keys:
+    the predictions file a ``faircode audit`` read), swapped in in one step
+    (:func:`faircode.evaluate.swap.replacing`); a target that is not this audit's results of
+    ``kind`` is refused first (:func:`faircode.evaluate.write.check_replaceable`)."""
     from faircode.core.config import config_record
     from faircode.core.digests import folder_digests
     from faircode.core.layout import run_record, table_path
@@ -93,7 +112,7 @@ def write_regression_audit(data: RegressionData, results: RegressionResults,
 
     manifest = data.manifest
     final = out_dir / manifest.name
-    check_replaceable(final, audit=manifest.name, kind=REGRESSION_RUN)
+    check_replaceable(final, audit=manifest.name, kind=kind)
     tables = {"regression_gaps": results.gaps, "regression_groups": results.groups,
               "strategies": results.strategies, "regression_strata": results.strata,
               "regression_replicates": results.replicates}
@@ -127,6 +146,7 @@ def write_regression_audit(data: RegressionData, results: RegressionResults,
                            "seed_mode": config.replicates.seed_mode},
             "unfittable": {f"{c.strategy.value} {c.model} {c.replicate}": c.unfittable
                            for c in (predictions.cells if predictions else ()) if c.unfittable},
+            **(extra or {}),
             "config": config_record(config),
             **provenance_record,
             "state": {**(provenance_record.get("state") or {}),
@@ -147,6 +167,7 @@ def run_regression(manifest_path: Path, *, config: BenchmarkConfig, out_dir: Pat
     from faircode.audit.regression_data import load_regression_audit
     from faircode.audit.regression_manifest import load_regression_manifest
     from faircode.evaluate.regression import evaluate_regression
+    from faircode.grid.predictions import timings_path
     from faircode.grid.regression import fit_regression_grid, load_regression_predictions
     from faircode.provenance.state import with_fit_numerics
 
@@ -157,7 +178,8 @@ def run_regression(manifest_path: Path, *, config: BenchmarkConfig, out_dir: Pat
                                           replicates=config.replicates,
                                           encoding=config.models.encoding)
     else:
-        predictions = load_regression_predictions(predictions_folder, sha256=data.sha256)
+        predictions = load_regression_predictions(predictions_folder, sha256=data.sha256,
+                                                  timings=timings_path(predictions_folder))
     fitted = time.perf_counter()
     results = evaluate_regression(data, predictions, stats=config.stats,
                                   verdicts=config.verdicts, replicates=config.replicates)
@@ -169,8 +191,10 @@ def run_regression(manifest_path: Path, *, config: BenchmarkConfig, out_dir: Pat
     folder = write_regression_audit(data, results, predictions, config=config, out_dir=out_dir,
                                     provenance_record=record, seconds=seconds)
     views = dvc_views(out_dir, data.manifest.name)
-    views.headline.parent.mkdir(parents=True, exist_ok=True)
+    views.full.parent.mkdir(parents=True, exist_ok=True)
     views.headline.write_text(json.dumps(headline(results, data), indent=1) + "\n")
+    views.full.write_text(json.dumps({data.manifest.name: full_summary(results, data)},
+                                     indent=1) + "\n")
     return folder
 
 
@@ -189,8 +213,9 @@ class RegressionEvaluator:
             return Job(REGRESSION.name, audit, results, manifest, (fitted,), views,
                        provenance())
         write_unavailable(results / audit, audit=audit, message=message)
-        views.headline.parent.mkdir(parents=True, exist_ok=True)
-        views.headline.write_text(json.dumps({"attr": None, "available": False}) + "\n")
+        views.full.parent.mkdir(parents=True, exist_ok=True)
+        views.headline.write_text(json.dumps(dict.fromkeys(HEADLINE_KEYS)) + "\n")
+        views.full.write_text(json.dumps({audit: {"available": False}}) + "\n")
         say(f"skipped: {message}")
         return None
 

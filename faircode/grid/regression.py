@@ -79,7 +79,9 @@ family), ``row`` (the position among the audit's rows) and ``prediction``, cell 
 order."""
 RECORD_FILE = "cells.json"
 """The fit's record: the audit, the dataset's sha256, the replicates, the kernels that computed
-it and every cell's seconds and, when it could not be fitted, why."""
+it and every cell, with why when it could not be fitted.  The cells' seconds are no part of it
+(they would change its bytes on every re-fit): :func:`faircode.grid.predictions.timings_path`
+beside the folder."""
 
 
 def regression_cells() -> list[tuple[Strategy, ModelFamily]]:
@@ -223,8 +225,10 @@ def fit_regression_grid(data: RegressionData, *, mitigation: MitigationConfig,
                                  data.sha256)
 
 
-def save_regression_predictions(predictions: RegressionPredictions, folder: Path) -> None:
-    """Write :data:`PREDICTIONS_FILE` and :data:`RECORD_FILE` into ``folder`` (created)."""
+def save_regression_predictions(predictions: RegressionPredictions, folder: Path, *,
+                                timings: Path | None = None) -> None:
+    """Write :data:`PREDICTIONS_FILE` and :data:`RECORD_FILE` into ``folder`` (created); with
+    ``timings``, the cells' seconds there."""
     folder.mkdir(parents=True, exist_ok=True)
     frames = [pd.DataFrame({"replicate": c.replicate, "strategy": c.strategy.value,
                             "model": c.family.value, "row": c.rows.astype(np.int64),
@@ -236,34 +240,45 @@ def save_regression_predictions(predictions: RegressionPredictions, folder: Path
               "seeds": predictions.seeds, "seed_mode": predictions.seed_mode,
               "numerics": predictions.numerics,
               "cells": [{"replicate": c.replicate, "strategy": c.strategy.value,
-                         "model": c.family.value, "seconds": c.seconds,
-                         "unfittable": c.unfittable} for c in predictions.cells]}
+                         "model": c.family.value, "unfittable": c.unfittable}
+                        for c in predictions.cells]}
     (folder / RECORD_FILE).write_text(json.dumps(record, indent=1) + "\n")
+    if timings is not None:
+        timings.write_text(json.dumps([c.seconds for c in predictions.cells]) + "\n")
 
 
-def load_regression_predictions(folder: Path, *, sha256: str) -> RegressionPredictions:
-    """Read what :func:`save_regression_predictions` wrote; predictions fitted on another raw
-    file than the one of ``sha256`` are one :class:`DataError` line."""
+def load_regression_predictions(folder: Path, *, sha256: str,
+                                timings: Path | None = None) -> RegressionPredictions:
+    """Read what :func:`save_regression_predictions` wrote (the seconds from ``timings`` when
+    it exists, else 0); predictions fitted on another raw file than the one of ``sha256`` are
+    one :class:`DataError` line."""
     try:
         record = json.loads((folder / RECORD_FILE).read_text(encoding="utf-8"))
         frame = pd.read_parquet(folder / PREDICTIONS_FILE)
     except (OSError, ValueError) as exc:
         raise DataError(f"{folder}: expected a regression fit's predictions, got "
                         f"{type(exc).__name__}: {exc}") from None
+    seconds = [0.0] * len(record["cells"])
+    if timings is not None and timings.is_file():
+        try:
+            found = json.loads(timings.read_text(encoding="utf-8"))
+            seconds = [float(x) for x in found] if len(found) == len(seconds) else seconds
+        except (OSError, ValueError, TypeError):
+            pass  # timings order the log only; no number depends on them
     if record.get("dataset_sha256") != sha256:
         raise DataError(f"{folder / RECORD_FILE}: dataset_sha256: expected {sha256} (the raw "
                         f"file evaluated), got {record.get('dataset_sha256')!r}: re-run the fit")
     groups = {key: part for key, part in frame.groupby(["replicate", "strategy", "model"],
                                                       sort=False)}
     cells = []
-    for entry in record["cells"]:
+    for entry, spent in zip(record["cells"], seconds, strict=True):
         key = (entry["replicate"], entry["strategy"], entry["model"])
         part = groups.get(key, frame.iloc[:0])
         cells.append(RegressionCell(Strategy(entry["strategy"]), ModelFamily(entry["model"]),
                                     int(entry["replicate"]),
                                     part["row"].to_numpy(dtype=np.int64),
                                     part["prediction"].to_numpy(dtype=np.float64),
-                                    float(entry["seconds"]), str(entry["unfittable"])))
+                                    spent, str(entry["unfittable"])))
     return RegressionPredictions(str(record["audit"]), tuple(cells), int(record["seeds"]),
                                  str(record["seed_mode"]), dict(record.get("numerics") or {}),
                                  sha256)

@@ -27,7 +27,7 @@ import pandas as pd
 
 from faircode.core.digests import checked_run
 from faircode.core.errors import DataError
-from faircode.core.layout import REGRESSION_TABLE, table_path
+from faircode.core.layout import REGRESSION_TABLE, paper_table_files, table_path
 from faircode.core.metrics import Metric, metric_info
 from faircode.report.drawing import Drawing
 
@@ -180,6 +180,33 @@ def _sections(inputs: RegressionInputs, audit: str) -> list[tuple[str, pd.DataFr
             (f"{audit}: the grid's predictions (first attribute)", grid_frame(inputs, audit))]
 
 
+def _tex(text: str) -> str:
+    return "".join("\\" + c if c in "&%$#_{}" else c for c in str(text))
+
+
+def latex_table(inputs: RegressionInputs) -> str:
+    """The headline gaps as a LaTeX table: per audit and attribute the observed mean gap in the
+    outcome's units with its interval and verdict, and the gap within each declared stratum."""
+    g, s = inputs.gaps, inputs.strata
+    lines = [r"\begin{tabular}{lllrll}", r"\hline",
+             r"audit & attribute & units & mean gap [95\% interval] & verdict & within strata "
+             r"\\", r"\hline"]
+    for audit, run in inputs.runs.items():
+        units = (run.get("target") or {}).get("scale_units", "")
+        rows = g[(g["audit"] == audit) & (g["strategy"] == _OBSERVED)
+                 & (g["metric"] == Metric.MEAN_DIFFERENCE.value)]
+        for row in rows.to_dict("records"):
+            within = "" if s.empty else "; ".join(
+                f"{r['stratum']} {_number(r['value'])}" for r in s[
+                    (s["audit"] == audit) & (s["strategy"] == _OBSERVED)
+                    & (s["protected_attribute"] == row["protected_attribute"])].to_dict("records"))
+            lines.append(" & ".join(_tex(x) for x in (
+                audit, row["protected_attribute"], units,
+                f"{_number(row['value'])} [{_number(row['ci_low'])}, {_number(row['ci_high'])}]",
+                row["verdict"], within or "--")) + r" \\")
+    return "\n".join([*lines, r"\hline", r"\end{tabular}", ""])
+
+
 def headline_sentence(inputs: RegressionInputs) -> str:
     """One sentence naming the regression audits and their observed mean gaps (first
     attribute), in each outcome's units, with their verdicts."""
@@ -208,7 +235,8 @@ class RegressionSection:
         return load_regression_results(folders)
 
     def tables(self, inputs: RegressionInputs, out: Path) -> tuple[Path, ...]:
-        """``regression_table.md``."""
+        """The paper table (:data:`~faircode.core.layout.REGRESSION_TABLE`): every section in
+        markdown, the headline gaps in LaTeX."""
         parts = ["# Regression audits", "",
                  "Gaps are disadvantaged minus advantaged, in the outcome's units (a log "
                  "outcome's in log points); [95 % interval]; * q below alpha in the audit's "
@@ -217,9 +245,10 @@ class RegressionSection:
         for audit in inputs.runs:
             for title, frame in _sections(inputs, audit):
                 parts += [f"## {title}", "", _markdown(frame), ""]
-        path = out / REGRESSION_TABLE
-        path.write_text("\n".join(parts), encoding="utf-8")
-        return (path,)
+        markdown, latex = (out / f for f in paper_table_files(REGRESSION_TABLE))
+        markdown.write_text("\n".join(parts), encoding="utf-8")
+        latex.write_text(latex_table(inputs), encoding="utf-8")
+        return markdown, latex
 
     def drawings(self, inputs: RegressionInputs, out: Path) -> list[Drawing]:
         """No figures of its own: its tables say it."""
