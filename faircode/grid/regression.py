@@ -52,6 +52,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pandas.errors
 from fairlearn.reductions import AbsoluteLoss, BoundedGroupLoss, ExponentiatedGradient
 from sklearn.base import RegressorMixin, clone
 from sklearn.compose import ColumnTransformer
@@ -82,6 +83,10 @@ RECORD_FILE = "cells.json"
 it and every cell, with why when it could not be fitted.  The cells' seconds are no part of it
 (they would change its bytes on every re-fit): :func:`faircode.grid.predictions.timings_path`
 beside the folder."""
+
+
+_PANDAS_DEPRECATION: type[Warning] = getattr(pandas.errors, "Pandas4Warning", FutureWarning)
+"""What pandas warns of fairlearn's reductions' idioms (as :mod:`faircode.grid.strategies`)."""
 
 
 def regression_cells() -> list[tuple[Strategy, ModelFamily]]:
@@ -196,7 +201,8 @@ def fit_regression_cell(data: RegressionData, strategy: Strategy, family: ModelF
                .generate_state(1)[0])
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # fairlearn's pandas idioms
+            warnings.simplefilter("ignore", _PANDAS_DEPRECATION)  # fairlearn's pandas idioms
+            warnings.simplefilter("ignore", FutureWarning)
             reduction.fit(x_train, pd.Series(scaled), sensitive_features=first[train])
             prediction = reduction.predict(x_test, random_state=draw)
     except ValueError as exc:  # this cell only: the audit's other cells go on
