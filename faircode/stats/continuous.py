@@ -59,7 +59,7 @@ Design decisions
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -70,6 +70,20 @@ from faircode.core import checks
 from faircode.core.metrics import Metric, metric_info, metrics_of
 from faircode.core.seeds import child_seed
 from faircode.stats import clusters, resampling
+from faircode.stats._continuous_engine import (
+    Components,
+    Design,
+    Sample,
+    Weights,
+    blocks,
+    bootstrap_weights,
+    components,
+    design_of,
+    draw,
+    permuted_weights,
+    sample,
+    weighted_quantile,
+)
 from faircode.stats.continuous_ks import KS_CI_METHOD, ks_interval
 from faircode.stats.power import MIN_SIZE
 
@@ -77,7 +91,6 @@ __all__ = [
     "COMPONENTS",
     "GROUP_STATISTICS",
     "PERCENTILE",
-    "QUANTILES",
     "Design",
     "Gap",
     "GroupGaps",
@@ -88,16 +101,11 @@ __all__ = [
 ]
 
 Floats = NDArray[np.float64]
-Ints = NDArray[np.int64]
-Bools = NDArray[np.bool_]
 
 PERCENTILE = "percentile_bootstrap"
 """The ``ci_method`` of a row-level percentile bootstrap interval."""
 CLUSTER_PERCENTILE = "cluster_percentile_bootstrap"
 """The ``ci_method`` of a unit-level (cluster) percentile bootstrap interval."""
-
-QUANTILES: dict[Metric, float] = {Metric.Q10_GAP: 0.1, Metric.Q50_GAP: 0.5, Metric.Q90_GAP: 0.9}
-"""The quantile level each quantile gap compares."""
 
 COMPONENTS: dict[Metric, str] = {
     Metric.MEAN_DIFFERENCE: "mean", Metric.MEAN_RATIO: "mean", Metric.Q10_GAP: "q10",
@@ -107,184 +115,6 @@ COMPONENTS: dict[Metric, str] = {
 
 GROUP_STATISTICS: tuple[str, ...] = ("mean", "q10", "q50", "q90", "mae", "residual")
 """The per-group statistics a group's summary reports (``mae``, ``residual``: a model's)."""
-
-_BLOCK_CELLS = 1_500_000
-"""Resample weights held at once (resamples x rows: 12 MB of float64 per array)."""
-
-
-def weighted_quantile(sorted_values: Floats, cumulative: Floats, level: float) -> Floats:
-    """The ``level`` quantile (numpy's linear interpolation) of each row's weighted sample.
-
-    ``sorted_values`` ``(n,)`` ascending; ``cumulative`` ``(k, n)`` the running sums of each
-    row's non-negative integer weights (a weight is how many times the row is drawn).  Order
-    statistic ``j`` of a sample is the first value whose running weight exceeds ``j``; the
-    quantile interpolates between order statistics ``⌊h⌋`` and ``⌊h⌋ + 1``, ``h = (N − 1)·level``.
-    A row without weight is NaN.
-    """
-    total = cumulative[:, -1]
-    h = (total - 1.0) * level
-    low = np.floor(h)
-    frac = h - low
-    high = np.minimum(low + 1.0, total - 1.0)
-    last = sorted_values.size - 1
-    at_low = np.minimum((cumulative <= low[:, None]).sum(axis=1), last)
-    at_high = np.minimum((cumulative <= high[:, None]).sum(axis=1), last)
-    out = sorted_values[at_low] + frac * (sorted_values[at_high] - sorted_values[at_low])
-    return np.where(total > 0, out, np.nan)
-
-
-@dataclass(frozen=True, slots=True)
-class Design:
-    """How rows are resampled and exchanged: ``unit`` per row (``0..U-1``), the bootstrap
-    ``strata`` (the unit ids of each group pattern: only disadvantaged, only advantaged, both),
-    the exchangeable ``part`` of each row (a unit's rows of one group) and each part's label
-    (``part_disadvantaged``), ``mixed`` the units split into parts, ``clustered`` whether some
-    unit has several rows."""
-
-    unit: Ints
-    strata: tuple[Ints, ...]
-    part: Ints
-    part_disadvantaged: Bools
-    mixed: int
-    clustered: bool
-
-
-def design_of(disadvantaged: Bools, units: ArrayLike | None) -> Design:
-    """The :class:`Design` of rows with group ``disadvantaged`` and optional unit ids (without
-    units, or one row per unit, every row is its own unit and part)."""
-    n = disadvantaged.size
-    unit = clusters.repeated_units(units, n)
-    if unit is None:
-        rows = np.arange(n, dtype=np.int64)
-        return Design(rows, (rows[disadvantaged], rows[~disadvantaged]), rows,
-                      disadvantaged.copy(), 0, False)
-    count = int(unit.max()) + 1
-    has_d = np.bincount(unit, weights=disadvantaged, minlength=count) > 0
-    has_a = np.bincount(unit, weights=~disadvantaged, minlength=count) > 0
-    ids = np.arange(count, dtype=np.int64)
-    strata = tuple(ids[m] for m in (has_d & ~has_a, has_a & ~has_d, has_d & has_a)
-                   if m.any())
-    part_key = unit * 2 + (~disadvantaged).astype(np.int64)
-    keys, part = np.unique(part_key, return_inverse=True)
-    return Design(unit, strata, part.reshape(-1).astype(np.int64), keys % 2 == 0,
-                  int((has_d & has_a).sum()), True)
-
-
-@dataclass(frozen=True, slots=True)
-class _Sample:
-    """The rows sorted by value once: values, group, residuals, tie-block ends, design."""
-
-    value: Floats
-    disadvantaged: Bools
-    residual: Floats | None
-    ends: Ints
-    design: Design
-
-
-def _numbers(name: str, values: ArrayLike) -> Floats:
-    """``values`` as a 1-D array of finite floats, else one ValueError line naming it."""
-    array = np.asarray(values, dtype=np.float64)
-    if array.ndim != 1 or not np.isfinite(array).all():
-        raise ValueError(f"{name}: expected a 1-D array of finite numbers, got shape "
-                         f"{array.shape} with {int((~np.isfinite(array)).sum())} not finite")
-    return array
-
-
-def _sample(values: ArrayLike, disadvantaged: ArrayLike, truth: ArrayLike | None,
-            units: ArrayLike | None) -> _Sample:
-    v = _numbers("values", values)
-    mask = checks.as_mask("disadvantaged", disadvantaged)
-    checks.check_lengths(values=v, disadvantaged=mask)
-    order = np.argsort(v, kind="stable")
-    residual = None
-    if truth is not None:
-        t = _numbers("truth", truth)
-        checks.check_lengths(values=v, truth=t)
-        residual = (t - v)[order]
-    unit = None if units is None else np.asarray(units)[order]
-    sorted_values = v[order]
-    ends = np.flatnonzero(np.append(sorted_values[1:] != sorted_values[:-1], True))
-    return _Sample(sorted_values, mask[order], residual, ends.astype(np.int64),
-                   design_of(mask[order], unit))
-
-
-def _group_components(s: _Sample, w: Floats, wanted: set[str]) -> dict[str, Floats]:
-    """Each wanted per-group statistic of the weighted samples ``w`` ``(k, n)``."""
-    total = w.sum(axis=1)
-    out: dict[str, Floats] = {}
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if "mean" in wanted:
-            out["mean"] = w @ s.value / total
-        if s.residual is not None and "mae" in wanted:
-            out["mae"] = w @ np.abs(s.residual) / total
-        if s.residual is not None and "residual" in wanted:
-            out["residual"] = w @ s.residual / total
-    levels = [(f"q{round(100 * q)}", q) for q in QUANTILES.values()]
-    if any(name in wanted for name, _ in levels) or "cdf" in wanted:
-        cumulative = np.cumsum(w, axis=1)
-        for name, q in levels:
-            if name in wanted:
-                out[name] = weighted_quantile(s.value, cumulative, q)
-        if "cdf" in wanted:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                out["cdf"] = cumulative[:, s.ends] / total[:, None]
-    return out
-
-
-def _components(s: _Sample, wd: Floats, wa: Floats, wanted: set[str]
-                ) -> dict[str, tuple[Floats, Floats] | Floats]:
-    """The wanted statistics of both groups' weighted samples, and ``ks`` (their distance)."""
-    per = wanted - {"ks"} | ({"cdf"} if "ks" in wanted else set())
-    d, a = _group_components(s, wd, per), _group_components(s, wa, per)
-    out: dict[str, tuple[Floats, Floats] | Floats] = {
-        k: (d[k], a[k]) for k in d if k != "cdf"}
-    if "ks" in wanted:
-        out["ks"] = np.abs(d["cdf"] - a["cdf"]).max(axis=1)
-    return out
-
-
-def _metric_value(metric: Metric, parts: dict[str, tuple[Floats, Floats] | Floats], *,
-                  log_scale: bool) -> Floats:
-    """A metric's value from its groups' statistics (module docstring)."""
-    name = COMPONENTS[metric]
-    if metric is Metric.KS_DISTANCE:
-        return np.asarray(parts["ks"])
-    d, a = parts[name]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if metric is Metric.MEAN_RATIO:
-            return np.exp(d - a) if log_scale else np.where((d > 0) & (a > 0), d / a, np.nan)
-        if metric is Metric.BOUNDED_GROUP_LOSS:
-            return np.maximum(d, a)
-    return d - a
-
-
-def _block(n: int, total: int) -> list[int]:
-    size = max(1, _BLOCK_CELLS // max(n, 1))
-    return [min(size, total - start) for start in range(0, total, size)]
-
-
-def _bootstrap_weights(unit: Ints, strata: Sequence[Ints], k: int,
-                       rng: np.random.Generator) -> Floats:
-    """``k`` bootstrap draws of row weights: the units of each stratum drawn with replacement
-    at the stratum's size (each draw a uniform pick among them); a row weighs its unit's
-    count."""
-    n_units = int(unit.max()) + 1
-    counts = np.zeros((k, n_units), dtype=np.float64)
-    offset = (np.arange(k, dtype=np.int64) * n_units)[:, None]
-    for ids in strata:
-        if ids.size:
-            picks = ids[rng.integers(0, ids.size, size=(k, ids.size))]
-            counts += np.bincount((offset + picks).ravel(),
-                                  minlength=k * n_units).reshape(k, n_units)
-    return counts[:, unit]
-
-
-def _permuted_weights(design: Design, k: int, rng: np.random.Generator) -> Floats:
-    """``k`` permutations of the parts' labels, as the 0/1 weight of each row in the
-    disadvantaged group."""
-    labels = rng.permuted(np.tile(design.part_disadvantaged, (k, 1)), axis=1)
-    return labels[:, design.part].astype(np.float64)
-
 
 @dataclass(frozen=True, slots=True)
 class Gap:
@@ -325,41 +155,27 @@ class GroupGaps:
     note: str = ""
 
 
+def _metric_value(metric: Metric, parts: Components, *, log_scale: bool) -> Floats:
+    """A metric's value from its groups' statistics (module docstring)."""
+    if metric is Metric.KS_DISTANCE:
+        return np.asarray(parts["ks"])
+    pair = parts[COMPONENTS[metric]]
+    assert isinstance(pair, tuple)
+    d, a = pair
+    with np.errstate(invalid="ignore", divide="ignore"):
+        if metric is Metric.MEAN_RATIO:
+            return np.exp(d - a) if log_scale else np.where((d > 0) & (a > 0), d / a, np.nan)
+        if metric is Metric.BOUNDED_GROUP_LOSS:
+            return np.maximum(d, a)
+    return d - a
+
+
 def _test_scale(metric: Metric, values: Floats) -> Floats:
     """A metric on the scale its test and detectable gap are taken on (log for a ratio)."""
     if metric_info(metric).scale == "ratio":
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.log(values)
     return values
-
-
-Weights = Callable[[int, np.random.Generator], Floats]
-"""``weights(k, rng)``: ``k`` draws of row weights, ``(k, n)`` (a bootstrap: the rows' counts,
-split by group) or ``(2, k, n)`` (a permutation: each group's 0/1 weights)."""
-
-
-def _draw(s: _Sample, k_total: int, wanted: set[str], weights: Weights,
-          rng: np.random.Generator, *, log_scale: bool, metrics: Sequence[Metric]
-          ) -> tuple[dict[Metric, Floats], dict[str, Floats]]:
-    """Every metric's (and group statistic's) values over ``k_total`` draws of ``weights``."""
-    n = s.value.size
-    values: dict[Metric, list[Floats]] = {m: [] for m in metrics}
-    groups: dict[str, list[Floats]] = {}
-    for k in _block(n, k_total):
-        w = weights(k, rng)
-        if w.ndim == 3:  # permutations: (disadvantaged, advantaged)
-            wd, wa = w[0], w[1]
-        else:
-            wd, wa = w * s.disadvantaged, w * ~s.disadvantaged
-        parts = _components(s, wd, wa, wanted)
-        for m in metrics:
-            values[m].append(_metric_value(m, parts, log_scale=log_scale))
-        for name, pair in parts.items():
-            if isinstance(pair, tuple):
-                for side, array in zip(("d", "a"), pair, strict=True):
-                    groups.setdefault(f"{name}_{side}", []).append(array)
-    return ({m: np.concatenate(v) for m, v in values.items()},
-            {g: np.concatenate(v) for g, v in groups.items()})
 
 
 def _se(samples: Floats) -> float:
@@ -391,51 +207,28 @@ def group_gaps(
     checks.check_positive_int("n_resamples", n_resamples)
     checks.check_positive_int("n_permutations", n_permutations)
     checks.check_confidence(confidence)
-    s = _sample(values, disadvantaged, truth, units)
+    s = sample(values, disadvantaged, truth, units)
     n_d, n_a = int(s.disadvantaged.sum()), int((~s.disadvantaged).sum())
     if n_d == 0 or n_a == 0:
         raise ValueError(f"disadvantaged: expected rows in both groups, got {n_d} and {n_a}")
     metrics = [Metric(m) for m in metrics_of("regression")
                if truth is not None or not metric_info(m).ground_truth]
-    wanted = {COMPONENTS[m] for m in metrics} | (
-        {"mean", "q10", "q50", "q90"} | ({"mae", "residual"} if truth is not None else set()))
+    wanted = {"mean", "q10", "q50", "q90", *(COMPONENTS[m] for m in metrics)} | (
+        {"mae", "residual"} if truth is not None else set())
     design = s.design
 
     def boot(k: int, rng: np.random.Generator) -> Floats:
-        return _bootstrap_weights(design.unit, design.strata, k, rng)
+        return bootstrap_weights(design.unit, design.strata, k, rng)
 
-    boot_values, boot_groups = _draw(s, n_resamples, wanted, boot,
-                                     np.random.default_rng(child_seed(seed, 0)),
-                                     log_scale=log_scale, metrics=metrics)
-    row_values: dict[Metric, Floats] = {}
-    if design.clustered:  # the row bootstrap beside it: the design effect
-        rows = np.arange(s.value.size, dtype=np.int64)
-        by_group = (rows[s.disadvantaged], rows[~s.disadvantaged])
-        row_values, _ = _draw(s, n_resamples, wanted,
-                              lambda k, rng: _bootstrap_weights(rows, by_group, k, rng),
-                              np.random.default_rng(child_seed(seed, 2)),
-                              log_scale=log_scale, metrics=metrics)
-    observed = _components(s, s.disadvantaged[None, :].astype(np.float64),
-                           (~s.disadvantaged)[None, :].astype(np.float64), wanted)
+    booted = draw(s, n_resamples, wanted, boot, np.random.default_rng(child_seed(seed, 0)))
+    boot_values = {m: _metric_value(m, booted, log_scale=log_scale) for m in metrics}
+    row_values = _row_bootstrap(s, n_resamples, wanted, seed, log_scale=log_scale,
+                                metrics=metrics) if design.clustered else {}
+    observed = components(s, s.disadvantaged[None, :].astype(np.float64),
+                          (~s.disadvantaged)[None, :].astype(np.float64), wanted)
     value = {m: float(_metric_value(m, observed, log_scale=log_scale)[0]) for m in metrics}
-    permuted: dict[Metric, Floats] = {}
-    p_value: dict[Metric, float] = {}
-
-    def perm(k: int, rng: np.random.Generator) -> Floats:
-        wd = _permuted_weights(design, k, rng)
-        return np.stack([wd, 1.0 - wd])
-
-    for m in metrics:
-        info = metric_info(m)
-        if info.same_null is not None:
-            continue
-        twins = [m, *(o for o in metrics if metric_info(o).same_null is m)]
-        drawn, _ = _draw(s, n_permutations, {COMPONENTS[o] for o in twins}, perm,
-                         np.random.default_rng(child_seed(seed, 1, info.key)),
-                         log_scale=log_scale, metrics=twins)
-        permuted.update(drawn)
-        for twin in twins:  # a twin reports its null's p-value (same_null)
-            p_value[twin] = _p_value(m, value[m], drawn[m])
+    permuted, p_value = _permutations(s, n_permutations, value, seed, log_scale=log_scale,
+                                      metrics=metrics)
     intervals = {m: resampling.percentile_interval(boot_values[m], confidence=confidence)
                  for m in metrics}
     intervals[Metric.KS_DISTANCE] = _ks_bounds(s, boot, n_resamples, seed,
@@ -444,9 +237,41 @@ def group_gaps(
                       row_values.get(m), design=design, alpha=alpha, power=power)
                  for m in metrics)
     mixed = f"{clusters.MIXED_UNITS_NOTE}:{design.mixed}" if design.mixed else ""
-    summaries = [_summary(s, side, observed, boot_groups, confidence=confidence)
-                 for side in ("d", "a")]
+    summaries = [_summary(s, side, observed, booted, confidence=confidence)
+                 for side in (0, 1)]
     return GroupGaps(gaps, summaries[0], summaries[1], mixed)
+
+
+def _row_bootstrap(s: Sample, total: int, wanted: set[str], seed: int | np.random.SeedSequence,
+                   *, log_scale: bool, metrics: list[Metric]) -> dict[Metric, Floats]:
+    """A clustered design's row bootstrap (each row its own unit, within its group), from
+    ``child_seed(seed, 2)``: the design effect's denominator."""
+    rows = np.arange(s.value.size, dtype=np.int64)
+    by_group = (rows[s.disadvantaged], rows[~s.disadvantaged])
+    drawn = draw(s, total, wanted, lambda k, rng: bootstrap_weights(rows, by_group, k, rng),
+                 np.random.default_rng(child_seed(seed, 2)))
+    return {m: _metric_value(m, drawn, log_scale=log_scale) for m in metrics}
+
+
+def _permutations(s: Sample, total: int, value: dict[Metric, float],
+                  seed: int | np.random.SeedSequence, *, log_scale: bool,
+                  metrics: list[Metric]) -> tuple[dict[Metric, Floats], dict[Metric, float]]:
+    """Every metric's permuted values and p-value: each null's own stream (its metric's seed
+    key), its twins (``same_null``) on the same draws, reporting its p-value."""
+    permuted: dict[Metric, Floats] = {}
+    p_value: dict[Metric, float] = {}
+    for m in metrics:
+        info = metric_info(m)
+        if info.same_null is not None:
+            continue
+        twins = [m, *(o for o in metrics if metric_info(o).same_null is m)]
+        drawn = draw(s, total, {COMPONENTS[o] for o in twins},
+                     lambda k, rng: permuted_weights(s.design, k, rng),
+                     np.random.default_rng(child_seed(seed, 1, info.key)))
+        for twin in twins:
+            permuted[twin] = _metric_value(twin, drawn, log_scale=log_scale)
+            p_value[twin] = _p_value(m, value[m], permuted[m])
+    return permuted, p_value
 
 
 def _centred(metric: Metric, values: Floats) -> Floats:
@@ -463,7 +288,7 @@ def _p_value(metric: Metric, value: float, null: Floats) -> float:
                                           _centred(metric, null))
 
 
-def _ks_bounds(s: _Sample, boot: Weights, n_resamples: int, seed: int | np.random.SeedSequence,
+def _ks_bounds(s: Sample, boot: Weights, n_resamples: int, seed: int | np.random.SeedSequence,
                *, confidence: float) -> tuple[float, float]:
     """The KS distance's interval (:func:`faircode.stats.continuous_ks.ks_interval`) on the
     bootstrap's own draws (its stream, re-drawn on each pass)."""
@@ -476,7 +301,7 @@ def _ks_bounds(s: _Sample, boot: Weights, n_resamples: int, seed: int | np.rando
 
     def resampled() -> Iterable[Floats]:
         rng = np.random.default_rng(child_seed(seed, 0))
-        for k in _block(s.value.size, n_resamples):
+        for k in blocks(s.value.size, n_resamples):
             w = boot(k, rng)
             yield delta(w * d, w * a)
 
@@ -518,20 +343,18 @@ def _mde(metric: Metric, null: Floats, se: float, *, alpha: float, power: float,
     return critical + float(sps.norm.ppf(power)) * se, ""
 
 
-def _summary(s: _Sample, side: str, observed: dict[str, tuple[Floats, Floats] | Floats],
-             boot: dict[str, Floats], *, confidence: float) -> GroupSummary:
-    """One group's :class:`GroupSummary` (``side`` ``d`` or ``a``)."""
-    mask = s.disadvantaged if side == "d" else ~s.disadvantaged
+def _summary(s: Sample, side: int, observed: Components, boot: Components, *,
+             confidence: float) -> GroupSummary:
+    """One group's :class:`GroupSummary` (``side`` 0 disadvantaged, 1 advantaged)."""
+    mask = s.disadvantaged if side == 0 else ~s.disadvantaged
     units = np.unique(s.design.unit[mask]).size
     values = s.value[mask]
     stats: dict[str, tuple[float, float, float]] = {}
     for name in GROUP_STATISTICS:
-        if name not in observed:
+        pair, drawn = observed.get(name), boot.get(name)
+        if not isinstance(pair, tuple) or not isinstance(drawn, tuple):
             continue
-        pair = observed[name]
-        assert isinstance(pair, tuple)
-        value = float(pair[0 if side == "d" else 1][0])
-        low, high = resampling.percentile_interval(boot[f"{name}_{side}"], confidence=confidence)
-        stats[name] = (value, low, high)
+        low, high = resampling.percentile_interval(drawn[side], confidence=confidence)
+        stats[name] = (float(pair[side][0]), low, high)
     sd = float(values.std(ddof=1)) if values.size > 1 else math.nan
     return GroupSummary(int(mask.sum()), int(units), sd, stats)
