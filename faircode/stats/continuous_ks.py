@@ -3,8 +3,8 @@
 The KS distance ``D = max_x |Δ(x)|``, ``Δ = F_d − F_a``, is the maximum of a process, and its
 estimate ``D̂ = max_x |Δ̂(x)|`` is biased upwards by the noise near the top (every sampled
 ``x`` near the maximiser competes).  The percentile bootstrap inherits the bias twice and
-covered the true distance 0.25–0.82 of the time at 95 % in ``bench/continuous_inference.py``;
-the basic and bias-corrected bootstraps 0.85–0.91.  So the interval is built as intersection
+covered the true distance 0.70 and 0.80 of the time at 95 %, the basic bootstrap 0.90 and 0.80
+(``bench/continuous_inference.py --ks``).  So the interval is built as intersection
 bounds are (Chernozhukov, Lee & Rosen 2013, *Econometrica* 81(2): a bound on a maximum of
 estimated functions, with a critical value from the studentised process on an estimated contact
 set), each side at ``(1 − confidence)/2``:
@@ -17,8 +17,8 @@ set), each side at ``(1 − confidence)/2``:
   ``max_V Z*``; upper bound ``max(±Δ̂ + z·σ)``, ``z`` the normal quantile (the estimate is
   biased upwards, so the pointwise bound at the maximiser is already conservative).
 
-It is conservative by construction (measured coverage 0.98–0.99 at 95 %, docs/statistics.md): it
-is shown as an interval that holds, not one that is exact.  The bootstrap is the same draws as
+It is conservative by construction (measured coverage 0.986–0.996 at 95 %, docs/statistics.md):
+it is shown as an interval that holds, not one that is exact.  The bootstrap is the same draws as
 the other metrics' (:mod:`faircode.stats.continuous`): three passes over them, no stored
 resample matrix.
 """
