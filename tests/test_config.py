@@ -171,8 +171,9 @@ def test_every_config_field_has_one_params_key() -> None:
         ({"models": {"encoding": "one-hot"}},
          r"^params.yaml: models.encoding: expected one of label, onehot, got 'one-hot' \(str\)$"),
         ({"stat": {"n_resamples": 10}},
-         r"^params.yaml: stat: expected a known section \(audits, text_audits, mitigation, models, "
-         r"stats, degenerate, verdicts, curves, run, report\), got 'stat' \(str\)$"),
+         r"^params.yaml: stat: expected a known section \(audits, text_audits, regression_audits, "
+         r"mitigation, models, stats, degenerate, verdicts, curves, run, report\), got 'stat' "
+         r"\(str\)$"),
         ({"stats": {"n_resamples": "many"}},
          r"^params.yaml: stats.n_resamples: expected an integer, got 'many' \(str\)$"),
         ({"models": {"decision_threshold": 2}},
@@ -232,13 +233,13 @@ def test_load_params_rejects_a_repeated_key(tmp_path) -> None:  # type: ignore[n
 
 def test_shipped_params_yaml_is_valid_and_lists_every_audit() -> None:
     """The committed params.yaml loads, names every shipped audit (the text audits under
-    text_audits) and is the paper state: the defaults but K = 5 training replicates in split
-    mode."""
+    text_audits, the regression audits under regression_audits) and is the paper state: the
+    defaults but K = 5 training replicates in split mode."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
     params = load_params(root / "params.yaml")
-    assert sorted((*params.audits, *params.text_audits)) == sorted(
+    assert sorted(params.every_audit) == sorted(
         p.parent.name for p in root.glob("audits/*/audit.yaml"))
     assert params.config == BenchmarkConfig().with_params(
         {"run.jobs": params.config.jobs, "run.seeds": 5, "run.seed_mode": "split"})

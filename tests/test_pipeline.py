@@ -97,7 +97,7 @@ def _pipeline_for(root: Path) -> None:
     (root / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
 
 
-AUDIT_PATH = re.compile(r"(?:audits|data/prepared|data/predictions|data/text|results|"
+AUDIT_PATH = re.compile(r"(?:audits|data/prepared|data/predictions|data/text|data/raw|results|"
                         r"results/curves|results/metrics|results/metrics/full)/([a-z0-9_]+?)"
                         r"(?:-strategies\.json|\.json|\.csv|/[a-z_]+)?")
 # (data/text/<audit>/payloads, .../systems and .../scores: a text audit's inputs of evaluate)
@@ -119,20 +119,24 @@ def test_evaluate_stage_lists_each_audit_of_params_once() -> None:
     stage = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["evaluate"]
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     audits, text = params["audits"], params["text_audits"]
+    regression = params.get("regression_audits", [])
     expected = {
         "deps": [p for a in audits for p in (f"audits/{a}", f"data/prepared/{a}", *(
             f"data/predictions/{a}/{part}" for part in PARTS))] + [
             p for a in text for p in (f"audits/{a}", f"data/text/{a}/payloads",
-                                      f"data/text/{a}/systems", f"data/text/{a}/scores")],
+                                      f"data/text/{a}/systems", f"data/text/{a}/scores")] + [
+            p for a in regression for p in (f"audits/{a}", f"data/raw/{a}",
+                                            f"data/predictions/{a}/regression")],
         "outs": [p for a in audits for p in (f"results/{a}", f"results/curves/{a}.csv",
                                              f"results/metrics/full/{a}.json")] + [
-            f"results/{a}" for a in text],
-        "metrics": [f"results/metrics/{a}.json" for a in audits],
+            f"results/{a}" for a in text] + [
+            p for a in regression for p in (f"results/{a}", f"results/metrics/full/{a}.json")],
+        "metrics": [f"results/metrics/{a}.json" for a in (*audits, *regression)],
         "plots": [f"results/metrics/{a}-strategies.json" for a in audits]}
     for field, paths in expected.items():
         listed = [e if isinstance(e, str) else next(iter(e)) for e in stage[field]]
         assert [p for p in listed if not p.startswith("faircode/")] == paths, field
-        assert all(_entry_audit(p) in (*audits, *text) for p in paths), field
+        assert all(_entry_audit(p) in (*audits, *text, *regression) for p in paths), field
     assert stage["cmd"] == ("python -m faircode.pipeline.stages.evaluate data/prepared "
                             "data/predictions data/text results")
 
@@ -151,7 +155,8 @@ def test_report_and_track_depend_on_every_audit_of_params() -> None:
     of params.yaml (a new audit that is not listed would never reach the report)."""
     pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text())
     params = yaml.safe_load((REPO / "params.yaml").read_text())
-    audits = params["audits"] + params.get("text_audits", [])
+    audits = params["audits"] + params.get("text_audits", []) \
+        + params.get("regression_audits", [])
     for stage in ("report", "track"):
         deps = [d for d in pipeline["stages"][stage]["deps"] if str(d).startswith("results/")]
         assert sorted(d for d in deps if d != "results/summary.csv") == sorted(

@@ -114,7 +114,8 @@ Floats = NDArray[np.float64]
 Scale = Literal["difference", "log_ratio", "max_abs"]
 
 _TEST_SCALE: dict[str, Scale] = {"difference": "difference", "ratio": "log_ratio",
-                                 "magnitude": "max_abs"}
+                                 "magnitude": "max_abs", "distance": "difference",
+                                 "level": "difference"}
 ZERO_SE = math.sqrt(2.0)
 """Katz's log standard error of a ratio whose numerator has no success: its ``1/½`` term."""
 
