@@ -55,12 +55,16 @@ class Stream(IntEnum):
     TEXT = 10
     """Text audits (:mod:`faircode.evaluate.text`): ``(10, table, key of the axis or term, ...)``,
     never a system's position, so every system is resampled with the same draws."""
-    BAGS = 11
-    """A bagged member of a cell's ensemble (:mod:`faircode.grid.bagging`): ``(11, strategy,
+    REGRESSION = 11
+    """Regression audits (:mod:`faircode.evaluate.regression`): ``(11, s, m, attribute)`` of a
+    grid cell in its replicate's master seed, ``(11, name_stream("observed"), attribute)`` of
+    the observed outcome; the gap within strata's ``(11, name_stream("strata"), ...)``."""
+    BAGS = 12
+    """A bagged member of a cell's ensemble (:mod:`faircode.grid.bagging`): ``(12, strategy,
     model, member)`` draws its bootstrap of the training rows and its model's seed."""
-    ARBITRARINESS = 12
+    ARBITRARINESS = 13
     """The statistics of the ensembles and of the set of models (:mod:`faircode.evaluate.
-    arbitrariness`): ``(12, name_stream(what), ...)``, each keyed by the name of what it feeds
+    arbitrariness`): ``(13, name_stream(what), ...)``, each keyed by the name of what it feeds
     (the abstained ensembles' tests, the held-out split, the alternative's paired test)."""
 
 

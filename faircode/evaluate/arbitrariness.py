@@ -29,9 +29,9 @@ equivalence test).  ``multiplicity_models.csv`` lists every model with its accur
 both halves (the report's figure).
 
 Seeds (:attr:`faircode.core.seeds.Stream.ARBITRARINESS`, keyed by name): the ensembles'
-statistics are the cells' own streams under the master ``SeedSequence(master, spawn_key=(12,
-name_stream("ensemble")))``; the half split ``(12, name_stream("held_out_split"))``; each
-attribute's paired test ``(12, name_stream("alternative"), name_stream(<attribute>))``.
+statistics are the cells' own streams under the master ``SeedSequence(master, spawn_key=(13,
+name_stream("ensemble")))``; the half split ``(13, name_stream("held_out_split"))``; each
+attribute's paired test ``(13, name_stream("alternative"), name_stream(<attribute>))``.
 """
 
 from __future__ import annotations

@@ -66,6 +66,11 @@ class AuditResults:
     without."""
     stratum_rates: pd.DataFrame = field(default_factory=lambda: _empty(STRATUM_RATE_COLUMNS))
     """Each declared stratum's levels: the groups' counts and rates; empty without strata."""
+    frontier: pd.DataFrame | None = None
+    """Every strategy's point and S5's tolerance curve (:mod:`faircode.evaluate.frontier`);
+    None without a tolerance curve."""
+    matched: pd.DataFrame | None = None
+    """The matched-violation comparisons (:mod:`faircode.evaluate.matched`); None likewise."""
     self_consistency: pd.DataFrame | None = None
     """Each group's share of arbitrary decisions (:mod:`faircode.evaluate.arbitrariness`); None
     without the bag stage's members, as the three tables below."""

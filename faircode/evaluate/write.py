@@ -165,7 +165,8 @@ def write_audit(
     ``stratum_rates.csv``, also in
     ``deployed/``; with training replicates also ``stability.csv``,
     ``stability_replicates.csv``, ``effects_stability.csv`` and ``effects_replicates.csv``; with
-    curves ``curves.csv``; with a deployed system its own tables on every row in
+    curves ``curves.csv``; with a tolerance curve (S5) ``frontier.csv`` and ``matched.csv``;
+    with a deployed system its own tables on every row in
     ``deployed/``) atomically; return the folder.  ``extra`` adds keys
     to ``run.json`` (e.g. the predictions file an external audit read).
 
@@ -250,12 +251,14 @@ def write_audit(
 _OPTIONAL = (("stability", "stability"), ("stability_replicates", "replicates"),
              ("effects", "effects"), ("effects_stability", "effects_stability"),
              ("effects_replicates", "effect_replicates"), ("curves", "curves"),
+             ("frontier", "frontier"), ("matched", "matched"),
              *zip(ARBITRARINESS_TABLES, ("self_consistency", "arbitrariness", "multiplicity",
                                          "multiplicity_models"), strict=True))
 """``(table, attribute of AuditResults)`` of the tables a run writes when it has them:
 training replicates (``run.seeds`` > 1), the paired effects (:mod:`faircode.evaluate.effects`),
-the operating-point curves (``curves.*`` params), the bagged ensembles and the set of models
-(the bag stage's members, :mod:`faircode.evaluate.arbitrariness`); in this order."""
+the operating-point curves (``curves.*`` params), a tolerance curve's frontier and matched
+comparisons (:mod:`faircode.evaluate.matched`), the bagged ensembles and the set of models (the
+bag stage's members, :mod:`faircode.evaluate.arbitrariness`); in this order."""
 
 
 def _write_tables(results: AuditResults, folder: Path, names: tuple[str, ...]) -> None:

@@ -16,8 +16,8 @@ Design decisions
   or boosting member on 55,000 rows costs seconds, and 21 of them per strategy a large share of
   the pipeline's time; logistic regression costs little anywhere).
 * **Seeds by grid position and member**: member ``b`` of cell ``(s, m)`` draws its bootstrap
-  from ``SeedSequence(master, spawn_key=(11, s, m, b, 0))`` and seeds its model with the first
-  32-bit word of ``(11, s, m, b, 1)`` (:attr:`faircode.core.seeds.Stream.BAGS`), so the members
+  from ``SeedSequence(master, spawn_key=(12, s, m, b, 0))`` and seeds its model with the first
+  32-bit word of ``(12, s, m, b, 1)`` (:attr:`faircode.core.seeds.Stream.BAGS`), so the members
   are the same for any worker count, backend or ``B`` (member ``b`` of ``B = 21`` is member
   ``b`` of ``B = 51``).
 * **The bootstrap draws units**, where the audit declares them (a person's several rows go in or

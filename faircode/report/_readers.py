@@ -68,6 +68,13 @@ REQUIRED: dict[str, tuple[str, ...]] = {
                   "seed_mode", "note"),
     "effects": ("audit", "strategy", "reference", "model", "protected_attribute", "metric",
                 "value", "ci_low", "ci_high", "p_value", "q_value", "note"),
+    "frontier": ("audit", "strategy", "model", "protected_attribute", "tolerance", "metric",
+                 "violation", "violation_low", "violation_high", "accuracy", "accuracy_low",
+                 "accuracy_high", "balanced_accuracy", "balanced_accuracy_low",
+                 "balanced_accuracy_high", "note"),
+    "matched": ("audit", "strategy", "reference", "model", "protected_attribute", "metric",
+                "target", "match", "tolerance", "reference_violation", "value", "ci_low",
+                "ci_high", "p_value", "equivalence_p_value", "q_value", "verdict", "note"),
 }
 """Each table's required columns (extra columns are kept)."""
 
@@ -75,6 +82,8 @@ GRID_READS: tuple[tuple[str, bool, str], ...] = (
     ("stability", False, "stability"),  # only with training replicates
     ("effects", False, "effects"),  # the paired effects (at K > 1 the K-replicate estimates)
     ("curves", False, "curves"),  # operating-point curves (curves.*)
+    ("frontier", False, "frontier"),  # a tolerance curve's frontier (S5)
+    ("matched", False, "matched"),  # and its matched-violation comparisons
     ("fairness", True, "deployed:fairness_all"),
     ("performance", True, "deployed:performance_all"),
     ("intersectional", True, "deployed:intersectional_all"),

@@ -20,7 +20,8 @@ Design decisions
   ``effects.csv`` (the paired effects of the strategies, :attr:`ReportInputs.effects`; at K > 1
   the K-replicate estimates, so ``effects_stability.csv`` is not read).
 * ``<audit>/curves.csv`` (operating-point curves, :mod:`faircode.evaluate.curves`) likewise:
-  :attr:`ReportInputs.curves`, empty where no audit has one.
+  :attr:`ReportInputs.curves`, empty where no audit has one; so are ``frontier.csv`` and
+  ``matched.csv`` (S5's tolerance curve, :mod:`faircode.evaluate.matched`).
 * **A deployed system** (manifest ``system:``) appears in ``fairness.csv``, ``performance.csv``
   and ``intersectional.csv`` as rows of strategy :data:`DEPLOYED` (model = the system's name) on
   the grid's test rows, and on every row in ``<audit>/deployed/``.  Those rows are split off at
@@ -165,6 +166,10 @@ class ReportInputs:
     """Every ``<audit>/curves.csv`` (operating-point curves); empty where none was written."""
     encoding_sensitivity: pd.DataFrame = field(default_factory=pd.DataFrame)
     """``<results>/encoding_sensitivity.csv`` (``bench/encoding_sensitivity.py``), if there."""
+    frontier: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Every ``<audit>/frontier.csv`` (S5's tolerance curve beside every strategy's point)."""
+    matched: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Every ``<audit>/matched.csv`` (the matched-violation comparisons)."""
 
     @property
     def audits(self) -> tuple[str, ...]:
@@ -255,7 +260,8 @@ def _assemble(found: Found, unavailable: Mapping[str, UnavailableAudit], *,
         runs=found.runs, unavailable=tuple(unavailable[k] for k in sorted(unavailable)),
         stability=joined("stability"),
         deployed=_deployed_inputs(found.deployed, found.runs, audits_dir),
-        effects=joined("effects"), curves=joined("curves"), encoding_sensitivity=sensitivity)
+        effects=joined("effects"), curves=joined("curves"), encoding_sensitivity=sensitivity,
+        frontier=joined("frontier"), matched=joined("matched"))
 
 
 def _favourable(audit: str, run: Mapping[str, Any], audits_dir: Path | None) -> int:
