@@ -46,7 +46,7 @@ from faircode.core.config import (
 from faircode.core.errors import DataError
 from faircode.evaluate import claims, effects, stability
 from faircode.evaluate.combine import EFFECT_KEYS, GAP_KEYS
-from faircode.evaluate.curves import audit_curves
+from faircode.evaluate.curves import audit_curves, replicate_curves
 from faircode.evaluate.deployed import score_system_all_rows, score_system_test_rows
 from faircode.evaluate.score import CellResult, score_cell, scoring_seconds
 from faircode.evaluate.tables import AuditResults, assemble
@@ -109,7 +109,8 @@ def evaluate_audit(
         # effects_stability.csv and effects_replicates.csv
         extra = stability.evaluate_stability(
             data, predictions, main=assembled, replicates=replicates, stats=stats,
-            degenerate=degenerate, verdicts=verdicts, jobs=jobs, main_effects=zero)
+            degenerate=degenerate, verdicts=verdicts, jobs=jobs, main_effects=zero,
+            curves=curves)
         seconds.update({f"replicates_{k}": v for k, v in extra.seconds.items()})
     fairness, intersectional = claims.gap_claims_table(
         assembled.fairness, assembled.intersectional,
@@ -119,8 +120,15 @@ def evaluate_audit(
         zero.table, combined=None if extra is None else extra.effects, fairness=fairness,
         confidence=stats.confidence, alpha=stats.alpha, verdicts=verdicts,
         margins=effects.effect_margins(stats))
+    drawn = assembled.curves
+    if drawn is not None and curves is not None and extra is not None and extra.curves:
+        # every curve point on the tables' footing: the K-replicate estimate
+        drawn = replicate_curves(
+            [drawn, *extra.curves], fairness, thresholds=curves.thresholds,
+            seed_mode=replicates.seed_mode, fraction=extra.fraction,
+            confidence=stats.confidence, alpha=stats.alpha, verdicts=verdicts)
     assembled = dataclasses.replace(assembled, fairness=fairness, intersectional=intersectional,
-                                    effects=table, seconds=seconds)
+                                    effects=table, seconds=seconds, curves=drawn)
     if extra is not None:
         assembled = dataclasses.replace(
             assembled, stability=claims.with_family(extra.stability, fairness, GAP_KEYS),

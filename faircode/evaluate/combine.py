@@ -148,10 +148,11 @@ def replicated(tables: Sequence[pd.DataFrame], keys: Sequence[str]) -> Replicate
 
 def combine_gaps(tables: Sequence[pd.DataFrame], *, audit: str, seed_mode: str,
                  fraction: float, confidence: float, alpha: float,
-                 verdicts: VerdictsConfig) -> pd.DataFrame:
+                 verdicts: VerdictsConfig, keys: tuple[str, ...] = GAP_KEYS) -> pd.DataFrame:
     """``stability.csv``'s rows (without the family columns) from the replicates' fairness
-    tables (module docstring)."""
-    rows = replicated(tables, GAP_KEYS)
+    tables (module docstring); ``keys`` identify a row, the metric last (a curve's rows add
+    their operating point)."""
+    rows = replicated(tables, keys)
     metric = rows.keys["metric"].to_numpy(dtype=str)
     margins = margins_of(verdicts)
     out = _Columns.empty(len(metric))
@@ -170,7 +171,7 @@ def combine_gaps(tables: Sequence[pd.DataFrame], *, audit: str, seed_mode: str,
         combined.update({int(i): _row(comb, j) for j, i in enumerate(idx)})
     _combine_magnitudes(rows, out, combined, confidence=confidence, alpha=alpha,
                         margins=margins)
-    frame = _frame(rows, out, audit=audit, keys=GAP_KEYS, seed_mode=seed_mode,
+    frame = _frame(rows, out, audit=audit, keys=keys, seed_mode=seed_mode,
                    fraction=fraction, verdicts=verdicts, null=_nulls(metric),
                    signed=np.array([scale_of(m) != "max_abs" for m in metric], dtype=bool))
     at = list(frame.columns).index("verdict") + 1
