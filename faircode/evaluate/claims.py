@@ -51,6 +51,7 @@ from faircode.stats.metrics import FAIRNESS_COLUMNS, audit_q_values
 from faircode.stats.operating import DEGENERATE_NOTE
 from faircode.stats.resampling import benjamini_hochberg
 from faircode.stats.verdicts import (
+    UNREACHABLE_NOTE,
     Evidence,
     Margins,
     effect_verdicts,
@@ -73,9 +74,7 @@ CLAIM_FAMILY_COLUMNS = ("claim_q_value", "conservative_verdict", "min_margin")
 """``fairness.csv``'s columns after the bound: the equivalence q in the family of the
 pre-specified claims, the verdict in the audit-wide family (the conservative view) and the
 smallest margin parity could be shown within at the cell's size."""
-UNREACHABLE_NOTE = "parity_not_reachable"
-"""The note of an inconclusive gap whose interval is too wide for the declared margin at any
-estimate (:func:`faircode.stats.verdicts.reach_of`): the data's size, not the gap, decides it."""
+
 REP0_COLUMNS = ("rep0_value", "rep0_ci_low", "rep0_ci_high", "rep0_p_value", "rep0_q_value")
 """Replicate 0's own numbers, kept under their names at K > 1."""
 REP0_ONLY = ("swap_p_value", "swap_q_value")

@@ -17,6 +17,16 @@ Design decisions
   (the far end of the ``1 − 2·alpha`` interval) of its families.  No sentence reads a
   non-rejection as parity, and an uninformative family (degenerate decisions, too few
   informative replicates) counts for nothing.
+* **Every count has a direction.**  A gap shown is counted as against the disadvantaged group
+  (below no gap: the sign convention) or favouring it, never as a bare "gap"
+  (:func:`direction_counts`); equalized odds, a magnitude, has none.
+* **The family beside the count.**  "Parity is shown in k" names the Benjamini-Hochberg family
+  it was tested in -- the pre-specified claims (``verdicts.claims``) when the report metric is
+  theirs -- and, where it differs, the count with every equivalence test of the audit in one
+  family (the conservative view, ``conservative_verdict``; :func:`parity_count`).
+* **Out of reach is said.**  An inconclusive family whose interval is too wide for the margin at
+  any estimate (note ``parity_not_reachable``) is counted as such (:func:`open_count`): its
+  "inconclusive" is the data's size, not the gap.
 * **One statistic with the heatmap.**  A number across model families is their mean over the
   informative families (:func:`faircode.report.inputs.family_mean`), the heatmap's statistic.
 * **Costs on the audit's own objective.**  Where the audit decides at ``base_rate`` (or
@@ -35,17 +45,20 @@ import numpy as np
 import pandas as pd
 
 from faircode.core.cells import STRATEGY_TABLE, STRATEGY_TITLES
-from faircode.core.metrics import Metric, no_gap
+from faircode.core.metrics import Metric, metric_info, no_gap
 from faircode.report.inputs import (
     STRATEGIES,
     family_mean,
+    notes_of,
     ordered,
     strategy_code,
     test_base_rates,
 )
-from faircode.report.tables import Context, num
+from faircode.report.tables import Context, num, signed
+from faircode.stats.verdicts import UNREACHABLE_NOTE
 
-__all__ = ["AuditFinding", "StrategyFinding", "audit_line", "findings", "lead", "margins_of"]
+__all__ = ["AGAINST", "FAVOURING", "AuditFinding", "StrategyFinding", "audit_line",
+           "direction_counts", "findings", "lead", "margins_of", "open_count", "parity_count"]
 
 BASELINE = STRATEGIES[0]
 BALANCED_RULES = ("base_rate", "top_fraction")
@@ -67,6 +80,31 @@ class StrategyFinding:
     """Mean over families of Δ balanced accuracy (base_rate audits) or Δ accuracy against S0."""
     bound: float = math.nan
     """The largest distance from parity not excluded by a non-parity informative family."""
+    signs: tuple[int, ...] = ()
+    """Each family's direction: -1 a gap against the disadvantaged group (below no gap), +1 one
+    favouring it, 0 none (no gap, an undefined value, or a magnitude without a sign)."""
+    conservative: tuple[str, ...] = ()
+    """Each family's verdict with every equivalence test of the audit in one family
+    (``conservative_verdict``; empty for results written before it)."""
+    unreachable: int = 0
+    """Inconclusive families whose interval is too wide for the margin at any estimate
+    (note ``parity_not_reachable``)."""
+
+    @property
+    def direction(self) -> str:
+        """Where the families showing a gap point: ``against`` (the disadvantaged group worse
+        off), ``favouring``, ``both`` (families disagree) or ``""`` (no gap, or no sign)."""
+        found = {d for v, d in zip(self.verdicts, self.signs, strict=False)
+                 if v == "gap" and d}
+        return ("both" if len(found) > 1 else "against" if found == {-1} else
+                "favouring" if found == {1} else "")
+
+    @property
+    def conservative_parity(self) -> bool:
+        """Parity in every informative family over all the audit's equivalence tests."""
+        shown = self.conservative or self.verdicts
+        informative = [v for v in shown if v != "uninformative"]
+        return bool(informative) and all(v == "parity" for v in informative)
 
     @property
     def informative(self) -> int:
@@ -142,7 +180,21 @@ def _strategy(code: str, gaps: pd.DataFrame, effects: pd.DataFrame, *, metric: s
         effects=tuple(str(v) for v in dist["verdict"]) if not dist.empty else (),
         effect=family_mean(_informative(dist)["value"]) if not dist.empty else math.nan,
         cost=family_mean(_informative(cost)["value"]) if not cost.empty else math.nan,
-        bound=float(np.nanmax(np.abs(bounds))) if np.isfinite(bounds).any() else math.nan)
+        bound=float(np.nanmax(np.abs(bounds))) if np.isfinite(bounds).any() else math.nan,
+        signs=_signs(gaps, metric), conservative=tuple(
+            str(v) for v in gaps["conservative_verdict"].fillna("")
+        ) if "conservative_verdict" in gaps and gaps["conservative_verdict"].notna().all()
+        else (),
+        unreachable=int(sum(UNREACHABLE_NOTE in notes_of(n) for n in open_.get(
+            "note", pd.Series(dtype=str)))))
+
+
+def _signs(gaps: pd.DataFrame, metric: str) -> tuple[int, ...]:
+    """Each row's direction (:attr:`StrategyFinding.signs`): none for a magnitude."""
+    if metric_info(metric).scale == "magnitude":
+        return (0,) * len(gaps)
+    side = np.sign(gaps["value"].to_numpy(dtype=float) - no_gap(metric))
+    return tuple(int(x) if np.isfinite(x) else 0 for x in side)
 
 
 def _informative(frame: pd.DataFrame) -> pd.DataFrame:
@@ -190,11 +242,8 @@ def _rule(run: Mapping[str, object]) -> str:
 
 
 def _signed(x: float, digits: int = 2) -> str:
-    """``+0.12``, ``−0.34`` (typographic minus); callers leave NaN out, ``n/a`` if not."""
-    if not np.isfinite(x):
-        return "n/a"
-    text = num(x, digits)
-    return text.replace("-", "\u2212") if text.startswith("-") else "+" + text
+    """``+0.12``, ``−0.34``, sign-aware (:func:`faircode.report.tables.signed`)."""
+    return signed(x, digits)
 
 
 def _margin(metric: str, margins: Mapping[str, object]) -> str:
@@ -209,13 +258,68 @@ def _margin(metric: str, margins: Mapping[str, object]) -> str:
 
 def margins_of(ctx: Context) -> dict[str, object]:
     """The equivalence margins the runs record (``config.verdict_margin``, ``..._ratio_margin``;
-    the params' defaults when absent)."""
+    the params' defaults when absent) and the metric of the pre-specified claims
+    (``config.verdict_claims``; None for results written before the claims' family)."""
     config: Mapping[str, object] = next(
         (r["config"] for r in ctx.inputs.runs.values() if isinstance(r.get("config"), Mapping)),
         {})
     ratio = config.get("verdict_ratio_margin", (0.8, 1.25))
     return {"difference": config.get("verdict_margin", 0.05),
-            "ratio": tuple(ratio) if isinstance(ratio, Sequence) else (0.8, 1.25)}
+            "ratio": tuple(ratio) if isinstance(ratio, Sequence) else (0.8, 1.25),
+            "claims": config.get("verdict_claims")}
+
+
+AGAINST = "against the disadvantaged group"
+FAVOURING = "favouring it"
+"""How a gap's direction reads (the sign convention: negative is the disadvantaged group worse
+off, :doc:`docs/statistics.md`)."""
+
+
+def direction_counts(found: Sequence[StrategyFinding]) -> str:
+    """``against the disadvantaged group in 7, favouring it in 3`` over the strategies of
+    ``found`` that show a gap (``, both ways across families in 1`` where families disagree);
+    ``""`` without a gap or for a metric without a sign (equalized odds)."""
+    shown = [s for s in found if s.gaps]
+    if not shown or not any(d for s in shown for d in s.signs):
+        return ""
+    ways = [s.direction for s in shown]
+    text = f"{AGAINST} in {ways.count('against')}, {FAVOURING} in {ways.count('favouring')}"
+    return text + (f", both ways across families in {ways.count('both')}"
+                   if "both" in ways else "")
+
+
+def parity_count(found: Sequence[StrategyFinding], margin: str, *, claims: bool) -> str:
+    """``parity within ±0.05 is shown in 7 (family: the pre-specified claims; 3 with all
+    equivalence tests)``: the count and the family it was tested in, the count with every
+    equivalence test of the audit in one family beside it where it differs."""
+    n = sum(s.parity for s in found)
+    if not claims:
+        return f"parity within {margin} is shown in {n} (family: all equivalence tests)"
+    wide = sum(s.conservative_parity for s in found)
+    return (f"parity within {margin} is shown in {n} (family: the pre-specified claims"
+            + (f"; {wide} with all equivalence tests" if wide != n else "") + ")")
+
+
+def open_count(others: Sequence[StrategyFinding], margin: str) -> str:
+    """``in the other 7 a gap of up to 0.32 cannot be excluded (parity within ±0.05 out of
+    reach at their size in 2)``: the largest bound across their families and audits."""
+    if not others:
+        return ""
+    bounds = [s.bound for s in others if np.isfinite(s.bound)]
+    text = f"in the other {len(others)} " + (
+        f"a gap of up to {num(max(bounds), 2)} cannot be excluded" if bounds
+        else "neither a gap nor parity is shown")
+    far = sum(s.unreachable > 0 for s in others)
+    return text + (f" (parity within {margin} out of reach at their size in {far})"
+                   if far else "")
+
+
+def _claims(items: Sequence[AuditFinding], metric: str,
+            margins: Mapping[str, object]) -> bool:
+    """Whether the verdicts shown are the pre-specified claims' family: the report metric is
+    the runs' claims metric and the rows carry the audit-wide verdict beside."""
+    return margins.get("claims") == metric and any(
+        s.conservative for f in items for s in (f.baseline, *f.strategies))
 
 
 def _costs(found: Sequence[tuple[AuditFinding, StrategyFinding]]) -> str:
@@ -238,25 +342,23 @@ def _costs(found: Sequence[tuple[AuditFinding, StrategyFinding]]) -> str:
     return " and ".join(parts)
 
 
-def _strategy_sentence(code: str, gapped: Sequence[AuditFinding], margin: str) -> str | None:
+def _strategy_sentence(code: str, gapped: Sequence[AuditFinding], margin: str, *,
+                       claims: bool = False) -> str | None:
     found = [(f, s) for f in gapped for s in f.strategies if s.code == code]
     if not found:
         return None
     n = len(gapped)
     reduced = sum(s.reduces for _, s in found)
-    parity = sum(s.parity for _, s in found)
     remains = [s for _, s in found if s.gaps > 0]
     useless = [s for _, s in found if s.informative == 0]
     others = [s for _, s in found if not s.parity and s.gaps == 0 and s.informative > 0]
     text = (f"{code} ({STRATEGY_TITLES[code]}) reduces it in every model family in {reduced} "
-            f"of {n}; parity within {margin} is shown in {parity}")
+            f"of {n}; {parity_count([s for _, s in found], margin, claims=claims)}")
     if remains:
-        text += f"; a gap remains in {len(remains)}"
-    bounds = [s.bound for s in others if np.isfinite(s.bound)]
+        way = direction_counts(remains)
+        text += f"; a gap remains in {len(remains)}" + (f" ({way})" if way else "")
     if others:
-        text += f"; in the other {len(others)} " + (
-            f"a gap of up to {num(max(bounds), 2)} cannot be excluded" if bounds
-            else "neither a gap nor parity is shown")
+        text += "; " + open_count(others, margin)
     if useless:
         text += f"; uninformative in {len(useless)}"
     costs = _costs(found)
@@ -269,44 +371,57 @@ def lead(items: Sequence[AuditFinding], *, metric: str, unavailable: int,
     if not items:
         return ("No audit has results for this metric yet.",)
     margin = _margin(metric, margins or {})
+    claims = _claims(items, metric, margins or {})
     n = len(items)
     gapped = [f for f in items if f.baseline.gaps > 0]
+    way = direction_counts([f.baseline for f in gapped])
     first = (f"{n} audit{'s' if n != 1 else ''} with results"
              + (f" ({unavailable} unavailable)" if unavailable else "") + f": S0 (baseline) "
              f"leaves a {metric} gap on the first protected attribute in {len(gapped)} of {n} "
-             "(a gap shown in at least one model family).")
+             "(a gap shown in at least one model family)" + (f": {way}." if way else "."))
     sentences = [first]
     if gapped:
-        parts = [p for p in (_strategy_sentence(s.code, gapped, margin)
+        parts = [p for p in (_strategy_sentence(s.code, gapped, margin, claims=claims)
                              for s in reversed(STRATEGY_TABLE[1:])) if p]
         if parts:
             sentences += ["Of those, " + parts[0] + ".", *(p + "." for p in parts[1:])]
     quiet = [f for f in items if f.baseline.gaps == 0]
     if quiet:
-        described = []
-        for f in quiet:
-            b = f.baseline
-            state = ("uninformative" if b.informative == 0 else
-                     f"parity within {margin} shown" if b.parity else
-                     f"a gap of up to {num(b.bound, 2)} not excluded" if np.isfinite(b.bound)
-                     else "inconclusive")
-            described.append(f"{f.audit} ({state})")
-        sentences.append("S0 shows no gap on the first attribute in " + ", ".join(described)
-                         + "; no gap shown is not parity unless the equivalence test says so.")
+        sentences.append(_quiet_sentence(quiet, margin))
     return tuple(sentences)
 
 
+def _quiet_sentence(quiet: Sequence[AuditFinding], margin: str) -> str:
+    """The audits where S0 shows no gap, each with what its evidence does show."""
+    described = []
+    for f in quiet:
+        b = f.baseline
+        state = ("uninformative" if b.informative == 0 else
+                 f"parity within {margin} shown" if b.parity else
+                 f"a gap of up to {num(b.bound, 2)} not excluded" if np.isfinite(b.bound)
+                 else "inconclusive")
+        if b.unreachable and not b.parity:
+            state += f"; parity within {margin} out of reach at its size"
+        described.append(f"{f.audit} ({state})")
+    return ("S0 shows no gap on the first attribute in " + ", ".join(described)
+            + "; no gap shown is not parity unless the equivalence test says so.")
+
+
 def _state(s: StrategyFinding, margin: str, *, baseline: bool = False) -> str:
-    """A strategy's verdicts over its families, in words."""
+    """A strategy's verdicts over its families, in words, a gap with its direction."""
     if s.informative == 0:
         return "uninformative"
     if s.gaps:
-        return (f"a gap {'shown' if baseline else 'remains'} ({s.gaps} of {s.informative})"
-                + (f", parity in {s.parities}" if s.parities else ""))
+        way = {"against": f" {AGAINST}", "favouring": " favouring the disadvantaged group",
+               "both": " in both directions"}.get(s.direction, "")
+        return (f"a gap {'shown' if baseline else 'remains'}{way} ({s.gaps} of "
+                f"{s.informative})" + (f", parity in {s.parities}" if s.parities else ""))
     if s.parity:
         return f"parity within {margin} ({s.parities} of {s.informative})"
     bound = f": a gap up to {num(s.bound, 2)} not excluded" if np.isfinite(s.bound) else ""
-    return f"inconclusive{bound}" + (f", parity in {s.parities}" if s.parities else "")
+    far = (f"; parity within {margin} out of reach at this size ({s.unreachable} of "
+           f"{s.informative})" if s.unreachable else "")
+    return f"inconclusive{bound}" + (f", parity in {s.parities}" if s.parities else "") + far
 
 
 def audit_line(item: AuditFinding, *, margins: Mapping[str, object] | None = None,

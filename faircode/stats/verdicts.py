@@ -87,6 +87,7 @@ from faircode.core.errors import describe
 from faircode.core.metrics import metric_info
 
 __all__ = [
+    "UNREACHABLE_NOTE",
     "EffectVerdict",
     "Evidence",
     "GapClaims",
@@ -112,6 +113,9 @@ Scale = Literal["difference", "log_ratio", "max_abs"]
 
 _TEST_SCALE: dict[str, Scale] = {"difference": "difference", "ratio": "log_ratio",
                                  "magnitude": "max_abs"}
+UNREACHABLE_NOTE = "parity_not_reachable"
+"""The note of an inconclusive gap whose interval is too wide for the declared margin at any
+estimate (:func:`reach_of`): the data's size, not the gap, decides it."""
 ZERO_SE = math.sqrt(2.0)
 """Katz's log standard error of a ratio whose numerator has no success: its ``1/½`` term."""
 
