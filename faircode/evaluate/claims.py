@@ -267,8 +267,13 @@ def _equivalence_q(table: pd.DataFrame, p_eq: np.ndarray, keys: tuple[str, ...])
     return q
 
 
+def _notes(table: pd.DataFrame) -> pd.Series:
+    """The ``note`` column as text ('' where empty, whatever dtype a reader inferred)."""
+    return table["note"].astype(object).where(table["note"].notna(), "").astype(str)
+
+
 def _uninformative(table: pd.DataFrame) -> np.ndarray:
-    notes = table["note"].fillna("").astype(str)
+    notes = _notes(table)
     degenerate = notes.map(lambda n: DEGENERATE_NOTE in n.split(";")).to_numpy(dtype=bool)
     defined = np.isfinite(table[["value", "ci_low", "ci_high"]].to_numpy(dtype=float)).all(1)
     return degenerate | ~defined
@@ -306,8 +311,7 @@ def gap_claims_table(fairness: pd.DataFrame, intersectional: pd.DataFrame, *,
     unreachable = ~bad & (table["verdict"] == "inconclusive").to_numpy() & ~np.array(
         [bool(margins.reachable(m, r)) for m, r in zip(metric, eq["reach"], strict=True)])
     table["note"] = [_with_note(n, UNREACHABLE_NOTE) if u else n
-                     for n, u in zip(table["note"].fillna("").astype(str), unreachable,
-                                     strict=True)]
+                     for n, u in zip(_notes(table), unreachable, strict=True)]
     return table.loc[:, list(fairness_columns(combined is not None))], intersectional
 
 

@@ -56,7 +56,7 @@ from faircode.report.inputs import MODELS, STRATEGIES, ordered, strategy_code
 from faircode.report.kinds import LoadedSection
 from faircode.report.page_images import SHA_ATTRIBUTE, page_images
 from faircode.report.people import people_lines, people_tables
-from faircode.report.sensitivity import sensitivity_html
+from faircode.report.sensitivity import margins_html, sensitivity_html
 from faircode.report.style import FAMILY_GLYPHS, SHORT, family_marker, strategy_colour
 from faircode.report.tables import Context, all_tables, marks_legend, to_html
 
@@ -423,6 +423,8 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
         "<h2>Tables</h2>",
         _fold("Paper table: the gap per audit, attribute, strategy and family",
               boxed(to_html(paper))),
+        *([_fold("Margin sensitivity: the parity claims at three margins", body)]
+          if (body := margins_html(ctx)) else []),
         *_effects(ctx),
         _fold("Residual floor table: |S3| - |S2| and |S4| - |S2|", boxed(to_html(floor_table))),
         _fold("Performance, with the majority-class accuracy", boxed(to_html(performance))),
