@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from faircode.report.findings import _strategy, _with_claims
 from faircode.report.headline import (
     AuditFinding,
     StrategyFinding,
-    _strategy,
     audit_line,
     direction_counts,
     lead,
@@ -81,19 +81,43 @@ def test_every_count_of_gaps_has_its_direction() -> None:
     assert "a gap shown favouring the disadvantaged group (3 of 3)" in line
 
 
-def test_parity_is_counted_in_its_family_and_the_conservative_count_beside() -> None:
-    """Parity in every family among the pre-specified claims, inconclusive when every
-    equivalence test of the audit is one family: both counts, each with its family."""
-    s4 = _finding("S4", _gaps([0.0, 0.01, -0.01], ["parity"] * 3, [0.03, 0.04, -0.04],
-                              conservative=["inconclusive", "parity", "parity"]))
-    assert s4.parity and not s4.conservative_parity
-    assert parity_count([s4], "\u00b10.05", claims=True) == (
-        "parity within \u00b10.05 is shown in 1 (family: the pre-specified claims; 0 with all "
-        "equivalence tests)")
+def _claim(code: str, p: list[float], verdicts: list[str],
+           conservative: list[str]) -> StrategyFinding:
+    gaps = _gaps([0.0, 0.01, -0.01], verdicts, [0.03, 0.04, -0.04], conservative=conservative)
+    gaps["equivalence_p_value"] = p
+    return _finding(code, gaps)
+
+
+def test_a_headline_claim_is_tested_among_its_sentences_claims() -> None:
+    """S4's claim "parity in every family" is the largest of its families' equivalence p
+    (intersection-union), Benjamini-Hochberg over the sentence's audits: three audits whose
+    families sit at p 0.011, 0.018 and 0.03 all hold, though cell by cell (in each audit's
+    larger family) they were inconclusive; the audit-wide count stays beside."""
     base = _finding("S0", _gaps([-0.2] * 3, ["gap"] * 3, conservative=["gap"] * 3))
-    text = " ".join(lead([_audit("a", base, s4)], metric=DP, unavailable=0, margins=CLAIMS))
-    assert "(family: the pre-specified claims; 0 with all equivalence tests)" in text
-    other = " ".join(lead([_audit("a", base, s4)], metric=DP, unavailable=0,
+    items = tuple(_audit(name, base, _claim("S4", [0.01, 0.011, p], ["inconclusive"] * 3,
+                                            ["inconclusive"] * 3))
+                  for name, p in (("a", 0.011), ("b", 0.018), ("c", 0.03)))
+    tested = _with_claims(items, alpha=0.05)
+    s4 = [f.strategies[0] for f in tested]
+    assert [round(s.claim_q, 3) for s in s4] == [0.027, 0.027, 0.03]
+    assert all(s.claimed and not s.parity for s in s4)
+    assert parity_count(s4, "\u00b10.05", claims=True) == (
+        "parity within \u00b10.05 is shown in 3 (family: these 3 claims; 0 with all "
+        "equivalence tests)")
+    text = " ".join(lead(tested, metric=DP, unavailable=0, margins=CLAIMS))
+    assert "parity within \u00b10.05 is shown in 3 (family: these 3 claims; 0 with all" in text
+    assert "as the headline's claim (q 0.027" in audit_line(tested[0])[1]
+
+
+def test_a_gap_in_one_family_fails_the_claim_and_other_metrics_count_cells() -> None:
+    """A family showing a gap makes the claim's p 1; a report of a metric that is not the
+    pre-specified claims counts the cells' verdicts in the audit-wide family."""
+    base = _finding("S0", _gaps([-0.2] * 3, ["gap"] * 3, conservative=["gap"] * 3))
+    broken = _claim("S4", [0.001, 0.001, 0.9], ["parity", "parity", "gap"],
+                    ["parity", "parity", "gap"])
+    (tested,) = _with_claims((_audit("a", base, broken),), alpha=0.05)
+    assert tested.strategies[0].claim_q == 1.0 and not tested.strategies[0].claimed
+    other = " ".join(lead((tested,), metric=DP, unavailable=0,
                           margins={**CLAIMS, "claims": DI}))
     assert "(family: all equivalence tests)" in other
 

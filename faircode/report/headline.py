@@ -1,10 +1,10 @@
 """The report's finding in words: what each mitigation buys per audit, written from the verdicts.
 
-:func:`findings` reads the shown gaps and paired effects of a report
-(:class:`~faircode.report.tables.Context`, the same rows the tables print, with their
-``verdict``) and returns one :class:`AuditFinding` per audit with results; :func:`lead` and
-:func:`audit_line` turn them into the sentences at the top of ``report.html``.  Nothing here is
-typed by hand: change a result and the sentence changes.
+:func:`findings` (:mod:`faircode.report.findings`) reads the shown gaps and paired effects of a
+report and returns one :class:`AuditFinding` per audit with results; :func:`lead` and
+:func:`audit_line` turn them into the sentences at the top of ``report.html``, each count built
+by a small function of its own (:func:`direction_counts`, :func:`parity_count`,
+:func:`open_count`).  Nothing here is typed by hand: change a result and the sentence changes.
 
 Design decisions
 ----------------
@@ -21,9 +21,10 @@ Design decisions
   (below no gap: the sign convention) or favouring it, never as a bare "gap"
   (:func:`direction_counts`); equalized odds, a magnitude, has none.
 * **The family beside the count.**  "Parity is shown in k" names the Benjamini-Hochberg family
-  it was tested in -- the pre-specified claims (``verdicts.claims``) when the report metric is
-  theirs -- and, where it differs, the count with every equivalence test of the audit in one
-  family (the conservative view, ``conservative_verdict``; :func:`parity_count`).
+  it was tested in -- for the pre-specified claims (``verdicts.claims``, the report metric) the
+  claims of that sentence (:mod:`faircode.report.claims`) -- and, where it differs, the count
+  with every equivalence test of each audit in one family (the conservative view,
+  ``conservative_verdict``; :func:`parity_count`).
 * **Out of reach is said.**  An inconclusive family whose interval is too wide for the margin at
   any estimate (note ``parity_not_reachable``) is counted as such (:func:`open_count`): its
   "inconclusive" is the data's size, not the gap.
@@ -37,208 +38,22 @@ Design decisions
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from faircode.core.cells import STRATEGY_TABLE, STRATEGY_TITLES
-from faircode.core.metrics import Metric, metric_info, no_gap
-from faircode.report.inputs import (
-    STRATEGIES,
-    family_mean,
-    notes_of,
-    ordered,
-    strategy_code,
-    test_base_rates,
+from faircode.core.metrics import Metric, no_gap
+from faircode.report.findings import (
+    AuditFinding,
+    StrategyFinding,
+    findings,
+    margins_of,
 )
-from faircode.report.tables import Context, num, signed
-from faircode.stats.verdicts import UNREACHABLE_NOTE
+from faircode.report.tables import num, signed
 
 __all__ = ["AGAINST", "FAVOURING", "AuditFinding", "StrategyFinding", "audit_line",
            "direction_counts", "findings", "lead", "margins_of", "open_count", "parity_count"]
-
-BASELINE = STRATEGIES[0]
-BALANCED_RULES = ("base_rate", "top_fraction")
-"""Decision rules whose S3/S4 objective is balanced accuracy: their cost is in balanced accuracy."""
-
-
-@dataclass(frozen=True, slots=True)
-class StrategyFinding:
-    """One strategy on one audit's first attribute, over the model families."""
-
-    code: str
-    verdicts: tuple[str, ...]
-    """The strategy's gap verdict in each model family."""
-    effects: tuple[str, ...] = ()
-    """The verdict of its paired effect against S0 in each family (none for S0)."""
-    effect: float = math.nan
-    """Mean over families of Δ |gap| against S0 (< 0: closer to parity)."""
-    cost: float = math.nan
-    """Mean over families of Δ balanced accuracy (base_rate audits) or Δ accuracy against S0."""
-    bound: float = math.nan
-    """The largest distance from parity not excluded by a non-parity informative family."""
-    signs: tuple[int, ...] = ()
-    """Each family's direction: -1 a gap against the disadvantaged group (below no gap), +1 one
-    favouring it, 0 none (no gap, an undefined value, or a magnitude without a sign)."""
-    conservative: tuple[str, ...] = ()
-    """Each family's verdict with every equivalence test of the audit in one family
-    (``conservative_verdict``; empty for results written before it)."""
-    unreachable: int = 0
-    """Inconclusive families whose interval is too wide for the margin at any estimate
-    (note ``parity_not_reachable``)."""
-
-    @property
-    def direction(self) -> str:
-        """Where the families showing a gap point: ``against`` (the disadvantaged group worse
-        off), ``favouring``, ``both`` (families disagree) or ``""`` (no gap, or no sign)."""
-        found = {d for v, d in zip(self.verdicts, self.signs, strict=False)
-                 if v == "gap" and d}
-        return ("both" if len(found) > 1 else "against" if found == {-1} else
-                "favouring" if found == {1} else "")
-
-    @property
-    def conservative_parity(self) -> bool:
-        """Parity in every informative family over all the audit's equivalence tests."""
-        shown = self.conservative or self.verdicts
-        informative = [v for v in shown if v != "uninformative"]
-        return bool(informative) and all(v == "parity" for v in informative)
-
-    @property
-    def informative(self) -> int:
-        """Families with an informative verdict."""
-        return sum(v != "uninformative" for v in self.verdicts)
-
-    @property
-    def gaps(self) -> int:
-        """Families with a gap shown."""
-        return self.verdicts.count("gap")
-
-    @property
-    def parities(self) -> int:
-        """Families with parity shown."""
-        return self.verdicts.count("parity")
-
-    @property
-    def parity(self) -> bool:
-        """Parity shown in every informative family (at least one)."""
-        return self.informative > 0 and self.parities == self.informative
-
-    @property
-    def reduces(self) -> bool:
-        """The paired effect against S0 is ``reduced`` in every informative family."""
-        shown = [v for v in self.effects if v != "uninformative"]
-        return bool(shown) and all(v == "reduced" for v in shown)
-
-
-@dataclass(frozen=True, slots=True)
-class AuditFinding:
-    """One audit's headline: S0's gap on its first attribute and what S1-S4 change."""
-
-    audit: str
-    attribute: str
-    gap: float
-    """S0's gap (mean over its informative families, as the heatmap shows it)."""
-    baseline: StrategyFinding
-    strategies: tuple[StrategyFinding, ...]
-    base_rate: float = math.nan
-    """Share of test rows with the favourable label (NaN when ``groups.csv`` is absent)."""
-    majority: float = math.nan
-    """Majority-class accuracy on the test rows (NaN when not in ``performance.csv``)."""
-    rule: str = "threshold"
-    """The audit's decision rule (``run.json`` ``decision.rule``)."""
-
-    @property
-    def balanced(self) -> bool:
-        """Whether the audit's costs are in balanced accuracy."""
-        return self.rule in BALANCED_RULES
-
-
-def _rows(frame: pd.DataFrame, **where: str) -> pd.DataFrame:
-    if frame.empty:
-        return frame
-    mask = np.logical_and.reduce([frame[k].astype(str) == v for k, v in where.items()])
-    return frame[mask]
-
-
-def _strategy(code: str, gaps: pd.DataFrame, effects: pd.DataFrame, *, metric: str,
-              balanced: bool) -> StrategyFinding:
-    """A strategy's finding from its gap rows and its effect rows against S0."""
-    verdicts = tuple(str(v) for v in gaps["verdict"])
-    informative = gaps[gaps["verdict"] != "uninformative"]
-    open_ = informative[~informative["verdict"].isin(["parity"])]
-    ref = no_gap(metric)
-    bounds = (open_["gap_bound"].to_numpy(dtype=float) - ref) if "gap_bound" in open_ \
-        else np.full(len(open_), np.nan)
-    dist = effects[effects["metric"] == metric] if not effects.empty else effects
-    cost = effects[effects["metric"] == ("balanced_accuracy" if balanced else "accuracy")] \
-        if not effects.empty else effects
-    return StrategyFinding(
-        code=code, verdicts=verdicts,
-        effects=tuple(str(v) for v in dist["verdict"]) if not dist.empty else (),
-        effect=family_mean(_informative(dist)["value"]) if not dist.empty else math.nan,
-        cost=family_mean(_informative(cost)["value"]) if not cost.empty else math.nan,
-        bound=float(np.nanmax(np.abs(bounds))) if np.isfinite(bounds).any() else math.nan,
-        signs=_signs(gaps, metric), conservative=tuple(
-            str(v) for v in gaps["conservative_verdict"].fillna("")
-        ) if "conservative_verdict" in gaps and gaps["conservative_verdict"].notna().all()
-        else (),
-        unreachable=int(sum(UNREACHABLE_NOTE in notes_of(n) for n in open_.get(
-            "note", pd.Series(dtype=str)))))
-
-
-def _signs(gaps: pd.DataFrame, metric: str) -> tuple[int, ...]:
-    """Each row's direction (:attr:`StrategyFinding.signs`): none for a magnitude."""
-    if metric_info(metric).scale == "magnitude":
-        return (0,) * len(gaps)
-    side = np.sign(gaps["value"].to_numpy(dtype=float) - no_gap(metric))
-    return tuple(int(x) if np.isfinite(x) else 0 for x in side)
-
-
-def _informative(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame[frame["verdict"] != "uninformative"] if "verdict" in frame else frame
-
-
-def findings(ctx: Context) -> tuple[AuditFinding, ...]:
-    """One :class:`AuditFinding` per audit with results (audit order), from ``ctx``'s shown
-    gaps (``ctx.gaps``) and effects (``ctx.effects``) of the report metric."""
-    gaps = ctx.gaps[ctx.gaps["model"].isin(ctx.models)] if not ctx.gaps.empty else ctx.gaps
-    effects = ctx.effects
-    if not effects.empty:
-        effects = effects[(effects["reference"] == BASELINE) & effects["model"].isin(ctx.models)]
-    context = test_base_rates(ctx.inputs)
-    out = []
-    for audit in ctx.inputs.runs:
-        mine = _rows(gaps, audit=str(audit))
-        attrs = ordered(mine["protected_attribute"], ()) if not mine.empty else []
-        if not attrs:
-            continue
-        attr = attrs[0]
-        rows = _rows(mine, protected_attribute=str(attr))
-        rule = _rule(ctx.inputs.runs.get(str(audit), {}))
-        found = {}
-        for strategy in ordered(rows["strategy"], STRATEGIES):
-            eff = _rows(effects, audit=str(audit), strategy=str(strategy),
-                        protected_attribute=str(attr))
-            found[strategy] = _strategy(strategy_code(strategy), _rows(rows, strategy=strategy),
-                                        eff, metric=ctx.metric, balanced=rule in BALANCED_RULES)
-        base = _rows(rows, strategy=BASELINE)
-        rate, major = context.get(str(audit), (math.nan, math.nan))
-        out.append(AuditFinding(
-            audit=str(audit), attribute=str(attr),
-            gap=family_mean(_informative(base)["value"]) if not base.empty else math.nan,
-            baseline=found.get(BASELINE, StrategyFinding(strategy_code(BASELINE), ())),
-            strategies=tuple(f for s, f in found.items() if s != BASELINE),
-            base_rate=rate, majority=major, rule=rule))
-    return tuple(out)
-
-
-def _rule(run: Mapping[str, object]) -> str:
-    decision = run.get("decision")
-    rule = decision.get("rule") if isinstance(decision, Mapping) else None
-    return str(rule) if rule else "threshold"
 
 
 def _signed(x: float, digits: int = 2) -> str:
@@ -254,19 +69,6 @@ def _margin(metric: str, margins: Mapping[str, object]) -> str:
         return f"[{float(low):g}, {float(high):g}]"
     delta = margins.get("difference", 0.05)
     return f"\u00b1{float(delta) if isinstance(delta, int | float) else 0.05:g}"
-
-
-def margins_of(ctx: Context) -> dict[str, object]:
-    """The equivalence margins the runs record (``config.verdict_margin``, ``..._ratio_margin``;
-    the params' defaults when absent) and the metric of the pre-specified claims
-    (``config.verdict_claims``; None for results written before the claims' family)."""
-    config: Mapping[str, object] = next(
-        (r["config"] for r in ctx.inputs.runs.values() if isinstance(r.get("config"), Mapping)),
-        {})
-    ratio = config.get("verdict_ratio_margin", (0.8, 1.25))
-    return {"difference": config.get("verdict_margin", 0.05),
-            "ratio": tuple(ratio) if isinstance(ratio, Sequence) else (0.8, 1.25),
-            "claims": config.get("verdict_claims")}
 
 
 AGAINST = "against the disadvantaged group"
@@ -289,14 +91,16 @@ def direction_counts(found: Sequence[StrategyFinding]) -> str:
 
 
 def parity_count(found: Sequence[StrategyFinding], margin: str, *, claims: bool) -> str:
-    """``parity within ±0.05 is shown in 7 (family: the pre-specified claims; 3 with all
-    equivalence tests)``: the count and the family it was tested in, the count with every
-    equivalence test of the audit in one family beside it where it differs."""
-    n = sum(s.parity for s in found)
+    """``parity within ±0.05 is shown in 7 (family: these 10 claims; 3 with all equivalence
+    tests)``: the count of the sentence's claims that hold in their family
+    (:mod:`faircode.report.claims`), the count with every equivalence test of each audit in one
+    family beside it where it differs."""
     if not claims:
+        n = sum(s.parity for s in found)
         return f"parity within {margin} is shown in {n} (family: all equivalence tests)"
+    n = sum(s.claimed for s in found)
     wide = sum(s.conservative_parity for s in found)
-    return (f"parity within {margin} is shown in {n} (family: the pre-specified claims"
+    return (f"parity within {margin} is shown in {n} (family: these {len(found)} claims"
             + (f"; {wide} with all equivalence tests" if wide != n else "") + ")")
 
 
@@ -351,7 +155,7 @@ def _strategy_sentence(code: str, gapped: Sequence[AuditFinding], margin: str, *
     reduced = sum(s.reduces for _, s in found)
     remains = [s for _, s in found if s.gaps > 0]
     useless = [s for _, s in found if s.informative == 0]
-    others = [s for _, s in found if not s.parity and s.gaps == 0 and s.informative > 0]
+    others = [s for _, s in found if not s.claimed and s.gaps == 0 and s.informative > 0]
     text = (f"{code} ({STRATEGY_TITLES[code]}) reduces it in every model family in {reduced} "
             f"of {n}; {parity_count([s for _, s in found], margin, claims=claims)}")
     if remains:
@@ -397,10 +201,10 @@ def _quiet_sentence(quiet: Sequence[AuditFinding], margin: str) -> str:
     for f in quiet:
         b = f.baseline
         state = ("uninformative" if b.informative == 0 else
-                 f"parity within {margin} shown" if b.parity else
+                 f"parity within {margin} shown" if b.claimed else
                  f"a gap of up to {num(b.bound, 2)} not excluded" if np.isfinite(b.bound)
                  else "inconclusive")
-        if b.unreachable and not b.parity:
+        if b.unreachable and not b.claimed:
             state += f"; parity within {margin} out of reach at its size"
         described.append(f"{f.audit} ({state})")
     return ("S0 shows no gap on the first attribute in " + ", ".join(described)
@@ -418,6 +222,10 @@ def _state(s: StrategyFinding, margin: str, *, baseline: bool = False) -> str:
                 f"{s.informative})" + (f", parity in {s.parities}" if s.parities else ""))
     if s.parity:
         return f"parity within {margin} ({s.parities} of {s.informative})"
+    if s.claimed:  # the sentence's claim holds in its family, not every cell in the audit's
+        return (f"parity within {margin} in every family as the headline's claim (q "
+                f"{num(s.claim_q, 3)} among its sentence's claims; cell by cell "
+                f"{s.parities} of {s.informative})")
     bound = f": a gap up to {num(s.bound, 2)} not excluded" if np.isfinite(s.bound) else ""
     far = (f"; parity within {margin} out of reach at this size ({s.unreachable} of "
            f"{s.informative})" if s.unreachable else "")

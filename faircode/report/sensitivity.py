@@ -7,14 +7,12 @@ sentence and :func:`sensitivity_html` into its paragraph.  Without the file the 
 nothing about it (the table is a benchmark's output, committed beside the results, not a stage's).
 
 :func:`margin_table` re-decides the headline's parity claims at the margins
-:data:`MARGINS` (±0.02, ±0.05, ±0.10): per strategy, the audits whose first attribute shows
-parity in every informative model family, with the equivalence tests of the report metric's
-cells as one Benjamini-Hochberg family per audit (the pre-specified claims' rule,
-:func:`faircode.stats.verdicts.family_parity`) from each cell's evidence as ``fairness.csv``
+:data:`MARGINS` (±0.02, ±0.05, ±0.10) by the headline's own rule
+(:mod:`faircode.report.claims`: each audit's claim the largest equivalence p of its families,
+one Benjamini-Hochberg family per sentence), from each cell's evidence as ``fairness.csv``
 holds it (at K > 1 ``stability.csv``'s), a gap shown still winning; beside it the audits where
-some such family cannot reach that margin at its size.  Its ±0.05 column is the headline's count
-when the report metric is the claims'.  A margin is a choice the data do not make: the table
-shows what each would claim.
+some family cannot reach that margin at its size.  Its ±0.05 column is the headline's count.
+A margin is a choice the data do not make: the table shows what each would claim.
 """
 
 from __future__ import annotations
@@ -26,13 +24,15 @@ import numpy as np
 import pandas as pd
 
 from faircode.core.metrics import metric_info
+from faircode.report.claims import claim_p_value, claim_q_values
+from faircode.report.findings import findings, margins_of
 from faircode.report.html_tables import boxed
 from faircode.report.inputs import STRATEGIES, ordered, strategy_code
 from faircode.report.tables import Cell, Context, Table, to_html
+from faircode.stats.resampling import benjamini_hochberg
 from faircode.stats.verdicts import (
     Evidence,
     Margins,
-    family_parity,
     interval_evidence,
     log_ratio_interval,
 )
@@ -97,57 +97,83 @@ def _evidence(rows: pd.DataFrame, stability: pd.DataFrame, *, metric: str,
     return Evidence(*fields)
 
 
-def _decided(ctx: Context, margin: float) -> pd.DataFrame:
-    """The report metric's shown rows with ``parity`` (at ``margin``, in each audit's family of
-    its cells) and ``reach`` (the cell cannot show that margin at its size)."""
+def _at_margin(ctx: Context, margin: float) -> pd.DataFrame:
+    """The report metric's informative rows (every row set: each audit's family) with ``p``,
+    their equivalence p at ``margin``, and ``far`` (the margin is out of reach at the row's
+    size, no gap shown)."""
     system = ctx.deployed_fairness
     system = system[system["metric"] == ctx.metric] if not system.empty else system
-    rows = pd.concat([ctx.gaps, system], ignore_index=True)  # the family: every row set
+    rows = pd.concat([ctx.gaps, system], ignore_index=True)
     rows = rows[rows["verdict"].astype(str) != "uninformative"].reset_index(drop=True)
     margins = Margins(difference=margin)
-    parity = np.zeros(len(rows), dtype=bool)
+    lower, upper = margins.bounds(ctx.metric)
+    p = np.full(len(rows), np.nan)
     for _, part in rows.groupby("audit", sort=False):
-        idx = part.index.to_numpy()
         evidence = _evidence(part, ctx.inputs.stability, metric=ctx.metric,
                              confidence=ctx.confidence)
-        parity[idx] = family_parity(ctx.metric, evidence, margins=margins, alpha=ctx.alpha)
+        p[part.index.to_numpy()] = evidence.p_equivalence(lower, upper)
     far = ~margins.reachable(ctx.metric, rows["min_margin"]) if "min_margin" in rows else \
         np.zeros(len(rows), dtype=bool)
-    gap = (rows["verdict"] == "gap").to_numpy()
-    return rows.assign(parity=parity & ~gap, far=far & ~gap)
+    return rows.assign(p=p, far=far & (rows["verdict"] != "gap").to_numpy())
+
+
+def _held(rows: pd.DataFrame, audits: Sequence[str], *, claims: bool,
+          alpha: float) -> int:
+    """How many of ``audits`` show parity in every informative family of ``rows`` (one
+    strategy's first-attribute rows): as the sentence's claims (intersection-union, one
+    family over the audits) or, without pre-specified claims, cell by cell (``cell_q``)."""
+    by = {str(a): part for a, part in rows.groupby("audit", sort=False) if a in audits}
+    if claims:
+        p = {a: claim_p_value(list(part["p"]), list(part["verdict"].astype(str)))
+             for a, part in by.items()}
+        return sum(q < alpha for q in claim_q_values(p).values())
+    return sum(bool((part["cell_q"] < alpha).all() and (part["verdict"] != "gap").all())
+               for part in by.values())
 
 
 def margin_table(ctx: Context, margins: Sequence[float] = MARGINS) -> Table | None:
-    """Rows S0-S4, a column per margin: ``k of n`` audits with parity in every informative
-    family of their first attribute (``u`` audits where some family cannot reach the margin at
-    its size); None for a ratio or a magnitude metric, or without rows."""
+    """Rows S0-S4, a column per margin: ``k of n`` audits of the strategy's headline sentence
+    (S1-S4: where S0 leaves a gap; S0: the others) whose claim of parity in every informative
+    family of the first attribute holds (``u`` audits where some family cannot reach the
+    margin at its size); None for a ratio or a magnitude metric, or without rows."""
     if ctx.gaps.empty or metric_info(ctx.metric).scale != "difference":
         return None
-    first = {a: ordered(p["protected_attribute"], ())[0]
-             for a, p in ctx.gaps.groupby("audit", sort=False)}
-    decided = {m: _decided(ctx, m) for m in margins}
-    rows = []
+    items = findings(ctx)
+    claims = margins_of(ctx).get("claims") == ctx.metric
+    first = {f.audit: f.attribute for f in items}
+    gapped = [f.audit for f in items if f.baseline.gaps > 0]
+    quiet = [f.audit for f in items if f.baseline.gaps == 0]
+    frames = {}
+    for m in margins:
+        rows = _at_margin(ctx, m)
+        rows["cell_q"] = np.nan
+        for _, part in rows.groupby("audit", sort=False):  # each audit's family of cells
+            rows.loc[part.index, "cell_q"] = benjamini_hochberg(part["p"].to_numpy(float))
+        frames[m] = rows[rows["model"].isin(ctx.models)
+                         & (rows["protected_attribute"] == rows["audit"].map(first))]
+    out = []
     for strategy in ordered(ctx.gaps["strategy"], STRATEGIES):
+        audits = quiet if strategy == STRATEGIES[0] else gapped
         cells = []
         for m in margins:
-            frame = decided[m]
-            mine = frame[(frame["strategy"] == strategy) & frame["model"].isin(ctx.models)
-                         & (frame["protected_attribute"] == frame["audit"].map(first))]
-            per = mine.groupby("audit", sort=False)
-            shown = sum(bool(p["parity"].all()) for _, p in per)
-            far = sum(bool(p["far"].any()) for _, p in per)
-            cells.append(Cell(f"{shown} of {per.ngroups}", f"({far} out of reach)"
-                              if far else ""))
-        rows.append(((strategy_code(strategy),), tuple(cells)))
-    legend = (f"Each cell: the audits whose first protected attribute shows parity of "
-              f"{ctx.metric} within the margin in every informative model family (each audit's "
-              "cells one Benjamini-Hochberg family of equivalence tests; a gap shown wins), of "
-              "the audits with an informative family; in brackets those where some family's "
-              f"{1 - 2 * ctx.alpha:.0%} interval is wider than the margin at any estimate "
-              "(fairness.csv min_margin): no result of this size could show it.")
+            mine = frames[m][frames[m]["strategy"] == strategy]
+            n = mine.loc[mine["audit"].isin(audits), "audit"].nunique()
+            held = _held(mine, audits, claims=claims, alpha=ctx.alpha)
+            far = mine[mine["audit"].isin(audits)].groupby("audit")["far"].any().sum()
+            cells.append(Cell(f"{held} of {n}", f"({far} out of reach)" if far else ""))
+        out.append(((strategy_code(strategy),), tuple(cells)))
+    legend = (f"Each cell: of the audits a headline sentence speaks of (S1-S4: where S0 leaves "
+              "a gap; S0: the others), those whose first protected attribute shows parity of "
+              f"{ctx.metric} within the margin in every informative model family"
+              + (" (each audit's claim the largest of its families' equivalence p, one "
+                 "Benjamini-Hochberg family per sentence: the headline's rule)" if claims else
+                 " (each audit's cells one Benjamini-Hochberg family of equivalence tests)")
+              + f"; in brackets those where some family's {1 - 2 * ctx.alpha:.0%} interval is "
+              "wider than the margin at any estimate (fairness.csv min_margin): no result of "
+              "this size could show it. A gap shown is never parity.")
     return Table("margin_sensitivity", f"Parity claims of {ctx.metric} at three margins",
                  ("strategy",), tuple(f"\u00b1{m:g}" for m in margins),
-                 (("", tuple(rows)),), legend)
+                 (("", tuple(out)),), legend)
 
 
 def margins_html(ctx: Context) -> str:

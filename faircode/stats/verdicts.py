@@ -85,7 +85,6 @@ from faircode.core import checks
 from faircode.core.config import VerdictsConfig
 from faircode.core.errors import describe
 from faircode.core.metrics import metric_info
-from faircode.stats.resampling import benjamini_hochberg
 
 __all__ = [
     "UNREACHABLE_NOTE",
@@ -97,7 +96,6 @@ __all__ = [
     "Verdict",
     "effect_verdicts",
     "family_level",
-    "family_parity",
     "far_end",
     "from_interval",
     "gap_claims",
@@ -389,20 +387,6 @@ def family_level(p_values: ArrayLike, *, alpha: float) -> float:
     below = np.flatnonzero(p <= alpha * np.arange(1, m + 1) / m)
     rejected = int(below[-1]) + 1 if below.size else 0
     return float(alpha * max(rejected, 1) / m)
-
-
-def family_parity(metric: str, evidence: Evidence, *, margins: Margins, alpha: float
-                  ) -> NDArray[np.bool_]:
-    """Which rows of one family show parity at ``margins``: TOST p-values of a signed
-    ``metric``'s ``evidence`` (on its test scale), Benjamini-Hochberg over the finite ones,
-    ``q < alpha`` -- the claims' rule of :mod:`faircode.evaluate.claims` at another margin (a
-    gap's verdict ``gap`` still wins over it there)."""
-    _check_alpha(alpha)
-    if scale_of(metric) == "max_abs":
-        raise ValueError(f"family_parity: {metric}: expected a signed metric")
-    lower, upper = margins.bounds(metric)
-    q = benjamini_hochberg(evidence.p_equivalence(lower, upper))
-    return np.nan_to_num(q, nan=1.0) < alpha
 
 
 def _abs_bounds(low: Floats, high: Floats) -> tuple[Floats, Floats]:
