@@ -33,6 +33,8 @@ from __future__ import annotations
 import dataclasses
 import time
 
+import pandas as pd
+
 from faircode.audit.decision import DecisionRule, resolve_rule
 from faircode.audit.prepared import PreparedAudit
 from faircode.core.cells import position
@@ -120,15 +122,11 @@ def evaluate_audit(
         zero.table, combined=None if extra is None else extra.effects, fairness=fairness,
         confidence=stats.confidence, alpha=stats.alpha, verdicts=verdicts,
         margins=effects.effect_margins(stats))
-    drawn = assembled.curves
-    if drawn is not None and curves is not None and extra is not None and extra.curves:
-        # every curve point on the tables' footing: the K-replicate estimate
-        drawn = replicate_curves(
-            [drawn, *extra.curves], fairness, thresholds=curves.thresholds,
-            seed_mode=replicates.seed_mode, fraction=extra.fraction,
-            confidence=stats.confidence, alpha=stats.alpha, verdicts=verdicts)
-    assembled = dataclasses.replace(assembled, fairness=fairness, intersectional=intersectional,
-                                    effects=table, seconds=seconds, curves=drawn)
+    assembled = dataclasses.replace(
+        assembled, fairness=fairness, intersectional=intersectional, effects=table,
+        seconds=seconds, curves=_replicated_curves(assembled.curves, extra, fairness,
+                                                   curves=curves, replicates=replicates,
+                                                   stats=stats, verdicts=verdicts))
     if extra is not None:
         assembled = dataclasses.replace(
             assembled, stability=claims.with_family(extra.stability, fairness, GAP_KEYS),
@@ -137,6 +135,19 @@ def evaluate_audit(
                 extra.effects, table, EFFECT_KEYS))
     seconds["evaluate"] = time.perf_counter() - started
     return assembled
+
+
+def _replicated_curves(drawn: pd.DataFrame | None, extra: stability.StabilityTables | None,
+                       fairness: pd.DataFrame, *, curves: CurvesConfig | None,
+                       replicates: ReplicateConfig, stats: StatsConfig,
+                       verdicts: VerdictsConfig) -> pd.DataFrame | None:
+    """``curves.csv`` on the tables' footing: at K > 1 every point the K-replicate estimate
+    (:func:`faircode.evaluate.curves.replicate_curves`), else replicate 0's curves as drawn."""
+    if drawn is None or curves is None or extra is None or not extra.curves:
+        return drawn
+    return replicate_curves([drawn, *extra.curves], fairness, thresholds=curves.thresholds,
+                            seed_mode=replicates.seed_mode, fraction=extra.fraction,
+                            confidence=stats.confidence, alpha=stats.alpha, verdicts=verdicts)
 
 
 def score_cells(

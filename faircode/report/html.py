@@ -306,6 +306,11 @@ def _effects(ctx: Context) -> list[str]:
                   + sensitivity_html(ctx.inputs.encoding_sensitivity) + boxed(to_html(table)))]
 
 
+def _margins(ctx: Context) -> list[str]:
+    body = margins_html(ctx)
+    return [_fold("Margin sensitivity: the parity claims at three margins", body)] if body else []
+
+
 def _fold(title: str, body: str, *, open_: bool = False) -> str:
     return (f"<details{' open' if open_ else ''}><summary><h3>{_esc(title)}</h3></summary>"
             f"{body}</details>")
@@ -422,9 +427,7 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
                 for audit, shown in per_audit.items()),
         "<h2>Tables</h2>",
         _fold("Paper table: the gap per audit, attribute, strategy and family",
-              boxed(to_html(paper))),
-        *([_fold("Margin sensitivity: the parity claims at three margins", body)]
-          if (body := margins_html(ctx)) else []),
+              boxed(to_html(paper))), *_margins(ctx),
         *_effects(ctx),
         _fold("Residual floor table: |S3| - |S2| and |S4| - |S2|", boxed(to_html(floor_table))),
         _fold("Performance, with the majority-class accuracy", boxed(to_html(performance))),
