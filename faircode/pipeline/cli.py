@@ -50,6 +50,7 @@ from faircode.pipeline.pipeline_command import add_pipeline
 if TYPE_CHECKING:  # pragma: no cover - the subcommands import what they use
     from faircode.audit.data import AuditData
     from faircode.audit.manifest import Manifest
+    from faircode.core.config import BenchmarkConfig
 
 __all__ = ["SUBCOMMANDS", "main", "resolve_manifests"]
 
@@ -270,14 +271,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
         else:
             print(f"skipped: {message}")
 
-    prepared = prepare_audits(resolve_manifests(Path(args.audits), args.audit or
-                                                list(params.audits)),
-                              on_error=report, on_skipped=skipped,
+    paths = resolve_manifests(Path(args.audits), args.audit or
+                              [*params.audits, *params.text_audits])
+    grid, text = _split_by_grid(paths, on_error=report)
+    prepared = prepare_audits(grid, on_error=report, on_skipped=skipped,
                               obtain=lambda m: obtain(m, folders))
     with RunDisplay(Console(stderr=True), quiet=args.quiet) as display:
         runs = run_audits(prepared, config=config, execution=execution, out=Path(args.out),
                           provenance_record=provenance(), on_error=report,
                           on_start=display.start, on_cell_done=display.done)
+    for path in text:  # a text audit: its own steps, no grid (faircode.pipeline.text_run)
+        _run_text(path, config=config, out=Path(args.out), folders=folders, report=report,
+                  skipped=skipped)
     for run in runs:
         print(f"{run.data.manifest.name}: wrote {run.folder}")
     if runs:
@@ -290,6 +295,41 @@ def _cmd_run(args: argparse.Namespace) -> int:
             cells = degenerate_cells(run.results)
             print(f"  {run.data.manifest.name}: " + ("; ".join(cells) if cells else "none"))
     return EXIT_USAGE if bad_input else EXIT_FAILED if failed or unavailable else EXIT_OK
+
+
+def _split_by_grid(paths: Sequence[Path], *, on_error: Callable[[str, BaseException], None]
+                   ) -> tuple[list[Path], list[Path]]:
+    """The manifests of grid kinds, and the others (text audits), by their task kind."""
+    from faircode.audit.kinds import manifest_task_kind
+
+    grid: list[Path] = []
+    other: list[Path] = []
+    for path in paths:
+        try:
+            (grid if manifest_task_kind(path).grid else other).append(path)
+        except FaircodeError as exc:
+            on_error(path.parent.name, exc)
+    return grid, other
+
+
+def _run_text(path: Path, *, config: BenchmarkConfig, out: Path, folders: tuple[Path, ...],
+              report: Callable[[str, BaseException], None],
+              skipped: Callable[[str], None]) -> None:
+    """Run one text audit (:func:`faircode.pipeline.text_run.run_text_audit`), reporting its
+    failure or missing data as a grid audit's."""
+    from faircode.pipeline.text_run import run_text_audit
+    from faircode.provenance.state import provenance
+
+    try:
+        folder = run_text_audit(path, config=config, out=out,
+                                obtain=lambda m: obtain(m, folders),
+                                provenance_record=provenance(), say=print)
+    except DataUnavailableError as exc:
+        skipped(str(exc))
+    except Exception as exc:  # one audit's failure must not lose the others
+        report(path.parent.name, exc)
+    else:
+        print(f"{path.parent.name}: wrote {folder}")
 
 
 def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
