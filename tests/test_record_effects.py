@@ -132,7 +132,7 @@ def test_an_uninformative_cell_is_tagged_not_valued_and_q_reads_short(tmp_path: 
     fairness.to_csv(path, index=False)
     record_files(results / "alpha_lending")
     dead_run = _run(results, "baseline", "random_forest", "age")
-    assert not any(k == "dp" or k.startswith("dp.") and k not in ("dp.n_dis", "dp.n_adv")
+    assert not any(k == "dp" or (k.startswith("dp.") and k not in ("dp.n_dis", "dp.n_adv"))
                    for k in dead_run.metrics)
     assert {"dp.n_dis", "dp.n_adv"} <= set(dead_run.metrics)
     assert dead_run.tags["fairness.demographic_parity_diff.verdict"] == "uninformative"

@@ -29,7 +29,7 @@ import numpy as np
 from faircode.audit.decision import Cutoff, DecisionRule
 from faircode.audit.manifest import ProtectedAttribute
 from faircode.core.config import DegenerateConfig, StatsConfig
-from faircode.core.metrics import METRIC_TABLE, Metric
+from faircode.core.metrics import Metric, table_of
 from faircode.core.seeds import Stream, child_seed
 from faircode.evaluate.detail import (
     bin_counts,
@@ -129,9 +129,9 @@ def score_counts(
 def family_tests(attributes: int, row_sets: int = 1) -> int:
     """The tests of an audit's Benjamini-Hochberg family over ``row_sets`` row sets on
     ``attributes`` protected attributes, at most: per row set and attribute each fairness
-    metric with its own null (:data:`~faircode.core.metrics.METRIC_TABLE`), per pair of
-    attributes the intersectional gap and the interaction."""
-    own = sum(m.same_null is None for m in METRIC_TABLE)
+    metric of a binary audit with its own null (:func:`~faircode.core.metrics.table_of`), per
+    pair of attributes the intersectional gap and the interaction."""
+    own = sum(m.same_null is None for m in table_of("binary"))
     return max(1, row_sets * (attributes * own + attributes * (attributes - 1)))
 
 

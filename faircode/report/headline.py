@@ -45,6 +45,7 @@ import numpy as np
 from faircode.core.cells import STRATEGY_TABLE, STRATEGY_TITLES
 from faircode.core.metrics import Metric, no_gap
 from faircode.report.findings import (
+    BALANCED_RULES,
     AuditFinding,
     StrategyFinding,
     findings,
@@ -52,8 +53,9 @@ from faircode.report.findings import (
 )
 from faircode.report.tables import num, signed
 
-__all__ = ["AGAINST", "FAVOURING", "AuditFinding", "StrategyFinding", "audit_line",
-           "direction_counts", "findings", "lead", "margins_of", "open_count", "parity_count"]
+__all__ = ["AGAINST", "BALANCED_RULES", "FAVOURING", "AuditFinding", "StrategyFinding",
+           "audit_line", "direction_counts", "findings", "lead", "margins_of", "open_count",
+           "parity_count"]
 
 
 def _signed(x: float, digits: int = 2) -> str:
