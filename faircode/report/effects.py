@@ -143,10 +143,10 @@ def shown_gaps(fairness: pd.DataFrame, *, metric: str | None, alpha: float) -> p
 
 def gap_directions(rows: pd.DataFrame, verdict: np.ndarray) -> np.ndarray:
     """Each gap shown's direction: ``against`` the disadvantaged group (below no gap, the sign
-    convention), ``favouring`` it, ``""`` for any other verdict and for a magnitude (equalized
-    odds has no sign)."""
+    convention), ``favouring`` it, ``""`` for any other verdict and for a metric without a sign
+    (equalized odds, a magnitude; a distance or a level)."""
     metric = rows["metric"].astype(str).to_numpy()
-    signed = np.array([_SCALES.get(m) != "magnitude" for m in metric], dtype=bool)
+    signed = np.array([_SCALES.get(m) in ("difference", "ratio") for m in metric], dtype=bool)
     side = rows["value"].to_numpy(dtype=float) - np.array([no_gap(m) for m in metric])
     out = np.where(side < 0, "against", np.where(side > 0, "favouring", "")).astype(object)
     out[(np.asarray(verdict) != "gap") | ~signed] = ""

@@ -190,7 +190,7 @@ def _strategy(code: str, gaps: pd.DataFrame, effects: pd.DataFrame, *, metric: s
 
 def _signs(gaps: pd.DataFrame, metric: str) -> tuple[int, ...]:
     """Each row's direction (:attr:`StrategyFinding.signs`): none for a magnitude."""
-    if metric_info(metric).scale == "magnitude":
+    if metric_info(metric).scale not in ("difference", "ratio"):  # no sign
         return (0,) * len(gaps)
     side = np.sign(gaps["value"].to_numpy(dtype=float) - no_gap(metric))
     return tuple(int(x) if np.isfinite(x) else 0 for x in side)
