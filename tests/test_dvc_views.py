@@ -99,6 +99,46 @@ def test_summary_writes_an_undefined_value_as_null() -> None:
     assert written["toy"]["S0"]["GB"]["dp_diff"] == {"age": None}
 
 
+def _numbers(tree: object) -> list[float]:
+    """Every number in a parsed JSON value (booleans are no numbers)."""
+    if isinstance(tree, dict):
+        return [n for v in tree.values() for n in _numbers(v)]
+    if isinstance(tree, list):
+        return [n for v in tree for n in _numbers(v)]
+    return [tree] if isinstance(tree, int | float) and not isinstance(tree, bool) else []
+
+
+def test_no_metrics_json_holds_a_number_for_an_uninformative_cell() -> None:
+    """Rendered as DVC reads them, the headline, the full metrics and the strategy-plot data
+    hold no number of a cell whose verdict is uninformative: its value, interval and q are null,
+    its verdict says why, and the headline's family mean leaves it out."""
+    cells = [("baseline", m) for m in ("logistic_regression", "random_forest",
+                                       "gradient_boosting")]
+    cells += [("in_processing", m) for m in ("logistic_regression", "random_forest",
+                                             "gradient_boosting")]
+    results = _results(cells, ("race",))
+    fairness = results.fairness
+    fairness["verdict"] = "inconclusive"
+    dp = fairness["metric"] == "demographic_parity_diff"
+    dead = dp & ((fairness["strategy"] == "in_processing") | (
+        fairness["model"] == "random_forest"))
+    fairness.loc[dead, "verdict"] = "uninformative"
+    fairness.loc[dead, "value"] = 0.999  # a number no view may show
+    views = {"headline": headline(results), "full": summary(results, audit="toy"),
+             "plot": strategy_plot(results, audit="toy")}
+    written = {k: json.loads(json.dumps(v)) for k, v in views.items()}
+    assert 0.999 not in [n for v in written.values() for n in _numbers(v)]
+    assert written["headline"]["dp"]["S3"] is None
+    assert written["headline"]["dp"]["S0"] == round((0.01 + 0.03) / 2, 3)  # LR and GB only
+    rf = written["full"]["toy"]["S0"]["RF"]
+    assert (rf["dp_diff"], rf["dp_lo"], rf["dp_hi"], rf["dp_q"], rf["dp_verdict"]) == (
+        {"race": None}, {"race": None}, {"race": None}, {"race": None},
+        {"race": "uninformative"})
+    for point in written["plot"]:
+        if point["verdict"] == "uninformative":
+            assert [point[k] for k in ("dp_diff", "ci_low", "ci_high", "q_value")] == [None] * 4
+
+
 def _flat(tree: dict, prefix: str = "") -> dict:
     out = {}
     for key, value in tree.items():

@@ -5,7 +5,8 @@ keys, **the same keys in every audit's file**, so ``dvc metrics show`` prints on
 audit that fits a 120-column terminal: the first protected attribute (``attr``) and its
 demographic-parity difference under S0-S4 (``dp.S0`` ... ``dp.S4``: the mean over the model
 families of the cell's value in ``fairness.csv`` -- at K > 1 the K-replicate estimate every
-view shows -- rounded to 3 decimals); null for an audit without data.  (Each further key
+view shows -- rounded to 3 decimals, over the informative families only); null for an audit
+without data and for a strategy with no informative family.  (Each further key
 widens every line by ten characters: the accuracies did not fit.)  ``dvc exp show`` names these
 columns ``results/metrics/<audit>.json:dp.S0`` (a key shared by several files carries its file).
 
@@ -38,6 +39,10 @@ Design decisions
   (:data:`faircode.core.cells.FAMILY_CODES`); the deployed system as ``deployed.<its name>``.
 * **Undefined is null.**  A degenerate cell's NaN is written as JSON ``null`` (DVC shows ``-``;
   Vega-Lite leaves the point out) -- never a number it is not.
+* **An uninformative cell has no number.**  Its verdict says ``uninformative`` and its value,
+  interval and q are ``null`` in every file here, and the headline's mean over the model
+  families leaves it out (as the report's heatmap and headline do): the estimate of a cell whose
+  decisions cannot show a gap is no finding in any view.
 """
 
 from __future__ import annotations
@@ -85,6 +90,7 @@ def _cell_means(results: AuditResults, metric: str, attribute: str) -> pd.Series
     source = results.fairness
     rows = source[(source["metric"] == metric) & (source["strategy"] != "deployed")
                   & (source["protected_attribute"].astype(str) == attribute)]
+    rows = rows[~_uninformative(rows)]
     codes = rows["strategy"].map(lambda s: strategy_code(str(s)))
     return pd.to_numeric(rows["value"], errors="coerce").groupby(codes.to_numpy()).mean()
 
@@ -98,6 +104,13 @@ def headline(results: AuditResults) -> dict[str, Any]:
     dp = _cell_means(results, HEADLINE_METRIC, attributes[0])
     return {"attr": attributes[0],
             "dp": {s.code: _rounded(dp.get(s.code)) for s in STRATEGY_TABLE}}
+
+
+def _uninformative(rows: pd.DataFrame) -> pd.Series:
+    """Which rows' verdict is ``uninformative`` (none in a table without verdicts)."""
+    if "verdict" not in rows:
+        return pd.Series(False, index=rows.index)
+    return rows["verdict"].astype(str) == "uninformative"
 
 
 def _rounded(value: object) -> float | None:
@@ -131,10 +144,12 @@ def summary(results: AuditResults, *, audit: str) -> dict[str, Any]:
         code, family = _keys(strategy, model)
         rows = gaps[(gaps["strategy"] == strategy) & (gaps["model"] == model)]
         record: dict[str, Any] = {"accuracy": _number(accuracy.get((strategy, model)))}
+        valued = ~_uninformative(rows).to_numpy()
         for key, column, cast in _METRIC_COLUMNS:
             if column in rows:
-                record[key] = {str(a): cast(v) for a, v in zip(
-                    rows["protected_attribute"], rows[column], strict=True)}
+                record[key] = {str(a): cast(v) if ok or column == "verdict" else None
+                               for a, v, ok in zip(rows["protected_attribute"], rows[column],
+                                                   valued, strict=True)}
         out.setdefault(code, {})[family] = record
     return {audit: out}
 
@@ -173,16 +188,20 @@ def strategy_plot(results: AuditResults | None, *, audit: str) -> list[dict[str,
     rows = fairness[fairness["metric"] == HEADLINE_METRIC]
     order = {a: i for i, a in enumerate(dict.fromkeys(map(str, rows["protected_attribute"])))}
     out = []
-    for row in rows.itertuples(index=False):
+    for row, empty in zip(rows.itertuples(index=False), _uninformative(rows), strict=True):
         code, family = _keys(str(row.strategy), str(row.model))
         title = STRATEGY_TITLES.get(code)
+
+        def shown(value: object, empty: bool = bool(empty)) -> float | None:
+            return None if empty else _number(value)
+
         out.append({
             "attribute": f"{audit}: {row.protected_attribute}",
             "attribute_index": order[str(row.protected_attribute)],
             "strategy": f"{code} {title}" if title else f"{code} {family}",
             "family": family if title else "deployed",
-            "dp_diff": _number(row.value), "ci_low": _number(row.ci_low),
-            "ci_high": _number(row.ci_high), "q_value": _number(row.q_value),
+            "dp_diff": shown(row.value), "ci_low": shown(row.ci_low),
+            "ci_high": shown(row.ci_high), "q_value": shown(row.q_value),
             "significant": _flag(row.significant),
             "verdict": _text(getattr(row, "verdict", None)),
         })
