@@ -213,7 +213,7 @@ def test_repro_writes_results_metrics_and_plots(repo: Repo) -> None:
         assert list(full[audit]) == list(STRATEGY_CODES.values())
         assert 0 <= full[audit]["S0"]["LR"]["accuracy"] <= 1
         metrics = json.loads((repo.root / "results" / "metrics" / f"{audit}.json").read_text())
-        assert list(metrics) == ["attr", "dp"] and list(metrics["dp"]) == list(
+        assert list(metrics) == ["attr", "gap"] and list(metrics["gap"]) == list(
             STRATEGY_CODES.values())
     shown = json.loads(repo.dvc("metrics", "show", "--json").stdout)
     assert "results/metrics/german_credit_lending.json" in json.dumps(shown)

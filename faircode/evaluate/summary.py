@@ -2,13 +2,14 @@
 
 ``results/metrics/<audit>.json`` (:func:`headline`; the DVC metrics of ``dvc.yaml``) is a few
 keys, **the same keys in every audit's file**, so ``dvc metrics show`` prints one line per
-audit that fits a 120-column terminal: the first protected attribute (``attr``) and its
-demographic-parity difference under S0-S4 (``dp.S0`` ... ``dp.S4``: the mean over the model
-families of the cell's value in ``fairness.csv`` -- at K > 1 the K-replicate estimate every
-view shows -- rounded to 3 decimals, over the informative families only); null for an audit
-without data and for a strategy with no informative family.  (Each further key
-widens every line by ten characters: the accuracies did not fit.)  ``dvc exp show`` names these
-columns ``results/metrics/<audit>.json:dp.S0`` (a key shared by several files carries its file).
+audit that fits a 120-column terminal (:mod:`faircode.evaluate.headline_keys`): the first
+protected attribute (``attr``) and its demographic-parity difference under each strategy
+(``gap.S0`` ...: the mean over the model families of the cell's value in ``fairness.csv`` -- at
+K > 1 the K-replicate estimate every view shows -- rounded to 3 decimals, over the informative
+families only); null for an audit without data and for a strategy with no informative family.
+(Each further key widens every line by ten characters: the accuracies did not fit.)  ``dvc exp
+show`` names these columns ``results/metrics/<audit>.json:gap.S0`` (a key shared by several
+files carries its file).
 
 ``results/metrics/full/<audit>.json`` (:func:`summary`; an output, not a DVC metric: ``dvc
 metrics show results/metrics/full/compas.json`` reads it) carries every row set of the audit's
@@ -52,25 +53,21 @@ from typing import Any
 
 import pandas as pd
 
-from faircode.core.cells import FAMILY_CODES, STRATEGY_TABLE, STRATEGY_TITLES, strategy_code
-from faircode.core.metrics import Metric
+from faircode.core.cells import FAMILY_CODES, STRATEGY_TITLES, strategy_code
+from faircode.core.kinds import BINARY
+from faircode.evaluate.headline_keys import headline_record
 from faircode.evaluate.tables import AuditResults
 
-__all__ = ["HEADLINE_KEYS", "HEADLINE_METRIC", "STRATEGY_PLOT_FIELDS", "headline",
+__all__ = ["HEADLINE_METRIC", "STRATEGY_PLOT_FIELDS", "headline",
            "strategy_plot", "summary", "unavailable_headline", "unavailable_summary"]
 
-HEADLINE_METRIC: str = Metric.DEMOGRAPHIC_PARITY.value
+HEADLINE_METRIC: str = BINARY.headline
 """The fairness metric of the DVC views (``dp_diff``): the benchmark's headline gap."""
 
 STRATEGY_PLOT_FIELDS: tuple[str, ...] = (
     "attribute", "attribute_index", "strategy", "family", "dp_diff", "ci_low", "ci_high",
     "q_value", "significant", "verdict")
 """The fields of each record of :func:`strategy_plot` (the template reads them by name)."""
-
-
-HEADLINE_KEYS: tuple[str, ...] = ("attr", *(f"dp.{s.code}" for s in STRATEGY_TABLE))
-"""The flattened keys of every headline file (:func:`headline`): ``attr``, then one per strategy
-(``dp.S0`` ...) in the table's order."""
 
 
 def unavailable_summary(audit: str) -> dict[str, Any]:
@@ -80,7 +77,7 @@ def unavailable_summary(audit: str) -> dict[str, Any]:
 
 def unavailable_headline() -> dict[str, Any]:
     """The headline of an audit without data: its keys, every value null."""
-    return {"attr": None, "dp": {s.code: None for s in STRATEGY_TABLE}}
+    return headline_record(None, {})
 
 
 def _cell_means(results: AuditResults, metric: str, attribute: str) -> pd.Series:
@@ -101,9 +98,8 @@ def headline(results: AuditResults) -> dict[str, Any]:
     attributes = list(dict.fromkeys(map(str, gaps["protected_attribute"])))
     if not attributes:
         return unavailable_headline()
-    dp = _cell_means(results, HEADLINE_METRIC, attributes[0])
-    return {"attr": attributes[0],
-            "dp": {s.code: _rounded(dp.get(s.code)) for s in STRATEGY_TABLE}}
+    means = _cell_means(results, HEADLINE_METRIC, attributes[0])
+    return headline_record(attributes[0], {str(code): value for code, value in means.items()})
 
 
 def _uninformative(rows: pd.DataFrame) -> pd.Series:
