@@ -182,7 +182,7 @@ def test_a_repeated_column_name_is_refused(tmp_path: Path,
      "row_filters[0].first_by: expected a row-wise filter in a decision log (read in one pass: "
      "de-duplicate the log first), got 'risk' (str)"),
     ({"colour": "red"}, "colour: expected one of the keys name, title, log, random_state, "
-     "row_filters, target, protected_attributes, unit, system, got 'colour' (str)"),
+     "row_filters, target, protected_attributes, unit, system, strata, got 'colour' (str)"),
     ({"unit": "client"}, "unit: expected a column of log.csv, got 'client' (str)"),
 ])
 def test_a_bad_declaration_is_one_line_naming_the_key(

@@ -20,7 +20,7 @@ from faircode.audit._data_rdata import read_rdata
 from faircode.audit.manifest import Manifest, ReadOptions
 from faircode.core.errors import DataError
 
-__all__ = ["PARSES", "column_sources", "data_lines", "read_csv", "read_raw"]
+__all__ = ["PARSES", "column_sources", "data_lines", "raw_header", "read_csv", "read_raw"]
 
 
 def column_sources(manifest: Manifest) -> dict[str, str]:
@@ -113,6 +113,14 @@ def _check_copies(frame: pd.DataFrame, copies: Mapping[str, list[str]], lines: l
                     f"{file}: {lines[i]}: column {col!r} ({sources[col]}): expected each column "
                     f"once in the header, got it {len(names)} times with different values "
                     f"({first.iat[i]!r} vs {second.iat[i]!r}); rename or remove the copy")
+
+
+def raw_header(manifest: Manifest) -> tuple[str, ...]:
+    """The raw file's column names (a CSV file's header; ``()`` for an R data file, whose
+    columns are known only once it is read whole)."""
+    if manifest.dataset.object is not None:
+        return ()
+    return tuple(_header(manifest, manifest.dataset.path))
 
 
 def _header(manifest: Manifest, file: Path) -> list[str]:

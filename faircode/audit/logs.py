@@ -15,6 +15,7 @@ dataset to fetch::
     protected_attributes:
       - {name: sex, type: categorical, column: sex, disadvantaged_values: [F]}
     row_filters: [{column: channel, equals: online}]   # optional
+    strata: [{name: region, columns: [region]}]        # optional: the gap within its levels
 
 :func:`load_log` validates it with the manifest's own parsers
 (:mod:`faircode.audit._manifest_parse`: the same keys, rules and one-line errors naming the
@@ -22,8 +23,11 @@ file and key path) and returns a
 :class:`~faircode.audit.manifest.Manifest` whose dataset is the log and whose ``system`` is the
 audited system, so everything downstream (run.json, the report, MLflow) treats it as an audit
 whose deployed system is scored on every row.  :class:`LogReader` reads the log's rows in
-chunks (:mod:`faircode.audit.table_file`) and turns each into arrays: label, decision, score,
-disadvantaged masks, unit keys.
+chunks (:mod:`faircode.audit.table_file`; a pandas DataFrame through
+:func:`~faircode.audit.table_file.frame_table`) and turns each into arrays: label, decision,
+score, disadvantaged masks, unit keys, stratum levels.  The short form on the command line
+(``faircode audit FILE --group sex=F ...``) writes such a declaration
+(:mod:`faircode.audit.log_columns`), and :func:`log_manifest` validates a document given in code.
 
 Design decisions
 ----------------
@@ -36,6 +40,11 @@ Design decisions
 * **One type per interpreted column**: a group, label, unit or score column whose values change
   kind between chunks (numbers, then text) is refused
   (:class:`~faircode.audit.table_file.TypeGuard`), since numbers and text compare differently.
+* **Strata are row-level**: the gap within a stratum's levels (a Mantel-Haenszel gap with a
+  within-strata permutation test) is no function of the counts, so with ``strata`` each kept
+  row's decision, masks and level id are kept (a few bytes a row); levels get codes in sorted
+  order of their text, as an audit's (a whole number read as a float in one chunk is the same
+  level as the integer in another).
 * **Unit keys**: integer ids are used as they are; text ids by their 64-bit hash
   (``pandas.util.hash_array``; two ids share one with probability below ``U² / 2⁶⁵``, 3·10⁻⁶ for
   10⁷ units), the same in the streamed and the in-memory path.
@@ -64,6 +73,7 @@ from faircode.audit._manifest_parse import (
     _parse_name,
     _parse_target,
 )
+from faircode.audit._manifest_strata import parse_strata
 from faircode.audit._manifest_system import parse_system
 from faircode.audit._manifest_types import _SHA_RE, DatasetSpec, Manifest
 from faircode.audit.fetch import sha256_file
@@ -76,7 +86,8 @@ __all__ = ["LogChunk", "LogReader", "LogRecord", "SystemRecord", "is_log_declara
            "load_log", "table_sha256"]
 
 _TOP = {"name": True, "title": False, "log": True, "random_state": False, "row_filters": False,
-        "target": True, "protected_attributes": True, "unit": False, "system": True}
+        "target": True, "protected_attributes": True, "unit": False, "system": True,
+        "strata": False}
 _LOG = {"path": True, "sha256": False}
 _ONE_PASS_TARGETS = ("binary", "equals", "isin", "threshold")
 _FLAGGED = "\0decided 1"  # a counts key no step can have
@@ -94,14 +105,23 @@ def is_log_declaration(path: Path) -> bool:
 def load_log(path: Path | str) -> Manifest:
     """Validate the log declaration at ``path`` (module docstring) into a manifest."""
     file = Path(path)
-    c = Checker(file)
     try:
         doc = read_yaml(file, error=ManifestError)
     except OSError as exc:
         raise ManifestError(f"{file}: cannot be read: {exc.__class__.__name__}: {exc}") from None
+    return log_manifest(doc, file=file)
+
+
+def log_manifest(doc: object, *, file: Path, frame: bool = False) -> Manifest:
+    """Validate a declaration's document ``doc`` (read from, or named in errors as, ``file``).
+
+    ``frame``: the rows are a pandas DataFrame given beside it (:func:`frame_table`), so the
+    document has no ``log:`` block.
+    """
+    c = Checker(file)
     if not isinstance(doc, dict):
         raise c.fail("top level", "a YAML mapping", doc)
-    data = c.mapping(doc, "", _TOP)
+    data = c.mapping(doc, "", {k: r for k, r in _TOP.items() if not (frame and k == "log")})
     name, title = _parse_name(c, data)
     random_state = data.get("random_state", 42)
     if isinstance(random_state, bool) or not isinstance(random_state, int) or \
@@ -124,10 +144,14 @@ def load_log(path: Path | str) -> Manifest:
     roles = {**({unit: "the unit (unit)"} if unit else {}), target.column: "the target column",
              **{a.column: "a protected attribute's column" for a in attributes}}
     system = parse_system(c, data["system"], roles=roles, target=target.column)
-    return Manifest(name=name, title=title, file=file, dataset=_parse_log(c, data["log"], unit),
+    strata = parse_strata(c, data.get("strata"), protected={a.column for a in attributes},
+                          target=target.column, unit=unit)
+    dataset = (_parse_log(c, data["log"], unit) if not frame else
+               DatasetSpec(path=Path.cwd() / file.name, declared_path=str(file), unit=unit))
+    return Manifest(name=name, title=title, file=file, dataset=dataset,
                     random_state=random_state, test_size=0.5, row_filters=filters,
                     target=target, protected_attributes=attributes, core_features=(),
-                    system=system)
+                    system=system, strata=strata)
 
 
 def _parse_log(c: Checker, raw: object, unit: str | None) -> DatasetSpec:
@@ -155,13 +179,15 @@ class SystemRecord:
 
 @dataclass(frozen=True, slots=True)
 class LogChunk:
-    """One chunk's kept rows: label, decision (target coding), score, masks, unit keys."""
+    """One chunk's kept rows: label, decision (target coding), score, masks, unit keys and,
+    per declared stratum, each row's level id (:meth:`LogReader.stratum_ranks` orders them)."""
 
     y: np.ndarray
     decision: np.ndarray
     masks: tuple[np.ndarray, ...]
     units: np.ndarray | None
     score: np.ndarray | None
+    strata: tuple[np.ndarray, ...] = ()
 
     def __len__(self) -> int:
         return int(self.y.size)
@@ -202,13 +228,14 @@ class LogRecord:
 class LogReader:
     """The rows of a declared log (:func:`load_log`), read and interpreted chunk by chunk."""
 
-    def __init__(self, manifest: Manifest, *, chunk_rows: int = ROWS,
-                 verify: bool = True) -> None:
+    def __init__(self, manifest: Manifest, *, chunk_rows: int = ROWS, verify: bool = True,
+                 table: TableFile | None = None) -> None:
         if manifest.system is None:
             raise ValueError(f"{manifest.file}: expected a log declaration with a system")
         self.manifest, self.chunk_rows = manifest, chunk_rows
-        self.table: TableFile = open_table(manifest.dataset.path)
-        sha256 = table_sha256(self.table) if verify else ""
+        self.table: TableFile = table or open_table(manifest.dataset.path)
+        self.levels: tuple[dict[tuple[str, ...], int], ...] = tuple({} for _ in manifest.strata)
+        sha256 = table_sha256(self.table) if verify and table is None else ""
         if verify and manifest.dataset.sha256 is not None and sha256 != manifest.dataset.sha256:
             raise ChecksumError(f"{self.table.path}: sha256: expected "
                                 f"{manifest.dataset.sha256} (log.sha256), got {sha256}")
@@ -276,7 +303,34 @@ class LogReader:
         decision, score = self._outputs(frame, names)
         units = None if manifest.unit is None else self._units(frame[manifest.unit], names)
         return LogChunk(label[classified].astype(np.int8), decision,
-                        tuple(m[classified] for m in masks), units, score), steps
+                        tuple(m[classified] for m in masks), units, score,
+                        self._strata(frame)), steps
+
+    def _strata(self, frame: pd.DataFrame) -> tuple[np.ndarray, ...]:
+        """Each declared stratum's level id per row (ids in order of first appearance)."""
+        out = []
+        for stratum, levels in zip(self.manifest.strata, self.levels, strict=True):
+            if frame.empty:
+                out.append(np.empty(0, dtype=np.int64))
+                continue
+            text = pd.DataFrame({c: frame[c].astype(object).map(_level_text)
+                                 for c in stratum.columns})
+            local, seen = pd.MultiIndex.from_frame(text).factorize()
+            ids = np.array([levels.setdefault(tuple(level), len(levels)) for level in seen],
+                           dtype=np.int64)
+            out.append(ids[local])
+        return tuple(out)
+
+    def stratum_ranks(self) -> tuple[np.ndarray, ...]:
+        """Per stratum, each level id's code: its rank among the levels in sorted order of their
+        text (missing last), the codes :func:`faircode.audit.data.stratum_codes` gives."""
+        out = []
+        for levels in self.levels:
+            ranks = np.empty(len(levels), dtype=np.int64)
+            for rank, level in enumerate(sorted(levels)):
+                ranks[levels[level]] = rank
+            out.append(ranks)
+        return tuple(out)
 
     def _outputs(self, frame: pd.DataFrame, names: _Names) -> tuple[np.ndarray,
                                                                     np.ndarray | None]:
@@ -357,6 +411,9 @@ def _log_columns(manifest: Manifest) -> dict[str, str]:
         where.setdefault(a.column, f"protected_attributes[{i}].column")
     if manifest.unit is not None:
         where.setdefault(manifest.unit, "unit")
+    for i, stratum in enumerate(manifest.strata):
+        for j, column in enumerate(stratum.columns):
+            where.setdefault(column, f"strata[{i}].columns[{j}]")
     assert manifest.system is not None
     where.setdefault(manifest.system.decision.column, "system.decision.column")
     if manifest.system.score is not None:
@@ -371,10 +428,23 @@ def _guarded(manifest: Manifest) -> dict[str, str]:
         guarded.setdefault(a.column, f"protected_attributes[{i}].column")
     if manifest.unit is not None:
         guarded.setdefault(manifest.unit, "unit")
+    for i, stratum in enumerate(manifest.strata):
+        for j, column in enumerate(stratum.columns):
+            guarded.setdefault(column, f"strata[{i}].columns[{j}]")
     assert manifest.system is not None
     if manifest.system.score is not None:
         guarded.setdefault(manifest.system.score.column, "system.score.column")
     return guarded
+
+
+def _level_text(value: object) -> str:
+    """A stratum level's text: a whole number as an integer (a chunk with a missing value reads
+    its column as floats), a missing value ``\uffff(missing)`` (sorted last)."""
+    if value is None or value is pd.NA or value != value:
+        return "\uffff(missing)"
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
 
 
 class _Names(Sequence[str]):

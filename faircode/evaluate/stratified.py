@@ -20,17 +20,18 @@ Design decisions
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from faircode.audit.manifest import Manifest
 from faircode.audit.prepared import PreparedAudit
 from faircode.core.config import StatsConfig
 from faircode.core.seeds import Stream, child_seed
 from faircode.stats.stratified import STRATIFIED_CI_METHOD, stratified_gap
 
-__all__ = ["STRATIFIED_COLUMNS", "stratified_rows"]
+__all__ = ["STRATIFIED_COLUMNS", "strata_rows", "stratified_rows"]
 
 STRATIFIED_COLUMNS: tuple[str, ...] = (
     "audit", "strategy", "model", "protected_attribute", "stratum", "columns", "value",
@@ -45,17 +46,28 @@ def stratified_rows(data: PreparedAudit, yhat_fav: np.ndarray, label: Mapping[st
                     ) -> list[dict[str, Any]]:
     """The gap within every declared stratum of oriented test decisions ``yhat_fav``."""
     test = data.test_index
-    strata = {s.name: s.columns for s in data.manifest.strata}
+    masks = [np.asarray(data.disadvantaged[a.name][test], dtype=bool)
+             for a in data.manifest.protected_attributes]
+    codes = [np.asarray(c)[test] for c in data.strata.values()]
+    return strata_rows(data.manifest, yhat_fav, masks, codes, label, stats=stats, master=master,
+                       key=key)
+
+
+def strata_rows(manifest: Manifest, yhat_fav: np.ndarray, masks: Sequence[np.ndarray],
+                codes: Sequence[np.ndarray], label: Mapping[str, str], *, stats: StatsConfig,
+                master: int, key: tuple[int, int]) -> list[dict[str, Any]]:
+    """The gap within every stratum of ``manifest`` of the scored rows' oriented decisions
+    ``yhat_fav``: ``masks[a]`` is attribute ``a``'s disadvantaged mask, ``codes[j]`` stratum
+    ``j``'s code per row (a streamed log's rows, or a prepared audit's test rows)."""
     rows: list[dict[str, Any]] = []
-    for a, attribute in enumerate(data.manifest.protected_attributes):
-        mask = np.asarray(data.disadvantaged[attribute.name][test], dtype=bool)
-        for j, (name, codes) in enumerate(data.strata.items()):
+    for a, attribute in enumerate(manifest.protected_attributes):
+        for j, stratum in enumerate(manifest.strata):
             gap = stratified_gap(
-                yhat_fav, mask, np.asarray(codes)[test], n_permutations=stats.n_permutations,
+                yhat_fav, masks[a], codes[j], n_permutations=stats.n_permutations,
                 confidence=stats.confidence,
                 seed=child_seed(master, Stream.STRATIFIED, *key, a, j))
-            rows.append({**label, "protected_attribute": attribute.name, "stratum": name,
-                         "columns": " ".join(strata[name]), "value": gap.value,
+            rows.append({**label, "protected_attribute": attribute.name, "stratum": stratum.name,
+                         "columns": " ".join(stratum.columns), "value": gap.value,
                          "ci_low": gap.ci_low, "ci_high": gap.ci_high,
                          "ci_method": STRATIFIED_CI_METHOD, "p_value": gap.p_value,
                          "cmh_p_value": gap.cmh_p_value, "raw_gap": gap.raw_gap,
