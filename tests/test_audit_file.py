@@ -15,7 +15,7 @@ import yaml
 
 import faircode
 from faircode.audit.data import load_audit
-from faircode.audit.logs import load_log
+from faircode.audit.log_declaration import load_log
 from faircode.core.config import BenchmarkConfig
 from faircode.core.errors import ConfigError
 from faircode.pipeline.cli import main

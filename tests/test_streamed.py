@@ -114,7 +114,7 @@ def test_csv_and_compressed_csv_give_the_parquet_tables(log_folder: Path, suffix
 def test_a_tiny_memory_budget_spills_and_writes_the_same_bytes(
         log_folder: Path, in_memory: dict[str, bytes], tmp_path: Path) -> None:
     """Records spilled to disk at a 4 KiB budget are read back into the same tables."""
-    from faircode.audit.logs import load_log
+    from faircode.audit.log_declaration import load_log
     from faircode.evaluate.streamed import audit_log
 
     config = BenchmarkConfig().with_params({"stats.n_resamples": 60, "stats.n_permutations": 60})

@@ -1,6 +1,6 @@
 """A decision log declared by its columns: ``--group sex=F --label repaid --decision approved``.
 
-The short form of a log declaration (:mod:`faircode.audit.logs`), for a file (or a pandas
+The short form of a log declaration (:mod:`faircode.audit.log_declaration`), for a file (or a pandas
 DataFrame) that carries its own groups, label and decisions: no manifest, no raw dataset, no
 benchmark split.  :class:`LogColumns` holds what ``faircode audit FILE --group ...`` and
 :func:`faircode.audit_decisions` are given, and :meth:`LogColumns.declaration` writes the

@@ -158,10 +158,11 @@ def audit_log(
     shard_rows: int = 2_000_000,
     table: TableFile | None = None,
 ) -> tuple[LogRecord, AuditResults]:
-    """Audit the declared log ``manifest`` (:func:`faircode.audit.logs.load_log`): its system's
-    decisions on every kept row, streamed (default), in memory, or on a Dask ``client`` (in
-    shards of about ``shard_rows`` rows of whole Parquet row groups).  ``table``: the rows
-    (a DataFrame's, :func:`faircode.audit.table_file.frame_table`) instead of the log's file.
+    """Audit the declared log ``manifest`` (:func:`faircode.audit.log_declaration.load_log`):
+    its system's decisions on every kept row, streamed (default), in memory, or on a Dask
+    ``client`` (in shards of about ``shard_rows`` rows of whole Parquet row groups).
+    ``table``: the rows (a DataFrame's, :func:`faircode.audit.table_file.frame_table`) instead
+    of the log's file.
 
     With declared strata the decisions, masks and stratum codes are also kept per row (a few
     bytes each) for the gap within them, which is row-level; they cannot be sharded."""

@@ -10,8 +10,8 @@ its counts: :mod:`faircode.evaluate.streamed`, memory bounded whatever the file'
   favourable label are options).  The options stand for a log declaration, which is saved as
   ``<out>/<name>.yaml`` beside the results folder: ``faircode audit <out>/<name>.yaml``
   repeats the audit.
-* ``faircode audit LOG.yaml``: that declaration written by hand (:mod:`faircode.audit.logs`),
-  streamed, or sharded on ``--scheduler``.
+* ``faircode audit LOG.yaml``: that declaration written by hand
+  (:mod:`faircode.audit.log_declaration`), streamed, or sharded on ``--scheduler``.
 * ``faircode audit AUDIT --predictions FILE``: a model's decisions on a benchmark audit's rows,
   read in chunks and joined on a key (:class:`faircode.audit.predictions_file.PredictionsReader`:
   never on row order; a missing, duplicated or unknown key, a non-binary decision or a score
@@ -128,7 +128,7 @@ def _config(args: argparse.Namespace) -> BenchmarkConfig:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from faircode.audit.logs import is_log_declaration
+    from faircode.audit.log_declaration import is_log_declaration
     from faircode.audit.table_file import CSV_SUFFIXES, PARQUET_SUFFIXES, table_suffix
     from faircode.core.names import check_name
 
@@ -143,7 +143,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                               "(.csv, .parquet) as AUDIT, got an audit (its manifest names its "
                               "groups and label)")
     if given.suffix in (".yaml", ".yml") and is_log_declaration(given):
-        from faircode.audit.logs import load_log
+        from faircode.audit.log_declaration import load_log
 
         return _audit_log(args, load_log(given), config)
     return _audit_predictions(args, given, config)
@@ -233,7 +233,7 @@ def _audit_file(args: argparse.Namespace, file: Path, config: BenchmarkConfig) -
     import yaml
 
     from faircode.audit.log_columns import LogColumns
-    from faircode.audit.logs import load_log
+    from faircode.audit.log_declaration import load_log
     from faircode.audit.predictions_file import check_columns
     from faircode.audit.table_file import open_table
     from faircode.core.names import check_name

@@ -129,7 +129,7 @@ def _audit_frame(frame: pd.DataFrame, *, decision: object, score: object, scale:
                  strata: str | Sequence[str], seed: int) -> AuditResults:
     """:func:`audit_decisions` of a DataFrame's own columns (a log declared by its columns)."""
     from faircode.audit.log_columns import LogColumns
-    from faircode.audit.logs import log_manifest
+    from faircode.audit.log_declaration import log_manifest
     from faircode.audit.table_file import frame_table
     from faircode.evaluate.streamed import audit_log
 
