@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
+import yaml
 
 from faircode.core.config import (
     PARAM_KEYS,
@@ -192,6 +194,23 @@ def test_bad_params_name_the_key_path(params: dict, message: str) -> None:
 def test_null_jobs_means_every_core() -> None:
     """run.jobs: null keeps the all-cores default (the only key that may be null)."""
     assert params_from_mapping({"run": {"jobs": None}}).config.jobs >= 1
+
+
+@pytest.mark.parametrize("data", [{"audits": [], "text_audits": ["t"]},
+                                  {"audits": None, "text_audits": ["t"]}, {"text_audits": ["t"]}])
+def test_a_text_audit_alone_is_a_pipeline(data: dict, tmp_path: Path) -> None:
+    """An empty, null or absent ``audits`` list beside a text audit is no grid audit, and the
+    pipeline's check (check-params) accepts it: only no audit at all is refused."""
+    assert params_from_mapping(data).audits == ()
+    (tmp_path / "audits" / "t").mkdir(parents=True)
+    (tmp_path / "audits" / "t" / "audit.yaml").write_text("name: t\n")
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(data))
+    assert load_params(tmp_path / "params.yaml", audits_dir=tmp_path / "audits").text_audits == (
+        "t",)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({**data, "text_audits": []}))
+    with pytest.raises(ConfigError, match=r"^.*params.yaml: audits: expected a non-empty list of "
+                                          r"audit names, or text audits in text_audits"):
+        load_params(tmp_path / "params.yaml", audits_dir=tmp_path / "audits")
 
 
 def test_text_audits_are_a_list_apart_from_the_grid_audits() -> None:

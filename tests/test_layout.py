@@ -469,3 +469,63 @@ def test_folder_kind_reads_run_json(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     assert [folder_kind(tmp_path / n) for n in ("text", "grid", "bad", "note", "empty")] == [
         "text", GRID_RUN, GRID_RUN, UNAVAILABLE, None]
+
+
+CODE = re.compile(r"(?<![A-Za-z0-9_])S\d+(?![A-Za-z0-9_])")
+"""A strategy code as a token (``S0``, ``dp.S3``, ``S3-S2``)."""
+TABLES = frozenset({"faircode/core/cells.py", "faircode/core/metrics.py"})
+"""The tables that spell the strategy codes and the metric names (:mod:`faircode.core`)."""
+R_TYPES = ("faircode/audit/_data_rdata.py", "S4")
+"""R's ``S4`` object type, a name of the R data reader, not a strategy."""
+
+
+def spelled_in_code(path: Path) -> list[tuple[int, str]]:
+    """The string literals of ``path`` that are not docstrings (a bare string statement)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    docs = {id(node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docs]
+
+
+def table_spellings(root: Path = PACKAGE) -> list[str]:
+    """Every literal outside the tables that spells a strategy code as a key (a token in a
+    string without spaces: prose may name ``S0``) or is a fairness metric's name."""
+    from faircode.core.metrics import FAIRNESS_METRICS
+
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        rel = str(path.relative_to(root.parent))
+        if rel in TABLES:
+            continue
+        for line, text in spelled_in_code(path):
+            code = CODE.search(text) is not None and not re.search(r"\s", text)
+            if (code and (rel, text) != R_TYPES) or text in FAIRNESS_METRICS:
+                found.append(f"{rel}:{line}: {text!r}")
+    return found
+
+
+def test_strategy_codes_and_metric_names_are_spelled_only_in_their_tables() -> None:
+    """No ``"S0"`` ... literal (nor a key such as ``dp.S0``) and no metric name outside
+    faircode/core/cells.py and faircode/core/metrics.py: every other module reads the tables."""
+    assert table_spellings() == []
+
+
+def test_spelling_check_finds_a_code_and_a_metric_name(tmp_path: Path) -> None:
+    """The check flags ``"S3"``, ``"dp.S3"`` and a metric name in code, not in prose or
+    docstrings."""
+    package = tmp_path / "faircode"
+    package.mkdir()
+    (package / "x.py").write_text('"""S0 and tpr_gap in a docstring."""\nA = "S3"\nB = "dp.S3"\n'
+                                  'C = "tpr_gap"\nD = "S0 (baseline) leaves a gap"\n')
+    assert table_spellings(package) == ["faircode/x.py:2: 'S3'", "faircode/x.py:3: 'dp.S3'",
+                     "faircode/x.py:4: 'tpr_gap'"]
+
+
+def test_one_effect_verdict_vocabulary() -> None:
+    """Exactly one ``EffectVerdict`` class exists in the package (faircode.stats.verdicts)."""
+    homes = [str(p.relative_to(REPO)) for p in sorted(PACKAGE.rglob("*.py"))
+             for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+             if isinstance(node, ast.ClassDef) and node.name == "EffectVerdict"]
+    assert homes == ["faircode/stats/verdicts.py"]

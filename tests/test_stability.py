@@ -14,7 +14,7 @@ import pytest
 from faircode.audit.data import load_audit
 from faircode.audit.decision import DecisionRule
 from faircode.audit.prepared import PreparedAudit, prepare, replicate_split
-from faircode.core.cells import ModelFamily, Strategy
+from faircode.core.cells import ModelFamily, Strategy, grid_cells
 from faircode.core.config import BenchmarkConfig, VerdictsConfig, params_from_mapping
 from faircode.core.errors import ConfigError, DataError
 from faircode.core.seeds import Stream, child_seed, replicate_seed
@@ -215,7 +215,8 @@ def test_store_round_trips_replicates_in_split_mode(
                      train_index=german.train_index)
     assert (tmp_path / "replicates.parquet").is_file()
     loaded = load_predictions(tmp_path)
-    assert (loaded.seeds, loaded.seed_mode, len(loaded.replicates)) == (2, "split", 15)
+    assert (loaded.seeds, loaded.seed_mode, len(loaded.replicates)) == (2, "split",
+                                                                        len(grid_cells()))
     for a, b in zip(loaded.replicates, predictions.replicates, strict=True):
         np.testing.assert_array_equal(a.test_index, b.test_index)
     want = evaluate(german, predictions, config=config)

@@ -358,6 +358,23 @@ def test_report_has_the_text_section_table_figures_and_headline(
                                                  "toy_flips_profanity_check.png"}
 
 
+def test_report_of_a_text_audit_alone_has_its_section_and_empty_grid_tables(
+        tmp_path: Path, toy: tuple[object, object]) -> None:
+    """A results folder whose only audit (of ``only``: the pipeline's lists) is a text audit --
+    a grid audit's folder beside it left out -- gives the text section, table and figures and
+    grid tables without a row, not an error."""
+    from faircode.report.build import write_report
+
+    results = _results(tmp_path, toy)
+    outputs = write_report(results, audits_dir=REPO / "audits", only=("toy",))
+    assert "<h2>Text audits</h2>" in html.unescape(outputs.html.read_text())
+    assert (results / "text_table.md").is_file()
+    assert {p.name for p in outputs.figures} >= {"toy_term_fpr.png",
+                                                 "toy_flips_profanity_check.png"}
+    assert "german_credit_lending" not in (results / "paper_table.md").read_text()
+    assert (results / "summary.csv").read_text().count("\n") == 1  # the header alone
+
+
 def test_mlflow_children_of_a_text_audit_are_per_system_axis_and_kind(
         tmp_path: Path, toy: tuple[object, object]) -> None:
     """One child per system x axis x kind, named like the grid's counterfactual children, with

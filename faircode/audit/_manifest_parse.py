@@ -313,8 +313,8 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
     """
     if doc.get("kind", BINARY.manifest_kind) != BINARY.manifest_kind:  # faircode.audit.kinds
         raise c.fail("kind", "tabular (the grid's manifests; a kind: text audit runs in the "
-                     f"text stages: dvc repro text-evaluate@{doc.get('name', '<audit>')})",
-                     doc.get("kind"))
+                     "pipeline's text stages: list it under text_audits in params.yaml, run "
+                     "faircode pipeline, then dvc repro)", doc.get("kind"))
     data = c.mapping({k: v for k, v in doc.items() if k != "kind"}, "", _TOP_KEYS)
     name, title = _parse_name(c, data)
     random_state, test_size = _parse_split(c, data)

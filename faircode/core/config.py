@@ -31,8 +31,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
-from faircode.core.cells import FAIRNESS_METRICS, ModelFamily
+from faircode.core.cells import ModelFamily
 from faircode.core.errors import ConfigError, config_error
+from faircode.core.metrics import FAIRNESS_METRICS
 from faircode.core.names import check_name
 
 __all__ = [
@@ -445,8 +446,9 @@ class ReportConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Params:
-    """A validated ``params.yaml``: its audits (empty = every shipped audit), its text audits
-    (``text_audits``: the text stages' audits, :mod:`faircode.evaluate.text`) and the config."""
+    """A validated ``params.yaml``: its audits (empty = every shipped audit for ``faircode run``;
+    the pipeline runs exactly the listed ones), its text audits (``text_audits``: the text
+    stages' audits, :mod:`faircode.evaluate.text`) and the config."""
 
     audits: tuple[str, ...] = ()
     text_audits: tuple[str, ...] = ()
@@ -484,13 +486,10 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
     flat: dict[str, object] = {}
     execution: dict[str, object] = {}
     for section, body in data.items():
-        if section in lists:  # the grid's audits and the text audits (one foreach each)
-            if not isinstance(body, list):
+        if section in lists:  # the grid's audits and the text audits (either may be empty)
+            if not isinstance(body, list | None):
                 raise config_error(f"{where}: {section}", "a list of audit names", body)
-            if not body:  # DVC's foreach would run nothing, `faircode run` every audit
-                raise config_error(f"{where}: {section}", "a non-empty list of audit names",
-                                   body)
-            lists[section] = tuple(body)
+            lists[section] = tuple(body or ())
             continue
         if section == "report":
             report = ReportConfig.from_mapping(body, where=f"{where}: report")
@@ -532,9 +531,9 @@ def load_params(path: Path, *, audits_dir: Path | None = None) -> Params:
 
     The file is read by :func:`faircode.core.schema.read_yaml` (bounded size, depth and alias
     expansion; UTF-8; merge keys); an empty document is an error.  With ``audits_dir`` (the
-    pipeline's check, ``check-params``) ``audits`` is required too, and every name must be an
-    audit folder there (``<audits_dir>/<name>/audit.yaml``): DVC's ``foreach`` runs exactly
-    these.
+    pipeline's check, ``check-params``) the two lists must name at least one audit between them
+    (a text audit alone, or grid audits alone, is a pipeline), and every name must be an audit
+    folder there (``<audits_dir>/<name>/audit.yaml``): the pipeline runs exactly these.
     """
     from faircode.core.schema import read_yaml
 
@@ -548,15 +547,15 @@ def load_params(path: Path, *, audits_dir: Path | None = None) -> Params:
                           "document")
     params = params_from_mapping(doc, where=where)
     if audits_dir is not None:
-        _check_audit_folders(params, doc, where=where, audits_dir=audits_dir)
+        _check_audit_folders(params, where=where, audits_dir=audits_dir)
     return params
 
 
-def _check_audit_folders(params: Params, doc: object, *, where: str, audits_dir: Path) -> None:
-    """Raise unless ``audits`` is present and each name is an audit folder of ``audits_dir``."""
-    if not isinstance(doc, Mapping) or "audits" not in doc:
-        raise ConfigError(f"{where}: audits: expected a non-empty list of audit names (the "
-                          "audits the pipeline runs), got nothing")
+def _check_audit_folders(params: Params, *, where: str, audits_dir: Path) -> None:
+    """Raise unless the lists name an audit and each name is an audit folder of ``audits_dir``."""
+    if not params.audits and not params.text_audits:
+        raise ConfigError(f"{where}: audits: expected a non-empty list of audit names, or text "
+                          "audits in text_audits (the audits the pipeline runs), got none")
     known = sorted(p.parent.name for p in audits_dir.glob("*/audit.yaml"))
     for key, names in (("audits", params.audits), ("text_audits", params.text_audits)):
         for i, name in enumerate(names):

@@ -28,6 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from faircode.core.cells import CUTOFF_STRATEGIES, STRATEGY_TABLE, ModelFamily, strategy_code
 from faircode.core.kinds import BINARY
 from faircode.core.layout import dvc_views, unavailable_message, write_unavailable
 from faircode.evaluate.job import Job, Upstream
@@ -39,12 +40,10 @@ __all__ = ["CURVE_HEADER", "EMPTY_PLOT", "EVALUATOR", "UNAVAILABLE_HEADLINE", "B
 
 EMPTY_PLOT = "[]\n"
 """``strategy_plot(None)`` as JSON (tests/test_stages.py checks it), written without pandas."""
-CURVE_HEADER = ("threshold,S0 logistic_regression,S0 random_forest,S0 gradient_boosting,"
-                "S1 logistic_regression,S1 random_forest,S1 gradient_boosting,"
-                "S2 logistic_regression,S2 random_forest,S2 gradient_boosting\n")
+CURVE_HEADER = ",".join(["threshold", *(f"{strategy_code(s)} {m.value}"
+                                         for s in CUTOFF_STRATEGIES for m in ModelFamily)]) + "\n"
 """``curve_plot(None)`` as CSV, likewise."""
-UNAVAILABLE_HEADLINE = {"attr": None,
-                        "dp": {"S0": None, "S1": None, "S2": None, "S3": None, "S4": None}}
+UNAVAILABLE_HEADLINE = {"attr": None, "dp": {s.code: None for s in STRATEGY_TABLE}}
 """``unavailable_headline()`` (tests/test_stages.py checks it), written without pandas."""
 
 

@@ -42,6 +42,7 @@ HELP: dict[str, str] = {
              "an audit's rows",
     "perturb": "counterfactual copies of JSONL payloads, for any model",
     "flips": "flip rates and CTF gaps of your text model from two score files (originals, copies)",
+    "pipeline": "write the DVC pipeline files for params.yaml's audits (after changing the list)",
 }
 """Each subcommand's one-line help: the "does" column of the README's command table, word for
 word (tests/test_readme.py compares them)."""

@@ -1,5 +1,5 @@
 """The ``faircode`` command line: ``data fetch``, ``validate``, ``run``, ``audit``, ``perturb``,
-``flips``, ``report``, ``track``, ``freeze`` and ``verify``.
+``flips``, ``report``, ``track``, ``freeze``, ``verify`` and ``pipeline``.
 
 Design decisions
 ----------------
@@ -45,6 +45,7 @@ from faircode.pipeline._boundary import run_command
 from faircode.pipeline.audit_command import add_audit
 from faircode.pipeline.flips_command import add_flips
 from faircode.pipeline.freeze_command import add_freeze, add_verify
+from faircode.pipeline.pipeline_command import add_pipeline
 
 if TYPE_CHECKING:  # pragma: no cover - the subcommands import what they use
     from faircode.audit.data import AuditData
@@ -440,6 +441,7 @@ SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser
     add_verify,
     add_audit,
     add_flips,
+    add_pipeline,
 )
 
 

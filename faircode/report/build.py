@@ -106,8 +106,11 @@ def write_report(
     from faircode.report.tables import write_tables
 
     inputs = load_results(results, audits_dir=audits_dir, only=only)
-    metric = resolve_metric(metric, [*inputs.fairness["metric"].astype(str),
-                                     *inputs.deployed.fairness["metric"].astype(str)])
+    sections = load_sections(results, only=only)  # the kinds' own sections (text audits')
+    measured = [*inputs.fairness["metric"].astype(str),
+                *inputs.deployed.fairness["metric"].astype(str)]
+    if measured or not sections:  # sections alone (a text audit alone): no grid metric to name
+        metric = resolve_metric(metric, measured)
     models = ordered(inputs.fairness["model"], MODELS)
     if model is not None and model not in models:
         raise FaircodeError(f"--model: expected one of {', '.join(models)}, "
@@ -131,7 +134,6 @@ def write_report(
         context, floor=floor, out=results,
         extra=(*deployed_tables(context), *people_tables(context),
                *([effects_table] if effects_table else [])))
-    sections = load_sections(results, only=only)  # the kinds' own sections (text audits')
     tables = (*tables, *(p for s in sections for p in s.section.tables(s.inputs, results)))
     figures, by_section = _figures(context, floor=floor, results=results, sections=sections,
                                    workers=workers)

@@ -43,7 +43,7 @@ from typing import Any
 
 import pandas as pd
 
-from faircode.core.cells import STRATEGY_TITLES
+from faircode.core.cells import STRATEGY_TITLES, strategy_info
 from faircode.provenance.state import StateIdentity, group_states
 from faircode.report import headline
 from faircode.report.deployed import deployed_tables
@@ -316,7 +316,7 @@ def _legend(ctx: Context) -> str:
     strategies = "".join(
         f'<li><span class="sw" style="background:{strategy_colour(s)}"></span>'
         f"<b>{_esc(strategy_code(s))}</b> {_esc(STRATEGY_TITLES.get(strategy_code(s), s))}: "
-        f"{_esc(_STRATEGY_WHAT.get(s, s))}</li>" for s in STRATEGIES)
+        f"{_esc(strategy_info(s).what)}</li>" for s in STRATEGIES)
     models = ordered(ctx.fairness["model"], MODELS) if not ctx.fairness.empty else list(MODELS)
     families = ", ".join(
         f"{FAMILY_GLYPHS.get(family_marker(m, models), family_marker(m, models))} "
@@ -333,15 +333,6 @@ def _legend(ctx: Context) -> str:
         + (" At K &gt; 1 every number, interval and verdict is the K-replicate estimate's."
            if "K = 1," not in ctx.variance_note else "")
         + "</p></aside>")
-
-
-_STRATEGY_WHAT = {
-    "baseline": "every feature, protected attributes included",
-    "unawareness": "protected attributes dropped",
-    "unawareness_proxy_removal": "protected attributes and their proxies dropped",
-    "in_processing": "fairlearn in-processing under the parity constraint (first attribute)",
-    "post_processing": "fairlearn group thresholds (first attribute), on S2's features",
-}
 
 
 def _given_top(ctx: Context) -> str:

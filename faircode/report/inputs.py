@@ -76,7 +76,6 @@ __all__ = [
     "family_mean",
     "is_uninformative",
     "load_results",
-    "metric_reference",
     "notes_of",
     "ordered",
     "resolve_metric",
@@ -179,32 +178,34 @@ def load_results(results: Path, *, audits_dir: Path | None = None,
     tables), or the pipeline's ``unavailable.json``; a run of another kind is its kind's section
     (:mod:`faircode.report.kinds`).  With ``audits_dir``, an ``<name>/audit.yaml`` there without a
     results folder is listed as unavailable with its manifest's source instructions.  ``only``
-    restricts the report to the named audits.
+    restricts the report to the named audits.  Runs of kinds with sections alone (a text audit
+    alone) are no error: the grid's tables are then empty.
     """
     if not results.is_dir():
         raise DataError(f"{results}: expected a results folder of <audit>/ subfolders, "
                         "got no such directory")
-    found = Found()
+    found, sections = Found(), False
     for folder in audit_folders(results):  # hidden folders are writers' staging copies
         if not only or folder.name in only:
-            _read_folder(folder, found)
+            sections |= _read_folder(folder, found)
     unavailable = {name: UnavailableAudit(note["audit"], note["reason"], note["instructions"])
                    for name, note in found.notes.items()}
     if audits_dir is not None and audits_dir.is_dir():
         _add_manifests(audits_dir, unavailable, runs=found.runs, only=only)
-    if not found.runs and not unavailable:
+    if not found.runs and not unavailable and not sections:
         raise DataError(f"{results}: expected <audit>/{RUN_RECORD} or <audit>/{UNAVAILABLE_NOTE}, "
                         "got none")
     return _assemble(found, unavailable, audits_dir=audits_dir,
                      sensitivity=read_sensitivity(results / ENCODING_SENSITIVITY, only=only))
 
 
-def _read_folder(folder: Path, found: Found) -> None:
-    """Hand ``folder`` to the reader of its kind (a kind without the grid: its own section)."""
+def _read_folder(folder: Path, found: Found) -> bool:
+    """Hand ``folder`` to the reader of its kind; whether it is a run of a kind without the grid
+    (its own section reads it)."""
     kind = folder_kind(folder)
     if kind == UNAVAILABLE:
         read_note(folder, found)
-        return
+        return False
     task = kind_of_run(kind)
     if task is None:
         known = ", ".join(k.run_kind for k in TASK_KINDS)
@@ -212,6 +213,7 @@ def _read_folder(folder: Path, found: Found) -> None:
                         f"got {describe(kind)}")
     if task.grid:
         read_grid_run(folder, found)
+    return not task.grid
 
 
 def _add_manifests(audits_dir: Path, unavailable: dict[str, UnavailableAudit], *,
@@ -300,11 +302,6 @@ def resolve_metric(name: str, available: Iterable[str], *, where: str = "--metri
         return matches[0]
     raise FaircodeError(f"{where}: expected one of {', '.join(names) or '(no metrics)'}, "
                         f"got {describe(name)}")
-
-
-def metric_reference(metric: str) -> float:
-    """The parity value of ``metric``: 1 for a ratio (``*_ratio``), else 0."""
-    return 1.0 if metric.endswith("_ratio") else 0.0
 
 
 def ordered(values: Iterable[str], known: Sequence[str]) -> list[str]:

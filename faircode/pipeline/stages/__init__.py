@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from faircode.core.cells import Strategy
+from faircode.core.cells import FIT_PARTS, Strategy
 from faircode.core.errors import ConfigError
 from faircode.core.layout import unavailable_message, write_unavailable
 from faircode.core.names import check_name
@@ -36,13 +36,10 @@ __all__ = [
 ]
 
 PARAMS = Path("params.yaml")
-PARTS: dict[str, tuple[Strategy, ...]] = {
-    "unmitigated": (Strategy.BASELINE, Strategy.UNAWARENESS, Strategy.UNAWARENESS_PROXY_REMOVAL),
-    "in_processing": (Strategy.IN_PROCESSING,),
-    "post_processing": (Strategy.POST_PROCESSING,),
-}
-"""The grid's parts, one fit stage each (split by the ``mitigation.*`` keys they read,
-:data:`faircode.grid.strategies.READS`), in grid order; evaluate merges them."""
+PARTS: dict[str, tuple[Strategy, ...]] = FIT_PARTS
+"""The grid's parts, one fit stage each (each strategy's ``part`` in
+:data:`faircode.core.cells.STRATEGY_TABLE`, split by the ``mitigation.*`` keys they read), in grid
+order; evaluate merges them."""
 
 
 def audit_argument(value: str) -> str:

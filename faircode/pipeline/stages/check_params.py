@@ -4,10 +4,16 @@
 (``stats.n_resampels``) stops the repro with the one-line error even when no tracked param
 changed.  Its output is constant while the file is valid, so it triggers nothing downstream.
 It checks everything the pipeline will use: every key and value (finite numbers, the report's
-metric and model family), and ``audits`` — present, non-empty, each an ``audits/<name>`` folder
-(DVC's ``foreach`` would otherwise fail later with ``[Errno 2]`` or run nothing).
+metric and model family); ``audits`` and ``text_audits`` -- at least one audit between them,
+each an ``audits/<name>`` folder; and that ``dvc.yaml`` and ``upstream/dvc.yaml`` are the
+pipeline of those lists (:func:`faircode.pipeline.dvc_files.check_written_for`: a list changed
+without ``faircode pipeline`` is one line naming it, not DVC's ``[Errno 2]`` in a later stage).
 
-Usage: ``python -m faircode.pipeline.stages.check_params OUT``
+Besides the constant marker ``OUT`` it writes ``LISTS`` (``data/audits.txt``), the two lists
+sorted (:func:`faircode.pipeline.dvc_files.lists_text`): it changes with the lists alone, and
+the report, which reports exactly those audits, depends on it.  Nothing is written on a refusal.
+
+Usage: ``python -m faircode.pipeline.stages.check_params OUT [LISTS]``
 """
 
 from __future__ import annotations
@@ -16,17 +22,23 @@ import sys
 from pathlib import Path
 
 from faircode.core.config import load_params
+from faircode.pipeline.dvc_files import check_written_for, lists_text
 from faircode.pipeline.stages import PARAMS, run_stage
 
 
 def main(argv: list[str]) -> None:
-    """Validate ``params.yaml``; write the constant marker ``argv[0]``."""
-    out = Path(argv[0])
+    """Validate ``params.yaml`` and the pipeline files' lists; write the constant marker
+    ``argv[0]`` and, given ``argv[1]``, the lists there."""
+    out, lists = Path(argv[0]), (Path(argv[1]) if len(argv) > 1 else None)
 
     def work() -> None:
-        load_params(PARAMS, audits_dir=Path("audits"))
+        params = load_params(PARAMS, audits_dir=Path("audits"))
+        check_written_for(params, root=Path("."))
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("params.yaml: valid\n")
+        if lists is not None:
+            lists.parent.mkdir(parents=True, exist_ok=True)
+            lists.write_text(lists_text(params))
 
     run_stage(work)
 
