@@ -310,12 +310,12 @@ def _audit_log(args: argparse.Namespace, manifest: Manifest, config: BenchmarkCo
 
 
 _EPILOG = """\
-a file with its own groups, label and decisions (no manifest; saves <out>/<name>.yaml):
+example, a file with its own groups, label and decisions (no manifest; saves <out>/<name>.yaml):
   faircode audit holdout.csv --group 'age<30' --label class=good \\
       --decision approve --score p_good --scale probability \\
       --name my_model
 
-the same audit declared in YAML, for a repeatable one (faircode audit holdout.yaml):
+example, the same audit declared in YAML, for a repeatable one (faircode audit holdout.yaml):
   name: holdout                  # the results folder; log.path is relative to this file
   log: {path: holdout.csv}
   target: {column: class, method: isin, values: [good], favourable: 1}
@@ -324,7 +324,7 @@ the same audit declared in YAML, for a repeatable one (faircode audit holdout.ya
   protected_attributes: [{name: age, type: numeric_threshold, column: age, threshold: 30,
                           disadvantaged: below}]
 
-a model's decisions on a benchmark audit's rows (its key column found when unambiguous):
+example, a model's decisions on a benchmark audit's rows (the key column found when unambiguous):
   faircode audit compas_two_years --predictions deciles.csv \\
       --decision high_risk --score decile_score --scale ordinal \\
       --rows all --name compas_deciles
