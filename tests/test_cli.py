@@ -377,7 +377,7 @@ def test_each_subcommand_help_has_one_example(capsys: pytest.CaptureFixture[str]
         # audit: the YAML example has no command line; pipeline: its example is two lines
         ways = {("audit",): (3, 2), ("pipeline",): (1, 2)}.get(tuple(argv), (1, 1))
         assert (len(re.findall(r"^example\b", text, re.M)), len(examples)) == ways, argv
-        assert all(e.startswith(f"  faircode {' '.join(argv)} ") for e in examples), examples
+        assert all(f"{e} ".startswith(f"  faircode {' '.join(argv)} ") for e in examples), examples
 
 
 def test_verify_example_names_a_frozen_state(capsys: pytest.CaptureFixture[str]) -> None:
