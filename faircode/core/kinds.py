@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from faircode.core import layout
-from faircode.core.metrics import FAIRNESS_METRICS
 from faircode.core.errors import ConfigError, describe
+from faircode.core.metrics import FAIRNESS_METRICS
 
 __all__ = ["BINARY", "TASK_KINDS", "TEXT", "TaskKind", "kind_of_manifest", "kind_of_run",
            "registered", "task_kind"]

@@ -381,13 +381,14 @@ def _add_perturb(subparsers: argparse._SubParsersAction, common: argparse.Argume
 
 def _add_report(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     def handler(args: argparse.Namespace) -> int:
-        from faircode.provenance.state import REPORT_CODE, provenance
+        from faircode.provenance.state import REPORT_CODE, params_file_record, provenance
         from faircode.report.build import write_report
 
+        record = {**provenance(code=REPORT_CODE, numerics=False),
+                  "params_file": params_file_record(Path(args.params))}
         outputs = write_report(
             Path(args.results), audits_dir=Path(args.audits), only=tuple(args.audit),
-            metric=args.metric, model=args.model,
-            provenance=provenance(code=REPORT_CODE, numerics=False))
+            metric=args.metric, model=args.model, provenance=record)
         print(f"wrote {outputs.summary}, {len(outputs.tables)} tables, "
               f"{len(outputs.figures)} figures (PNG+PDF), "
               f"{outputs.html}")
@@ -401,6 +402,9 @@ def _add_report(subparsers: argparse._SubParsersAction, common: argparse.Argumen
                         help="fairness metric of the paper table and figures "
                              "(default: demographic_parity)")
     parser.add_argument("--model", help="one model family (default: every family)")
+    parser.add_argument("--params", default="params.yaml",
+                        help="the params file whose parameters the runs' are compared with in "
+                             "the provenance (default: params.yaml)")
     parser.set_defaults(handler=handler)
 
 

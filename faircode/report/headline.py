@@ -2,9 +2,10 @@
 
 :func:`findings` reads the shown gaps and paired effects of a report
 (:class:`~faircode.report.tables.Context`, the same rows the tables print, with their
-``verdict``) and returns one :class:`AuditFinding` per audit with results; :func:`lead` and
-:func:`audit_line` turn them into the sentences at the top of ``report.html``.  Nothing here is
-typed by hand: change a result and the sentence changes.
+``verdict``) and returns one :class:`AuditFinding` per audit with results; :func:`short_lead`
+turns them into the first screen's lead (one sentence, then the counts as a short list),
+:func:`lead` into the finding in full and :func:`audit_line` into each audit's line.  Nothing
+here is typed by hand: change a result and the sentence changes.
 
 Design decisions
 ----------------
@@ -45,7 +46,8 @@ from faircode.report.inputs import (
 )
 from faircode.report.tables import Context, num
 
-__all__ = ["AuditFinding", "StrategyFinding", "audit_line", "findings", "lead", "margins_of"]
+__all__ = ["AuditFinding", "StrategyFinding", "audit_line", "findings", "lead", "margins_of",
+           "short_lead"]
 
 BASELINE = STRATEGIES[0]
 BALANCED_RULES = ("base_rate", "top_fraction")
@@ -294,6 +296,41 @@ def lead(items: Sequence[AuditFinding], *, metric: str, unavailable: int,
         sentences.append("S0 shows no gap on the first attribute in " + ", ".join(described)
                          + "; no gap shown is not parity unless the equivalence test says so.")
     return tuple(sentences)
+
+
+def short_lead(items: Sequence[AuditFinding], *, metric: str, unavailable: int,
+               margins: Mapping[str, object] | None = None) -> tuple[str, tuple[str, ...]]:
+    """The first screen's lead: the finding in one sentence, then the counts as short items
+    (per mitigated strategy, then the audits without a gap); :func:`lead` is the finding in
+    full."""
+    if not items:
+        return "No audit has results for this metric yet.", ()
+    margin = _margin(metric, margins or {})
+    n, gapped = len(items), [f for f in items if f.baseline.gaps > 0]
+    sentence = (f"S0 leaves a {metric} gap on the first protected attribute in {len(gapped)} of "
+                f"{n} audit{'s' if n != 1 else ''}"
+                + (f" ({unavailable} unavailable)" if unavailable else "")
+                + (f". Of those {len(gapped)}:" if gapped else "."))
+    counts = []
+    for code in (s.code for s in reversed(STRATEGY_TABLE[1:])):
+        found = [s for f in gapped for s in f.strategies if s.code == code]
+        if not found:
+            continue
+        others = [s for s in found if not s.parity and s.gaps == 0 and s.informative > 0]
+        bounds = [s.bound for s in others if np.isfinite(s.bound)]
+        parts = [f"reduced in {sum(s.reduces for s in found)}",
+                 f"parity ({margin}) in {sum(s.parity for s in found)}",
+                 f"gap remains in {sum(s.gaps > 0 for s in found)}",
+                 f"inconclusive in {len(others)}"
+                 + (f" (\u2264 {num(max(bounds), 2)})" if bounds else ""),
+                 f"uninformative in {sum(s.informative == 0 for s in found)}"]
+        counts.append(f"{code} {STRATEGY_TITLES[code]}: "
+                      + ", ".join(p for p in parts if not p.endswith(" in 0")))
+    quiet = [f.audit for f in items if f.baseline.gaps == 0]
+    if quiet:
+        parity = sum(f.baseline.parity for f in items if f.baseline.gaps == 0)
+        counts.append(f"No S0 gap in {len(quiet)} ({', '.join(quiet)}), parity in {parity}")
+    return sentence, tuple(counts)
 
 
 def _state(s: StrategyFinding, margin: str, *, baseline: bool = False) -> str:

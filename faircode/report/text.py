@@ -25,6 +25,7 @@ Design decisions
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -231,6 +232,24 @@ def _system_clause(inputs: TextInputs, audit: str, system: str) -> str:
     return clause
 
 
+def flips_none(inputs: TextInputs, audit: str, system: str) -> int:
+    """The number of axes of a system whose every flip rate at its global point is 0 (its
+    chart would show nothing: the page says so in one line instead), else 0."""
+    f = inputs.flips
+    part = f[(f["audit"] == audit) & (f["system"] == system) & (f["operating_point"] == "global")]
+    rates = part["flip_rate"].to_numpy(dtype=float)
+    return int(part["axis"].nunique()) if rates.size and np.nan_to_num(rates).max() == 0 else 0
+
+
+def nothing_lines(inputs: TextInputs, audit: str) -> list[str]:
+    """One paragraph per system of ``audit`` whose swaps flip nothing (:func:`flips_none`): what
+    its chart of points at 0 would have said."""
+    systems = dict.fromkeys(inputs.flips.loc[inputs.flips["audit"] == audit, "system"])
+    return [f"<p>{html.escape(f'{audit}, {system}')}: no swap of its {n} axes flips a decision "
+            "at its global operating point (every flip rate 0; no chart drawn, the table "
+            "below)</p>" for system in systems if (n := flips_none(inputs, audit, str(system)))]
+
+
 def section_html(inputs: TextInputs, *, figures: str, fold: Any, table: Any) -> str:
     """The page's text-audit section; ``fold(title, body)`` and ``table(frame)`` are the page's
     own folding and table helpers, ``figures`` the rendered figures."""
@@ -242,6 +261,7 @@ def section_html(inputs: TextInputs, *, figures: str, fold: Any, table: Any) -> 
              "direction test's q below alpha in the system's own family.</p>", figures]
     for audit in inputs.runs:
         systems = dict.fromkeys(inputs.flips.loc[inputs.flips["audit"] == audit, "system"])
+        parts += nothing_lines(inputs, audit)
         for system in systems:
             for point, title in _points(inputs, audit, str(system)):
                 parts.append(fold(f"{audit}: {system} flip rates at {title}", table(
