@@ -43,7 +43,7 @@ from faircode.core.kinds import TEXT
 from faircode.core.names import is_safe_name
 from faircode.core.schema import Checker, Scalar
 from faircode.counterfactual.axes import load_axes
-from faircode.counterfactual.perturb import AxisSpec
+from faircode.counterfactual.perturb import AXES_GUIDE, AxisSpec
 
 __all__ = ["AxesFile", "NameSlot", "OperatingPoint", "Sentences", "TextManifest",
            "TextSystemSpec", "load_text_manifest"]
@@ -59,7 +59,8 @@ _SLOT_KEYS = {"template": True, "names": True}
 _SYSTEM_KEYS = {"name": True, "operating_point": False}
 _POINT_KEYS = {"rule": True, "threshold": False, "direction": False}
 _NO_AXES = ("the audit's axes file (faircode ships no built-in axes: which identities count "
-            "and how they are named is the audit's choice, reviewed in its datasheet)")
+            "and how they are named is the audit's choice, reviewed in its datasheet; "
+            f"{AXES_GUIDE})")
 
 
 @dataclass(frozen=True, slots=True)

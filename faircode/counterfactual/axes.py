@@ -9,7 +9,7 @@ from pathlib import Path
 
 from faircode.core.errors import ConfigError, config_error
 from faircode.core.schema import read_yaml
-from faircode.counterfactual.perturb import AxisSpec, axis_from_config
+from faircode.counterfactual.perturb import AXES_GUIDE, AxisSpec, axis_from_config
 
 __all__ = ["load_axes"]
 
@@ -40,7 +40,7 @@ def load_axes(path: Path) -> tuple[AxisSpec, ...]:
     if not items:
         raise ConfigError(
             f"{where}: {prefix or 'axes'}: expected at least one axis, got an empty list "
-            "(faircode ships no built-in axes; the caller must choose them)"
+            f"(faircode ships no built-in axes; the caller must choose them: {AXES_GUIDE})"
         )
     axes = tuple(axis_from_config(item, where=f"{where}: {prefix}[{i}]")
                  for i, item in enumerate(items))

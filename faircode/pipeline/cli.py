@@ -330,6 +330,24 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 # ------------------------------------------------------------------------------ perturb
 
 
+PERTURB_DESCRIPTION = """\
+Perturb JSONL payloads with the axes of a YAML file; the copies go to stdout, one record per
+payload, axis and kind (id, axis, kind, fired, changed, perturbed). faircode ships no built-in axes:
+you choose them (how an axis works, illustrative axes to copy and scrutinise, how to build your
+own: docs/perturbation-axes.md).
+
+the axes file (a list of axes, or a mapping with the one key axes):
+  axes:
+    - name: gender_male_to_female      # one direction; the reverse is another axis
+      substitutions:                   # whole-word, case-insensitive, case-preserving
+        - {pattern: he, replacement: she}              # kind: explicit (the default)
+        - {pattern: his, replacement: her}
+    - name: name_white_to_black
+      substitutions:
+        - {pattern: Emily, replacement: Lakisha, kind: proxy}   # a correlate, not the attribute
+"""
+
+
 def _cmd_perturb(args: argparse.Namespace) -> int:
     from faircode.core.errors import ConfigError
     from faircode.core.files import read_bounded
@@ -368,8 +386,7 @@ def _write_stdout(text: str) -> int:
 def _add_perturb(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser(
         "perturb", help=HELP["perturb"],
-        description="Perturb JSONL payloads with the axes of a YAML file; the copies go to "
-                    "stdout.",
+        description=PERTURB_DESCRIPTION,
         **example("faircode perturb --axes axes.yaml payloads.jsonl > perturbed.jsonl"))
     parser.add_argument("--axes", required=True, help="YAML file of axes (a list or {axes: ...})")
     parser.add_argument("input", help="JSONL file: one payload object per line")
