@@ -187,7 +187,7 @@ def test_the_one_candidate_key_column_is_found_and_named(
     assert main(["audit", AUDIT, "--predictions", str(file), "--decision", "approve",
                  "--out", str(tmp_path / "out"), "--audits", str(audit_repo.audits),
                  *FAST]) == 0
-    assert re.search(r"key column 'position': the one column of preds.csv that is no "
+    assert re.search(r"key column 'position': the one integer column of preds.csv that is no "
                      r"decision, score or column of credit_customers.csv",
                      capsys.readouterr().out)
 
@@ -209,11 +209,13 @@ def test_a_file_on_its_own_split_gets_no_training_row_warning(
         capsys: pytest.CaptureFixture[str]) -> None:
     """A model's held-out half of German credit (its own random split): the held-out default
     says the file follows another split and names --rows all --allow-partial, which audits its
-    rows without a warning about the benchmark's training rows."""
+    rows without a warning about the benchmark's training rows; its score column (not audited)
+    is no key candidate, so the row column is found."""
     half = np.sort(np.random.default_rng(3).permutation(1000)[:500])
     file = tmp_path / "half.csv"
-    pd.DataFrame({"row": half, "approve": _approve(1000)[half]}).to_csv(file, index=False)
-    base = ["audit", AUDIT, "--predictions", str(file), "--key", "row", "--decision", "approve",
+    pd.DataFrame({"row": half, "approve": _approve(1000)[half],
+                  "p_good": np.linspace(0.01, 0.99, 500)}).to_csv(file, index=False)
+    base = ["audit", AUDIT, "--predictions", str(file), "--decision", "approve",
             "--audits", str(audit_repo.audits), "--out", str(tmp_path / "out"), *FAST]
     assert main(base) == 2
     err = capsys.readouterr().err

@@ -169,9 +169,9 @@ def find_key(manifest: Manifest, table: TableFile, *, outputs: Sequence[str]) ->
     header = raw_header(manifest)
     free = [c for c in table.columns if c not in outputs]
     if declared is not None:
-        found = [c for c in free if c not in header]
-        why = f"the one column of {name} that is no decision, score or column of {raw}: " \
-              f"each row's position in {raw} (dataset.row_id: position)"
+        found = _integer_columns(table, [c for c in free if c not in header])
+        why = f"the one integer column of {name} that is no decision, score or column of " \
+              f"{raw}: each row's position in {raw} (dataset.row_id: position)"
         expected = f"a column of {name} holding each row's position in {raw} (0 = its first " \
                    "data row)"
     else:
@@ -186,6 +186,17 @@ def find_key(manifest: Manifest, table: TableFile, *, outputs: Sequence[str]) ->
            f"{manifest.file}")
     got = f"{len(found)} candidates ({', '.join(found)})" if found else "no candidate"
     raise DataError(f"faircode audit: --key: expected {expected}, got {got}{how}")
+
+
+def _integer_columns(table: TableFile, columns: list[str]) -> list[str]:
+    """Those of ``columns`` whose values in the file's first rows are integers (a position can
+    only be one; a score column beside it is not a candidate)."""
+    if not columns:
+        return []
+    first = next(table.chunks(columns, rows=1000), None)
+    if first is None:
+        return columns
+    return [c for c in columns if pd.api.types.is_integer_dtype(first.frame[c])]
 
 
 class PredictionsReader:

@@ -222,8 +222,8 @@ def _warn(found: PredictionsReader, data: AuditData, *, rows: str, n_train: int,
               file=sys.stderr)
     else:
         print(f"warning: {found.path}: auditing every row, {n_train:,} of them rows {audit} "
-              "trains on: a model fitted on them reads better there than on new people "
-              f"(--rows held-out audits the {data.test_index.size:,} others only)",
+              "trains on: if your model was fitted on them, it reads better there than on new "
+              f"people (--rows held-out audits the {data.test_index.size:,} others only)",
               file=sys.stderr)
 
 
