@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from faircode.pipeline._args import EXIT_OK, HELP, example
+
+if TYPE_CHECKING:  # pragma: no cover - the CLI imports pandas only once a command runs
+    import pandas as pd
 
 __all__ = ["add_flips", "flip_lines"]
 
@@ -51,6 +52,8 @@ def _cmd_flips(args: argparse.Namespace) -> int:
 def flip_lines(flips: pd.DataFrame, *, alpha: float) -> list[str]:
     """One line per operating point x axis x kind of ``flips.csv``: the flip rate with its
     interval and counts, ``*`` where its q is below ``alpha``."""
+    import numpy as np
+
     lines = []
     for row in flips.to_dict("records"):
         rate, low, high = (float(row[c]) for c in ("flip_rate", "ci_low", "ci_high"))
