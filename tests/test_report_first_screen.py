@@ -334,7 +334,7 @@ def test_the_lead_is_a_sentence_then_the_counts_in_80_words(many: Path) -> None:
     words = len(" ".join([sentence, *counts]).split())
     assert words <= 80, (words, sentence, counts)
     assert sentence.startswith(f"S0 leaves a {DP} gap on the first protected attribute in ")
-    assert [c.split(" ", 1)[0] for c in counts][:4] == ["S4", "S3", "S2", "S1"]
+    assert [c.split(":", 1)[0] for c in counts][:4] == ["S4", "S3", "S2", "S1"]
     assert "in 5 of 5 audits" in sentence
     page = (many / "report.html").read_text()
     assert "<summary><h3>The finding in full</h3></summary>" in page

@@ -298,18 +298,18 @@ def lead(items: Sequence[AuditFinding], *, metric: str, unavailable: int,
     return tuple(sentences)
 
 
-def short_lead(items: Sequence[AuditFinding], *, metric: str, unavailable: int,
+def short_lead(items: Sequence[AuditFinding], *, metric: str,
                margins: Mapping[str, object] | None = None) -> tuple[str, tuple[str, ...]]:
     """The first screen's lead: the finding in one sentence, then the counts as short items
-    (per mitigated strategy, then the audits without a gap); :func:`lead` is the finding in
-    full."""
+    (per mitigated strategy, named by its code as in the legend beside it, then the audits
+    without a gap); :func:`lead` is the finding in full (the unavailable audits are the page's
+    scope line's)."""
     if not items:
         return "No audit has results for this metric yet.", ()
     margin = _margin(metric, margins or {})
     n, gapped = len(items), [f for f in items if f.baseline.gaps > 0]
     sentence = (f"S0 leaves a {metric} gap on the first protected attribute in {len(gapped)} of "
                 f"{n} audit{'s' if n != 1 else ''}"
-                + (f" ({unavailable} unavailable)" if unavailable else "")
                 + (f". Of those {len(gapped)}:" if gapped else "."))
     counts = []
     for code in (s.code for s in reversed(STRATEGY_TABLE[1:])):
@@ -324,8 +324,7 @@ def short_lead(items: Sequence[AuditFinding], *, metric: str, unavailable: int,
                  f"inconclusive in {len(others)}"
                  + (f" (\u2264 {num(max(bounds), 2)})" if bounds else ""),
                  f"uninformative in {sum(s.informative == 0 for s in found)}"]
-        counts.append(f"{code} {STRATEGY_TITLES[code]}: "
-                      + ", ".join(p for p in parts if not p.endswith(" in 0")))
+        counts.append(f"{code}: " + ", ".join(p for p in parts if not p.endswith(" in 0")))
     quiet = [f.audit for f in items if f.baseline.gaps == 0]
     if quiet:
         parity = sum(f.baseline.parity for f in items if f.baseline.gaps == 0)

@@ -312,14 +312,10 @@ def _top(ctx: Context, figures: Sequence[FigureFile], images: Mapping[Path, tupl
     items = headline.findings(ctx)
     margins = headline.margins_of(ctx)
     unavailable = len(ctx.inputs.unavailable)
-    sentence, counts = headline.short_lead(items, metric=ctx.metric, unavailable=unavailable,
-                                           margins=margins)
+    sentence, counts = headline.short_lead(items, metric=ctx.metric, margins=margins)
     sentences = headline.lead(items, metric=ctx.metric, unavailable=unavailable,
                               margins=margins)
     sentences = (*sentences, text_line) if text_line else sentences
-    if text_line:
-        counts = (*counts, f"{plural(len(text_line.split('Text audit ')) - 1, 'text audit')}: "
-                           "under Text audits")
     people = people_lines(ctx)  # an audit of people's decisions: that line first
     pairs = [p for f in items
              for p in (*([people.pop(f.audit)] if f.audit in people else []),
