@@ -216,9 +216,11 @@ def server() -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_the_evaluator_logs_into_a_real_mlflow_server(
         server: str, data: tuple[pd.DataFrame, Any]) -> None:
-    """Through a real ``mlflow server``: the same keys, tags and artifacts in the user's run."""
+    """Through a real ``mlflow server``: the same keys, tags and artifacts in the user's run (its
+    twin in the default suite: the SQLite store; the server's start is half a minute)."""
     run_id, result = _evaluate(server, data, listed=False)
     _check_run(server, run_id, result, data)
 
