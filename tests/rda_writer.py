@@ -1,4 +1,5 @@
-"""A minimal writer of R's XDR serialisation (``save()`` files, ``.rda``), for test fixtures.
+"""A minimal writer of R's XDR serialisation (``save()`` files, ``.rda``; lazy-load databases,
+``Rdata.rdb`` with ``Rdata.rdx``), for test fixtures.
 
 There is no R on the test machines, so the R-data reader's fixtures are written here from the
 format itself (R Internals, "Serialization Formats"; R's ``serialize.c``): the ``RDX2`` magic,
@@ -9,6 +10,12 @@ integer, double, logical, character and complex vectors, generic vectors (lists)
 written in full every time (R writes a repeated symbol as a back-reference; a reader accepts
 both).  Missing values are R's: ``NA_integer_`` (and logical ``NA``) is ``-2**31``, ``NA_real_``
 the NaN whose low word is 1954, ``NA_character_`` a CHARSXP of length ``-1``.
+
+A lazy-load database is what R's ``makeLazyLoadDB`` writes (``serialize.c``/``connections.c``:
+``lazyLoadDBinsertValue``, ``R_compress1``/``2``/``3``): each object's ``serialize()`` stream
+(``X`` format, no ``RDX2`` magic), compressed as ``compress`` says and appended to the ``.rdb``;
+the ``.rdx`` is ``saveRDS`` (gzip) of ``list(variables = <name -> c(offset, length)>, references
+= list(), compressed = <TRUE, 2L or 3L>)``.
 """
 
 from __future__ import annotations
@@ -17,9 +24,12 @@ import bz2
 import gzip
 import lzma
 import struct
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
+
+PERSIST = 247
 
 NILVALUE, SYM, LIST, CHAR, LGL, INT, REAL, CPLX, STR, VEC = 254, 1, 2, 9, 10, 13, 14, 15, 16, 19
 NA_INT = -(2**31)
@@ -131,3 +141,54 @@ def rda(objects: dict[str, RVector], *,
     if compression == "xz":
         return lzma.compress(body)
     return body
+
+
+def named_list(items: dict[str, RVector]) -> RVector:
+    """An R list with names (``list(a = ..., b = ...)``)."""
+    return RVector("list", list(items.values()), (("names", character(*items)),))
+
+
+def stream(value: RVector | bytes) -> bytes:
+    """One ``serialize()`` stream (XDR, version 2) of ``value`` (or of already serialised bytes)."""
+    body = value if isinstance(value, bytes) else serialise(value)
+    return b"X\n" + _int(2) + _int(0x040201) + _int(0x020300) + body
+
+
+def persistent(name: str) -> bytes:
+    """A persistent reference (PERSISTSXP) to ``name``, as a database refers to an environment."""
+    return _int(PERSIST) + _int(0) + _int(1) + _charsxp(name)
+
+
+LazyCompression = Literal["zlib", "bzip2", "xz", "none"]
+_FLAGS: dict[str, RVector] = {"none": RVector("logical", [0]), "zlib": RVector("logical", [1]),
+                              "bzip2": RVector("integer", [2]), "xz": RVector("integer", [3])}
+
+
+def pack(data: bytes, compression: LazyCompression, type_byte: bytes | None = None) -> bytes:
+    """One object's bytes in the database: ``R_compress1`` (zlib), ``2`` (bzip2), ``3`` (xz).
+
+    ``type_byte`` (for bzip2 and xz only) writes another type: ``b"0"`` stored, ``b"1"`` zlib.
+    """
+    if compression == "none":
+        return data
+    length = struct.pack(">I", len(data))
+    if compression == "zlib":
+        return length + zlib.compress(data)
+    kind = type_byte or (b"2" if compression == "bzip2" else b"Z")
+    body = {b"0": lambda d: d, b"1": zlib.compress, b"2": bz2.compress,
+            b"Z": lambda d: lzma.compress(d, format=lzma.FORMAT_RAW, filters=[
+                {"id": lzma.FILTER_LZMA2, "preset": 6}])}[kind](data)
+    return length + kind + body
+
+
+def lazyload_db(objects: dict[str, RVector | bytes], *, compression: LazyCompression = "zlib",
+                type_byte: bytes | None = None) -> tuple[bytes, bytes]:
+    """The bytes of ``Rdata.rdb`` and ``Rdata.rdx`` holding ``objects`` (module docstring)."""
+    rdb, keys = b"", {}
+    for name, value in objects.items():
+        blob = pack(stream(value), compression, type_byte)
+        keys[name] = RVector("integer", [len(rdb), len(blob)])
+        rdb += blob
+    index = named_list({"variables": named_list(keys), "references": named_list({}),
+                        "compressed": _FLAGS[compression]})
+    return rdb, gzip.compress(stream(index), mtime=0)

@@ -124,7 +124,7 @@ def test_record_is_flat_and_stable() -> None:
         "n_permutations", "confidence", "alpha", "power", "effect_margin", "cost_margin", "jobs",
         "degenerate_min_selection_rate", "degenerate_max_selection_rate",
         "degenerate_balanced_accuracy_margin", "curve_thresholds", "verdict_margin",
-        "verdict_ratio_margin", "verdict_min_informative_share"]
+        "verdict_ratio_margin", "verdict_min_informative_share", "mitigation.tolerances"]
     k5 = config_record(BenchmarkConfig().with_params({"run.jobs": 1, "run.seeds": 5}))
     assert (k5["seeds"], k5["seed_mode"]) == (5, "model")
     assert list(k5).index("seeds") == list(record).index("curve_thresholds")
@@ -171,8 +171,9 @@ def test_every_config_field_has_one_params_key() -> None:
         ({"models": {"encoding": "one-hot"}},
          r"^params.yaml: models.encoding: expected one of label, onehot, got 'one-hot' \(str\)$"),
         ({"stat": {"n_resamples": 10}},
-         r"^params.yaml: stat: expected a known section \(audits, text_audits, mitigation, models, "
-         r"stats, degenerate, verdicts, curves, run, report\), got 'stat' \(str\)$"),
+         r"^params.yaml: stat: expected a known section \(audits, text_audits, regression_audits, "
+         r"mitigation, models, stats, degenerate, verdicts, curves, run, report\), got 'stat' "
+         r"\(str\)$"),
         ({"stats": {"n_resamples": "many"}},
          r"^params.yaml: stats.n_resamples: expected an integer, got 'many' \(str\)$"),
         ({"models": {"decision_threshold": 2}},
@@ -232,13 +233,13 @@ def test_load_params_rejects_a_repeated_key(tmp_path) -> None:  # type: ignore[n
 
 def test_shipped_params_yaml_is_valid_and_lists_every_audit() -> None:
     """The committed params.yaml loads, names every shipped audit (the text audits under
-    text_audits) and is the paper state: the defaults but K = 5 training replicates in split
-    mode."""
+    text_audits, the regression audits under regression_audits) and is the paper state: the
+    defaults but K = 5 training replicates in split mode."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
     params = load_params(root / "params.yaml")
-    assert sorted((*params.audits, *params.text_audits)) == sorted(
+    assert sorted(params.every_audit) == sorted(
         p.parent.name for p in root.glob("audits/*/audit.yaml"))
     assert params.config == BenchmarkConfig().with_params(
         {"run.jobs": params.config.jobs, "run.seeds": 5, "run.seed_mode": "split"})
@@ -252,6 +253,32 @@ def test_curve_thresholds_default_to_the_curve_engines_grid() -> None:
     config = config_from_params({"curves": {"thresholds": [0.2, 0.7]}})
     assert config.curves.thresholds == (0.2, 0.7)
     assert config_record(config)["curve_thresholds"] == [0.2, 0.7]
+
+
+def test_tolerances_default_to_exact_and_three_relaxations() -> None:
+    """``mitigation.tolerances`` defaults to 0, 0.01, 0.02, 0.05, is read from YAML as a tuple
+    and recorded under its path."""
+    assert BenchmarkConfig().mitigation.tolerances == (0.0, 0.01, 0.02, 0.05)
+    config = config_from_params({"mitigation": {"tolerances": [0, 0.1]}})
+    assert config.mitigation.tolerances == (0.0, 0.1)
+    assert config_record(config)["mitigation.tolerances"] == [0.0, 0.1]
+
+
+@pytest.mark.parametrize(
+    ("tolerances", "message"),
+    [
+        ([], r"^params.yaml: mitigation.tolerances: expected a non-empty list of at most 20 "
+             r"increasing numbers in \[0, 1\)"),
+        ([0.02, 0.01], r"^params.yaml: mitigation.tolerances: expected a non-empty list"),
+        ([0, 1], r"^params.yaml: mitigation.tolerances\[1\]: expected a number in \[0, 1\), "
+                 r"got 1 \(int\)$"),
+        ([0, "0.1"], r"^params.yaml: mitigation.tolerances\[1\]: expected a number in "),
+    ],
+)
+def test_bad_tolerances_name_the_key_path(tolerances: object, message: str) -> None:
+    """A bad tolerance grid is one line naming ``mitigation.tolerances`` (and the position)."""
+    with pytest.raises(ConfigError, match=message):
+        params_from_mapping({"mitigation": {"tolerances": tolerances}})
 
 
 @pytest.mark.parametrize(

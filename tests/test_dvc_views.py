@@ -29,6 +29,7 @@ from conftest import copy_pipeline
 
 from faircode.audit.manifest import discover_manifests, load_manifest
 from faircode.core.cells import STRATEGY_TABLE, grid_cells
+from faircode.evaluate.regression_kind import HEADLINE_KEYS as REGRESSION_HEADLINE
 from faircode.evaluate.summary import (
     HEADLINE_KEYS,
     headline,
@@ -176,7 +177,8 @@ def test_report_depends_on_the_manifest_folder_of_each_audit_of_params() -> None
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     assert "audits" not in deps
     assert sorted(d for d in deps if d.startswith("audits/")) == sorted(
-        f"audits/{a}" for a in [*params["audits"], *params["text_audits"]]) == sorted(
+        f"audits/{a}" for a in [*params["audits"], *params["text_audits"],
+                                *params.get("regression_audits", [])]) == sorted(
         f"audits/{p.parent.name}" for p in discover_manifests(REPO / "audits", kind=None))
 
 
@@ -225,6 +227,9 @@ def _repo(root: Path) -> dict[str, str]:
             unavailable_summary(audit) if missing else summary(results, audit=audit)))
         (metrics / f"{audit}-strategies.json").write_text(json.dumps(
             [] if missing else strategy_plot(results, audit=audit)))
+    for audit in yaml.safe_load((REPO / "params.yaml").read_text()).get("regression_audits",
+                                                                          []):
+        (metrics / f"{audit}.json").write_text(json.dumps({"attr": "ethnicity", "gap": -0.312}))
     env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
@@ -273,10 +278,12 @@ def test_metrics_show_is_one_line_per_audit_within_120_columns(
         views_repo: tuple[Path, dict[str, str]]) -> None:
     """`dvc metrics show` prints a header and one line per audit, none wider than 120."""
     lines = _dvc(views_repo, "metrics", "show").splitlines()
-    audits = yaml.safe_load((REPO / "params.yaml").read_text())["audits"]
-    assert len(lines) == 1 + len(audits)
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    regression = params.get("regression_audits", [])
+    assert len(lines) == 1 + len(params["audits"]) + len(regression)
     assert max(map(len, lines)) <= COLUMNS
-    assert lines[0].split() == ["Path", *HEADLINE_KEYS]
+    extra = [k for k in REGRESSION_HEADLINE if k not in HEADLINE_KEYS] if regression else []
+    assert lines[0].split() == ["Path", *HEADLINE_KEYS, *extra]
 
 
 @pytest.mark.parametrize("command", _documented(), ids=lambda c: " ".join(c[3:]))

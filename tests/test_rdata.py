@@ -191,17 +191,20 @@ def test_an_object_that_is_no_data_frame_is_one_line(
 
 @pytest.mark.parametrize(("column", "r_type"), [
     (RVector("complex", [1j] * 8), "an R complex"),
-    (RVector("double", [1.0] * 8, (("class", character("Date")),)), "an R double of class Date"),
+    (RVector("double", [1.0] * 8, (("units", character("days")),
+                                   ("class", character("difftime")))),
+     "an R double of class difftime"),
     (RVector("list", [RVector("double", [1.0])] * 8), "an R list"),
 ])
 def test_an_unsupported_column_type_is_one_line(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], column: RVector,
         r_type: str) -> None:
-    """A complex, a Date-classed or a list column: exit 2 naming the column and its R type."""
+    """A complex, a difftime-classed or a list column: exit 2 naming the column and its R type."""
     frame = data_frame({**COLUMNS, "odd": column})
     err = _one_line(tmp_path, rda({"people": frame}), capsys)
     assert err.endswith("dataset.object: expected a data frame of logical, integer, double, "
-                        f"character or factor columns, got column 'odd' of 'people', {r_type}")
+                        "character, factor, Date or POSIXct columns, got column 'odd' of "
+                        f"'people', {r_type}")
 
 
 def test_a_stream_inflating_past_the_cap_stops_there(
@@ -240,9 +243,9 @@ def test_a_column_the_manifest_names_must_be_in_the_frame(
 
 @pytest.mark.parametrize(("change", "message"), [
     ({"object": None}, "dataset.object: expected the name of the R object to read (a data "
-                       "frame) for an .rda/.RData file, got nothing"),
+                       "frame) for an .rda/.RData file or an .rdb database, got nothing"),
     ({"path": "../../data/raw/toy/toy.csv"}, "dataset.object: expected no object for a file "
-                                              "that is not .rda/.RData, got 'people' (str)"),
+                                              "that is not .rda/.RData/.rdb, got 'people' (str)"),
     ({"read": {"separator": ";"}}, "dataset.read: expected no CSV reading options for an R "
                                    "data file, got {'separator': ';'} (dict)"),
     ({"mirror": "../elsewhere"}, "dataset.mirror: expected a folder- and shell-safe name (a "

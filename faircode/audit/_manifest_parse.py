@@ -14,7 +14,7 @@ import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any, Literal, cast
 
-from faircode.audit._manifest_rdata import parse_r_object
+from faircode.audit._manifest_rdata import parse_companions, parse_r_object
 from faircode.audit._manifest_strata import parse_strata
 from faircode.audit._manifest_system import parse_system
 from faircode.audit._manifest_types import (
@@ -67,7 +67,7 @@ _TOP_KEYS: dict[str, bool] = {
 }
 _DATASET_KEYS: dict[str, bool] = {
     "path": True, "sha256": False, "size": False, "source": False, "unit": False, "read": False,
-    "object": False, "mirror": False, "row_id": False,
+    "object": False, "mirror": False, "row_id": False, "companions": False,
 }
 
 _READ_KEYS: dict[str, bool] = {
@@ -163,7 +163,8 @@ def _parse_dataset(c: Checker, raw: object, root: Path, *, name: str) -> Dataset
         raise c.fail("dataset.size", "a positive integer (the file's size in bytes)", size)
     return DatasetSpec(path=resolved, declared_path=declared, sha256=sha, source=source,
                        unit=unit, read=read, object=r_object, mirror=mirror,
-                       row_id=row_id, size=size)
+                       row_id=row_id, size=size,
+                       companions=parse_companions(c, data, resolved))
 
 
 def _parse_row_id(c: Checker, raw: object) -> RowId:
@@ -315,7 +316,12 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
         raise c.fail("kind", "tabular (the grid's manifests; a kind: text audit runs in the "
                      "pipeline's text stages: list it under text_audits in params.yaml, run "
                      "faircode pipeline, then dvc repro)", doc.get("kind"))
-    data = c.mapping({k: v for k, v in doc.items() if k != "kind"}, "", _TOP_KEYS)
+    if doc.get("task", BINARY.name) != BINARY.name:  # a tabular manifest of another task kind
+        raise c.fail("task", f"{BINARY.name} (the grid's manifests; a task: regression audit "
+                     "runs in the pipeline's regression stages: list it under regression_audits "
+                     "in params.yaml, run faircode pipeline, then dvc repro)", doc.get("task"))
+    data = c.mapping({k: v for k, v in doc.items() if k not in ("kind", "task")}, "",
+                     _TOP_KEYS)
     name, title = _parse_name(c, data)
     random_state, test_size = _parse_split(c, data)
     raw_filters = data.get("row_filters") or []

@@ -16,6 +16,7 @@ from typing import Any, Literal, cast, get_args
 
 from faircode.audit.decision import DecisionRule
 from faircode.core.errors import ManifestError, config_error
+from faircode.core.names import is_safe_name
 from faircode.core.schema import Scalar
 from faircode.counterfactual.perturb import AxisSpec
 
@@ -123,6 +124,21 @@ class RowId:
 
 
 @dataclass(frozen=True, slots=True)
+class Companion:
+    """A file read with the raw file (a lazy-load database's index): where, and its digest."""
+
+    path: Path
+    sha256: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.path.is_absolute() or not is_safe_name(self.path.name):
+            raise _bad("dataset.companions", "an absolute path to a safe file name",
+                       str(self.path))
+        if self.sha256 is not None and not _SHA_RE.match(self.sha256):
+            raise _bad("dataset.companions", "64 lowercase hex digits", self.sha256)
+
+
+@dataclass(frozen=True, slots=True)
 class DatasetSpec:
     """The raw file: resolved absolute path, the path as written, expected digest and size,
     provenance."""
@@ -141,6 +157,8 @@ class DatasetSpec:
     """How a predictions file names this file's rows (``faircode audit``); None: undeclared."""
     size: int | None = None
     """The raw file's size in bytes, if declared: a download's size cap."""
+    companions: tuple[Companion, ...] = ()
+    """The other files read with it (a lazy-load database's index), beside it."""
 
     def __post_init__(self) -> None:
         if not self.path.is_absolute():
@@ -155,6 +173,10 @@ class DatasetSpec:
         if self.row_id is not None and self.row_id.column is None and self.sha256 is None:
             raise _bad("dataset.row_id", "a dataset.sha256 pinning the row order of "
                        "'position'", None)
+        for companion in self.companions:
+            if companion.path.parent != self.path.parent or companion.path == self.path:
+                raise _bad("dataset.companions", f"other files beside {self.path.name}",
+                           str(companion.path))
 
 
 @dataclass(frozen=True, slots=True)
@@ -356,20 +378,40 @@ class DeployedSystem:
         return tuple(dict.fromkeys((self.decision.column, *score)))
 
 
+MANTEL_HAENSZEL = "mantel_haenszel"
+"""A stratum's default estimator: the gap within the levels of its columns' combinations."""
+LOGISTIC_REGRESSION = "logistic_regression"
+"""A stratum's estimator for covariates that make no strata: the gap conditional on them."""
+STRATUM_ESTIMATORS: tuple[str, ...] = (MANTEL_HAENSZEL, LOGISTIC_REGRESSION)
+"""The values of ``strata[i].estimator``."""
+
+
 @dataclass(frozen=True, slots=True)
 class Stratum:
-    """A declared legitimate factor: the gap is also reported within its levels.
+    """A declared legitimate factor: the gap is also reported conditional on it.
 
-    ``columns`` define the strata together (one stratum per combination of their values that
-    occurs); see :mod:`faircode.stats.stratified`.
+    With ``estimator`` :data:`MANTEL_HAENSZEL` the ``columns`` define strata together (one
+    stratum per combination of their values that occurs; :mod:`faircode.stats.stratified`);
+    with :data:`LOGISTIC_REGRESSION` they are the covariates of a logistic regression, numeric
+    columns as they are and the others one indicator per level but the first
+    (:mod:`faircode.stats.adjusted`).
     """
 
     name: str
     columns: tuple[str, ...]
+    estimator: str = MANTEL_HAENSZEL
 
     def __post_init__(self) -> None:
         if not self.columns or len(set(self.columns)) != len(self.columns):
             raise _bad(f"strata {self.name!r}.columns", "distinct column names", self.columns)
+        if self.estimator not in STRATUM_ESTIMATORS:
+            raise _bad(f"strata {self.name!r}.estimator",
+                       f"one of {', '.join(STRATUM_ESTIMATORS)}", self.estimator)
+
+    @property
+    def regression(self) -> bool:
+        """Whether the gap is conditioned by regression on the columns (not within strata)."""
+        return self.estimator == LOGISTIC_REGRESSION
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,6 +31,9 @@ Design decisions
 * ``urllib.request`` only (no new dependency); the library reads no environment variable — the
   CLI resolves ``--mirror`` (repeatable) and ``FAIRCODE_DATA_MIRROR`` (``os.pathsep``-separated)
   into the explicit ``mirrors`` tuple.
+* **A lazy-load database is fetched whole**: each of ``dataset.companions`` (the ``.rdx`` index
+  beside an ``.rdb``) is kept, copied and verified as the raw file is, from the same mirror
+  folder; :func:`check_companions` verifies them again where the file is read.
 * **The first mirror holding the file wins**, even if its copy fails verification: a wrong copy
   is an error to fix, not something to paper over with another folder's bytes.
 """
@@ -38,8 +41,8 @@ Design decisions
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -72,6 +75,7 @@ __all__ = [
     "MIRROR_ENV",
     "FetchResult",
     "Fetchable",
+    "check_companions",
     "default_mirror",
     "fetch",
     "mirror_dirs",
@@ -94,11 +98,14 @@ class FetchResult:
     path: Path
     sha256: str
     checked: bool
+    companions: tuple[FetchResult, ...] = ()
+    """The outcome of each of the raw file's companions (``dataset.companions``)."""
 
     def line(self, audit: str) -> str:
-        """The one status line ``faircode data fetch`` and the fetch stage print."""
+        """The status line (one per file) ``faircode data fetch`` and the fetch stage print."""
         note = "verified" if self.checked else "no sha256 declared, digest"
-        return f"{audit}: {self.status} {self.path} ({note} {self.sha256})"
+        own = f"{audit}: {self.status} {self.path} ({note} {self.sha256})"
+        return "\n".join([own, *(c.line(audit) for c in self.companions)])
 
 
 def mirror_dirs(flags: Sequence[str] | None, env: str | None) -> tuple[Path, ...]:
@@ -135,12 +142,13 @@ def unavailable_message(
     return f"{manifest.name}: dataset unavailable: {' '.join(text.split())}"
 
 
-def _install(manifest: Fetchable, temp: Path, digest: str, origin: str) -> bool:
-    """Move ``temp`` into place if its digest is right; return whether it was checked."""
-    target, expected = manifest.dataset.path, manifest.dataset.sha256
+def _install(name: str, target: Path, expected: str | None, temp: Path, digest: str,
+             origin: str) -> bool:
+    """Move ``temp`` into place as ``target`` if its digest is right; return whether it was
+    checked."""
     if expected is not None and digest != expected:
         raise ChecksumError(
-            f"{manifest.name}: {target.name} from {origin}: sha256: expected {expected}, "
+            f"{name}: {target.name} from {origin}: sha256: expected {expected}, "
             f"got {digest}; nothing was kept"
         )
     user_mode(temp, directory=False)  # mkstemp made it 0600: the user's file now, their umask
@@ -157,11 +165,32 @@ def fetch(
     ``mirrors`` are searched in order for ``<mirror>/<audit name>/<file name>``; ``()`` for none.
     A download waits at most ``timeout`` seconds for its next bytes, takes at most ``deadline``
     seconds in all and at most ``dataset.size`` bytes (else
-    :data:`~faircode.audit._download.DEFAULT_MAX_BYTES`).
+    :data:`~faircode.audit._download.DEFAULT_MAX_BYTES`).  The companions of the raw file
+    (``dataset.companions``: a lazy-load database's index) are fetched and verified the same way,
+    from the same mirror folder (they have no URL of their own); they are the result's
+    :attr:`FetchResult.companions`.
     """
     if isinstance(mirrors, str | Path) or not isinstance(mirrors, tuple):
         raise TypeError(f"fetch: mirrors: expected a tuple of paths, got {mirrors!r}")
-    target, expected = manifest.dataset.path, manifest.dataset.sha256
+    dataset = manifest.dataset
+    source = dataset.source
+    main = _fetch_file(manifest, dataset.path, dataset.sha256, mirrors=mirrors,
+                       url=source.url if source is not None else None,
+                       member=source.member if source is not None else None,
+                       budget=lambda: Budget(timeout=timeout, deadline=deadline,
+                                             max_bytes=dataset.size or DEFAULT_MAX_BYTES),
+                       progress=progress)
+    companions = tuple(
+        _fetch_file(manifest, c.path, c.sha256, mirrors=mirrors, url=None, member=None,
+                    budget=None, progress=progress) for c in dataset.companions)
+    return replace(main, companions=companions)
+
+
+def _fetch_file(
+    manifest: Fetchable, target: Path, expected: str | None, *, mirrors: tuple[Path, ...],
+    url: str | None, member: str | None, budget: Callable[[], Budget] | None, progress: bool
+) -> FetchResult:
+    """Obtain and verify one file of ``manifest`` (the raw file or a companion) at ``target``."""
     remove_stale(target)  # a killed fetch's partial files, whatever this one does
     stale: str | None = None
     if target.is_file():
@@ -169,7 +198,6 @@ def fetch(
         if expected is None or digest == expected:
             return FetchResult("present", target, digest, expected is not None)
         stale = digest
-    source = manifest.dataset.source
     folder = manifest.dataset.mirror or manifest.name  # dataset.mirror: a folder of its own
     candidates = (Path(m) / folder / target.name for m in mirrors)
     copy = next((c for c in candidates if c.is_file()), None)
@@ -178,17 +206,15 @@ def fetch(
             size = os.fstat(handle.fileno()).st_size
             digest = copy_hashing(handle, temp, total=size, progress=progress,
                                   label=manifest.name)
-            checked = _install(manifest, temp, digest, str(copy))
+            checked = _install(manifest.name, target, expected, temp, digest, str(copy))
         return FetchResult("mirror", target, digest, checked)
     failed = "no mirror copy or URL to replace it"
-    if source is not None and source.url is not None:
-        budget = Budget(timeout=timeout, deadline=deadline,
-                        max_bytes=manifest.dataset.size or DEFAULT_MAX_BYTES)
+    if url is not None and budget is not None:
         try:
             with staging(target) as temp:
-                digest = download(source.url, source.member, temp, target=target,
-                                  budget=budget, progress=progress, label=manifest.name)
-                checked = _install(manifest, temp, digest, source.url)
+                digest = download(url, member, temp, target=target, budget=budget(),
+                                  progress=progress, label=manifest.name)
+                checked = _install(manifest.name, target, expected, temp, digest, url)
             return FetchResult("downloaded", target, digest, checked)
         except NoDownload as exc:
             if stale is None:
@@ -197,4 +223,20 @@ def fetch(
     if stale is not None:  # a copy exists but is wrong: an error to fix, never "unavailable"
         raise ChecksumError(f"{manifest.name}: {target}: sha256: expected {expected}, got {stale}; "
                             f"{failed}")
-    raise DataUnavailableError(unavailable_message(manifest))
+    missing = target if target != manifest.dataset.path else None
+    raise DataUnavailableError(unavailable_message(manifest, missing=missing))
+
+
+def check_companions(manifest: Fetchable, folder: Path) -> None:
+    """Verify the companions of ``manifest``'s raw file in ``folder`` (where that file is read).
+
+    A missing companion is :class:`DataUnavailableError` (``faircode data fetch`` obtains it), a
+    wrong one :class:`ChecksumError`; both one line naming the file.
+    """
+    for companion in manifest.dataset.companions:
+        file = folder / companion.path.name
+        if not file.exists():
+            raise DataUnavailableError(unavailable_message(manifest, missing=file))
+        digest = sha256_file(file)
+        if companion.sha256 is not None and digest != companion.sha256:
+            raise ChecksumError(f"{file}: sha256: expected {companion.sha256}, got {digest}")

@@ -113,6 +113,11 @@ def log_manifest(doc: object, *, file: Path, frame: bool = False) -> Manifest:
     system = parse_system(c, data["system"], roles=roles, target=target.column)
     strata = parse_strata(c, data.get("strata"), protected={a.column for a in attributes},
                           target=target.column, unit=unit)
+    for i, stratum in enumerate(strata):
+        if stratum.regression:  # a log keeps level ids per row, not a covariate matrix
+            raise c.fail(f"strata[{i}].estimator", "mantel_haenszel in a decision log (the gap "
+                         "within levels; a logistic_regression stratum needs a manifest audit)",
+                         stratum.estimator)
     dataset = (_parse_log(c, data["log"], unit) if not frame else
                DatasetSpec(path=Path.cwd() / file.name, declared_path=str(file), unit=unit))
     return Manifest(name=name, title=title, file=file, dataset=dataset,

@@ -58,6 +58,11 @@ __all__ = [
     "GRID_EXTRA_TABLES",
     "GRID_RUN",
     "GRID_TABLES",
+    "MATCHED_TABLES",
+    "REGRESSION_EXTRA_TABLES",
+    "REGRESSION_RUN",
+    "REGRESSION_TABLE",
+    "REGRESSION_TABLES",
     "REPORT_FILES",
     "REPORT_PAGE",
     "RESIDUAL_FLOOR",
@@ -97,6 +102,8 @@ GRID_RUN = "grid"
 """The kind of a run whose ``run.json`` has no ``kind``: the grid's (and ``faircode audit``'s)."""
 TEXT_RUN = "text"
 """The ``kind`` of a text audit's ``run.json``."""
+REGRESSION_RUN = "regression"
+"""The ``kind`` of a regression audit's ``run.json``."""
 COUNTERFACTUAL_SCORES_RUN = "counterfactual_scores"
 """The ``kind`` of a folder ``faircode flips`` wrote (two score files, no manifest)."""
 UNAVAILABLE = "unavailable"
@@ -105,20 +112,29 @@ UNAVAILABLE = "unavailable"
 GRID_TABLES = ("fairness", "performance", "intersectional", "counterfactual", "groups",
                "calibration", "calibration_gap")
 """The tables every grid run writes (each ``<name>.csv``)."""
-GRID_EXTRA_TABLES = ("stratified", "curves")
-"""A grid run's tables when it has them: the gaps within declared strata (also in
-``deployed/``), the operating-point curves."""
+GRID_EXTRA_TABLES = ("stratified", "stratum_rates", "curves")
+"""A grid run's tables when it has them: the gaps conditional on declared strata and the
+strata's per-level counts and rates (both also in ``deployed/``), the operating-point curves."""
 EFFECT_TABLES = ("effects", "effects_stability", "effects_replicates")
 """The paired effects of the strategies; at K > 1 also across and per training replicate."""
+MATCHED_TABLES = ("frontier", "matched")
+"""A tolerance curve's tables (S5): every strategy's point and the curve on the first
+attribute, and the matched-violation comparisons (:mod:`faircode.evaluate.matched`)."""
 STABILITY_TABLES = ("stability", "stability_replicates")
 """Training variance across seeds (``run.seeds`` > 1 only)."""
 DEPLOYED_TABLES = ("fairness", "performance", "intersectional", "groups", "calibration",
                    "calibration_gap")
-"""The tables of ``deployed/`` (and ``stratified`` with declared strata)."""
-TEXT_TABLES = ("flips", "ctf", "terms", "auc", "operating_points")
+"""The tables of ``deployed/`` (and ``stratified``, ``stratum_rates`` with declared strata)."""
+TEXT_TABLES = ("flips", "ctf", "placebo", "terms", "auc", "operating_points", "systems")
 """The tables of a text audit's run."""
 FLIP_TABLES = ("flips", "ctf")
 """The tables of a ``faircode flips`` folder."""
+REGRESSION_TABLES = ("regression_gaps", "regression_groups", "strategies")
+"""The tables of a regression audit's run: every row set's gaps, its groups, and the grid's
+strategies with the reason of those that do not apply."""
+REGRESSION_EXTRA_TABLES = ("regression_strata", "regression_replicates")
+"""A regression run's tables when it has them: the mean gap within declared strata, and at
+K > 1 every training replicate's gaps."""
 
 # ---------------------------------------------------------------------------- beside the audits
 SUMMARY = "summary.csv"
@@ -127,6 +143,9 @@ RESIDUAL_FLOOR = "residual_floor.csv"
 REPORT_PAGE = "report.html"
 TEXT_TABLE = "text_table.md"
 """The text audits' tables, as one markdown file."""
+REGRESSION_TABLE = "regression_table"
+"""The regression audits' paper table (:func:`paper_table_files`: its ``.md``, every section,
+and its ``.tex``, the headline gaps in the outcomes' units)."""
 ENCODING_SENSITIVITY = "encoding_sensitivity.csv"
 """``bench/encoding_sensitivity.py``'s table, read by the report where it exists."""
 REPORT_FILES = (SUMMARY, SUMMARY_FAMILIES, RESIDUAL_FLOOR, REPORT_PAGE, TEXT_TABLE)
@@ -170,8 +189,9 @@ def paper_table_files(name: str) -> tuple[str, str]:
 def file_names() -> frozenset[str]:
     """Every fixed file name of a results folder (tables of every kind included): what no
     module but this one spells (``tests/test_layout.py``)."""
-    tables = {*GRID_TABLES, *GRID_EXTRA_TABLES, *EFFECT_TABLES, *STABILITY_TABLES,
-              *DEPLOYED_TABLES, *TEXT_TABLES, *FLIP_TABLES}
+    tables = {*GRID_TABLES, *GRID_EXTRA_TABLES, *EFFECT_TABLES, *MATCHED_TABLES,
+              *STABILITY_TABLES, *DEPLOYED_TABLES, *TEXT_TABLES, *FLIP_TABLES,
+              *REGRESSION_TABLES, *REGRESSION_EXTRA_TABLES}
     return frozenset({RUN_RECORD, UNAVAILABLE_NOTE, *REPORT_FILES, ENCODING_SENSITIVITY,
                       FIGURES_RECORD, *(table_file(t) for t in tables)})
 

@@ -138,11 +138,11 @@ class Strata:
         return [np.concatenate([p.masks[a] for p in self._parts]) for a in range(n)]
 
     @property
-    def codes(self) -> list[np.ndarray]:
-        """Each stratum's code per row (levels in sorted order of their text)."""
+    def codes(self) -> dict[str, np.ndarray]:
+        """Each stratum's code per row, by name (levels in sorted order of their text)."""
         ranks = self.reader.stratum_ranks()
-        return [ranks[j][np.concatenate([p.strata[j] for p in self._parts])]
-                for j in range(len(ranks))]
+        return {s.name: ranks[j][np.concatenate([p.strata[j] for p in self._parts])]
+                for j, s in enumerate(self.reader.manifest.strata)}
 
 
 def audit_log(

@@ -159,12 +159,17 @@ def _audit_predictions(args: argparse.Namespace, given: Path, config: BenchmarkC
     from faircode.evaluate.write import PREDICTIONS, check_replaceable, write_audit
     from faircode.provenance.state import provenance
 
+    path = given if given.suffix in (".yaml", ".yml") else Path(args.audits) / args.audit \
+        / "audit.yaml"
+    if args.prediction is not None or _is_regression(path):  # a number per row, not a decision
+        from faircode.pipeline.regression_command import audit_regression
+
+        return audit_regression(args, path, config)
     if args.predictions is None:
         raise ConfigError(f"faircode audit {args.audit}: --predictions: expected a file with an "
                           "audit's manifest (a log declaration or a decisions file needs none), "
                           "got nothing")
-    manifest = load_manifest(given if given.suffix in (".yaml", ".yml")
-                             else Path(args.audits) / args.audit / "audit.yaml")
+    manifest = load_manifest(path)
     check_replaceable(Path(args.out) / manifest.name, audit=manifest.name, kind=PREDICTIONS)
     obtain(manifest, mirrors())
     raw_key, file_key = _identity(manifest, open_table(Path(args.predictions)), args)
@@ -210,6 +215,13 @@ def _printed(first: str, results: AuditResults, *, out: str) -> None:
     print(f"  report: faircode report --results {out}")
 
 
+def _is_regression(path: Path) -> bool:
+    from faircode.audit.kinds import manifest_task_kind
+    from faircode.core.kinds import REGRESSION
+
+    return path.is_file() and manifest_task_kind(path) is REGRESSION
+
+
 def _warn(found: PredictionsReader, data: AuditData, *, rows: str, n_train: int,
           audited: int) -> None:
     """The warning about the file's training rows (stderr), when it has any."""
@@ -241,6 +253,10 @@ def _audit_file(args: argparse.Namespace, file: Path, config: BenchmarkConfig) -
     if args.predictions is not None:
         raise ConfigError(f"faircode audit {file}: --predictions: expected nothing (the file "
                           "holds the decisions), got " + describe(args.predictions))
+    if args.prediction is not None:
+        raise ConfigError(f"faircode audit {file}: --prediction: expected nothing (a decisions "
+                          "file is audited by its 0/1 decisions; a regression audit's numbers "
+                          "go with its manifest), got " + describe(args.prediction))
     if args.label is None or args.decision is None:
         missing = "--label" if args.label is None else "--decision"
         raise ConfigError(f"faircode audit {file}: {missing}: expected a column of it (a "
@@ -368,6 +384,8 @@ def add_audit(subparsers: argparse._SubParsersAction, common: argparse.ArgumentP
     rows.add_argument("--rows", choices=ROW_SETS, default="held-out",
                       help="held-out: the audit's test rows, beside S0-S4 (default; the "
                            "file's training rows are not audited); all: every covered row")
+    rows.add_argument("--prediction", help="a regression audit's: column of predicted numbers "
+                                           "(the outcome on its analysed scale)")
     rows.add_argument("--allow-partial", action="store_true",
                       help="audit only the rows the file covers (default: every audited row "
                            "must be there)")

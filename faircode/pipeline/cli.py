@@ -50,6 +50,7 @@ from faircode.pipeline.pipeline_command import add_pipeline
 if TYPE_CHECKING:  # pragma: no cover - the subcommands import what they use
     from faircode.audit.data import AuditData
     from faircode.audit.manifest import Manifest
+    from faircode.core.config import BenchmarkConfig
 
 __all__ = ["SUBCOMMANDS", "main", "resolve_manifests"]
 
@@ -84,16 +85,18 @@ def resolve_manifests(audits_dir: Path, names: Sequence[str]) -> list[Path]:
 
 
 def _each_manifest(args: argparse.Namespace, work: Callable[[Manifest], None]) -> int:
-    """Run ``work`` on every selected manifest; report errors and skips; return the exit code.
+    """Run ``work`` on every selected manifest (of any task kind, read by its kind's loader:
+    :func:`faircode.audit.kinds.load_any_manifest`); report errors and skips; return the exit
+    code.
 
     An audit without data is a skip (exit 0) when every audit runs, and a failure (exit 1, its one
     line on stderr saying how to obtain the data) when it was named on the command line."""
-    from faircode.audit.manifest import load_manifest
+    from faircode.audit.kinds import load_any_manifest
 
     failed = unavailable = False
     for path in resolve_manifests(Path(args.audits), args.audit):
         try:
-            work(load_manifest(path))
+            work(load_any_manifest(path))
         except DataUnavailableError as exc:
             if args.audit:
                 print(str(exc), file=sys.stderr)
@@ -182,9 +185,11 @@ def summary_lines(data: AuditData) -> list[str]:
             lines.append(f"  system {system.name}: score {m.system.score.column} "
                          f"({system.scale}) from {system.score.min():g} to "
                          f"{system.score.max():g}")
-    for stratum in m.strata:  # the legitimate factors the gap is also measured within
-        lines.append(f"  stratum {stratum.name} ({', '.join(stratum.columns)}): "
-                     f"{int(data.strata[stratum.name].max()) + 1} levels")
+    for stratum in m.strata:  # the legitimate factors the gap is also conditioned on
+        shape = (f"{data.covariates[stratum.name].shape[1]} covariate terms (logistic "
+                 "regression)" if stratum.regression else
+                 f"{len(data.stratum_levels[stratum.name])} levels")
+        lines.append(f"  stratum {stratum.name} ({', '.join(stratum.columns)}): {shape}")
     if data.unit is not None:
         sizes = np.bincount(data.unit)
         shared = np.intersect1d(data.unit[data.train_index], data.unit[data.test_index]).size
@@ -199,12 +204,16 @@ def summary_lines(data: AuditData) -> list[str]:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from faircode.audit.data import load_audit
-    from faircode.grid.strategies import calibration_warning
+    from faircode.audit.manifest import Manifest
+    from faircode.grid.calibration import calibration_warning
 
     folders = mirrors()
 
     def work(manifest: Manifest) -> None:
         obtain(manifest, folders)
+        if not isinstance(manifest, Manifest):  # another task kind's (a regression's)
+            print("\n".join(_kind_summary(manifest)))
+            return
         data = load_audit(manifest)
         first = manifest.protected_attributes[0]  # S4's sensitive feature
         train = data.train_index
@@ -215,6 +224,22 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         print("\n".join(summary_lines(data)))
 
     return _each_manifest(args, work)
+
+
+def _kind_summary(manifest: object) -> list[str]:
+    """``validate``'s summary of a manifest of another task kind than the grid's."""
+    from faircode.audit.regression_data import load_regression_audit
+    from faircode.audit.regression_manifest import RegressionManifest
+    from faircode.pipeline.regression_command import regression_summary_lines
+
+    if not isinstance(manifest, RegressionManifest):
+        raise FaircodeError(f"{getattr(manifest, 'file', manifest)}: faircode validate: "
+                            "expected a tabular manifest (a text audit is checked by its "
+                            "stages), got another kind")
+    data = load_regression_audit(manifest)
+    for warning in data.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return regression_summary_lines(data)
 
 
 def _add_validate(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -270,14 +295,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
         else:
             print(f"skipped: {message}")
 
-    prepared = prepare_audits(resolve_manifests(Path(args.audits), args.audit or
-                                                list(params.audits)),
-                              on_error=report, on_skipped=skipped,
+    paths = resolve_manifests(Path(args.audits), args.audit or list(params.every_audit))
+    grid, other = _split_by_grid(paths, on_error=report)
+    regression = _regression_paths(other, folders, on_error=report, on_skipped=skipped)
+    text = [p for p in other if not _is_regression(p)]
+    prepared = prepare_audits(grid, on_error=report, on_skipped=skipped,
                               obtain=lambda m: obtain(m, folders))
     with RunDisplay(Console(stderr=True), quiet=args.quiet) as display:
         runs = run_audits(prepared, config=config, execution=execution, out=Path(args.out),
                           provenance_record=provenance(), on_error=report,
                           on_start=display.start, on_cell_done=display.done)
+    for path in text:  # a text audit: its own steps, no grid (faircode.pipeline.text_run)
+        _run_text(path, config=config, out=Path(args.out), folders=folders, report=report,
+                  skipped=skipped)
     for run in runs:
         print(f"{run.data.manifest.name}: wrote {run.folder}")
     if runs:
@@ -289,7 +319,78 @@ def _cmd_run(args: argparse.Namespace) -> int:
         for run in runs:
             cells = degenerate_cells(run.results)
             print(f"  {run.data.manifest.name}: " + ("; ".join(cells) if cells else "none"))
+    if regression:
+        from faircode.pipeline.regression_command import run_regression_audits
+
+        run_regression_audits(regression, config=config, out=Path(args.out),
+                              provenance_record=provenance(), on_error=report)
     return EXIT_USAGE if bad_input else EXIT_FAILED if failed or unavailable else EXIT_OK
+
+
+def _is_regression(path: Path) -> bool:
+    from faircode.audit.kinds import manifest_task_kind
+    from faircode.core.kinds import REGRESSION
+
+    return manifest_task_kind(path) is REGRESSION
+
+
+def _regression_paths(paths: Sequence[Path], folders: tuple[Path, ...], *,
+                      on_error: Callable[[str, BaseException], None],
+                      on_skipped: Callable[[str], None]) -> list[Path]:
+    """The manifests of ``paths`` that are regression audits (their own fit and tables:
+    :mod:`faircode.pipeline.regression_command`), their raw files obtained; one without data
+    is ``on_skipped``, a bad one ``on_error``, and neither runs."""
+    from faircode.audit.regression_manifest import load_regression_manifest
+
+    found = []
+    for path in paths:
+        if not _is_regression(path):
+            continue
+        found.append(path)
+        try:
+            obtain(load_regression_manifest(path), folders)
+        except DataUnavailableError as exc:
+            on_skipped(str(exc))
+            found.pop()
+        except FaircodeError as exc:
+            on_error(path.parent.name, exc)
+            found.pop()
+    return found
+
+
+def _split_by_grid(paths: Sequence[Path], *, on_error: Callable[[str, BaseException], None]
+                   ) -> tuple[list[Path], list[Path]]:
+    """The manifests of grid kinds, and the others (text audits), by their task kind."""
+    from faircode.audit.kinds import manifest_task_kind
+
+    grid: list[Path] = []
+    other: list[Path] = []
+    for path in paths:
+        try:
+            (grid if manifest_task_kind(path).grid else other).append(path)
+        except FaircodeError as exc:
+            on_error(path.parent.name, exc)
+    return grid, other
+
+
+def _run_text(path: Path, *, config: BenchmarkConfig, out: Path, folders: tuple[Path, ...],
+              report: Callable[[str, BaseException], None],
+              skipped: Callable[[str], None]) -> None:
+    """Run one text audit (:func:`faircode.pipeline.text_run.run_text_audit`), reporting its
+    failure or missing data as a grid audit's."""
+    from faircode.pipeline.text_run import run_text_audit
+    from faircode.provenance.state import provenance
+
+    try:
+        folder = run_text_audit(path, config=config, out=out,
+                                obtain=lambda m: obtain(m, folders),
+                                provenance_record=provenance(), say=print)
+    except DataUnavailableError as exc:
+        skipped(str(exc))
+    except Exception as exc:  # one audit's failure must not lose the others
+        report(path.parent.name, exc)
+    else:
+        print(f"{path.parent.name}: wrote {folder}")
 
 
 def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -297,7 +398,7 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
     parser = subparsers.add_parser(
         "run", parents=[common], help=HELP["run"],
-        description="Fit and score the S0-S4 x model grid of each audit (a missing raw file is "
+        description="Fit and score the strategy x model grid of each audit (a missing raw file is "
                     f"fetched first: {MIRROR_HELP}).",
         **example("faircode run german_credit_lending --n-resamples 200 --n-permutations 200 "
                   "--out /tmp/faircode-quick"))
@@ -314,7 +415,7 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                                             "(implies --backend dask)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress bar and no per-cell lines (CI); the summary stays")
-    parser.add_argument("--constraint", choices=CONSTRAINTS, help="S3/S4 fairness constraint")
+    parser.add_argument("--constraint", choices=CONSTRAINTS, help="S3-S5 fairness constraint")
     parser.add_argument("--eps", type=float, help="ExponentiatedGradient eps (0.01)")
     parser.add_argument("--decision-threshold", type=float, help="S0-S2 threshold (0.5)")
     parser.add_argument("--seeds", type=int, help="training replicates per cell (1; the paper "
