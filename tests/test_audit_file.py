@@ -132,6 +132,22 @@ def test_a_stratum_gives_the_gap_within_its_levels(decisions: Path, tmp_path: Pa
         "protected_attribute")["value"]
     for row in strata.itertuples():
         assert row.raw_gap == pytest.approx(parity[row.protected_attribute], abs=1e-12)
+    assert set(strata["estimator"]) == {"mantel_haenszel"}
+    assert strata["heterogeneity_p_value"].notna().all()
+
+
+def test_a_log_refuses_a_regression_stratum_in_one_line(decisions: Path, tmp_path: Path) -> None:
+    """A log keeps each row's stratum level, not a covariate matrix: a ``logistic_regression``
+    stratum in its declaration is one line naming the field."""
+    assert _file_audit(decisions, tmp_path / "out", "--stratum", "city") == 0
+    declaration = tmp_path / "out" / "loans.yaml"
+    doc = yaml.safe_load(declaration.read_text())
+    doc["strata"][0]["estimator"] = "logistic_regression"
+    declaration.write_text(yaml.safe_dump(doc, sort_keys=False))
+    with pytest.raises(ConfigError, match=r"loans\.yaml: strata\[0\]\.estimator: expected "
+                                          r"mantel_haenszel in a decision log .*, got "
+                                          r"'logistic_regression'"):
+        load_log(declaration)
 
 
 @pytest.mark.parametrize("option, value, message", [

@@ -374,8 +374,8 @@ def test_each_subcommand_help_has_one_example(capsys: pytest.CaptureFixture[str]
     for argv in commands:
         text = _help(argv, capsys)
         examples = [line for line in text.splitlines() if line.startswith("  faircode ")]
-        # audit: the YAML example has no command line; pipeline: its example is two lines
-        ways = {("audit",): (3, 2), ("pipeline",): (1, 2)}.get(tuple(argv), (1, 1))
+        # audit: three ways in, and the YAML example has no command line
+        ways = {("audit",): (3, 2)}.get(tuple(argv), (1, 1))
         assert (len(re.findall(r"^example\b", text, re.M)), len(examples)) == ways, argv
         assert all(f"{e} ".startswith(f"  faircode {' '.join(argv)} ") for e in examples), examples
 
