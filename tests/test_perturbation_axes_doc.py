@@ -32,7 +32,7 @@ def test_no_axes_errors_name_the_guide(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("block", [
     *re.findall(r"```yaml\n(.*?)```", GUIDE, re.S),
-    PERTURB_DESCRIPTION.split("axes):\n", 1)[1],
+    PERTURB_DESCRIPTION.split("the axes file", 1)[1].split(":\n", 1)[1],
 ], ids=lambda b: b.split("name: ", 1)[1].split()[0])
 def test_every_axes_example_loads(tmp_path: Path, block: str) -> None:
     """Each axes example of the guide and of `faircode perturb --help` is a valid axes file."""

@@ -483,8 +483,8 @@ def test_a_system_whose_swaps_flip_nothing_gets_one_line_not_a_chart(tmp_path: P
                           "axis": ["a_to_b", "b_to_a", "c_to_d"], "kind": "explicit",
                           "flip_rate": 0.0})
     empty = pd.DataFrame(columns=["audit", "system", "operating_point"])
-    inputs = TextInputs(flips=flips, ctf=empty, terms=empty, auc=empty,
-                        operating_points=empty, runs={})
+    inputs = TextInputs(flips=flips, ctf=empty, placebo=empty, terms=empty, auc=empty,
+                        operating_points=empty, systems=empty, runs={})
     assert flips_none(inputs, "toy", "quiet") == 3
     assert flips_figure(inputs, "toy", "quiet", tmp_path) is None
     (line,) = nothing_lines(inputs, "toy")

@@ -437,7 +437,8 @@ payload, axis and kind (id, axis, kind, fired, changed, perturbed). faircode shi
 you choose them (how an axis works, illustrative axes to copy and scrutinise, how to build your
 own: docs/perturbation-axes.md).
 
-the axes file (a list of axes, or a mapping with the one key axes):
+the axes file (a list of axes, or a mapping with the key axes and optionally groups, a text
+audit's placebo groups: docs/perturbation-axes.md):
   axes:
     - name: gender_male_to_female      # one direction; the reverse is another axis
       substitutions:                   # whole-word, case-insensitive, case-preserving
