@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from faircode.core.cells import Strategy
+from faircode.core.metrics import Metric
 from faircode.report.arbitrariness import (
     abstention_figure,
     abstention_sentence,
@@ -22,7 +23,7 @@ from faircode.report.inputs import ReportInputs
 from faircode.report.tables import Context, to_markdown
 
 S0, S2 = Strategy.BASELINE.value, Strategy.UNAWARENESS_PROXY_REMOVAL.value
-DP = "demographic_parity"
+DP = Metric.DEMOGRAPHIC_PARITY.value
 MODELS = ("logistic_regression", "random_forest", "gradient_boosting")
 
 
@@ -68,7 +69,7 @@ def test_the_sentence_says_in_how_many_audits_the_gap_survives_abstention() -> N
     """The sentence of those counts, word for word."""
     assert abstention_sentence(ITEMS, ROWS, metric=DP, models=MODELS) == (
         "Abstaining where S0's 21 bagged models disagree (self-consistency below 0.8), the "
-        "demographic_parity gap on the first protected attribute survives in 1 of the 3 audits "
+        f"{DP} gap on the first protected attribute survives in 1 of the 3 audits "
         "where a single S0 model of a bagged family shows it (in every such family; in some "
         "families only: 1; in none: 1); S0's ensembles abstain on 0.05\u20130.35 of the test "
         "rows.")

@@ -113,19 +113,20 @@ def abstention_sentence(items: Sequence[AuditFinding], frame: pd.DataFrame, *, m
     if found is None:
         return ""
     low, high = found.abstention
-    rate = (f"; S0's ensembles abstain on {num(low, 2)}" + (f"\u2013{num(high, 2)}"
-                                                             if high > low else "")
+    code = strategy_code(BASELINE)
+    rate = (f"; {code}'s ensembles abstain on {num(low, 2)}" + (f"\u2013{num(high, 2)}"
+                                                                if high > low else "")
             + " of the test rows") if np.isfinite(low) else ""
-    head = (f"Abstaining where S0's {found.bags} bagged models disagree (self-consistency "
+    head = (f"Abstaining where {code}'s {found.bags} bagged models disagree (self-consistency "
             f"below {found.level:g}), the {metric} gap on the first protected attribute ")
     if not found.shown:
-        return (head + f"is shown by no single S0 model of a bagged family in the "
+        return (head + f"is shown by no single {code} model of a bagged family in the "
                 f"{found.bagged} audit{'s' if found.bagged != 1 else ''} with ensembles"
                 + rate + ".")
     gone = found.shown - found.every - found.some
-    return (head + f"survives in {found.every} of the {found.shown} audits where a single S0 "
-            "model of a bagged family shows it (in every such family; in some families only: "
-            f"{found.some}; in none: {gone})" + rate + ".")
+    return (head + f"survives in {found.every} of the {found.shown} audits where a single "
+            f"{code} model of a bagged family shows it (in every such family; in some families "
+            f"only: {found.some}; in none: {gone})" + rate + ".")
 
 
 def _share_cell(row: pd.Series | None) -> Cell:
@@ -300,11 +301,13 @@ def multiplicity_figure(ctx: Context, audit: str, out: Path) -> FigureFile | Non
         ax.set_title(str(attr), loc="left", pad=2)
         ax.grid(color="0.92", lw=0.5)
     axes[0][0].set_ylabel("accuracy (selection half)")
-    fig.supxlabel("demographic parity gap (selection half)", fontsize=7)
+    tests = ctx.inputs.multiplicity
+    metric = str(tests["metric"].iloc[0]) if not tests.empty else "parity gap"
+    fig.supxlabel(f"{metric.replace('_', ' ')} (selection half)", fontsize=7)
     fig.legend(handles=legend_handles(strategies, models), ncols=len(strategies) + len(models),
                loc="outside upper center", frameon=False, handletextpad=0.1, columnspacing=0.5)
     return _save(fig, out, f"{audit}_multiplicity",
-                 f"{audit}: every fitted model's parity gap against its accuracy on the half of "
+                 f"{audit}: every fitted model's {metric} gap against its accuracy on the half of "
                  "the test rows that picks the set (grid fits opaque, bagged members faint; "
                  "grey: outside the set of equally accurate models); ringed: the set's most "
                  "accurate model (dark) and its least-gap model (vermillion), compared on the "
