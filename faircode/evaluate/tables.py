@@ -80,6 +80,11 @@ class AuditResults:
     """The set of equally accurate models and the test of a less discriminatory alternative."""
     multiplicity_models: pd.DataFrame | None = None
     """Every model of the set with its accuracy and gap."""
+    ranking: pd.DataFrame | None = None
+    """The ranking view's exposure and FA*IR table (:mod:`faircode.evaluate.ranking`); None
+    without a scored row set."""
+    ranking_topk: pd.DataFrame | None = None
+    """The ranking view's top-k shares with their simultaneous band; None likewise."""
 
 
 PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "protected_attribute", "metric",

@@ -46,6 +46,7 @@ from faircode.core.layout import (
     DEPLOYED_TABLES,
     GRID_RUN,
     GRID_TABLES,
+    RANKING_TABLES,
     RUN_RECORD,
     UNAVAILABLE_NOTE,
     run_kind,
@@ -189,6 +190,10 @@ def write_audit(
             (staging / DEPLOYED_FOLDER).mkdir()
             _write_tables(results.deployed, staging / DEPLOYED_FOLDER,
                           (*DEPLOYED_TABLES, *strata))
+            for table in RANKING_TABLES:  # the ranking view of its score, when it has one
+                frame = getattr(results.deployed, table)
+                if frame is not None:
+                    frame.to_csv(table_path(staging / DEPLOYED_FOLDER, table), index=False)
         for table, attribute in _OPTIONAL:  # written when the run has them
             frame = getattr(results, attribute)
             if frame is not None:
@@ -257,12 +262,14 @@ _OPTIONAL = (("stability", "stability"), ("stability_replicates", "replicates"),
              ("effects_replicates", "effect_replicates"), ("curves", "curves"),
              ("frontier", "frontier"), ("matched", "matched"),
              *zip(ARBITRARINESS_TABLES, ("self_consistency", "arbitrariness", "multiplicity",
-                                         "multiplicity_models"), strict=True))
+                                         "multiplicity_models"), strict=True),
+             *((table, table) for table in RANKING_TABLES))
 """``(table, attribute of AuditResults)`` of the tables a run writes when it has them:
 training replicates (``run.seeds`` > 1), the paired effects (:mod:`faircode.evaluate.effects`),
 the operating-point curves (``curves.*`` params), a tolerance curve's frontier and matched
 comparisons (:mod:`faircode.evaluate.matched`), the bagged ensembles and the set of models (the
-bag stage's members, :mod:`faircode.evaluate.arbitrariness`); in this order."""
+bag stage's members, :mod:`faircode.evaluate.arbitrariness`), the ranking view of its scores
+(:mod:`faircode.evaluate.ranking`); in this order."""
 
 
 def _write_tables(results: AuditResults, folder: Path, names: tuple[str, ...]) -> None:
