@@ -32,9 +32,9 @@ accuracy's equivalence margin at the tolerance) and counts :func:`~faircode.stat
 alternative_shown` at alpha 0.05 (one test per audit: its p is its q).  The rate's Monte-Carlo
 s.e. is about 0.005 at 2,000 audits where it is 0.05.  Audit ``a`` of scenario ``s`` at size
 ``n`` draws from ``child_seed(seed, n, s, a)`` (so one size's rows do not depend on which other
-sizes run).  ``--quick``: 200 audits x 200 resamples.  Cost: about 0.1-0.2 s of CPU per audit
+sizes run).  ``--quick``: 200 audits x 200 resamples.  Cost: about 0.07 s of CPU per audit
 (the paired engine's exact interval inversions, whatever ``--resamples``): 2,000 audits of the
-four scenarios at one size take 15-25 minutes of one core.
+four scenarios took 524 s of CPU at n = 10,000, 1,174 s at n = 2,000 and 40,000 together.
 """
 
 from __future__ import annotations
