@@ -22,8 +22,9 @@ def statistic(table: np.ndarray) -> float:
     return float(stats.chi2_contingency(kept, correction=False)[0])
 
 
-def exact_p(table: np.ndarray) -> float:
-    """The exact conditional p-value: every first row with the margins, by brute force."""
+def exact_p(table: np.ndarray, *, mid: bool = False) -> float:
+    """The exact conditional p-value (``mid``: the mid-p, ties counted half): every first row
+    with the margins, by brute force."""
     kept = table[:, table.sum(axis=0) > 0]
     columns = kept.sum(axis=0)
     n_d, n = int(kept[0].sum()), int(kept.sum())
@@ -38,7 +39,11 @@ def exact_p(table: np.ndarray) -> float:
                           math.comb(n, n_d))
         total += weight
         candidate = np.stack([first, columns - np.array(first)])
-        if statistic(candidate) >= observed - 1e-9 * max(1.0, observed):
+        found = statistic(candidate)
+        tie = 1e-9 * max(1.0, observed)
+        if abs(found - observed) <= tie:
+            hit += weight / 2 if mid else weight
+        elif found > observed:
             hit += weight
     assert total == 1
     return float(hit)

@@ -41,14 +41,16 @@ def exposures(score: np.ndarray, protected: np.ndarray, *, higher_first: bool
 
 
 def resampled(score: np.ndarray, protected: np.ndarray, counts: np.ndarray, ks: np.ndarray, *,
-              higher_first: bool) -> tuple[np.ndarray, float]:
-    """One resample (``counts`` copies of each row): the shares at ``ks`` and the exposure
-    ratio, with the copies' ties resolved by their expectation (written out per block)."""
+              higher_first: bool, chance: np.ndarray) -> tuple[np.ndarray, float]:
+    """One resample (``counts`` copies of each row): the shares at ``ks`` (the copies' own
+    groups), and the exposure ratio with each copy counted in the protected group with its
+    row's ``chance`` (its local share), the copies' ties resolved by their expectation (written
+    out per block)."""
     rows = np.repeat(np.arange(score.size), counts)
-    s, g = score[rows], protected[rows]
+    s, g, c = score[rows], protected[rows], chance[rows]
     key = -s if higher_first else s
     order = np.argsort(key, kind="stable")
-    s, g, key = s[order], g[order], key[order]
+    s, g, c, key = s[order], g[order], c[order], key[order]
     n = s.size
     v = 1.0 / np.log2(np.arange(2, n + 2))
     exposure = np.empty(n)
@@ -65,7 +67,7 @@ def resampled(score: np.ndarray, protected: np.ndarray, counts: np.ndarray, ks: 
         below += g[start:end].sum()
         start = end
     shares = expected[ks - 1] / ks
-    ratio = exposure[g].mean() / exposure[~g].mean()
+    ratio = ((exposure * c).sum() / c.sum()) / ((exposure * (1 - c)).sum() / (1 - c).sum())
     return shares, float(ratio)
 
 

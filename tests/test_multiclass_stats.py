@@ -58,7 +58,8 @@ def test_exact_test_of_a_symmetric_table_is_one() -> None:
 
 @given(st.lists(st.integers(0, 4), min_size=6, max_size=6))
 def test_exact_test_matches_the_brute_force_reference(cells: list[int]) -> None:
-    """Every small 2 x 3 table: the same p-value as brute-force enumeration with fractions."""
+    """Every small 2 x 3 table: the same p-value (and mid-p) as brute-force enumeration with
+    fractions."""
     table = np.array(cells).reshape(2, 3)
     kept = table[:, table.sum(axis=0) > 0]
     p, _ = exact_test(table)
@@ -66,6 +67,8 @@ def test_exact_test_matches_the_brute_force_reference(cells: list[int]) -> None:
         assert math.isnan(p)
         return
     assert p == pytest.approx(ref.exact_p(table), rel=1e-9)
+    assert exact_test(table, mid=True)[0] == pytest.approx(ref.exact_p(table, mid=True),
+                                                           rel=1e-9)
     assert chi_square(table) == pytest.approx(ref.statistic(table), rel=1e-12)
 
 
@@ -117,7 +120,7 @@ def test_class_gaps_by_hand_on_bank_wages() -> None:
             ref.newcombe(int(BANK_GENDER[0, j]), 216, int(BANK_GENDER[1, j]), 258, z))
         two = np.array([[BANK_GENDER[0, j], 216 - BANK_GENDER[0, j]],
                         [BANK_GENDER[1, j], 258 - BANK_GENDER[1, j]]])
-        assert gaps.p_value[j] == pytest.approx(ref.exact_p(two), rel=1e-9)
+        assert gaps.p_value[j] == pytest.approx(ref.exact_p(two, mid=True), rel=1e-9)
 
 
 def test_a_class_without_rows_leaves_the_test() -> None:

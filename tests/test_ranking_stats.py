@@ -18,6 +18,7 @@ from faircode.stats.ranking import (
     fail_probability,
     fair_table,
     fair_test,
+    local_shares,
     rank_views,
     ranking,
     report_points,
@@ -106,19 +107,55 @@ def test_fair_test_with_ties_tests_only_determined_prefixes() -> None:
 
 
 def test_resamples_match_the_resampled_rows(rng: np.random.Generator) -> None:
-    """One chunk of resamples, vectorised: each resample's shares and exposure ratio equal
-    those of its rows re-ranked one by one (ties among copies and among rows)."""
+    """One chunk of resamples, vectorised: each resample's shares, and its exposure ratio with
+    every copy in the group at its row's local share, equal those of its rows re-ranked one by
+    one (ties among copies and among rows)."""
     score = rng.integers(0, 6, 30).astype(float)
     protected = rng.random(30) < 0.4
     r = ranking(score, higher_first=False)
     points = np.array([5, 11, 17, 30])
     counts = rk._weights(7, 0, 30, 6)
-    draws = rk._Draws(r, protected[None].astype(np.int32), points)
+    smooth = local_shares(r, protected)  # by position
+    chance = np.empty(30)
+    chance[r.order] = smooth
+    draws = rk._Draws(r, protected[None].astype(np.int32), points, smooth[None])
     draws.add(counts)
     for b in range(6):
-        shares, ratio = ref.resampled(score, protected, counts[b], points, higher_first=False)
+        shares, ratio = ref.resampled(score, protected, counts[b], points, higher_first=False,
+                                      chance=chance)
         assert draws.shares[0][0, b] == pytest.approx(shares, rel=1e-5)
-        assert draws.ratios[0][b, 0] == pytest.approx(ratio)
+        assert draws.ratios[0][b, 0] == pytest.approx(np.log(ratio))
+
+
+def test_local_shares_by_hand() -> None:
+    """Each position's share among the 25 positions either side (fewer at the ends); a tie
+    block of 51 or more rows: its own share."""
+    protected = np.r_[np.ones(10, bool), np.zeros(90, bool)]
+    r = ranking(np.arange(100, 0, -1, dtype=float))
+    shares = local_shares(r, protected)
+    assert shares[0] == pytest.approx(10 / 26) and shares[50] == pytest.approx(0.0)
+    assert shares[30] == pytest.approx(5 / 51) and shares[20] == pytest.approx(10 / 46)
+    tied = ranking(np.r_[np.full(60, 2.0), np.ones(40)])
+    flags = np.r_[np.ones(15, bool), np.zeros(85, bool)]
+    assert local_shares(tied, flags)[:60] == pytest.approx(np.full(60, 15 / 60))
+
+
+def test_exposure_interval_is_the_label_draws_spread(rng: np.random.Generator) -> None:
+    """Given the ranked scores, the interval's half-width is z times the spread of log T when
+    each row's group is drawn at its local share (delta method against 4,000 draws), plus the
+    smoothed ratio's bootstrap variance (small)."""
+    score = rng.normal(size=400)
+    group = rng.random(400) < 0.4
+    found = exposure_gap(score - 0.5 * group, group, higher_first=True, confidence=0.95,
+                         n_resamples=200, n_permutations=20, seed=3)
+    r = ranking(score - 0.5 * group)
+    v = row_exposure(r)[r.order]
+    chance = local_shares(r, group)
+    labels = rng.random((4000, 400)) < chance
+    drawn = np.log((labels @ v / labels.sum(1)) / ((~labels) @ v / (~labels).sum(1)))
+    half = np.log(found.ci_high / found.ratio)
+    assert half == pytest.approx(1.959964 * drawn.std(), rel=0.1)
+    assert np.log(found.ratio / found.ci_low) == pytest.approx(half)
 
 
 def test_exposure_gap_on_a_fair_and_a_biased_ranking(rng: np.random.Generator) -> None:

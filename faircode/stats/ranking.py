@@ -10,7 +10,10 @@ orders of each block (a row's position is uniform over its block's positions).
 * **Top-k share** (:func:`top_shares`): the share of the protected (disadvantaged) group among
   the first ``k`` rows; inside a tie block it grows linearly (the expected count).  Its
   **simultaneous band** (:func:`share_band`) holds the population curve at every ``k`` from
-  ``k_min`` to ``n`` at once with probability ``confidence``: a sup-t bootstrap band -- rows
+  ``k_min`` (:func:`default_k_min`: 50 rows or 10 % of them, whichever is more -- the share of
+  the very top is an extreme-value statistic the bootstrap does not reproduce: from 20 rows of
+  300 the band held the truth in 0.87 of simulated audits with a strong gap) to ``n`` at once
+  with probability ``confidence``: a sup-t bootstrap band -- rows
   resampled, each resample re-ranked (its copies of a row tie), the share at every ``k``
   standardised by its bootstrap standard error, and the ``confidence`` quantile of the largest
   standardised deviation over ``k`` the band's half-width in standard errors (Montiel Olea &
@@ -20,9 +23,18 @@ orders of each block (a row's position is uniform over its block's positions).
   ``v_j = 1 / log2(1 + j)`` (Singh & Joachims' logarithmic position bias); a group's exposure is
   the mean ``v`` of its rows (a tie block's rows each get the block's mean ``v``), and the
   disparity is the ratio disadvantaged / advantaged (1: demographic parity of exposure) with its
-  difference beside it.  Interval: the percentile bootstrap of the ratio (the same re-ranked
-  resamples); test: the permutation of group labels over the fixed positions, statistic the
-  difference of the groups' mean exposures, ``p = (1 + #{|T*| ≥ |T|}) / (1 + P)``.
+  difference beside it.  Test: the permutation of group labels over the fixed positions,
+  statistic the difference of the groups' mean exposures, ``p = (1 + #{|T*| ≥ |T|}) / (1 + P)``.
+  Interval: ``exp(log T ± z·√(V1 + V2))``, the law of total variance given the ranked scores.
+  Given the scores, each row's group is a Bernoulli draw with the probability of the group at
+  its score, estimated by the share of the group among its neighbours (the ``w`` positions
+  either side, :func:`local_shares`; a tie block at least that large: the block's share): ``V1``
+  is the delta-method variance of ``log T`` over those draws.  ``V2`` is the variance of the
+  same ratio with every row's group replaced by that probability, over the bootstrap's
+  re-ranked resamples (a smooth functional of the scores; small).  The percentile bootstrap of
+  ``T`` itself is not used: ``T`` leans on the few rows at the top (``v_1 = 1`` against a mean
+  near 0.1), the bootstrap of extreme positions is inconsistent, and it held the true ratio in
+  0.90 of simulated audits at 95 % (``bench/multiclass_ranking.py``).
 * **FA*IR** (:func:`fair_test`): a prefix of length ``j`` *fairly represents* the protected
   group at minimal proportion ``p`` and significance ``α`` when ``F(τ_j; j, p) > α`` -- ``F``
   the binomial CDF, ``τ_j`` the protected rows among the first ``j`` (Definition 3.1) -- i.e.
@@ -64,10 +76,12 @@ __all__ = [
     "TopShares",
     "adjusted_alpha",
     "band_points",
+    "default_k_min",
     "exposure_gap",
     "fail_probability",
     "fair_table",
     "fair_test",
+    "local_shares",
     "rank_views",
     "ranking",
     "report_points",
@@ -82,8 +96,9 @@ Ints = NDArray[np.int64]
 MAX_BAND_POINTS = 400
 """The most values of ``k`` a band is calibrated on (module docstring)."""
 FAIR_MAX_K = 1000
-"""The longest top-k FA*IR tests: a test of the top of a ranking (the paper's rankings are of
-tens to a few hundred; its library accepts up to 400)."""
+"""The most prefixes FA*IR tests: a test of the top of a ranking (the paper's rankings are of
+tens to a few hundred; its library accepts up to 400).  A strict ranking is tested on its top
+1,000; a tied one (a decile score) on every determined prefix of its top ``k``."""
 _CHUNK = 250
 """Resamples drawn at a time (memory: ``_CHUNK x n`` counts)."""
 _BOOTSTRAP, _PERMUTATION = 0, 1
@@ -190,6 +205,27 @@ def _bracket(knots: Floats, ks: Ints, n: int) -> tuple[Ints, Ints, Floats]:
     return lo, hi, (at - flat[lo]) / (flat[hi] - flat[lo])
 
 
+def default_k_min(n: int) -> int:
+    """The smallest ``k`` a band holds: 50 rows or 10 % of the ``n`` ranked, whichever is more
+    (at most ``n``)."""
+    return int(min(n, max(50, math.ceil(0.1 * n))))
+
+
+def local_shares(r: Ranking, protected: NDArray[np.bool_]) -> Floats:
+    """Per position, the share of the protected rows among its neighbours -- the
+    ``w = max(25, round(√n))`` positions either side (fewer at the ends) -- or, in a tie block of
+    at least ``2w + 1`` rows, the block's share (module docstring)."""
+    w = max(25, round(math.sqrt(r.n)))
+    flags = protected[r.order].astype(np.float64)
+    total = np.concatenate([[0.0], np.cumsum(flags)])
+    at = np.arange(r.n)
+    low, high = np.maximum(at - w, 0), np.minimum(at + w + 1, r.n)
+    share = (total[high] - total[low]) / (high - low)
+    sizes = r.ends - r.starts
+    block = np.repeat((total[r.ends] - total[r.starts]) / sizes, sizes)
+    return np.where(np.repeat(sizes >= 2 * w + 1, sizes), block, share)
+
+
 def band_points(n: int, *, k_min: int) -> Ints:
     """The ``k`` a band is calibrated on: every ``k`` from ``k_min`` to ``n``, or
     :data:`MAX_BAND_POINTS` of them evenly spaced."""
@@ -251,9 +287,11 @@ class RankView:
 class _Draws:
     """One ranking's bootstrap statistics per attribute, accumulated chunk by chunk."""
 
-    def __init__(self, r: Ranking, flags: NDArray[np.int32], points: Ints) -> None:
+    def __init__(self, r: Ranking, flags: NDArray[np.int32], points: Ints,
+                 smooth: Floats) -> None:
         self.r, self.points = r, points
         self.flags = flags[:, r.order]  # attributes x positions
+        self.smooth = smooth  # attributes x positions: each position's local share
         self.shares: list[NDArray[np.float32]] = []
         self.ratios: list[Floats] = []
 
@@ -269,11 +307,14 @@ class _Draws:
         d = _discount_sums(r.n)
         with np.errstate(divide="ignore", invalid="ignore"):
             mean = np.where(w > 0, (d[ends] - d[ends - w]) / w, 0.0)  # a copy's exposure
-        ones = mine.sum(axis=2, dtype=np.float64)
-        seen = np.einsum("sb,sab->sa", mean, mine)
+        expected = rows[:, None, :] * self.smooth[None]  # copies x their local share
+        if r.ends.size != r.n:
+            expected = np.add.reduceat(expected, r.starts, axis=2)
+        ones = expected.sum(axis=2)
+        seen = np.einsum("sb,sab->sa", mean, expected)
         others = (mean * w).sum(axis=1)[:, None] - seen
         with np.errstate(divide="ignore", invalid="ignore"):
-            self.ratios.append((seen / ones) / (others / (r.n - ones)))
+            self.ratios.append(np.log((seen / ones) / (others / (r.n - ones))))
         zero = np.zeros((size, 1))
         lo, hi, frac = _bracket(np.hstack([zero, ends]), self.points, r.n)
         through = np.concatenate([np.zeros((size, mine.shape[1], 1)),
@@ -299,14 +340,15 @@ def _band(estimate: Floats, shares: NDArray[np.float32], confidence: float
 def rank_views(scores: Sequence[ArrayLike], masks: Sequence[ArrayLike], *, higher_first: bool,
                fair_k: Sequence[int], confidence: float, alpha: float, n_resamples: int,
                n_permutations: int, seed: int | np.random.SeedSequence, k_min: int,
-               attribute_keys: Sequence[int] | None = None) -> list[list[RankView]]:
+               attribute_keys: Sequence[int] | None = None,
+               report: Sequence[ArrayLike] | None = None) -> list[list[RankView]]:
     """Every ranking of ``scores`` (each a score per row of the same rows) seen through every
     attribute of ``masks`` (the protected rows): ``[ranking][attribute]`` views (module
     docstring).  ``fair_k[i]`` is ranking ``i``'s FA*IR length.  Every ranking is resampled
     with the same draws of the rows (chunk ``c``: ``child_seed(seed, 0, c)``), and attribute
     ``a`` permuted with the same draws of its labels (``child_seed(seed, 1, key_a, c)``,
     ``attribute_keys`` default the positions), so a ranking's numbers do not depend on the
-    others'."""
+    others'.  ``report[i]``: ranking ``i``'s reported ``k`` (default :func:`report_points`)."""
     checks.check_confidence(confidence)
     checks.check_positive_int("n_resamples", n_resamples)
     checks.check_positive_int("n_permutations", n_permutations)
@@ -319,12 +361,16 @@ def rank_views(scores: Sequence[ArrayLike], masks: Sequence[ArrayLike], *, highe
     flags = [_protected(m, n) for m in masks]
     keys = list(range(len(flags))) if attribute_keys is None else list(attribute_keys)
     k_min = int(min(max(k_min, 1), n))
-    reported = [report_points(r) for r in ranked]
+    reported = [report_points(r) for r in ranked] if report is None else \
+        [np.asarray(k, dtype=np.int64) for k in report]
     points = [np.union1d(band_points(n, k_min=k_min), rep[rep >= k_min]) for rep in reported]
     exposure = np.stack([row_exposure(r) for r in ranked], axis=1)
     p_values = _permutation_p(exposure, flags, keys, n_permutations=n_permutations, seed=seed)
     stacked = np.stack(flags).astype(np.int32) if flags else np.zeros((0, n), np.int32)
-    draws = [_Draws(r, stacked, points[i]) for i, r in enumerate(ranked)]
+    smooth = [np.stack([local_shares(r, m) for m in flags]) if flags else np.zeros((0, n))
+              for r in ranked]
+    draws = [_Draws(r, stacked, points[i], smooth[i])
+             for i, r in enumerate(ranked)]
     keep = n * n_resamples <= _KEEP_WEIGHTS
     kept = [_weights(seed, c, n, size) for c, size in enumerate(_chunks(n_resamples))] \
         if keep else []
@@ -343,8 +389,9 @@ def rank_views(scores: Sequence[ArrayLike], masks: Sequence[ArrayLike], *, highe
             shares = TopShares(reported[i], top_shares(r, mask, reported[i]),
                                np.where(inside, low[at], np.nan),
                                np.where(inside, high[at], np.nan), critical, k_min)
-            row.append(RankView(shares, _exposure(exposure[:, i], mask, np.concatenate(
-                [c[:, a] for c in draw.ratios]), p_values[a][i], confidence=confidence),
+            row.append(RankView(shares, _exposure(r, exposure[:, i], mask, smooth[i][a],
+                                                  np.concatenate([c[:, a] for c in draw.ratios]),
+                                                  p_values[a][i], confidence=confidence),
                 _fair(r, mask, k=fair_k[i], alpha=alpha)))
         views.append(row)
     return views
@@ -379,14 +426,25 @@ def _permutation_p(exposure: Floats, flags: list[NDArray[np.bool_]], keys: list[
     return out
 
 
-def _exposure(exposure: Floats, mask: NDArray[np.bool_], ratios: Floats, p_value: float, *,
-              confidence: float) -> ExposureGap:
+def _exposure(r: Ranking, exposure: Floats, mask: NDArray[np.bool_], smooth: Floats,
+              smoothed: Floats, p_value: float, *, confidence: float) -> ExposureGap:
+    """The exposure gap with its total-variance interval (module docstring): ``smooth`` the
+    positions' local shares, ``smoothed`` the resamples' log ratios at those shares."""
     if mask.all() or not mask.any():
         nan = float("nan")
         return ExposureGap(nan, nan, nan, nan, nan, nan, nan)
     mine, other = float(exposure[mask].mean()), float(exposure[~mask].mean())
-    low, high = resampling.percentile_interval(ratios, confidence=confidence)
-    return ExposureGap(mine, other, mine / other, low, high, mine - other, float(p_value))
+    v, g = exposure[r.order], mask[r.order]
+    a, b = float(v[g].sum()), float(g.sum())
+    c, d = float(v[~g].sum()), float((~g).sum())
+    gradient = v / a - 1.0 / b + v / c - 1.0 / d  # of log T in each position's group
+    within = float((gradient ** 2 * smooth * (1.0 - smooth)).sum())
+    finite = smoothed[np.isfinite(smoothed)]
+    between = float(finite.var(ddof=1)) if finite.size > 1 else 0.0
+    half = resampling.z_quantile(confidence) * math.sqrt(within + between)
+    ratio = mine / other
+    return ExposureGap(mine, other, ratio, ratio * math.exp(-half), ratio * math.exp(half),
+                       mine - other, float(p_value))
 
 
 def exposure_gap(score: ArrayLike, protected: ArrayLike, *, higher_first: bool,
@@ -400,12 +458,15 @@ def exposure_gap(score: ArrayLike, protected: ArrayLike, *, higher_first: bool,
 
 
 def share_band(score: ArrayLike, protected: ArrayLike, *, higher_first: bool, confidence: float,
-               n_resamples: int, seed: int | np.random.SeedSequence, k_min: int) -> TopShares:
-    """The top-k shares of the ``protected`` rows at the reported ``k`` with the simultaneous
-    band over every ``k >= k_min`` (module docstring; one view of :func:`rank_views`)."""
+               n_resamples: int, seed: int | np.random.SeedSequence, k_min: int,
+               ks: ArrayLike | None = None) -> TopShares:
+    """The top-k shares of the ``protected`` rows at ``ks`` (default :func:`report_points`)
+    with the simultaneous band over every ``k >= k_min`` (module docstring; one view of
+    :func:`rank_views`)."""
     return rank_views([score], [protected], higher_first=higher_first, fair_k=[1],
                       confidence=confidence, alpha=0.05, n_resamples=n_resamples,
-                      n_permutations=1, seed=seed, k_min=k_min)[0][0].shares
+                      n_permutations=1, seed=seed, k_min=k_min,
+                      report=None if ks is None else [ks])[0][0].shares
 
 
 def fair_table(k: int, p: float, alpha: float) -> Ints:
@@ -493,6 +554,7 @@ class FairTest:
     tested: int
     """The prefixes tested (those that end a tie block)."""
     passes: bool
+    """No tested prefix fails (vacuously true with none tested)."""
     first_fail: int
     """The first failing prefix's length (0: none)."""
     needed: int
@@ -502,19 +564,25 @@ class FairTest:
 
 def fair_test(score: ArrayLike, protected: ArrayLike, *, k: int, higher_first: bool,
               alpha: float) -> FairTest:
-    """FA*IR's test of the first ``min(k, FAIR_MAX_K)`` rows, at the protected share ``p`` of
-    all ranked rows and the adjusted significance (module docstring)."""
+    """FA*IR's test of the determined prefixes of the first ``k`` rows (at most
+    :data:`FAIR_MAX_K` of them), at the protected share ``p`` of all ranked rows and the adjusted
+    significance (module docstring); with no prefix determined (a tie block longer than ``k``)
+    nothing is tested (``tested`` 0, ``alpha_adjusted`` NaN)."""
     r = ranking(score, higher_first=higher_first)
     return _fair(r, _protected(protected, r.n), k=k, alpha=alpha)
 
 
 def _fair(r: Ranking, mask: NDArray[np.bool_], *, k: int, alpha: float) -> FairTest:
     p = float(mask.mean())
-    k = int(min(max(k, 1), r.n, FAIR_MAX_K))
-    if not 0.0 < p < 1.0:
-        return FairTest(k, p, alpha, float("nan"), float("nan"), 0, True, 0, 0, int(p * k))
+    k = int(min(max(k, 1), r.n))
+    ends = r.ends[r.ends <= k]
+    if ends.size > FAIR_MAX_K:  # at most FAIR_MAX_K determined prefixes: the top of the ranking
+        k = int(ends[FAIR_MAX_K - 1])
+        ends = ends[:FAIR_MAX_K]
+    if not 0.0 < p < 1.0 or not ends.size:  # one group only, or no prefix determined
+        return FairTest(k, p, alpha, float("nan"), float("nan"), 0, True, 0, 0, 0)
     tested = np.zeros(k, dtype=bool)
-    tested[r.ends[r.ends <= k] - 1] = True
+    tested[ends - 1] = True
     alpha_c, fail = _adjusted(k, p, alpha, tested.tobytes())
     m = fair_table(k, p, alpha_c)
     counts = np.cumsum(mask[r.order][:k])
