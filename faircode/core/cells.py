@@ -15,6 +15,9 @@ Design decisions
 * **Records, in report order.**  The table's order is the order results are reported in; a
   strategy's seed key is its code's number (:func:`position`), never its place in a list, and a
   comparison's is its own (:class:`Against`), so adding a strategy changes no other number.
+* **A strategy that does not apply to a task kind says why**: ``not_applicable`` holds, per
+  kind outside ``kinds``, the reason a reader sees in its place (``n/a``, never a number):
+  :func:`applies` and :func:`not_applicable_reason`.
 * **Import-light**: standard library and :mod:`faircode.core.seeds` only (no numpy), so the
   stages' fast paths (an audit without data) can build their headers from the table.
 """
@@ -43,14 +46,18 @@ __all__ = [
     "ModelFamily",
     "Strategy",
     "StrategyInfo",
+    "applies",
     "grid_cells",
+    "not_applicable_reason",
     "position",
     "strategy_code",
     "strategy_info",
 ]
 
 BINARY = frozenset({"binary"})
-"""The task kinds of a binary-decision audit (every strategy and metric today)."""
+"""The task kinds of a binary-decision audit."""
+MULTICLASS = frozenset({"multiclass"})
+"""The task kinds of a multi-class outcome's audit."""
 
 
 class Strategy(StrEnum):
@@ -125,6 +132,8 @@ class StrategyInfo:
     sensitive_at_predict: bool = False
     against: tuple[Against, ...] = ()
     kinds: frozenset[str] = BINARY
+    not_applicable: tuple[tuple[str, str], ...] = ()
+    """``(kind, reason)`` for each task kind it does not apply to and says why."""
 
     def __post_init__(self) -> None:
         where = f"StrategyInfo({self.strategy})"
@@ -142,6 +151,10 @@ class StrategyInfo:
                              "cutoff on it")
         if not self.label or not self.what or not self.kinds:
             raise ValueError(f"{where}: label, what, kinds: expected non-empty values")
+        for kind, reason in self.not_applicable:
+            if kind in self.kinds or not reason:
+                raise ValueError(f"{where}: not_applicable: expected (kind, reason) of a kind "
+                                 f"it does not apply to, got {describe((kind, reason))}")
 
     @property
     def code(self) -> str:
@@ -152,23 +165,32 @@ class StrategyInfo:
 _BLACK, _ORANGE, _SKY_BLUE, _GREEN, _VERMILLION = (
     "#000000", "#E69F00", "#56B4E9", "#009E73", "#D55E00")  # Okabe-Ito
 _S = Strategy
+_NO_MULTICLASS_REDUCTION = (
+    "fairlearn's reductions constrain a binary classifier (a demographic-parity or "
+    "equalized-odds moment over one favourable label); they have no multi-class form "
+    "(fairlearn issue 1201)")
 STRATEGY_TABLE: tuple[StrategyInfo, ...] = (
     StrategyInfo(_S.BASELINE, 0, "baseline", "every feature, protected attributes included",
-                 _BLACK, "unmitigated", cutoff=True),
+                 _BLACK, "unmitigated", cutoff=True, kinds=BINARY | MULTICLASS),
     StrategyInfo(_S.UNAWARENESS, 1, "unawareness", "protected attributes dropped", _ORANGE,
-                 "unmitigated", cutoff=True, against=(Against(_S.BASELINE, 0),)),
+                 "unmitigated", cutoff=True, against=(Against(_S.BASELINE, 0),),
+                 kinds=BINARY | MULTICLASS),
     StrategyInfo(_S.UNAWARENESS_PROXY_REMOVAL, 2, "unawareness + proxy removal",
                  "protected attributes and their proxies dropped", _SKY_BLUE, "unmitigated",
-                 cutoff=True, against=(Against(_S.BASELINE, 1),)),
+                 cutoff=True, against=(Against(_S.BASELINE, 1),), kinds=BINARY | MULTICLASS),
     StrategyInfo(_S.IN_PROCESSING, 3, "ExponentiatedGradient",
                  "fairlearn in-processing under the parity constraint (first attribute)", _GREEN,
                  "in_processing", reads=frozenset({"constraint", "eps", "max_iter"}),
-                 against=(Against(_S.BASELINE, 2), Against(_S.UNAWARENESS_PROXY_REMOVAL, 4))),
+                 against=(Against(_S.BASELINE, 2), Against(_S.UNAWARENESS_PROXY_REMOVAL, 4)),
+                 not_applicable=(("multiclass", _NO_MULTICLASS_REDUCTION),)),
     StrategyInfo(_S.POST_PROCESSING, 4, "ThresholdOptimizer",
                  "fairlearn group thresholds (first attribute), on S2's features", _VERMILLION,
                  "post_processing", reads=frozenset({"constraint"}), score=False,
                  sensitive_at_predict=True,
-                 against=(Against(_S.BASELINE, 3), Against(_S.UNAWARENESS_PROXY_REMOVAL, 5))),
+                 against=(Against(_S.BASELINE, 3), Against(_S.UNAWARENESS_PROXY_REMOVAL, 5)),
+                 not_applicable=(("multiclass", "ThresholdOptimizer moves one cutoff per group "
+                                  "on a binary score; a multi-class model has no single score "
+                                  "to cut (fairlearn issue 1201)"),)),
 )
 """The strategies in report order (:class:`StrategyInfo`): the one table every module reads."""
 
@@ -249,6 +271,24 @@ def _check_table() -> None:
 
 
 _check_table()
+
+
+def applies(strategy: str, kind: str) -> bool:
+    """Whether ``strategy`` is run for an audit of the task kind ``kind``."""
+    return kind in strategy_info(strategy).kinds
+
+
+def not_applicable_reason(strategy: str, kind: str) -> str:
+    """Why ``strategy`` is not run for ``kind`` (``""`` when it is); a strategy that neither
+    applies nor says why is a ValueError naming both."""
+    info = strategy_info(strategy)
+    if kind in info.kinds:
+        return ""
+    for other, reason in info.not_applicable:
+        if other == kind:
+            return reason
+    raise ValueError(f"STRATEGY_TABLE: {info.code}: expected a reason it does not apply to "
+                     f"{kind!r} (not_applicable), got none")
 
 
 def strategy_code(strategy: str) -> str:

@@ -448,23 +448,42 @@ class ReportConfig:
 class Params:
     """A validated ``params.yaml``: its audits (empty = every shipped audit for ``faircode run``;
     the pipeline runs exactly the listed ones), its text audits (``text_audits``: the text
-    stages' audits, :mod:`faircode.evaluate.text`) and the config."""
+    stages' audits, :mod:`faircode.evaluate.text`), its multi-class audits
+    (``multiclass_audits``: ``task: multiclass`` manifests) and the config."""
 
     audits: tuple[str, ...] = ()
     text_audits: tuple[str, ...] = ()
+    multiclass_audits: tuple[str, ...] = ()
     config: BenchmarkConfig = field(default_factory=BenchmarkConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
     execution: ExecutionConfig = field(default_factory=ExecutionConfig)
 
     def __post_init__(self) -> None:
-        for key, names in (("audits", self.audits), ("text_audits", self.text_audits)):
+        for key, names in self.lists():
             for i, name in enumerate(names):  # folders and words of every dvc.yaml cmd
                 check_name(name, where=f"{key}[{i}]")
             if len(set(names)) != len(names):
                 raise config_error(key, "distinct audit names", list(names))
-        for i, name in enumerate(self.text_audits):
-            if name in self.audits:
-                raise config_error(f"text_audits[{i}]", "a text audit not also in audits", name)
+        seen: dict[str, str] = {}
+        for key, names in self.lists():
+            for i, name in enumerate(names):
+                if name in seen:
+                    raise config_error(f"{key}[{i}]", f"an audit not also in {seen[name]}", name)
+                seen[name] = key
+
+    def lists(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Every audit list with its ``params.yaml`` key (:data:`AUDIT_LISTS` order)."""
+        return tuple((key, getattr(self, key)) for key in AUDIT_LISTS)
+
+    @property
+    def every_audit(self) -> tuple[str, ...]:
+        """The audits of every list, in :data:`AUDIT_LISTS` order."""
+        return tuple(name for _, names in self.lists() for name in names)
+
+
+AUDIT_LISTS: tuple[str, ...] = ("audits", "text_audits", "multiclass_audits")
+"""The ``params.yaml`` lists of audits, one per task kind (its
+:attr:`faircode.core.kinds.TaskKind.params_key`)."""
 
 
 def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
@@ -481,12 +500,12 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
     for path in [*PARAM_KEYS, *EXECUTION_KEYS]:
         section, key = path.split(".", 1)
         sections.setdefault(section, set()).add(key)
-    lists: dict[str, tuple[str, ...]] = {"audits": (), "text_audits": ()}
+    lists: dict[str, tuple[str, ...]] = dict.fromkeys(AUDIT_LISTS, ())
     report = ReportConfig()
     flat: dict[str, object] = {}
     execution: dict[str, object] = {}
     for section, body in data.items():
-        if section in lists:  # the grid's audits and the text audits (either may be empty)
+        if section in lists:  # an audit list of a task kind (any may be empty)
             if not isinstance(body, list | None):
                 raise config_error(f"{where}: {section}", "a list of audit names", body)
             lists[section] = tuple(body or ())
@@ -495,7 +514,7 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
             report = ReportConfig.from_mapping(body, where=f"{where}: report")
             continue
         if section not in sections:
-            known = ", ".join(["audits", "text_audits", *sections, "report"])
+            known = ", ".join([*AUDIT_LISTS, *sections, "report"])
             raise config_error(f"{where}: {section}", f"a known section ({known})", section)
         if not isinstance(body, Mapping):
             raise config_error(f"{where}: {section}", "a mapping", body)
@@ -515,8 +534,8 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     try:
-        return Params(audits=lists["audits"], text_audits=lists["text_audits"],
-                      config=BenchmarkConfig().with_params(flat), report=report, execution=run)
+        return Params(**lists, config=BenchmarkConfig().with_params(flat), report=report,
+                      execution=run)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
 
@@ -553,11 +572,12 @@ def load_params(path: Path, *, audits_dir: Path | None = None) -> Params:
 
 def _check_audit_folders(params: Params, *, where: str, audits_dir: Path) -> None:
     """Raise unless the lists name an audit and each name is an audit folder of ``audits_dir``."""
-    if not params.audits and not params.text_audits:
-        raise ConfigError(f"{where}: audits: expected a non-empty list of audit names, or text "
-                          "audits in text_audits (the audits the pipeline runs), got none")
+    if not params.every_audit:
+        raise ConfigError(f"{where}: audits: expected a non-empty list of audit names, or audits "
+                          f"in {', '.join(AUDIT_LISTS[1:])} (the audits the pipeline runs), got "
+                          "none")
     known = sorted(p.parent.name for p in audits_dir.glob("*/audit.yaml"))
-    for key, names in (("audits", params.audits), ("text_audits", params.text_audits)):
+    for key, names in params.lists():
         for i, name in enumerate(names):
             if name not in known:
                 raise config_error(f"{where}: {key}[{i}]", f"an audit folder of {audits_dir} "

@@ -1,8 +1,10 @@
 """Task kinds: what a manifest's ``kind`` selects, as one table every wing reads.
 
 A *task kind* is a kind of audit: ``binary`` (binary classification, the S0-S4 grid of
-strategies x model families on a tabular manifest) and ``text`` (deployed text classifiers on
-template sentences with counterfactual swaps).  Its record (:class:`TaskKind`) holds the facts
+strategies x model families on a tabular manifest), ``text`` (deployed text classifiers on
+template sentences with counterfactual swaps) and ``multiclass`` (an outcome of several
+classes -- a job grade -- by group, and the S0-S2 grid of multinomial models; a tabular
+manifest with ``task: multiclass``).  Its record (:class:`TaskKind`) holds the facts
 the rest of the code dispatches on: how its manifest and its ``run.json`` name it, which
 ``params.yaml`` list names its audits, its data stages, its tables (their files:
 :mod:`faircode.core.layout`), its metrics, and whether it has the grid.
@@ -28,11 +30,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from faircode.core import layout
-from faircode.core.metrics import FAIRNESS_METRICS
 from faircode.core.errors import ConfigError, describe
+from faircode.core.metrics import metrics_of
 
-__all__ = ["BINARY", "TASK_KINDS", "TEXT", "TaskKind", "kind_of_manifest", "kind_of_run",
-           "registered", "task_kind"]
+__all__ = ["BINARY", "MULTICLASS", "TASK_KINDS", "TEXT", "TaskKind", "kind_of_manifest",
+           "kind_of_run", "registered", "task_kind"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +46,8 @@ class TaskKind:
     label: str
     """What it is, for a reader."""
     manifest_kind: str
-    """The ``kind:`` of its ``audit.yaml`` (:func:`faircode.audit.manifest.manifest_kind`)."""
+    """The ``kind:`` of its ``audit.yaml``, or for a tabular manifest its ``task:``
+    (:func:`faircode.audit.manifest.manifest_kind`)."""
     run_kind: str
     """The ``kind`` of its ``run.json`` (:func:`faircode.core.layout.run_kind`)."""
     params_key: str
@@ -55,7 +58,8 @@ class TaskKind:
     tables: tuple[str, ...]
     """The tables every run of it writes (each ``<name>.csv``)."""
     metrics: tuple[str, ...]
-    """The metrics its tables report."""
+    """The metrics its tables report (a kind of the metric table: :func:`faircode.core.metrics.
+    metrics_of`)."""
     grid: bool = False
     """Whether its audits run the S0-S4 grid (:mod:`faircode.core.cells`): its tables are then
     the grid's and the report's grid view reads them."""
@@ -86,10 +90,10 @@ BINARY = TaskKind(
     params_key="audits",
     data_stages=("fetch", "prepare", "fit"),
     tables=layout.GRID_TABLES,
-    metrics=FAIRNESS_METRICS,
+    metrics=metrics_of("binary"),
     grid=True,
     optional_tables=(*layout.GRID_EXTRA_TABLES, *layout.EFFECT_TABLES,
-                     *layout.STABILITY_TABLES),
+                     *layout.STABILITY_TABLES, *layout.RANKING_TABLES),
 )
 TEXT = TaskKind(
     name="text",
@@ -103,7 +107,21 @@ TEXT = TaskKind(
              "subgroup_auc", "bpsn_auc", "bnsp_auc"),
 )
 
-TASK_KINDS: tuple[TaskKind, ...] = (BINARY, TEXT)
+MULTICLASS = TaskKind(
+    name="multiclass",
+    label="multi-class outcomes: each class's share by group, and the S0-S2 grid of "
+          "multinomial models",
+    manifest_kind="multiclass",
+    run_kind=layout.MULTICLASS_RUN,
+    params_key="multiclass_audits",
+    data_stages=("fetch",),
+    tables=layout.MULTICLASS_TABLES,
+    metrics=metrics_of("multiclass"),
+    optional_tables=layout.MULTICLASS_EXTRA_TABLES,
+)
+"""Its fits run in its evaluate step (:mod:`faircode.evaluate.multiclass_kind`): no fit stage."""
+
+TASK_KINDS: tuple[TaskKind, ...] = (BINARY, TEXT, MULTICLASS)
 """Every task kind, in the order the evaluate stage settles their audits."""
 
 

@@ -14,7 +14,8 @@ from here (``tests/test_layout.py`` fails on a results file name spelled anywher
                                     (faircode.core.kinds.TaskKind.tables)
         deployed/<table>.csv        DEPLOYED_FOLDER: a deployed system's tables on every row
       summary.csv, summary_families.csv, residual_floor.csv     the report's (REPORT_FILES)
-      <name>.md, <name>.tex         the paper tables (paper_table_files), text_table.md
+      <name>.md, <name>.tex         the paper tables (paper_table_files), text_table.md,
+                                    multiclass_table.md, ranking_table.md
       report.html                   REPORT_PAGE
       encoding_sensitivity.csv      ENCODING_SENSITIVITY (bench/encoding_sensitivity.py)
       figures/                      FIGURES, with its record inputs.json (FIGURES_RECORD)
@@ -58,6 +59,12 @@ __all__ = [
     "GRID_EXTRA_TABLES",
     "GRID_RUN",
     "GRID_TABLES",
+    "MULTICLASS_EXTRA_TABLES",
+    "MULTICLASS_RUN",
+    "MULTICLASS_TABLE",
+    "MULTICLASS_TABLES",
+    "RANKING_TABLE",
+    "RANKING_TABLES",
     "REPORT_FILES",
     "REPORT_PAGE",
     "RESIDUAL_FLOOR",
@@ -97,6 +104,8 @@ GRID_RUN = "grid"
 """The kind of a run whose ``run.json`` has no ``kind``: the grid's (and ``faircode audit``'s)."""
 TEXT_RUN = "text"
 """The ``kind`` of a text audit's ``run.json``."""
+MULTICLASS_RUN = "multiclass"
+"""The ``kind`` of a multi-class audit's ``run.json``."""
 COUNTERFACTUAL_SCORES_RUN = "counterfactual_scores"
 """The ``kind`` of a folder ``faircode flips`` wrote (two score files, no manifest)."""
 UNAVAILABLE = "unavailable"
@@ -119,6 +128,15 @@ TEXT_TABLES = ("flips", "ctf", "terms", "auc", "operating_points")
 """The tables of a text audit's run."""
 FLIP_TABLES = ("flips", "ctf")
 """The tables of a ``faircode flips`` folder."""
+MULTICLASS_TABLES = ("class_gaps", "class_tests", "strategies")
+"""The tables of a multi-class audit's run: every row set's class shares and gaps by group, its
+joint tests, and the grid's strategies (fitted, or ``n/a`` with the reason)."""
+MULTICLASS_EXTRA_TABLES = ("class_replicates",)
+"""A multi-class run's table at ``run.seeds`` > 1: every training replicate's joint tests."""
+RANKING_TABLES = ("ranking", "ranking_topk")
+"""The ranking view of a scored run (the grid's S0-S2 scores on the test rows, a deployed
+system's score; also in ``deployed/``): exposure and FA*IR per row set and attribute, and the
+top-k shares with their simultaneous band."""
 
 # ---------------------------------------------------------------------------- beside the audits
 SUMMARY = "summary.csv"
@@ -127,9 +145,14 @@ RESIDUAL_FLOOR = "residual_floor.csv"
 REPORT_PAGE = "report.html"
 TEXT_TABLE = "text_table.md"
 """The text audits' tables, as one markdown file."""
+MULTICLASS_TABLE = "multiclass_table.md"
+"""The multi-class audits' joint tests and class gaps, as one markdown file."""
+RANKING_TABLE = "ranking_table.md"
+"""The scored audits' ranking views (exposure, FA*IR), as one markdown file."""
 ENCODING_SENSITIVITY = "encoding_sensitivity.csv"
 """``bench/encoding_sensitivity.py``'s table, read by the report where it exists."""
-REPORT_FILES = (SUMMARY, SUMMARY_FAMILIES, RESIDUAL_FLOOR, REPORT_PAGE, TEXT_TABLE)
+REPORT_FILES = (SUMMARY, SUMMARY_FAMILIES, RESIDUAL_FLOOR, REPORT_PAGE, TEXT_TABLE,
+                MULTICLASS_TABLE, RANKING_TABLE)
 """The report's own files beside the audit folders (and the paper tables, the figures)."""
 FIGURES = "figures"
 """The report's figures folder (written whole by the report)."""
@@ -171,7 +194,8 @@ def file_names() -> frozenset[str]:
     """Every fixed file name of a results folder (tables of every kind included): what no
     module but this one spells (``tests/test_layout.py``)."""
     tables = {*GRID_TABLES, *GRID_EXTRA_TABLES, *EFFECT_TABLES, *STABILITY_TABLES,
-              *DEPLOYED_TABLES, *TEXT_TABLES, *FLIP_TABLES}
+              *DEPLOYED_TABLES, *TEXT_TABLES, *FLIP_TABLES, *MULTICLASS_TABLES,
+              *MULTICLASS_EXTRA_TABLES, *RANKING_TABLES}
     return frozenset({RUN_RECORD, UNAVAILABLE_NOTE, *REPORT_FILES, ENCODING_SENSITIVITY,
                       FIGURES_RECORD, *(table_file(t) for t in tables)})
 

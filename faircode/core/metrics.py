@@ -27,6 +27,13 @@ Design decisions
   metrics that existed when keys were named keep their former positions (0-7, so no number
   changed); any other leaves it None and takes :func:`faircode.core.seeds.name_stream` of its
   name (:attr:`MetricInfo.key`), so adding a metric anywhere in the table changes no other draw.
+* **Task kinds.**  ``kinds`` says which kinds of audit (or views of one) a metric is reported
+  for; :func:`metrics_of` lists a kind's, and :mod:`faircode.core.kinds` derives each kind's
+  metrics from it.  A binary decision's metric compares a group rate of confusion cells; a
+  metric of another kind -- a multi-class outcome's ``class_share_gap``, a ranking's
+  ``exposure_ratio`` -- has no cells: its kind's statistics compute it
+  (:mod:`faircode.stats.multiclass`, :mod:`faircode.stats.ranking`).
+  :data:`FAIRNESS_METRICS` and every binary table read the binary metrics only.
 * **Import-light** (the standard library and :mod:`faircode.core`): the configuration and the
   stages' fast paths read it without numpy.
 """
@@ -59,7 +66,9 @@ __all__ = [
     "MetricInfo",
     "Scale",
     "metric_info",
+    "metrics_of",
     "no_gap",
+    "table_of",
 ]
 
 TN, FP, FN, TP = 0, 1, 2, 3
@@ -69,6 +78,10 @@ ALL, Y1, Y0, YHAT1 = (TN, FP, FN, TP), (FN, TP), (TN, FP), (FP, TP)
 
 Scale = Literal["difference", "ratio", "magnitude"]
 _SCALES: tuple[str, ...] = ("difference", "ratio", "magnitude")
+MULTICLASS = frozenset({"multiclass"})
+"""The task kinds of a multi-class outcome's metrics."""
+RANKING = frozenset({"ranking"})
+"""The ranking view of a scored audit (not a task kind of its own: any audit with a score)."""
 
 
 class Metric(StrEnum):
@@ -82,6 +95,9 @@ class Metric(StrEnum):
     ACCURACY_EQUALITY = "accuracy_equality_diff"
     TPR_GAP = "tpr_gap"
     FPR_GAP = "fpr_gap"
+    CLASS_SHARE_GAP = "class_share_gap"
+    CLASS_MAX_GAP = "class_max_gap"
+    EXPOSURE_RATIO = "exposure_ratio"
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +131,11 @@ class MetricInfo:
             raise ValueError(f"{where}: scale: expected one of {', '.join(_SCALES)}, got "
                              f"{describe(self.scale)}")
         rate = self.scale != "magnitude"
-        if rate != bool(self.numerator and self.denominator) or rate == bool(self.components):
-            raise ValueError(f"{where}: expected numerator and denominator cells for a "
-                             "difference or ratio, components (only) for a magnitude")
+        cells = rate and self.cells
+        if cells != bool(self.numerator and self.denominator) or rate == bool(self.components):
+            raise ValueError(f"{where}: expected numerator and denominator cells for a binary "
+                             "difference or ratio (none for another kind's), components (only) "
+                             "for a magnitude")
         if not set(self.numerator) <= set(self.denominator) <= set(ALL):
             raise ValueError(f"{where}: numerator: expected cells of the denominator, within "
                              f"{ALL}, got {self.numerator} of {self.denominator}")
@@ -127,6 +145,11 @@ class MetricInfo:
                              f"{describe(self.stream)}")
         if not self.code or not self.label or not self.kinds:
             raise ValueError(f"{where}: code, label, kinds: expected non-empty values")
+
+    @property
+    def cells(self) -> bool:
+        """Whether it is a binary decision's metric, a function of confusion cells."""
+        return "binary" in self.kinds
 
     @property
     def name(self) -> str:
@@ -161,15 +184,35 @@ METRIC_TABLE: tuple[MetricInfo, ...] = (
     MetricInfo(_M.TPR_GAP, "tpr_gap", "TPR gap", "difference", (TP,), Y1,
                same_null=_M.EQUAL_OPPORTUNITY, same_value=_M.EQUAL_OPPORTUNITY, stream=6),
     MetricInfo(_M.FPR_GAP, "fpr_gap", "FPR gap", "difference", (FP,), Y0, stream=7),
+    # a multi-class outcome's (faircode.stats.multiclass) and a ranking's
+    # (faircode.stats.ranking): no cells, every seed key from its name
+    MetricInfo(_M.CLASS_SHARE_GAP, "cls_gap", "class share gap", "difference",
+               ground_truth=False, kinds=MULTICLASS),
+    MetricInfo(_M.CLASS_MAX_GAP, "cls_max", "largest class share gap", "magnitude",
+               components=(_M.CLASS_SHARE_GAP,), ground_truth=False, kinds=MULTICLASS),
+    MetricInfo(_M.EXPOSURE_RATIO, "expo", "exposure ratio", "ratio", ground_truth=False,
+               kinds=RANKING),
 )
 """The fairness metrics in result order (:class:`MetricInfo`): the one table every module reads."""
 
 _BY_NAME: dict[str, MetricInfo] = {m.name: m for m in METRIC_TABLE}
 
-FAIRNESS_METRICS: tuple[str, ...] = tuple(m.name for m in METRIC_TABLE)
-"""The metrics' names in result order."""
 
-DECISION_METRICS: tuple[str, ...] = tuple(m.name for m in METRIC_TABLE if not m.ground_truth)
+def table_of(kind: str) -> tuple[MetricInfo, ...]:
+    """The records of the metrics of the task kind (or view) ``kind``, in result order."""
+    return tuple(m for m in METRIC_TABLE if kind in m.kinds)
+
+
+def metrics_of(kind: str) -> tuple[str, ...]:
+    """The names of the metrics of the task kind (or view) ``kind``, in result order."""
+    return tuple(m.name for m in table_of(kind))
+
+
+FAIRNESS_METRICS: tuple[str, ...] = metrics_of("binary")
+"""The binary decisions' metrics' names in result order (every binary table's)."""
+
+DECISION_METRICS: tuple[str, ...] = tuple(m.name for m in table_of("binary")
+                                          if not m.ground_truth)
 """The fairness metrics of decisions alone: all a system whose decision *is* the recorded outcome
 (people's decisions, manifest ``system.decision: outcome``) can be scored on."""
 
@@ -186,7 +229,7 @@ def metric_info(metric: str) -> MetricInfo:
     try:
         return _BY_NAME[metric]
     except (KeyError, TypeError):
-        raise ValueError(f"metric: expected one of {', '.join(FAIRNESS_METRICS)}, got "
+        raise ValueError(f"metric: expected one of {', '.join(_BY_NAME)}, got "
                          f"{describe(metric)}") from None
 
 
@@ -213,7 +256,8 @@ def _check_table() -> None:
             if twin is m.metric or other.same_null or other.same_value:
                 raise ValueError(f"METRIC_TABLE: {m.name}: twin {twin}: expected another "
                                  "metric, itself no twin")
-            if other.denominator != m.denominator or other.scale == "magnitude":
+            if other.denominator != m.denominator or other.scale == "magnitude" \
+                    or other.kinds != m.kinds:
                 raise ValueError(f"METRIC_TABLE: {m.name}: twin {twin}: expected a rate on the "
                                  "same rows (the same null)")
         if m.same_value is not None and (
@@ -221,8 +265,10 @@ def _check_table() -> None:
                 != m.numerator or _BY_NAME[m.same_value].scale != m.scale):
             raise ValueError(f"METRIC_TABLE: {m.name}: same_value: expected the same rate, "
                              "scale and null")
-        if any(_BY_NAME[c].scale != "difference" for c in m.components):
-            raise ValueError(f"METRIC_TABLE: {m.name}: components: expected differences")
+        if any(_BY_NAME[c].scale != "difference" or _BY_NAME[c].kinds != m.kinds
+               for c in m.components):
+            raise ValueError(f"METRIC_TABLE: {m.name}: components: expected differences of "
+                             "its kinds")
 
 
 _check_table()
