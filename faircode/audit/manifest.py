@@ -66,6 +66,7 @@ from faircode.audit._manifest_types import (
     SCORE_SCALES,
     SIDES,
     TARGET_METHODS,
+    TASKS,
     AttributeType,
     Companion,
     CounterfactualAxis,
@@ -86,6 +87,7 @@ from faircode.audit._manifest_types import (
     SystemScore,
     Target,
     TargetMethod,
+    Task,
 )
 from faircode.audit.decision import DecisionRule
 from faircode.core.errors import ManifestError
@@ -100,6 +102,7 @@ __all__ = [
     "SCORE_SCALES",
     "SIDES",
     "TARGET_METHODS",
+    "TASKS",
     "AttributeType",
     "Companion",
     "CounterfactualAxis",
@@ -122,6 +125,7 @@ __all__ = [
     "SystemScore",
     "Target",
     "TargetMethod",
+    "Task",
     "discover_manifests",
     "load_manifest",
     "manifest_kind",
@@ -176,17 +180,24 @@ def load_manifest(path: Path | str, *, root: Path | None = None) -> Manifest:
 
 TABULAR = BINARY.manifest_kind
 """The ``kind:`` of a grid audit's manifest (the default): the ``binary`` task kind's."""
+BINARY_TASK = TASKS[0]
+"""The ``task`` of a tabular manifest by default: a binary decision (the grid's)."""
 
 
 def manifest_kind(path: Path | str) -> str:
-    """The ``kind`` an ``audit.yaml`` declares: ``tabular`` (the grid's, the default) or
-    ``text`` (:mod:`faircode.audit.text_manifest`); an unreadable file counts as ``tabular``,
+    """The kind an ``audit.yaml`` declares: its ``kind`` -- ``tabular`` (the grid's, the
+    default) or ``text`` (:mod:`faircode.audit.text_manifest`) -- and for a tabular manifest
+    of another task than a binary decision its ``task`` (``multiclass``:
+    :mod:`faircode.audit.multiclass_manifest`); an unreadable file counts as ``tabular``,
     whose reader then names what is wrong with it."""
     try:
         doc = read_yaml(Path(path), error=ManifestError)
     except (OSError, ManifestError):
         return TABULAR
     kind = doc.get("kind", TABULAR) if isinstance(doc, dict) else TABULAR
+    if kind == TABULAR and isinstance(doc, dict):
+        task = doc.get("task", BINARY_TASK)
+        return task if isinstance(task, str) and task != BINARY_TASK else TABULAR
     return kind if isinstance(kind, str) else TABULAR
 
 
