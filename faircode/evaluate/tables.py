@@ -63,6 +63,11 @@ class AuditResults:
     """The operating-point curves (:mod:`faircode.evaluate.curves`); None when not asked for."""
     stratified: pd.DataFrame = field(default_factory=lambda: _empty(STRATIFIED_COLUMNS))
     """The gaps within declared strata (:mod:`faircode.evaluate.stratified`); empty without."""
+    ranking: pd.DataFrame | None = None
+    """The ranking view's exposure and FA*IR table (:mod:`faircode.evaluate.ranking`); None
+    without a scored row set."""
+    ranking_topk: pd.DataFrame | None = None
+    """The ranking view's top-k shares with their simultaneous band; None likewise."""
 
 
 PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "protected_attribute", "metric",
