@@ -29,6 +29,7 @@ from conftest import copy_pipeline
 
 from faircode.audit.manifest import discover_manifests, load_manifest
 from faircode.core.cells import STRATEGY_TABLE, grid_cells
+from faircode.evaluate.multiclass_kind import HEADLINE_KEYS as MULTICLASS_HEADLINE_KEYS
 from faircode.evaluate.summary import (
     HEADLINE_KEYS,
     headline,
@@ -169,14 +170,15 @@ def test_dvc_plots_are_ignored_by_git() -> None:
 
 
 def test_report_depends_on_the_manifest_folder_of_each_audit_of_params() -> None:
-    """The report stage lists ``audits/<name>`` for each audit and text audit of params.yaml (it
+    """The report stage lists ``audits/<name>`` for each audit of params.yaml's lists (it
     reads their manifests; here, every manifest folder) and never the folder ``audits`` itself,
     whose name is also a param."""
     deps = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["report"]["deps"]
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     assert "audits" not in deps
     assert sorted(d for d in deps if d.startswith("audits/")) == sorted(
-        f"audits/{a}" for a in [*params["audits"], *params["text_audits"]]) == sorted(
+        f"audits/{a}" for a in [*params["audits"], *params["text_audits"],
+                                *params.get("multiclass_audits", [])]) == sorted(
         f"audits/{p.parent.name}" for p in discover_manifests(REPO / "audits", kind=None))
 
 
@@ -225,6 +227,10 @@ def _repo(root: Path) -> dict[str, str]:
             unavailable_summary(audit) if missing else summary(results, audit=audit)))
         (metrics / f"{audit}-strategies.json").write_text(json.dumps(
             [] if missing else strategy_plot(results, audit=audit)))
+    for audit in yaml.safe_load((REPO / "params.yaml").read_text()).get("multiclass_audits",
+                                                                          []):
+        (metrics / f"{audit}.json").write_text(json.dumps({"attr": "minority", "cls_max": 0.178}))
+        (metrics / "full" / f"{audit}.json").write_text(json.dumps({audit: {}}))
     env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
@@ -271,12 +277,14 @@ def _dvc(repo: tuple[Path, dict[str, str]], *args: str) -> str:
 
 def test_metrics_show_is_one_line_per_audit_within_120_columns(
         views_repo: tuple[Path, dict[str, str]]) -> None:
-    """`dvc metrics show` prints a header and one line per audit, none wider than 120."""
+    """`dvc metrics show` prints a header and one line per audit (a multi-class audit's with
+    its own key, ``cls_max``), none wider than 120."""
     lines = _dvc(views_repo, "metrics", "show").splitlines()
-    audits = yaml.safe_load((REPO / "params.yaml").read_text())["audits"]
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    audits = [*params["audits"], *params.get("multiclass_audits", [])]
     assert len(lines) == 1 + len(audits)
     assert max(map(len, lines)) <= COLUMNS
-    assert lines[0].split() == ["Path", *HEADLINE_KEYS]
+    assert lines[0].split() == ["Path", *sorted({*HEADLINE_KEYS, *MULTICLASS_HEADLINE_KEYS})]
 
 
 @pytest.mark.parametrize("command", _documented(), ids=lambda c: " ".join(c[3:]))

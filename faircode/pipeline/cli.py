@@ -234,7 +234,14 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from faircode.core.config import ExecutionConfig, Params, load_params
     from faircode.pipeline.progress import RunDisplay, audit_summary, summary_table
-    from faircode.pipeline.run import degenerate_cells, prepare_audits, run_audits
+    from faircode.pipeline.run import (
+        degenerate_cells,
+        prepare_audits,
+        run_alone,
+        run_audits,
+        run_lines,
+        split_by_kind,
+    )
     from faircode.provenance.state import provenance
 
     started = time.perf_counter()
@@ -270,14 +277,26 @@ def _cmd_run(args: argparse.Namespace) -> int:
         else:
             print(f"skipped: {message}")
 
-    prepared = prepare_audits(resolve_manifests(Path(args.audits), args.audit or
-                                                list(params.audits)),
-                              on_error=report, on_skipped=skipped,
+    paths = resolve_manifests(Path(args.audits), args.audit or [
+        *params.audits, *params.multiclass_audits])
+    grid, alone = split_by_kind(paths, on_error=report)
+    prepared = prepare_audits(grid, on_error=report, on_skipped=skipped,
                               obtain=lambda m: obtain(m, folders))
     with RunDisplay(Console(stderr=True), quiet=args.quiet) as display:
         runs = run_audits(prepared, config=config, execution=execution, out=Path(args.out),
                           provenance_record=provenance(), on_error=report,
                           on_start=display.start, on_cell_done=display.done)
+    for path, kind in alone:  # a kind without the grid, from its raw file in one step
+        try:
+            folder = run_alone(path, kind, config=config, out=Path(args.out),
+                               obtain=lambda m: obtain(m, folders))
+        except DataUnavailableError as exc:
+            skipped(str(exc))
+        except Exception as exc:  # one audit's failure must not lose the others
+            report(path.parent.name, exc)
+        else:
+            print(f"{folder.name}: wrote {folder}")
+            print("\n".join(run_lines(folder, kind)))
     for run in runs:
         print(f"{run.data.manifest.name}: wrote {run.folder}")
     if runs:

@@ -1,13 +1,14 @@
 """The pipeline files, ``dvc.yaml`` and ``upstream/dvc.yaml``, written from ``params.yaml``.
 
-``params.yaml`` lists the audits the pipeline runs: ``audits`` (the grid's) and ``text_audits``.
+``params.yaml`` lists the audits the pipeline runs: ``audits`` (the grid's), ``text_audits`` and
+``multiclass_audits``.
 DVC expands a list into one stage per item (``foreach``), never into one stage's ``deps``
 (treeverse/dvc#8171), and evaluate is one stage over every audit (DVC rewrites the whole
 ``dvc.lock`` after each stage it runs: a sweep value pays that once, not once per audit), so
 evaluate, report, track and the threshold-curve plots name each audit: ``faircode pipeline``
 (:mod:`faircode.pipeline.pipeline_command`) writes both files from the lists (:func:`render`),
 and check-params, the first stage of every repro, refuses files written for another list with
-one line naming that command (:func:`check_written_for`).
+one line naming that command (:func:`faircode.pipeline.dvc_check.check_written_for`).
 
 Design decisions
 ----------------
@@ -18,7 +19,8 @@ Design decisions
   names (``fetch@<audit>``), commands, deps, params and outs are those ``foreach: ${audits}``
   gave, so a state's ``dvc.lock`` stays valid.
 * **An empty list has no stages**: a text audit alone has no grid stage, strategy plot,
-  threshold curve or paired-effects table; grid audits alone have no text stage.
+  threshold curve or paired-effects table; grid audits alone have no text stage.  A multi-class
+  audit has one data stage (``multiclass-fetch``): its grid is fitted in evaluate.
 * **An audit that leaves the lists re-runs the report** through :data:`LISTS`.
 * **The fit stages are the grid's parts**, one :class:`FitPart` each, from the caller
   (:func:`faircode.pipeline.pipeline_command.fit_parts`): a new part is a new stage, no edit here.
@@ -38,6 +40,8 @@ from faircode.core.config import Params
 from faircode.core.errors import ConfigError
 from faircode.core.layout import (
     FIGURES,
+    MULTICLASS_TABLE,
+    RANKING_TABLE,
     REPORT_PAGE,
     RESIDUAL_FLOOR,
     SUMMARY,
@@ -47,8 +51,7 @@ from faircode.core.layout import (
 )
 from faircode.core.names import check_name
 
-__all__ = ["COMMAND", "FILES", "LISTS", "FitPart", "check_written_for", "lists_text", "render",
-           "written_for"]
+__all__ = ["COMMAND", "FILES", "LISTS", "FitPart", "lists_text", "render"]
 
 COMMAND = "faircode pipeline"
 """The command that writes the files (``python -m faircode.pipeline.cli pipeline``)."""
@@ -96,7 +99,7 @@ def _out(path: str, *, persist: bool = True, note: str = "", more: Sequence[str]
 
 RESULTS_HEADER = """\
 # The faircode pipeline: `dvc repro` reproduces every committed number in results/.
-# Written by `faircode pipeline` from params.yaml's audits and text_audits (its code:
+# Written by `faircode pipeline` from params.yaml's audit lists (its code:
 # faircode/pipeline/dvc_files.py): change the lists, run it, commit both files.  check-params,
 # the first stage of every repro, refuses files written for another list with one line naming it.
 # Two files, one pipeline: this one holds the stages that write results/ (check-params, evaluate,
@@ -160,7 +163,8 @@ EVALUATE_NOTE = """\
   # and each text audit of text_audits its manifest, payloads and scores (upstream/dvc.yaml's text
   # stages) and its results folder: a text audit is evaluated beside the grid audits, on the same
   # workers, and its run.json carries the same state (the results' one identity: freeze,
-  # report, MLflow parent)."""
+  # report, MLflow parent).  A multi-class audit (multiclass_audits) reads its manifest and raw
+  # file and fits its S0-S2 grid here (a few hundred rows: no fit stage of its own)."""
 
 EVALUATE_PARAMS = ("models", "stats", "degenerate", "verdicts", "curves", "run.seeds",
                    "run.seed_mode")
@@ -184,19 +188,19 @@ PLOTS_NOTE = """\
 def lists_text(params: Params) -> str:
     """The text of :data:`LISTS` for ``params``: each list's names, sorted (the order changes
     no output)."""
-    return "".join(f"{key}: {', '.join(sorted(names))}\n" for key, names in (
-        ("audits", params.audits), ("text_audits", params.text_audits)))
+    return "".join(f"{key}: {', '.join(sorted(names))}\n" for key, names in params.lists())
 
 
 def _check_params() -> list[str]:
-    return [*_items(_code("check_params", "pipeline/dvc_files.py", "core"), 6), "    outs:",
+    return [*_items(_code("check_params", "pipeline/dvc_files.py", "pipeline/dvc_check.py",
+                          "core"), 6), "    outs:",
             *_out("data/params.ok", persist=False),
             *_out(LISTS, persist=False, note="the lists, sorted: a dep of the report"),
             "    always_changed: true"]
 
 
 def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
-    grid, text = params.audits, params.text_audits
+    grid, text, multi = params.audits, params.text_audits, params.multiclass_audits
     deps = _code("evaluate", "core", "provenance", "counterfactual", "audit", "stats", "grid",
                  "evaluate")
     deps += [p for a in grid for p in (f"audits/{a}", f"data/prepared/{a}",
@@ -208,6 +212,10 @@ def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
         lines += ["      # a text audit (params.yaml's text_audits): its manifest, payloads and "
                   "scores", *_items([p for a in text for p in (
                       f"audits/{a}", f"data/text/{a}/payloads", f"data/text/{a}/scores")], 6)]
+    if multi:
+        lines += ["      # a multi-class audit (params.yaml's multiclass_audits): its manifest and "
+                  "raw file", *_items([p for a in multi for p in (f"audits/{a}",
+                                                                   f"data/raw/{a}")], 6)]
     lines += ["    params:", *_items(EVALUATE_PARAMS, 6),
               "    outs:  # persist: kept in place while the stage runs, so it can find them "
               "unchanged"]
@@ -218,12 +226,24 @@ def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
     for a in text:
         lines += _out(f"results/{a}", persist=False,
                       note="a text audit's tables and run.json, written whole")
+    multi_views = {a: dvc_views(RESULTS, a) for a in multi}
+    for a in multi:
+        lines += [*_out(f"results/{a}", persist=False,
+                        note="a multi-class audit's tables and run.json, written whole"),
+                  *_out(multi_views[a].full.as_posix(), persist=False)]
+    if multi and not grid:
+        lines += ["    metrics:  # a multi-class audit's: attr, cls_max",
+                  *(x for a in multi for x in _out(multi_views[a].headline.as_posix(),
+                                                   persist=False))]
     if grid:
         lines += [
             "    # results/metrics/full/<audit>.json: every row set, <audit>.<S0..S4|deployed>."
             "<LR|RF|GB|", "    # system>.{accuracy,dp_diff.<attr>,dp_q.<attr>}",
-            "    metrics:  # the headline, the same keys in every audit's file: attr, dp.S0 .. "
-            "dp.S4", *(x for a in grid for x in _out(views[a].headline.as_posix())),
+            "    metrics:  # the headline, the same keys in every grid audit's file: attr, dp.S0 "
+            ".. dp.S4", "      # (a multi-class audit's: attr, cls_max)",
+            *(x for a in grid for x in _out(views[a].headline.as_posix())),
+            *(x for a in multi for x in _out(multi_views[a].headline.as_posix(),
+                                             persist=False)),
             "    plots:",
             "      # every row set's demographic-parity difference with its interval, a panel "
             "per attribute",
@@ -239,10 +259,12 @@ def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
 
 
 def _report(params: Params) -> list[str]:
-    audits = (*params.audits, *params.text_audits)
+    audits = params.every_audit
     deps = [*_code("report", "core", "provenance", "counterfactual", "audit", "stats", "report"),
             *(f"audits/{a}" for a in sorted(audits)), *(f"results/{a}" for a in audits), LISTS]
     tables = REPORT_OUTS + (GRID_REPORT_OUTS if params.audits else ())
+    tables += ((RANKING_TABLE,) if params.audits else ()) + (
+        (MULTICLASS_TABLE,) if params.multiclass_audits else ())
     return ["", "  report:",
             "    cmd: python -m faircode.pipeline.stages.report --params params.yaml --results "
             "results --audits audits", "    deps:", *_items(deps, 6),
@@ -256,7 +278,7 @@ def _report(params: Params) -> list[str]:
 
 def _track(params: Params) -> list[str]:
     deps = [*_code("track", "core", "provenance", "record"), (RESULTS / SUMMARY).as_posix(),
-            *(f"results/{a}" for a in (*params.audits, *params.text_audits))]
+            *(f"results/{a}" for a in params.every_audit)]
     return ["", "  track:", "    cmd: python -m faircode.pipeline.stages.track results",
             "    deps:", *_items(deps, 6), "    always_changed: true"]
 
@@ -372,8 +394,25 @@ def _text_stages(audits: Sequence[str]) -> list[str]:
     return lines
 
 
+MULTICLASS_NOTE = """\
+  # The multi-class audits (params.yaml multiclass_audits; audits/<name>/audit.yaml with task:
+  # multiclass): their raw file only; ../dvc.yaml's evaluate fits their S0-S2 grid and writes
+  # the tables (a few hundred rows: no fit stage)."""
+
+
+def _multiclass_stages(audits: Sequence[str]) -> list[str]:
+    if not audits:
+        return []
+    return ["", MULTICLASS_NOTE, *_data_stage(
+        "multiclass-fetch", _foreach("multiclass_audits", audits, first=True),
+        "python -m faircode.pipeline.stages.fetch '${item}'",
+        ["data/params.ok", *_code("fetch", "core", "counterfactual", "audit"), "audits/${item}"],
+        "data/raw/${item}")[1:]]
+
+
 def _data_file(params: Params, parts: Sequence[FitPart]) -> str:
-    lines = [DATA_HEADER, *_grid_stages(params.audits, parts), *_text_stages(params.text_audits)]
+    lines = [DATA_HEADER, *_grid_stages(params.audits, parts), *_text_stages(params.text_audits),
+             *_multiclass_stages(params.multiclass_audits)]
     text = "\n".join(lines) + "\n"
     return text.replace("stages:\n\n", "stages:\n", 1)
 
@@ -381,75 +420,8 @@ def _data_file(params: Params, parts: Sequence[FitPart]) -> str:
 def render(params: Params, *, parts: Sequence[FitPart]) -> dict[str, str]:
     """The text of each pipeline file (:data:`FILES`) for ``params``' audits and text audits,
     with one fit stage per part of ``parts``."""
-    if not params.audits and not params.text_audits:
+    if not params.every_audit:
         raise ConfigError("params.yaml: audits: expected a non-empty list of audit names, or "
-                          "text audits in text_audits (the audits the pipeline runs), got none")
+                          "audits in text_audits, multiclass_audits (the audits the pipeline "
+                          "runs), got none")
     return {FILES[0]: _results_file(params, parts), FILES[1]: _data_file(params, parts)}
-
-
-# ------------------------------------------------------------------------------ the check
-
-
-def written_for(root: Path) -> tuple[frozenset[str], frozenset[str]] | None:
-    """The grid audits and the text audits the pipeline files under ``root`` were written for
-    (the data stages' ``foreach`` lists, which the evaluate stage's manifest deps must equal);
-    ``None`` without a ``dvc.yaml`` (nothing runs them); ``ValueError`` when the files do not
-    have the layout :func:`render` writes."""
-    from faircode.core.schema import read_yaml
-
-    results, data = (root / name for name in FILES)
-    if not results.is_file():
-        return None
-    lists = []
-    stages = _stages(read_yaml(data)) if data.is_file() else None
-    for stage in ("fetch", "text-fetch"):
-        if stages is None:
-            raise ValueError(f"{data}: no such file")
-        body = stages.get(stage, {"foreach": []})
-        names = body.get("foreach") if isinstance(body, dict) else None
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise ValueError(f"{data}: {stage}.foreach: not a list of names")
-        lists.append(frozenset(names))
-    evaluate = _stages(read_yaml(results)).get("evaluate")
-    deps = evaluate.get("deps") if isinstance(evaluate, dict) else None
-    manifests = {d.removeprefix("audits/") for d in deps or () if isinstance(d, str)
-                 and d.startswith("audits/")}
-    if manifests != lists[0] | lists[1]:
-        raise ValueError(f"{results}: evaluate.deps: manifests of other audits than "
-                         f"upstream/dvc.yaml's")
-    return lists[0], lists[1]
-
-
-def _stages(doc: object) -> dict[str, object]:
-    stages = doc.get("stages") if isinstance(doc, dict) else None
-    if not isinstance(stages, dict):
-        raise ValueError("no stages")
-    return stages
-
-
-def check_written_for(params: Params, *, root: Path) -> None:
-    """Raise a one-line :class:`ConfigError` naming :data:`COMMAND` unless the pipeline files
-    under ``root`` were written for ``params``' audits and text audits (in any order); nothing
-    without a ``dvc.yaml``."""
-    try:
-        found = written_for(root)
-    except ValueError as exc:
-        raise ConfigError(f"dvc.yaml: expected the pipeline files {COMMAND} writes, got files "
-                          f"of another layout ({exc}); run {COMMAND} to write dvc.yaml and "
-                          "upstream/dvc.yaml from params.yaml, then commit them") from None
-    if found is None:
-        return
-    (grid, text), (had, had_text) = (frozenset(params.audits), frozenset(params.text_audits)), found
-    if (grid, text) == found:
-        return
-    raise ConfigError(f"dvc.yaml: expected the stages of params.yaml's audits, got stages "
-                      f"written for another list (params.yaml only: "
-                      f"{_names(grid - had, text - had_text)}; dvc.yaml only: "
-                      f"{_names(had - grid, had_text - text)}); run {COMMAND} to rewrite dvc.yaml "
-                      "and upstream/dvc.yaml from params.yaml, then commit them")
-
-
-def _names(grid: Iterable[str], text: Iterable[str]) -> str:
-    names = [*sorted(grid), *(f"{t} (text)" for t in sorted(text))]
-    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
-    return shown or "none"

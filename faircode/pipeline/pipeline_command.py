@@ -1,15 +1,17 @@
 """``faircode pipeline``: write ``dvc.yaml`` and ``upstream/dvc.yaml`` for params.yaml's audits.
 
-Run it after changing ``params.yaml``'s ``audits`` or ``text_audits`` (a subset to explore, an
-audit of your own), commit the two files, then ``dvc repro``; check-params stops a repro whose
-files were written for another list with one line naming this command.  ``--check`` writes
+Run it after changing ``params.yaml``'s ``audits``, ``text_audits`` or ``multiclass_audits`` (a
+subset to explore, an audit of your own), commit the two files, then ``dvc repro``;
+check-params stops a repro whose files were written for another list with one line naming this
+command.  ``--check`` writes
 nothing and exits 1 when either file is not what it would write (CI; tests/test_pipeline.py
 keeps the committed files so).
 
 Before writing it checks what the files will name: ``params.yaml`` as check-params does (every
 key, at least one audit, each an ``audits/<name>/`` folder), and each listed audit's manifest --
 it loads (its own one-line error otherwise), it is of its list's kind (``audits``: the grid's
-tabular manifests; ``text_audits``: ``kind: text``), and its ``name`` is its folder's (the
+tabular manifests; ``text_audits``: ``kind: text``; ``multiclass_audits``: ``task:
+multiclass``), and its ``name`` is its folder's (the
 stages' paths use the folder, the stages' code the name).  A file is replaced whole (written
 beside it, then renamed) and only when its text changes.
 """
@@ -54,22 +56,24 @@ def fit_parts() -> tuple[FitPart, ...]:
 
 def check_manifests(params: Params, *, audits_dir: Path) -> None:
     """Raise a one-line error unless each listed audit's manifest loads, is of its list's kind
-    and is named as its folder."""
-    from faircode.audit.manifest import load_manifest, manifest_kind
-    from faircode.audit.text_manifest import load_text_manifest
+    (:data:`faircode.core.kinds.TASK_KINDS`: each kind's ``params_key``) and is named as its
+    folder."""
+    from faircode.audit.kinds import load_any_manifest
+    from faircode.audit.manifest import manifest_kind
     from faircode.core.errors import ConfigError
+    from faircode.core.kinds import TASK_KINDS
 
-    for key, names, kind in (("audits", params.audits, "tabular"),
-                             ("text_audits", params.text_audits, "text")):
-        for i, name in enumerate(names):
+    lists = {k.manifest_kind: k.params_key for k in TASK_KINDS}
+    for kind in TASK_KINDS:
+        for i, name in enumerate(getattr(params, kind.params_key)):
             path = audits_dir / name / "audit.yaml"
             found = manifest_kind(path)
-            if found != kind:
-                other = "text_audits" if key == "audits" else "audits"
-                raise ConfigError(f"params.yaml: {key}[{i}]: expected a {kind} audit, got "
-                                  f"{name!r}, whose manifest {path} is kind: {found} (list it "
-                                  f"under {other})")
-            manifest = load_text_manifest(path) if kind == "text" else load_manifest(path)
+            if found != kind.manifest_kind:
+                other = f" (list it under {lists[found]})" if found in lists else ""
+                raise ConfigError(f"params.yaml: {kind.params_key}[{i}]: expected a "
+                                  f"{kind.manifest_kind} audit, got {name!r}, whose manifest "
+                                  f"{path} is kind: {found}{other}")
+            manifest = load_any_manifest(path)
             if manifest.name != name:
                 raise ConfigError(f"{path}: name: expected {name!r} (its folder's name: the "
                                   f"pipeline's paths use it), got {manifest.name!r} (str)")
@@ -111,8 +115,8 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
     from faircode.pipeline.dvc_files import FILES
 
     changed, params = write_pipeline(Path(args.root), check=args.check)
-    lists = (f"{len(params.audits)} audits ({', '.join(params.audits) or 'none'}) and "
-             f"{len(params.text_audits)} text audits ({', '.join(params.text_audits) or 'none'})")
+    lists = ", ".join(f"{len(names)} {key.replace('_', ' ')} ({', '.join(names) or 'none'})"
+                      for key, names in params.lists())
     if args.check:
         if changed:
             print(f"{', '.join(changed)}: not what faircode pipeline writes for params.yaml's "
@@ -131,8 +135,9 @@ def add_pipeline(subparsers: argparse._SubParsersAction,
     """Register ``faircode pipeline``."""
     parser = subparsers.add_parser(
         "pipeline", help=HELP["pipeline"],
-        description="Write dvc.yaml and upstream/dvc.yaml from params.yaml's audits and "
-                    "text_audits (run it after changing either list; commit both files).",
+        description="Write dvc.yaml and upstream/dvc.yaml from params.yaml's audit lists "
+                    "(audits, text_audits, multiclass_audits; run it after changing one; "
+                    "commit both files).",
         **example("faircode pipeline", "faircode pipeline --check"))
     parser.add_argument("--root", default=".", help="the project (params.yaml, audits/, the "
                                                     "pipeline files; default: here)")
