@@ -189,13 +189,12 @@ def _claims(gaps: pd.DataFrame, tests: pd.DataFrame, *, stats: StatsConfig,
         informative=informative, gap=(gaps["q_value"] < alpha) & ((low > 0) | (high < 0)),
         parity=gaps["equivalence_q"] < alpha)
     eq_low, eq_high = evidence.interval(1.0 - 2.0 * alpha)
-    gaps["_bound"] = np.abs(v.far_end(eq_low, eq_high))
-    by_set = gaps.groupby(list(_KEYS), sort=False)
-    tests["equivalence_p"] = by_set["equivalence_p"].max(min_count=1).reindex(
-        pd.MultiIndex.from_frame(tests.loc[:, list(_KEYS)])).to_numpy()
-    tests["bound"] = by_set["_bound"].max(min_count=1).reindex(
-        pd.MultiIndex.from_frame(tests.loc[:, list(_KEYS)])).to_numpy()
-    gaps.drop(columns="_bound", inplace=True)
+    per_class = gaps.loc[:, [*_KEYS, "equivalence_p"]].assign(
+        bound=np.abs(v.far_end(eq_low, eq_high)))
+    by_set = per_class.groupby(list(_KEYS), sort=False)
+    index = pd.MultiIndex.from_frame(tests.loc[:, list(_KEYS)])
+    tests["equivalence_p"] = by_set["equivalence_p"].max().reindex(index).to_numpy()
+    tests["bound"] = by_set["bound"].max().reindex(index).to_numpy()
     tests["q_value"] = benjamini_hochberg(tests["p_value"].to_numpy(float))
     tests["equivalence_q"] = benjamini_hochberg(tests["equivalence_p"].to_numpy(float))
     tests["verdict"] = v.gap_verdicts(informative=np.isfinite(tests["statistic"].to_numpy(float)),

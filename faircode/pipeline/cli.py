@@ -164,12 +164,23 @@ def summary_lines(data: AuditData) -> list[str]:
     m, y = data.manifest, data.y
     lines = [f"{m.name}: {m.title}  (sha256 {data.sha256[:12]}...)"]
     lines += [f"  {step:<66} {n:>9,} rows" for step, n in data.steps]
-    lines.append(f"  label rate (label 1 = {m.target.label_text(data.target_cut)}): {y.mean():.4f}")
+    classes = [str(c) for c in m.target.values or ()] if m.target.method == "classes" else []
+    if classes:  # a multi-class outcome: each class's rows, overall and by group
+        lines.append(f"  classes of {m.target.column}: " + ", ".join(
+            f"{c} {int((y == i).sum()):,}" for i, c in enumerate(classes)))
+    else:
+        lines.append(f"  label rate (label 1 = {m.target.label_text(data.target_cut)}): "
+                     f"{y.mean():.4f}")
     for attribute in m.protected_attributes:
         dis = data.disadvantaged[attribute.name]
         for group, mask in (("disadvantaged", dis), ("advantaged", ~dis)):
-            rate = float(y[mask].mean()) if mask.any() else float("nan")
             size = int(mask.sum())
+            if classes:
+                shown = " / ".join(str(int((y[mask] == i).sum())) for i in range(len(classes)))
+                lines.append(f"  {attribute.name:<16} {group:<14} {size:>9,} rows  classes "
+                             f"{shown}")
+                continue
+            rate = float(y[mask].mean()) if mask.any() else float("nan")
             lines.append(
                 f"  {attribute.name:<16} {group:<14} {size:>9,} rows  label rate {rate:.4f}"
             )
@@ -208,8 +219,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         data = load_audit(manifest)
         first = manifest.protected_attributes[0]  # S4's sensitive feature
         train = data.train_index
-        fit = calibration_warning(data.y[train], data.disadvantaged[first.name][train],
-                                  attribute=f"protected_attributes[0] ({first.name})")
+        fit = "" if manifest.task != "binary" else calibration_warning(
+            data.y[train], data.disadvantaged[first.name][train],
+            attribute=f"protected_attributes[0] ({first.name})")
         for warning in (*data.warnings, *([f"{manifest.file}: {fit}"] if fit else [])):
             print(f"warning: {warning}", file=sys.stderr)  # data a user may mean, but should see
         print("\n".join(summary_lines(data)))
