@@ -218,3 +218,36 @@ def test_a_class_outside_the_list_leaves_at_the_target_step(mirror_extra: Path,
     assert dict(data.steps)["target derivable"] == 474 - 27
     assert np.bincount(data.y).tolist() == [363, 84]
     assert pd.Series(data.y).isin([0, 1]).all()
+
+
+def test_faircode_audit_takes_a_predicted_class(audits: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """`faircode audit` of a multi-class audit reads a predicted class per row (joined on the
+    row position) and writes a multi-class run beside the recorded classes; predicting the
+    recorded job gives the recorded counts; an unknown class is one line naming it."""
+    manifest = load_multiclass_manifest(audits / "bank_wages" / "audit.yaml")
+    data = load_audit(manifest)
+    classes = np.array(manifest.target.values, dtype=object)
+    predictions = tmp_path / "mine.csv"
+    pd.DataFrame({"position": np.arange(len(data.y)),
+                  "job": classes[data.y]}).to_csv(predictions, index=False)
+    code = main(["audit", str(audits / "bank_wages" / "audit.yaml"), "--predictions",
+                 str(predictions), "--key", "position", "--decision", "job", "--rows", "all",
+                 "--name", "mine",
+                 "--n-resamples", "30", "--n-permutations", "30", "--out", str(tmp_path / "out")])
+    assert code == 0 and "Multi-class audit bank_wages" in capsys.readouterr().out
+    folder = tmp_path / "out" / "bank_wages"
+    assert folder_kind(folder) == "multiclass"
+    run = json.loads((folder / "run.json").read_text())
+    assert run["predictions"]["classes"] == ["custodial", "admin", "manage"]
+    gaps = pd.read_csv(table_path(folder, "class_gaps"))
+    mine = gaps[(gaps["model"] == "mine") & (gaps["protected_attribute"] == "gender")]
+    assert mine["count_disadvantaged"].tolist() == list(PUBLISHED["gender", "female"])
+    pd.DataFrame({"position": [0], "job": ["janitor"]}).to_csv(predictions, index=False)
+    code = main(["audit", str(audits / "bank_wages" / "audit.yaml"), "--predictions",
+                 str(predictions), "--key", "position", "--decision", "job",
+                 "--allow-partial", "--out",
+                 str(tmp_path / "bad")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert "expected one of the classes custodial, admin, manage, got 'janitor'" in err

@@ -103,3 +103,28 @@ def test_the_report_section(prepared: PreparedAudit, tmp_path: Path) -> None:
     drawn = [d() for d in SECTION.drawings(inputs, tmp_path)]
     assert drawn[0] is not None and drawn[0].png.is_file()
     assert not math.isnan(float(tables.ranking["band_critical"].iloc[0]))
+
+
+def test_faircode_audit_ranks_by_a_rank_column(prepared: PreparedAudit, mirror_extra: Path,
+                                               tmp_path: Path) -> None:
+    """`faircode audit --rank` (the decile as a rank: 1 = the top, the favourable end) on every
+    row gives the deployed system's own ranking view, number for number."""
+    from faircode.pipeline.cli import main
+
+    raw = pd.read_csv(mirror_extra / "compas_two_years" / "compas-scores-two-years.csv",
+                      usecols=["id", "race", "decile_score.1", "score_text"])
+    raw = raw[raw["race"].isin(["African-American", "Caucasian"])]
+    predictions = tmp_path / "tool.csv"
+    pd.DataFrame({"id": raw["id"], "flag": raw["score_text"].isin(["Medium", "High"]),
+                  "rank": raw["decile_score.1"]}).to_csv(predictions, index=False)
+    code = main(["audit", "compas_two_years", "--audits", str(REPO / "audits"),
+                 "--predictions", str(predictions), "--key", "id", "--decision", "flag",
+                 "--rank", "rank", "--rows", "all", "--name", "compas_tool", "--n-resamples",
+                 "60", "--n-permutations", "60", "--out", str(tmp_path / "out")])
+    assert code == 0
+    mine = pd.read_csv(tmp_path / "out" / "compas_two_years" / "ranking.csv")
+    tables = score_system_all_rows(prepared, stats=STATS, degenerate=DegenerateConfig())
+    assert tables is not None and tables.ranking is not None
+    columns = ["value", "ci_low", "ci_high", "p_value", "fair_k", "fair_first_fail",
+               "band_critical"]
+    pd.testing.assert_frame_equal(mine[columns], tables.ranking[columns], check_dtype=False)

@@ -2,8 +2,10 @@
 strategies -- with the audit's Benjamini-Hochberg families and a verdict on every gap.
 
 Row sets: the recorded outcome on every row (``observed``, ``all``: the published counts) and on
-the test rows (``observed``, ``test``: what the models are compared with), and each fitted cell
-of the grid (:mod:`faircode.grid.multiclass`) on its test rows -- each seen through every
+the test rows (``observed``, ``test``: what the models are compared with), each fitted cell of
+the grid (:mod:`faircode.grid.multiclass`) on its test rows, and a model no one here trained
+(``faircode audit``'s predicted classes, :func:`audit_class_predictions`: strategy
+``deployed``, as a given model's rows in the grid's tables) -- each seen through every
 protected attribute as a ``2 x C`` table (:mod:`faircode.stats.multiclass`).
 
 * ``class_gaps.csv``: per row set x attribute x class, each group's share of its rows in the
@@ -37,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from faircode.audit.predictions_file import PredictionsReader
 from faircode.audit.prepared import PreparedAudit
 from faircode.core.cells import STRATEGY_TABLE, ModelFamily, not_applicable_reason, position
 from faircode.core.config import StatsConfig, VerdictsConfig
@@ -48,8 +51,8 @@ from faircode.stats import verdicts as v
 from faircode.stats.multiclass import ClassGaps, JointTest, class_counts, class_gaps, joint_test
 from faircode.stats.resampling import benjamini_hochberg
 
-__all__ = ["GAP_COLUMNS", "OBSERVED", "REPLICATE_COLUMNS", "STRATEGY_COLUMNS", "TEST_COLUMNS",
-           "ClassTables", "class_tables"]
+__all__ = ["GAP_COLUMNS", "GIVEN", "OBSERVED", "REPLICATE_COLUMNS", "STRATEGY_COLUMNS",
+           "TEST_COLUMNS", "ClassTables", "Given", "audit_class_predictions", "class_tables"]
 
 OBSERVED = "observed"
 """The row set of the recorded outcome (strategy ``observed``, model ``recorded``)."""
@@ -104,11 +107,48 @@ def _cell_set(cell: ClassCell) -> _RowSet:
                    cell.test_index, (2, cell.replicate, *position(cell.strategy, cell.family)))
 
 
-def _row_sets(data: PreparedAudit, cells: Sequence[ClassCell]) -> list[_RowSet]:
+def _row_sets(data: PreparedAudit, cells: Sequence[ClassCell],
+              given: Sequence[Given]) -> list[_RowSet]:
     test = data.test_index
     sets = [_RowSet(OBSERVED, _RECORDED, "all", data.y, np.arange(len(data.y)), (0,)),
             _RowSet(OBSERVED, _RECORDED, "test", data.y[test], test, (1,))]
+    sets += [_RowSet(GIVEN, g.name, g.row_set, g.labels, g.rows, (3, i))
+             for i, g in enumerate(given)]
     return sets + [_cell_set(c) for c in cells if c.replicate == 0]
+
+
+@dataclass(frozen=True, slots=True)
+class Given:
+    """A model no one here trained: its predicted class per row of ``rows`` (prepared
+    positions), audited as the row set ``(GIVEN, name)`` on ``row_set`` (``test``: the held-out
+    rows; ``all``)."""
+
+    name: str
+    labels: np.ndarray
+    rows: np.ndarray
+    row_set: str = "test"
+
+
+GIVEN = "deployed"
+"""The strategy of a given model's row set (as a deployed system's in the grid's tables)."""
+
+
+def audit_class_predictions(data: PreparedAudit, reader: PredictionsReader, *, name: str,
+                            stats: StatsConfig, verdicts: VerdictsConfig,
+                            audited: np.ndarray | None = None) -> tuple[ClassTables, np.ndarray]:
+    """``faircode audit`` of a multi-class audit: the predicted classes of ``reader`` (a
+    predictions file read with the manifest's classes) on the ``audited`` rows it covers
+    (default every covered row), beside the recorded outcome; the tables and, per audit row,
+    whether the file covers it."""
+    labels = np.zeros(len(data.y), dtype=np.int8)
+    covered = np.zeros(len(data.y), dtype=bool)
+    for part in reader.chunks():
+        assert part.decision is not None  # a class per row (the reader checked it)
+        labels[part.positions] = part.decision
+        covered[part.positions] = True
+    rows = np.flatnonzero(covered) if audited is None else audited[covered[audited]]
+    given = Given(name, labels[rows], rows, "all" if audited is None else "test")
+    return class_tables(data, (), stats=stats, verdicts=verdicts, given=(given,)), covered
 
 
 def _rows(audit: str, data: PreparedAudit, row_set: _RowSet, *, stats: StatsConfig,
@@ -225,13 +265,14 @@ def _strategies(audit: str, data: PreparedAudit, cells: Sequence[ClassCell]) -> 
 
 
 def class_tables(data: PreparedAudit, cells: Sequence[ClassCell], *, stats: StatsConfig,
-                 verdicts: VerdictsConfig) -> ClassTables:
-    """The tables of one multi-class audit (module docstring) from its prepared rows and its
-    grid's cells (every replicate; replicate 0's are the main tables')."""
+                 verdicts: VerdictsConfig, given: Sequence[Given] = ()) -> ClassTables:
+    """The tables of one multi-class audit (module docstring) from its prepared rows, its
+    grid's cells (every replicate; replicate 0's are the main tables') and the ``given``
+    models' predictions."""
     audit = data.manifest.name
     classes = tuple(str(c) for c in data.manifest.target.values or ())
     gap_rows, test_rows = [], []
-    for row_set in _row_sets(data, cells):
+    for row_set in _row_sets(data, cells, given):
         gaps, tests = _rows(audit, data, row_set, stats=stats, classes=classes)
         gap_rows += gaps
         test_rows += tests

@@ -184,19 +184,22 @@ def write_multiclass_audit(manifest: Manifest, tables: ClassTables, *, sha256: s
                            steps: tuple[tuple[str, int], ...], rows: tuple[int, int],
                            config: BenchmarkConfig, out_dir: Path,
                            provenance_record: Mapping[str, Any],
-                           seconds: Mapping[str, float]) -> Path:
+                           seconds: Mapping[str, float],
+                           extra: Mapping[str, Any] | None = None) -> Path:
     """Write ``<out_dir>/<audit>/`` (:data:`~faircode.core.layout.MULTICLASS_TABLES`, at K > 1
     ``class_replicates.csv``, and ``run.json``) whole, swapped in in one step; a target that is
     not a multi-class run of the same audit is refused first
-    (:func:`faircode.evaluate.write.check_replaceable`)."""
+    (:func:`faircode.evaluate.write.check_replaceable`); ``extra`` adds keys to ``run.json``
+    (``faircode audit``'s predictions file: such a folder replaces only its like)."""
     from faircode.core.config import config_record
     from faircode.core.digests import folder_digests
     from faircode.evaluate.swap import replacing
-    from faircode.evaluate.write import check_replaceable
+    from faircode.evaluate.write import check_replaceable, results_kind
     from faircode.provenance.state import params_digest
 
     final = out_dir / manifest.name
-    check_replaceable(final, audit=manifest.name, kind=MULTICLASS_RUN)
+    check_replaceable(final, audit=manifest.name,
+                      kind=MULTICLASS_RUN if extra is None else results_kind(extra))
     frames: dict[str, pd.DataFrame | None] = {
         name: getattr(tables, name) for name in (*MULTICLASS_TABLES, *MULTICLASS_EXTRA_TABLES)}
     with replacing(final) as staging:
@@ -218,6 +221,7 @@ def write_multiclass_audit(manifest: Manifest, tables: ClassTables, *, sha256: s
                       "joint_tests": "SeedSequence(master, spawn_key=(name_stream('multiclass'),"
                                      " *row set, attribute)) past the exact test's limit"},
             "config": config_record(config),
+            **(extra or {}),
             **provenance_record,
             "state": {**provenance_record.get("state", {}),
                       "params_sha256": params_digest(config_record(config))},

@@ -34,13 +34,14 @@ Design decisions
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
 
-from faircode.audit.prepared import PreparedAudit
+from faircode.audit.manifest import Manifest
 from faircode.core.cells import CUTOFF_STRATEGIES, Strategy
 from faircode.core.config import StatsConfig, VerdictsConfig
 from faircode.core.metrics import Metric
@@ -50,7 +51,8 @@ from faircode.stats import verdicts as v
 from faircode.stats.ranking import RankView, default_k_min, rank_views
 from faircode.stats.resampling import benjamini_hochberg
 
-__all__ = ["RANKING_COLUMNS", "TOPK_COLUMNS", "RankedRows", "ranked_cells", "ranking_tables"]
+__all__ = ["RANKING_COLUMNS", "TOPK_COLUMNS", "RankedAudit", "RankedRows", "ranked_cells",
+           "ranking_tables"]
 
 _KEYS = ("audit", "strategy", "model", "row_set", "protected_attribute")
 RANKING_COLUMNS: tuple[str, ...] = (
@@ -63,6 +65,16 @@ RANKING_COLUMNS: tuple[str, ...] = (
 TOPK_COLUMNS: tuple[str, ...] = (
     *_KEYS, "k", "fraction", "share_disadvantaged", "band_low", "band_high", "share_of_rows")
 _STREAM = name_stream("ranking")
+
+
+class RankedAudit(Protocol):
+    """What the view reads of an audit: its manifest and its groups per row (a prepared audit,
+    or an audit's data)."""
+
+    @property
+    def manifest(self) -> Manifest: ...
+    @property
+    def disadvantaged(self) -> Mapping[str, np.ndarray]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +105,7 @@ def ranked_cells(cells: Sequence[CellResult]) -> list[RankedRows]:
 
 
 def _rows(audit: str, row_set: str, ranked: RankedRows, attribute: str, view: RankView,
-          order: str) -> tuple[dict[str, object], list[dict[str, object]]]:
+          order: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     keys = {"audit": audit, "strategy": ranked.strategy, "model": ranked.model,
             "row_set": row_set, "protected_attribute": attribute}
     e, f, s = view.exposure, view.fair, view.shares
@@ -130,7 +142,7 @@ def _claims(table: pd.DataFrame, *, stats: StatsConfig, verdicts: VerdictsConfig
         parity=table["equivalence_q"] < stats.alpha)
 
 
-def ranking_tables(data: PreparedAudit, ranked: Sequence[RankedRows], *, rows: np.ndarray,
+def ranking_tables(data: RankedAudit, ranked: Sequence[RankedRows], *, rows: np.ndarray,
                    row_set: str, stats: StatsConfig, verdicts: VerdictsConfig
                    ) -> tuple[pd.DataFrame, pd.DataFrame] | None:
     """``ranking.csv`` and ``ranking_topk.csv`` of the row sets ``ranked`` on the prepared

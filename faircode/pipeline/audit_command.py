@@ -10,7 +10,12 @@ model is scored exactly like an audit's deployed system, from its counts
 :func:`faircode.evaluate.deployed.score_given`, memory bounded whatever the file's size) and
 written as ``<out>/<audit>/`` -- the same tables, a ``run.json`` naming the file and its sha256
 -- so ``faircode report --results <out>`` renders it and ``faircode track --results <out>`` logs
-it to MLflow like any run.  ``AUDIT`` may instead be a decision log's declaration
+it to MLflow like any run.  A score (or a ``--rank`` column, 1 = the top, beside the decisions)
+also gives the ranking view (:mod:`faircode.evaluate.ranking`).  Of a multi-class audit
+(``task: multiclass``) the decision column holds a predicted class per row, audited beside the
+recorded classes into a multi-class run's tables
+(:func:`faircode.evaluate.multiclass.audit_class_predictions`).  ``AUDIT`` may instead be a
+decision log's declaration
 (:mod:`faircode.audit.logs`): the log is streamed (or sharded on ``--scheduler``) and audited
 as its system on every row (:func:`faircode.evaluate.streamed.audit_log`).
 
@@ -125,6 +130,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                           "audit's manifest (a log declaration needs none), got nothing")
     manifest = load_manifest(given if given.suffix in (".yaml", ".yml")
                              else Path(args.audits) / args.audit / "audit.yaml")
+    classes = [str(c) for c in manifest.target.values or ()] \
+        if manifest.target.method == "classes" else None
+    if classes is not None and (args.score is not None or args.rank is not None):
+        raise ConfigError(f"faircode audit {args.audit}: --score/--rank: expected a predicted "
+                          f"class per row (--decision) for a multi-class audit, got a "
+                          f"{'score' if args.score is not None else 'rank'} column")
     check_replaceable(Path(args.out) / manifest.name, audit=manifest.name, kind=PREDICTIONS)
     raw_key, file_key = row_identity(manifest, args.key)
     obtain(manifest, mirrors())
@@ -134,8 +145,11 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     found = PredictionsReader(Path(args.predictions), key=file_key, rows=keys,
                               decision=args.decision, score=args.score, scale=args.scale,
                               allow_partial=args.allow_partial or args.rows == "held-out",
-                              chunk_rows=args.chunk_rows or JOIN_ROWS)
+                              chunk_rows=args.chunk_rows or JOIN_ROWS, rank=args.rank,
+                              classes=classes)
     held_out = args.rows == "held-out"
+    if classes is not None:
+        return _audit_classes(args, data, found, config, held_out=held_out)
     streamed = audit_predictions(data, found, name=args.name,
                                  threshold=config.models.decision_threshold, stats=config.stats,
                                  degenerate=config.degenerate, verdicts=config.verdicts,
@@ -148,6 +162,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         "path": str(found.path), "sha256": found.sha256, "key": found.key,
         "row_id": data.keys.column if raw_key is not None else "position",
         "decision": found.decision, "score": found.score, "scale": found.scale,
+        **({"rank": found.rank} if found.rank is not None else {}),
         "rows_audited": args.rows.replace("-", "_"), "rows": audited,
         "training_rows_in_file": n_train, "outside_audit": found.n_outside,
         "missing": n_missing}}
@@ -157,6 +172,42 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     print(f"{manifest.name}: {args.name} on {audited:,} {where} rows; wrote {folder}")
     print("\n".join(f"  {line}" for line in given_lines(results.fairness, results.performance)))
     print(f"  report: faircode report {manifest.name} --results {args.out}")
+    return EXIT_OK
+
+
+def _audit_classes(args: argparse.Namespace, data: AuditData, found: PredictionsReader,
+                   config: Any, *, held_out: bool) -> int:
+    """``faircode audit`` of a multi-class audit: a predicted class per row, audited beside the
+    recorded classes (:func:`faircode.evaluate.multiclass.audit_class_predictions`) and written
+    as a multi-class run; its headline sentence printed."""
+    from faircode.audit.prepared import prepare
+    from faircode.core.kinds import MULTICLASS
+    from faircode.evaluate.multiclass import audit_class_predictions
+    from faircode.evaluate.multiclass_kind import write_multiclass_audit
+    from faircode.pipeline.run import run_lines
+    from faircode.provenance.state import provenance
+
+    prepared = prepare(data)
+    tables, covered = audit_class_predictions(
+        prepared, found, name=args.name, stats=config.stats, verdicts=config.verdicts,
+        audited=data.test_index if held_out else None)
+    audited, n_train, n_missing = audited_rows(data, found, covered, rows=args.rows,
+                                               allow_partial=args.allow_partial)
+    _warn(found, data, rows=args.rows, n_train=n_train, audited=audited)
+    assert data.keys is not None
+    record = {"predictions": {
+        "path": str(found.path), "sha256": found.sha256, "key": found.key,
+        "decision": found.decision, "classes": list(found.classes or ()),
+        "rows_audited": args.rows.replace("-", "_"), "rows": audited,
+        "training_rows_in_file": n_train, "outside_audit": found.n_outside,
+        "missing": n_missing}}
+    folder = write_multiclass_audit(
+        data.manifest, tables, sha256=data.sha256, steps=data.steps,
+        rows=(len(data.train_index), len(data.test_index)), config=config,
+        out_dir=Path(args.out), provenance_record=provenance(), seconds={}, extra=record)
+    print(f"{data.manifest.name}: {args.name} on {audited:,} "
+          f"{'held-out' if held_out else 'audit'} rows; wrote {folder}")
+    print("\n".join(f"  {line}" for line in run_lines(folder, MULTICLASS)))
     return EXIT_OK
 
 
@@ -226,8 +277,11 @@ def add_audit(subparsers: argparse._SubParsersAction, common: argparse.ArgumentP
                         help="CSV (.csv, .csv.gz/.bz2/.xz/.zst) or parquet file")
     parser.add_argument("--key", help="the file's column naming each row (default: the "
                                       "manifest's dataset.row_id column); see the description")
-    parser.add_argument("--decision", help="column of 0/1 decisions (1 = label 1 predicted)")
+    parser.add_argument("--decision", help="column of 0/1 decisions (1 = label 1 predicted); "
+                                           "of a multi-class audit, the predicted class")
     parser.add_argument("--score", help="column of scores (higher = label 1 more likely)")
+    parser.add_argument("--rank", help="column of ranks (1 = the top, the favourable end) for "
+                                       "the ranking view, beside --decision")
     parser.add_argument("--scale", choices=("probability", "ordinal"),
                         help="the score's scale (required with --score)")
     parser.add_argument("--name", default="model", help="the model's name in every table")
