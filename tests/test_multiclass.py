@@ -107,7 +107,7 @@ def test_the_grid_is_s0_s2_and_s3_s4_say_why(prepared: PreparedAudit) -> None:
                               verdicts=VerdictsConfig()).strategies
     fitted = strategies[strategies["status"] == "fitted"]
     assert len(fitted) == 9 and fitted["accuracy"].between(0, 1).all()
-    missing = strategies[strategies["status"] == "n/a"]
+    missing = strategies[strategies["status"] == "not_applicable"]
     assert set(missing["code"]) == {"S3", "S4"} and missing["reason"].str.len().min() > 20
     assert missing[["accuracy", "balanced_accuracy"]].isna().all().all()
 

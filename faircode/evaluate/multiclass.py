@@ -17,8 +17,9 @@ protected attribute as a ``2 x C`` table (:mod:`faircode.stats.multiclass`).
   odds' is of its two components), the total variation distance and its leading class, and the
   joint exact test of "no class's share differs" with its small-cell record (method, tables,
   smallest expected count, cells under 5, classes absent) and a verdict.
-* ``strategies.csv``: every strategy x family of the grid -- fitted (its accuracy and balanced
-  accuracy on the test rows, seconds) or ``n/a`` with the reason the strategy table gives.
+* ``strategies.csv``: every strategy x family of the grid -- ``fitted`` (its accuracy and
+  balanced accuracy on the test rows, seconds) or ``not_applicable`` (the report's ``n/a``) with
+  the reason the strategy table gives, and no number.
 * ``class_replicates.csv`` (``run.seeds`` > 1): every further training replicate's joint tests.
 
 Verdicts (:mod:`faircode.stats.verdicts`): a class gap is ``gap`` when its test is significant in
@@ -51,11 +52,15 @@ from faircode.stats import verdicts as v
 from faircode.stats.multiclass import ClassGaps, JointTest, class_counts, class_gaps, joint_test
 from faircode.stats.resampling import benjamini_hochberg
 
-__all__ = ["GAP_COLUMNS", "GIVEN", "OBSERVED", "REPLICATE_COLUMNS", "STRATEGY_COLUMNS",
-           "TEST_COLUMNS", "ClassTables", "Given", "audit_class_predictions", "class_tables"]
+__all__ = ["GAP_COLUMNS", "GIVEN", "NOT_APPLICABLE", "OBSERVED", "REPLICATE_COLUMNS",
+           "STRATEGY_COLUMNS", "TEST_COLUMNS", "ClassTables", "Given", "audit_class_predictions",
+           "class_tables"]
 
 OBSERVED = "observed"
 """The row set of the recorded outcome (strategy ``observed``, model ``recorded``)."""
+NOT_APPLICABLE = "not_applicable"
+"""``strategies.csv``'s status of a strategy the kind does not run (the reader's ``n/a``; never
+the text ``n/a`` in a CSV, which pandas reads as missing)."""
 _RECORDED = "recorded"
 _KEYS = ("audit", "strategy", "model", "row_set", "protected_attribute")
 GAP_COLUMNS: tuple[str, ...] = (
@@ -250,7 +255,7 @@ def _strategies(audit: str, data: PreparedAudit, cells: Sequence[ClassCell]) -> 
             cell = next((c for c in cells if c.replicate == 0 and c.strategy is info.strategy
                          and c.family is family), None)
             row = {"audit": audit, "strategy": info.strategy.value, "code": info.code,
-                   "model": family.value, "status": "n/a" if reason else "fitted",
+                   "model": family.value, "status": NOT_APPLICABLE if reason else "fitted",
                    "reason": reason, "accuracy": np.nan, "balanced_accuracy": np.nan,
                    "n_test": np.nan, "seconds": np.nan}
             if cell is not None:

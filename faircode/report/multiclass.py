@@ -158,7 +158,7 @@ def strategies_frame(inputs: MulticlassInputs, *, audit: str) -> pd.DataFrame:
     return pd.DataFrame({
         "strategy": s["code"].astype(str),
         "model": [FAMILY_CODES.get(str(m), str(m)) for m in s["model"]],
-        "status": s["status"].astype(str),
+        "status": ["n/a" if v == "not_applicable" else str(v) for v in s["status"]],
         "accuracy": [f"{a:.3f}" if pd.notna(a) else "n/a" for a in s["accuracy"]],
         "balanced accuracy": [f"{a:.3f}" if pd.notna(a) else "n/a"
                               for a in s["balanced_accuracy"]],

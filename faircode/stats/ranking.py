@@ -35,19 +35,12 @@ orders of each block (a row's position is uniform over its block's positions).
   ``T`` itself is not used: ``T`` leans on the few rows at the top (``v_1 = 1`` against a mean
   near 0.1), the bootstrap of extreme positions is inconsistent, and it held the true ratio in
   0.90 of simulated audits at 95 % (``bench/multiclass_ranking.py``).
-* **FA*IR** (:func:`fair_test`): a prefix of length ``j`` *fairly represents* the protected
-  group at minimal proportion ``p`` and significance ``α`` when ``F(τ_j; j, p) > α`` -- ``F``
-  the binomial CDF, ``τ_j`` the protected rows among the first ``j`` (Definition 3.1) -- i.e.
-  when ``τ_j ≥ m(j)``, :func:`fair_table`.  The ranking passes when every tested prefix of the
-  top ``k`` does.  Testing ``k`` prefixes rejects a fair ranking (each position protected with
-  probability ``p``, independently) more often than ``α``, so the test is made at the *adjusted*
-  ``α_c``: the paper's procedure computes the probability that a fair ranking fails some prefix
-  (:func:`fail_probability`, exactly, by dynamic programming over the count of protected rows)
-  and searches ``α_c`` so that it is ``α`` -- here the largest ``α_c`` (bisection on its log,
-  from Bonferroni's ``α / k``, which always qualifies) whose failure probability is at most
-  ``α`` (:func:`adjusted_alpha`).  With ties only the prefixes that end a tie block are
-  determined and tested, and the failure probability is that of exactly those tests.
+* **FA*IR** (:func:`fair_test`, :mod:`faircode.stats.fair_prefix`): every determined prefix of
+  the top ``k`` holds at least the binomial lower bound of protected rows at the paper's
+  adjusted significance.
 * Seeds: ``seed`` feeds a child stream per resampling (bootstrap, permutation), explicit.
+* Layout: the ordering with ties and what a place means (:mod:`faircode.stats._ranked`) and
+  FA*IR (:mod:`faircode.stats.fair_prefix`) are modules of their own; this one is the face.
 """
 
 from __future__ import annotations
@@ -55,16 +48,31 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats as sps
 
 from faircode.core import checks
-from faircode.core.errors import describe
 from faircode.core.seeds import child_seed
 from faircode.stats import resampling
+from faircode.stats._ranked import (
+    Ranking,
+    discount_sums,
+    local_shares,
+    protected_mask,
+    ranking,
+    row_exposure,
+    top_shares,
+)
+from faircode.stats.fair_prefix import (
+    FAIR_MAX_K,
+    FairTest,
+    adjusted_alpha,
+    fail_probability,
+    fair_of,
+    fair_table,
+    fair_test,
+)
 
 __all__ = [
     "FAIR_MAX_K",
@@ -95,87 +103,10 @@ Ints = NDArray[np.int64]
 
 MAX_BAND_POINTS = 400
 """The most values of ``k`` a band is calibrated on (module docstring)."""
-FAIR_MAX_K = 1000
-"""The most prefixes FA*IR tests: a test of the top of a ranking (the paper's rankings are of
-tens to a few hundred; its library accepts up to 400).  A strict ranking is tested on its top
-1,000; a tied one (a decile score) on every determined prefix of its top ``k``."""
 _CHUNK = 250
 """Resamples drawn at a time (memory: ``_CHUNK x n`` counts)."""
 _BOOTSTRAP, _PERMUTATION = 0, 1
 """Child streams of ``seed``."""
-
-
-@dataclass(frozen=True, slots=True)
-class Ranking:
-    """Rows ordered best first, and where each tie block ends.
-
-    ``order[i]`` is the row at position ``i + 1``; ``ends`` the number of rows through each
-    block (increasing, the last ``n``); ``starts`` each block's first position (0-based).
-    """
-
-    order: Ints
-    ends: Ints
-
-    @property
-    def n(self) -> int:
-        """The rows ranked."""
-        return int(self.order.size)
-
-    @property
-    def starts(self) -> Ints:
-        """Each block's first 0-based position."""
-        return np.concatenate([[0], self.ends[:-1]]).astype(np.int64)
-
-
-def ranking(score: ArrayLike, *, higher_first: bool = True) -> Ranking:
-    """The ranking of the rows by ``score`` (descending when ``higher_first``); NaN scores
-    are an error."""
-    values = np.asarray(score, dtype=np.float64)
-    if values.ndim != 1 or values.size == 0:
-        raise ValueError(f"score: expected a non-empty 1-D array, got shape {values.shape}")
-    if not np.isfinite(values).all():
-        bad = values[~np.isfinite(values)][0]
-        raise ValueError(f"score: expected finite numbers, got {describe(float(bad))}")
-    key = -values if higher_first else values
-    order = np.argsort(key, kind="stable")
-    ordered = key[order]
-    ends = np.flatnonzero(np.diff(ordered) != 0) + 1
-    return Ranking(order.astype(np.int64), np.concatenate([ends, [values.size]]).astype(np.int64))
-
-
-def _protected(protected: ArrayLike, n: int) -> NDArray[np.bool_]:
-    mask = checks.as_mask("protected", np.asarray(protected))
-    if mask.size != n:
-        raise ValueError(f"protected: expected {n} values (the ranked rows), got {mask.size}")
-    return mask
-
-
-@lru_cache(maxsize=64)
-def _discount_sums(n: int) -> Floats:
-    """``D[m] = Σ_{j ≤ m} 1 / log2(1 + j)`` for ``m = 0..n``."""
-    return np.concatenate([[0.0], np.cumsum(1.0 / np.log2(np.arange(2, n + 2)))])
-
-
-def row_exposure(r: Ranking) -> Floats:
-    """Each row's expected exposure (in row order): its block's mean ``1 / log2(1 + j)``."""
-    d = _discount_sums(r.n)
-    starts = r.starts
-    mean = (d[r.ends] - d[starts]) / (r.ends - starts)
-    out = np.empty(r.n)
-    out[r.order] = np.repeat(mean, r.ends - starts)
-    return out
-
-
-def top_shares(r: Ranking, protected: ArrayLike, ks: ArrayLike) -> Floats:
-    """The protected group's expected share among the first ``k`` rows, for each ``k`` of
-    ``ks`` (integers in ``1..n``)."""
-    mask = _protected(protected, r.n)
-    k = np.asarray(ks, dtype=np.int64)
-    if k.size and (k.min() < 1 or k.max() > r.n):
-        raise ValueError(f"ks: expected integers in 1..{r.n}, got {describe(int(k.min()))}..."
-                         f"{int(k.max())}")
-    through = np.concatenate([[0], np.cumsum(mask[r.order])[r.ends - 1]])
-    return np.interp(k, np.concatenate([[0], r.ends]), through) / k
 
 
 def _weights(seed: int | np.random.SeedSequence, chunk: int, n: int, size: int
@@ -209,21 +140,6 @@ def default_k_min(n: int) -> int:
     """The smallest ``k`` a band holds: 50 rows or 10 % of the ``n`` ranked, whichever is more
     (at most ``n``)."""
     return int(min(n, max(50, math.ceil(0.1 * n))))
-
-
-def local_shares(r: Ranking, protected: NDArray[np.bool_]) -> Floats:
-    """Per position, the share of the protected rows among its neighbours -- the
-    ``w = max(25, round(√n))`` positions either side (fewer at the ends) -- or, in a tie block of
-    at least ``2w + 1`` rows, the block's share (module docstring)."""
-    w = max(25, round(math.sqrt(r.n)))
-    flags = protected[r.order].astype(np.float64)
-    total = np.concatenate([[0.0], np.cumsum(flags)])
-    at = np.arange(r.n)
-    low, high = np.maximum(at - w, 0), np.minimum(at + w + 1, r.n)
-    share = (total[high] - total[low]) / (high - low)
-    sizes = r.ends - r.starts
-    block = np.repeat((total[r.ends] - total[r.starts]) / sizes, sizes)
-    return np.where(np.repeat(sizes >= 2 * w + 1, sizes), block, share)
 
 
 def band_points(n: int, *, k_min: int) -> Ints:
@@ -304,7 +220,7 @@ class _Draws:
         if r.ends.size != r.n:
             mine = np.add.reduceat(mine, r.starts, axis=2)
         ends = np.cumsum(w, axis=1)
-        d = _discount_sums(r.n)
+        d = discount_sums(r.n)
         with np.errstate(divide="ignore", invalid="ignore"):
             mean = np.where(w > 0, (d[ends] - d[ends - w]) / w, 0.0)  # a copy's exposure
         expected = rows[:, None, :] * self.smooth[None]  # copies x their local share
@@ -358,7 +274,7 @@ def rank_views(scores: Sequence[ArrayLike], masks: Sequence[ArrayLike], *, highe
     n = ranked[0].n
     if any(r.n != n for r in ranked) or len(fair_k) != len(ranked):
         raise ValueError(f"scores: expected rankings of the same {n} rows and one fair_k each")
-    flags = [_protected(m, n) for m in masks]
+    flags = [protected_mask(m, n) for m in masks]
     keys = list(range(len(flags))) if attribute_keys is None else list(attribute_keys)
     k_min = int(min(max(k_min, 1), n))
     reported = [report_points(r) for r in ranked] if report is None else \
@@ -392,7 +308,7 @@ def rank_views(scores: Sequence[ArrayLike], masks: Sequence[ArrayLike], *, highe
             row.append(RankView(shares, _exposure(r, exposure[:, i], mask, smooth[i][a],
                                                   np.concatenate([c[:, a] for c in draw.ratios]),
                                                   p_values[a][i], confidence=confidence),
-                _fair(r, mask, k=fair_k[i], alpha=alpha)))
+                fair_of(r, mask, k=fair_k[i], alpha=alpha)))
         views.append(row)
     return views
 
@@ -467,132 +383,3 @@ def share_band(score: ArrayLike, protected: ArrayLike, *, higher_first: bool, co
                       confidence=confidence, alpha=0.05, n_resamples=n_resamples,
                       n_permutations=1, seed=seed, k_min=k_min,
                       report=None if ks is None else [ks])[0][0].shares
-
-
-def fair_table(k: int, p: float, alpha: float) -> Ints:
-    """``m(j)`` for ``j = 1..k``: the fewest protected rows among the first ``j`` for which
-    ``F(m; j, p) > alpha`` (Definition 3.1's fair representation)."""
-    _check_fair(k, p, alpha)
-    j = np.arange(1, k + 1)
-    m = sps.binom.ppf(alpha, j, p)
-    m = np.where(sps.binom.cdf(m, j, p) <= alpha, m + 1, m)
-    return np.maximum(m, 0).astype(np.int64)
-
-
-def _check_fair(k: int, p: float, alpha: float) -> None:
-    checks.check_positive_int("k", k)
-    if not 0.0 < p < 1.0:
-        raise ValueError(f"p: expected a proportion in (0, 1), got {describe(p)}")
-    if not 0.0 < alpha < 1.0:
-        raise ValueError(f"alpha: expected a number in (0, 1), got {describe(alpha)}")
-
-
-def fail_probability(m: ArrayLike, p: float, *, tested: ArrayLike | None = None) -> float:
-    """The probability that a fair ranking -- each position protected with probability ``p``,
-    independently -- has fewer than ``m[j-1]`` protected rows among its first ``j`` at some
-    tested ``j`` (``tested``: a mask over ``1..k``; default every prefix).  Exact: the
-    distribution of the protected count, position by position, with the failed counts
-    removed; counts more than 12 standard deviations above the mean are dropped (below
-    ``1e-30``)."""
-    needed = np.asarray(m, dtype=np.int64)
-    k = needed.size
-    test = np.ones(k, dtype=bool) if tested is None else np.asarray(tested, dtype=bool)
-    if test.shape != needed.shape:
-        raise ValueError(f"tested: expected {k} values, got {test.size}")
-    dist = np.zeros(k + 2)
-    dist[0] = 1.0
-    low = high = 0
-    q = 1.0 - p
-    for j in range(1, k + 1):
-        seg = dist[low:high + 1].copy()
-        dist[low:high + 2] = 0.0
-        dist[low:high + 1] += seg * q
-        dist[low + 1:high + 2] += seg * p
-        high = min(high + 1, j, int(j * p + 12.0 * math.sqrt(j * p * q) + 12.0))
-        dist[high + 1:high + 3] = 0.0
-        if test[j - 1] and needed[j - 1] > low:
-            dist[low:needed[j - 1]] = 0.0
-            low = int(needed[j - 1])
-            if low > high:
-                return 1.0
-    return float(min(1.0, max(0.0, 1.0 - dist[low:high + 1].sum())))
-
-
-def adjusted_alpha(k: int, p: float, alpha: float, *, tested: ArrayLike | None = None,
-                   tolerance: float = 1e-3) -> tuple[float, float]:
-    """``(α_c, its failure probability)``: the largest ``α_c`` (to a relative ``tolerance``)
-    whose :func:`fair_table` fails a fair ranking with probability at most ``alpha`` over the
-    tested prefixes (module docstring)."""
-    _check_fair(k, p, alpha)
-    test = np.ones(k, dtype=bool) if tested is None else np.asarray(tested, dtype=bool)
-    low = alpha / max(int(test.sum()), 1)  # Bonferroni: always at most alpha
-    fail = fail_probability(fair_table(k, p, alpha), p, tested=test)
-    if fail <= alpha:
-        return alpha, fail
-    fail_low = fail_probability(fair_table(k, p, low), p, tested=test)
-    high = alpha
-    while math.log(high / low) > tolerance:
-        middle = math.sqrt(low * high)
-        found = fail_probability(fair_table(k, p, middle), p, tested=test)
-        if found <= alpha:
-            low, fail_low = middle, found
-        else:
-            high = middle
-    return low, fail_low
-
-
-@dataclass(frozen=True, slots=True)
-class FairTest:
-    """FA*IR's ranked group fairness test of the top ``k`` (module docstring)."""
-
-    k: int
-    p: float
-    alpha: float
-    alpha_adjusted: float
-    fail_probability: float
-    """The probability that a fair ranking fails at ``alpha_adjusted`` (at most ``alpha``)."""
-    tested: int
-    """The prefixes tested (those that end a tie block)."""
-    passes: bool
-    """No tested prefix fails (vacuously true with none tested)."""
-    first_fail: int
-    """The first failing prefix's length (0: none)."""
-    needed: int
-    observed: int
-    """At the first failing prefix (else at ``k``): the protected rows needed and present."""
-
-
-def fair_test(score: ArrayLike, protected: ArrayLike, *, k: int, higher_first: bool,
-              alpha: float) -> FairTest:
-    """FA*IR's test of the determined prefixes of the first ``k`` rows (at most
-    :data:`FAIR_MAX_K` of them), at the protected share ``p`` of all ranked rows and the adjusted
-    significance (module docstring); with no prefix determined (a tie block longer than ``k``)
-    nothing is tested (``tested`` 0, ``alpha_adjusted`` NaN)."""
-    r = ranking(score, higher_first=higher_first)
-    return _fair(r, _protected(protected, r.n), k=k, alpha=alpha)
-
-
-def _fair(r: Ranking, mask: NDArray[np.bool_], *, k: int, alpha: float) -> FairTest:
-    p = float(mask.mean())
-    k = int(min(max(k, 1), r.n))
-    ends = r.ends[r.ends <= k]
-    if ends.size > FAIR_MAX_K:  # at most FAIR_MAX_K determined prefixes: the top of the ranking
-        k = int(ends[FAIR_MAX_K - 1])
-        ends = ends[:FAIR_MAX_K]
-    if not 0.0 < p < 1.0 or not ends.size:  # one group only, or no prefix determined
-        return FairTest(k, p, alpha, float("nan"), float("nan"), 0, True, 0, 0, 0)
-    tested = np.zeros(k, dtype=bool)
-    tested[ends - 1] = True
-    alpha_c, fail = _adjusted(k, p, alpha, tested.tobytes())
-    m = fair_table(k, p, alpha_c)
-    counts = np.cumsum(mask[r.order][:k])
-    failed = np.flatnonzero(tested & (counts < m))
-    at = int(failed[0]) if failed.size else k - 1
-    return FairTest(k, p, alpha, alpha_c, fail, int(tested.sum()), not failed.size,
-                    at + 1 if failed.size else 0, int(m[at]), int(counts[at]))
-
-
-@lru_cache(maxsize=256)
-def _adjusted(k: int, p: float, alpha: float, tested: bytes) -> tuple[float, float]:
-    """:func:`adjusted_alpha`, cached: the grid's cells rank the same rows."""
-    return adjusted_alpha(k, p, alpha, tested=np.frombuffer(tested, dtype=bool))
