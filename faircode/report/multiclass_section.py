@@ -45,7 +45,7 @@ def class_shares_figure(inputs: MulticlassInputs, audit: str, out: Path) -> Figu
     if part.empty:
         return None
     attributes = list(dict.fromkeys(part["protected_attribute"].astype(str)))
-    fig, axes = plt.subplots(1, len(attributes), figsize=(WIDTH, 1.6), layout="constrained",
+    fig, axes = plt.subplots(1, len(attributes), figsize=(WIDTH, 1.7), layout="constrained",
                              sharey=True, squeeze=False)
     for ax, attribute in zip(axes[0], attributes, strict=True):
         rows = part[part["protected_attribute"] == attribute]
@@ -56,14 +56,19 @@ def class_shares_figure(inputs: MulticlassInputs, audit: str, out: Path) -> Figu
                       color=_GROUP_COLOURS[group], lw=0.8)
             ax.scatter(share, y + shift, s=9, color=_GROUP_COLOURS[group], zorder=3,
                        label=group)
-        ax.set_yticks(y, [f"{c} ({100 * s:.0f} %)" if s == s else str(c) for c, s in zip(
-            rows["class"], rows["share_of_gap"], strict=True)])
-        ax.set_xlim(-0.02, 1.02)
+        for height, held in zip(y, rows["share_of_gap"], strict=True):  # its share of the gap
+            if held == held:
+                ax.annotate(f"{100 * held:.0f} %", (1.28, height), fontsize=5, ha="right",
+                            va="center", color="grey")
+        ax.set_yticks(y, [str(c) for c in rows["class"]])
+        ax.set_xlim(-0.02, 1.3)
+        ax.set_xticks([0.0, 0.5, 1.0])
         ax.set_title(attribute, fontsize=7)
-        ax.set_xlabel("share of the group's rows")
-    axes[0][0].legend(loc="lower right", frameon=False)
+    fig.supxlabel("share of the group's rows (right: the class's share of the gap)", fontsize=6)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside upper center", ncol=2, frameon=False)
     caption = (f"{audit}: each class's share of the disadvantaged and the advantaged group's "
-               "rows (every row, the recorded outcome) with 95 % Wilson intervals; in brackets "
+               "rows (every row, the recorded outcome) with 95 % Wilson intervals; at the right "
                "the class's share of the groups' total variation distance.")
     return _save(fig, out, f"{audit}_class_shares", caption, audit=audit, kind="class_shares")
 

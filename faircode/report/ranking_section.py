@@ -120,7 +120,8 @@ def _write_table(inputs: RankingInputs, out: Path) -> Path:
              "advantaged with its 95 % interval, its permutation test's q (the audit's ranking "
              "family) and verdict; FA*IR (Zehlike et al. 2017): every prefix of the top k holds "
              "at least the binomial lower bound of disadvantaged rows at the adjusted alpha "
-             "(k: the rows the row set decides favourably, at most 1,000).", ""]
+             "(k: the rows the row set decides favourably; at most 1,000 prefixes tested, a tied "
+             "score's only at its cuts).", ""]
     for audit in inputs.audits:
         parts += [f"## {audit}", "", _markdown(ranking_frame(inputs, audit=audit)), ""]
     path = out / RANKING_TABLE
