@@ -95,7 +95,7 @@ def _pipeline_for(root: Path) -> None:
 AUDIT_PATH = re.compile(r"(?:audits|data/prepared|data/predictions|data/text|data/raw|results|"
                         r"results/curves|results/metrics|results/metrics/full)/([a-z0-9_]+?)"
                         r"(?:-strategies\.json|\.json|\.csv|/[a-z_]+)?")
-# (data/text/<audit>/payloads and .../scores: a text audit's inputs of the evaluate stage)
+# (data/text/<audit>/payloads, .../systems and .../scores: a text audit's inputs of evaluate)
 
 
 def _entry_audit(entry: str | dict) -> str | None:
@@ -109,9 +109,9 @@ def test_evaluate_stage_lists_each_audit_of_params_once() -> None:
     """The one evaluate stage of the real dvc.yaml lists, for exactly params.yaml's audits,
     each audit's manifest, prepared data and three prediction parts as deps, its three outputs,
     its headline metric and its strategy plot, for exactly its text audits each one's
-    manifest, payloads and scores and its results folder, and for exactly its multi-class
-    audits each one's manifest and raw file, results folder, full view and headline metric;
-    besides them only faircode code."""
+    manifest, payloads, trained systems and scores and its results folder, and for exactly its
+    multi-class audits each one's manifest and raw file, results folder, full view and headline
+    metric; besides them only faircode code."""
     stage = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["evaluate"]
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     audits, text = params["audits"], params["text_audits"]
@@ -121,7 +121,7 @@ def test_evaluate_stage_lists_each_audit_of_params_once() -> None:
             f"data/predictions/{a}/{part}" for part in ("unmitigated", "in_processing",
                                                           "post_processing")))] + [
             p for a in text for p in (f"audits/{a}", f"data/text/{a}/payloads",
-                                      f"data/text/{a}/scores")] + [
+                                      f"data/text/{a}/systems", f"data/text/{a}/scores")] + [
             p for a in multi for p in (f"audits/{a}", f"data/raw/{a}")],
         "outs": [p for a in audits for p in (f"results/{a}", f"results/curves/{a}.csv",
                                              f"results/metrics/full/{a}.json")] + [

@@ -160,7 +160,7 @@ def test_readme_names_dvc_dag_and_it_draws_the_pipeline(tmp_path: Path) -> None:
                           timeout=120)
     assert _boxes(done.stdout) == sorted(
         ["check-params", "fetch", "prepare", "fit", "fit-in-processing", "fit-post-processing",
-         "evaluate", "text-fetch", "text-prepare", "text-score", "report",
+         "evaluate", "text-fetch", "text-prepare", "text-train", "text-score", "report",
          "track"])
 
 

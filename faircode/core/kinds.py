@@ -101,10 +101,11 @@ TEXT = TaskKind(
     manifest_kind="text",
     run_kind=layout.TEXT_RUN,
     params_key="text_audits",
-    data_stages=("fetch", "payloads", "scores"),
+    data_stages=("fetch", "payloads", "systems", "scores"),
     tables=layout.TEXT_TABLES,
-    metrics=("flip_rate", "ctf_gap", "false_positive_rate", "false_negative_rate", "auc",
-             "subgroup_auc", "bpsn_auc", "bnsp_auc"),
+    metrics=("flip_rate", "ctf_gap", "shift", "placebo_difference", "false_positive_rate",
+             "false_negative_rate", "fped", "fned", "auc", "subgroup_auc", "bpsn_auc",
+             "bnsp_auc", "pinned_auc", "test_auc", "test_accuracy"),
 )
 
 MULTICLASS = TaskKind(

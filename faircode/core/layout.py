@@ -124,7 +124,7 @@ STABILITY_TABLES = ("stability", "stability_replicates")
 DEPLOYED_TABLES = ("fairness", "performance", "intersectional", "groups", "calibration",
                    "calibration_gap")
 """The tables of ``deployed/`` (and ``stratified`` with declared strata)."""
-TEXT_TABLES = ("flips", "ctf", "terms", "auc", "operating_points")
+TEXT_TABLES = ("flips", "ctf", "placebo", "terms", "auc", "operating_points", "systems")
 """The tables of a text audit's run."""
 FLIP_TABLES = ("flips", "ctf")
 """The tables of a ``faircode flips`` folder."""

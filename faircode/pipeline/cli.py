@@ -50,6 +50,8 @@ from faircode.pipeline.pipeline_command import add_pipeline
 if TYPE_CHECKING:  # pragma: no cover - the subcommands import what they use
     from faircode.audit.data import AuditData
     from faircode.audit.manifest import Manifest
+    from faircode.core.config import BenchmarkConfig
+    from faircode.core.kinds import TaskKind
 
 __all__ = ["SUBCOMMANDS", "main", "resolve_manifests"]
 
@@ -246,14 +248,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     from faircode.core.config import ExecutionConfig, Params, load_params
     from faircode.pipeline.progress import RunDisplay, audit_summary, summary_table
-    from faircode.pipeline.run import (
-        degenerate_cells,
-        prepare_audits,
-        run_alone,
-        run_audits,
-        run_lines,
-        split_by_kind,
-    )
+    from faircode.pipeline.run import degenerate_cells, prepare_audits, run_audits, split_by_kind
     from faircode.provenance.state import provenance
 
     started = time.perf_counter()
@@ -290,7 +285,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"skipped: {message}")
 
     paths = resolve_manifests(Path(args.audits), args.audit or [
-        *params.audits, *params.multiclass_audits])
+        *params.audits, *params.text_audits, *params.multiclass_audits])
     grid, alone = split_by_kind(paths, on_error=report)
     prepared = prepare_audits(grid, on_error=report, on_skipped=skipped,
                               obtain=lambda m: obtain(m, folders))
@@ -298,17 +293,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         runs = run_audits(prepared, config=config, execution=execution, out=Path(args.out),
                           provenance_record=provenance(), on_error=report,
                           on_start=display.start, on_cell_done=display.done)
-    for path, kind in alone:  # a kind without the grid, from its raw file in one step
-        try:
-            folder = run_alone(path, kind, config=config, out=Path(args.out),
-                               obtain=lambda m: obtain(m, folders))
-        except DataUnavailableError as exc:
-            skipped(str(exc))
-        except Exception as exc:  # one audit's failure must not lose the others
-            report(path.parent.name, exc)
-        else:
-            print(f"{folder.name}: wrote {folder}")
-            print("\n".join(run_lines(folder, kind)))
+    for path, kind in alone:  # a kind without the grid: its own steps, in one process
+        _run_alone(path, kind, config=config, out=Path(args.out), folders=folders,
+                   report=report, skipped=skipped)
     for run in runs:
         print(f"{run.data.manifest.name}: wrote {run.folder}")
     if runs:
@@ -321,6 +308,36 @@ def _cmd_run(args: argparse.Namespace) -> int:
             cells = degenerate_cells(run.results)
             print(f"  {run.data.manifest.name}: " + ("; ".join(cells) if cells else "none"))
     return EXIT_USAGE if bad_input else EXIT_FAILED if failed or unavailable else EXIT_OK
+
+
+def _run_alone(path: Path, kind: TaskKind, *, config: BenchmarkConfig, out: Path,
+               folders: tuple[Path, ...], report: Callable[[str, BaseException], None],
+               skipped: Callable[[str], None]) -> None:
+    """Run one audit of a kind without the grid -- a text audit
+    (:func:`faircode.pipeline.text_run.run_text_audit`), a multi-class one from its raw file
+    (:func:`faircode.pipeline.run.run_alone`) -- reporting its failure or missing data as a
+    grid audit's."""
+    from faircode.core.kinds import TEXT
+    from faircode.pipeline.run import run_alone, run_lines
+    from faircode.pipeline.text_run import run_text_audit
+    from faircode.provenance.state import provenance
+
+    try:
+        if kind is TEXT:
+            folder = run_text_audit(path, config=config, out=out,
+                                    obtain=lambda m: obtain(m, folders),
+                                    provenance_record=provenance(), say=print)
+        else:
+            folder = run_alone(path, kind, config=config, out=out,
+                               obtain=lambda m: obtain(m, folders))
+    except DataUnavailableError as exc:
+        skipped(str(exc))
+    except Exception as exc:  # one audit's failure must not lose the others
+        report(path.parent.name, exc)
+    else:
+        print(f"{path.parent.name}: wrote {folder}")
+        if kind is not TEXT:
+            print("\n".join(run_lines(folder, kind)))
 
 
 def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
