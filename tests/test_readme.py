@@ -160,8 +160,8 @@ def test_readme_names_dvc_dag_and_it_draws_the_pipeline(tmp_path: Path) -> None:
                           timeout=120)
     assert _boxes(done.stdout) == sorted(
         ["check-params", "fetch", "prepare", "fit", "fit-in-processing", "fit-post-processing",
-         "evaluate", "text-fetch", "text-prepare", "text-train", "text-score", "report",
-         "track"])
+         "evaluate", "text-fetch", "text-prepare", "text-train", "text-score",
+         "multiclass-fetch", "report", "track"])
 
 
 def test_readme_is_a_landing_page() -> None:
