@@ -18,6 +18,7 @@ from faircode.core.layout import RANKING_TABLE
 from faircode.evaluate.deployed import score_system_all_rows, score_system_test_rows
 from faircode.evaluate.ranking import RANKING_COLUMNS, TOPK_COLUMNS, ranked_cells
 from faircode.evaluate.score import CellResult
+from faircode.record.runs import grid_children
 from faircode.report.ranking_section import SECTION, RankingInputs
 
 REPO = Path(__file__).resolve().parent.parent
@@ -108,7 +109,8 @@ def test_the_report_section(prepared: PreparedAudit, tmp_path: Path) -> None:
 def test_faircode_audit_ranks_by_a_rank_column(prepared: PreparedAudit, mirror_extra: Path,
                                                tmp_path: Path) -> None:
     """`faircode audit --rank` (the decile as a rank: 1 = the top, the favourable end) on every
-    row gives the deployed system's own ranking view, number for number."""
+    row gives the deployed system's own ranking view, number for number, and its MLflow child
+    carries it."""
     from faircode.pipeline.cli import main
 
     raw = pd.read_csv(mirror_extra / "compas_two_years" / "compas-scores-two-years.csv",
@@ -128,3 +130,8 @@ def test_faircode_audit_ranks_by_a_rank_column(prepared: PreparedAudit, mirror_e
     columns = ["value", "ci_low", "ci_high", "p_value", "fair_k", "fair_first_fail",
                "band_critical"]
     pd.testing.assert_frame_equal(mine[columns], tables.ranking[columns], check_dtype=False)
+    children = grid_children(tmp_path / "out" / "compas_two_years")  # MLflow: the kind's units
+    race = next(c for c in children if c.name.endswith("compas_tool race"))
+    assert race.metrics["expo"] == pytest.approx(float(mine.loc[0, "value"]))
+    assert {"expo.lo", "expo.hi", "expo.q_audit", "expo.fair_first_fail"} <= set(race.metrics)
+    assert race.tags["ranking.exposure_ratio.verdict"] == mine.loc[0, "verdict"]
