@@ -251,3 +251,31 @@ def test_faircode_audit_takes_a_predicted_class(audits: Path, tmp_path: Path,
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert "expected one of the classes custodial, admin, manage, got 'janitor'" in err
+
+
+def test_the_evaluate_stage_settles_a_multiclass_audit(tmp_path: Path, mirror_extra: Path) -> None:
+    """Without data (the fetch stage's note in its raw folder) the audit gets the note and views
+    of nulls; with its raw file, a job of its kind."""
+    from faircode.core.layout import UNAVAILABLE_NOTE, write_unavailable
+    from faircode.evaluate.job import Upstream
+
+    (tmp_path / "pyproject.toml").write_text("")
+    doc = yaml.safe_load(MANIFEST.read_text())
+    manifest = tmp_path / "audits" / "bank_wages" / "audit.yaml"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(yaml.safe_dump(doc))
+    raw = tmp_path / "data" / "raw" / "bank_wages"
+    write_unavailable(raw, audit="bank_wages", message="bank_wages: dataset unavailable: ...")
+    upstream = Upstream(tmp_path / "p", tmp_path / "q", tmp_path / "t", parts=())
+    said: list[str] = []
+    results = tmp_path / "results"
+    job = EVALUATOR.settle("bank_wages", manifest=manifest, upstream=upstream, results=results,
+                           config=CONFIG, say=said.append)
+    assert job is None and (results / "bank_wages" / UNAVAILABLE_NOTE).is_file()
+    assert json.loads(dvc_views(results, "bank_wages").headline.read_text()) == dict.fromkeys(
+        HEADLINE_KEYS)
+    (raw / UNAVAILABLE_NOTE).unlink()
+    shutil.copy(mirror_extra / "aer_more" / "BankWages.rda", raw)
+    job = EVALUATOR.settle("bank_wages", manifest=manifest, upstream=upstream, results=results,
+                           config=CONFIG, say=said.append)
+    assert job is not None and job.kind == MULTICLASS.name and job.inputs == (raw,)
