@@ -124,7 +124,7 @@ def test_record_is_flat_and_stable() -> None:
         "n_permutations", "confidence", "alpha", "power", "effect_margin", "cost_margin", "jobs",
         "degenerate_min_selection_rate", "degenerate_max_selection_rate",
         "degenerate_balanced_accuracy_margin", "curve_thresholds", "verdict_margin",
-        "verdict_ratio_margin", "verdict_min_informative_share"]
+        "verdict_ratio_margin", "verdict_min_informative_share", "mitigation.tolerances"]
     k5 = config_record(BenchmarkConfig().with_params({"run.jobs": 1, "run.seeds": 5}))
     assert (k5["seeds"], k5["seed_mode"]) == (5, "model")
     assert list(k5).index("seeds") == list(record).index("curve_thresholds")
@@ -171,7 +171,8 @@ def test_every_config_field_has_one_params_key() -> None:
         ({"models": {"encoding": "one-hot"}},
          r"^params.yaml: models.encoding: expected one of label, onehot, got 'one-hot' \(str\)$"),
         ({"stat": {"n_resamples": 10}},
-         r"^params.yaml: stat: expected a known section \(audits, text_audits, multiclass_audits, "
+         r"^params.yaml: stat: expected a known section \(audits, text_audits, regression_audits, "
+         r"multiclass_audits, "
          r"mitigation, models, stats, degenerate, verdicts, curves, run, report\), got 'stat' "
          r"\(str\)$"),
         ({"stats": {"n_resamples": "many"}},
@@ -211,24 +212,24 @@ def test_a_text_audit_alone_is_a_pipeline(data: dict, tmp_path: Path) -> None:
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({**data, "text_audits": []}))
     with pytest.raises(ConfigError, match=r"^.*params.yaml: audits: expected a non-empty list of "
                                           r"audit names, or audits in text_audits, "
-                                          r"multiclass_audits"):
+                                          r"regression_audits, multiclass_audits"):
         load_params(tmp_path / "params.yaml", audits_dir=tmp_path / "audits")
 
 
 def test_text_audits_are_a_list_apart_from_the_grid_audits() -> None:
-    """text_audits and multiclass_audits are read as lists of their own; an audit in two
-    lists is refused."""
+    """text_audits, regression_audits and multiclass_audits are read as lists of their own; an
+    audit in two lists is refused."""
     params = params_from_mapping({"audits": ["a"], "text_audits": ["t"],
-                                  "multiclass_audits": ["m"]})
-    assert (params.audits, params.text_audits, params.multiclass_audits) == (
-        ("a",), ("t",), ("m",))
-    assert params.every_audit == ("a", "t", "m")
-    with pytest.raises(ConfigError, match=r"text_audits\[0\]: expected an audit not also in "
-                                          r"audits, got 'a'"):
+                                  "regression_audits": ["r"], "multiclass_audits": ["m"]})
+    assert (params.audits, params.text_audits, params.regression_audits,
+            params.multiclass_audits) == (("a",), ("t",), ("r",), ("m",))
+    assert params.every_audit == ("a", "t", "r", "m")
+    with pytest.raises(ConfigError, match=r"text_audits\[0\]: expected a text audit not also "
+                                          r"in audits, got 'a'"):
         params_from_mapping({"audits": ["a"], "text_audits": ["a"]})
-    with pytest.raises(ConfigError, match=r"multiclass_audits\[0\]: expected an audit not also "
-                                          r"in text_audits, got 't'"):
-        params_from_mapping({"text_audits": ["t"], "multiclass_audits": ["t"]})
+    with pytest.raises(ConfigError, match=r"multiclass_audits\[0\]: expected a multiclass audit "
+                                          r"not also in regression_audits, got 'r'"):
+        params_from_mapping({"regression_audits": ["r"], "multiclass_audits": ["r"]})
 
 
 def test_load_params_rejects_a_repeated_key(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -241,8 +242,9 @@ def test_load_params_rejects_a_repeated_key(tmp_path) -> None:  # type: ignore[n
 
 def test_shipped_params_yaml_is_valid_and_lists_every_audit() -> None:
     """The committed params.yaml loads, names every shipped audit (the text audits under
-    text_audits, the multi-class ones under multiclass_audits) and is the paper state: the
-    defaults but K = 5 training replicates in split mode."""
+    text_audits, the regression audits under regression_audits, the multi-class ones under
+    multiclass_audits) and is the paper state: the defaults but K = 5 training replicates in
+    split mode."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
@@ -261,6 +263,32 @@ def test_curve_thresholds_default_to_the_curve_engines_grid() -> None:
     config = config_from_params({"curves": {"thresholds": [0.2, 0.7]}})
     assert config.curves.thresholds == (0.2, 0.7)
     assert config_record(config)["curve_thresholds"] == [0.2, 0.7]
+
+
+def test_tolerances_default_to_exact_and_three_relaxations() -> None:
+    """``mitigation.tolerances`` defaults to 0, 0.01, 0.02, 0.05, is read from YAML as a tuple
+    and recorded under its path."""
+    assert BenchmarkConfig().mitigation.tolerances == (0.0, 0.01, 0.02, 0.05)
+    config = config_from_params({"mitigation": {"tolerances": [0, 0.1]}})
+    assert config.mitigation.tolerances == (0.0, 0.1)
+    assert config_record(config)["mitigation.tolerances"] == [0.0, 0.1]
+
+
+@pytest.mark.parametrize(
+    ("tolerances", "message"),
+    [
+        ([], r"^params.yaml: mitigation.tolerances: expected a non-empty list of at most 20 "
+             r"increasing numbers in \[0, 1\)"),
+        ([0.02, 0.01], r"^params.yaml: mitigation.tolerances: expected a non-empty list"),
+        ([0, 1], r"^params.yaml: mitigation.tolerances\[1\]: expected a number in \[0, 1\), "
+                 r"got 1 \(int\)$"),
+        ([0, "0.1"], r"^params.yaml: mitigation.tolerances\[1\]: expected a number in "),
+    ],
+)
+def test_bad_tolerances_name_the_key_path(tolerances: object, message: str) -> None:
+    """A bad tolerance grid is one line naming ``mitigation.tolerances`` (and the position)."""
+    with pytest.raises(ConfigError, match=message):
+        params_from_mapping({"mitigation": {"tolerances": tolerances}})
 
 
 @pytest.mark.parametrize(

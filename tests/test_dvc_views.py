@@ -30,6 +30,7 @@ from conftest import copy_pipeline
 from faircode.audit.manifest import discover_manifests, load_manifest
 from faircode.core.cells import STRATEGY_TABLE, grid_cells
 from faircode.evaluate.multiclass_kind import HEADLINE_KEYS as MULTICLASS_HEADLINE_KEYS
+from faircode.evaluate.regression_kind import HEADLINE_KEYS as REGRESSION_HEADLINE
 from faircode.evaluate.summary import (
     HEADLINE_KEYS,
     headline,
@@ -178,6 +179,7 @@ def test_report_depends_on_the_manifest_folder_of_each_audit_of_params() -> None
     assert "audits" not in deps
     assert sorted(d for d in deps if d.startswith("audits/")) == sorted(
         f"audits/{a}" for a in [*params["audits"], *params["text_audits"],
+                                *params.get("regression_audits", []),
                                 *params.get("multiclass_audits", [])]) == sorted(
         f"audits/{p.parent.name}" for p in discover_manifests(REPO / "audits", kind=None))
 
@@ -227,6 +229,9 @@ def _repo(root: Path) -> dict[str, str]:
             unavailable_summary(audit) if missing else summary(results, audit=audit)))
         (metrics / f"{audit}-strategies.json").write_text(json.dumps(
             [] if missing else strategy_plot(results, audit=audit)))
+    for audit in yaml.safe_load((REPO / "params.yaml").read_text()).get("regression_audits",
+                                                                          []):
+        (metrics / f"{audit}.json").write_text(json.dumps({"attr": "ethnicity", "gap": -0.312}))
     for audit in yaml.safe_load((REPO / "params.yaml").read_text()).get("multiclass_audits",
                                                                           []):
         (metrics / f"{audit}.json").write_text(json.dumps({"attr": "minority", "cls_max": 0.178}))
@@ -277,14 +282,17 @@ def _dvc(repo: tuple[Path, dict[str, str]], *args: str) -> str:
 
 def test_metrics_show_is_one_line_per_audit_within_120_columns(
         views_repo: tuple[Path, dict[str, str]]) -> None:
-    """`dvc metrics show` prints a header and one line per audit (a multi-class audit's with
-    its own key, ``cls_max``), none wider than 120."""
+    """`dvc metrics show` prints a header and one line per audit (a regression audit's and a
+    multi-class audit's with their own keys, ``gap`` and ``cls_max``), none wider than 120."""
     lines = _dvc(views_repo, "metrics", "show").splitlines()
     params = yaml.safe_load((REPO / "params.yaml").read_text())
-    audits = [*params["audits"], *params.get("multiclass_audits", [])]
-    assert len(lines) == 1 + len(audits)
+    regression = params.get("regression_audits", [])
+    multi = params.get("multiclass_audits", [])
+    assert len(lines) == 1 + len(params["audits"]) + len(regression) + len(multi)
     assert max(map(len, lines)) <= COLUMNS
-    assert lines[0].split() == ["Path", *sorted({*HEADLINE_KEYS, *MULTICLASS_HEADLINE_KEYS})]
+    extra = {*(REGRESSION_HEADLINE if regression else ()),
+             *(MULTICLASS_HEADLINE_KEYS if multi else ())}
+    assert lines[0].split() == ["Path", *sorted({*HEADLINE_KEYS, *extra})]
 
 
 @pytest.mark.parametrize("command", _documented(), ids=lambda c: " ".join(c[3:]))

@@ -34,6 +34,7 @@ from faircode.core.metrics import (
     metric_info,
     metrics_of,
     no_gap,
+    table_of,
 )
 from faircode.core.seeds import NAMED, child_seed, name_stream
 from faircode.grid.strategies import READS
@@ -50,13 +51,15 @@ def test_strategy_codes_and_numbers_are_unique() -> None:
 
 
 def test_seed_keys_of_strategies_are_their_former_positions() -> None:
-    """A cell's seed key is its strategy's number: the grid index S0-S4 had, so no number
-    moved."""
+    """A cell's seed key is its strategy's key: S0-S4 keep the grid index they had (so no
+    number moved), any later strategy takes its name's key, above every explicit one."""
     for k, strategy in enumerate(list(Strategy)[:5]):
         for m, family in enumerate(ModelFamily):
             assert position(strategy, family) == (k, m)
     for s in STRATEGY_TABLE:
-        assert position(s.strategy, ModelFamily.RANDOM_FOREST) == (s.number, 1)
+        key = s.number if s.stream is not None else name_stream(s.strategy.value)
+        assert position(s.strategy, ModelFamily.RANDOM_FOREST) == (key, 1)
+        assert s.stream is None or s.stream == s.number < NAMED
 
 
 def test_fit_parts_cover_the_grid_once_and_read_one_set_of_keys() -> None:
@@ -104,7 +107,10 @@ def test_metric_codes_and_stream_keys_are_unique() -> None:
     """One record per metric, in enum order; the binary metrics are the fairness metrics;
     distinct names, codes and seed keys."""
     assert [m.metric for m in METRIC_TABLE] == list(Metric)
-    assert FAIRNESS_METRICS == tuple(m.name for m in METRIC_TABLE if "binary" in m.kinds)
+    assert FAIRNESS_METRICS == metrics_of("binary") == tuple(m.name for m in METRIC_TABLE
+                                                             if "binary" in m.kinds)
+    for kind in ("regression", "multiclass", "ranking"):
+        assert [m.name for m in table_of(kind)] == list(metrics_of(kind))
     assert {m.name: m.code for m in METRIC_TABLE if m.code != m.name} == METRIC_CODES
     for field in ("name", "code", "key"):
         values = [getattr(m, field) for m in METRIC_TABLE]
@@ -128,8 +134,9 @@ def test_every_twin_is_a_metric_of_the_same_null() -> None:
             other = metric_info(twin)
             assert other.metric is not m.metric
             assert other.same_null is None and other.same_value is None
-            assert other.denominator == m.denominator
-            assert defs.SPECS[m.name].subsets == defs.SPECS[other.name].subsets
+            assert other.denominator == m.denominator and other.kinds == m.kinds
+            if m.cells:
+                assert defs.SPECS[m.name].subsets == defs.SPECS[other.name].subsets
         if m.same_value is not None:
             assert m.same_null is m.same_value
             assert (m.numerator, m.scale) == (metric_info(m.same_value).numerator,

@@ -42,7 +42,7 @@ from faircode.audit._manifest_types import (
 )
 from faircode.audit.decision import RULES, DecisionRule, Rule
 from faircode.core.errors import ConfigError, ManifestError
-from faircode.core.kinds import BINARY
+from faircode.core.kinds import BINARY, REGRESSION
 from faircode.core.names import SAFE_NAME_TEXT, check_name, is_safe_name
 from faircode.core.schema import Checker, Scalar
 from faircode.counterfactual.perturb import axis_from_config
@@ -322,9 +322,14 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
         raise c.fail("kind", "tabular (the grid's manifests; a kind: text audit runs in the "
                      "pipeline's text stages: list it under text_audits in params.yaml, run "
                      "faircode pipeline, then dvc repro)", doc.get("kind"))
+    if doc.get("task") == REGRESSION.manifest_kind:  # a tabular manifest of its own kind
+        raise c.fail("task", f"one of {', '.join(TASKS)} (the grid's manifests and the "
+                     "multi-class ones; a task: regression audit runs in the pipeline's "
+                     "regression stages: list it under regression_audits in params.yaml, run "
+                     "faircode pipeline, then dvc repro)", doc.get("task"))
     data = c.mapping({k: v for k, v in doc.items() if k != "kind"}, "", _TOP_KEYS)
-    task = cast(Task, c.choice(data.get("task", "binary"), "task", TASKS))
-    if task != "binary":  # a multi-class outcome: no binary operating point, system or swap
+    task = cast(Task, c.choice(data.get("task", BINARY.name), "task", TASKS))
+    if task != BINARY.name:  # a multi-class outcome: no binary operating point, system or swap
         for key in ("decision", "system", "counterfactual_axes", "strata"):
             if data.get(key) is not None:
                 raise c.fail(key, f"no {key} for task {task} (a binary decision's)", data[key])
@@ -340,7 +345,7 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
     core, proxy = _parse_features(c, data, protected=protected, target=target.column)
     dataset = _parse_dataset(c, data["dataset"], root, name=name)
     _check_unit(c, dataset.unit, filters, (*protected, *core, *proxy, target.column))
-    if task != "binary" and dataset.unit is not None:
+    if task != BINARY.name and dataset.unit is not None:
         raise c.fail("dataset.unit", f"no unit for task {task} (its tests take rows as "
                      "independent)", dataset.unit)
     system = None

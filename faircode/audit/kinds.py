@@ -1,10 +1,11 @@
 """The audit wing's table of task kinds: each kind's manifest loader.
 
 An ``audit.yaml`` says its kind (``kind:``, :func:`faircode.audit.manifest.manifest_kind`;
-absent: ``tabular``, the grid's, whose ``task:`` may name another: ``multiclass``), which names
-a task kind (:func:`faircode.core.kinds.kind_of_manifest`); :data:`MANIFESTS` registers how
-each kind's manifest is read and validated (its schema).  :func:`load_any_manifest` is how a
-step that serves every kind -- the fetch stage -- reads a manifest without naming a kind.
+absent: ``tabular``, the grid's, whose ``task:`` may name another: ``regression``,
+``multiclass``), which names a task kind (:func:`faircode.core.kinds.kind_of_manifest`);
+:data:`MANIFESTS` registers how each kind's manifest is read and validated (its schema).
+:func:`load_any_manifest` is how a step that serves every kind -- the fetch stage -- reads a
+manifest without naming a kind.
 
 Design decisions
 ----------------
@@ -28,6 +29,7 @@ __all__ = ["MANIFESTS", "load_any_manifest", "manifest_task_kind"]
 MANIFESTS: dict[str, str] = {
     "binary": "faircode.audit.manifest:load_manifest",
     "text": "faircode.audit.text_manifest:load_text_manifest",
+    "regression": "faircode.audit.regression_manifest:load_regression_manifest",
     "multiclass": "faircode.audit.multiclass_manifest:load_multiclass_manifest",
 }
 """Task kind -> ``"<module>:<function>"``: ``function(path)`` reads and validates a manifest
@@ -36,7 +38,8 @@ of that kind (one-line :class:`~faircode.core.errors.ManifestError`)."""
 
 def manifest_task_kind(path: Path | str) -> TaskKind:
     """The task kind the manifest at ``path`` declares (one line for an unknown ``kind:``)."""
-    return kind_of_manifest(manifest_kind(path), where=f"{path}: kind")
+    return kind_of_manifest(manifest_kind(path), where=f"{path}: kind (or a tabular "
+                            "manifest's task)")
 
 
 def load_any_manifest(path: Path | str) -> Any:

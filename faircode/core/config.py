@@ -24,6 +24,7 @@ neither re-run a DVC stage nor appear as a difference between two runs of the sa
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import os
 from collections.abc import Mapping
@@ -89,15 +90,21 @@ def _default_jobs() -> int:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MitigationConfig:
-    """``mitigation.*``: what S3 (ExponentiatedGradient) and S4 (ThresholdOptimizer) enforce.
+    """``mitigation.*``: what S3 (ExponentiatedGradient), S4 (ThresholdOptimizer) and S5 (its
+    relaxed form) enforce.
 
-    Read by the fit step only.  ThresholdOptimizer has no ``error_rate_parity``; with it, S4
-    cells are skipped and the skip is recorded in ``run.json``.
+    Read by the fit step only, each key by the strategies whose ``reads`` name it
+    (:data:`faircode.core.cells.STRATEGY_TABLE`): ``eps`` and ``max_iter`` by S3,
+    ``tolerances`` by S5, ``constraint`` by all three.  ThresholdOptimizer has no
+    ``error_rate_parity``; with it, S4 and S5 cells are skipped and the skip is recorded in
+    ``run.json``.  ``tolerances``: S5's grid of allowed violations ε, increasing numbers in
+    [0, 1) (0: the exact constraint); its main-table decisions are at the first.
     """
 
     constraint: Constraint = "demographic_parity"
     eps: float = 0.01
     max_iter: int = 50
+    tolerances: tuple[float, ...] = (0.0, 0.01, 0.02, 0.05)
 
     def __post_init__(self) -> None:
         if self.constraint not in CONSTRAINTS:
@@ -105,6 +112,27 @@ class MitigationConfig:
                                self.constraint)
         _check_number("mitigation.eps", self.eps, low=0.0, high=None, open_low=True)
         _check_int("mitigation.max_iter", self.max_iter, low=1)
+        object.__setattr__(self, "tolerances",
+                           check_tolerances("mitigation.tolerances", self.tolerances))
+
+
+MAX_TOLERANCES = 20
+
+
+def check_tolerances(where: str, value: object) -> tuple[float, ...]:
+    """``value`` as a tuple of floats; :class:`ConfigError` unless it is a non-empty list of at
+    most :data:`MAX_TOLERANCES` strictly increasing numbers in [0, 1) (not booleans)."""
+    expected = (f"a non-empty list of at most {MAX_TOLERANCES} increasing numbers in [0, 1) "
+                "such as [0, 0.01, 0.02, 0.05]")
+    if not isinstance(value, list | tuple) or not 0 < len(value) <= MAX_TOLERANCES:
+        raise config_error(where, expected, value)
+    for i, item in enumerate(value):
+        if (isinstance(item, bool) or not isinstance(item, int | float)
+                or not math.isfinite(item) or not 0 <= item < 1):
+            raise config_error(f"{where}[{i}]", "a number in [0, 1)", item)
+    if any(b <= a for a, b in itertools.pairwise(value)):
+        raise config_error(where, expected, value)
+    return tuple(float(item) for item in value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -220,7 +248,8 @@ class VerdictsConfig:
     odds): ``parity`` means the ``1 − 2·alpha`` interval lies inside ``±δ``; ``ratio_margin``
     disparate impact's range ``[low, high]`` around 1 (tested on the log scale);
     ``min_informative_share`` the share of a cell's K training replicates (rounded up) that must
-    be informative for the cell not to be ``uninformative``.
+    be informative for the cell not to be ``uninformative``.  (A regression audit's margin is
+    in its outcome's units, so its manifest declares it: ``target.margin``.)
     """
 
     margin: float = 0.05
@@ -448,11 +477,13 @@ class ReportConfig:
 class Params:
     """A validated ``params.yaml``: its audits (empty = every shipped audit for ``faircode run``;
     the pipeline runs exactly the listed ones), its text audits (``text_audits``: the text
-    stages' audits, :mod:`faircode.evaluate.text`), its multi-class audits
+    stages' audits, :mod:`faircode.evaluate.text`), its regression audits
+    (``regression_audits``: ``task: regression`` manifests), its multi-class audits
     (``multiclass_audits``: ``task: multiclass`` manifests) and the config."""
 
     audits: tuple[str, ...] = ()
     text_audits: tuple[str, ...] = ()
+    regression_audits: tuple[str, ...] = ()
     multiclass_audits: tuple[str, ...] = ()
     config: BenchmarkConfig = field(default_factory=BenchmarkConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
@@ -468,7 +499,9 @@ class Params:
         for key, names in self.lists():
             for i, name in enumerate(names):
                 if name in seen:
-                    raise config_error(f"{key}[{i}]", f"an audit not also in {seen[name]}", name)
+                    what = key.removesuffix("_audits") if key != "audits" else "grid"
+                    raise config_error(f"{key}[{i}]", f"a {what} audit not also in "
+                                       f"{seen[name]}", name)
                 seen[name] = key
 
     def lists(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
@@ -481,7 +514,7 @@ class Params:
         return tuple(name for _, names in self.lists() for name in names)
 
 
-AUDIT_LISTS: tuple[str, ...] = ("audits", "text_audits", "multiclass_audits")
+AUDIT_LISTS: tuple[str, ...] = ("audits", "text_audits", "regression_audits", "multiclass_audits")
 """The ``params.yaml`` lists of audits, one per task kind (its
 :attr:`faircode.core.kinds.TaskKind.params_key`)."""
 

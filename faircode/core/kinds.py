@@ -2,9 +2,11 @@
 
 A *task kind* is a kind of audit: ``binary`` (binary classification, the S0-S4 grid of
 strategies x model families on a tabular manifest), ``text`` (deployed text classifiers on
-template sentences with counterfactual swaps) and ``multiclass`` (an outcome of several
-classes -- a job grade -- by group, and the S0-S2 grid of multinomial models; a tabular
-manifest with ``task: multiclass``).  Its record (:class:`TaskKind`) holds the facts
+template sentences with counterfactual swaps), ``regression`` (a number per row -- a wage, a
+salary, a rating -- and the S0-S3 grid of regression models; a tabular manifest with ``task:
+regression``) and ``multiclass`` (an outcome of several classes -- a job grade -- by group, and
+the S0-S2 grid of multinomial models; a tabular manifest with ``task: multiclass``).  Its record
+(:class:`TaskKind`) holds the facts
 the rest of the code dispatches on: how its manifest and its ``run.json`` name it, which
 ``params.yaml`` list names its audits, its data stages, its tables (their files:
 :mod:`faircode.core.layout`), its metrics, and whether it has the grid.
@@ -33,8 +35,8 @@ from faircode.core import layout
 from faircode.core.errors import ConfigError, describe
 from faircode.core.metrics import metrics_of
 
-__all__ = ["BINARY", "MULTICLASS", "TASK_KINDS", "TEXT", "TaskKind", "kind_of_manifest",
-           "kind_of_run", "registered", "task_kind"]
+__all__ = ["BINARY", "MULTICLASS", "REGRESSION", "TASK_KINDS", "TEXT", "TaskKind",
+           "kind_of_manifest", "kind_of_run", "registered", "task_kind"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +94,7 @@ BINARY = TaskKind(
     tables=layout.GRID_TABLES,
     metrics=metrics_of("binary"),
     grid=True,
-    optional_tables=(*layout.GRID_EXTRA_TABLES, *layout.EFFECT_TABLES,
+    optional_tables=(*layout.GRID_EXTRA_TABLES, *layout.EFFECT_TABLES, *layout.MATCHED_TABLES,
                      *layout.STABILITY_TABLES, *layout.RANKING_TABLES),
 )
 TEXT = TaskKind(
@@ -106,6 +108,19 @@ TEXT = TaskKind(
     metrics=("flip_rate", "ctf_gap", "shift", "placebo_difference", "false_positive_rate",
              "false_negative_rate", "fped", "fned", "auc", "subgroup_auc", "bpsn_auc",
              "bnsp_auc", "pinned_auc", "test_auc", "test_accuracy"),
+)
+
+REGRESSION = TaskKind(
+    name="regression",
+    label="regression: a number per row (pay, a rating) by group, and the S0-S3 grid of "
+          "regression models",
+    manifest_kind="regression",
+    run_kind=layout.REGRESSION_RUN,
+    params_key="regression_audits",
+    data_stages=("fetch", "regression-fit"),
+    tables=layout.REGRESSION_TABLES,
+    metrics=metrics_of("regression"),
+    optional_tables=layout.REGRESSION_EXTRA_TABLES,
 )
 
 MULTICLASS = TaskKind(
@@ -122,7 +137,7 @@ MULTICLASS = TaskKind(
 )
 """Its fits run in its evaluate step (:mod:`faircode.evaluate.multiclass_kind`): no fit stage."""
 
-TASK_KINDS: tuple[TaskKind, ...] = (BINARY, TEXT, MULTICLASS)
+TASK_KINDS: tuple[TaskKind, ...] = (BINARY, TEXT, REGRESSION, MULTICLASS)
 """Every task kind, in the order the evaluate stage settles their audits."""
 
 

@@ -26,7 +26,7 @@ Design decisions
 ----------------
 * **Names, not policy.**  This module says where a file is and what kind of run a folder
   holds; which tables a kind writes is the kind's (:mod:`faircode.core.kinds`), how a table is
-  read or written its wing's.  The table names below are the ones the two shipped kinds and
+  read or written its wing's.  The table names below are the ones the shipped kinds and
   ``faircode flips`` write.
 * **A run's kind is its** ``run.json`` ``kind`` (:func:`run_kind`); the grid's record has
   none (its files predate the key, and no byte of them may change), so an absent ``kind`` is
@@ -59,12 +59,17 @@ __all__ = [
     "GRID_EXTRA_TABLES",
     "GRID_RUN",
     "GRID_TABLES",
+    "MATCHED_TABLES",
     "MULTICLASS_EXTRA_TABLES",
     "MULTICLASS_RUN",
     "MULTICLASS_TABLE",
     "MULTICLASS_TABLES",
     "RANKING_TABLE",
     "RANKING_TABLES",
+    "REGRESSION_EXTRA_TABLES",
+    "REGRESSION_RUN",
+    "REGRESSION_TABLE",
+    "REGRESSION_TABLES",
     "REPORT_FILES",
     "REPORT_PAGE",
     "RESIDUAL_FLOOR",
@@ -104,6 +109,8 @@ GRID_RUN = "grid"
 """The kind of a run whose ``run.json`` has no ``kind``: the grid's (and ``faircode audit``'s)."""
 TEXT_RUN = "text"
 """The ``kind`` of a text audit's ``run.json``."""
+REGRESSION_RUN = "regression"
+"""The ``kind`` of a regression audit's ``run.json``."""
 MULTICLASS_RUN = "multiclass"
 """The ``kind`` of a multi-class audit's ``run.json``."""
 COUNTERFACTUAL_SCORES_RUN = "counterfactual_scores"
@@ -114,20 +121,29 @@ UNAVAILABLE = "unavailable"
 GRID_TABLES = ("fairness", "performance", "intersectional", "counterfactual", "groups",
                "calibration", "calibration_gap")
 """The tables every grid run writes (each ``<name>.csv``)."""
-GRID_EXTRA_TABLES = ("stratified", "curves")
-"""A grid run's tables when it has them: the gaps within declared strata (also in
-``deployed/``), the operating-point curves."""
+GRID_EXTRA_TABLES = ("stratified", "stratum_rates", "curves")
+"""A grid run's tables when it has them: the gaps conditional on declared strata and the
+strata's per-level counts and rates (both also in ``deployed/``), the operating-point curves."""
 EFFECT_TABLES = ("effects", "effects_stability", "effects_replicates")
 """The paired effects of the strategies; at K > 1 also across and per training replicate."""
+MATCHED_TABLES = ("frontier", "matched")
+"""A tolerance curve's tables (S5): every strategy's point and the curve on the first
+attribute, and the matched-violation comparisons (:mod:`faircode.evaluate.matched`)."""
 STABILITY_TABLES = ("stability", "stability_replicates")
 """Training variance across seeds (``run.seeds`` > 1 only)."""
 DEPLOYED_TABLES = ("fairness", "performance", "intersectional", "groups", "calibration",
                    "calibration_gap")
-"""The tables of ``deployed/`` (and ``stratified`` with declared strata)."""
+"""The tables of ``deployed/`` (and ``stratified``, ``stratum_rates`` with declared strata)."""
 TEXT_TABLES = ("flips", "ctf", "placebo", "terms", "auc", "operating_points", "systems")
 """The tables of a text audit's run."""
 FLIP_TABLES = ("flips", "ctf")
 """The tables of a ``faircode flips`` folder."""
+REGRESSION_TABLES = ("regression_gaps", "regression_groups", "strategies")
+"""The tables of a regression audit's run: every row set's gaps, its groups, and the grid's
+strategies with the reason of those that do not apply."""
+REGRESSION_EXTRA_TABLES = ("regression_strata", "regression_replicates")
+"""A regression run's tables when it has them: the mean gap within declared strata, and at
+K > 1 every training replicate's gaps."""
 MULTICLASS_TABLES = ("class_gaps", "class_tests", "strategies")
 """The tables of a multi-class audit's run: every row set's class shares and gaps by group, its
 joint tests, and the grid's strategies (fitted, or ``n/a`` with the reason)."""
@@ -145,6 +161,9 @@ RESIDUAL_FLOOR = "residual_floor.csv"
 REPORT_PAGE = "report.html"
 TEXT_TABLE = "text_table.md"
 """The text audits' tables, as one markdown file."""
+REGRESSION_TABLE = "regression_table"
+"""The regression audits' paper table (:func:`paper_table_files`: its ``.md``, every section,
+and its ``.tex``, the headline gaps in the outcomes' units)."""
 MULTICLASS_TABLE = "multiclass_table.md"
 """The multi-class audits' joint tests and class gaps, as one markdown file."""
 RANKING_TABLE = "ranking_table.md"
@@ -193,8 +212,9 @@ def paper_table_files(name: str) -> tuple[str, str]:
 def file_names() -> frozenset[str]:
     """Every fixed file name of a results folder (tables of every kind included): what no
     module but this one spells (``tests/test_layout.py``)."""
-    tables = {*GRID_TABLES, *GRID_EXTRA_TABLES, *EFFECT_TABLES, *STABILITY_TABLES,
-              *DEPLOYED_TABLES, *TEXT_TABLES, *FLIP_TABLES, *MULTICLASS_TABLES,
+    tables = {*GRID_TABLES, *GRID_EXTRA_TABLES, *EFFECT_TABLES, *MATCHED_TABLES,
+              *STABILITY_TABLES, *DEPLOYED_TABLES, *TEXT_TABLES, *FLIP_TABLES,
+              *REGRESSION_TABLES, *REGRESSION_EXTRA_TABLES, *MULTICLASS_TABLES,
               *MULTICLASS_EXTRA_TABLES, *RANKING_TABLES}
     return frozenset({RUN_RECORD, UNAVAILABLE_NOTE, *REPORT_FILES, ENCODING_SENSITIVITY,
                       FIGURES_RECORD, *(table_file(t) for t in tables)})

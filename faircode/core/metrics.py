@@ -28,11 +28,14 @@ Design decisions
   changed); any other leaves it None and takes :func:`faircode.core.seeds.name_stream` of its
   name (:attr:`MetricInfo.key`), so adding a metric anywhere in the table changes no other draw.
 * **Task kinds.**  ``kinds`` says which kinds of audit (or views of one) a metric is reported
-  for; :func:`metrics_of` lists a kind's, and :mod:`faircode.core.kinds` derives each kind's
-  metrics from it.  A binary decision's metric compares a group rate of confusion cells; a
-  metric of another kind -- a multi-class outcome's ``class_share_gap``, a ranking's
-  ``exposure_ratio`` -- has no cells: its kind's statistics compute it
-  (:mod:`faircode.stats.multiclass`, :mod:`faircode.stats.ranking`).
+  for (:mod:`faircode.core.kinds` derives each kind's metrics from it, :func:`metrics_of`).  A
+  binary decision's metric compares a group rate of confusion cells; a metric of another kind
+  (a regression's ``mean_difference``, ``ks_distance``, ...; a multi-class outcome's
+  ``class_share_gap``; a ranking's ``exposure_ratio``) has no cells: its value is computed by
+  its kind's statistics (:mod:`faircode.stats.continuous`, :mod:`faircode.stats.multiclass`,
+  :mod:`faircode.stats.ranking`), and it may have a scale a rate has not -- ``distance``
+  (non-negative, no gap 0: a distance between two distributions) or ``level`` (a level that is
+  no gap, such as the worst group's error: an interval and its twin's test, no parity verdict).
   :data:`FAIRNESS_METRICS` and every binary table read the binary metrics only.
 * **Import-light** (the standard library and :mod:`faircode.core`): the configuration and the
   stages' fast paths read it without numpy.
@@ -76,8 +79,12 @@ TN, FP, FN, TP = 0, 1, 2, 3
 ALL, Y1, Y0, YHAT1 = (TN, FP, FN, TP), (FN, TP), (TN, FP), (FP, TP)
 """Row sets as cells: every row; true outcome favourable; unfavourable; decided favourable."""
 
-Scale = Literal["difference", "ratio", "magnitude"]
-_SCALES: tuple[str, ...] = ("difference", "ratio", "magnitude")
+Scale = Literal["difference", "ratio", "magnitude", "distance", "level"]
+_SCALES: tuple[str, ...] = ("difference", "ratio", "magnitude", "distance", "level")
+_CELL_SCALES: tuple[str, ...] = ("difference", "ratio", "magnitude")
+"""The scales of a binary decision's metric (a group rate of cells, or a magnitude)."""
+REGRESSION = frozenset({"regression"})
+"""The task kinds of a regression audit's metrics."""
 MULTICLASS = frozenset({"multiclass"})
 """The task kinds of a multi-class outcome's metrics."""
 RANKING = frozenset({"ranking"})
@@ -95,6 +102,15 @@ class Metric(StrEnum):
     ACCURACY_EQUALITY = "accuracy_equality_diff"
     TPR_GAP = "tpr_gap"
     FPR_GAP = "fpr_gap"
+    MEAN_DIFFERENCE = "mean_difference"
+    MEAN_RATIO = "mean_ratio"
+    Q10_GAP = "q10_gap"
+    Q50_GAP = "q50_gap"
+    Q90_GAP = "q90_gap"
+    KS_DISTANCE = "ks_distance"
+    MAE_GAP = "mae_gap"
+    BOUNDED_GROUP_LOSS = "bounded_group_loss"
+    RESIDUAL_GAP = "residual_gap"
     CLASS_SHARE_GAP = "class_share_gap"
     CLASS_MAX_GAP = "class_max_gap"
     EXPOSURE_RATIO = "exposure_ratio"
@@ -130,15 +146,27 @@ class MetricInfo:
         if self.scale not in _SCALES:
             raise ValueError(f"{where}: scale: expected one of {', '.join(_SCALES)}, got "
                              f"{describe(self.scale)}")
+        if not self.cells:  # another kind's metric: its statistics compute it, no cells
+            if self.numerator or self.denominator or (
+                    self.components and self.scale != "magnitude"):
+                raise ValueError(f"{where}: expected no cells (components only for a "
+                                 f"magnitude) for a metric of {', '.join(sorted(self.kinds))}")
+            self._check_names()
+            return
+        if self.scale not in _CELL_SCALES:
+            raise ValueError(f"{where}: scale: expected one of {', '.join(_CELL_SCALES)} for a "
+                             f"binary decision's metric, got {describe(self.scale)}")
         rate = self.scale != "magnitude"
-        cells = rate and self.cells
-        if cells != bool(self.numerator and self.denominator) or rate == bool(self.components):
-            raise ValueError(f"{where}: expected numerator and denominator cells for a binary "
-                             "difference or ratio (none for another kind's), components (only) "
-                             "for a magnitude")
+        if rate != bool(self.numerator and self.denominator) or rate == bool(self.components):
+            raise ValueError(f"{where}: expected numerator and denominator cells for a "
+                             "difference or ratio, components (only) for a magnitude")
         if not set(self.numerator) <= set(self.denominator) <= set(ALL):
             raise ValueError(f"{where}: numerator: expected cells of the denominator, within "
                              f"{ALL}, got {self.numerator} of {self.denominator}")
+        self._check_names()
+
+    def _check_names(self) -> None:
+        where = f"MetricInfo({self.metric})"
         if self.stream is not None and (isinstance(self.stream, bool) or not isinstance(
                 self.stream, int) or not 0 <= self.stream < NAMED):
             raise ValueError(f"{where}: stream: expected None or an int in [0, 2**32), got "
@@ -184,6 +212,24 @@ METRIC_TABLE: tuple[MetricInfo, ...] = (
     MetricInfo(_M.TPR_GAP, "tpr_gap", "TPR gap", "difference", (TP,), Y1,
                same_null=_M.EQUAL_OPPORTUNITY, same_value=_M.EQUAL_OPPORTUNITY, stream=6),
     MetricInfo(_M.FPR_GAP, "fpr_gap", "FPR gap", "difference", (FP,), Y0, stream=7),
+    # a regression's (faircode.stats.continuous): no cells, every seed key from its name
+    MetricInfo(_M.MEAN_DIFFERENCE, "mean_diff", "mean gap", "difference", ground_truth=False,
+               kinds=REGRESSION),
+    MetricInfo(_M.MEAN_RATIO, "mean_ratio", "mean ratio", "ratio",
+               same_null=_M.MEAN_DIFFERENCE, ground_truth=False, kinds=REGRESSION),
+    MetricInfo(_M.Q10_GAP, "q10", "10th-percentile gap", "difference", ground_truth=False,
+               kinds=REGRESSION),
+    MetricInfo(_M.Q50_GAP, "q50", "median gap", "difference", ground_truth=False,
+               kinds=REGRESSION),
+    MetricInfo(_M.Q90_GAP, "q90", "90th-percentile gap", "difference", ground_truth=False,
+               kinds=REGRESSION),
+    MetricInfo(_M.KS_DISTANCE, "ks", "distribution distance (KS)", "distance",
+               ground_truth=False, kinds=REGRESSION),
+    MetricInfo(_M.MAE_GAP, "mae_gap", "error gap (MAE)", "difference", kinds=REGRESSION),
+    MetricInfo(_M.BOUNDED_GROUP_LOSS, "bgl", "worst group's MAE (bounded group loss)", "level",
+               same_null=_M.MAE_GAP, kinds=REGRESSION),
+    MetricInfo(_M.RESIDUAL_GAP, "resid_gap", "mean residual gap", "difference",
+               kinds=REGRESSION),
     # a multi-class outcome's (faircode.stats.multiclass) and a ranking's
     # (faircode.stats.ranking): no cells, every seed key from its name
     MetricInfo(_M.CLASS_SHARE_GAP, "cls_gap", "class share gap", "difference",

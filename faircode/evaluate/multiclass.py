@@ -93,8 +93,8 @@ class _RowSet:
     rows: np.ndarray
     """Prepared positions of the labels."""
     key: tuple[int, ...]
-    """Its seed key: ``(0,)`` every row, ``(1,)`` the test rows, ``(2, replicate, strategy
-    number, family index)`` a cell."""
+    """Its seed key: ``(0,)`` every row, ``(1,)`` the test rows, ``(2, replicate, strategy key,
+    family index)`` a cell."""
 
 
 @dataclass(slots=True)

@@ -86,16 +86,18 @@ def resolve_manifests(audits_dir: Path, names: Sequence[str]) -> list[Path]:
 
 
 def _each_manifest(args: argparse.Namespace, work: Callable[[Manifest], None]) -> int:
-    """Run ``work`` on every selected manifest; report errors and skips; return the exit code.
+    """Run ``work`` on every selected manifest (of any task kind, read by its kind's loader:
+    :func:`faircode.audit.kinds.load_any_manifest`); report errors and skips; return the exit
+    code.
 
     An audit without data is a skip (exit 0) when every audit runs, and a failure (exit 1, its one
     line on stderr saying how to obtain the data) when it was named on the command line."""
-    from faircode.audit.manifest import load_manifest
+    from faircode.audit.kinds import load_any_manifest
 
     failed = unavailable = False
     for path in resolve_manifests(Path(args.audits), args.audit):
         try:
-            work(load_manifest(path))
+            work(load_any_manifest(path))
         except DataUnavailableError as exc:
             if args.audit:
                 print(str(exc), file=sys.stderr)
@@ -195,9 +197,11 @@ def summary_lines(data: AuditData) -> list[str]:
             lines.append(f"  system {system.name}: score {m.system.score.column} "
                          f"({system.scale}) from {system.score.min():g} to "
                          f"{system.score.max():g}")
-    for stratum in m.strata:  # the legitimate factors the gap is also measured within
-        lines.append(f"  stratum {stratum.name} ({', '.join(stratum.columns)}): "
-                     f"{int(data.strata[stratum.name].max()) + 1} levels")
+    for stratum in m.strata:  # the legitimate factors the gap is also conditioned on
+        shape = (f"{data.covariates[stratum.name].shape[1]} covariate terms (logistic "
+                 "regression)" if stratum.regression else
+                 f"{len(data.stratum_levels[stratum.name])} levels")
+        lines.append(f"  stratum {stratum.name} ({', '.join(stratum.columns)}): {shape}")
     if data.unit is not None:
         sizes = np.bincount(data.unit)
         shared = np.intersect1d(data.unit[data.train_index], data.unit[data.test_index]).size
@@ -212,12 +216,16 @@ def summary_lines(data: AuditData) -> list[str]:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from faircode.audit.data import load_audit
-    from faircode.grid.strategies import calibration_warning
+    from faircode.audit.manifest import Manifest
+    from faircode.grid.calibration import calibration_warning
 
     folders = mirrors()
 
     def work(manifest: Manifest) -> None:
         obtain(manifest, folders)
+        if not isinstance(manifest, Manifest):  # another task kind's (a regression's)
+            print("\n".join(_kind_summary(manifest)))
+            return
         data = load_audit(manifest)
         first = manifest.protected_attributes[0]  # S4's sensitive feature
         train = data.train_index
@@ -229,6 +237,22 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         print("\n".join(summary_lines(data)))
 
     return _each_manifest(args, work)
+
+
+def _kind_summary(manifest: object) -> list[str]:
+    """``validate``'s summary of a manifest of another task kind than the grid's."""
+    from faircode.audit.regression_data import load_regression_audit
+    from faircode.audit.regression_manifest import RegressionManifest
+    from faircode.pipeline.regression_command import regression_summary_lines
+
+    if not isinstance(manifest, RegressionManifest):
+        raise FaircodeError(f"{getattr(manifest, 'file', manifest)}: faircode validate: "
+                            "expected a tabular manifest (a text audit is checked by its "
+                            "stages), got another kind")
+    data = load_regression_audit(manifest)
+    for warning in data.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return regression_summary_lines(data)
 
 
 def _add_validate(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -247,6 +271,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from faircode.core.config import ExecutionConfig, Params, load_params
+    from faircode.core.kinds import REGRESSION
     from faircode.pipeline.progress import RunDisplay, audit_summary, summary_table
     from faircode.pipeline.run import degenerate_cells, prepare_audits, run_audits, split_by_kind
     from faircode.provenance.state import provenance
@@ -284,9 +309,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         else:
             print(f"skipped: {message}")
 
-    paths = resolve_manifests(Path(args.audits), args.audit or [
-        *params.audits, *params.text_audits, *params.multiclass_audits])
+    paths = resolve_manifests(Path(args.audits), args.audit or list(params.every_audit))
     grid, alone = split_by_kind(paths, on_error=report)
+    regression = _regression_paths([p for p, kind in alone if kind is REGRESSION], folders,
+                                   on_error=report, on_skipped=skipped)
     prepared = prepare_audits(grid, on_error=report, on_skipped=skipped,
                               obtain=lambda m: obtain(m, folders))
     with RunDisplay(Console(stderr=True), quiet=args.quiet) as display:
@@ -294,6 +320,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
                           provenance_record=provenance(), on_error=report,
                           on_start=display.start, on_cell_done=display.done)
     for path, kind in alone:  # a kind without the grid: its own steps, in one process
+        if kind is REGRESSION:  # its own fit, after the grid (run_regression_audits)
+            continue
         _run_alone(path, kind, config=config, out=Path(args.out), folders=folders,
                    report=report, skipped=skipped)
     for run in runs:
@@ -307,7 +335,33 @@ def _cmd_run(args: argparse.Namespace) -> int:
         for run in runs:
             cells = degenerate_cells(run.results)
             print(f"  {run.data.manifest.name}: " + ("; ".join(cells) if cells else "none"))
+    if regression:
+        from faircode.pipeline.regression_command import run_regression_audits
+
+        run_regression_audits(regression, config=config, out=Path(args.out),
+                              provenance_record=provenance(), on_error=report)
     return EXIT_USAGE if bad_input else EXIT_FAILED if failed or unavailable else EXIT_OK
+
+
+def _regression_paths(paths: Sequence[Path], folders: tuple[Path, ...], *,
+                      on_error: Callable[[str, BaseException], None],
+                      on_skipped: Callable[[str], None]) -> list[Path]:
+    """The regression audits of ``paths`` (their own fit and tables:
+    :mod:`faircode.pipeline.regression_command`) whose raw files could be obtained; one
+    without data is ``on_skipped``, a bad one ``on_error``, and neither runs."""
+    from faircode.audit.regression_manifest import load_regression_manifest
+
+    found = []
+    for path in paths:
+        try:
+            obtain(load_regression_manifest(path), folders)
+        except DataUnavailableError as exc:
+            on_skipped(str(exc))
+        except FaircodeError as exc:
+            on_error(path.parent.name, exc)
+        else:
+            found.append(path)
+    return found
 
 
 def _run_alone(path: Path, kind: TaskKind, *, config: BenchmarkConfig, out: Path,
@@ -345,7 +399,7 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
     parser = subparsers.add_parser(
         "run", parents=[common], help=HELP["run"],
-        description="Fit and score the S0-S4 x model grid of each audit (a missing raw file is "
+        description="Fit and score the strategy x model grid of each audit (a missing raw file is "
                     f"fetched first: {MIRROR_HELP}).",
         **example("faircode run german_credit_lending --n-resamples 200 --n-permutations 200 "
                   "--out /tmp/faircode-quick"))
@@ -362,7 +416,7 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                                             "(implies --backend dask)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress bar and no per-cell lines (CI); the summary stays")
-    parser.add_argument("--constraint", choices=CONSTRAINTS, help="S3/S4 fairness constraint")
+    parser.add_argument("--constraint", choices=CONSTRAINTS, help="S3-S5 fairness constraint")
     parser.add_argument("--eps", type=float, help="ExponentiatedGradient eps (0.01)")
     parser.add_argument("--decision-threshold", type=float, help="S0-S2 threshold (0.5)")
     parser.add_argument("--seeds", type=int, help="training replicates per cell (1; the paper "

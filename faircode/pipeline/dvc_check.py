@@ -12,22 +12,22 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from faircode.core.config import Params
+from faircode.core.config import AUDIT_LISTS, Params
 from faircode.core.errors import ConfigError
 from faircode.pipeline.dvc_files import COMMAND, FILES
 
 __all__ = ["FETCH_STAGES", "check_written_for", "written_for"]
 
-FETCH_STAGES = ("fetch", "text-fetch", "multiclass-fetch")
+FETCH_STAGES = ("fetch", "text-fetch", "regression-fetch", "multiclass-fetch")
 """Each audit list's first data stage, whose ``foreach`` is the list (:data:`faircode.core.
 config.AUDIT_LISTS` order)."""
 
 
 def written_for(root: Path) -> tuple[frozenset[str], ...] | None:
-    """The audits of each list (grid, text, multi-class) the pipeline files under ``root`` were
-    written for (the first data stages' ``foreach`` lists, which the evaluate stage's manifest
-    deps must equal); ``None`` without a ``dvc.yaml`` (nothing runs them); ``ValueError`` when
-    the files do not have the layout :func:`render` writes."""
+    """The audits of each list (grid, text, regression, multi-class) the pipeline files under
+    ``root`` were written for (the first data stages' ``foreach`` lists, which the evaluate
+    stage's manifest deps must equal); ``None`` without a ``dvc.yaml`` (nothing runs them);
+    ``ValueError`` when the files do not have the layout :func:`render` writes."""
     from faircode.core.schema import read_yaml
 
     results, data = (root / name for name in FILES)
@@ -84,8 +84,9 @@ def check_written_for(params: Params, *, root: Path) -> None:
 
 
 def _names(lists: Sequence[Iterable[str]]) -> str:
-    """The names of each list (grid, text, multi-class), the others' with their kind."""
-    kinds = ("", " (text)", " (multiclass)")
+    """The names of each list (:data:`~faircode.core.config.AUDIT_LISTS` order), the others'
+    than the grid's with their kind (``(text)``)."""
+    kinds = [""] + [f" ({key.removesuffix('_audits')})" for key in AUDIT_LISTS[1:]]
     names = [f"{n}{kinds[i]}" for i, found in enumerate(lists) for n in sorted(found)]
     shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
     return shown or "none"

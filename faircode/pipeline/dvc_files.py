@@ -1,7 +1,7 @@
 """The pipeline files, ``dvc.yaml`` and ``upstream/dvc.yaml``, written from ``params.yaml``.
 
-``params.yaml`` lists the audits the pipeline runs: ``audits`` (the grid's), ``text_audits`` and
-``multiclass_audits``.
+``params.yaml`` lists the audits the pipeline runs: ``audits`` (the grid's), ``text_audits``,
+``regression_audits`` and ``multiclass_audits``.
 DVC expands a list into one stage per item (``foreach``), never into one stage's ``deps``
 (treeverse/dvc#8171), and evaluate is one stage over every audit (DVC rewrites the whole
 ``dvc.lock`` after each stage it runs: a sweep value pays that once, not once per audit), so
@@ -19,8 +19,9 @@ Design decisions
   names (``fetch@<audit>``), commands, deps, params and outs are those ``foreach: ${audits}``
   gave, so a state's ``dvc.lock`` stays valid.
 * **An empty list has no stages**: a text audit alone has no grid stage, strategy plot,
-  threshold curve or paired-effects table; grid audits alone have no text stage.  A multi-class
-  audit has one data stage (``multiclass-fetch``): its grid is fitted in evaluate.
+  threshold curve or paired-effects table; grid audits alone have no text stage.  A regression
+  audit has two data stages (``regression-fetch``, ``regression-fit``); a multi-class audit one
+  (``multiclass-fetch``): its grid is fitted in evaluate.
 * **An audit that leaves the lists re-runs the report** through :data:`LISTS`.
 * **The fit stages are the grid's parts**, one :class:`FitPart` each, from the caller
   (:func:`faircode.pipeline.pipeline_command.fit_parts`): a new part is a new stage, no edit here.
@@ -42,6 +43,7 @@ from faircode.core.layout import (
     FIGURES,
     MULTICLASS_TABLE,
     RANKING_TABLE,
+    REGRESSION_TABLE,
     REPORT_PAGE,
     RESIDUAL_FLOOR,
     SUMMARY,
@@ -120,8 +122,10 @@ RESULTS_HEADER = """\
 #   report/                         -> report only;  record/ -> track only
 #   pipeline/cli.py, progress.py    -> nothing (no stage imports the command line)
 # and as params exactly the params.yaml sections it reads:
-#   mitigation.* -> fit-in-processing (S3; every key) and fit-post-processing (S4; the constraint
-#                   only) + evaluate; fit (S0-S2) reads no mitigation key and never re-runs
+#   mitigation.* -> each fit stage the keys its strategies read (the strategy table's reads):
+#                   fit-in-processing (S3) constraint, eps, max_iter; fit-post-processing (S4)
+#                   constraint; fit-relaxed-post-processing (S5) constraint, tolerances; then
+#                   evaluate; fit (S0-S2) reads no mitigation key and never re-runs
 #   run.seeds, run.seed_mode -> the fit stages + evaluate (never fetch/prepare)
 #   models.encoding     -> the fit stages (how the models see nominal columns) + evaluate
 #   models.*, stats.*, degenerate.*, verdicts.*, curves.* -> evaluate (then report and track)
@@ -187,8 +191,10 @@ PLOTS_NOTE = """\
 
 def lists_text(params: Params) -> str:
     """The text of :data:`LISTS` for ``params``: each list's names, sorted (the order changes
-    no output)."""
-    return "".join(f"{key}: {', '.join(sorted(names))}\n" for key, names in params.lists())
+    no output); a list of a later task kind only when it names an audit, so the file of a
+    pipeline without one is what it was."""
+    return "".join(f"{key}: {', '.join(sorted(names))}\n" for key, names in params.lists()
+                   if names or key in ("audits", "text_audits"))
 
 
 def _check_params() -> list[str]:
@@ -200,7 +206,8 @@ def _check_params() -> list[str]:
 
 
 def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
-    grid, text, multi = params.audits, params.text_audits, params.multiclass_audits
+    grid, text, regression = params.audits, params.text_audits, params.regression_audits
+    multi = params.multiclass_audits
     deps = _code("evaluate", "core", "provenance", "counterfactual", "audit", "stats", "grid",
                  "evaluate")
     deps += [p for a in grid for p in (f"audits/{a}", f"data/prepared/{a}",
@@ -213,6 +220,11 @@ def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
                   "trained systems and scores", *_items([p for a in text for p in (
                       f"audits/{a}", f"data/text/{a}/payloads", f"data/text/{a}/systems",
                       f"data/text/{a}/scores")], 6)]
+    if regression:
+        lines += ["      # a regression audit (params.yaml's regression_audits): its manifest, raw "
+                  "file and fit", *_items([p for a in regression for p in (
+                      f"audits/{a}", f"data/raw/{a}", f"data/predictions/{a}/{REGRESSION_PART}")],
+                      6)]
     if multi:
         lines += ["      # a multi-class audit (params.yaml's multiclass_audits): its manifest and "
                   "raw file", *_items([p for a in multi for p in (f"audits/{a}",
@@ -227,24 +239,28 @@ def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
     for a in text:
         lines += _out(f"results/{a}", persist=False,
                       note="a text audit's tables and run.json, written whole")
-    multi_views = {a: dvc_views(RESULTS, a) for a in multi}
+    for a in regression:
+        lines += [*_out(f"results/{a}", persist=False,
+                        note="a regression audit's tables and run.json, written whole"),
+                  *_out(dvc_views(RESULTS, a).full.as_posix(), persist=False)]
     for a in multi:
         lines += [*_out(f"results/{a}", persist=False,
                         note="a multi-class audit's tables and run.json, written whole"),
-                  *_out(multi_views[a].full.as_posix(), persist=False)]
-    if multi and not grid:
-        lines += ["    metrics:  # a multi-class audit's: attr, cls_max",
-                  *(x for a in multi for x in _out(multi_views[a].headline.as_posix(),
-                                                   persist=False))]
-    if grid:
+                  *_out(dvc_views(RESULTS, a).full.as_posix(), persist=False)]
+    if grid or regression or multi:
         lines += [
             "    # results/metrics/full/<audit>.json: every row set, <audit>.<S0..S4|deployed>."
-            "<LR|RF|GB|", "    # system>.{accuracy,dp_diff.<attr>,dp_q.<attr>}",
+            "<LR|RF|GB|", "    # system>.{accuracy,dp_diff.<attr>,dp_q.<attr>} (a regression "
+            "audit's: its units, margin and", "    # every row set's mean gap with its verdict)",
             "    metrics:  # the headline, the same keys in every grid audit's file: attr, dp.S0 "
-            ".. dp.S4", "      # (a multi-class audit's: attr, cls_max)",
-            *(x for a in grid for x in _out(views[a].headline.as_posix())),
-            *(x for a in multi for x in _out(multi_views[a].headline.as_posix(),
-                                             persist=False)),
+            ".. dp.S4;", "      # a regression audit's: attr, gap (the observed outcome's mean "
+            "gap, in its units);", "      # a multi-class audit's: attr, cls_max",
+            *(x for a in (*grid, *regression)
+              for x in _out(dvc_views(RESULTS, a).headline.as_posix())),
+            *(x for a in multi for x in _out(dvc_views(RESULTS, a).headline.as_posix(),
+                                             persist=False))]
+    if grid:
+        lines += [
             "    plots:",
             "      # every row set's demographic-parity difference with its interval, a panel "
             "per attribute",
@@ -263,7 +279,8 @@ def _report(params: Params) -> list[str]:
     audits = params.every_audit
     deps = [*_code("report", "core", "provenance", "counterfactual", "audit", "stats", "report"),
             *(f"audits/{a}" for a in sorted(audits)), *(f"results/{a}" for a in audits), LISTS]
-    tables = REPORT_OUTS + (GRID_REPORT_OUTS if params.audits else ())
+    tables = REPORT_OUTS + (GRID_REPORT_OUTS if params.audits else ()) + (
+        paper_table_files(REGRESSION_TABLE) if params.regression_audits else ())
     tables += ((RANKING_TABLE,) if params.audits else ()) + (
         (MULTICLASS_TABLE,) if params.multiclass_audits else ())
     return ["", "  report:",
@@ -404,6 +421,36 @@ def _text_stages(audits: Sequence[str]) -> list[str]:
     return lines
 
 
+REGRESSION_NOTE = """\
+  # The regression audits (params.yaml regression_audits; audits/<name>/audit.yaml with task:
+  # regression): fetch and the S0-S3 regression grid (faircode/grid/regression.py: S3 reads
+  # mitigation.eps and mitigation.max_iter, never the classification constraint); ../dvc.yaml's
+  # evaluate writes the tables from the raw file and these predictions."""
+REGRESSION_PART = "regression"
+"""The regression fit's folder under ``data/predictions/<audit>/``
+(:data:`faircode.evaluate.regression_kind.PART`)."""
+
+
+def _regression_stages(audits: Sequence[str]) -> list[str]:
+    if not audits:
+        return []
+    lines = ["", REGRESSION_NOTE]
+    lines += _data_stage("regression-fetch", _foreach("regression_audits", audits, first=True),
+                         "python -m faircode.pipeline.stages.fetch '${item}'",
+                         ["data/params.ok", *_code("fetch", "core", "counterfactual", "audit"),
+                          "audits/${item}"], "data/raw/${item}")[1:]
+    lines += _data_stage("regression-fit", _foreach("regression_audits", audits, first=False),
+                         ">-\n        python -m faircode.pipeline.stages.regression_fit "
+                         "'${item}' 'data/raw/${item}'\n        "
+                         f"'data/predictions/${{item}}/{REGRESSION_PART}'",
+                         [*_code("regression_fit", "core", "counterfactual", "audit", "grid"),
+                          "audits/${item}", "data/raw/${item}"],
+                         f"data/predictions/${{item}}/{REGRESSION_PART}",
+                         params=("mitigation.eps", "mitigation.max_iter", "models.encoding",
+                                 "run.seeds", "run.seed_mode"))
+    return lines
+
+
 MULTICLASS_NOTE = """\
   # The multi-class audits (params.yaml multiclass_audits; audits/<name>/audit.yaml with task:
   # multiclass): their raw file only; ../dvc.yaml's evaluate fits their S0-S2 grid and writes
@@ -422,6 +469,7 @@ def _multiclass_stages(audits: Sequence[str]) -> list[str]:
 
 def _data_file(params: Params, parts: Sequence[FitPart]) -> str:
     lines = [DATA_HEADER, *_grid_stages(params.audits, parts), *_text_stages(params.text_audits),
+             *_regression_stages(params.regression_audits),
              *_multiclass_stages(params.multiclass_audits)]
     text = "\n".join(lines) + "\n"
     return text.replace("stages:\n\n", "stages:\n", 1)
@@ -432,6 +480,6 @@ def render(params: Params, *, parts: Sequence[FitPart]) -> dict[str, str]:
     with one fit stage per part of ``parts``."""
     if not params.every_audit:
         raise ConfigError("params.yaml: audits: expected a non-empty list of audit names, or "
-                          "audits in text_audits, multiclass_audits (the audits the pipeline "
-                          "runs), got none")
+                          "audits in text_audits, regression_audits, multiclass_audits (the "
+                          "audits the pipeline runs), got none")
     return {FILES[0]: _results_file(params, parts), FILES[1]: _data_file(params, parts)}

@@ -1,17 +1,16 @@
 """``faircode pipeline``: write ``dvc.yaml`` and ``upstream/dvc.yaml`` for params.yaml's audits.
 
-Run it after changing ``params.yaml``'s ``audits``, ``text_audits`` or ``multiclass_audits`` (a
-subset to explore, an audit of your own), commit the two files, then ``dvc repro``;
-check-params stops a repro whose files were written for another list with one line naming this
-command.  ``--check`` writes
-nothing and exits 1 when either file is not what it would write (CI; tests/test_pipeline.py
-keeps the committed files so).
+Run it after changing one of ``params.yaml``'s audit lists (``audits``, ``text_audits``,
+``regression_audits``, ``multiclass_audits``: a subset to explore, an audit of your own), commit
+the two files, then ``dvc repro``; check-params stops a repro whose files were written for
+another list with one line naming this command.  ``--check`` writes nothing and exits 1 when
+either file is not what it would write (CI; tests/test_pipeline.py keeps the committed files so).
 
 Before writing it checks what the files will name: ``params.yaml`` as check-params does (every
 key, at least one audit, each an ``audits/<name>/`` folder), and each listed audit's manifest --
 it loads (its own one-line error otherwise), it is of its list's kind (``audits``: the grid's
-tabular manifests; ``text_audits``: ``kind: text``; ``multiclass_audits``: ``task:
-multiclass``), and its ``name`` is its folder's (the
+tabular manifests; ``text_audits``: ``kind: text``; ``regression_audits``: ``task:
+regression``; ``multiclass_audits``: ``task: multiclass``), and its ``name`` is its folder's (the
 stages' paths use the folder, the stages' code the name).  A file is replaced whole (written
 beside it, then renamed) and only when its text changes.
 """
@@ -55,24 +54,25 @@ def fit_parts() -> tuple[FitPart, ...]:
 
 
 def check_manifests(params: Params, *, audits_dir: Path) -> None:
-    """Raise a one-line error unless each listed audit's manifest loads, is of its list's kind
-    (:data:`faircode.core.kinds.TASK_KINDS`: each kind's ``params_key``) and is named as its
-    folder."""
+    """Raise a one-line error unless each listed audit's manifest loads, is of its list's task
+    kind (:attr:`faircode.core.kinds.TaskKind.params_key`) and is named as its folder."""
     from faircode.audit.kinds import load_any_manifest
     from faircode.audit.manifest import manifest_kind
     from faircode.core.errors import ConfigError
     from faircode.core.kinds import TASK_KINDS
 
-    lists = {k.manifest_kind: k.params_key for k in TASK_KINDS}
-    for kind in TASK_KINDS:
-        for i, name in enumerate(getattr(params, kind.params_key)):
+    lists = {kind.params_key: kind for kind in TASK_KINDS}
+    for key, names in params.lists():
+        kind = lists[key]
+        for i, name in enumerate(names):
             path = audits_dir / name / "audit.yaml"
             found = manifest_kind(path)
             if found != kind.manifest_kind:
-                other = f" (list it under {lists[found]})" if found in lists else ""
-                raise ConfigError(f"params.yaml: {kind.params_key}[{i}]: expected a "
-                                  f"{kind.manifest_kind} audit, got {name!r}, whose manifest "
-                                  f"{path} is kind: {found}{other}")
+                other = next((k.params_key for k in TASK_KINDS if k.manifest_kind == found),
+                             "none")
+                raise ConfigError(f"params.yaml: {key}[{i}]: expected a {kind.manifest_kind} "
+                                  f"audit, got {name!r}, whose manifest {path} is "
+                                  f"{found} (list it under {other})")
             manifest = load_any_manifest(path)
             if manifest.name != name:
                 raise ConfigError(f"{path}: name: expected {name!r} (its folder's name: the "
@@ -136,9 +136,9 @@ def add_pipeline(subparsers: argparse._SubParsersAction,
     parser = subparsers.add_parser(
         "pipeline", help=HELP["pipeline"],
         description="Write dvc.yaml and upstream/dvc.yaml from params.yaml's audit lists "
-                    "(audits, text_audits, multiclass_audits; run it after changing one; "
-                    "commit both files).",
-        **example("faircode pipeline", "faircode pipeline --check"))
+                    "(audits, text_audits, regression_audits, multiclass_audits; run it after "
+                    "changing one; commit both files).",
+        **example("faircode pipeline --check"))
     parser.add_argument("--root", default=".", help="the project (params.yaml, audits/, the "
                                                     "pipeline files; default: here)")
     parser.add_argument("--check", action="store_true",

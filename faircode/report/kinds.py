@@ -37,6 +37,7 @@ __all__ = ["GRID_VIEW", "SECTIONS", "GridView", "LoadedSection", "Section", "loa
 SECTIONS: dict[str, str] = {
     "binary": "faircode.report.ranking_section:SECTION",
     "text": "faircode.report.text_section:SECTION",
+    "regression": "faircode.report.regression_section:SECTION",
     "multiclass": "faircode.report.multiclass_section:SECTION",
 }
 """Task kind -> ``"<module>:<attribute>"`` of its :class:`Section`

@@ -28,9 +28,10 @@ from typing import Any
 
 import pandas as pd
 
-from faircode.core.cells import FAMILY_CODES, strategy_code
+from faircode.core.cells import FAMILY_CODES, STRATEGY_TABLE, applies, strategy_code
 from faircode.core.digests import checked_run
 from faircode.core.errors import DataError
+from faircode.core.kinds import MULTICLASS
 from faircode.core.layout import MULTICLASS_TABLE, MULTICLASS_TABLES, table_path
 
 __all__ = ["OBSERVED", "MulticlassInputs", "class_frame", "headline_line", "joint_frame",
@@ -39,6 +40,8 @@ __all__ = ["OBSERVED", "MulticlassInputs", "class_frame", "headline_line", "join
 
 OBSERVED = "observed"
 """The recorded outcome's row set (:data:`faircode.evaluate.multiclass.OBSERVED`)."""
+_NOT_APPLICABLE = tuple(s.code for s in STRATEGY_TABLE if not applies(s.strategy, MULTICLASS.name))
+"""The strategies a multi-class outcome is not fitted with (their reasons: ``strategies.csv``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -236,8 +239,8 @@ def section_html(inputs: MulticlassInputs, *, figures: str, fold: Any, table: An
              "group's rows with Wilson intervals, the class share gap (percentage points, "
              "Newcombe intervals, exact mid-p tests) and its share of the groups' total "
              "variation distance; one exact joint test per row set (conditional on the margins: "
-             "valid with zero cells). S3 and S4 are n/a for a multi-class outcome, with the "
-             "reason.</p>", figures]
+             f"valid with zero cells). {', '.join(_NOT_APPLICABLE)} are n/a for a multi-class "
+             "outcome, with the reason.</p>", figures]
     for audit in inputs.runs:
         parts.append(fold(f"{audit}: joint tests", table(joint_frame(inputs, audit=audit))))
         parts.append(fold(f"{audit}: recorded classes by group",

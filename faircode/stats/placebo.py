@@ -26,7 +26,7 @@ Design decisions
   (the swap moves more than its placebo: significant in the family, interval above 0),
   ``below``, ``within_margin`` (equivalence significant, no difference shown), ``inconclusive``,
   ``uninformative`` (no placebo arm, or an undefined difference) -- the same rule as the paired
-  effects' (:func:`faircode.stats.effect_verdicts.effect_verdicts`).
+  effects' (:func:`faircode.stats.verdicts.effect_verdicts`).
 * A measure that is 0 on every pair of both arms (nothing flipped, no score moved) has
   ``Δ = 0`` exactly and no test of ``Δ = 0`` (p NaN, ``moved`` False: left out of a family, as
   the flip-direction test is when nothing flipped); its equivalence test holds.
@@ -46,8 +46,8 @@ from numpy.typing import ArrayLike, NDArray
 from faircode.core.checks import check_confidence, check_positive_int
 from faircode.core.seeds import child_seed
 from faircode.stats._paired_interval import SortedDraws, expanded_levels
-from faircode.stats.effect_verdicts import EffectVerdict, effect_verdicts
 from faircode.stats.resampling import draw_blocks
+from faircode.stats.verdicts import EffectVerdict, effect_verdicts
 
 __all__ = ["NO_PLACEBO", "PlaceboDifference", "PlaceboVerdict", "placebo_differences",
            "placebo_verdicts"]
