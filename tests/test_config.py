@@ -124,7 +124,8 @@ def test_record_is_flat_and_stable() -> None:
         "n_permutations", "confidence", "alpha", "power", "effect_margin", "cost_margin", "jobs",
         "degenerate_min_selection_rate", "degenerate_max_selection_rate",
         "degenerate_balanced_accuracy_margin", "curve_thresholds", "verdict_margin",
-        "verdict_ratio_margin", "verdict_min_informative_share", "mitigation.tolerances"]
+        "verdict_ratio_margin", "verdict_min_informative_share", "verdict_claims",
+        "mitigation.tolerances"]
     k5 = config_record(BenchmarkConfig().with_params({"run.jobs": 1, "run.seeds": 5}))
     assert (k5["seeds"], k5["seed_mode"]) == (5, "model")
     assert list(k5).index("seeds") == list(record).index("curve_thresholds")
@@ -317,8 +318,13 @@ def test_bad_curve_thresholds_name_the_key_path(thresholds: object, message: str
                                         "high] with 0 < low < 1 < high, got [1.2, 1.25] (list)"),
         ({"min_informative_share": 1.5}, "verdicts.min_informative_share: expected a number in "
                                          "(0, 1], got 1.5 (float)"),
-        ({"margins": 0.05}, "verdicts.margins: expected a known key of verdicts (margin, "
-                            "min_informative_share, ratio_margin), got 'margins' (str)"),
+        ({"margins": 0.05}, "verdicts.margins: expected a known key of verdicts (claims, "
+                            "margin, min_informative_share, ratio_margin), got 'margins' (str)"),
+        ({"claims": "parity"}, "verdicts.claims: expected one of demographic_parity_diff, "
+                               "disparate_impact_ratio, equal_opportunity_diff, "
+                               "equalized_odds_diff, predictive_parity_diff, "
+                               "accuracy_equality_diff, tpr_gap, fpr_gap or a unique prefix "
+                               "before _ (demographic_parity), got 'parity' (str)"),
     ],
 )
 def test_bad_verdict_params_name_the_key_path(verdicts: dict, message: str) -> None:

@@ -21,9 +21,10 @@ from faircode.core.config import BenchmarkConfig, ReplicateConfig, StatsConfig, 
 from faircode.core.errors import ManifestError
 from faircode.core.kinds import MULTICLASS
 from faircode.core.layout import MULTICLASS_TABLES, dvc_views, folder_kind, table_path
+from faircode.evaluate.headline_keys import UNAVAILABLE_HEADLINE, headline_record
 from faircode.evaluate.job import Job
 from faircode.evaluate.multiclass import class_tables
-from faircode.evaluate.multiclass_kind import EVALUATOR, HEADLINE_KEYS
+from faircode.evaluate.multiclass_kind import EVALUATOR
 from faircode.grid.multiclass import class_cells
 from faircode.pipeline.cli import main
 from faircode.record.multiclass_runs import multiclass_children
@@ -128,15 +129,24 @@ def test_replicates_are_a_table_of_their_own(prepared: PreparedAudit) -> None:
 
 def test_the_folder_holds_the_kind_and_its_views(folder: Path) -> None:
     """The evaluator writes the kind's tables and run.json (kind multiclass, every file's
-    digest) and a DVC headline of the kind's own keys."""
+    digest) and the DVC headline every kind has: per strategy, the mean over its informative
+    families of the largest class share gap on the first attribute, null where it does not
+    apply."""
     assert folder_kind(folder) == "multiclass"
     assert sorted(p.name for p in folder.iterdir()) == sorted(
         [*(table_path(folder, t).name for t in MULTICLASS_TABLES), "run.json"])
     run = json.loads((folder / "run.json").read_text())
     assert set(run["files"]) == {table_path(folder, t).name for t in MULTICLASS_TABLES}
     headline = json.loads(dvc_views(folder.parent, "bank_wages").headline.read_text())
-    assert tuple(headline) == HEADLINE_KEYS and headline["attr"] == "gender"
-    assert headline["cls_max"] == pytest.approx(206 / 216 - 157 / 258, abs=1e-3)
+    tests = pd.read_csv(table_path(folder, "class_tests"))
+    cells = tests[(tests["protected_attribute"] == "gender") & (tests["row_set"] == "test")
+                  & (tests["metric"] == MULTICLASS.headline)
+                  & (tests["verdict"] != "uninformative")]
+    means = {s.code: cells.loc[cells["strategy"] == s.strategy.value, "value"].mean()
+             for s in STRATEGY_TABLE if applies(s.strategy, MULTICLASS.name)}
+    assert headline == headline_record("gender", means) and headline["attr"] == "gender"
+    assert {s.code for s in STRATEGY_TABLE if headline["gap"][s.code] is None} == {
+        s.code for s in STRATEGY_TABLE if not applies(s.strategy, MULTICLASS.name)}
 
 
 def test_the_report_section_names_the_classes_by_their_share(folder: Path,
@@ -275,8 +285,7 @@ def test_the_evaluate_stage_settles_a_multiclass_audit(tmp_path: Path, mirror_ex
     job = EVALUATOR.settle("bank_wages", manifest=manifest, upstream=upstream, results=results,
                            config=CONFIG, say=said.append)
     assert job is None and (results / "bank_wages" / UNAVAILABLE_NOTE).is_file()
-    assert json.loads(dvc_views(results, "bank_wages").headline.read_text()) == dict.fromkeys(
-        HEADLINE_KEYS)
+    assert json.loads(dvc_views(results, "bank_wages").headline.read_text()) == UNAVAILABLE_HEADLINE
     (raw / UNAVAILABLE_NOTE).unlink()
     shutil.copy(mirror_extra / "aer_more" / "BankWages.rda", raw)
     job = EVALUATOR.settle("bank_wages", manifest=manifest, upstream=upstream, results=results,

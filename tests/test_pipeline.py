@@ -218,7 +218,7 @@ def test_repro_writes_results_metrics_and_plots(repo: Repo) -> None:
         assert list(full[audit]) == list(STRATEGY_CODES.values())
         assert 0 <= full[audit]["S0"]["LR"]["accuracy"] <= 1
         metrics = json.loads((repo.root / "results" / "metrics" / f"{audit}.json").read_text())
-        assert list(metrics) == ["attr", "dp"] and list(metrics["dp"]) == list(
+        assert list(metrics) == ["attr", "gap"] and list(metrics["gap"]) == list(
             STRATEGY_CODES.values())
     shown = json.loads(repo.dvc("metrics", "show", "--json").stdout)
     assert "results/metrics/german_credit_lending.json" in json.dumps(shown)
@@ -390,8 +390,9 @@ def test_seeds_change_reruns_fit_and_evaluate_and_writes_stability(repo: Repo) -
 def test_one_cell_has_one_number_in_every_view(repo: Repo, tmp_path: Path) -> None:
     """At K = 2 german_credit_lending's S0 random-forest age gap has one number, interval
     and verdict -- stability.csv's K-replicate estimate -- in fairness.csv, summary.csv,
-    results/metrics/full/<audit>.json, the strategy plot, the paper table, report.html and the
-    MLflow child the track stage logs."""
+    results/metrics/full/<audit>.json, the strategy plot, curves.csv and the threshold plot's
+    data at the declared threshold, the paper table, report.html and the MLflow child the track
+    stage logs."""
     import pandas as pd
     from mlflow.tracking import MlflowClient
 
@@ -427,7 +428,16 @@ def test_one_cell_has_one_number_in_every_view(repo: Repo, tmp_path: Path) -> No
         point = next(p for p in plot if p["strategy"].startswith("S0 ") and p["family"] == "RF")
         assert (point["dp_diff"], point["ci_low"], point["ci_high"], point["verdict"]) == (
             value, low, high, verdict)
-        mark = {"gap": "*", "parity": "="}.get(verdict, "")
+        curves = pd.read_csv(results / audit / "curves.csv")
+        declared = curves[(curves[list(where)] == pd.Series(where)).all(axis=1)
+                          & (curves["point"] == "declared")].iloc[0]
+        assert (declared["value"], declared["ci_low"], declared["ci_high"]) == (
+            value, low, high)  # the curve's point at the declared threshold is the cell
+        assert declared["rep0_value"] == cell["rep0_value"]
+        drawn = pd.read_csv(results / "curves" / f"{audit}.csv")
+        assert drawn.loc[drawn["threshold"] == declared["threshold"],
+                         "S0 random_forest"].iloc[0] == value
+        mark = {"gap": "\u2020" if float(value) > 0 else "*", "parity": "="}.get(verdict, "")
         shown = f"{num(value)} [{num(low)}, {num(high)}]{mark}"
         table = (results / "paper_table.md").read_text().split("**random_forest**", 1)[1]
         assert f"| {audit} | age | {shown} |" in table

@@ -186,9 +186,11 @@ def test_the_tables_say_s4_is_not_applicable_with_its_reason(written: Path) -> N
     assert len(s4) and s4["value"].isna().all() and (s4["verdict"] == "not_applicable").all()
     assert s4["note"].str.endswith(not_applicable_reason("post_processing", "regression")).all()
     strategies = pd.read_csv(table_path(written, "strategies"))
-    assert list(strategies["applies"]) == [applies(s.strategy, REGRESSION.name)
-                                           for s in STRATEGY_TABLE]
-    assert not applies("post_processing", REGRESSION.name)
+    said = dict(zip(strategies["strategy"], strategies["applies"], strict=True))
+    assert said == {info.strategy.value: applies(info.strategy.value, "regression")
+                    for info in STRATEGY_TABLE}
+    assert [said[s] for s in ("baseline", "in_processing", "post_processing")] == [
+        True, True, False]
 
 
 def test_the_observed_outcome_and_every_cell_have_verdicts(written: Path) -> None:
@@ -230,6 +232,11 @@ def test_run_json_records_the_kind_and_every_file(written: Path) -> None:
                                  "regression_strata.csv", "strategies.csv"}
     headline = json.loads((written.parent / "metrics" / "toy.json").read_text())
     assert set(headline) == {"attr", "gap"} and headline["attr"] == "sex"
+    gaps = pd.read_csv(table_path(written, "regression_gaps"))
+    s0 = gaps[(gaps["strategy"] == "baseline") & (gaps["protected_attribute"] == "sex")
+              & (gaps["metric"] == "mean_difference") & (gaps["verdict"] != "uninformative")]
+    assert headline["gap"]["S0"] == round(float(s0["value"].mean()), 3)
+    assert headline["gap"]["S4"] is None and headline["gap"]["S5"] is None
 
 
 def test_the_report_section_and_mlflow_children(written: Path, tmp_path: Path) -> None:

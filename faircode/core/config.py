@@ -34,7 +34,7 @@ from typing import Literal, get_args
 
 from faircode.core.cells import ModelFamily
 from faircode.core.errors import ConfigError, config_error
-from faircode.core.metrics import FAIRNESS_METRICS
+from faircode.core.metrics import FAIRNESS_METRICS, Metric
 from faircode.core.names import check_name
 
 __all__ = [
@@ -248,13 +248,17 @@ class VerdictsConfig:
     odds): ``parity`` means the ``1 − 2·alpha`` interval lies inside ``±δ``; ``ratio_margin``
     disparate impact's range ``[low, high]`` around 1 (tested on the log scale);
     ``min_informative_share`` the share of a cell's K training replicates (rounded up) that must
-    be informative for the cell not to be ``uninformative``.  (A regression audit's margin is
-    in its outcome's units, so its manifest declares it: ``target.margin``.)
+    be informative for the cell not to be ``uninformative``; ``claims`` the metric whose cells
+    (every strategy x model x attribute) are the pre-specified claims of the headline and the
+    paper table: their equivalence tests form their own Benjamini-Hochberg family
+    (:mod:`faircode.evaluate.claims`), stored as the metric's full name.  (A regression audit's
+    margin is in its outcome's units, so its manifest declares it: ``target.margin``.)
     """
 
     margin: float = 0.05
     ratio_margin: tuple[float, float] = (0.8, 1.25)
     min_informative_share: float = 0.6
+    claims: str = Metric.DEMOGRAPHIC_PARITY.value
 
     def __post_init__(self) -> None:
         _check_number("verdicts.margin", self.margin, low=0.0, high=1.0, open_low=True,
@@ -263,6 +267,20 @@ class VerdictsConfig:
             "verdicts.ratio_margin", self.ratio_margin))
         _check_number("verdicts.min_informative_share", self.min_informative_share,
                       low=0.0, high=1.0, open_low=True)
+        object.__setattr__(self, "claims", metric_name("verdicts.claims", self.claims))
+
+
+def metric_name(where: str, value: object) -> str:
+    """The fairness metric ``value`` names (its full name, or a unique prefix before ``_``:
+    ``demographic_parity``); else a :class:`ConfigError` naming ``where``."""
+    if isinstance(value, str):
+        if value in FAIRNESS_METRICS:
+            return value
+        found = [m for m in FAIRNESS_METRICS if m.startswith(f"{value}_")]
+        if len(found) == 1:
+            return found[0]
+    raise config_error(where, f"one of {', '.join(FAIRNESS_METRICS)} or a unique prefix "
+                       "before _ (demographic_parity)", value)
 
 
 def check_ratio_margin(where: str, value: object) -> tuple[float, float]:
@@ -376,6 +394,7 @@ _RECORD_NAMES: dict[str, str] = {
     "run.seeds": "seeds", "run.seed_mode": "seed_mode", "curves.thresholds": "curve_thresholds",
     "verdicts.margin": "verdict_margin", "verdicts.ratio_margin": "verdict_ratio_margin",
     "verdicts.min_informative_share": "verdict_min_informative_share",
+    "verdicts.claims": "verdict_claims",
 }
 """``run.json``'s flat name of each param, in the record's order (the names and order every
 committed ``run.json`` and params digest has; a new param records under its path)."""
@@ -445,12 +464,7 @@ class ReportConfig:
     model: str | None = None
 
     def __post_init__(self) -> None:
-        metric = self.metric
-        if not isinstance(metric, str) or not (
-                metric in FAIRNESS_METRICS
-                or sum(m.startswith(f"{metric}_") for m in FAIRNESS_METRICS) == 1):
-            raise config_error("report.metric", f"one of {', '.join(FAIRNESS_METRICS)} or a "
-                               "unique prefix before _ (demographic_parity)", metric)
+        metric_name("report.metric", self.metric)
         if self.model is not None:
             families = tuple(f.value for f in ModelFamily)
             if not isinstance(self.model, str) or self.model not in families:

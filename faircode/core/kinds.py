@@ -33,7 +33,7 @@ from typing import Any
 
 from faircode.core import layout
 from faircode.core.errors import ConfigError, describe
-from faircode.core.metrics import metrics_of
+from faircode.core.metrics import Metric, metrics_of
 
 __all__ = ["BINARY", "MULTICLASS", "REGRESSION", "TASK_KINDS", "TEXT", "TaskKind",
            "kind_of_manifest", "kind_of_run", "registered", "task_kind"]
@@ -67,6 +67,9 @@ class TaskKind:
     the grid's and the report's grid view reads them."""
     optional_tables: tuple[str, ...] = ()
     """Tables a run writes when it has them (training replicates, strata, curves)."""
+    headline: str = ""
+    """The metric of its DVC headline's ``gap.S<k>`` (:mod:`faircode.evaluate.headline_keys`),
+    or empty for a kind without that headline."""
 
     def __post_init__(self) -> None:
         for name in ("name", "label", "manifest_kind", "run_kind", "params_key"):
@@ -82,6 +85,9 @@ class TaskKind:
         if not self.tables:
             raise ConfigError(f"TaskKind.tables: expected at least one table, got none "
                               f"({self.name})")
+        if self.headline and self.headline not in self.metrics:
+            raise ConfigError(f"TaskKind.headline: expected one of its metrics, got "
+                              f"{self.headline!r} ({self.name})")
 
 
 BINARY = TaskKind(
@@ -94,6 +100,7 @@ BINARY = TaskKind(
     tables=layout.GRID_TABLES,
     metrics=metrics_of("binary"),
     grid=True,
+    headline=Metric.DEMOGRAPHIC_PARITY.value,
     optional_tables=(*layout.GRID_EXTRA_TABLES, *layout.EFFECT_TABLES, *layout.MATCHED_TABLES,
                      *layout.STABILITY_TABLES, *layout.RANKING_TABLES),
 )
@@ -120,6 +127,7 @@ REGRESSION = TaskKind(
     data_stages=("fetch", "regression-fit"),
     tables=layout.REGRESSION_TABLES,
     metrics=metrics_of("regression"),
+    headline=Metric.MEAN_DIFFERENCE.value,
     optional_tables=layout.REGRESSION_EXTRA_TABLES,
 )
 
@@ -133,6 +141,7 @@ MULTICLASS = TaskKind(
     data_stages=("fetch",),
     tables=layout.MULTICLASS_TABLES,
     metrics=metrics_of("multiclass"),
+    headline=Metric.CLASS_MAX_GAP.value,
     optional_tables=layout.MULTICLASS_EXTRA_TABLES,
 )
 """Its fits run in its evaluate step (:mod:`faircode.evaluate.multiclass_kind`): no fit stage."""

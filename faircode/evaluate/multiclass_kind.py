@@ -11,12 +11,13 @@ stage's params.  An audit whose raw folder holds the fetch stage's unavailable n
 note and views of nulls, importing nothing numerical.
 
 Its DVC views (:func:`faircode.core.layout.dvc_views`): the headline ``metrics/<audit>.json``
-(:data:`HEADLINE_KEYS`: ``attr``, the first attribute, and ``cls_max``, the recorded outcome's
-largest class share gap on every row -- one column beside the grid audits' in ``dvc metrics
-show``, whose table of every audit stays within 120 columns) and the full set
-``metrics/full/<audit>.json`` (every row set and attribute: the largest gap, its interval, the
-total variation distance, the joint test's p and q and the verdict); it has no strategy plot
-and no threshold curve.
+(:func:`headline`: the keys of every audit, :mod:`faircode.evaluate.headline_keys` -- ``attr``,
+the first attribute, and per strategy the mean over its informative model families of the
+predicted classes' largest class share gap on the test rows, :data:`MULTICLASS.headline
+<faircode.core.kinds.TaskKind.headline>`; null for S3-S5, which do not apply) and the full set
+``metrics/full/<audit>.json`` (every row set and attribute, the recorded outcome's among them:
+the largest gap, its interval, the total variation distance, the joint test's p and q and the
+verdict); it has no strategy plot and no threshold curve.
 
 Design decisions
 ----------------
@@ -45,7 +46,8 @@ from faircode.core.layout import (
     unavailable_message,
     write_unavailable,
 )
-from faircode.core.metrics import Metric, metric_info
+from faircode.core.metrics import metric_info
+from faircode.evaluate.headline_keys import UNAVAILABLE_HEADLINE, headline_record
 from faircode.evaluate.job import Job, Upstream
 
 if TYPE_CHECKING:
@@ -55,22 +57,13 @@ if TYPE_CHECKING:
     from faircode.core.config import BenchmarkConfig
     from faircode.evaluate.multiclass import ClassTables
 
-__all__ = ["EVALUATOR", "HEADLINE_KEYS", "MulticlassEvaluator", "headline", "summary",
-           "write_multiclass_audit"]
+__all__ = ["EVALUATOR", "MulticlassEvaluator", "headline", "summary", "write_multiclass_audit"]
 
-HEADLINE_METRIC = metric_info(Metric.CLASS_MAX_GAP).code
-"""The headline's key of the largest class share gap (its metric's short code)."""
+HEADLINE_METRIC = metric_info(MULTICLASS.headline).code
+"""The full view's key of the largest class share gap (its metric's short code)."""
 _OBSERVED = "observed"
 """The recorded outcome's row set (:data:`faircode.evaluate.multiclass.OBSERVED`; that module
 imports pandas)."""
-
-
-HEADLINE_KEYS: tuple[str, ...] = ("attr", HEADLINE_METRIC)
-"""The keys of every multi-class headline file (:func:`headline`)."""
-
-
-def _null_headline() -> dict[str, Any]:
-    return dict.fromkeys(HEADLINE_KEYS)
 
 
 class MulticlassEvaluator:
@@ -87,7 +80,7 @@ class MulticlassEvaluator:
         if message is None:
             return Job(MULTICLASS.name, audit, results, manifest, (raw,), views)
         write_unavailable(results / audit, audit=audit, message=message)
-        for path, body in ((views.headline, _null_headline()),
+        for path, body in ((views.headline, UNAVAILABLE_HEADLINE),
                            (views.full, {audit: {"available": False}})):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(body, indent=1) + "\n")
@@ -135,30 +128,42 @@ def _number(value: object) -> float | None:
 
 
 def headline(tables: ClassTables) -> dict[str, Any]:
-    """The DVC metrics headline (module docstring): the same keys for every multi-class
-    audit."""
+    """The DVC headline (module docstring): the first attribute and, per strategy, the mean over
+    its informative model families of the largest class share gap on it (null where none)."""
+    import pandas as pd
+
+    from faircode.core.cells import STRATEGY_TABLE, strategy_code
+    from faircode.stats.verdicts import Verdict
+
     tests = tables.class_tests
     if tests.empty:
-        return _null_headline()
+        return headline_record(None, {})
     attribute = str(tests["protected_attribute"].iloc[0])
-    observed = tests[(tests["protected_attribute"] == attribute)
-                     & (tests["strategy"] == _OBSERVED) & (tests["row_set"] == "all")]
-    return {"attr": attribute, HEADLINE_METRIC: _number(observed["value"].iloc[0])}
+    grid = {s.strategy.value for s in STRATEGY_TABLE}
+    rows = tests[(tests["protected_attribute"] == attribute)
+                 & (tests["metric"] == MULTICLASS.headline) & tests["strategy"].isin(grid)
+                 & (tests["verdict"].astype(str) != Verdict.UNINFORMATIVE)]
+    codes = rows["strategy"].map(lambda s: strategy_code(str(s)))
+    means = pd.to_numeric(rows["value"], errors="coerce").groupby(codes.to_numpy()).mean()
+    return headline_record(attribute, {str(code): value for code, value in means.items()})
 
 
 def summary(tables: ClassTables, *, audit: str) -> dict[str, Any]:
-    """The full DVC view: ``<audit>.<row set>.<attribute>`` -> the joint row's numbers."""
+    """The full DVC view: ``<audit>.<row set>.<attribute>`` -> the joint row's numbers (null
+    for an uninformative row set: its verdict says why)."""
     from faircode.core.cells import FAMILY_CODES, strategy_code
+    from faircode.stats.verdicts import Verdict
 
     out: dict[str, Any] = {}
     for row in tables.class_tests.to_dict("records"):
         key = (f"{_OBSERVED}_{row['row_set']}" if row["strategy"] == _OBSERVED else
                f"{strategy_code(str(row['strategy']))}.{FAMILY_CODES[str(row['model'])]}")
+        shown = row if row["verdict"] != Verdict.UNINFORMATIVE else {}
         entry = out.setdefault(key, {})
         entry[str(row["protected_attribute"])] = {
-            HEADLINE_METRIC: _number(row["value"]), "lo": _number(row["ci_low"]),
-            "hi": _number(row["ci_high"]), "tv": _number(row["tv_distance"]),
-            "p": _number_sig(row["p_value"]), "q": _number_sig(row["q_value"]),
+            HEADLINE_METRIC: _number(shown.get("value")), "lo": _number(shown.get("ci_low")),
+            "hi": _number(shown.get("ci_high")), "tv": _number(shown.get("tv_distance")),
+            "p": _number_sig(shown.get("p_value")), "q": _number_sig(shown.get("q_value")),
             "verdict": row["verdict"]}
     return {audit: out}
 

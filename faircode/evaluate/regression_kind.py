@@ -6,9 +6,10 @@ the regression fit stage's predictions (``<predictions>/<audit>/regression/``,
 (:func:`faircode.evaluate.regression.evaluate_regression`) and writes the audit's folder
 (:func:`write_regression_audit`: the :data:`faircode.core.layout.REGRESSION_TABLES`, the
 optional ones it has, ``run.json``) and two DVC views: the headline ``metrics/<audit>.json``
-(:func:`headline`: the first attribute and the observed outcome's mean gap in its units, one
-column beside the grid audits' in ``dvc metrics show``) and ``metrics/full/<audit>.json``
-(:func:`full_summary`: the units, the margin, and every row set's mean gap with its
+(:func:`headline`: the first attribute and, per strategy, the mean over the informative model
+families of the predicted mean gap in the outcome's units -- the keys of every audit,
+:mod:`faircode.evaluate.headline_keys`) and ``metrics/full/<audit>.json`` (:func:`full_summary`:
+the units, the margin, and the observed outcome's and every row set's mean gap with its
 verdict).  An audit whose predictions are the pipeline's
 unavailable note gets that note and an ``{"available": false}`` headline, importing nothing
 numerical.  ``faircode run`` runs the same steps in one process (:func:`run_regression`).
@@ -30,6 +31,7 @@ from faircode.core.layout import (
     unavailable_message,
     write_unavailable,
 )
+from faircode.evaluate.headline_keys import UNAVAILABLE_HEADLINE, headline_record
 from faircode.evaluate.job import Job, Upstream
 
 if TYPE_CHECKING:
@@ -38,25 +40,30 @@ if TYPE_CHECKING:
     from faircode.evaluate.regression import RegressionResults
     from faircode.grid.regression import RegressionPredictions
 
-__all__ = ["EVALUATOR", "HEADLINE_KEYS", "PART", "RegressionEvaluator", "full_summary",
+__all__ = ["EVALUATOR", "PART", "RegressionEvaluator", "full_summary",
            "headline", "run_regression", "write_regression_audit"]
-
-HEADLINE_KEYS = ("attr", "gap")
-"""The keys of a regression audit's DVC headline: few, so ``dvc metrics show`` keeps one line
-per audit within 120 columns beside the grid audits' keys."""
 
 PART = "regression"
 """The regression fit stage's folder under ``data/predictions/<audit>/``."""
 
 
 def headline(results: RegressionResults, data: RegressionData) -> dict[str, Any]:
-    """The DVC headline: the first attribute and the observed outcome's mean gap on it, in the
-    outcome's units (:data:`HEADLINE_KEYS`)."""
+    """The DVC headline (:mod:`faircode.evaluate.headline_keys`): the first attribute and, per
+    strategy, the mean over its informative model families of the predicted mean gap on it, in
+    the outcome's units (null for a strategy that does not apply)."""
+    import pandas as pd
+
+    from faircode.core.cells import strategy_code
     from faircode.evaluate.regression import OBSERVED
 
-    gaps = full_summary(results, data)["mean_gap"]
-    return {"attr": data.manifest.protected_attributes[0].name,
-            "gap": (gaps.get(OBSERVED) or {}).get("gap")}
+    attribute = data.manifest.protected_attributes[0].name
+    gaps = results.gaps
+    rows = gaps[(gaps["protected_attribute"] == attribute)
+                & (gaps["metric"] == REGRESSION.headline) & (gaps["strategy"] != OBSERVED)
+                & (gaps["verdict"].astype(str) != "uninformative")]
+    codes = rows["strategy"].map(lambda s: strategy_code(str(s)))
+    means = pd.to_numeric(rows["value"], errors="coerce").groupby(codes.to_numpy()).mean()
+    return headline_record(attribute, {str(code): value for code, value in means.items()})
 
 
 def full_summary(results: RegressionResults, data: RegressionData) -> dict[str, Any]:
@@ -214,7 +221,7 @@ class RegressionEvaluator:
                        provenance())
         write_unavailable(results / audit, audit=audit, message=message)
         views.full.parent.mkdir(parents=True, exist_ok=True)
-        views.headline.write_text(json.dumps(dict.fromkeys(HEADLINE_KEYS)) + "\n")
+        views.headline.write_text(json.dumps(UNAVAILABLE_HEADLINE) + "\n")
         views.full.write_text(json.dumps({audit: {"available": False}}) + "\n")
         say(f"skipped: {message}")
         return None

@@ -252,9 +252,9 @@ def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
             "    # results/metrics/full/<audit>.json: every row set, <audit>.<S0..S4|deployed>."
             "<LR|RF|GB|", "    # system>.{accuracy,dp_diff.<attr>,dp_q.<attr>} (a regression "
             "audit's: its units, margin and", "    # every row set's mean gap with its verdict)",
-            "    metrics:  # the headline, the same keys in every grid audit's file: attr, dp.S0 "
-            ".. dp.S4;", "      # a regression audit's: attr, gap (the observed outcome's mean "
-            "gap, in its units);", "      # a multi-class audit's: attr, cls_max",
+            "    metrics:  # the headline, the same keys in every audit's file: attr, gap.S0 .. "
+            "(the kind's headline", "      # gap per strategy: a parity difference, a mean gap "
+            "in the outcome's units, a largest class share gap)",
             *(x for a in (*grid, *regression)
               for x in _out(dvc_views(RESULTS, a).headline.as_posix())),
             *(x for a in multi for x in _out(dvc_views(RESULTS, a).headline.as_posix(),

@@ -13,8 +13,10 @@ variation distance), ``chi2``, ``chi2.p`` (the joint exact test) and ``chi2.q_au
 class ``cls_gap.<class>`` (disadvantaged minus advantaged share) with ``.lo``/``.hi``,
 ``.q_audit`` and ``share_of_gap.<class>``, and each group's ``share.<class>.dis`` /
 ``share.<class>.adv``; a fitted cell also logs its ``accuracy`` and ``balanced_accuracy``.  An
-empty or non-finite number is not logged.  The ``n/a`` strategies have no child: their reason
-is the parent's (``strategies.csv`` is logged with the tables).
+empty or non-finite number is not logged; p- and q-values are logged to 3 significant digits
+(:func:`faircode.record.names.readable`), and an uninformative row set logs its sizes only
+(``n_dis``, ``n_adv``; its verdict tag says why), as a grid cell does.  The ``n/a`` strategies
+have no child: their reason is the parent's (``strategies.csv`` is logged with the tables).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from faircode.core.cells import FAMILY_CODES, strategy_code
 from faircode.core.layout import MULTICLASS_RUN, run_record, table_path
 from faircode.core.metrics import Metric, metric_info
 from faircode.provenance.state import state_of
+from faircode.record.names import DESIGN_COLUMNS, readable
 from faircode.record.runs import ChildRun, ResultsError, sanitise, state_tags
 
 __all__ = ["multiclass_children"]
@@ -59,10 +62,12 @@ def _number(value: Any) -> float | None:
     return number if math.isfinite(number) else None
 
 
-def _put(metrics: dict[str, float], key: str, value: Any) -> None:
+def _put(metrics: dict[str, float], key: str, value: Any, column: str = "") -> None:
+    """Log ``value`` under ``key`` if it is a finite number (a p- or q-value ``column``
+    readable)."""
     number = _number(value)
     if number is not None:
-        metrics[sanitise(key)] = number
+        metrics[sanitise(key)] = readable(column, number)
 
 
 def multiclass_children(folder: Path) -> list[ChildRun]:
@@ -90,14 +95,16 @@ def multiclass_children(folder: Path) -> list[ChildRun]:
                "row_set": str(row["row_set"]), "attribute": str(row["protected_attribute"]),
                "table": "multiclass"}
         metrics: dict[str, float] = {}
+        informative = row["verdict"] != "uninformative"
         for column, key in _TEST_KEYS.items():
-            _put(metrics, key, row[column])
+            if informative or column in DESIGN_COLUMNS:
+                _put(metrics, key, row[column], column)
         mine = gaps[(gaps[keys] == pd.Series({k: row[k] for k in keys})).all(axis=1)]
-        for g in mine.to_dict("records"):
+        for g in mine.to_dict("records") if informative else ():
             name = str(g["class"])
             for column, key in (("value", ""), ("ci_low", ".lo"), ("ci_high", ".hi"),
                                 ("q_value", ".q_audit")):
-                _put(metrics, f"{_GAP}.{name}{key}", g[column])
+                _put(metrics, f"{_GAP}.{name}{key}", g[column], column)
             _put(metrics, f"share_of_gap.{name}", g["share_of_gap"])
             _put(metrics, f"share.{name}.dis", g["share_disadvantaged"])
             _put(metrics, f"share.{name}.adv", g["share_advantaged"])
@@ -108,8 +115,7 @@ def multiclass_children(folder: Path) -> list[ChildRun]:
         name = f"{audit} {shown} {row['protected_attribute']}"
         key = "|".join(("multiclass", audit, *(str(row[k]) for k in keys)))
         tags = {**base_tags, **who, "verdict": str(row["verdict"]),
-                "method": str(row["method"]), "informative": str(row["verdict"] !=
-                                                                "uninformative").lower(),
+                "method": str(row["method"]), "informative": str(informative).lower(),
                 "faircode.child_key": key,
                 "mlflow.note.content": f"{name}: class shares by group and the joint test."}
         children.append(ChildRun(key, audit, name, tags, {**base_params, **who}, metrics))
