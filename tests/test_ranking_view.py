@@ -135,3 +135,18 @@ def test_faircode_audit_ranks_by_a_rank_column(prepared: PreparedAudit, mirror_e
     assert race.metrics["expo"] == pytest.approx(float(mine.loc[0, "value"]))
     assert {"expo.lo", "expo.hi", "expo.q_audit", "expo.fair_first_fail"} <= set(race.metrics)
     assert race.tags["ranking.exposure_ratio.verdict"] == mine.loc[0, "verdict"]
+
+
+def test_rank_is_refused_for_a_decisions_file(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """`--rank` ranks a benchmark audit's rows only: with a decisions file it is one line naming
+    the flag, exit 2, nothing written."""
+    from faircode.pipeline.cli import main
+
+    file = tmp_path / "own.csv"
+    pd.DataFrame({"g": [0, 1], "y": [0, 1], "d": [1, 0], "r": [1, 2]}).to_csv(file, index=False)
+    code = main(["audit", str(file), "--group", "g", "--label", "y", "--decision", "d",
+                 "--rank", "r", "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and "--rank" in err and "\n" not in err
+    assert not (tmp_path / "out").exists()

@@ -26,7 +26,7 @@ TargetMethod = Literal["binary", "equals", "isin", "above_median", "threshold", 
 Direction = Literal["above", "at_least"]
 AttributeType = Literal["categorical", "numeric_threshold", "age_interval_threshold"]
 Side = Literal["below", "above"]
-DecisionMethod = Literal["isin", "equals", "threshold", "outcome"]
+DecisionMethod = Literal["isin", "equals", "threshold", "binary", "outcome"]
 ScoreScale = Literal["ordinal", "probability"]
 Task = Literal["binary", "multiclass"]
 
@@ -38,9 +38,9 @@ TASKS: tuple[str, ...] = get_args(Task)
 """A tabular manifest's ``task``: a binary decision (the grid's, the default) or an outcome of
 several classes (:mod:`faircode.audit.multiclass_manifest`); its target method ``classes``."""
 DIRECTIONS: tuple[str, ...] = get_args(Direction)
-DECISION_METHODS: tuple[str, ...] = ("isin", "equals", "threshold")
-"""The rules that turn a system's column into its decision (``outcome`` is no rule: the decision
-*is* the recorded outcome, :data:`OUTCOME`)."""
+DECISION_METHODS: tuple[str, ...] = ("isin", "equals", "threshold", "binary")
+"""The rules that turn a system's column into its decision (``binary: true``: the column is
+0/1 itself; ``outcome`` is no rule: the decision *is* the recorded outcome, :data:`OUTCOME`)."""
 OUTCOME = "outcome"
 SCORE_SCALES: tuple[str, ...] = get_args(ScoreScale)
 """The score scales of a deployed system; the same as :data:`faircode.stats.calibration.SCALES`
@@ -338,6 +338,8 @@ class SystemDecision:
         """Return a short human-readable form, e.g. ``score_text isin ['Medium', 'High']``."""
         if self.method == OUTCOME:
             return f"the recorded outcome ({self.column})"
+        if self.method == "binary":
+            return f"{self.column} (0/1)"
         if self.method == "threshold":
             op = ">" if self.direction == "above" else ">="
             return f"{self.column} {op} {self.threshold:g}"

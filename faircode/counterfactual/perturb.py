@@ -59,6 +59,7 @@ from faircode.core.errors import ConfigError, PerturbationError, config_error, d
 from faircode.counterfactual._match import matcher, normalise, transfer_case
 
 __all__ = [
+    "AXES_GUIDE",
     "AxisSpec",
     "Perturbation",
     "PerturbationKind",
@@ -68,10 +69,13 @@ __all__ = [
     "transfer_case",
 ]
 
+AXES_GUIDE = "docs/perturbation-axes.md"
+"""How an axis works, illustrative axes to copy and scrutinise, how to build your own: every
+error about missing axes names it."""
 _NO_AXES = (
     "perturb() needs at least one AxisSpec: faircode ships no built-in axis list because "
     "choosing which identities count and how they are named is an editorial decision the "
-    "caller must make explicitly (see the perturbation-axes examples)"
+    f"caller must make explicitly (how an axis works, examples to copy: {AXES_GUIDE})"
 )
 
 
