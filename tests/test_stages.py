@@ -207,8 +207,7 @@ def test_check_params_accepts_the_files_of_its_lists(
     check_params.main(["data/params.ok", "data/audits.txt"])
     assert Path("data/params.ok").read_text() == "params.yaml: valid\n"
     assert Path("data/audits.txt").read_text() == (
-        f"audits: {', '.join(sorted(audits))}\ntext_audits: {', '.join(text_audits)}\n"
-        "multiclass_audits: \n")
+        f"audits: {', '.join(sorted(audits))}\ntext_audits: {', '.join(text_audits)}\n")
 
 
 def test_check_params_refuses_a_hand_written_pipeline_file(
