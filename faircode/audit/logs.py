@@ -33,9 +33,10 @@ Design decisions
 * **Rows are kept as a manifest keeps them**: filters, then a derivable target, then a row every
   attribute classifies (the counts of each step are ``run.json``'s ``rows.steps``); a missing
   decision, score or unit on a kept row is an error naming its line, never a dropped row.
-* **One type per interpreted column**: a group, label, unit or score column whose values change
-  kind between chunks (numbers, then text) is refused
-  (:class:`~faircode.audit.table_file.TypeGuard`), since numbers and text compare differently.
+* **One type per interpreted column**: a filter's, group, label, decision, unit or score column
+  whose values change kind between chunks or shards (numbers, then text) is refused
+  (:class:`~faircode.audit.table_file.TypeGuard`), since numbers and text compare differently:
+  ``yes`` would never equal a decision rule's ``1``.
 * **Unit keys**: integer ids are used as they are; text ids by their 64-bit hash
   (``pandas.util.hash_array``; two ids share one with probability below ``U² / 2⁶⁵``, 3·10⁻⁶ for
   10⁷ units), the same in the streamed and the in-memory path.
@@ -231,15 +232,21 @@ class LogReader:
         self.check_totals()
 
     def shard(self, file: Path, row_groups: Sequence[int], start: int,
-              counts: dict[str, int]) -> Iterator[LogChunk]:
+              counts: dict[str, int], guard: TypeGuard) -> Iterator[LogChunk]:
         """The kept rows of ``row_groups`` of one Parquet ``file`` (whose first row is data row
-        ``start`` of it), adding the step counts to ``counts`` (a Dask shard)."""
+        ``start`` of it), adding the step counts to ``counts`` and the kinds to ``guard`` (a
+        shard's own, :meth:`new_guard`: the driver compares the shards' kinds)."""
         yield from self.interpreted(self.table.row_group_chunks(
-            file, row_groups, start, list(self.columns), rows=self.chunk_rows), counts)
+            file, row_groups, start, list(self.columns), rows=self.chunk_rows), counts, guard)
 
-    def interpreted(self, chunks: Iterable[Chunk], counts: dict[str, int]) -> Iterator[LogChunk]:
+    def new_guard(self) -> TypeGuard:
+        """A guard of the kinds of every column read (:func:`_log_columns`)."""
+        return TypeGuard(self.table, self.columns)
+
+    def interpreted(self, chunks: Iterable[Chunk], counts: dict[str, int],
+                    guard: TypeGuard | None = None) -> Iterator[LogChunk]:
         """``chunks`` interpreted, the step counts (and decided 1) added to ``counts``."""
-        guard = TypeGuard(self.table, _guarded(self.manifest))
+        guard = guard if guard is not None else self.new_guard()
         for chunk in chunks:
             guard.check(chunk)
             part, steps = self._interpret(chunk)
@@ -362,19 +369,6 @@ def _log_columns(manifest: Manifest) -> dict[str, str]:
     if manifest.system.score is not None:
         where.setdefault(manifest.system.score.column, "system.score.column")
     return where
-
-
-def _guarded(manifest: Manifest) -> dict[str, str]:
-    """The interpreted columns whose kind may not change between chunks."""
-    guarded = {manifest.target.column: "target.column"}
-    for i, a in enumerate(manifest.protected_attributes):
-        guarded.setdefault(a.column, f"protected_attributes[{i}].column")
-    if manifest.unit is not None:
-        guarded.setdefault(manifest.unit, "unit")
-    assert manifest.system is not None
-    if manifest.system.score is not None:
-        guarded.setdefault(manifest.system.score.column, "system.score.column")
-    return guarded
 
 
 class _Names(Sequence[str]):

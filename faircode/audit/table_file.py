@@ -17,10 +17,12 @@ Design decisions
   re-scanning the file only when an error is reported (:meth:`TableFile.where`), so no string
   is kept per row -- or ``row N`` of a Parquet file (``<file>: row N`` in a folder).  A row of
   another width is pandas' own tokenizer error, turned into that one line.
-* **One type per column** (:class:`TypeGuard`): a CSV chunk is typed on its own, so a column
-  whose first rows are numbers and a later row text (``1`` then ``F``) would be compared as
-  numbers in one chunk and as text in another; a column a reader interprets (a group, the
-  label, the unit, the score) is refused at the first row of another kind, naming it.
+* **One type per column** (:class:`TypeGuard`): a CSV chunk is typed on its own, and each
+  Parquet file of a folder has its own schema, so a column whose first rows are numbers and a
+  later row text (``1`` then ``F``, ``0``/``1`` then ``yes``/``no``) would be compared as numbers
+  in one chunk and as text in another; a column a reader interprets (a filter's, a group, the
+  label, the decision, the unit, the score) is refused at the first row of another kind, naming
+  the file, the row, the column and both kinds -- also between the shards of a Dask reduction.
 * **Parquet is read without pre-buffering** (:func:`_parquet_chunks`): pyarrow's pre-buffered reader
   holds the buffers of every row group it has read, so a 10⁸-row log's reader alone would hold
   gigabytes.
@@ -41,8 +43,8 @@ from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
 from faircode.core.errors import DataError, describe
 
-__all__ = ["CSV_SUFFIXES", "PARQUET_SUFFIXES", "Chunk", "TableFile", "TypeGuard", "open_table",
-           "table_suffix"]
+__all__ = ["CSV_SUFFIXES", "PARQUET_SUFFIXES", "Chunk", "FirstOfKind", "TableFile", "TypeGuard",
+           "open_table", "table_suffix"]
 
 CSV_SUFFIXES: tuple[str, ...] = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst")
 PARQUET_SUFFIXES: tuple[str, ...] = (".parquet", ".pq")
@@ -335,28 +337,53 @@ def _kind(values: pd.Series) -> str | None:
     return "number" if is_numeric_dtype(values) else "text"
 
 
+@dataclass(frozen=True, slots=True)
+class FirstOfKind:
+    """Where a column first had a value, and that value's kind (a :class:`TypeGuard`'s memory)."""
+
+    kind: str
+    file: Path
+    row: int
+    value: object
+
+
 @dataclass(slots=True)
 class TypeGuard:
-    """Remembers each guarded column's kind in the first chunk that has a value for it."""
+    """Remembers each guarded column's kind in the first chunk that has a value for it.
+
+    One guard reads one stream of chunks; the guards of a log's shards (read apart, on Dask
+    workers) are compared afterwards, in the shards' order, with :meth:`absorb`.
+    """
 
     table: TableFile
     roles: dict[str, str]
-    kinds: dict[str, str] = field(default_factory=dict)
+    kinds: dict[str, FirstOfKind] = field(default_factory=dict)
 
     def check(self, chunk: Chunk) -> None:
         """Raise at the first row of ``chunk`` whose column kind differs from the first rows'."""
-        for column, role in self.roles.items():
+        for column in self.roles:
             values = chunk.frame[column]
             kind = _kind(values)
             if kind is None:
                 continue
-            first = self.kinds.setdefault(column, kind)
-            if kind == first:
-                continue
             i = _first_of_kind(values, kind)
-            raise DataError(f"{self.table.path}: {self.table.where(chunk.file, chunk.start + i)}"
-                            f": column {column!r} ({role}): expected {first} values as in the "
-                            f"rows before, got {describe(_python(values.iloc[i]))}")
+            here = FirstOfKind(kind, chunk.file, chunk.start + i, _python(values.iloc[i]))
+            self._compare(column, here)
+
+    def absorb(self, kinds: dict[str, FirstOfKind]) -> None:
+        """Compare the kinds a later shard's guard found with this guard's (module docstring)."""
+        for column, here in kinds.items():
+            self._compare(column, here)
+
+    def _compare(self, column: str, here: FirstOfKind) -> None:
+        first = self.kinds.setdefault(column, here)
+        if here.kind == first.kind:
+            return
+        table = self.table
+        raise DataError(f"{table.path}: {table.where(here.file, here.row)}: column {column!r} "
+                        f"({self.roles[column]}): expected {first.kind} values as from "
+                        f"{table.where(first.file, first.row)}, got {here.kind}: "
+                        f"{describe(here.value)}")
 
 
 def _first_of_kind(values: pd.Series, kind: str) -> int:
