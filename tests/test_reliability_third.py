@@ -8,6 +8,7 @@ tiny grid project is tests/test_hostile_inputs.py's (audit ``toy``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -74,3 +75,117 @@ def test_a_decision_column_changing_kind_between_shards_is_refused(
                    capsys)
     assert err.startswith(f"{tmp_path / 'log'}: {KIND_LINE}")
     assert not (tmp_path / "out").exists()
+
+
+# ------------------------------------------------------------------ Numbers: look-alike groups
+
+
+def _sexes(folder: Path, values: list[str], **extra: object) -> Path:
+    """The synthetic log with its ``sex`` column replaced by ``values`` (cycled)."""
+    frame = make_log(np.random.default_rng(5), n=120)
+    frame["sex"] = [values[i % len(values)] for i in range(len(frame))]
+    frame.to_csv(folder / "log.csv", index=False)
+    return declare(folder, "log.csv", **extra)
+
+
+def test_a_cyrillic_look_alike_of_a_group_value_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Numbers: a Cyrillic ``М`` where the declaration says ``M`` (a blank fairness.csv on half
+    the rows before): exit 2 naming the row, the value and the character that differs."""
+    declaration = _sexes(tmp_path, ["F", "\u041c"])
+    err = one_line(["audit", str(declaration), "--out", str(tmp_path / "out"), *STATS], capsys)
+    assert err == (f"{tmp_path / 'log.csv'}: line 3: column 'sex' (protected_attributes[0]): "
+                   "expected 'M' exactly or a value unlike it, got '\u041c', which only looks "
+                   "like it (character 1 is U+041C CYRILLIC CAPITAL LETTER EM, not U+004D "
+                   "LATIN CAPITAL LETTER M)")
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_group_value_with_a_hidden_character_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Numbers: ``M`` followed by a zero-width space in the log is no silent non-match."""
+    declaration = _sexes(tmp_path, ["F", "M\u200b"])
+    err = one_line(["audit", str(declaration), "--out", str(tmp_path / "out"), *STATS], capsys)
+    assert err.endswith("which only looks like it (it holds U+200B ZERO WIDTH SPACE at "
+                        "character 2)")
+
+
+def test_canonically_equal_group_values_match(tmp_path: Path) -> None:
+    """Numbers: ``é`` decomposed in the log (e + U+0301) is the declared composed ``é``."""
+    frame = make_log(np.random.default_rng(5), n=120)
+    frame["sex"] = ["F\u00e9" if i % 2 else "Me\u0301" for i in range(len(frame))]
+    frame.to_csv(tmp_path / "log.csv", index=False)
+    declaration = declare(tmp_path, "log.csv")
+    text = declaration.read_text().replace("- F\n", "- \"F\\xE9\"\n").replace(
+        "- M\n", "- \"M\\xE9\"\n")
+    declaration.write_text(text)
+    assert main(["audit", str(declaration), "--out", str(tmp_path / "out"), *STATS]) == 0
+    run = json.loads((tmp_path / "out" / "loans" / "run.json").read_text())
+    assert run["rows"]["steps"][-1] == ["classified by every attribute", 120]
+
+
+def test_a_log_with_an_empty_group_is_refused_not_blank(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Numbers: no row of the declared advantaged ``M`` (every gap would be blank): exit 2."""
+    declaration = _sexes(tmp_path, ["F", "X"])
+    err = one_line(["audit", str(declaration), "--out", str(tmp_path / "out"), *STATS], capsys)
+    assert err == (f"{declaration}: protected_attributes[0] (sex): expected a non-empty "
+                   "advantaged group among the log's 60 audited rows, got 0 rows")
+
+
+# ------------------------------------------------------------------ Numbers: hidden characters
+
+
+@pytest.mark.parametrize(("axes", "message"), [
+    ("- name: gender\n  substitutions:\n    - {pattern: \"s\\u200Bhe\", replacement: he}\n",
+     "substitution 's\\u200bhe': pattern: expected visible text (no format or control "
+     "character), got U+200B ZERO WIDTH SPACE at character 2"),
+    ("- name: \"\\u202Egender\"\n  substitutions:\n    - {pattern: she, replacement: he}\n",
+     "axis '\\u202egender': name: expected visible text (no format or control character), got "
+     "U+202E RIGHT-TO-LEFT OVERRIDE at character 1"),
+])
+def test_axes_with_hidden_characters_are_refused(tmp_path: Path, axes: str, message: str,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """Numbers: a pattern with a zero-width space (it never fires) and an axis name with a
+    right-to-left override (it shows another name): exit 2, the character and its position."""
+    (tmp_path / "axes.yaml").write_text(axes)
+    (tmp_path / "in.jsonl").write_text('{"text": "she said"}\n')
+    err = one_line(["perturb", "--axes", str(tmp_path / "axes.yaml"),
+                    str(tmp_path / "in.jsonl")], capsys)
+    assert err.endswith(message)
+
+
+def test_a_manifest_group_value_with_a_hidden_character_is_refused(tmp_path: Path) -> None:
+    """Numbers: ``disadvantaged_values: ["a\\u200b"]`` is refused when the manifest loads."""
+    from test_hostile_inputs import MANIFEST, make_project
+
+    from faircode.audit.manifest import load_manifest
+    from faircode.core.errors import ManifestError
+
+    project = make_project(tmp_path)
+    manifest = project / "audits" / "toy" / "audit.yaml"
+    manifest.write_text(MANIFEST.replace("disadvantaged_values: [a]",
+                                         'disadvantaged_values: ["a\\u200B"]'))
+    with pytest.raises(ManifestError) as info:
+        load_manifest(manifest)
+    assert str(info.value) == (
+        f"{manifest}: protected_attributes[0].disadvantaged_values[0]: expected visible text "
+        "(no format or control character; U+200B ZERO WIDTH SPACE at character 2), got "
+        "'a\\u200b' (str)")
+
+
+# ------------------------------------------------------------------ Numbers: scores are numbers
+
+
+def test_a_json_string_score_is_refused(tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    """Numbers: ``"score": "0.5"`` in a JSON Lines copies file is text, not a number."""
+    (tmp_path / "originals.csv").write_text("id,score\n1,0.9\n2,0.2\n")
+    (tmp_path / "copies.jsonl").write_text(
+        '{"id": 1, "axis": "g", "kind": "explicit", "changed": true, "score": 0.1}\n'
+        '{"id": 2, "axis": "g", "kind": "explicit", "changed": true, "score": "0.5"}\n')
+    err = one_line(["flips", str(tmp_path / "originals.csv"), str(tmp_path / "copies.jsonl"),
+                    "--out", str(tmp_path / "out"), "--n-resamples", "50",
+                    "--n-permutations", "50"], capsys)
+    assert err == (f"{tmp_path / 'copies.jsonl'}: line 2: score: expected a number in [0, 1], "
+                   "got '0.5' (str)")

@@ -266,7 +266,7 @@ def _parse_attribute(c: Checker, raw: object, where: str) -> ProtectedAttribute:
         raise c.fail(where, "a mapping", raw)
     kind = c.choice(raw.get("type"), f"{where}.type", ATTRIBUTE_TYPES)
     data = c.mapping(raw, where, {**_ATTRIBUTE_COMMON, **_ATTRIBUTE_KEYS[kind]})
-    name = c.string(data["name"], f"{where}.name")
+    name = c.visible(c.string(data["name"], f"{where}.name"), f"{where}.name")
     column = c.string(data["column"], f"{where}.column")
     if kind != "categorical":
         return ProtectedAttribute(
@@ -281,6 +281,9 @@ def _parse_attribute(c: Checker, raw: object, where: str) -> ProtectedAttribute:
     sides: dict[str, tuple[Scalar, ...] | None] = {}
     for key in ("disadvantaged_values", "advantaged_values"):
         sides[key] = c.scalars(data[key], f"{where}.{key}") if data.get(key) is not None else None
+        for j, value in enumerate(sides[key] or ()):  # a zero-width space would match no row
+            if isinstance(value, str):
+                c.visible(value, f"{where}.{key}[{j}]")
     dis, adv = sides["disadvantaged_values"], sides["advantaged_values"]
     if dis is None and adv is None:
         raise c.fail(

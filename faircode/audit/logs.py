@@ -54,6 +54,7 @@ import pandas as pd
 
 from faircode.audit._data_columns import (
     check_declared_numbers,
+    check_look_alikes,
     derive_target,
     disadvantaged_mask,
     filter_mask,
@@ -80,7 +81,8 @@ _TOP = {"name": True, "title": False, "log": True, "random_state": False, "row_f
         "target": True, "protected_attributes": True, "unit": False, "system": True}
 _LOG = {"path": True, "sha256": False}
 _ONE_PASS_TARGETS = ("binary", "equals", "isin", "threshold")
-_FLAGGED = "\0decided 1"  # a counts key no step can have
+_FLAGGED = "\0decided 1"  # counts keys no step can have: decided 1, disadvantaged per attribute
+_SIDE = "\0disadvantaged "
 
 
 def is_log_declaration(path: Path) -> bool:
@@ -178,6 +180,15 @@ class LogRecord:
     system: SystemRecord
     counts: dict[str, int] = field(default_factory=dict)
     flagged: int = 0
+    disadvantaged: tuple[int, ...] = ()
+    """Per protected attribute, the audited rows in its disadvantaged group."""
+
+    def absorb(self, counts: dict[str, int]) -> None:
+        """Take the counts :meth:`LogReader.interpreted` added up (steps, decided 1, groups)."""
+        steps = {k: v for k, v in counts.items() if not k.startswith("\0")}
+        n_attributes = len(self.manifest.protected_attributes)
+        self.counts, self.flagged = steps, counts.get(_FLAGGED, 0)
+        self.disadvantaged = tuple(counts.get(f"{_SIDE}{i}", 0) for i in range(n_attributes))
 
     @property
     def steps(self) -> tuple[tuple[str, int], ...]:
@@ -228,7 +239,7 @@ class LogReader:
         counts: dict[str, int] = {}
         yield from self.interpreted(self.table.chunks(list(self.columns), rows=self.chunk_rows),
                                     counts)
-        self.record.counts, self.record.flagged = counts, counts.pop(_FLAGGED, 0)
+        self.record.absorb(counts)
         self.check_totals()
 
     def shard(self, file: Path, row_groups: Sequence[int], start: int,
@@ -253,12 +264,16 @@ class LogReader:
             for name, n in steps:
                 counts[name] = counts.get(name, 0) + n
             counts[_FLAGGED] = counts.get(_FLAGGED, 0) + int(part.decision.sum())
+            for i, mask in enumerate(part.masks):
+                counts[f"{_SIDE}{i}"] = counts.get(f"{_SIDE}{i}", 0) + int(mask.sum())
             yield part
 
     def _interpret(self, chunk: Chunk) -> tuple[LogChunk, list[tuple[str, int]]]:
         manifest, frame = self.manifest, chunk.frame
         rows = np.arange(len(frame))
         steps = [("loaded", len(frame))]
+        check_look_alikes(manifest, frame, rows=_Names(self.table, chunk, rows),
+                          file=self.table.path)
         keep = np.ones(len(frame), dtype=bool)
         for i, row_filter in enumerate(manifest.row_filters, start=1):
             keep &= filter_mask(row_filter, frame[row_filter.column])
@@ -329,11 +344,19 @@ class LogReader:
         return hashed.view(np.int64)
 
     def check_totals(self) -> None:
-        """Refuse a log with no row left or a decision rule matching none of them."""
+        """Refuse a log with no row left, an attribute with an empty group or a decision rule
+        matching none of the rows."""
         manifest, n = self.manifest, self.record.n_rows
         if n == 0:
             raise DataError(f"{manifest.file}: expected rows of {self.table.path.name} to remain "
                             "after the filters, got 0 rows")
+        for i, (attribute, dis) in enumerate(zip(manifest.protected_attributes,
+                                                 self.record.disadvantaged, strict=True)):
+            for group, size in (("disadvantaged", dis), ("advantaged", n - dis)):
+                if size == 0:  # its table would be blank: every gap needs both groups
+                    raise DataError(f"{manifest.file}: protected_attributes[{i}] "
+                                    f"({attribute.name}): expected a non-empty {group} group "
+                                    f"among the log's {n:,} audited rows, got 0 rows")
         assert manifest.system is not None
         if self.record.flagged == 0:
             raise DataError(f"{manifest.file}: system.decision: expected a rule matching some of "

@@ -63,7 +63,6 @@ __all__ = ["N_BUCKETS", "dask_log_tally"]
 N_BUCKETS = 16
 """Key ranges of the reduction (reducers per kind of record)."""
 _CELLS = 4
-_FLAGGED = "\0decided 1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,8 +177,7 @@ def dask_log_tally(client: Any, reader: LogReader, *, scale: str | None,
         for name, n in part.items():
             counts[name] = counts.get(name, 0) + n
     record = reader.record
-    record.flagged = counts.pop(_FLAGGED, 0)
-    record.counts = counts
+    record.absorb(counts)
     reader.check_totals()
     unit_parts = (pick_buckets(client, futures, _pick_units, N_BUCKETS)
                   if manifest.unit is not None else [])
