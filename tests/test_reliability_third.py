@@ -9,14 +9,21 @@ tiny grid project is tests/test_hostile_inputs.py's (audit ``toy``).
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
+from test_freeze import CLEAN_DVC, make_repo
 from test_streamed import STATS, declare, make_log
 
 from faircode.pipeline.cli import main
+from faircode.record.freeze import freeze, verify
 
 
 def one_line(argv: list[str], capsys: pytest.CaptureFixture[str], code: int = 2) -> str:
@@ -189,3 +196,123 @@ def test_a_json_string_score_is_refused(tmp_path: Path,
                     "--n-permutations", "50"], capsys)
     assert err == (f"{tmp_path / 'copies.jsonl'}: line 2: score: expected a number in [0, 1], "
                    "got '0.5' (str)")
+
+
+# ------------------------------------------------------------------ State: verify and stop
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    """tests/test_freeze.py's committed repository (dvc stubbed)."""
+    return make_repo(tmp_path)
+
+
+LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc, PDEATHSIG")
+_VERIFY = """\
+import sys
+from pathlib import Path
+from faircode.pipeline._boundary import run_command
+from faircode.record.freeze import verify
+sys.exit(run_command(lambda: verify("v1", root=Path(sys.argv[1]), command=(
+    "sh", "-c", "sleep 300 & echo $! > " + sys.argv[2] + "; wait")) and 0))
+"""
+
+
+def _worktrees(repo: Path) -> list[str]:
+    return [line for line in subprocess.run(
+        ["git", "worktree", "list"], cwd=repo, capture_output=True, text=True,
+        check=True).stdout.splitlines() if "faircode-verify" in line]
+
+
+def _start_verify(repo: Path, tmp_path: Path) -> tuple[subprocess.Popen[bytes], int]:
+    """A verify in a subprocess whose re-run (``sh`` starting ``sleep``) is running; the pid of
+    its ``sleep``."""
+    pid_file = tmp_path / "rerun.pid"
+    process = subprocess.Popen([sys.executable, "-c", _VERIFY, str(repo), str(pid_file)],
+                               cwd=repo, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not pid_file.is_file() or not pid_file.read_text().strip():
+        assert process.poll() is None and time.monotonic() < deadline, "verify did not start"
+        time.sleep(0.05)
+    return process, int(pid_file.read_text())
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@LINUX
+def test_a_verify_stopped_by_sigterm_ends_its_rerun(repo: Path, tmp_path: Path) -> None:
+    """State: SIGTERM to verify ends the re-run it started (its whole process group) and
+    removes the worktree: exit 143, one line, nothing left running or registered."""
+    freeze("v1", root=repo, dvc=CLEAN_DVC)
+    process, sleep = _start_verify(repo, tmp_path)
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 143 and err.decode().count("\n") == 1
+    deadline = time.monotonic() + 15
+    while _running(sleep) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _running(sleep)
+    assert _worktrees(repo) == []
+
+
+@LINUX
+def test_a_verify_killed_by_sigkill_is_cleaned_by_the_next(repo: Path, tmp_path: Path) -> None:
+    """State: a verify killed by SIGKILL leaves its worktree registered and its re-run's
+    ``sleep`` running; the next verify ends that process and removes the worktree first."""
+    freeze("v1", root=repo, dvc=CLEAN_DVC)
+    process, sleep = _start_verify(repo, tmp_path)
+    process.kill()
+    process.wait(timeout=30)
+    time.sleep(0.5)
+    try:
+        assert len(_worktrees(repo)) == 1 and _running(sleep)
+        report = verify("v1", root=repo, command=("true",))
+        assert report.identical
+        time.sleep(0.2)
+        assert _worktrees(repo) == [] and not _running(sleep)
+    finally:
+        if _running(sleep):
+            os.kill(sleep, signal.SIGKILL)
+
+
+_HANGS_AT_EXIT = """\
+import sys, threading
+from faircode.pipeline._boundary import run_command
+
+def body():
+    # a non-daemon thread that never ends: as a process pool's manager thread stuck on a dead
+    # worker, which the interpreter joins at exit
+    threading.Thread(target=threading.Event().wait).start()
+    print("ready", flush=True)
+    threading.Event().wait()
+    return 0
+
+sys.exit(run_command(body))
+"""
+
+
+def test_a_command_that_hangs_at_exit_still_ends_on_sigterm(tmp_path: Path) -> None:
+    """State: SIGTERM stops the command, whose exit then hangs joining a thread (the fit stage
+    that ran on for 38 minutes): it is ended STOP_GRACE_SECONDS later, exit 143."""
+    from faircode.pipeline._boundary import STOP_GRACE_SECONDS
+
+    process = subprocess.Popen([sys.executable, "-c", _HANGS_AT_EXIT], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stdout.readline() == "ready\n"
+    process.send_signal(signal.SIGTERM)
+    try:
+        _, err = process.communicate(timeout=STOP_GRACE_SECONDS + 20)
+    finally:
+        process.kill()
+    assert process.returncode == 143
+    assert err.splitlines() == [
+        "stopped by SIGTERM: results written before stay as they were, nothing half-written is "
+        "left",
+        f"stopped by SIGTERM: still running {STOP_GRACE_SECONDS:g} s after it; ended, with the "
+        "processes it started"]

@@ -48,7 +48,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import distributions
@@ -60,8 +60,10 @@ from faircode.core.digests import checked_run
 from faircode.core.errors import FaircodeError, describe
 from faircode.core.files import read_json_object
 from faircode.core.names import check_name
+from faircode.core.processes import Finished, run_group
 from faircode.core.schema import read_yaml
 from faircode.provenance.state import code_digest, group_states, params_digest
+from faircode.record._worktree import verify_worktree
 from faircode.record.compare import (
     VOLATILE_RUN_KEYS,
     CellDrift,
@@ -101,6 +103,7 @@ LOCKS = ("dvc.lock", "upstream/dvc.lock")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _RECORD_BYTES = 64 * 2**20
+_RERUN_SECONDS = 6 * 3600
 _RECORD_KEYS: dict[str, type] = {"name": str, "created": str, "git_commit": str,
                                  "results": dict, "environment": dict}
 """The keys every freeze record has, and their JSON types (``state`` since v0.3: a mapping)."""
@@ -413,14 +416,14 @@ def verify(
     root: Path,
     command: Sequence[str] = ("dvc", "repro", "--force"),
     env: Mapping[str, str] | None = None,
-    keep: Path | None = None,
 ) -> VerifyReport:
     """Re-create the frozen state ``name`` in a temporary worktree, re-run, compare.
 
     ``command`` is run in the worktree (default ``dvc repro --force``, which re-runs every stage
-    from the raw data); ``env`` is its environment.  The frozen results are the worktree's
-    ``results/`` as checked out, before the re-run.  With ``keep`` the worktree is created there
-    and left for inspection.
+    from the raw data) in a process group of its own, ended with it however verify ends
+    (:func:`faircode.core.processes.run_group`); ``env`` is its environment.  The frozen results
+    are the worktree's ``results/`` as checked out, before the re-run.  The worktree of an
+    earlier verify that was killed is removed first (:mod:`faircode.record._worktree`).
     """
     import time
 
@@ -429,11 +432,8 @@ def verify(
     commit = str(record["git_commit"])
     env_lines = tuple(environment_differences(record["environment"], environment()))
     start = time.perf_counter()
-    base = Path(tempfile.mkdtemp(prefix=f"faircode-verify-{name}-")) if keep is None else keep
-    work = base / "state" if keep is None else keep
-    frozen = base / "frozen-results" if keep is None else keep.with_name(keep.name + "-frozen")
-    try:
-        _git(root, "worktree", "add", "--detach", "--force", str(work), commit)
+    with verify_worktree(root, commit, name=name, error=FreezeError) as tree:
+        work, frozen = tree.work, tree.frozen
         checked_out = work / RESULTS_DIR
         digests = _results_digests(checked_out, work)
         if digests != record["results"]:
@@ -447,11 +447,8 @@ def verify(
             env_lines = (f"code: frozen code_sha256 {frozen_code[:12]}, now {now_code[:12]} at "
                          f"commit {commit[:12]}", *env_lines)
         shutil.copytree(checked_out, frozen)
-        try:
-            done = subprocess.run(list(command), cwd=work, capture_output=True, text=True,
-                                  env=dict(env) if env else None, timeout=6 * 3600)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise FreezeError(f"verify {name}: cannot run {' '.join(command)}: {exc}") from None
+        done = _run(command, cwd=work, env=env, what=f"verify {name}",
+                    started=tree.record_group)
         log = tuple((done.stdout + done.stderr).splitlines()[-40:])
         if done.returncode != 0:
             tail = log[-1] if log else ""
@@ -462,11 +459,18 @@ def verify(
                             numerics=compare_numerics(frozen, checked_out),
                             identical_files=identical, files=files,
                             seconds=time.perf_counter() - start, log=log)
-    finally:
-        if keep is None:
-            _git(root, "worktree", "remove", "--force", str(work), check=False)
-            _git(root, "worktree", "prune", check=False)
-            shutil.rmtree(base, ignore_errors=True)
+
+
+def _run(command: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None, what: str,
+         started: Callable[[int], None] | None = None) -> Finished:
+    """``command`` run in a group of its own (ended with it), within the six-hour bound."""
+    try:
+        return run_group(command, cwd=cwd, env=env, timeout=_RERUN_SECONDS, started=started)
+    except subprocess.TimeoutExpired:
+        raise FreezeError(f"{what}: {' '.join(command)} stopped after {_RERUN_SECONDS:,} s "
+                          "(its processes are ended)") from None
+    except OSError as exc:
+        raise FreezeError(f"{what}: cannot run {' '.join(command)}: {exc}") from None
 
 
 # ------------------------------------------------------------------------------ drift check
@@ -495,11 +499,7 @@ def check_committed(
             checked_run(root / RESULTS_DIR / audit, error=FreezeError)
     with tempfile.TemporaryDirectory(prefix="faircode-drift-") as tmp:
         out = Path(tmp) / "results"
-        try:
-            done = subprocess.run([*command, "--out", str(out)], cwd=root, capture_output=True,
-                                  text=True, env=dict(env) if env else None, timeout=6 * 3600)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise FreezeError(f"drift check: cannot run {' '.join(command)}: {exc}") from None
+        done = _run([*command, "--out", str(out)], cwd=root, env=env, what="drift check")
         if done.returncode != 0:
             lines = (done.stderr or done.stdout).strip().splitlines()
             raise FreezeError(f"drift check: {' '.join(command)} failed (exit {done.returncode})"
