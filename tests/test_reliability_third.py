@@ -316,3 +316,91 @@ def test_a_command_that_hangs_at_exit_still_ends_on_sigterm(tmp_path: Path) -> N
         "left",
         f"stopped by SIGTERM: still running {STOP_GRACE_SECONDS:g} s after it; ended, with the "
         "processes it started"]
+
+
+# ------------------------------------------------------------------ State: a refused experiment
+
+PARAMS_TEXT = """\
+# the toy audit's params (this comment must survive)
+audits: [toy]
+stats:
+  n_resamples: 10      # small: a test
+  n_permutations: 10
+"""
+
+
+def test_a_refused_experiment_puts_params_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """State (the cheap twin of the dvc test below): check-params accepts params.yaml once, then
+    refuses ``run.seeds: 0`` written by an experiment (DVC_EXP_BASELINE_REV set): exit 2, one
+    line saying the file is put back, params.yaml byte for byte the accepted one, the refused
+    one kept."""
+    from test_hostile_inputs import check_params, make_project
+
+    project = make_project(tmp_path)
+    (project / "params.yaml").write_text(PARAMS_TEXT)
+    assert check_params(project, monkeypatch, capsys)[0] == 0
+    refused = PARAMS_TEXT.replace("audits: [toy]\n", "audits: [toy]\nrun: {seeds: 0}\n")
+    (project / "params.yaml").write_text(refused)
+    monkeypatch.setenv("DVC_EXP_BASELINE_REV", "0" * 40)
+    code, err = check_params(project, monkeypatch, capsys)
+    assert code == 2 and err.count("\n") == 1
+    assert "run.seeds" in err and err.rstrip().endswith(
+        "params.yaml is put back as it was accepted last (dvc exp run had rewritten it; the "
+        "refused file is .dvc/tmp/faircode/params.refused.yaml)")
+    assert (project / "params.yaml").read_text() == PARAMS_TEXT
+    assert (project / ".dvc/tmp/faircode/params.refused.yaml").read_text() == refused
+
+
+def test_a_refused_hand_edit_is_left_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """State: outside an experiment (a plain dvc repro) the refused file is the user's edit:
+    it stays as it is."""
+    from test_hostile_inputs import check_params, make_project
+
+    project = make_project(tmp_path)
+    assert check_params(project, monkeypatch, capsys)[0] == 0
+    monkeypatch.delenv("DVC_EXP_BASELINE_REV", raising=False)
+    (project / "params.yaml").write_text("audits: [toy]\nrun: {seeds: 0}\n")
+    code, err = check_params(project, monkeypatch, capsys)
+    assert code == 2 and "put back" not in err
+    assert (project / "params.yaml").read_text() == "audits: [toy]\nrun: {seeds: 0}\n"
+
+
+DVC_YAML = """\
+stages:
+  check-params:
+    cmd: python -m faircode.pipeline.stages.check_params data/params.ok
+    deps: [audits]
+    params: [run]
+    outs:
+      - data/params.ok:
+          cache: false
+    always_changed: true
+"""
+
+
+def test_dvc_exp_run_refused_leaves_params_yaml_as_it_was(tmp_path: Path) -> None:
+    """State: a real ``dvc exp run -S run.seeds=0`` in a git repository whose pipeline is
+    check-params: the experiment fails and params.yaml is byte for byte what it was, comments
+    included (DVC had rewritten it)."""
+    from test_hostile_inputs import make_project
+
+    (tmp_path / "repo").mkdir()
+    project = make_project(tmp_path / "repo")
+    (project / "params.yaml").write_text(PARAMS_TEXT.replace("audits: [toy]\n",
+                                                             "audits: [toy]\nrun:\n  seeds: 1\n"))
+    before = (project / "params.yaml").read_bytes()
+    (project / "dvc.yaml").write_text(DVC_YAML)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    for args in (["git", "init", "-q"], ["git", "config", "user.email", "t@example.org"],
+                 ["git", "config", "user.name", "t"], [sys.executable, "-m", "dvc", "init", "-q"],
+                 [sys.executable, "-m", "dvc", "repro", "-q"], ["git", "add", "-A"],
+                 ["git", "commit", "-q", "-m", "state"]):
+        subprocess.run(args, cwd=project, env=env, check=True, capture_output=True)
+    done = subprocess.run([sys.executable, "-m", "dvc", "exp", "run", "-S", "run.seeds=0"],
+                          cwd=project, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "run.seeds" in done.stdout + done.stderr
+    assert (project / "params.yaml").read_bytes() == before

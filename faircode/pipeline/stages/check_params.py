@@ -5,17 +5,22 @@
 changed.  Its output is constant while the file is valid, so it triggers nothing downstream.
 It checks everything the pipeline will use: every key and value (finite numbers, the report's
 metric and model family), and ``audits`` — present, non-empty, each an ``audits/<name>`` folder
-(DVC's ``foreach`` would otherwise fail later with ``[Errno 2]`` or run nothing).
+(DVC's ``foreach`` would otherwise fail later with ``[Errno 2]`` or run nothing).  A file it
+refuses during ``dvc exp run`` is put back as it last accepted it
+(:mod:`faircode.core.params_file`): DVC rewrites ``params.yaml`` before any stage runs.
 
 Usage: ``python -m faircode.pipeline.stages.check_params OUT``
 """
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 from faircode.core.config import load_params
+from faircode.core.errors import ConfigError, FaircodeError
+from faircode.core.params_file import EXPERIMENT_ENV, remember_valid, restore_refused
 from faircode.pipeline.stages import PARAMS, run_stage
 
 
@@ -23,8 +28,19 @@ def main(argv: list[str]) -> None:
     """Validate ``params.yaml``; write the constant marker ``argv[0]``."""
     out = Path(argv[0])
 
+    def validate(path: Path) -> None:
+        load_params(path, audits_dir=Path("audits"))
+
     def work() -> None:
-        load_params(PARAMS, audits_dir=Path("audits"))
+        try:
+            validate(PARAMS)
+        except FaircodeError as exc:
+            note = restore_refused(PARAMS, baseline=os.environ.get(EXPERIMENT_ENV),
+                                   validate=validate)
+            if note is None:
+                raise
+            raise ConfigError(f"{exc}; {note}") from None
+        remember_valid(PARAMS)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("params.yaml: valid\n")
 
