@@ -404,3 +404,57 @@ def test_dvc_exp_run_refused_leaves_params_yaml_as_it_was(tmp_path: Path) -> Non
     assert done.returncode != 0
     assert "run.seeds" in done.stdout + done.stderr
     assert (project / "params.yaml").read_bytes() == before
+
+
+# ------------------------------------------------------------------ State: the tracking store
+
+
+def _committed_results(tmp_path: Path) -> Path:
+    """A copy of the committed results/german_credit_lending (tests/test_reliability.py's)."""
+    from test_reliability import _committed
+
+    return _committed(tmp_path)
+
+
+def test_track_refuses_a_sqlite_file_that_is_no_mlflow_store(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """State: ``--tracking-uri sqlite:///data.db`` naming the user's own database (MLflow would
+    add its forty tables): exit 2, one line naming it, the file untouched, no lock beside it."""
+    import sqlite3
+
+    database = tmp_path / "data.db"
+    connection = sqlite3.connect(database)
+    connection.execute("CREATE TABLE users (id INTEGER, name TEXT)")
+    connection.commit()
+    connection.close()
+    before = database.read_bytes()
+    err = one_line(["track", "--results", str(_committed_results(tmp_path)), "--tracking-uri",
+                    f"sqlite:///{database}"], capsys)
+    assert err == (f"{database}: expected an MLflow tracking store (a SQLite file with MLflow's "
+                   "tables) or no file, got a SQLite database of other tables (users); nothing "
+                   "was written to it")
+    assert database.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.db", "results"]
+
+
+def test_a_failed_track_removes_the_store_it_created(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """State: a sync into a new SQLite file that fails once the file exists (a full disk):
+    exit 3, one line, and neither the store, its WAL files nor its lock are left."""
+    import sqlite3
+
+    from faircode.record import tracking
+
+    store = tmp_path / "mlflow.db"
+
+    def full(*args: object, **kwargs: object) -> None:
+        sqlite3.connect(store).execute("CREATE TABLE t (x)").connection.commit()
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(tracking, "_sync", full)
+    results = _committed_results(tmp_path)
+    err = one_line(["track", "--results", str(results), "--tracking-uri", f"sqlite:///{store}"],
+                   capsys, code=3)
+    assert err.startswith("tracking failed: OperationalError: database or disk is full; ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]
