@@ -458,3 +458,108 @@ def test_a_failed_track_removes_the_store_it_created(
                    capsys, code=3)
     assert err.startswith("tracking failed: OperationalError: database or disk is full; ")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]
+
+
+# ------------------------------------------------------------------ Bounds
+
+
+def test_limits_on_work_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Bounds: --seeds 10**9 (accepted and run before), run.seeds in params.yaml, 10**7
+    resamples and a chunk of 0 rows: exit 2, one line naming the flag or key and the limit."""
+    from test_hostile_inputs import make_project
+
+    project = make_project(tmp_path)
+    err = one_line(["run", "toy", "--audits", str(project / "audits"), "--seeds",
+                    "1000000000"], capsys)
+    assert err == ("faircode run: --seeds: expected an integer in [1, 100] (the limit on "
+                   "work), got 1000000000 (int)")
+    (project / "params.yaml").write_text("audits: [toy]\nrun: {seeds: 1000000000}\n")
+    err = one_line(["run", "toy", "--audits", str(project / "audits"), "--params",
+                    str(project / "params.yaml")], capsys)
+    assert err.endswith("run.seeds: expected an integer in [1, 100] (the limit on work), got "
+                        "1000000000 (int)")
+    declaration = _sexes(tmp_path, ["F", "M"])
+    err = one_line(["audit", str(declaration), "--n-permutations", "10000000"], capsys)
+    assert err == ("faircode audit: --n-permutations: expected an integer in [1, 100,000] (the "
+                   "limit on work), got 10000000 (int)")
+    err = one_line(["audit", str(declaration), "--chunk-rows", "0"], capsys)
+    assert err == ("faircode audit: --chunk-rows: expected an integer in [1, 50,000,000] (the "
+                   "limit on work), got 0 (int)")
+
+
+def test_a_compressed_log_inflating_past_its_bound_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Bounds: a 2 kB .csv.bz2 holding 40 MB of rows (a small bomb; the bound is lowered to
+    10 times the file here): exit 2, one line naming the file, reading stopped."""
+    import bz2
+
+    from faircode.audit import table_file
+
+    header = "customer,sex,region,repaid,approved,risk\n"
+    (tmp_path / "log.csv.bz2").write_bytes(bz2.compress(
+        (header + "1,F,north,1,1,0.5\n" * 2_000_000).encode()))
+    declaration = declare(tmp_path, "log.csv.bz2")
+    size = (tmp_path / "log.csv.bz2").stat().st_size
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(table_file, "MAX_INFLATION", 10)
+        patch.setattr(table_file, "INFLATION_SLACK", 0)
+        err = one_line(["audit", str(declaration), "--out", str(tmp_path / "out"), *STATS],
+                       capsys)
+    assert err == (f"{tmp_path / 'log.csv.bz2'}: expected a compressed table of at most "
+                   f"{10 * size:,} bytes once decompressed (10 times its {size:,} bytes), got "
+                   "more (a compression bomb? reading stopped)")
+
+
+def test_an_rda_of_deeply_nested_lists_is_one_line(tmp_path: Path) -> None:
+    """Bounds: an .rda whose object is 5,000 lists nested in each other (a RecursionError of
+    2,671 lines before): one line naming the file."""
+    from rda_writer import RVector, rda
+
+    from faircode.audit._data_rdata import read_rdata
+    from faircode.core.errors import DataError
+
+    nested = RVector("double", [1.0])
+    for _ in range(5_000):
+        nested = RVector("list", [nested])
+    import sys as _sys
+
+    limit = _sys.getrecursionlimit()
+    _sys.setrecursionlimit(max(limit, 30_000))  # the writer recurses too
+    try:
+        data = rda({"deep": nested}, compression="none")
+    finally:
+        _sys.setrecursionlimit(limit)
+    (tmp_path / "deep.rda").write_bytes(data)
+    with pytest.raises(DataError) as info:
+        read_rdata(tmp_path / "deep.rda", object_name="deep", where="m.yaml: dataset")
+    assert str(info.value).startswith("m.yaml: dataset.path: expected R data nested at most "
+                                      "about 250 levels deep, got deep.rda nested deeper")
+
+
+_READ_BOMB = """\
+import resource, sys
+from pathlib import Path
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from faircode.pipeline._boundary import run_command
+from faircode.audit._data_rdata import read_rdata
+sys.exit(run_command(lambda: read_rdata(Path(sys.argv[1]), object_name="x",
+                                        where="m.yaml: dataset") is None))
+"""
+
+
+def test_an_rda_compression_bomb_stops_at_the_cap_under_1_gib(tmp_path: Path) -> None:
+    """Bounds: a bzip2 .rda of a few hundred bytes inflating to 300 MiB (past the 256 MiB cap;
+    it peaked at 2.3 GB before and ended "out of memory" naming nothing): one line naming the
+    file, exit 2, under a 1 GiB address-space cap."""
+    import bz2
+
+    bomb = tmp_path / "bomb.rda"
+    bomb.write_bytes(bz2.compress(b"RDX2\nX\n" + bytes(300 * 2**20)))
+    assert bomb.stat().st_size < 1000
+    done = subprocess.run([sys.executable, "-c", _READ_BOMB, str(bomb)], capture_output=True,
+                          text=True, timeout=120,
+                          env={**os.environ, "OPENBLAS_NUM_THREADS": "1"})
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr == ("m.yaml: dataset.path: expected R data of at most 268,435,456 bytes "
+                           "once decompressed, got bomb.rda inflating past that (reading "
+                           "stopped)\n")

@@ -23,6 +23,9 @@ Design decisions
   in one chunk and as text in another; a column a reader interprets (a filter's, a group, the
   label, the decision, the unit, the score) is refused at the first row of another kind, naming
   the file, the row, the column and both kinds -- also between the shards of a Dask reduction.
+* **Decompression is bounded** (:class:`_Inflated`): a ``.csv.gz``/``.bz2``/``.xz``/``.zst`` file
+  is read only up to :data:`MAX_INFLATION` times its size, so a compression bomb stops with one
+  line naming the file instead of running for hours.
 * **Parquet is read without pre-buffering** (:func:`_parquet_chunks`): pyarrow's pre-buffered reader
   holds the buffers of every row group it has read, so a 10⁸-row log's reader alone would hold
   gigabytes.
@@ -52,6 +55,11 @@ _COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma", ".zst": "zstd"}
 _CSV = "to parse as CSV (comma-separated, UTF-8, one header row)"
 ROWS = 1_000_000
 """Rows per chunk by default."""
+MAX_INFLATION = 1000
+"""A compressed CSV may decompress to at most this many times its size (plus
+:data:`INFLATION_SLACK`): a CSV log compresses 5 to 50 times, gzip at most about 1,032 times,
+while a bzip2 or xz bomb of a few kB holds terabytes."""
+INFLATION_SLACK = 64 * 2**20
 _HEADER_BYTES = 1 << 20
 
 
@@ -169,6 +177,39 @@ class TableFile:
         return _csv_line(self.path, row)
 
 
+class _Inflated(io.RawIOBase):
+    """A compressed file's decompressed bytes, refused past :data:`MAX_INFLATION` times its
+    size (plus :data:`INFLATION_SLACK`): a compression bomb stops there, naming the file."""
+
+    def __init__(self, stream: Any, path: Path) -> None:
+        super().__init__()
+        self._stream, self._path, self._read = stream, path, 0
+        self._size = path.stat().st_size
+        self.limit = self._size * MAX_INFLATION + INFLATION_SLACK
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(size)
+        self._read += len(data)
+        if self._read > self.limit:
+            raise DataError(f"{self._path}: expected a compressed table of at most "
+                            f"{self.limit:,} bytes once decompressed ({MAX_INFLATION:,} times "
+                            f"its {self._size:,} bytes), got more (a compression bomb? reading "
+                            "stopped)")
+        return bytes(data)
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._stream.close()
+        super().close()
+
+
 def _open_text(path: Path) -> Any:
     suffix = table_suffix(path) or ".csv"
     compression = _COMPRESSION.get(suffix[len(".csv"):]) if suffix != ".csv" else None
@@ -179,8 +220,8 @@ def _open_text(path: Path) -> Any:
     if compression == "lzma":
         import lzma
 
-        return lzma.open(path, "rb")
-    return pa.input_stream(str(path), compression=compression)
+        return _Inflated(lzma.open(path, "rb"), path)
+    return _Inflated(pa.input_stream(str(path), compression=compression), path)
 
 
 def _ragged_line(path: Path, width: int) -> tuple[int, int]:

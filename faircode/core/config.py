@@ -39,6 +39,11 @@ __all__ = [
     "CONSTRAINTS",
     "ENCODINGS",
     "EXECUTION_KEYS",
+    "MAX_CHUNK_ROWS",
+    "MAX_DRAWS",
+    "MAX_ITER",
+    "MAX_JOBS",
+    "MAX_SEEDS",
     "PARAM_KEYS",
     "SEED_MODES",
     "Backend",
@@ -78,9 +83,22 @@ ENCODINGS: tuple[str, ...] = get_args(Encoding)
 """``models.encoding``: ``label`` (the manifest specification's uniform integer codes) or
 ``onehot`` (every nominal column one indicator per category, inside each model; the fit step)."""
 
+# The limits on every value that sets the amount of work (a run.seeds of 10**9 would run on,
+# silently): far above any useful value, far below what never ends.  docs/operations.md lists them.
+MAX_SEEDS = 100
+"""``run.seeds`` / ``--seeds``: training replicates per cell (the paper state: 5)."""
+MAX_DRAWS = 100_000
+"""``stats.n_resamples`` / ``n_permutations`` and their flags (default 2,000)."""
+MAX_JOBS = 1024
+"""``run.jobs`` / ``--jobs``: local worker processes."""
+MAX_ITER = 10_000
+"""``mitigation.max_iter``: ExponentiatedGradient's iterations (default 50)."""
+MAX_CHUNK_ROWS = 50_000_000
+"""``faircode audit --chunk-rows``: rows read at a time (default 10**6 for a log)."""
+
 
 def _default_jobs() -> int:
-    return max(1, os.cpu_count() or 1)
+    return min(MAX_JOBS, max(1, os.cpu_count() or 1))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,7 +118,7 @@ class MitigationConfig:
             raise config_error("config.constraint", f"one of {', '.join(CONSTRAINTS)}",
                                self.constraint)
         _check_number("config.eps", self.eps, low=0.0, high=None, open_low=True)
-        _check_int("config.max_iter", self.max_iter, low=1)
+        _check_int("config.max_iter", self.max_iter, low=1, high=MAX_ITER)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,8 +140,8 @@ class StatsConfig:
     cost_margin: float = 0.02
 
     def __post_init__(self) -> None:
-        _check_int("config.n_resamples", self.n_resamples, low=1)
-        _check_int("config.n_permutations", self.n_permutations, low=1)
+        _check_int("config.n_resamples", self.n_resamples, low=1, high=MAX_DRAWS)
+        _check_int("config.n_permutations", self.n_permutations, low=1, high=MAX_DRAWS)
         for name in ("confidence", "alpha", "power"):
             _check_number(f"config.{name}", getattr(self, name), low=0.0, high=1.0,
                           open_low=True, open_high=True)
@@ -236,7 +254,7 @@ class ReplicateConfig:
     seed_mode: SeedMode = "model"
 
     def __post_init__(self) -> None:
-        _check_int("config.seeds", self.seeds, low=1)
+        _check_int("config.seeds", self.seeds, low=1, high=MAX_SEEDS)
         if self.seed_mode not in SEED_MODES:
             raise config_error("config.seed_mode", f"one of {', '.join(SEED_MODES)}",
                                self.seed_mode)
@@ -313,7 +331,7 @@ class BenchmarkConfig:
             raise config_error("config.encoding", f"one of {', '.join(ENCODINGS)}",
                                self.encoding)
         _ = self.stats
-        _check_int("config.jobs", self.jobs, low=1)
+        _check_int("config.jobs", self.jobs, low=1, high=MAX_JOBS)
         _ = self.replicates
         _ = self.degenerate
 
@@ -617,11 +635,14 @@ def _check_audit_folders(params: Params, doc: object, *, where: str, audits_dir:
                                    f"({', '.join(known) or 'none'})", name)
 
 
-def _check_int(where: str, value: object, *, low: int) -> None:
+def _check_int(where: str, value: object, *, low: int, high: int | None = None) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise config_error(where, "an integer", value)
     if value < low:
         raise config_error(where, f"an integer >= {low}", value)
+    if high is not None and value > high:
+        raise config_error(where, f"an integer in [{low:,}, {high:,}] (the limit on work)",
+                           value)
 
 
 def _check_number(

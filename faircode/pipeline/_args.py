@@ -22,9 +22,10 @@ from faircode.pipeline._boundary import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
     from faircode.audit.manifest import Manifest
+    from faircode.core.config import BenchmarkConfig
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "HELP", "MIRROR_ENV", "MIRROR_HELP", "example",
-           "mirrors", "obtain", "searched"]
+           "mirrors", "obtain", "searched", "with_flags"]
 
 MIRROR_ENV = "FAIRCODE_DATA_MIRROR"
 """The environment variable naming the mirror folders (``os.pathsep``-separated); the same name
@@ -48,6 +49,24 @@ word (tests/test_readme.py compares them)."""
 MIRROR_HELP = (f"--mirror DIR, else ${MIRROR_ENV} ({os.pathsep}-separated folders), else "
                "../shared/datasets and ../shared/datasets-extra beside the project")
 """Where the raw files come from, as every command's help says it."""
+
+
+def with_flags(config: BenchmarkConfig, args: argparse.Namespace, names: Sequence[str], *,
+               command: str) -> BenchmarkConfig:
+    """``config`` with the flags ``names`` that were given (``args.<name>`` not None); a value
+    it refuses (past a limit on work) is one line naming the flag: ``<command>: --seeds: ...``."""
+    from faircode.core.errors import ConfigError
+
+    given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    try:
+        return config.replace(**given)
+    except ConfigError as exc:
+        text = str(exc)
+        for name in given:
+            if text.startswith(f"config.{name}:"):
+                flag = f"--{name.replace('_', '-')}"
+                raise ConfigError(f"{command}: {flag}{text[len(f'config.{name}'):]}") from None
+        raise
 
 
 def example(line: str, *more: str) -> dict[str, Any]:

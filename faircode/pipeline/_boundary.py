@@ -172,8 +172,9 @@ def _ending(exc: BaseException) -> int | None:
              "half-written is left")
         return EXIT_TERMINATED
     if isinstance(exc, MemoryError):
-        _say("out of memory: the input is larger than this machine's memory allows (see the "
-             "size limits in docs/operations.md)")
+        what = f" {exc}" if str(exc) else ""  # a reader names the file it was reading
+        _say(f"out of memory{what}: the input is larger than this machine's memory allows (see "
+             "the size limits in docs/operations.md)")
         return EXIT_FAILED
     if isinstance(exc, OSError):
         _say(os_error_line(exc))

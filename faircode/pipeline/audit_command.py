@@ -47,8 +47,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from faircode.core.config import MAX_CHUNK_ROWS, MAX_DRAWS
 from faircode.core.errors import DataError, FaircodeError, describe
-from faircode.pipeline._args import EXIT_OK, HELP, example, mirrors, obtain
+from faircode.pipeline._args import EXIT_OK, HELP, example, mirrors, obtain, with_flags
 
 if TYPE_CHECKING:
     from faircode.audit.data import AuditData
@@ -114,8 +115,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from faircode.report.given import given_lines
 
     params = load_params(Path(args.params)) if args.params else Params()
-    overrides = {k: getattr(args, k) for k in ("n_resamples", "n_permutations")}
-    config = params.config.replace(**{k: v for k, v in overrides.items() if v is not None})
+    config = with_flags(params.config, args, ("n_resamples", "n_permutations"),
+                        command="faircode audit")
+    if args.chunk_rows is not None and not 1 <= args.chunk_rows <= MAX_CHUNK_ROWS:
+        raise ConfigError(f"faircode audit: --chunk-rows: expected an integer in [1, "
+                          f"{MAX_CHUNK_ROWS:,}] (the limit on work), got "
+                          f"{describe(args.chunk_rows)}")
     given = Path(args.audit)
     if given.suffix in (".yaml", ".yml") and is_log_declaration(given):
         return _audit_log(args, given, config)
@@ -239,11 +244,14 @@ def add_audit(subparsers: argparse._SubParsersAction, common: argparse.ArgumentP
     parser.add_argument("--out", default="results-external",
                         help="results folder (default: results-external)")
     parser.add_argument("--params", help="params.yaml to take stats.* and models.* from")
-    parser.add_argument("--n-resamples", type=int, help="bootstrap resamples per CI (2000)")
-    parser.add_argument("--n-permutations", type=int, help="permutations per p-value (2000)")
+    parser.add_argument("--n-resamples", type=int,
+                        help=f"bootstrap resamples per CI (2000; 1 to {MAX_DRAWS:,})")
+    parser.add_argument("--n-permutations", type=int,
+                        help=f"permutations per p-value (2000; 1 to {MAX_DRAWS:,})")
     parser.add_argument("--chunk-rows", type=int,
                         help="rows read at a time (memory does not grow with the file; default "
-                             "10^6 for a log, 2^18 for a predictions file)")
+                             f"10^6 for a log, 2^18 for a predictions file; 1 to "
+                             f"{MAX_CHUNK_ROWS:,})")
     parser.add_argument("--in-memory", action="store_true",
                         help="a log: read every row first, count them at once (a check of the "
                              "streamed counts; same tables)")

@@ -140,7 +140,35 @@ def read_record(path: Path) -> dict[str, Any]:
                           f"{describe(record['git_commit'])}")
     if not isinstance(record.get("state", {}), dict):
         raise FreezeError(f"{path}: state: expected a mapping, got {describe(record['state'])}")
+    _check_fields(path, record)
     return record
+
+
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "environment.python": (str,), "state.git_commit": (str, type(None)),
+    "state.code_sha256": (str, type(None)), "state.params_sha256": (str, type(None)),
+    "state.inputs_dirty": (bool, type(None))}
+"""The types of the fields inside a record that verify and list read (when present)."""
+
+
+def _check_fields(path: Path, record: dict[str, Any]) -> None:
+    """One line for a field of the wrong type inside a record: ``results`` and
+    ``environment.packages`` map names to strings, and :data:`_FIELD_TYPES`."""
+    for key, kinds in _FIELD_TYPES.items():
+        section, field_name = key.split(".")
+        value = (record.get(section) or {}).get(field_name)
+        if field_name in (record.get(section) or {}) and not isinstance(value, kinds):
+            raise FreezeError(f"{path}: {key}: expected "
+                              f"{'a string' if kinds[0] is str else 'true or false'}, got "
+                              f"{describe(value)}")
+    packages = record["environment"].get("packages", {})
+    for key, mapping in (("results", record["results"]), ("environment.packages", packages)):
+        if not isinstance(mapping, dict):
+            raise FreezeError(f"{path}: {key}: expected a mapping, got {describe(mapping)}")
+        wrong = next(((k, v) for k, v in mapping.items() if not isinstance(v, str)), None)
+        if wrong is not None:
+            raise FreezeError(f"{path}: {key}.{wrong[0]}: expected a string, got "
+                              f"{describe(wrong[1])}")
 
 
 @dataclass(frozen=True, slots=True)
