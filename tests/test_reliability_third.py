@@ -563,3 +563,149 @@ def test_an_rda_compression_bomb_stops_at_the_cap_under_1_gib(tmp_path: Path) ->
     assert done.stderr == ("m.yaml: dataset.path: expected R data of at most 268,435,456 bytes "
                            "once decompressed, got bomb.rda inflating past that (reading "
                            "stopped)\n")
+
+
+# ------------------------------------------------------------------ Traceback -> one line
+
+
+def test_a_parquet_struct_column_is_one_line(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """Traceback: a log whose group column is a Parquet struct (pyarrow's cast error before):
+    exit 2, one line naming the column, its role and its type."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    frame = make_log(np.random.default_rng(1), n=50)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    table = table.set_column(table.schema.get_field_index("sex"), "sex",
+                             pa.array([{"a": str(v)} for v in frame["sex"]]))
+    pq.write_table(table, tmp_path / "log.parquet")
+    err = one_line(["audit", str(declare(tmp_path, "log.parquet")), "--out",
+                    str(tmp_path / "out"), *STATS], capsys)
+    assert err == (f"{tmp_path / 'log.parquet'}: schema: column 'sex' "
+                   "(protected_attributes[0].column): expected numbers, booleans or text, got "
+                   "the nested type struct<a: string>")
+
+
+def test_a_nul_byte_in_a_path_is_one_line(tmp_path: Path,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Traceback: a NUL byte in a log's path (``ValueError: embedded null byte`` before), and in
+    a path on the command line: exit 2, one line each."""
+    declaration = declare(tmp_path, "log.csv")
+    declaration.write_text(declaration.read_text().replace("path: log.csv",
+                                                           'path: "log\\0.csv"'))
+    err = one_line(["audit", str(declaration), "--out", str(tmp_path / "out")], capsys)
+    assert err == f"{declaration}: log.path: expected a path without a NUL character, got " \
+                  "'log\\x00.csv' (str)"
+    err = one_line(["audit", "log\0.yaml"], capsys)
+    assert err == ("faircode: argument 2: expected no NUL character (a path never holds one), "
+                   "got 'log\\x00.yaml' (str)")
+
+
+def test_a_lone_surrogate_in_a_payload_is_one_line(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Traceback: ``\\ud800`` alone in a JSONL payload (a UnicodeEncodeError on output before):
+    exit 2, one line naming the line; a proper surrogate pair is text and passes."""
+    (tmp_path / "axes.yaml").write_text("- name: g\n  substitutions: [{pattern: she, "
+                                        "replacement: he}]\n")
+    (tmp_path / "in.jsonl").write_text('{"id": 1, "text": "she \\ud800 said"}\n')
+    err = one_line(["perturb", "--axes", str(tmp_path / "axes.yaml"),
+                    str(tmp_path / "in.jsonl")], capsys)
+    assert err == (f"{tmp_path / 'in.jsonl'}:1: expected text (a \\uD800-\\uDFFF escape only "
+                   "in a surrogate pair), got a lone \\ud800 in 'she \\ud800 said'")
+    (tmp_path / "in.jsonl").write_text('{"id": 1, "text": "she \\ud83d\\ude00 said"}\n')
+    assert main(["perturb", "--axes", str(tmp_path / "axes.yaml"),
+                 str(tmp_path / "in.jsonl")]) == 0
+    assert '"he \U0001f600 said"' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"environment": {"python": "3.11", "packages": []}},
+     "environment.packages: expected a mapping, got [] (list)"),
+    ({"state": {"code_sha256": 7}}, "state.code_sha256: expected a string, got 7 (int)"),
+    ({"results": {"results/german/run.json": None}},
+     "results.results/german/run.json: expected a string, got None (NoneType)"),
+])
+def test_freeze_records_with_fields_of_the_wrong_type_are_one_line(
+        repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        change: dict[str, object], message: str) -> None:
+    """Traceback: a freeze record whose inner fields have the wrong type (AttributeError,
+    TypeError before): ``faircode verify`` exits 2 with one line naming the field."""
+    path = freeze("v1", root=repo, dvc=CLEAN_DVC)
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, **change}))
+    monkeypatch.chdir(repo)
+    err = one_line(["verify", "v1"], capsys)
+    assert err == f"{path}: {message}"
+
+
+def test_a_freeze_record_nested_too_deep_is_one_line(
+        repo: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Traceback: a record of 100,000 nested arrays (json's RecursionError before)."""
+    (repo / "freezes").mkdir(exist_ok=True)
+    (repo / "freezes" / "v1.json").write_text("[" * 100_000 + "]" * 100_000)
+    monkeypatch.chdir(repo)
+    err = one_line(["verify", "v1"], capsys)
+    assert "v1.json: expected a freeze record in JSON, got one nested deeper than" in err
+
+
+def test_a_malformed_scheduler_is_one_line_at_once(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Traceback: ``--scheduler tcp://127.0.0.1:notaport`` (the right line, then a Dask
+    traceback 20 s later, before): one line, no client made, within seconds."""
+    declaration = _sexes(tmp_path, ["F", "M"])
+    started = time.monotonic()
+    err = one_line(["audit", str(declaration), "--out", str(tmp_path / "out"), "--scheduler",
+                    "tcp://127.0.0.1:notaport"], capsys)
+    assert err == ("--scheduler: expected a dask scheduler address such as tcp://host:8786 "
+                   "(tcp, tls, ws, wss or ucx; a port 1-65535), or null, got "
+                   "'tcp://127.0.0.1:notaport' (str)")
+    assert time.monotonic() - started < 5
+
+
+# ------------------------------------------------------------------ Messages name the thing
+
+
+def test_a_full_disk_names_the_results_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Message: writing the tables on a full disk (``No space left on device (OSError)`` with
+    no path before): exit 1, one line naming the folder being written."""
+    import errno
+
+    import pandas as pd
+
+    def full(self: object, *args: object, **kwargs: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    declaration = _sexes(tmp_path, ["F", "M"])
+    monkeypatch.setattr(pd.DataFrame, "to_csv", full)
+    err = one_line(["audit", str(declaration), "--out", str(tmp_path / "out"), *STATS],
+                   capsys, code=1)
+    assert err == f"{tmp_path / 'out' / 'loans'}: No space left on device (OSError)"
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_a_bom_in_an_originals_csv_is_no_part_of_its_header(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Message: an originals CSV saved with a byte-order mark (Excel) read as if it had none
+    (it was blamed on "line 2: id" before)."""
+    (tmp_path / "originals.csv").write_text("\ufeffid,score\n1,0.9\n2,0.2\n", encoding="utf-8")
+    (tmp_path / "copies.jsonl").write_text(
+        '{"id": 1, "axis": "g", "kind": "explicit", "changed": true, "score": 0.1}\n'
+        '{"id": 2, "axis": "g", "kind": "explicit", "changed": true, "score": 0.6}\n')
+    assert main(["flips", str(tmp_path / "originals.csv"), str(tmp_path / "copies.jsonl"),
+                 "--out", str(tmp_path / "out"), "--n-resamples", "50",
+                 "--n-permutations", "50"]) == 0
+    assert (tmp_path / "out" / "flips.csv").is_file()
+
+
+def test_an_out_that_is_a_file_is_refused_before_any_reading(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Message: ``--out`` naming a regular file (a warning, then exit 1 before): exit 2, one
+    line naming it, before the log is read; the file unchanged."""
+    declaration = _sexes(tmp_path, ["F", "M"])
+    (tmp_path / "out").write_text("my notes\n")
+    err = one_line(["audit", str(declaration), "--out", str(tmp_path / "out"), *STATS], capsys)
+    assert err == (f"{tmp_path / 'out'}: expected a folder to write the results of loans into, "
+                   "got a file that is not a folder; nothing was written")
+    assert (tmp_path / "out").read_text() == "my notes\n"

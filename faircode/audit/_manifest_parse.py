@@ -115,6 +115,8 @@ def raw_places(file: Path, name: str, root: Path) -> tuple[Path, Path]:
 def _dataset_path(c: Checker, declared: str, *, name: str, root: Path) -> Path:
     """``dataset.path`` resolved; it must name a file inside :func:`raw_places` (symlinks
     followed), never the folder itself, a repository file elsewhere or anything outside."""
+    if "\0" in declared:  # no file name holds one (os calls raise ValueError)
+        raise c.fail("dataset.path", "a path without a NUL character", declared)
     if PurePosixPath(declared).is_absolute() or PureWindowsPath(declared).is_absolute():
         raise c.fail("dataset.path", "a path relative to the manifest's directory", declared)
     resolved = (c.file.parent / declared).resolve()

@@ -136,6 +136,8 @@ def load_log(path: Path | str) -> Manifest:
 def _parse_log(c: Checker, raw: object, unit: str | None) -> DatasetSpec:
     data = c.mapping(raw, "log", _LOG)
     declared = c.string(data["path"], "log.path")
+    if "\0" in declared:  # no file name holds one (os calls raise ValueError)
+        raise c.fail("log.path", "a path without a NUL character", declared)
     absolute = PurePosixPath(declared).is_absolute() or PureWindowsPath(declared).is_absolute()
     resolved = Path(declared) if absolute else (c.file.parent / declared)
     sha = data.get("sha256")
@@ -229,6 +231,7 @@ class LogReader:
             if column not in self.table.columns:
                 raise DataError(f"{manifest.file}: {where}: expected a column of "
                                 f"{self.table.path.name}, got {describe(column)}")
+        self.table.check_flat(self.columns)
         system = manifest.system
         self.record = LogRecord(manifest, sha256, SystemRecord(
             system.name, system.title, system.decision.describe(),

@@ -73,6 +73,7 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
         text = decode_utf8(data, where=str(path))
     except FaircodeError as exc:
         raise DataError(str(exc)) from None
+    text = text.removeprefix("\ufeff")  # a byte-order mark (Excel's UTF-8 CSV) is no text
     if path.suffix == ".jsonl":
         for lineno, line in enumerate(split_lines(text), start=1):
             if not line.strip():

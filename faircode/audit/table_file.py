@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,6 +104,26 @@ class TableFile:
             except (OSError, ValueError) as exc:
                 raise DataError(f"{file}: expected a parquet file, got {type(exc).__name__}: "
                                 f"{' '.join(str(exc).split())}") from None
+
+    def check_flat(self, roles: Mapping[str, str]) -> None:
+        """Refuse a Parquet column of ``roles`` (column -> what reads it) whose type is nested
+        (a struct, list or map): it holds no number or text to read, and pandas' conversion of
+        it would fail mid-read with a traceback."""
+        if self.is_csv:
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        for file in self.files:
+            schema = pq.read_schema(file)
+            for column, role in roles.items():
+                kind = schema.field(column).type
+                if pa.types.is_dictionary(kind):
+                    kind = kind.value_type
+                if pa.types.is_nested(kind):
+                    where = "schema" if file == self.path else f"{file.name}: schema"
+                    raise DataError(f"{self.path}: {where}: column {column!r} ({role}): expected "
+                                    f"numbers, booleans or text, got the nested type {kind}")
 
     def row_groups(self) -> list[tuple[Path, int, int]]:
         """Every Parquet row group: ``(file, index, rows)``, in file and group order."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -60,6 +61,7 @@ __all__ = [
     "SeedMode",
     "StatsConfig",
     "VerdictsConfig",
+    "check_scheduler",
     "config_from_mapping",
     "config_from_params",
     "load_params",
@@ -459,13 +461,26 @@ class ExecutionConfig:
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise config_error("run.backend", f"one of {', '.join(BACKENDS)}", self.backend)
-        if self.scheduler is not None and (not isinstance(self.scheduler, str)
-                                           or not self.scheduler.strip()):
-            raise config_error("run.scheduler", "a dask scheduler address such as "
-                               "tcp://host:8786, or null", self.scheduler)
+        if self.scheduler is not None:
+            check_scheduler(self.scheduler, where="run.scheduler")
         if self.backend == "dask" and self.scheduler is None:
             raise config_error("run.scheduler", "a dask scheduler address such as "
                                "tcp://host:8786 (run.backend is dask)", self.scheduler)
+
+
+_SCHEDULER = re.compile(r"(?:tcp|tls|ws|wss|ucx)://(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):"
+                        r"(?P<port>[0-9]{1,5})")
+
+
+def check_scheduler(address: object, *, where: str) -> str:
+    """``address`` if it is a dask scheduler address (``tcp://host:port``, a port 1-65535),
+    else one line naming ``where``: checked before a client is made, since ``distributed``
+    fails on a malformed one only after its own 20 s close timeout, with a traceback."""
+    found = _SCHEDULER.fullmatch(address) if isinstance(address, str) else None
+    if found is None or not isinstance(address, str) or not 1 <= int(found["port"]) <= 65535:
+        raise config_error(where, "a dask scheduler address such as tcp://host:8786 "
+                           "(tcp, tls, ws, wss or ucx; a port 1-65535), or null", address)
+    return address
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,6 +9,8 @@ Design decisions
 * **A group of its own**: the command starts in a new session, so every process it starts is in
   its process group (unless one makes a group of its own), and one ``killpg`` reaches them all:
   the direct child, DVC's stage, the stage's pool workers.
+* **No window without a record**: SIGTERM and SIGINT are blocked while the command starts,
+  until its group is recorded inside the ``try`` that ends it (the child unblocks them).
 * **Stopped on every exit path**: :func:`stop_group` sends SIGTERM to the group, waits
   :data:`GRACE_SECONDS`, then SIGKILLs whatever is left.  It runs in :func:`run_group`'s
   ``finally`` (an error, a timeout, SIGTERM and SIGINT raised as exceptions by the command-line
@@ -40,6 +42,7 @@ __all__ = ["GRACE_SECONDS", "Finished", "run_group", "stop_all", "stop_group", "
 GRACE_SECONDS = 10.0
 """How long a stopped group has between SIGTERM and SIGKILL."""
 _PR_SET_PDEATHSIG = 1
+_STOPS = {signal.SIGTERM, signal.SIGINT}
 _LIVE: dict[int, subprocess.Popen[str]] = {}
 """The groups started here and not yet ended, by process group id."""
 
@@ -53,7 +56,10 @@ class Finished:
     stderr: str
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child, between fork and exec
+def _child_setup() -> None:  # pragma: no cover - runs in the child, between fork and exec
+    """The child's stop signals unblocked (the parent blocks them while it starts it), and
+    Linux's death signal: SIGTERM when its parent dies."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOPS)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
@@ -105,18 +111,25 @@ def run_group(command: Sequence[str], *, cwd: Path, env: Mapping[str, str] | Non
     ended (:func:`stop_group`) however this call ends, a timeout included
     (``subprocess.TimeoutExpired``).  ``started(pgid)`` is called once it runs (to record it).
     """
-    process = subprocess.Popen(list(command), cwd=cwd, env=dict(env) if env else None,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True, preexec_fn=_die_with_parent)
-    pgid = process.pid
-    _LIVE[pgid] = process
+    # A stop signal between the start and the record would leave the group unknown: SIGTERM
+    # and SIGINT wait (blocked) until the group is recorded, inside the try that ends it.
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+    pgid = None
     try:
+        process = subprocess.Popen(list(command), cwd=cwd, env=dict(env) if env else None,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   start_new_session=True, preexec_fn=_child_setup)
+        pgid = process.pid
+        _LIVE[pgid] = process
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
         if started is not None:
             started(pgid)
         stdout, stderr = process.communicate(timeout=timeout)
         return Finished(process.returncode, stdout, stderr)
     finally:
-        stop_group(pgid)  # the command's own children may outlive it: end them too
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        if pgid is not None:
+            stop_group(pgid)  # the command's own children may outlive it: end them too
 
 
 def stop_leftover(pgid: int, *, inside: Path) -> list[int]:

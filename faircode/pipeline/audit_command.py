@@ -185,10 +185,12 @@ def _audit_log(args: argparse.Namespace, declaration: Path, config: Any) -> int:
     """``faircode audit LOG.yaml``: a decision log with its own groups, streamed."""
     from faircode.audit.logs import load_log
     from faircode.evaluate.streamed import audit_log
-    from faircode.evaluate.write import write_audit
+    from faircode.evaluate.write import check_replaceable, results_kind, write_audit
     from faircode.provenance.state import provenance
 
     manifest = load_log(declaration)
+    check_replaceable(Path(args.out) / manifest.name, audit=manifest.name,  # before any read
+                      kind=results_kind({"log": str(declaration)}))
     client = None
     if args.scheduler:
         from faircode.grid.dask_reduce import connect

@@ -511,6 +511,11 @@ def main(argv: list[str] | None = None) -> int:
     (:func:`faircode.pipeline._boundary.run_command`; the codes are in docs/operations.md).
     """
     def body() -> int:
+        given = sys.argv[1:] if argv is None else argv
+        for i, arg in enumerate(given, start=1):
+            if "\0" in arg:  # no file name can hold one; os calls would raise ValueError
+                raise _UsageError(f"faircode: argument {i}: expected no NUL character (a path "
+                                  f"never holds one), got {arg!r} (str)")
         args = build_parser().parse_args(argv)
         handler: Handler = args.handler
         require()  # this process computes under the declared numerical configuration
