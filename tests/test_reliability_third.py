@@ -709,3 +709,72 @@ def test_an_out_that_is_a_file_is_refused_before_any_reading(
     assert err == (f"{tmp_path / 'out'}: expected a folder to write the results of loans into, "
                    "got a file that is not a folder; nothing was written")
     assert (tmp_path / "out").read_text() == "my notes\n"
+
+
+# ------------------------------------------------------------------ Bounds: memory
+
+
+def test_densify_is_collapse_without_its_copies(rng: np.random.Generator) -> None:
+    """Bounds: the unit types' dense histogram built in order (the streamed audit's peak grew
+    with its copies) is exactly :func:`collapse` of the same units, keys fitting or not."""
+    from faircode.stats.units import collapse, densify, sparse_types
+
+    for n_units, n_slots, top in ((500, 20, 3), (300, 40, 50), (1, 4, 1)):
+        dense = rng.integers(0, top + 1, size=(n_units, n_slots))
+        dense[dense.sum(axis=1) == 0, 0] = 1  # a unit has rows
+        dense[: n_units // 3] = dense[0]      # repeated types
+        unit, slot = np.nonzero(dense)
+        got = densify(sparse_types(unit, slot, dense[unit, slot]), n_slots)
+        want = collapse(dense, np.ones(n_units, dtype=np.int64))
+        assert np.array_equal(got.vectors, want.vectors)
+        assert np.array_equal(got.multiplicity, want.multiplicity)
+        assert got.vectors.dtype == want.vectors.dtype == np.int64
+
+
+_CAPPED_AUDIT = """\
+import resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]), int(sys.argv[1])))
+from faircode.pipeline.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_the_streamed_audit_runs_under_an_address_space_cap(tmp_path: Path) -> None:
+    """Bounds: ``faircode audit`` of a 300,000-row log in chunks of 30,000 rows, in a process
+    whose address space is capped at 1 GiB (pyarrow on the system allocator, one thread per
+    pool: their reservations are address space, not memory): it completes, exit 0."""
+    frame = make_log(np.random.default_rng(9), n=300_000)
+    frame.to_parquet(tmp_path / "log.parquet", row_group_size=30_000)
+    declaration = declare(tmp_path, "log.parquet")
+    env = {**os.environ, "ARROW_DEFAULT_MEMORY_POOL": "system", "MALLOC_ARENA_MAX": "2",
+           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-c", _CAPPED_AUDIT, str(1 << 30), "audit",
+                           str(declaration), "--out", str(tmp_path / "out"), "--chunk-rows",
+                           "30000", *STATS], env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "out" / "loans" / "fairness.csv").is_file()
+
+
+def test_a_log_counted_on_dask_worker_processes_writes_the_streamed_bytes(
+        tmp_path: Path) -> None:
+    """Bounds: a Parquet log counted on a LocalCluster of two separate worker processes
+    (``processes=True``, started and stopped here on 127.0.0.1; the other Dask tests use
+    thread workers) gives the streamed path's tables byte for byte."""
+    distributed = pytest.importorskip("distributed")
+    from test_streamed import tables
+
+    frame = make_log(np.random.default_rng(13), n=3_000)
+    (tmp_path / "log").mkdir()
+    frame.iloc[:1_500].to_parquet(tmp_path / "log" / "part-0.parquet", row_group_size=500)
+    frame.iloc[1_500:].to_parquet(tmp_path / "log" / "part-1.parquet", row_group_size=500)
+    declaration = declare(tmp_path, "log")
+    assert main(["audit", str(declaration), "--out", str(tmp_path / "streamed"), *STATS]) == 0
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  protocol="tcp", host="127.0.0.1",
+                                  dashboard_address="127.0.0.1:0") as cluster:
+        assert main(["audit", str(declaration), "--out", str(tmp_path / "dask"),
+                     "--scheduler", cluster.scheduler_address, *STATS]) == 0
+        pids = cluster.scheduler_info["workers"]
+        assert len(pids) == 2
+    assert tables(tmp_path / "dask" / "loans") == tables(tmp_path / "streamed" / "loans")
