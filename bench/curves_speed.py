@@ -79,7 +79,7 @@ def real_cell(audit: str) -> None:
                     mitigation=config.mitigation, seed=manifest.random_state,
                     train=data.train_index, test=data.test_index, perturbed=data.perturbed,
                     keep_train_scores=True)
-    rule = resolve_rule(manifest.decision, default_threshold=config.decision_threshold)
+    rule = resolve_rule(manifest.decision, default_threshold=config.models.decision_threshold)
     result = score_cell(data, cell, rule=rule, stats=config.stats, degenerate=config.degenerate)
     cutoff = decision_cutoff(rule, train_scores=cell.train_score,
                              train_labels=data.y[data.train_index])
@@ -92,8 +92,8 @@ def real_cell(audit: str) -> None:
         cell.test_score, data.y[test],
         {a.name: data.disadvantaged[a.name][test] for a in manifest.protected_attributes},
         thresholds=thresholds, favourable=manifest.target.favourable,
-        inclusive=cutoff.inclusive, confidence=config.confidence,
-        n_resamples=config.n_resamples,
+        inclusive=cutoff.inclusive, confidence=config.stats.confidence,
+        n_resamples=config.stats.n_resamples,
         performance_seed=child_seed(master, Stream.PERFORMANCE, s, m),
         decision_seed=child_seed(master, Stream.DECISIONS, s, m),
         units=None if data.unit is None else data.unit[test])

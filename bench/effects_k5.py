@@ -59,8 +59,10 @@ SHORT = {"logistic_regression": "LR", "random_forest": "RF", "gradient_boosting"
 
 def run(audits: list[str], *, seeds: int, out: Path, jobs: int, resamples: int) -> dict:
     """Fit, evaluate and write every audit at ``seeds`` replicates; the seconds of each step."""
-    config = BenchmarkConfig(jobs=jobs, n_resamples=resamples, n_permutations=resamples,
-                             seeds=seeds, seed_mode="split" if seeds > 1 else "model")
+    config = BenchmarkConfig(jobs=jobs).with_params({
+        "stats.n_resamples": resamples, "stats.n_permutations": resamples, "run.seeds": seeds,
+        "run.seed_mode": "split" if seeds > 1 else "model"
+    })
     seconds = {}
     for name in audits:
         data = prepare(load_audit(load_manifest(Path("audits") / name / "audit.yaml")))

@@ -124,7 +124,8 @@ def _onehot(data: PreparedAudit, base: AuditPredictions, config: BenchmarkConfig
     replicates = []
     for r in base.replicates:
         if r.cell.family in ONEHOT_FAMILIES and not r.cell.skipped:
-            train, test = replicate_split(data, replicate=r.replicate, mode=config.seed_mode)
+            train, test = replicate_split(data, replicate=r.replicate,
+                                          mode=config.replicates.seed_mode)
             r = ReplicatePredictions(r.replicate, refit(
                 r.cell, replicate_seed(master, r.replicate), train, test, False), r.test_index)
         replicates.append(r)
@@ -141,7 +142,7 @@ def run_audit(name: str, *, config: BenchmarkConfig, out: Path) -> dict[str, flo
     onehot = _onehot(data, label, config)
     t2 = time.perf_counter()
     for encoding, predictions in (("label", label), ("onehot", onehot)):
-        run_config = config.replace(encoding=encoding)
+        run_config = config.with_params({"models.encoding": encoding})
         results = evaluate(data, predictions, config=run_config)
         write_audit(data, results, config=run_config, out_dir=out / encoding,
                     provenance_record=provenance())
@@ -220,9 +221,10 @@ def main() -> None:
     args = parser.parse_args()
     params = load_params(Path("params.yaml"))
     audits = args.audits or list(params.audits)
-    config = params.config.replace(jobs=args.jobs, n_resamples=args.resamples,
-                                   n_permutations=args.resamples, seeds=args.seeds,
-                                   seed_mode="split" if args.seeds > 1 else "model")
+    config = params.config.with_params({
+        "stats.n_resamples": args.resamples, "stats.n_permutations": args.resamples,
+        "run.seeds": args.seeds, "run.seed_mode": "split" if args.seeds > 1 else "model"
+    })
     out = args.out or Path(tempfile.mkdtemp(prefix="encoding-sensitivity-"))
     done, seconds = [], {}
     try:

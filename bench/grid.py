@@ -29,6 +29,7 @@ a shared machine: compare ratios within one invocation, not absolute seconds.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import resource
 import time
 from pathlib import Path
@@ -107,12 +108,15 @@ def main() -> None:
     parser.add_argument("--dask", action="store_true",
                         help="also run the queue on a LocalCluster and print the overhead")
     args = parser.parse_args()
-    config = BenchmarkConfig(n_resamples=args.n_resamples, n_permutations=args.n_permutations)
+    config = BenchmarkConfig().with_params({
+        "stats.n_resamples": args.n_resamples, "stats.n_permutations": args.n_permutations
+    })
     if args.jobs:
-        config = config.replace(jobs=args.jobs)
+        config = dataclasses.replace(config, jobs=args.jobs)
     if args.order == "grid":
         scheduler.dispatch_order = list  # type: ignore[assignment]
-    print(f"B = {config.n_resamples}, P = {config.n_permutations}, jobs = {config.jobs}, "
+    print(f"B = {config.stats.n_resamples}, P = {config.stats.n_permutations}, "
+          f"jobs = {config.jobs}, "
           f"order = {args.order}")
     t0 = time.perf_counter()
     datas: list[PreparedAudit] = []

@@ -63,10 +63,11 @@ def main() -> None:
     print(f"# paired intervals on real audits: {family.value}, B = {args.resamples}\n")
     for name in args.audits:
         data = prepare(load_audit(load_manifest(Path("audits") / name / "audit.yaml")))
-        rule = resolve_rule(data.manifest.decision, default_threshold=config.decision_threshold)
+        rule = resolve_rule(data.manifest.decision,
+                            default_threshold=config.models.decision_threshold)
         master = data.manifest.random_state
         decided = {}
-        for strategy in {s for pair in COMPARISONS for s in pair}:
+        for strategy in {s for c in COMPARISONS for s in (c.strategy, c.reference)}:
             cell = fit_cell(data, strategy, family, mitigation=config.mitigation, seed=master,
                             train=data.train_index, test=data.test_index, perturbed=None,
                             keep_train_scores=rule.rule == "top_fraction")
@@ -77,10 +78,11 @@ def main() -> None:
         m = list(ModelFamily).index(family)
         for k, attribute in enumerate(data.manifest.protected_attributes):
             mask = np.asarray(data.disadvantaged[attribute.name][data.test_index], dtype=bool)
-            for c, (a, b) in enumerate(COMPARISONS):
-                da, db = decided[a], decided[b]
+            for c in COMPARISONS:
+                da, db = decided[c.strategy], decided[c.reference]
                 draws = paired.paired_draws(da.y_fav, da.yhat_fav, db.yhat_fav, mask,
-                                            seed=child_seed(master, Stream.EFFECTS, c, m, k),
+                                            seed=child_seed(master, Stream.EFFECTS, c.stream, m,
+                                                            k),
                                             units=units, n_resamples=args.resamples)
                 old = PairedInterval(draws.draws_a, draws.draws_b, draws.estimate_a,
                                      draws.estimate_b, n_units=draws.n_units, box_only=True,
@@ -102,6 +104,7 @@ def main() -> None:
                         ratios["box/bca"].append(w_old[j] / w_bca[j])
                         smooth += bool(new.smooth[j])
                         total += 1
+                a, b = c.strategy.value, c.reference.value
                 print(f"{name:22} {attribute.name[:10]:10} {a[:14]:14}-{b[:10]:10} DP "
                       f"{draws.value[DP]:+.3f}  0.3 box [{o_lo[DP]:+.3f}, {o_hi[DP]:+.3f}] "
                       f"{w_old[DP]:.3f}  shipped [{n_lo[DP]:+.3f}, {n_hi[DP]:+.3f}] "

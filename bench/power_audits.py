@@ -53,7 +53,7 @@ def fitted_counts(audit: str, config: BenchmarkConfig) -> pd.DataFrame:
     train, test = data.train_index, data.test_index
     rows = []
     for strategy, family in itertools.product(Strategy, ModelFamily):
-        if not supports_constraint(strategy, config.constraint):
+        if not supports_constraint(strategy, config.mitigation.constraint):
             continue
         s, m = list(Strategy).index(strategy), list(ModelFamily).index(family)
         fitted = fit_strategy(strategy, family, X=data.X.iloc[train], y=data.y[train],

@@ -154,7 +154,7 @@ def score_cell(audit: str, *, profile: bool) -> None:
                     mitigation=config.mitigation, seed=manifest.random_state,
                     train=data.train_index, test=data.test_index, perturbed=data.perturbed,
                     keep_train_scores=True)
-    rule = resolve_rule(manifest.decision, default_threshold=config.decision_threshold)
+    rule = resolve_rule(manifest.decision, default_threshold=config.models.decision_threshold)
 
     def run() -> score.CellResult:
         return score.score_cell(data, cell, rule=rule, stats=config.stats,

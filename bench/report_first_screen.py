@@ -49,7 +49,9 @@ CHROMIUM = ("/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
 
 def run(audits: list[str], *, out: Path, resamples: int, reuse: bool) -> None:
     """Fit, evaluate and write every audit not already in ``out``; render the report."""
-    config = BenchmarkConfig(jobs=1, n_resamples=resamples, n_permutations=resamples)
+    config = BenchmarkConfig(jobs=1).with_params({
+        "stats.n_resamples": resamples, "stats.n_permutations": resamples
+    })
     for name in audits:
         if reuse and (out / name / "fairness.csv").is_file():
             continue

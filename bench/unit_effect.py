@@ -36,8 +36,9 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--out", type=Path, default=Path("/tmp/unit-effect"))
     args = parser.parse_args()
-    config = BenchmarkConfig().replace(n_resamples=args.n_resamples,
-                                       n_permutations=args.n_permutations, jobs=args.jobs)
+    config = BenchmarkConfig(jobs=args.jobs).with_params({
+        "stats.n_resamples": args.n_resamples, "stats.n_permutations": args.n_permutations
+    })
     data = load_audit(load_manifest(Path(args.audits) / args.audit / "audit.yaml"))
     prepared = prepare(data)
     if prepared.unit is None:

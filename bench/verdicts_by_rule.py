@@ -43,9 +43,9 @@ from scipy import stats as sps
 from faircode.core.config import VerdictsConfig
 from faircode.core.digests import folder_digests
 from faircode.evaluate.claims import effect_claims_table, gap_claims_table
-from faircode.evaluate.combine import GAP_KEYS, combine_gaps, margins_of
+from faircode.evaluate.combine import GAP_KEYS, combine_gaps
 from faircode.report.build import write_report
-from faircode.stats.verdicts import Evidence, gap_claims
+from faircode.stats.verdicts import Evidence, gap_claims, margins_of
 
 VERDICTS = ("gap", "parity", "inconclusive", "uninformative")
 CODES = {"baseline": "S0", "unawareness": "S1", "unawareness_proxy_removal": "S2",

@@ -13,6 +13,7 @@ import pytest
 
 from faircode.audit.data import AuditData, load_audit
 from faircode.audit.decision import DecisionRule
+from faircode.core.cells import Strategy, grid_cells
 from faircode.core.config import BenchmarkConfig
 from faircode.evaluate.claims import fairness_columns
 from faircode.evaluate.tables import PERFORMANCE_COLUMNS
@@ -21,7 +22,7 @@ from faircode.pipeline.run import evaluate, fit, run_audit
 from faircode.stats.metrics import FAIRNESS_METRICS
 from faircode.stats.operating import DEGENERATE_NOTE
 
-SMALL = {"n_resamples": 60, "n_permutations": 60}
+SMALL = {"stats.n_resamples": 60, "stats.n_permutations": 60}
 
 
 @pytest.fixture(scope="module")
@@ -34,23 +35,23 @@ def insurance(audit_repo) -> AuditData:  # type: ignore[no-untyped-def]
 @pytest.mark.slow
 def test_results_are_bit_identical_for_one_and_two_workers(insurance: AuditData) -> None:
     """Child seeds are keyed by grid position, so the worker count cannot change any number."""
-    one = run_audit(insurance, config=BenchmarkConfig(jobs=1, **SMALL))
-    two = run_audit(insurance, config=BenchmarkConfig(jobs=2, **SMALL))
+    one = run_audit(insurance, config=BenchmarkConfig(jobs=1).with_params(SMALL))
+    two = run_audit(insurance, config=BenchmarkConfig(jobs=2).with_params(SMALL))
     for table in ("fairness", "performance", "intersectional", "counterfactual"):
         pd.testing.assert_frame_equal(getattr(one, table), getattr(two, table), check_exact=True)
-    assert len(one.fairness) == 5 * 3 * 2 * len(FAIRNESS_METRICS)
-    assert len(one.intersectional) == 5 * 3  # one attribute pair (age, gender) per cell
+    assert len(one.fairness) == len(grid_cells()) * 2 * len(FAIRNESS_METRICS)
+    assert len(one.intersectional) == len(grid_cells())  # one attribute pair (age, gender) per cell
 
 
 def test_unsupported_constraint_skips_post_processing_and_says_so(insurance: AuditData) -> None:
     """With error-rate parity, S4 cells are skipped (recorded), S0-S3 still run."""
-    results = run_audit(insurance, config=BenchmarkConfig(jobs=2, constraint="error_rate_parity",
-                                                          max_iter=10, **SMALL))
+    results = run_audit(insurance, config=BenchmarkConfig(jobs=2).with_params({
+        "mitigation.constraint": "error_rate_parity", "mitigation.max_iter": 10, **SMALL
+    }))
     skipped = [c for c in results.cells if c.skipped]
     assert [c.strategy.value for c in skipped] == ["post_processing"] * 3
     assert "error_rate_parity" in skipped[0].skipped
-    assert set(results.fairness["strategy"]) == {
-        "baseline", "unawareness", "unawareness_proxy_removal", "in_processing"}
+    assert set(results.fairness["strategy"]) == {s.value for s in Strategy} - {"post_processing"}
 
 
 def test_run_writes_complete_consistent_tables_for_german_credit(
@@ -67,7 +68,7 @@ def test_run_writes_complete_consistent_tables_for_german_credit(
     fairness = pd.read_csv(folder / "fairness.csv", keep_default_na=False, na_values=[""])
     assert tuple(fairness.columns) == fairness_columns(replicated=False)
     assert set(fairness["verdict"]) <= {"gap", "parity", "inconclusive", "uninformative"}
-    assert len(fairness) == 15 * len(FAIRNESS_METRICS)
+    assert len(fairness) == len(grid_cells()) * len(FAIRNESS_METRICS)
     defined = fairness["value"].notna()
     p, q = fairness["p_value"], fairness["q_value"]
     assert ((p[defined] > 0) & (p[defined] <= 1)).all()
@@ -81,7 +82,7 @@ def test_run_writes_complete_consistent_tables_for_german_credit(
     performance = pd.read_csv(folder / "performance.csv")
     assert tuple(performance.columns) == PERFORMANCE_COLUMNS
     # accuracy, AUC, F1 + selection rate, balanced accuracy, baseline + 2 group rates for age
-    assert len(performance) == 15 * 8
+    assert len(performance) == len(grid_cells()) * 8
     s4_auc = performance.query("strategy == 'post_processing' and metric == 'auc'")
     assert s4_auc["value"].isna().all()  # S4 gives decisions only
     run = json.loads((folder / "run.json").read_text())
@@ -89,7 +90,8 @@ def test_run_writes_complete_consistent_tables_for_german_credit(
     assert run["dataset"]["sha256"] == hashlib.sha256(raw.read_bytes()).hexdigest()
     assert run["seeds"]["master"] == 42
     assert run["config"]["n_resamples"] == 80
-    assert len(run["cells"]) == 15 and all("fit" in c["seconds"] for c in run["cells"])
+    assert len(run["cells"]) == len(grid_cells())
+    assert all("fit" in c["seconds"] for c in run["cells"])
     assert set(run["versions"]) >= {"numpy", "pandas", "scikit-learn", "fairlearn"}
     assert run["decision"] == {"rule": "threshold", "threshold": 0.5,
                                "source": "config decision_threshold"}
@@ -102,7 +104,9 @@ def test_run_writes_complete_consistent_tables_for_german_credit(
 def test_compas_counterfactual_flip_rates_by_channel(audit_repo) -> None:  # type: ignore[no-untyped-def]
     """Race edits flip S0 decisions, never S1/S2 (race is not their feature); proxies differ."""
     data = load_audit(audit_repo.manifests["compas"])
-    results = run_audit(data, config=BenchmarkConfig(jobs=2, max_iter=10, **SMALL))
+    results = run_audit(data, config=BenchmarkConfig(jobs=2).with_params({
+        "mitigation.max_iter": 10, **SMALL
+    }))
     cf = results.counterfactual
     explicit = cf[cf["kind"] == "explicit"]
     assert (explicit["n_changed"] > 0).all()
@@ -178,7 +182,9 @@ def test_rewriting_results_replaces_the_folder_and_leaves_no_staging(
 
 def test_degenerate_cells_carry_the_note_on_every_fairness_row(insurance: AuditData) -> None:
     """With bounds no cell can meet, every cell is degenerate and each fairness row says so."""
-    config = BenchmarkConfig(jobs=2, max_iter=10, degenerate_min_selection_rate=0.98, **SMALL)
+    config = BenchmarkConfig(jobs=2).with_params({
+        "mitigation.max_iter": 10, "degenerate.min_selection_rate": 0.98, **SMALL
+    })
     results = run_audit(insurance, config=config)
     assert all(c.degenerate for c in results.cells)
     notes = results.fairness["note"].fillna("")
@@ -192,7 +198,9 @@ def test_base_rate_rule_moves_s0_s2_cutoffs_and_s3_s4_objectives(insurance: Audi
     """Under base_rate, S0-S2 cut at the training label rate; S3/S4 record balanced objectives."""
     manifest = dataclasses.replace(insurance.manifest, decision=DecisionRule("base_rate"))
     data = dataclasses.replace(insurance, manifest=manifest)
-    results = run_audit(data, config=BenchmarkConfig(jobs=2, max_iter=10, **SMALL))
+    results = run_audit(data, config=BenchmarkConfig(jobs=2).with_params({
+        "mitigation.max_iter": 10, **SMALL
+    }))
     p = float(insurance.y[insurance.train_index].mean())
     for cell in results.cells:
         decision = dict(cell.decision)
@@ -215,14 +223,14 @@ def insurance_fit(insurance: AuditData):  # type: ignore[no-untyped-def]
     from faircode.audit.prepared import prepare
 
     prepared = prepare(insurance)
-    return prepared, fit(prepared, config=BenchmarkConfig(jobs=2, **SMALL))
+    return prepared, fit(prepared, config=BenchmarkConfig(jobs=2).with_params(SMALL))
 
 
 def test_one_row_per_unit_evaluates_bit_identically_to_no_unit(insurance_fit) -> None:  # type: ignore[no-untyped-def]
     """A unit column without repeats takes the row path: every table is equal bit for bit."""
 
     prepared, predictions = insurance_fit
-    config = BenchmarkConfig(jobs=2, **SMALL)
+    config = BenchmarkConfig(jobs=2).with_params(SMALL)
     plain = evaluate(dataclasses.replace(prepared, unit=None), predictions, config=config)
     units = np.arange(len(prepared.y), dtype=np.int64)[::-1].copy()
     with_unit = evaluate(dataclasses.replace(prepared, unit=units), predictions,
@@ -238,7 +246,7 @@ def test_repeated_units_change_p_values_and_record_design_effects(insurance_fit)
     from faircode.evaluate.write import design_effect_summary
 
     prepared, predictions = insurance_fit
-    config = BenchmarkConfig(jobs=2, **SMALL)
+    config = BenchmarkConfig(jobs=2).with_params(SMALL)
     units = np.arange(len(prepared.y), dtype=np.int64) // 2
     results = evaluate(dataclasses.replace(prepared, unit=units), predictions,
                              config=config)
@@ -263,12 +271,13 @@ def test_mde_columns_equal_power_module_values(insurance_fit) -> None:  # type: 
     from faircode.stats.resampling import confusion_counts
 
     prepared, predictions = insurance_fit
-    config = BenchmarkConfig(jobs=2, **SMALL)
+    config = BenchmarkConfig(jobs=2).with_params(SMALL)
     results = evaluate(dataclasses.replace(prepared, unit=None), predictions, config=config)
     cell = next(c for c in predictions.cells if c.strategy.value == "baseline"
                 and c.family.value == "logistic_regression")
     test = prepared.test_index
-    rule = resolve_rule(prepared.manifest.decision, default_threshold=config.decision_threshold)
+    rule = resolve_rule(prepared.manifest.decision,
+                        default_threshold=config.models.decision_threshold)
     cutoff = decision_cutoff(rule, train_scores=cell.train_score,
                              train_labels=prepared.y[prepared.train_index])
     y_pred, _ = cell.decisions(cutoff)
@@ -283,7 +292,7 @@ def test_mde_columns_equal_power_module_values(insurance_fit) -> None:  # type: 
     assert len(rows) == len(FAIRNESS_METRICS)
     for _, row in rows.iterrows():
         expected = detectable_gap(row["metric"], counts_d, counts_a, value=row["value"],
-                                  alpha=config.alpha, power=config.power)
+                                  alpha=config.stats.alpha, power=config.stats.power)
         assert row["mde"] == pytest.approx(expected.mde, nan_ok=True), row["metric"]
         assert row["powered"] == expected.powered
         assert row["mde_note"] == expected.note

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
+import yaml
 
 from faircode.core.config import (
-    CONSTRAINTS,
     PARAM_KEYS,
     BenchmarkConfig,
-    config_from_mapping,
+    StatsConfig,
+    VerdictsConfig,
     config_from_params,
+    config_record,
     load_params,
+    param_value,
     params_from_mapping,
 )
 from faircode.core.errors import ConfigError
@@ -20,80 +24,110 @@ from faircode.core.errors import ConfigError
 
 def test_defaults_are_the_benchmark_defaults() -> None:
     """The defaults are the ones the benchmark documents."""
-    config = BenchmarkConfig(jobs=1)
-    assert (config.constraint, config.eps, config.max_iter) == ("demographic_parity", 0.01, 50)
-    assert (config.decision_threshold, config.n_resamples, config.n_permutations) == (0.5, 2000,
-                                                                                       2000)
-    assert (config.confidence, config.alpha, config.power) == (0.95, 0.05, 0.8)
-    assert (config.degenerate_min_selection_rate, config.degenerate_max_selection_rate,
-            config.degenerate_balanced_accuracy_margin) == (0.01, 0.99, 0.02)
+    config = BenchmarkConfig().with_params({"run.jobs": 1})
+    assert (config.mitigation.constraint, config.mitigation.eps,
+            config.mitigation.max_iter) == ("demographic_parity", 0.01, 50)
+    assert (config.models.decision_threshold, config.stats.n_resamples,
+            config.stats.n_permutations) == (0.5, 2000, 2000)
+    assert (config.stats.confidence, config.stats.alpha, config.stats.power) == (0.95, 0.05, 0.8)
+    assert (config.degenerate.min_selection_rate, config.degenerate.max_selection_rate,
+            config.degenerate.balanced_accuracy_margin) == (0.01, 0.99, 0.02)
 
 
 def test_config_is_frozen() -> None:
     """A config cannot be changed after it is built."""
-    config = BenchmarkConfig(jobs=1)
+    config = BenchmarkConfig().with_params({"run.jobs": 1})
     with pytest.raises(AttributeError):
-        config.eps = 0.1  # type: ignore[misc]
+        config.mitigation.eps = 0.1  # type: ignore[misc]
 
 
 @pytest.mark.parametrize(
     ("changes", "fragment"),
     [
-        ({"constraint": "parity"}, "config.constraint: expected one of demographic_parity"),
-        ({"eps": 0.0}, "config.eps: expected a number in (0, inf), got 0.0 (float)"),
-        ({"max_iter": 2.5}, "config.max_iter: expected an integer, got 2.5 (float)"),
-        ({"n_resamples": True}, "config.n_resamples: expected an integer, got True (bool)"),
-        ({"n_permutations": 0}, "config.n_permutations: expected an integer >= 1, got 0 (int)"),
-        ({"confidence": 1.0}, "config.confidence: expected a number in (0, 1), got 1.0 (float)"),
-        ({"alpha": "0.05"}, "config.alpha: expected a number, got '0.05' (str)"),
-        ({"decision_threshold": 1.5}, "config.decision_threshold: expected a number in [0, 1]"),
-        ({"jobs": 0}, "config.jobs: expected an integer >= 1, got 0 (int)"),
-        ({"power": 1.0}, "config.power: expected a number in (0, 1), got 1.0 (float)"),
-        ({"power": "0.8"}, "config.power: expected a number, got '0.8' (str)"),
-        ({"degenerate_min_selection_rate": -0.1},
-         "config.degenerate_min_selection_rate: expected a number in [0, 1], got -0.1 (float)"),
-        ({"degenerate_max_selection_rate": 0.005},
-         "config.degenerate_max_selection_rate: expected a number above "
-         "degenerate_min_selection_rate (0.01), got 0.005 (float)"),
-        ({"degenerate_balanced_accuracy_margin": 0.5},
-         "config.degenerate_balanced_accuracy_margin: expected a number in [0, 0.5), got 0.5"),
-        ({"degenerate_max_selection_rate": "1"}, "got '1' (str)"),
-        ({"encoding": "ordinal"},
-         "config.encoding: expected one of label, onehot, got 'ordinal' (str)"),
-        ({"effect_margin": 0.0}, "config.effect_margin: expected a number in (0, inf), got 0.0"),
-        ({"cost_margin": "0.02"}, "config.cost_margin: expected a number, got '0.02' (str)"),
+        ({"mitigation.constraint": "parity"},
+         "mitigation.constraint: expected one of demographic_parity"),
+        ({"mitigation.eps": 0.0}, "mitigation.eps: expected a number in (0, inf), got 0.0 (float)"),
+        ({"mitigation.max_iter": 2.5}, "mitigation.max_iter: expected an integer, got 2.5 (float)"),
+        ({"stats.n_resamples": True}, "stats.n_resamples: expected an integer, got True (bool)"),
+        ({"stats.n_permutations": 0},
+         "stats.n_permutations: expected an integer >= 1, got 0 (int)"),
+        ({"stats.confidence": 1.0},
+         "stats.confidence: expected a number in (0, 1), got 1.0 (float)"),
+        ({"stats.alpha": "0.05"}, "stats.alpha: expected a number, got '0.05' (str)"),
+        ({"models.decision_threshold": 1.5},
+         "models.decision_threshold: expected a number in [0, 1]"),
+        ({"run.jobs": 0}, "run.jobs: expected an integer >= 1, got 0 (int)"),
+        ({"stats.power": 1.0}, "stats.power: expected a number in (0, 1), got 1.0 (float)"),
+        ({"stats.power": "0.8"}, "stats.power: expected a number, got '0.8' (str)"),
+        ({"degenerate.min_selection_rate": -0.1},
+         "degenerate.min_selection_rate: expected a number in [0, 1], got -0.1 (float)"),
+        ({"degenerate.max_selection_rate": 0.005},
+         "degenerate.max_selection_rate: expected a number above "
+         "min_selection_rate (0.01), got 0.005 (float)"),
+        ({"degenerate.balanced_accuracy_margin": 0.5},
+         "degenerate.balanced_accuracy_margin: expected a number in [0, 0.5), got 0.5"),
+        ({"degenerate.max_selection_rate": "1"}, "got '1' (str)"),
+        ({"models.encoding": "ordinal"},
+         "models.encoding: expected one of label, onehot, got 'ordinal' (str)"),
+        ({"stats.effect_margin": 0.0},
+         "stats.effect_margin: expected a number in (0, inf), got 0.0"),
+        ({"stats.cost_margin": "0.02"}, "stats.cost_margin: expected a number, got '0.02' (str)"),
+        ({"run.seeds": 0}, "run.seeds: expected an integer >= 1, got 0 (int)"),
+        ({"stats.n_resample": 10}, "stats.n_resample: expected a known param"),
     ],
 )
 def test_invalid_values_are_rejected_with_key_and_value(changes: dict, fragment: str) -> None:
-    """Every invalid value is refused with its key, the expectation and the value's type."""
+    """Every invalid value is refused with its params.yaml path, the expectation and the
+    value's type."""
     with pytest.raises(ConfigError) as info:
-        BenchmarkConfig(jobs=1).replace(**changes)
+        BenchmarkConfig().with_params({"run.jobs": 1}).with_params(changes)
     assert fragment in str(info.value)
 
 
 def test_mapping_rejects_unknown_keys_naming_the_source() -> None:
     """A typo in params.yaml is an error that names the file and the key, not a silent default."""
-    with pytest.raises(ConfigError, match=r"^params.yaml: benchmark.n_resample: expected a known"):
-        config_from_mapping({"n_resample": 10}, where="params.yaml: benchmark")
+    with pytest.raises(ConfigError, match=r"^params.yaml: stats.n_resample: expected a known"):
+        params_from_mapping({"stats": {"n_resample": 10}})
 
 
 def test_mapping_errors_carry_the_source_key_path() -> None:
-    """Value errors from a mapping name the source's key path instead of 'config'."""
-    with pytest.raises(ConfigError, match=r"^params.yaml: benchmark.alpha: expected a number in"):
-        config_from_mapping({"alpha": 2}, where="params.yaml: benchmark")
+    """Value errors from a mapping name the source and the key path."""
+    with pytest.raises(ConfigError, match=r"^p: stats.alpha: expected a number in"):
+        params_from_mapping({"stats": {"alpha": 2}}, where="p")
 
 
-def test_mapping_builds_the_config() -> None:
-    """A valid mapping becomes the typed config, with defaults for what it leaves out."""
-    config = config_from_mapping({"constraint": "equalized_odds", "jobs": 1}, where="p")
-    assert config == BenchmarkConfig(constraint="equalized_odds", jobs=1)
-    assert set(CONSTRAINTS) >= {"demographic_parity", "error_rate_parity"}
+def test_sections_nest_as_params_yaml_does() -> None:
+    """Each section of params.yaml is one record of the config, its defaults written once: a
+    section built alone equals the config's, and every param path reaches one field."""
+    config = BenchmarkConfig()
+    assert config.stats == StatsConfig() and config.verdicts == VerdictsConfig()
+    changed = config.with_params({"stats.alpha": 0.1, "verdicts.margin": 0.02})
+    assert changed.stats == StatsConfig(alpha=0.1)
+    assert changed.verdicts == VerdictsConfig(margin=0.02)
+    assert changed.mitigation is config.mitigation  # untouched sections are shared
+    for path in PARAM_KEYS:
+        assert param_value(config, path) is not None
 
 
 def test_mapping_must_be_a_mapping() -> None:
     """A list where a mapping belongs is named as such."""
-    with pytest.raises(ConfigError, match=r"^p: expected a mapping, got \[1\] \(list\)"):
-        config_from_mapping([1], where="p")
+    with pytest.raises(ConfigError, match=r"^p: expected a mapping of sections, got \[1\]"):
+        params_from_mapping([1], where="p")
+
+
+def test_record_is_flat_and_stable() -> None:
+    """run.json's record keeps its flat names and order (the committed records' digests), and
+    drops seeds/seed_mode at K = 1."""
+    record = config_record(BenchmarkConfig().with_params({"run.jobs": 1}))
+    assert list(record) == [
+        "constraint", "eps", "max_iter", "decision_threshold", "encoding", "n_resamples",
+        "n_permutations", "confidence", "alpha", "power", "effect_margin", "cost_margin", "jobs",
+        "degenerate_min_selection_rate", "degenerate_max_selection_rate",
+        "degenerate_balanced_accuracy_margin", "curve_thresholds", "verdict_margin",
+        "verdict_ratio_margin", "verdict_min_informative_share"]
+    k5 = config_record(BenchmarkConfig().with_params({"run.jobs": 1, "run.seeds": 5}))
+    assert (k5["seeds"], k5["seed_mode"]) == (5, "model")
+    assert list(k5).index("seeds") == list(record).index("curve_thresholds")
 
 
 PARAMS_YAML = {
@@ -109,16 +143,22 @@ def test_params_sections_build_the_same_config_as_flags() -> None:
     """Every params.yaml key lands in its BenchmarkConfig field (the object the CLI flags build)."""
     params = params_from_mapping(PARAMS_YAML)
     assert params.audits == ("compas",)
-    assert params.config == BenchmarkConfig(
-        constraint="equalized_odds", eps=0.02, max_iter=7, decision_threshold=0.3,
-        n_resamples=11, n_permutations=12, confidence=0.9, alpha=0.1, jobs=3)
+    assert params.config == BenchmarkConfig().with_params({
+        "mitigation.constraint": "equalized_odds", "mitigation.eps": 0.02,
+        "mitigation.max_iter": 7, "models.decision_threshold": 0.3, "stats.n_resamples": 11,
+        "stats.n_permutations": 12, "stats.confidence": 0.9, "stats.alpha": 0.1,
+        "run.jobs": 3})
     assert config_from_params(PARAMS_YAML) == params.config
 
 
 def test_every_config_field_has_one_params_key() -> None:
-    """PARAM_KEYS maps each config field from exactly one section.key."""
-    fields = sorted(f.name for f in dataclasses.fields(BenchmarkConfig))
-    assert sorted(PARAM_KEYS.values()) == fields
+    """PARAM_KEYS maps each field of each section (and run.jobs) from exactly one
+    section.key."""
+    config = BenchmarkConfig()
+    fields = sorted((f.name, g.name) for f in dataclasses.fields(config)
+                    if f.name != "jobs" for g in dataclasses.fields(getattr(config, f.name)))
+    assert sorted(v for v in PARAM_KEYS.values() if v[1] is not None) == fields
+    assert PARAM_KEYS["run.jobs"] == ("jobs", None)
 
 
 @pytest.mark.parametrize(
@@ -156,6 +196,23 @@ def test_null_jobs_means_every_core() -> None:
     assert params_from_mapping({"run": {"jobs": None}}).config.jobs >= 1
 
 
+@pytest.mark.parametrize("data", [{"audits": [], "text_audits": ["t"]},
+                                  {"audits": None, "text_audits": ["t"]}, {"text_audits": ["t"]}])
+def test_a_text_audit_alone_is_a_pipeline(data: dict, tmp_path: Path) -> None:
+    """An empty, null or absent ``audits`` list beside a text audit is no grid audit, and the
+    pipeline's check (check-params) accepts it: only no audit at all is refused."""
+    assert params_from_mapping(data).audits == ()
+    (tmp_path / "audits" / "t").mkdir(parents=True)
+    (tmp_path / "audits" / "t" / "audit.yaml").write_text("name: t\n")
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(data))
+    assert load_params(tmp_path / "params.yaml", audits_dir=tmp_path / "audits").text_audits == (
+        "t",)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump({**data, "text_audits": []}))
+    with pytest.raises(ConfigError, match=r"^.*params.yaml: audits: expected a non-empty list of "
+                                          r"audit names, or text audits in text_audits"):
+        load_params(tmp_path / "params.yaml", audits_dir=tmp_path / "audits")
+
+
 def test_text_audits_are_a_list_apart_from_the_grid_audits() -> None:
     """text_audits is read as its own list; an audit in both lists is refused."""
     params = params_from_mapping({"audits": ["a"], "text_audits": ["t"]})
@@ -183,17 +240,18 @@ def test_shipped_params_yaml_is_valid_and_lists_every_audit() -> None:
     params = load_params(root / "params.yaml")
     assert sorted((*params.audits, *params.text_audits)) == sorted(
         p.parent.name for p in root.glob("audits/*/audit.yaml"))
-    assert params.config == BenchmarkConfig(jobs=params.config.jobs, seeds=5, seed_mode="split")
+    assert params.config == BenchmarkConfig().with_params(
+        {"run.jobs": params.config.jobs, "run.seeds": 5, "run.seed_mode": "split"})
 
 
 def test_curve_thresholds_default_to_the_curve_engines_grid() -> None:
     """``curves.thresholds`` defaults to stats.curves' grid, read from YAML lists as a tuple."""
     from faircode.stats.curves import DEFAULT_THRESHOLDS
 
-    assert BenchmarkConfig(jobs=1).curve_thresholds == DEFAULT_THRESHOLDS
+    assert BenchmarkConfig().curves.thresholds == DEFAULT_THRESHOLDS
     config = config_from_params({"curves": {"thresholds": [0.2, 0.7]}})
     assert config.curves.thresholds == (0.2, 0.7)
-    assert config.as_dict()["curve_thresholds"] == [0.2, 0.7]
+    assert config_record(config)["curve_thresholds"] == [0.2, 0.7]
 
 
 @pytest.mark.parametrize(
@@ -239,4 +297,4 @@ def test_verdict_params_reach_their_section() -> None:
                                                "min_informative_share": 0.8}}).config
     assert (config.verdicts.margin, config.verdicts.ratio_margin,
             config.verdicts.min_informative_share) == (0.03, (0.9, 1.1), 0.8)
-    assert config.as_dict()["verdict_ratio_margin"] == [0.9, 1.1]
+    assert config_record(config)["verdict_ratio_margin"] == [0.9, 1.1]

@@ -9,10 +9,12 @@ import pandas as pd
 import pytest
 
 from faircode.audit.decision import Cutoff
+from faircode.core.cells import CUTOFF_STRATEGIES, ModelFamily
 from faircode.stats.curves import (
     CURVE_COLUMNS,
     DEFAULT_THRESHOLDS,
     DEFF_NOTE,
+    OVERALL_METRICS,
     curve_counts,
     operating_curves,
 )
@@ -228,8 +230,10 @@ def written(audit_repo, tmp_path_factory):  # type: ignore[no-untyped-def]
     from faircode.grid.predictions import AuditPredictions
 
     data = prepare(load_audit(audit_repo.manifests[SMALL_AUDIT]))
-    config = BenchmarkConfig(jobs=1, n_resamples=100, n_permutations=100,
-                             decision_threshold=DECLARED)
+    config = BenchmarkConfig(jobs=1).with_params({
+        "stats.n_resamples": 100, "stats.n_permutations": 100,
+        "models.decision_threshold": DECLARED
+    })
     cells = tuple(fit_cell(data, Strategy(s), ModelFamily(m), mitigation=config.mitigation,
                            seed=data.manifest.random_state, train=data.train_index,
                            test=data.test_index, perturbed=data.perturbed,
@@ -255,7 +259,8 @@ def test_curves_csv_declared_rows_equal_the_main_tables(written) -> None:  # typ
     keys = ["strategy", "model", "protected_attribute", "metric"]
     at = curves[curves["point"] != "grid"]
     merged = at.merge(main, on=keys, suffixes=("", "_main"), validate="one_to_one")
-    assert len(merged) == len(at) == len(CELLS) * (8 + 3)  # one attribute: 8 metrics + 3 overall
+    # one attribute: every fairness metric, then the overall ones
+    assert len(merged) == len(at) == len(CELLS) * (len(FAIRNESS_METRICS) + len(OVERALL_METRICS))
     for column in ("value", "ci_low", "ci_high"):
         assert (bits(merged[column]) == bits(merged[f"{column}_main"])).all(), column
     fair = merged[merged["protected_attribute"] != ""]
@@ -271,7 +276,7 @@ def test_declared_cutoff_joins_the_grid_and_s3_s4_are_points(written) -> None:  
     assert s0.loc[s0["point"] == "declared", "threshold"].tolist() == [DECLARED]
     points = curves[curves["strategy"].isin(["in_processing", "post_processing"])]
     assert set(points["point"]) == {"point_only"} and points["threshold"].isna().all()
-    assert len(points) == 2 * (8 + 3)
+    assert len(points) == 2 * (len(FAIRNESS_METRICS) + len(OVERALL_METRICS))
 
 
 def test_curve_figure_is_written(written, tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -304,7 +309,7 @@ def test_curve_plot_is_one_column_per_s0_s2_cell() -> None:
                                         "metric", "value", "point"])
     plot = curve_plot(frame)
     assert list(plot.columns)[:3] == ["threshold", "S0 logistic_regression", "S0 random_forest"]
-    assert len(plot.columns) == 10
+    assert len(plot.columns) == 1 + len(CUTOFF_STRATEGIES) * len(ModelFamily)
     assert plot["threshold"].tolist() == [0.2, 0.6]
     assert plot["S0 random_forest"].tolist() == [-0.1, 0.3]
     assert plot["S0 logistic_regression"].isna().all()

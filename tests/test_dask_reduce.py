@@ -20,7 +20,7 @@ from faircode.grid.dask_reduce import table_shards
 from faircode.pipeline.cli import main
 
 distributed = pytest.importorskip("distributed")
-CONFIG = BenchmarkConfig().replace(n_resamples=60, n_permutations=60)
+CONFIG = BenchmarkConfig().with_params({"stats.n_resamples": 60, "stats.n_permutations": 60})
 
 
 @pytest.fixture(scope="module")

@@ -140,7 +140,9 @@ def test_held_out_predictions_equal_the_system_on_the_test_rows(
 def test_arrays_equal_the_manifest_system(audit: AuditData, prepared: PreparedAudit) -> None:
     """audit_decisions on the system's own arrays gives the manifest path's fairness table."""
     assert audit.system is not None
-    config = BenchmarkConfig(n_resamples=50, n_permutations=50, jobs=1)
+    config = BenchmarkConfig(jobs=1).with_params({
+        "stats.n_resamples": 50, "stats.n_permutations": 50
+    })
     got = audit_decisions(audit, decision=audit.system.decision, score=audit.system.score,
                           scale="ordinal", name="compas_tool", config=config)
     want = score_system_all_rows(prepared, stats=config.stats, degenerate=config.degenerate)

@@ -28,7 +28,7 @@ import yaml
 from conftest import copy_pipeline
 
 from faircode.audit.manifest import discover_manifests, load_manifest
-from faircode.core.cells import grid_cells
+from faircode.core.cells import STRATEGY_TABLE, grid_cells
 from faircode.evaluate.summary import (
     HEADLINE_KEYS,
     headline,
@@ -115,8 +115,8 @@ def test_headline_is_the_first_attribute_mean_over_families() -> None:
     results = _results(cells, ("race", "sex"))
     got = headline(results)
     # row k (1-based) per (cell, attribute): race of cell c is row 2c+1 -> value (2c+1)/100
-    want = {f"S{k}": round(sum((2 * (3 * k + f) + 1) / 100 for f in range(3)) / 3, 3)
-            for k in range(5)}
+    want = {s.code: round(sum((2 * (3 * k + f) + 1) / 100 for f in range(3)) / 3, 3)
+            for k, s in enumerate(STRATEGY_TABLE)}
     assert got == {"attr": "race", "dp": want}
 
 
@@ -168,12 +168,15 @@ def test_dvc_plots_are_ignored_by_git() -> None:
     assert "/dvc_plots/" in (REPO / ".gitignore").read_text().splitlines()
 
 
-def test_report_depends_on_every_manifest_folder() -> None:
-    """The report stage lists ``audits/<name>`` for every manifest folder (it reads them all) and
-    never the folder ``audits`` itself, whose name is also a param."""
+def test_report_depends_on_the_manifest_folder_of_each_audit_of_params() -> None:
+    """The report stage lists ``audits/<name>`` for each audit and text audit of params.yaml (it
+    reads their manifests; here, every manifest folder) and never the folder ``audits`` itself,
+    whose name is also a param."""
     deps = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["report"]["deps"]
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
     assert "audits" not in deps
     assert sorted(d for d in deps if d.startswith("audits/")) == sorted(
+        f"audits/{a}" for a in [*params["audits"], *params["text_audits"]]) == sorted(
         f"audits/{p.parent.name}" for p in discover_manifests(REPO / "audits", kind=None))
 
 

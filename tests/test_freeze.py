@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from faircode.core.config import load_params
+from faircode.core.config import config_record, load_params
 from faircode.core.digests import folder_digests
 from faircode.provenance.state import code_digest, params_digest
 from faircode.record.freeze import (
@@ -55,7 +55,7 @@ def _record_files(folder: Path) -> Path:
 
 def _state_of(root: Path, **changes: object) -> dict:
     """The state a clean run at ``root`` records (its code and params.yaml digests)."""
-    config = load_params(root / "params.yaml").config.as_dict()
+    config = config_record(load_params(root / "params.yaml").config)
     return {"git_commit": "abc", "code_sha256": code_digest(root), "inputs_dirty": False,
             "params_sha256": params_digest(config), **changes}
 

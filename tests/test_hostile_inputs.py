@@ -503,7 +503,7 @@ def test_merge_key_override_in_params_is_accepted(
         "audits: [toy]\nstats:\n  <<: {n_resamples: 10, n_permutations: 10}\n  n_resamples: 20\n")
     code, err = check_params(project, monkeypatch, capsys)
     assert code == 0, err
-    assert load_params(project / "params.yaml").config.n_resamples == 20
+    assert load_params(project / "params.yaml").config.stats.n_resamples == 20
 
 
 def test_a_real_duplicate_beside_a_merge_is_still_refused(

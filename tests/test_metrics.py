@@ -19,6 +19,7 @@ from reference import (
 from scipy import stats as sps
 from sklearn.metrics import accuracy_score, f1_score, roc_auc_score
 
+from faircode.core.metrics import metric_info
 from faircode.stats import metrics
 from faircode.stats.metrics import FAIRNESS_METRICS, fairness_metrics
 
@@ -275,9 +276,10 @@ def test_same_seed_is_bit_identical_and_seed_matters(rng: np.random.Generator) -
 
 @pytest.mark.parametrize("metric", [m for m in FAIRNESS_METRICS if m not in metrics.SAME_NULL])
 def test_metric_k_permutes_with_spawn_key_k_1(metric: str, rng: np.random.Generator) -> None:
-    """Metric k's p-value comes from SeedSequence(seed, spawn_key=(k, 1)) hypergeometric draws."""
+    """A metric of seed key k (its own, never its position) draws its p-value from
+    SeedSequence(seed, spawn_key=(k, 1)) hypergeometric draws."""
     y, yhat, dis = rng.integers(0, 2, 200), rng.integers(0, 2, 200), rng.random(200) < 0.5
-    k = FAIRNESS_METRICS.index(metric)
+    k = metric_info(metric).key
     d = np.bincount(2 * y[dis] + yhat[dis], minlength=4)
     a = np.bincount(2 * y[~dis] + yhat[~dis], minlength=4)
     strata = {  # the documented strata, in the documented order

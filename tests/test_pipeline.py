@@ -79,25 +79,17 @@ class Repo:
         self.run("git", "checkout", "--", ".")
 
 
-def _pipeline_for(root: Path, audits: tuple[str, ...]) -> None:
-    """Point the copied dvc.yaml's report stage at ``audits`` only, drop the text stages of both
-    pipeline files and the MLflow ``track`` stage (tests/test_tracking.py tests it against a
-    real server; here it would only add an MLflow start-up to every repro)."""
+def _pipeline_for(root: Path) -> None:
+    """Write the pipeline files for ``root``'s params.yaml (``faircode pipeline``: two audits, no
+    text audit), then drop the MLflow ``track`` stage (tests/test_tracking.py tests it against a
+    real server; here it would only add an MLflow start-up to every repro; check-params checks
+    the audit lists, which this leaves as written)."""
+    from faircode.pipeline.pipeline_command import write_pipeline
+
+    assert write_pipeline(root)[0] == list(PIPELINE_FILES)
     pipeline = yaml.safe_load((root / "dvc.yaml").read_text())
-    report = pipeline["stages"]["report"]
-    report["deps"] = [d for d in report["deps"] if not str(d).startswith(("results/", "audits/"))
-                      ] + [f"audits/{a}" for a in audits] + [f"results/{a}" for a in audits]
-    pipeline["plots"] = [p for p in pipeline["plots"] if not isinstance(p, dict)
-                         or any(a in str(p) for a in audits)]
-    evaluate = pipeline["stages"]["evaluate"]
-    for field in ("deps", "outs", "metrics", "plots"):
-        evaluate[field] = [e for e in evaluate[field] if _entry_audit(e) in (None, *audits)]
     del pipeline["stages"]["track"]
     (root / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
-    for name in PIPELINE_FILES:  # no text audit here
-        stages = yaml.safe_load((root / name).read_text())
-        stages["stages"] = {k: v for k, v in stages["stages"].items() if not k.startswith("text-")}
-        (root / name).write_text(yaml.safe_dump(stages, sort_keys=False))
 
 
 AUDIT_PATH = re.compile(r"(?:audits|data/prepared|data/predictions|data/text|results|"
@@ -140,6 +132,15 @@ def test_evaluate_stage_lists_each_audit_of_params_once() -> None:
                             "data/predictions data/text results")
 
 
+def test_the_committed_pipeline_files_are_what_faircode_pipeline_writes() -> None:
+    """dvc.yaml and upstream/dvc.yaml are, character for character, what `faircode pipeline`
+    writes for the committed params.yaml (a change to the lists or to the generator is a
+    rewrite of both files, committed with it)."""
+    from faircode.pipeline.pipeline_command import write_pipeline
+
+    assert write_pipeline(REPO, check=True)[0] == []
+
+
 def test_report_and_track_depend_on_every_audit_of_params() -> None:
     """The real dvc.yaml's report and track stages list results/<audit> for exactly the audits
     of params.yaml (a new audit that is not listed would never reach the report)."""
@@ -170,9 +171,9 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
         shutil.copy(REPO / name, root / name)
     copy_pipeline(REPO, root)
     shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")
-    _pipeline_for(root, AUDITS)
     found = Repo(root, os.pathsep.join(str(m) for m in mirrors))
     found.write_params()
+    _pipeline_for(root)
     found.run("git", "init", "-q")
     found.run("git", "config", "user.email", "pipeline-test@example.org")
     found.run("git", "config", "user.name", "pipeline test")
@@ -212,13 +213,13 @@ def test_one_identity_in_run_json_report_and_mlflow_parent(repo: Repo) -> None:
     """One `dvc repro` of a committed tree: every run.json, report.html and the MLflow parent
     (the track stage) show the same state -- the commit it ran at, the tree's code and params
     digests, clean inputs -- although dvc.lock and results/ changed while it ran."""
-    from faircode.core.config import load_params
+    from faircode.core.config import config_record, load_params
     from faircode.provenance.state import code_digest, params_digest
 
     expected = {"git_commit": repo.run("git", "rev-parse", "HEAD~1").stdout.strip(),
                 "code_sha256": code_digest(repo.root), "inputs_dirty": False,
                 "params_sha256": params_digest(
-                    load_params(repo.root / "params.yaml").config.as_dict())}
+                    config_record(load_params(repo.root / "params.yaml").config))}
     for audit in AUDITS:
         run = json.loads((repo.root / "results" / audit / "run.json").read_text())
         assert run["state"] == expected, audit
@@ -432,6 +433,34 @@ def test_one_cell_has_one_number_in_every_view(repo: Repo, tmp_path: Path) -> No
             value, low, high)
         assert logged.tags["fairness.demographic_parity_diff.verdict"] == verdict
         assert logged.metrics["dp.rep0"] == cell["rep0_value"]
+    finally:
+        repo.restore()
+        repo.dvc("repro")  # back to the committed state for the tests after this one
+
+
+def test_a_list_the_pipeline_files_were_not_written_for_stops_at_check_params(
+        repo: Repo) -> None:
+    """params.yaml's audits trimmed without `faircode pipeline`: the repro stops at check-params
+    with one line naming that command, and nothing after it runs.  After the command, the repro
+    re-runs the report alone (the audit left keeps its fits and tables; the report, now of it
+    alone, follows data/audits.txt: DVC sees no change in the deps that left it)."""
+    params = yaml.safe_load((repo.root / "params.yaml").read_text())
+    (repo.root / "params.yaml").write_text(yaml.safe_dump({**params, "audits": [AUDITS[0]]},
+                                                          sort_keys=False))
+    try:
+        done = repo.dvc("repro", check=False)
+        assert done.returncode != 0
+        lines = [line for line in done.stderr.splitlines() if line.startswith("dvc.yaml:")]
+        assert lines == [
+            "dvc.yaml: expected the stages of params.yaml's audits, got stages written for "
+            f"another list (params.yaml only: none; dvc.yaml only: {AUDITS[1]}); run faircode "
+            "pipeline to rewrite dvc.yaml and upstream/dvc.yaml from params.yaml, then commit "
+            "them"], done.stderr
+        assert RUNNING.findall(done.stdout) == ["check-params"]
+        _pipeline_for(repo.root)
+        assert repo.ran("repro") == {"check-params", "report"}
+        table = (repo.root / "results" / "paper_table.md").read_text()
+        assert f"| {AUDITS[0]} |" in table and AUDITS[1] not in table
     finally:
         repo.restore()
         repo.dvc("repro")  # back to the committed state for the tests after this one

@@ -22,7 +22,9 @@ TABLES = ("fairness", "performance", "intersectional", "counterfactual")
 
 @pytest.fixture(scope="module")
 def compas_config() -> BenchmarkConfig:
-    return BenchmarkConfig(jobs=2, max_iter=2, n_resamples=30, n_permutations=30)
+    return BenchmarkConfig(jobs=2).with_params({
+        "mitigation.max_iter": 2, "stats.n_resamples": 30, "stats.n_permutations": 30
+    })
 
 
 def test_fit_save_load_evaluate_equals_run_audit(

@@ -14,7 +14,7 @@ import pytest
 from conftest import pipeline_stages
 from test_report import write_audit_folder
 
-from faircode.core.config import BenchmarkConfig
+from faircode.core.config import BenchmarkConfig, config_record
 from faircode.provenance.state import (
     REPORT_CODE,
     RESULTS_CODE,
@@ -111,7 +111,7 @@ def test_the_code_digests_are_within_their_stage_deps() -> None:
 
 def test_params_digest_ignores_the_worker_count() -> None:
     """The worker count changes no number, so not the params digest either; a value does."""
-    config = BenchmarkConfig(jobs=1).as_dict()
+    config = config_record(BenchmarkConfig().with_params({"run.jobs": 1}))
     assert params_digest(config) == params_digest({**config, "jobs": 8})
     assert params_digest(config) != params_digest({**config, "eps": 0.02})
     compact = json.dumps({"a": 1}, sort_keys=True, separators=(",", ":"))

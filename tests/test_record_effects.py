@@ -9,7 +9,8 @@ import pandas as pd
 from test_report import record_files
 from test_tracking import write_results
 
-from faircode.record.runs import ChildRun, collect_children
+from faircode.record.kinds import collect_children
+from faircode.record.runs import ChildRun
 
 
 def _write_effects(results: Path) -> None:

@@ -407,7 +407,9 @@ def test_an_unfittable_cell_is_uninformative_and_the_audit_completes(project: Pa
 
     _small_group(project)
     data = prepare(load_audit(load_manifest(project / "audits" / "toy" / "audit.yaml")))
-    config = BenchmarkConfig(jobs=1, n_resamples=20, n_permutations=20)
+    config = BenchmarkConfig(jobs=1).with_params({
+        "stats.n_resamples": 20, "stats.n_permutations": 20
+    })
     predictions = fit_audit(data, mitigation=config.mitigation,
                             strategies=(Strategy.BASELINE, Strategy.POST_PROCESSING))
     s4 = [c for c in predictions.cells if c.strategy is Strategy.POST_PROCESSING]

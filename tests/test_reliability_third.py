@@ -377,7 +377,19 @@ stages:
       - data/params.ok:
           cache: false
     always_changed: true
+  evaluate:
+    cmd: "true"
+    deps: [audits/toy]
 """
+UPSTREAM_YAML = """\
+stages:
+  fetch:
+    foreach: [toy]
+    do:
+      cmd: "true"
+"""
+"""A pipeline of check-params only (what ``check_written_for`` reads of the pipeline files:
+the data stages' audit lists, the evaluate stage's manifests)."""
 
 
 def test_dvc_exp_run_refused_leaves_params_yaml_as_it_was(tmp_path: Path) -> None:
@@ -392,14 +404,18 @@ def test_dvc_exp_run_refused_leaves_params_yaml_as_it_was(tmp_path: Path) -> Non
                                                              "audits: [toy]\nrun:\n  seeds: 1\n"))
     before = (project / "params.yaml").read_bytes()
     (project / "dvc.yaml").write_text(DVC_YAML)
+    (project / "upstream").mkdir()
+    (project / "upstream" / "dvc.yaml").write_text(UPSTREAM_YAML)
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     for args in (["git", "init", "-q"], ["git", "config", "user.email", "t@example.org"],
                  ["git", "config", "user.name", "t"], [sys.executable, "-m", "dvc", "init", "-q"],
-                 [sys.executable, "-m", "dvc", "repro", "-q"], ["git", "add", "-A"],
+                 [sys.executable, "-m", "dvc", "repro", "-q", "check-params"],
+                 ["git", "add", "-A"],
                  ["git", "commit", "-q", "-m", "state"]):
         subprocess.run(args, cwd=project, env=env, check=True, capture_output=True)
-    done = subprocess.run([sys.executable, "-m", "dvc", "exp", "run", "-S", "run.seeds=0"],
+    done = subprocess.run([sys.executable, "-m", "dvc", "exp", "run", "-S", "run.seeds=0",
+                           "check-params"],
                           cwd=project, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode != 0
     assert "run.seeds" in done.stdout + done.stderr
@@ -465,7 +481,8 @@ def test_a_failed_track_removes_the_store_it_created(
 
 def test_limits_on_work_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Bounds: --seeds 10**9 (accepted and run before), run.seeds in params.yaml, 10**7
-    resamples and a chunk of 0 rows: exit 2, one line naming the flag or key and the limit."""
+    permutations and a chunk of 0 rows: exit 2, one line naming the flag or key and the
+    limit."""
     from test_hostile_inputs import make_project
 
     project = make_project(tmp_path)

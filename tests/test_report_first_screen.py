@@ -15,12 +15,13 @@ from test_report import (
     CHROMIUM_FLAGS,
     DP,
     MODELS,
+    STRATEGIES,
     edit_fairness,
     record_files,
     write_audit_folder,
 )
 
-from faircode.core.cells import STRATEGY_TITLES
+from faircode.core.cells import STRATEGY_TITLES, strategy_code
 from faircode.report.build import write_report
 
 ALPHA = 0.05
@@ -61,8 +62,8 @@ def _stars(markdown: str) -> dict[tuple[str, str, str, str], bool]:
             model = section.group(1)
             continue
         parts = [c.strip() for c in line.strip().strip("|").split(" | ")]
-        if model and len(parts) == 7 and parts[0].startswith("audit_"):
-            for code, cell in zip(STRATEGY_TITLES, parts[2:], strict=True):
+        if model and len(parts) == 2 + len(STRATEGIES) and parts[0].startswith("audit_"):
+            for code, cell in zip(map(strategy_code, STRATEGIES), parts[2:], strict=True):
                 cells[(parts[0], parts[1], model, code)] = bool(re.search(r"\]\*", cell))
     return cells
 
@@ -71,7 +72,8 @@ def test_every_star_in_the_paper_table_has_the_audits_own_q_below_alpha(families
     """A cell is starred exactly when fairness.csv's q_value < alpha (K = 1), whatever the
     benchmark-wide q says."""
     stars = _stars((families / "paper_table.md").read_text())
-    assert len(stars) == (2 + 1) * 3 * 5  # (audit_a: 2 attributes, audit_b: 1) x 3 x S0-S4
+    # (audit_a: 2 attributes, audit_b: 1) x 3 families x the fixture's strategies (S0-S4)
+    assert len(stars) == (2 + 1) * 3 * len(STRATEGIES)
     fairness = pd.concat([pd.read_csv(p) for p in sorted(families.glob("audit_*/fairness.csv"))])
     fairness = fairness[fairness["metric"] == DP]
     codes = {s: f"S{i}" for i, s in enumerate(fairness["strategy"].drop_duplicates())}
@@ -251,7 +253,7 @@ def test_every_star_has_the_audits_own_q_below_alpha_in_mlflow(families: Path) -
     """The MLflow child of each paper-table cell logs dp.q_audit: below alpha exactly where
     the paper table stars the cell (the same family in both views); the benchmark-wide q of
     the edited cell is summary.csv's (the parent's artifact), not a child metric."""
-    from faircode.record.runs import collect_children
+    from faircode.record.kinds import collect_children
 
     stars = _stars((families / "paper_table.md").read_text())
     children, _ = collect_children(families)

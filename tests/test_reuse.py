@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from faircode.audit.manifest import Manifest, load_manifest
-from faircode.core.config import BenchmarkConfig
+from faircode.core.config import BenchmarkConfig, config_record
 from faircode.evaluate.reuse import (
     CODE,
     KEY,
@@ -39,8 +39,8 @@ def manifest(name: str) -> Manifest:
     return load_manifest(REPO / "audits" / name / "audit.yaml")
 
 
-def key(name: str, inputs: list[Path], **changes: object) -> str:
-    config = BenchmarkConfig(**{"jobs": 1, **changes})  # type: ignore[arg-type]
+def key(name: str, inputs: list[Path], changes: dict[str, object] | None = None) -> str:
+    config = BenchmarkConfig().with_params({"run.jobs": 1, **(changes or {})})
     return inputs_key(manifest(name), config=config, inputs=inputs,
                       versions=VERSIONS)
 
@@ -51,16 +51,16 @@ def test_the_default_threshold_reaches_only_an_audit_without_a_decision_block(
     """A new models.decision_threshold changes German credit's key (threshold rule) and not
     bank marketing's (its manifest declares base_rate)."""
     assert key("german_credit_lending", inputs) != key("german_credit_lending", inputs,
-                                                       decision_threshold=0.4)
+                                                       {"models.decision_threshold": 0.4})
     assert key("bank_marketing", inputs) == key("bank_marketing", inputs,
-                                                decision_threshold=0.4)
+                                                {"models.decision_threshold": 0.4})
 
 
-@pytest.mark.parametrize("changes", [{"n_resamples": 10}, {"curve_thresholds": (0.5,)},
-                                     {"degenerate_min_selection_rate": 0.02}])
+@pytest.mark.parametrize("changes", [{"stats.n_resamples": 10}, {"curves.thresholds": (0.5,)},
+                                     {"degenerate.min_selection_rate": 0.02}])
 def test_every_section_the_step_reads_is_in_the_key(inputs: list[Path], changes: dict) -> None:
     """stats, curves and degenerate values each change the key."""
-    assert key("bank_marketing", inputs) != key("bank_marketing", inputs, **changes)
+    assert key("bank_marketing", inputs) != key("bank_marketing", inputs, changes)
 
 
 def test_a_changed_input_byte_or_a_worker_count_changes_the_key_or_not(
@@ -68,7 +68,7 @@ def test_a_changed_input_byte_or_a_worker_count_changes_the_key_or_not(
 ) -> None:
     """One changed byte of a prediction file is a new key; the worker count is not."""
     before = key("bank_marketing", inputs)
-    assert key("bank_marketing", inputs, jobs=2) == before
+    assert key("bank_marketing", inputs, {"run.jobs": 2}) == before
     (inputs[1] / "a.parquet").write_bytes(b"rowz")
     assert key("bank_marketing", inputs) != before
 
@@ -138,10 +138,10 @@ def test_refresh_rewrites_config_and_provenance_only(tmp_path: Path) -> None:
     write_results(folder, {"audit": "x", "config": {"decision_threshold": 0.5},
                            "git_commit": "old", "cells": [1]})
     run = json.loads((folder / "run.json").read_text())
-    config = BenchmarkConfig(jobs=1, decision_threshold=0.4)
+    config = BenchmarkConfig().with_params({"run.jobs": 1, "models.decision_threshold": 0.4})
     refresh_record(folder, run, config=config, provenance_record={"git_commit": "new"})
     record = json.loads((folder / "run.json").read_text())
     assert list(record) == ["audit", "config", "git_commit", "cells", "files"]
-    assert record["config"] == config.as_dict() and record["git_commit"] == "new"
+    assert record["config"] == config_record(config) and record["git_commit"] == "new"
     assert record["cells"] == [1]
     assert sorted(p.name for p in folder.parent.iterdir()) == ["x"]

@@ -70,10 +70,19 @@ def test_every_dvc_cmd_quotes_each_interpolation() -> None:
 
 def _dvc_repo(root: Path) -> dict[str, str]:
     """A copy of the project's pipeline (dvc.yaml, the package, .dvc) with one audit folder
-    named :data:`HOSTILE` listed in params.yaml; the environment that runs it."""
+    named :data:`HOSTILE` listed in params.yaml, and the data stages' list edited by hand to
+    name it (``faircode pipeline`` refuses the name); the environment that runs it."""
     shutil.copytree(CODE / "faircode", root / "faircode",
                     ignore=shutil.ignore_patterns("__pycache__"))
     copy_pipeline(PIPELINE, root)
+    upstream = root / "upstream" / "dvc.yaml"
+    if upstream.is_file():
+        stages = yaml.safe_load(upstream.read_text())
+        if isinstance(stages["stages"]["fetch"]["foreach"], list):
+            for name, body in stages["stages"].items():
+                if not name.startswith("text-"):
+                    body["foreach"] = [HOSTILE]
+            upstream.write_text(yaml.safe_dump(stages, sort_keys=False))
     shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")
     (root / ".dvc" / "config").write_text("[core]\n    analytics = false\n")
     (root / "pyproject.toml").write_text("")

@@ -14,7 +14,7 @@ import pytest
 from faircode.audit.data import load_audit
 from faircode.audit.decision import DecisionRule
 from faircode.audit.prepared import PreparedAudit, prepare, replicate_split
-from faircode.core.cells import ModelFamily, Strategy
+from faircode.core.cells import ModelFamily, Strategy, grid_cells
 from faircode.core.config import BenchmarkConfig, VerdictsConfig, params_from_mapping
 from faircode.core.errors import ConfigError, DataError
 from faircode.core.seeds import Stream, child_seed, replicate_seed
@@ -32,7 +32,7 @@ from faircode.pipeline.run import evaluate, fit
 from faircode.provenance.state import provenance
 from faircode.stats.metrics import FAIRNESS_METRICS, fairness_metrics, orient
 
-SMALL = {"max_iter": 2, "n_resamples": 40, "n_permutations": 40}
+SMALL = {"mitigation.max_iter": 2, "stats.n_resamples": 40, "stats.n_permutations": 40}
 TABLES = ("fairness", "performance", "intersectional", "counterfactual")
 
 
@@ -51,13 +51,13 @@ def german(audit_repo: Any) -> PreparedAudit:
 @pytest.fixture(scope="module")
 def single(insurance: PreparedAudit) -> AuditPredictions:
     """Insurance fitted with one seed (today's grid) on one worker."""
-    return fit(insurance, config=BenchmarkConfig(jobs=1, **SMALL))
+    return fit(insurance, config=BenchmarkConfig(jobs=1).with_params(SMALL))
 
 
 @pytest.fixture(scope="module")
 def three(insurance: PreparedAudit) -> tuple[AuditPredictions, AuditResults]:
     """Insurance fitted and evaluated with three model-mode seeds on one worker."""
-    config = BenchmarkConfig(jobs=1, seeds=3, **SMALL)
+    config = BenchmarkConfig(jobs=1).with_params({"run.seeds": 3, **SMALL})
     predictions = fit(insurance, config=config)
     return predictions, evaluate(insurance, predictions, config=config)
 
@@ -77,7 +77,7 @@ def test_one_seed_writes_exactly_the_files_and_records_of_before(
     insurance: PreparedAudit, single: AuditPredictions, tmp_path: Path
 ) -> None:
     """With K = 1 no replicate is fitted, stored or summarised, and run.json has no seed keys."""
-    config = BenchmarkConfig(jobs=1, **SMALL)
+    config = BenchmarkConfig(jobs=1).with_params(SMALL)
     predictions = single
     assert predictions.replicates == () and predictions.seeds == 1
     save_predictions(predictions, tmp_path / "p", test_index=insurance.test_index,
@@ -106,7 +106,7 @@ def test_replicates_keep_replicate_zero_under_its_name_and_show_the_k_estimate(
     fairness.csv's rep0_* are the K = 1 value, interval and p; its value, interval and
     verdict are stability.csv's K-replicate estimate; replicate 0 of stability_replicates.csv
     is the K = 1 table."""
-    one = evaluate(insurance, single, config=BenchmarkConfig(jobs=1, **SMALL))
+    one = evaluate(insurance, single, config=BenchmarkConfig(jobs=1).with_params(SMALL))
     _, results = three
     for table in ("performance", "counterfactual"):
         pd.testing.assert_frame_equal(getattr(results, table), getattr(one, table),
@@ -130,10 +130,11 @@ def test_replicate_zero_refit_reproduces_the_grid_cell(
 ) -> None:
     """fit_replicate(..., 0, ...) gives the grid's own predictions of a cell, bit for bit."""
     predictions, _ = three
-    config = BenchmarkConfig(jobs=1, seeds=3, **SMALL)
+    config = BenchmarkConfig(jobs=1).with_params({"run.seeds": 3, **SMALL})
     for strategy in (Strategy.BASELINE, Strategy.IN_PROCESSING, Strategy.POST_PROCESSING):
         family = ModelFamily.RANDOM_FOREST
-        zero = fit_replicate(insurance, strategy, family, 0, config.mitigation, config.seed_mode)
+        zero = fit_replicate(insurance, strategy, family, 0, config.mitigation,
+                             config.replicates.seed_mode)
         cell = next(c for c in predictions.cells if (c.strategy, c.family) == (strategy, family))
         for name in ("test_score", "test_decision"):
             got, want = getattr(zero.cell, name), getattr(cell, name)
@@ -194,7 +195,7 @@ def test_three_seeds_are_bit_identical_for_one_and_two_workers(
 ) -> None:
     """Seeds are keyed by (replicate, grid position): two workers give the same stability
     and per-replicate tables as one, bit for bit."""
-    config = BenchmarkConfig(jobs=2, seeds=3, **SMALL)
+    config = BenchmarkConfig(jobs=2).with_params({"run.seeds": 3, **SMALL})
     two = evaluate(insurance, fit(insurance, config=config), config=config)
     _, one = three
     assert one.stability is not None and two.stability is not None
@@ -206,13 +207,16 @@ def test_store_round_trips_replicates_in_split_mode(
     german: PreparedAudit, tmp_path: Path
 ) -> None:
     """Saving and loading a split-mode K = 2 fit and evaluating it equals the in-memory run."""
-    config = BenchmarkConfig(jobs=2, seeds=2, seed_mode="split", **SMALL)
+    config = BenchmarkConfig(jobs=2).with_params({
+        "run.seeds": 2, "run.seed_mode": "split", **SMALL
+    })
     predictions = fit(german, config=config)
     save_predictions(predictions, tmp_path, test_index=german.test_index,
                      train_index=german.train_index)
     assert (tmp_path / "replicates.parquet").is_file()
     loaded = load_predictions(tmp_path)
-    assert (loaded.seeds, loaded.seed_mode, len(loaded.replicates)) == (2, "split", 15)
+    assert (loaded.seeds, loaded.seed_mode, len(loaded.replicates)) == (2, "split",
+                                                                        len(grid_cells()))
     for a, b in zip(loaded.replicates, predictions.replicates, strict=True):
         np.testing.assert_array_equal(a.test_index, b.test_index)
     want = evaluate(german, predictions, config=config)
@@ -228,7 +232,9 @@ def test_evaluating_predictions_of_another_seed_count_is_refused(
     predictions, _ = three
     with pytest.raises(DataError, match=r"run.seeds/run.seed_mode: expected 2/model .*got "
                                         r"3/model; re-run fit"):
-        evaluate(insurance, predictions, config=BenchmarkConfig(jobs=1, seeds=2, **SMALL))
+        evaluate(insurance, predictions, config=BenchmarkConfig(jobs=1).with_params({
+            "run.seeds": 2, **SMALL
+        }))
 
 
 def test_a_replicates_rows_are_the_metrics_of_its_own_decisions_at_its_seed(
@@ -237,9 +243,9 @@ def test_a_replicates_rows_are_the_metrics_of_its_own_decisions_at_its_seed(
     """Replicate 1's rows of a cell equal faircode.stats.metrics.fairness_metrics of that
     replicate's oriented decisions at the row's seed child_seed(r_1, FAIRNESS, s, m, a)."""
     predictions, _ = three
-    config = BenchmarkConfig(jobs=1, seeds=3, **SMALL)
+    config = BenchmarkConfig(jobs=1).with_params({"run.seeds": 3, **SMALL})
     cells = [r for r in predictions.replicates if r.replicate == 1]
-    rule = DecisionRule("threshold", threshold=config.decision_threshold)
+    rule = DecisionRule("threshold", threshold=config.models.decision_threshold)
     scores = score_replicate(insurance, cells, replicate=1, rule=rule, stats=config.stats,
                              degenerate=config.degenerate)
     s, m, a = 0, 1, 1  # baseline, random_forest, second attribute
@@ -407,7 +413,7 @@ def test_stability_csv_and_run_record_are_written_with_seeds(
     """K = 3: stability.csv (one row per fairness row) and run.json's replicate record with
     the three master seeds."""
     _, results = three
-    config = BenchmarkConfig(jobs=1, seeds=3, **SMALL)
+    config = BenchmarkConfig(jobs=1).with_params({"run.seeds": 3, **SMALL})
     folder = write_audit(insurance, results, config=config, out_dir=tmp_path,
                          provenance_record=provenance())
     table = pd.read_csv(folder / "stability.csv")

@@ -135,6 +135,7 @@ def test_audits_are_evaluated_longest_first_by_their_last_seconds(
     """run.json's seconds.evaluate orders the jobs, longest first; an audit without a record
     (new, or a text audit) starts first; ties keep params.yaml's order."""
     from faircode.core.config import BenchmarkConfig
+    from faircode.evaluate.job import Job
 
     seconds = {"a": 5.0, "b": 17.9, "c": None, "d": 8.9, "e": 5.0}
     jobs = []
@@ -143,9 +144,88 @@ def test_audits_are_evaluated_longest_first_by_their_last_seconds(
         if took is not None:
             (tmp_path / audit / "run.json").write_text(json.dumps(
                 {"seconds": {"evaluate": took, "statistics": 1.0}}))
-        jobs.append(evaluate.TextJob(audit, tmp_path, tmp_path, tmp_path))
+        jobs.append(Job("text", audit, tmp_path, tmp_path / "audit.yaml"))
     (tmp_path / "e" / "run.json").write_text("{not json")  # unreadable: no record
     ran: list[str] = []
     monkeypatch.setattr(evaluate, "_run", lambda job, config: ran.append(job.audit))
     evaluate.run_jobs(jobs, config=BenchmarkConfig(jobs=1))
     assert ran == ["c", "e", "b", "d", "a"]
+
+
+def _project(root: Path, *, audits: list[str], text_audits: list[str]) -> None:
+    """``root`` with a folder per audit and pipeline files written for ``audits`` and
+    ``text_audits`` (by the renderer, with the grid's fit parts)."""
+    from faircode.core.config import Params
+    from faircode.pipeline.dvc_files import render
+    from faircode.pipeline.pipeline_command import fit_parts
+
+    for name in {"a", "b", "t", *audits, *text_audits}:
+        (root / "audits" / name).mkdir(parents=True, exist_ok=True)
+        (root / "audits" / name / "audit.yaml").write_text(f"name: {name}\n")
+    files = render(Params(audits=tuple(audits), text_audits=tuple(text_audits)),
+                   parts=fit_parts())
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def test_check_params_refuses_pipeline_files_of_another_list(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Files written for audits a, b and text audit t, params.yaml listing a and a new audit c
+    (t dropped): exit 2, one line naming both sides' differences and `faircode pipeline`,
+    nothing written."""
+    monkeypatch.chdir(tmp_path)
+    _project(tmp_path, audits=["a", "b"], text_audits=["t"])
+    Path("audits/c").mkdir()
+    Path("audits/c/audit.yaml").write_text("name: c\n")
+    Path("params.yaml").write_text("audits: [a, c]\n")
+    with pytest.raises(SystemExit) as stop:
+        check_params.main(["data/params.ok"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1
+    assert err == ("dvc.yaml: expected the stages of params.yaml's audits, got stages written "
+                   "for another list (params.yaml only: c; dvc.yaml only: b, t (text)); run "
+                   "faircode pipeline to rewrite dvc.yaml and upstream/dvc.yaml from "
+                   "params.yaml, then commit them\n")
+    assert not Path("data").exists()
+
+
+@pytest.mark.parametrize(("audits", "text_audits", "params"), [
+    (["a", "b"], ["t"], "audits: [b, a]\ntext_audits: [t]\n"),  # the order is free
+    ([], ["t"], "text_audits: [t]\n"),  # a text audit alone
+    (["a"], [], "audits: [a]\ntext_audits: []\n"),  # grid audits alone
+])
+def test_check_params_accepts_the_files_of_its_lists(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, audits: list[str],
+        text_audits: list[str], params: str) -> None:
+    """Pipeline files written for params.yaml's lists pass, whichever list is empty; the lists
+    file the report depends on holds each list sorted."""
+    monkeypatch.chdir(tmp_path)
+    _project(tmp_path, audits=audits, text_audits=text_audits)
+    Path("params.yaml").write_text(params)
+    check_params.main(["data/params.ok", "data/audits.txt"])
+    assert Path("data/params.ok").read_text() == "params.yaml: valid\n"
+    assert Path("data/audits.txt").read_text() == (
+        f"audits: {', '.join(sorted(audits))}\ntext_audits: {', '.join(text_audits)}\n")
+
+
+def test_check_params_refuses_a_hand_written_pipeline_file(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A data stage whose foreach reads params.yaml (`${audits}`, as before the files were
+    written) is not the layout the check reads: one line naming `faircode pipeline`."""
+    monkeypatch.chdir(tmp_path)
+    _project(tmp_path, audits=["a"], text_audits=[])
+    upstream = Path("upstream/dvc.yaml")
+    upstream.write_text(upstream.read_text().replace(
+        "    foreach: &audits  # params.yaml's audits\n      - a\n", "    foreach: ${audits}\n"
+    ).replace("*audits", "${audits}"))
+    Path("params.yaml").write_text("audits: [a]\n")
+    with pytest.raises(SystemExit) as stop:
+        check_params.main(["data/params.ok"])
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and err.count("\n") == 1
+    assert err.startswith("dvc.yaml: expected the pipeline files faircode pipeline writes, got "
+                          "files of another layout (upstream/dvc.yaml: fetch.foreach: not a "
+                          "list of names); run faircode pipeline"), err

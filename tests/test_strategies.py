@@ -21,7 +21,7 @@ from faircode.grid.strategies import (
     supports_constraint,
 )
 
-CONFIG = BenchmarkConfig(jobs=1, max_iter=10)
+CONFIG = BenchmarkConfig(jobs=1).with_params({"mitigation.max_iter": 10})
 
 
 @pytest.fixture(scope="module")

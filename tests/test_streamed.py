@@ -18,8 +18,9 @@ from faircode.audit.manifest import load_manifest
 from faircode.audit.predictions_file import read_predictions
 from faircode.audit.prepared import prepare
 from faircode.core.config import BenchmarkConfig
+from faircode.core.layout import GRID_TABLES as TABLES
 from faircode.evaluate.deployed import score_given
-from faircode.evaluate.write import TABLES, write_audit
+from faircode.evaluate.write import write_audit
 from faircode.pipeline.cli import main
 from faircode.provenance.state import provenance
 
@@ -116,7 +117,7 @@ def test_a_tiny_memory_budget_spills_and_writes_the_same_bytes(
     from faircode.audit.logs import load_log
     from faircode.evaluate.streamed import audit_log
 
-    config = BenchmarkConfig().replace(n_resamples=60, n_permutations=60)
+    config = BenchmarkConfig().with_params({"stats.n_resamples": 60, "stats.n_permutations": 60})
     record, results = audit_log(load_log(declare(log_folder, "log.parquet")),
                                 stats=config.stats, degenerate=config.degenerate,
                                 chunk_rows=100, budget=4096)
@@ -234,7 +235,7 @@ def test_a_streamed_predictions_file_writes_the_bytes_of_score_given(tmp_path: P
                  "--key", "id", "--decision", "flag", "--score", "prob", "--scale",
                  "probability", "--name", "m", "--chunk-rows", "13", "--rows", rows, "--out",
                  str(tmp_path / "stream"), *STATS]) == 0
-    config = BenchmarkConfig().replace(n_resamples=60, n_permutations=60)
+    config = BenchmarkConfig().with_params({"stats.n_resamples": 60, "stats.n_permutations": 60})
     data = load_audit(load_manifest(manifest_path), key="id")
     assert data.keys is not None
     found = read_predictions(tmp_path / "p.csv.gz", key="id", rows=data.keys, decision="flag",

@@ -311,7 +311,7 @@ def test_text_audit_runs_on_the_shared_madlibs_data(tmp_path: Path, mirror_extra
     assert flips.loc[("vader_negative", "global", "religion_muslim_to_christian", "explicit"),
                      "n_flipped"] == 0
     assert len(payloads.sentences[payloads.sentences["set"] == "names"]) == 1600
-    from faircode.evaluate.text import TEXT_TABLES
+    from faircode.core.layout import TEXT_TABLES
 
     out = write_text_audit(manifest, payloads, results, systems=systems,
                            config=__import__("faircode").BenchmarkConfig(),
@@ -356,6 +356,23 @@ def test_report_has_the_text_section_table_figures_and_headline(
     assert "| gay_to_straight | 100.0 % [" in table
     assert {p.name for p in outputs.figures} >= {"toy_term_fpr.png",
                                                  "toy_flips_profanity_check.png"}
+
+
+def test_report_of_a_text_audit_alone_has_its_section_and_empty_grid_tables(
+        tmp_path: Path, toy: tuple[object, object]) -> None:
+    """A results folder whose only audit (of ``only``: the pipeline's lists) is a text audit --
+    a grid audit's folder beside it left out -- gives the text section, table and figures and
+    grid tables without a row, not an error."""
+    from faircode.report.build import write_report
+
+    results = _results(tmp_path, toy)
+    outputs = write_report(results, audits_dir=REPO / "audits", only=("toy",))
+    assert "<h2>Text audits</h2>" in html.unescape(outputs.html.read_text())
+    assert (results / "text_table.md").is_file()
+    assert {p.name for p in outputs.figures} >= {"toy_term_fpr.png",
+                                                 "toy_flips_profanity_check.png"}
+    assert "german_credit_lending" not in (results / "paper_table.md").read_text()
+    assert (results / "summary.csv").read_text().count("\n") == 1  # the header alone
 
 
 def test_mlflow_children_of_a_text_audit_are_per_system_axis_and_kind(

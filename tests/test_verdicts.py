@@ -17,6 +17,7 @@ from faircode.stats.replicates import (
     sampling_fraction,
 )
 from faircode.stats.verdicts import (
+    EffectVerdict,
     Evidence,
     Margins,
     Verdict,
@@ -266,6 +267,32 @@ def test_effect_verdicts_follow_the_sign_of_a_change_shown() -> None:
                           informative=[1, 1, 1, 1, 0], significant=[1, 1, 0, 0, 1],
                           equivalent=[0, 0, 1, 0, 0])
     assert list(out) == ["reduced", "increased", "no_change", "inconclusive", "uninformative"]
+
+
+def test_each_verdict_from_a_hand_made_row() -> None:
+    """Below 0 and significant: reduced; above: increased; equivalent: no_change; neither:
+    inconclusive; not informative or no interval: uninformative."""
+    low = [-0.2, 0.01, -0.02, -0.3, -0.2, np.nan]
+    high = [-0.01, 0.2, 0.02, 0.1, -0.01, np.nan]
+    got = effect_verdicts(low, high, significant=[True, True, False, False, True, False],
+                          equivalent=[False, False, True, False, False, False],
+                          informative=[True, True, True, True, False, True])
+    assert list(got) == ["reduced", "increased", "no_change", "inconclusive", "uninformative",
+                         "uninformative"]
+
+
+def test_a_shown_change_wins_over_equivalence() -> None:
+    """A small, real change (significant and inside the margin) is reduced, not no_change."""
+    got = effect_verdicts([-0.02], [-0.005], significant=[True], equivalent=[True],
+                          informative=[True])
+    assert list(got) == [EffectVerdict.REDUCED.value]
+
+
+def test_significance_without_an_interval_excluding_zero_is_not_a_change() -> None:
+    """A significant flag with an interval containing 0 never gives reduced or increased."""
+    got = effect_verdicts([-0.1], [0.1], significant=[True], equivalent=[False],
+                          informative=[True])
+    assert list(got) == ["inconclusive"]
 
 
 def test_margins_are_validated() -> None:

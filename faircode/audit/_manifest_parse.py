@@ -40,6 +40,7 @@ from faircode.audit._manifest_types import (
 )
 from faircode.audit.decision import RULES, DecisionRule, Rule
 from faircode.core.errors import ConfigError, ManifestError
+from faircode.core.kinds import BINARY
 from faircode.core.names import SAFE_NAME_TEXT, check_name, is_safe_name
 from faircode.core.schema import Checker, Scalar
 from faircode.counterfactual.perturb import axis_from_config
@@ -316,10 +317,10 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
     features, dataset, unit, system, axes, decision, strata), so the first error reported is
     stable.
     """
-    if doc.get("kind", "tabular") != "tabular":  # a text audit: faircode.audit.text_manifest
+    if doc.get("kind", BINARY.manifest_kind) != BINARY.manifest_kind:  # faircode.audit.kinds
         raise c.fail("kind", "tabular (the grid's manifests; a kind: text audit runs in the "
-                     f"text stages: dvc repro text-evaluate@{doc.get('name', '<audit>')})",
-                     doc.get("kind"))
+                     "pipeline's text stages: list it under text_audits in params.yaml, run "
+                     "faircode pipeline, then dvc repro)", doc.get("kind"))
     data = c.mapping({k: v for k, v in doc.items() if k != "kind"}, "", _TOP_KEYS)
     name, title = _parse_name(c, data)
     random_state, test_size = _parse_split(c, data)

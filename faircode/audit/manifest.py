@@ -89,6 +89,7 @@ from faircode.audit._manifest_types import (
 )
 from faircode.audit.decision import DecisionRule
 from faircode.core.errors import ManifestError
+from faircode.core.kinds import BINARY
 from faircode.core.schema import Checker, Scalar, read_yaml
 
 __all__ = [
@@ -173,6 +174,10 @@ def load_manifest(path: Path | str, *, root: Path | None = None) -> Manifest:
     return parse_manifest(c, doc, root if root is not None else repository_root(file.parent))
 
 
+TABULAR = BINARY.manifest_kind
+"""The ``kind:`` of a grid audit's manifest (the default): the ``binary`` task kind's."""
+
+
 def manifest_kind(path: Path | str) -> str:
     """The ``kind`` an ``audit.yaml`` declares: ``tabular`` (the grid's, the default) or
     ``text`` (:mod:`faircode.audit.text_manifest`); an unreadable file counts as ``tabular``,
@@ -180,12 +185,12 @@ def manifest_kind(path: Path | str) -> str:
     try:
         doc = read_yaml(Path(path), error=ManifestError)
     except (OSError, ManifestError):
-        return "tabular"
-    kind = doc.get("kind", "tabular") if isinstance(doc, dict) else "tabular"
-    return kind if isinstance(kind, str) else "tabular"
+        return TABULAR
+    kind = doc.get("kind", TABULAR) if isinstance(doc, dict) else TABULAR
+    return kind if isinstance(kind, str) else TABULAR
 
 
-def discover_manifests(root: Path | str, *, kind: str | None = "tabular") -> list[Path]:
+def discover_manifests(root: Path | str, *, kind: str | None = TABULAR) -> list[Path]:
     """Return ``<root>/*/audit.yaml`` (``root`` is the ``audits/`` folder) of one ``kind``
     (:func:`manifest_kind`; ``None``: every kind), sorted."""
     found = sorted(Path(root).glob("*/audit.yaml"))

@@ -39,6 +39,7 @@ from faircode.audit._manifest_types import DatasetSpec, Direction
 from faircode.audit.manifest import read_manifest_document, repository_root
 from faircode.audit.text_systems import TEXT_SYSTEMS
 from faircode.core.errors import ConfigError, ManifestError
+from faircode.core.kinds import TEXT
 from faircode.core.names import is_safe_name
 from faircode.core.schema import Checker, Scalar
 from faircode.counterfactual.axes import load_axes
@@ -149,8 +150,8 @@ def load_text_manifest(path: Path | str, *, root: Path | None = None) -> TextMan
 
 
 def _parse(c: Checker, doc: dict[str, Any], root: Path) -> TextManifest:
-    if doc.get("kind") != "text":
-        raise c.fail("kind", "text (a text audit's manifest)", doc.get("kind"))
+    if doc.get("kind") != TEXT.manifest_kind:
+        raise c.fail("kind", f"{TEXT.manifest_kind} (a text audit's manifest)", doc.get("kind"))
     if doc.get("axes") is None:
         raise ManifestError(f"{c.file}: axes: expected {_NO_AXES}, got nothing")
     data = c.mapping(doc, "", _TOP_KEYS)

@@ -1,33 +1,60 @@
-"""The grid's vocabulary: its strategies, model families, the cells they make and its metrics.
+"""The grid's vocabulary: its strategies (one table, :data:`STRATEGY_TABLE`), its model families and
+the cells they make.
 
-Closed sets as enums, in the order results are reported; a cell's position in the grid
-(:func:`position`) keys its seed streams (:mod:`faircode.core.seeds`).  The strategies' code
-names (``S0`` ... ``S4``) have one table, :data:`STRATEGY_CODES`, and so do their titles for a
-reader (:data:`STRATEGY_TITLES`) and the families' short names (:data:`FAMILY_CODES`).
+Every fact about a strategy lives in its :class:`StrategyInfo` record -- its code (``S0`` ...),
+the label a reader sees, its colour in every figure, the fit stage (part) that fits it and the
+``mitigation.*`` keys that part reads, what it needs and gives (a cutoff on a score, the
+sensitive feature at predict time), the strategies it is compared with, and the task kinds it
+applies to -- and every other module reads the table: the grid and its DVC fit stages, the
+effects' comparisons, the summary and headline keys, the report's colours and legends, the MLflow
+names.  A new strategy is one :class:`Strategy` member, one record here and its implementation
+(:mod:`faircode.grid.strategies`).
+
+Design decisions
+----------------
+* **Records, in report order.**  The table's order is the order results are reported in; a
+  strategy's seed key is its code's number (:func:`position`), never its place in a list, and a
+  comparison's is its own (:class:`Against`), so adding a strategy changes no other number.
+* **Import-light**: standard library and :mod:`faircode.core.seeds` only (no numpy), so the
+  stages' fast paths (an audit without data) can build their headers from the table.
 """
 
 from __future__ import annotations
 
 import itertools
+import re
+from dataclasses import dataclass
 from enum import StrEnum
 
+from faircode.core.errors import describe
+from faircode.core.seeds import NAMED, name_stream
+
 __all__ = [
-    "DECISION_METRICS",
-    "FAIRNESS_METRICS",
+    "BINARY",
+    "COMPARISONS",
+    "CUTOFF_STRATEGIES",
     "FAMILY_CODES",
-    "NOT_APPLICABLE",
+    "FIT_PARTS",
     "STRATEGY_CODES",
+    "STRATEGY_TABLE",
     "STRATEGY_TITLES",
+    "Against",
+    "Comparison",
     "ModelFamily",
     "Strategy",
+    "StrategyInfo",
     "grid_cells",
     "position",
     "strategy_code",
+    "strategy_info",
 ]
+
+BINARY = frozenset({"binary"})
+"""The task kinds of a binary-decision audit (every strategy and metric today)."""
 
 
 class Strategy(StrEnum):
-    """The five strategies, in the order results are reported."""
+    """The strategies, in the order results are reported (:data:`STRATEGY_TABLE` says the rest)."""
 
     BASELINE = "baseline"
     UNAWARENESS = "unawareness"
@@ -44,17 +71,156 @@ class ModelFamily(StrEnum):
     GRADIENT_BOOSTING = "gradient_boosting"
 
 
-STRATEGY_CODES: dict[Strategy, str] = {s: f"S{i}" for i, s in enumerate(Strategy)}
-"""``S0`` ... ``S4`` by strategy: the one table of the strategies' short names."""
+def _check_stream(where: str, stream: int | None) -> None:
+    if stream is not None and (isinstance(stream, bool) or not isinstance(stream, int)
+                               or not 0 <= stream < NAMED):
+        raise ValueError(f"{where}: stream: expected None or an int in [0, 2**32), got "
+                         f"{describe(stream)}")
 
-STRATEGY_TITLES: dict[str, str] = {
-    "S0": "baseline",
-    "S1": "unawareness",
-    "S2": "unawareness + proxy removal",
-    "S3": "ExponentiatedGradient",
-    "S4": "ThresholdOptimizer",
-}
+
+@dataclass(frozen=True, slots=True)
+class Against:
+    """One comparison of a strategy with ``reference``: a paired effect of ``effects.csv``.
+
+    ``stream`` is its seed key (after :attr:`faircode.core.seeds.Stream.EFFECTS`): explicit for
+    the comparisons that existed when keys were named (their former positions), None for any
+    other, which then takes :func:`faircode.core.seeds.name_stream` of ``"<strategy>-<reference>"``.
+    """
+
+    reference: Strategy
+    stream: int | None = None
+
+    def __post_init__(self) -> None:
+        _check_stream("Against", self.stream)
+
+
+_COLOUR = re.compile(r"#[0-9A-F]{6}")
+_PART = re.compile(r"[a-z][a-z0-9_]*")
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyInfo:
+    """Everything the benchmark knows about one strategy (module docstring).
+
+    ``number`` makes its code (``S<number>``) and keys its grid cells' seeds; ``label`` names it
+    in every legend and ``what`` says in a few words what it does (the report's legend); ``part``
+    is the
+    DVC fit stage that fits it (``fit_<part>``) and ``reads`` the ``mitigation.*`` keys that fit
+    reads; ``cutoff``: its decisions are a cutoff on its deterministic score (a threshold curve;
+    the declared decision rule moves it), else they are drawn at fit time (randomised);
+    ``score``: it gives a score (an AUC); ``sensitive_at_predict``: it needs the sensitive
+    feature to decide; ``against``: the strategies it is compared with; ``kinds``: the task
+    kinds it applies to.
+    """
+
+    strategy: Strategy
+    number: int
+    label: str
+    what: str
+    colour: str
+    part: str
+    reads: frozenset[str] = frozenset()
+    cutoff: bool = False
+    score: bool = True
+    sensitive_at_predict: bool = False
+    against: tuple[Against, ...] = ()
+    kinds: frozenset[str] = BINARY
+
+    def __post_init__(self) -> None:
+        where = f"StrategyInfo({self.strategy})"
+        if isinstance(self.number, bool) or not isinstance(self.number, int) or not (
+                0 <= self.number < 100):
+            raise ValueError(f"{where}: number: expected an int in [0, 100), got "
+                             f"{describe(self.number)}")
+        if not _COLOUR.fullmatch(self.colour):
+            raise ValueError(f"{where}: colour: expected '#RRGGBB', got {describe(self.colour)}")
+        if not _PART.fullmatch(self.part):
+            raise ValueError(f"{where}: part: expected a lower-case identifier, got "
+                             f"{describe(self.part)}")
+        if self.cutoff and not self.score:
+            raise ValueError(f"{where}: cutoff: a strategy without a score cannot decide by a "
+                             "cutoff on it")
+        if not self.label or not self.what or not self.kinds:
+            raise ValueError(f"{where}: label, what, kinds: expected non-empty values")
+
+    @property
+    def code(self) -> str:
+        """``S<number>``: the strategy's short name in every table, legend and run name."""
+        return f"S{self.number}"
+
+
+_BLACK, _ORANGE, _SKY_BLUE, _GREEN, _VERMILLION = (
+    "#000000", "#E69F00", "#56B4E9", "#009E73", "#D55E00")  # Okabe-Ito
+_S = Strategy
+STRATEGY_TABLE: tuple[StrategyInfo, ...] = (
+    StrategyInfo(_S.BASELINE, 0, "baseline", "every feature, protected attributes included",
+                 _BLACK, "unmitigated", cutoff=True),
+    StrategyInfo(_S.UNAWARENESS, 1, "unawareness", "protected attributes dropped", _ORANGE,
+                 "unmitigated", cutoff=True, against=(Against(_S.BASELINE, 0),)),
+    StrategyInfo(_S.UNAWARENESS_PROXY_REMOVAL, 2, "unawareness + proxy removal",
+                 "protected attributes and their proxies dropped", _SKY_BLUE, "unmitigated",
+                 cutoff=True, against=(Against(_S.BASELINE, 1),)),
+    StrategyInfo(_S.IN_PROCESSING, 3, "ExponentiatedGradient",
+                 "fairlearn in-processing under the parity constraint (first attribute)", _GREEN,
+                 "in_processing", reads=frozenset({"constraint", "eps", "max_iter"}),
+                 against=(Against(_S.BASELINE, 2), Against(_S.UNAWARENESS_PROXY_REMOVAL, 4))),
+    StrategyInfo(_S.POST_PROCESSING, 4, "ThresholdOptimizer",
+                 "fairlearn group thresholds (first attribute), on S2's features", _VERMILLION,
+                 "post_processing", reads=frozenset({"constraint"}), score=False,
+                 sensitive_at_predict=True,
+                 against=(Against(_S.BASELINE, 3), Against(_S.UNAWARENESS_PROXY_REMOVAL, 5))),
+)
+"""The strategies in report order (:class:`StrategyInfo`): the one table every module reads."""
+
+_BY_STRATEGY: dict[Strategy, StrategyInfo] = {s.strategy: s for s in STRATEGY_TABLE}
+
+
+def strategy_info(strategy: str) -> StrategyInfo:
+    """The record of ``strategy`` (a :class:`Strategy` or its name), else a ValueError naming
+    the strategies."""
+    try:
+        return _BY_STRATEGY[Strategy(strategy)]
+    except (ValueError, KeyError):
+        raise ValueError(f"strategy: expected one of {', '.join(_BY_STRATEGY)}, got "
+                         f"{describe(strategy)}") from None
+
+
+STRATEGY_CODES: dict[Strategy, str] = {s.strategy: s.code for s in STRATEGY_TABLE}
+"""``S0`` ... by strategy (from :data:`STRATEGY_TABLE`)."""
+
+STRATEGY_TITLES: dict[str, str] = {s.code: s.label for s in STRATEGY_TABLE}
 """What each code means to a reader (every legend: the report, the DVC plots, the README)."""
+
+CUTOFF_STRATEGIES: tuple[Strategy, ...] = tuple(s.strategy for s in STRATEGY_TABLE if s.cutoff)
+"""The strategies decided by a cutoff on their score (a threshold curve each), in order."""
+
+FIT_PARTS: dict[str, tuple[Strategy, ...]] = {
+    part: tuple(s.strategy for s in STRATEGY_TABLE if s.part == part)
+    for part in dict.fromkeys(s.part for s in STRATEGY_TABLE)}
+"""The grid's parts, one DVC fit stage each, with their strategies, in grid order."""
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """``strategy`` against ``reference`` (a paired effect) and its seed key ``stream``."""
+
+    strategy: Strategy
+    reference: Strategy
+    stream: int
+
+    @property
+    def code(self) -> str:
+        """``S3-S2``."""
+        return f"{STRATEGY_CODES[self.strategy]}-{STRATEGY_CODES[self.reference]}"
+
+
+COMPARISONS: tuple[Comparison, ...] = tuple(
+    Comparison(s.strategy, ref.strategy, name_stream(f"{s.strategy}-{ref.strategy}")
+               if a.stream is None else a.stream)
+    for ref in STRATEGY_TABLE for s in STRATEGY_TABLE for a in s.against
+    if a.reference is ref.strategy)
+"""Every comparison in result order: by reference (table order), then strategy (S1-S4 vs S0,
+then S3, S4 vs S2)."""
 
 FAMILY_CODES: dict[str, str] = {
     ModelFamily.LOGISTIC_REGRESSION: "LR",
@@ -63,31 +229,30 @@ FAMILY_CODES: dict[str, str] = {
 }
 """``LR``, ``RF``, ``GB``: the families' short names (figure legends, DVC metric keys)."""
 
-FAIRNESS_METRICS: tuple[str, ...] = (
-    "demographic_parity_diff",
-    "disparate_impact_ratio",
-    "equal_opportunity_diff",
-    "equalized_odds_diff",
-    "predictive_parity_diff",
-    "accuracy_equality_diff",
-    "tpr_gap",
-    "fpr_gap",
-)
-"""The fairness metrics in result order (:mod:`faircode.stats.metrics` defines them; metric
-``k`` draws from ``child_seed(seed, k)``)."""
 
-DECISION_METRICS: tuple[str, ...] = ("demographic_parity_diff", "disparate_impact_ratio")
-"""The fairness metrics of decisions alone: all a system whose decision *is* the recorded outcome
-(people's decisions, manifest ``system.decision: outcome``) can be scored on.  The others compare
-the decision with a ground truth it does not have."""
+def _check_table() -> None:
+    """The table's invariants, at import: one record per strategy, in enum order, distinct
+    numbers, one ``reads`` per part, comparisons with known references and distinct keys."""
+    if tuple(s.strategy for s in STRATEGY_TABLE) != tuple(Strategy):
+        raise ValueError("STRATEGY_TABLE: expected one record per Strategy, in its order")
+    if len({s.number for s in STRATEGY_TABLE}) != len(STRATEGY_TABLE):
+        raise ValueError("STRATEGY_TABLE: number: expected distinct numbers")
+    for part, members in FIT_PARTS.items():
+        if len({_BY_STRATEGY[s].reads for s in members}) != 1:
+            raise ValueError(f"STRATEGY_TABLE: part {part}: expected its strategies to read the "
+                             "same mitigation keys")
+    for s in STRATEGY_TABLE:
+        if any(a.reference is s.strategy for a in s.against):
+            raise ValueError(f"STRATEGY_TABLE: {s.strategy}: against: compared with itself")
+    if len({c.stream for c in COMPARISONS}) != len(COMPARISONS):
+        raise ValueError("STRATEGY_TABLE: against: expected distinct comparison streams")
 
-NOT_APPLICABLE = "not_applicable:decision_is_outcome"
-"""The note of every number that needs a ground truth on such a system (an error rate, an
-accuracy): the value is NaN by design, never 0 and never an error."""
+
+_check_table()
 
 
 def strategy_code(strategy: str) -> str:
-    """``S0``..``S4`` for a grid strategy, else the name itself (a deployed system's row set)."""
+    """``S0``.. for a grid strategy, else the name itself (a deployed system's row set)."""
     try:
         return STRATEGY_CODES[Strategy(strategy)]
     except ValueError:
@@ -95,10 +260,10 @@ def strategy_code(strategy: str) -> str:
 
 
 def grid_cells() -> list[tuple[Strategy, ModelFamily]]:
-    """The 15 strategy x model cells in grid (report and seed-key) order."""
+    """The strategy x model cells in grid (report) order."""
     return list(itertools.product(Strategy, ModelFamily))
 
 
 def position(strategy: Strategy, family: ModelFamily) -> tuple[int, int]:
-    """A cell's (strategy, model) indices in the grid: the seed key of its streams."""
-    return list(Strategy).index(strategy), list(ModelFamily).index(family)
+    """A cell's seed key: its strategy's number and its family's index in the grid."""
+    return _BY_STRATEGY[Strategy(strategy)].number, list(ModelFamily).index(family)

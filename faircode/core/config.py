@@ -2,17 +2,18 @@
 
 Configuration flows one way: ``params.yaml`` (or CLI flags) → :class:`BenchmarkConfig` →
 explicit keyword arguments of library functions.  No library function reads a file, an
-environment variable or ``params.yaml`` itself.  :func:`config_from_mapping` is the single
+environment variable or ``params.yaml`` itself.  :func:`params_from_mapping` is the single
 place a parsed mapping becomes a config; it rejects unknown keys and names the key path of any
 bad value, so a typo in ``params.yaml`` cannot silently fall back to a default.
 
-``params.yaml`` is split by concern (:data:`PARAM_KEYS`): ``audits``, ``mitigation.*``,
-``models.*``, ``stats.*``, ``degenerate.*``, ``verdicts.*``, ``curves.*``, ``run.*``.
-:func:`params_from_mapping` maps each ``section.key`` to its config field and hands the flat
-result to :func:`config_from_mapping`, so the pipeline and the ``faircode run`` flags build the
-very same :class:`BenchmarkConfig`.  Adding a param is one line
-in :data:`PARAM_KEYS` (plus the field).  ``run.jobs: null`` means "every core"; apart from it only
-``run.scheduler`` may be null.
+``params.yaml`` is split by concern: ``audits``, ``mitigation.*``, ``models.*``, ``stats.*``,
+``degenerate.*``, ``verdicts.*``, ``curves.*``, ``run.*``, and :class:`BenchmarkConfig` nests
+its sections the same way (``config.stats.alpha``), each a record that writes its defaults once
+and names its errors by their ``params.yaml`` path.  :data:`PARAM_KEYS` is read off the records,
+so adding a param is adding its field; the ``faircode run`` flags go through the same paths
+(:meth:`BenchmarkConfig.with_params`), so the pipeline and the command line build the very same
+config.  ``run.json`` records it flat (:func:`config_record`, one function).  ``run.jobs: null``
+means "every core"; apart from it only ``run.scheduler`` may be null.
 
 Where the fit tasks run (``run.backend``, ``run.scheduler``) is an :class:`ExecutionConfig` beside
 the :class:`BenchmarkConfig`, not a field of it: the config is recorded in every ``run.json`` and
@@ -31,8 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
-from faircode.core.cells import FAIRNESS_METRICS, ModelFamily
+from faircode.core.cells import ModelFamily
 from faircode.core.errors import ConfigError, config_error
+from faircode.core.metrics import FAIRNESS_METRICS
 from faircode.core.names import check_name
 
 __all__ = [
@@ -55,6 +57,7 @@ __all__ = [
     "Encoding",
     "ExecutionConfig",
     "MitigationConfig",
+    "ModelsConfig",
     "Params",
     "ReplicateConfig",
     "ReportConfig",
@@ -62,9 +65,10 @@ __all__ = [
     "StatsConfig",
     "VerdictsConfig",
     "check_scheduler",
-    "config_from_mapping",
     "config_from_params",
+    "config_record",
     "load_params",
+    "param_value",
     "params_from_mapping",
 ]
 
@@ -117,10 +121,30 @@ class MitigationConfig:
 
     def __post_init__(self) -> None:
         if self.constraint not in CONSTRAINTS:
-            raise config_error("config.constraint", f"one of {', '.join(CONSTRAINTS)}",
+            raise config_error("mitigation.constraint", f"one of {', '.join(CONSTRAINTS)}",
                                self.constraint)
-        _check_number("config.eps", self.eps, low=0.0, high=None, open_low=True)
-        _check_int("config.max_iter", self.max_iter, low=1, high=MAX_ITER)
+        _check_number("mitigation.eps", self.eps, low=0.0, high=None, open_low=True)
+        _check_int("mitigation.max_iter", self.max_iter, low=1, high=MAX_ITER)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelsConfig:
+    """``models.*``: the operating point of S0-S2 and how the models see nominal columns.
+
+    ``decision_threshold``: S0-S2 predict 1 when ``predict_proba`` exceeds it, unless the
+    manifest declares a ``decision`` rule (:mod:`faircode.audit.decision`; the evaluate step).
+    ``encoding``: :data:`ENCODINGS` (the fit step, :func:`faircode.grid.models.make_model`).
+    """
+
+    decision_threshold: float = 0.5
+    encoding: Encoding = "label"
+
+    def __post_init__(self) -> None:
+        _check_number("models.decision_threshold", self.decision_threshold, low=0.0, high=1.0,
+                      open_low=False)
+        if self.encoding not in ENCODINGS:
+            raise config_error("models.encoding", f"one of {', '.join(ENCODINGS)}",
+                               self.encoding)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,13 +166,13 @@ class StatsConfig:
     cost_margin: float = 0.02
 
     def __post_init__(self) -> None:
-        _check_int("config.n_resamples", self.n_resamples, low=1, high=MAX_DRAWS)
-        _check_int("config.n_permutations", self.n_permutations, low=1, high=MAX_DRAWS)
+        _check_int("stats.n_resamples", self.n_resamples, low=1, high=MAX_DRAWS)
+        _check_int("stats.n_permutations", self.n_permutations, low=1, high=MAX_DRAWS)
         for name in ("confidence", "alpha", "power"):
-            _check_number(f"config.{name}", getattr(self, name), low=0.0, high=1.0,
+            _check_number(f"stats.{name}", getattr(self, name), low=0.0, high=1.0,
                           open_low=True, open_high=True)
         for name in ("effect_margin", "cost_margin"):
-            _check_number(f"config.{name}", getattr(self, name), low=0.0, high=None,
+            _check_number(f"stats.{name}", getattr(self, name), low=0.0, high=None,
                           open_low=True)
 
 
@@ -171,7 +195,7 @@ class CurvesConfig:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "thresholds",
-                           check_thresholds("config.curve_thresholds", self.thresholds))
+                           check_thresholds("curves.thresholds", self.thresholds))
 
 
 def check_thresholds(where: str, value: object) -> tuple[float, ...]:
@@ -203,7 +227,7 @@ class DegenerateConfig:
         check_degenerate_bounds(
             min_selection_rate=self.min_selection_rate,
             max_selection_rate=self.max_selection_rate,
-            balanced_accuracy_margin=self.balanced_accuracy_margin, where="config",
+            balanced_accuracy_margin=self.balanced_accuracy_margin, where="degenerate",
         )
 
 
@@ -224,11 +248,11 @@ class VerdictsConfig:
     min_informative_share: float = 0.6
 
     def __post_init__(self) -> None:
-        _check_number("config.verdict_margin", self.margin, low=0.0, high=1.0, open_low=True,
+        _check_number("verdicts.margin", self.margin, low=0.0, high=1.0, open_low=True,
                       open_high=True)
         object.__setattr__(self, "ratio_margin", check_ratio_margin(
-            "config.verdict_ratio_margin", self.ratio_margin))
-        _check_number("config.verdict_min_informative_share", self.min_informative_share,
+            "verdicts.ratio_margin", self.ratio_margin))
+        _check_number("verdicts.min_informative_share", self.min_informative_share,
                       low=0.0, high=1.0, open_low=True)
 
 
@@ -256,185 +280,119 @@ class ReplicateConfig:
     seed_mode: SeedMode = "model"
 
     def __post_init__(self) -> None:
-        _check_int("config.seeds", self.seeds, low=1, high=MAX_SEEDS)
+        _check_int("run.seeds", self.seeds, low=1, high=MAX_SEEDS)
         if self.seed_mode not in SEED_MODES:
-            raise config_error("config.seed_mode", f"one of {', '.join(SEED_MODES)}",
+            raise config_error("run.seed_mode", f"one of {', '.join(SEED_MODES)}",
                                self.seed_mode)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BenchmarkConfig:
-    """Every knob of the S0-S4 grid and its statistics, with the benchmark's defaults.
+    """Every knob of the grid and its statistics, nested as ``params.yaml`` nests them.
 
-    The public, flat record (``BenchmarkConfig(n_resamples=200, eps=0.02)``) that ``run.json``
-    records field by field.  Library functions do not take it whole: each takes the sections it
-    reads -- :attr:`mitigation` (fit), :attr:`stats` and :attr:`degenerate` (evaluate),
-    :attr:`replicates` (both), ``decision_threshold`` (the evaluate step's default operating
-    point) and ``jobs`` (worker processes; no number depends on it) -- so every signature says
-    which params it reads.  Validation is the sections' own.
+    One section per concern (``config.stats.alpha`` is ``params.yaml``'s ``stats.alpha``), each
+    a frozen record that validates itself and writes its defaults once.  Library functions do
+    not take the config whole: each takes the sections it reads -- :attr:`mitigation` (fit),
+    :attr:`models` (``encoding``: fit; ``decision_threshold``: evaluate), :attr:`stats`,
+    :attr:`degenerate`, :attr:`verdicts` and :attr:`curves` (evaluate), :attr:`replicates`
+    (``run.seeds``, ``run.seed_mode``: both) and :attr:`jobs` (``run.jobs``: worker processes;
+    no number depends on it) -- so every signature says which params it reads.
 
-    Parameters
-    ----------
-    constraint, eps, max_iter
-        :class:`MitigationConfig`.
-    decision_threshold
-        S0-S2 predict 1 when ``predict_proba`` exceeds it, unless the manifest declares a
-        ``decision`` rule (:mod:`faircode.audit.decision`).
-    encoding
-        How the models see nominal columns (:data:`ENCODINGS`; the fit step,
-        :func:`faircode.grid.models.make_model`).
-    n_resamples, n_permutations, confidence, alpha, power, effect_margin, cost_margin
-        :class:`StatsConfig`.
-    jobs
-        Worker processes for the fit and scoring tasks (results do not depend on it).
-    degenerate_min_selection_rate, degenerate_max_selection_rate
-        A cell flagging fewer (more) than this share of test rows is degenerate.
-    degenerate_balanced_accuracy_margin
-        A cell whose balanced accuracy is within this of 0.5 (inclusive) is degenerate
-        (:class:`DegenerateConfig`).
-    seeds, seed_mode
-        :class:`ReplicateConfig`.
-    verdict_margin, verdict_ratio_margin, verdict_min_informative_share
-        :class:`VerdictsConfig`.
-    curve_thresholds
-        :class:`CurvesConfig` (the operating-point curves' grid; changes no main-table number).
+    :meth:`with_params` changes values by their ``params.yaml`` key paths (the command-line
+    flags, the tests); :func:`config_record` is ``run.json``'s flat record of it.
     """
 
-    constraint: Constraint = "demographic_parity"
-    eps: float = 0.01
-    max_iter: int = 50
-    decision_threshold: float = 0.5
-    encoding: Encoding = "label"
-    n_resamples: int = 2000
-    n_permutations: int = 2000
-    confidence: float = 0.95
-    alpha: float = 0.05
-    power: float = 0.8
-    effect_margin: float = 0.05
-    cost_margin: float = 0.02
-    jobs: int = dataclasses.field(default_factory=_default_jobs)
-    degenerate_min_selection_rate: float = 0.01
-    degenerate_max_selection_rate: float = 0.99
-    degenerate_balanced_accuracy_margin: float = 0.02
-    seeds: int = 1
-    seed_mode: SeedMode = "model"
-    curve_thresholds: tuple[float, ...] = CURVE_THRESHOLDS
-    verdict_margin: float = 0.05
-    verdict_ratio_margin: tuple[float, float] = (0.8, 1.25)
-    verdict_min_informative_share: float = 0.6
+    mitigation: MitigationConfig = field(default_factory=MitigationConfig)
+    models: ModelsConfig = field(default_factory=ModelsConfig)
+    stats: StatsConfig = field(default_factory=StatsConfig)
+    degenerate: DegenerateConfig = field(default_factory=DegenerateConfig)
+    verdicts: VerdictsConfig = field(default_factory=VerdictsConfig)
+    curves: CurvesConfig = field(default_factory=CurvesConfig)
+    replicates: ReplicateConfig = field(default_factory=ReplicateConfig)
+    jobs: int = field(default_factory=_default_jobs)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "curve_thresholds", self.curves.thresholds)  # list -> tuple
-        object.__setattr__(self, "verdict_ratio_margin", self.verdicts.ratio_margin)
-        _ = self.mitigation
-        _check_number("config.decision_threshold", self.decision_threshold, low=0.0, high=1.0,
-                      open_low=False)
-        if self.encoding not in ENCODINGS:
-            raise config_error("config.encoding", f"one of {', '.join(ENCODINGS)}",
-                               self.encoding)
-        _ = self.stats
-        _check_int("config.jobs", self.jobs, low=1, high=MAX_JOBS)
-        _ = self.replicates
-        _ = self.degenerate
+        for name, kind in _SECTIONS.items():
+            if not isinstance(getattr(self, name), kind):
+                raise config_error(f"config.{name}", f"a {kind.__name__}", getattr(self, name))
+        _check_int("run.jobs", self.jobs, low=1, high=MAX_JOBS)
 
-    @property
-    def mitigation(self) -> MitigationConfig:
-        """The ``mitigation.*`` section (the fit step's params)."""
-        return MitigationConfig(constraint=self.constraint, eps=self.eps, max_iter=self.max_iter)
-
-    @property
-    def stats(self) -> StatsConfig:
-        """The ``stats.*`` section."""
-        return StatsConfig(n_resamples=self.n_resamples, n_permutations=self.n_permutations,
-                           confidence=self.confidence, alpha=self.alpha, power=self.power,
-                           effect_margin=self.effect_margin, cost_margin=self.cost_margin)
-
-    @property
-    def degenerate(self) -> DegenerateConfig:
-        """The ``degenerate.*`` section."""
-        return DegenerateConfig(
-            min_selection_rate=self.degenerate_min_selection_rate,
-            max_selection_rate=self.degenerate_max_selection_rate,
-            balanced_accuracy_margin=self.degenerate_balanced_accuracy_margin)
-
-    @property
-    def verdicts(self) -> VerdictsConfig:
-        """The ``verdicts.*`` section (margins and the replicate rule)."""
-        return VerdictsConfig(margin=self.verdict_margin, ratio_margin=self.verdict_ratio_margin,
-                              min_informative_share=self.verdict_min_informative_share)
-
-    @property
-    def curves(self) -> CurvesConfig:
-        """The ``curves.*`` section (the evaluate step's threshold grid)."""
-        return CurvesConfig(thresholds=self.curve_thresholds)
-
-    @property
-    def replicates(self) -> ReplicateConfig:
-        """``run.seeds`` and ``run.seed_mode``."""
-        return ReplicateConfig(seeds=self.seeds, seed_mode=self.seed_mode)
-
-    def replace(self, **changes: object) -> BenchmarkConfig:
-        """Return a copy with ``changes`` applied (and validated)."""
-        return dataclasses.replace(self, **changes)  # type: ignore[arg-type]
-
-    def as_dict(self) -> dict[str, object]:
-        """The configuration as a plain mapping (for ``run.json`` and tracking).
-
-        ``seeds`` and ``seed_mode`` appear only when ``seeds > 1``: a single replicate is the
-        run as it always was (the mode then changes nothing), and its record stays the same.
-        """
-        record = dataclasses.asdict(self)
-        record["curve_thresholds"] = list(self.curve_thresholds)  # as params.yaml spells it
-        record["verdict_ratio_margin"] = list(self.verdict_ratio_margin)
-        if self.seeds == 1:
-            del record["seeds"], record["seed_mode"]
-        return record
+    def with_params(self, changes: Mapping[str, object]) -> BenchmarkConfig:
+        """A copy with ``changes`` applied, each keyed by its ``params.yaml`` path
+        (``{"stats.n_resamples": 200, "run.jobs": 1}``) and validated by its section; an unknown
+        path is a :class:`ConfigError` naming it."""
+        grouped: dict[str, dict[str, object]] = {}
+        jobs = self.jobs
+        for path, value in changes.items():
+            if path not in PARAM_KEYS:
+                raise config_error(path, f"a known param ({', '.join(PARAM_KEYS)})", path)
+            section, key = PARAM_KEYS[path]
+            if key is None:
+                jobs = value  # type: ignore[assignment]
+            else:
+                grouped.setdefault(section, {})[key] = value
+        sections = {name: dataclasses.replace(getattr(self, name), **values)
+                    for name, values in grouped.items()}
+        return dataclasses.replace(self, jobs=jobs, **sections)
 
 
-def config_from_mapping(data: object, *, where: str) -> BenchmarkConfig:
-    """Build a :class:`BenchmarkConfig` from a parsed mapping, e.g. a ``params.yaml`` section.
+_SECTIONS: dict[str, type] = {
+    "mitigation": MitigationConfig, "models": ModelsConfig, "stats": StatsConfig,
+    "degenerate": DegenerateConfig, "verdicts": VerdictsConfig, "curves": CurvesConfig,
+    "replicates": ReplicateConfig,
+}
+"""The sections of :class:`BenchmarkConfig` and their records."""
 
-    ``where`` names the source (``"params.yaml: benchmark"``); errors read
-    ``<where>.<key>: expected ..., got ... (type)``.  Unknown keys are rejected.
-    """
-    if not isinstance(data, Mapping):
-        raise config_error(where, "a mapping", data)
-    fields = {f.name for f in dataclasses.fields(BenchmarkConfig)}
-    for key in data:
-        if key not in fields:
-            raise config_error(f"{where}.{key}", f"a known key ({', '.join(sorted(fields))})",
-                               key)
-    try:
-        return BenchmarkConfig(**{str(k): v for k, v in data.items()})
-    except ConfigError as exc:
-        raise ConfigError(str(exc).replace("config.", f"{where}.", 1)) from None
+_PARAMS_SECTION = {"replicates": "run"}
+"""The ``params.yaml`` section of a config section whose name differs (``run.seeds``)."""
 
+PARAM_KEYS: dict[str, tuple[str, str | None]] = {
+    **{f"{_PARAMS_SECTION.get(name, name)}.{f.name}": (name, f.name)
+       for name, kind in _SECTIONS.items() for f in dataclasses.fields(kind)},
+    "run.jobs": ("jobs", None),
+}
+"""``params.yaml`` key path -> (:class:`BenchmarkConfig` section, field), read off the records
+(``run.jobs`` is the config's own field), so adding a param is adding its field."""
 
-PARAM_KEYS: dict[str, str] = {
-    "mitigation.constraint": "constraint",
-    "mitigation.eps": "eps",
-    "mitigation.max_iter": "max_iter",
-    "models.decision_threshold": "decision_threshold",
-    "models.encoding": "encoding",
-    "stats.n_resamples": "n_resamples",
-    "stats.n_permutations": "n_permutations",
-    "stats.confidence": "confidence",
-    "stats.alpha": "alpha",
-    "stats.power": "power",
-    "stats.effect_margin": "effect_margin",
-    "stats.cost_margin": "cost_margin",
+_RECORD_NAMES: dict[str, str] = {
+    "mitigation.constraint": "constraint", "mitigation.eps": "eps",
+    "mitigation.max_iter": "max_iter", "models.decision_threshold": "decision_threshold",
+    "models.encoding": "encoding", "stats.n_resamples": "n_resamples",
+    "stats.n_permutations": "n_permutations", "stats.confidence": "confidence",
+    "stats.alpha": "alpha", "stats.power": "power", "stats.effect_margin": "effect_margin",
+    "stats.cost_margin": "cost_margin", "run.jobs": "jobs",
     "degenerate.min_selection_rate": "degenerate_min_selection_rate",
     "degenerate.max_selection_rate": "degenerate_max_selection_rate",
     "degenerate.balanced_accuracy_margin": "degenerate_balanced_accuracy_margin",
-    "verdicts.margin": "verdict_margin",
-    "verdicts.ratio_margin": "verdict_ratio_margin",
+    "run.seeds": "seeds", "run.seed_mode": "seed_mode", "curves.thresholds": "curve_thresholds",
+    "verdicts.margin": "verdict_margin", "verdicts.ratio_margin": "verdict_ratio_margin",
     "verdicts.min_informative_share": "verdict_min_informative_share",
-    "curves.thresholds": "curve_thresholds",
-    "run.jobs": "jobs",
-    "run.seeds": "seeds",
-    "run.seed_mode": "seed_mode",
 }
-"""``params.yaml`` key path -> :class:`BenchmarkConfig` field (one line per param)."""
+"""``run.json``'s flat name of each param, in the record's order (the names and order every
+committed ``run.json`` and params digest has; a new param records under its path)."""
+
+
+def param_value(config: BenchmarkConfig, path: str) -> object:
+    """The value of the ``params.yaml`` key ``path`` in ``config`` (lists as params.yaml
+    spells them)."""
+    section, key = PARAM_KEYS[path]
+    value = getattr(config, section) if key is None else getattr(getattr(config, section), key)
+    return list(value) if isinstance(value, tuple) else value
+
+
+def config_record(config: BenchmarkConfig) -> dict[str, object]:
+    """The config as ``run.json`` and tracking record it: one flat mapping, every param under
+    its record name (:data:`_RECORD_NAMES`; a param without one under its path).
+
+    ``seeds`` and ``seed_mode`` appear only when ``seeds > 1``: a single replicate is the run as
+    it always was (the mode then changes nothing), and its record stays the same.
+    """
+    names = {**_RECORD_NAMES, **{p: p for p in PARAM_KEYS if p not in _RECORD_NAMES}}
+    record = {names[path]: param_value(config, path) for path in names}
+    if config.replicates.seeds == 1:
+        del record["seeds"], record["seed_mode"]
+    return record
+
 
 _NULL_MEANS_DEFAULT = frozenset({"run.jobs", "run.scheduler"})
 
@@ -521,8 +479,9 @@ class ReportConfig:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Params:
-    """A validated ``params.yaml``: its audits (empty = every shipped audit), its text audits
-    (``text_audits``: the text stages' audits, :mod:`faircode.evaluate.text`) and the config."""
+    """A validated ``params.yaml``: its audits (empty = every shipped audit for ``faircode run``;
+    the pipeline runs exactly the listed ones), its text audits (``text_audits``: the text
+    stages' audits, :mod:`faircode.evaluate.text`) and the config."""
 
     audits: tuple[str, ...] = ()
     text_audits: tuple[str, ...] = ()
@@ -560,13 +519,10 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
     flat: dict[str, object] = {}
     execution: dict[str, object] = {}
     for section, body in data.items():
-        if section in lists:  # the grid's audits and the text audits (one foreach each)
-            if not isinstance(body, list):
+        if section in lists:  # the grid's audits and the text audits (either may be empty)
+            if not isinstance(body, list | None):
                 raise config_error(f"{where}: {section}", "a list of audit names", body)
-            if not body:  # DVC's foreach would run nothing, `faircode run` every audit
-                raise config_error(f"{where}: {section}", "a non-empty list of audit names",
-                                   body)
-            lists[section] = tuple(body)
+            lists[section] = tuple(body or ())
             continue
         if section == "report":
             report = ReportConfig.from_mapping(body, where=f"{where}: report")
@@ -586,25 +542,16 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
             if path in EXECUTION_KEYS:
                 execution[EXECUTION_KEYS[path]] = value
             else:
-                flat[PARAM_KEYS[path]] = value
+                flat[path] = value
     try:
         run = ExecutionConfig(**execution)  # type: ignore[arg-type]
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
-    field_to_path = {f: p for p, f in PARAM_KEYS.items()}
     try:
         return Params(audits=lists["audits"], text_audits=lists["text_audits"],
-                      config=BenchmarkConfig(**flat),  # type: ignore[arg-type]
-                      report=report, execution=run)
+                      config=BenchmarkConfig().with_params(flat), report=report, execution=run)
     except ConfigError as exc:
-        text = str(exc)
-        for name, path in field_to_path.items():
-            if text.startswith((f"config.{name}:", f"config.{name}[")):
-                text = f"{where}: {path}" + text[len(f"config.{name}"):]
-                break
-        else:
-            text = f"{where}: {text}"
-        raise ConfigError(text) from None
+        raise ConfigError(f"{where}: {exc}") from None
 
 
 def config_from_params(data: object, *, where: str = "params.yaml") -> BenchmarkConfig:
@@ -617,9 +564,9 @@ def load_params(path: Path, *, audits_dir: Path | None = None) -> Params:
 
     The file is read by :func:`faircode.core.schema.read_yaml` (bounded size, depth and alias
     expansion; UTF-8; merge keys); an empty document is an error.  With ``audits_dir`` (the
-    pipeline's check, ``check-params``) ``audits`` is required too, and every name must be an
-    audit folder there (``<audits_dir>/<name>/audit.yaml``): DVC's ``foreach`` runs exactly
-    these.
+    pipeline's check, ``check-params``) the two lists must name at least one audit between them
+    (a text audit alone, or grid audits alone, is a pipeline), and every name must be an audit
+    folder there (``<audits_dir>/<name>/audit.yaml``): the pipeline runs exactly these.
     """
     from faircode.core.schema import read_yaml
 
@@ -633,15 +580,15 @@ def load_params(path: Path, *, audits_dir: Path | None = None) -> Params:
                           "document")
     params = params_from_mapping(doc, where=where)
     if audits_dir is not None:
-        _check_audit_folders(params, doc, where=where, audits_dir=audits_dir)
+        _check_audit_folders(params, where=where, audits_dir=audits_dir)
     return params
 
 
-def _check_audit_folders(params: Params, doc: object, *, where: str, audits_dir: Path) -> None:
-    """Raise unless ``audits`` is present and each name is an audit folder of ``audits_dir``."""
-    if not isinstance(doc, Mapping) or "audits" not in doc:
-        raise ConfigError(f"{where}: audits: expected a non-empty list of audit names (the "
-                          "audits the pipeline runs), got nothing")
+def _check_audit_folders(params: Params, *, where: str, audits_dir: Path) -> None:
+    """Raise unless the lists name an audit and each name is an audit folder of ``audits_dir``."""
+    if not params.audits and not params.text_audits:
+        raise ConfigError(f"{where}: audits: expected a non-empty list of audit names, or text "
+                          "audits in text_audits (the audits the pipeline runs), got none")
     known = sorted(p.parent.name for p in audits_dir.glob("*/audit.yaml"))
     for key, names in (("audits", params.audits), ("text_audits", params.text_audits)):
         for i, name in enumerate(names):
@@ -684,19 +631,19 @@ def _check_number(
 
 def check_degenerate_bounds(
     *, min_selection_rate: float, max_selection_rate: float, balanced_accuracy_margin: float,
-    where: str = "config",
+    where: str = "degenerate",
 ) -> None:
     """Raise :class:`ConfigError` unless ``0 <= min < max <= 1`` and the margin is in [0, 0.5)."""
-    for key, value in (("degenerate_min_selection_rate", min_selection_rate),
-                       ("degenerate_max_selection_rate", max_selection_rate)):
+    for key, value in (("min_selection_rate", min_selection_rate),
+                       ("max_selection_rate", max_selection_rate)):
         if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
             raise config_error(f"{where}.{key}", "a number in [0, 1]", value)
     if not min_selection_rate < max_selection_rate:
-        raise config_error(f"{where}.degenerate_max_selection_rate",
-                           f"a number above degenerate_min_selection_rate "
+        raise config_error(f"{where}.max_selection_rate",
+                           f"a number above min_selection_rate "
                            f"({min_selection_rate:g})", max_selection_rate)
     margin = balanced_accuracy_margin
     if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 <= margin < 0.5:
-        raise config_error(f"{where}.degenerate_balanced_accuracy_margin", "a number in [0, 0.5)",
+        raise config_error(f"{where}.balanced_accuracy_margin", "a number in [0, 0.5)",
                            margin)
 

@@ -29,10 +29,10 @@ from typing import Any
 
 from faircode.core.errors import DataError, FaircodeError, describe
 from faircode.core.files import open_regular, read_json_object
+from faircode.core.layout import RUN_RECORD, run_record
 
-__all__ = ["RUN_JSON", "checked_run", "folder_digests", "sha256_file"]
+__all__ = ["checked_run", "folder_digests", "sha256_file"]
 
-RUN_JSON = "run.json"
 _CHUNK = 1 << 20
 _RUN_JSON_BYTES = 64 * 2**20
 
@@ -50,7 +50,7 @@ def folder_digests(folder: Path) -> dict[str, str]:
     """sha256 of every file of ``folder`` but ``run.json``, by path relative to it (sorted): what
     ``run.json`` records as ``files``."""
     return {p.relative_to(folder).as_posix(): sha256_file(p)
-            for p in sorted(folder.rglob("*")) if p.is_file() and p != folder / RUN_JSON}
+            for p in sorted(folder.rglob("*")) if p.is_file() and p != run_record(folder)}
 
 
 def checked_run(folder: Path, *, error: type[FaircodeError] = DataError) -> dict[str, Any]:
@@ -60,7 +60,7 @@ def checked_run(folder: Path, *, error: type[FaircodeError] = DataError) -> dict
     ``files`` mapping, a recorded file missing or with another sha256 (damaged, or another
     run's), or a file the record does not list (foreign).
     """
-    path = folder / RUN_JSON
+    path = run_record(folder)
     run = read_json_object(path, limit=_RUN_JSON_BYTES, error=error, what="run record")
     recorded = run.get("files")
     if not isinstance(recorded, dict) or not all(
@@ -71,15 +71,15 @@ def checked_run(folder: Path, *, error: type[FaircodeError] = DataError) -> dict
                if p.is_file() and p != path}
     for name, expected in recorded.items():
         if name not in present:
-            raise error(f"{folder / name}: expected the file {RUN_JSON} records (sha256 "
+            raise error(f"{folder / name}: expected the file {RUN_RECORD} records (sha256 "
                         f"{expected[:12]}...), got no such file")
         actual = sha256_file(present[name], error=error)
         if actual != expected:
-            raise error(f"{folder / name}: sha256: expected {expected} ({RUN_JSON}), got "
+            raise error(f"{folder / name}: sha256: expected {expected} ({RUN_RECORD}), got "
                         f"{actual}: the file is damaged or another run's; re-run the audit")
     foreign = sorted(set(present) - set(recorded))
     if foreign:
-        raise error(f"{folder / foreign[0]}: expected only the files {RUN_JSON} records, got a "
+        raise error(f"{folder / foreign[0]}: expected only the files {RUN_RECORD} records, got a "
                     f"file it does not list ({len(foreign)} such); move it out of the results "
                     "folder")
     return run

@@ -7,18 +7,32 @@ So a result is the same for any number of workers, backend, dispatch or completi
 
 :func:`child_seed` derives a child :class:`~numpy.random.SeedSequence` by *appending* a key to
 the parent's ``spawn_key`` without mutating it (unlike ``SeedSequence.spawn``).
+
+A key that stands for a named thing of a table (a metric, a comparison of strategies) is that
+thing's own key, never its position in the table: the things that existed before keys were
+named keep their explicit small keys (their former positions, so no number changed), and every
+thing added since takes :func:`name_stream` of its name, a key at or above :data:`NAMED` that no
+explicit key can reach.  This module imports numpy only when a seed sequence is made, so the
+tables that hold such keys (:mod:`faircode.core.cells`, :mod:`faircode.core.metrics`) stay
+import-light.
 """
 
 from __future__ import annotations
 
+import hashlib
 import numbers
 from enum import IntEnum
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from faircode.core.errors import describe
 
-__all__ = ["Stream", "child_seed", "replicate_seed"]
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["NAMED", "Stream", "child_seed", "name_stream", "replicate_seed"]
+
+NAMED = 1 << 32
+"""The smallest key :func:`name_stream` gives; explicit keys of a table lie below it."""
 
 
 class Stream(IntEnum):
@@ -43,7 +57,6 @@ class Stream(IntEnum):
     never a system's position, so every system is resampled with the same draws."""
 
 
-
 def child_seed(seed: int | np.random.SeedSequence, *key: int) -> np.random.SeedSequence:
     """Return the child seed sequence of ``seed`` at ``key`` (appended to its spawn key).
 
@@ -56,6 +69,8 @@ def child_seed(seed: int | np.random.SeedSequence, *key: int) -> np.random.SeedS
             raise ValueError(
                 f"child_seed: key[{position}]: expected a non-negative int, got {describe(part)}"
             )
+    import numpy as np  # here, not at import: the seed tables stay import-light
+
     extra = tuple(int(part) for part in key)
     if isinstance(seed, np.random.SeedSequence):
         return np.random.SeedSequence(
@@ -67,6 +82,13 @@ def child_seed(seed: int | np.random.SeedSequence, *key: int) -> np.random.SeedS
         )
     return np.random.SeedSequence(int(seed), spawn_key=extra)
 
+
+def name_stream(name: str) -> int:
+    """The stream key of a named thing: :data:`NAMED` plus the first 32 bits of the SHA-256 of
+    ``name`` (UTF-8), so the same name gives the same key on every machine and run."""
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name_stream: name: expected a non-empty str, got {describe(name)}")
+    return NAMED + int.from_bytes(hashlib.sha256(name.encode()).digest()[:4], "big")
 
 
 def replicate_seed(master: int, replicate: int) -> int:

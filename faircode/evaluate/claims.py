@@ -44,14 +44,13 @@ import numpy as np
 import pandas as pd
 
 from faircode.core.config import VerdictsConfig
-from faircode.evaluate.combine import EFFECT_KEYS, GAP_KEYS, margins_of
+from faircode.core.metrics import metric_info, no_gap
+from faircode.evaluate.combine import EFFECT_KEYS, GAP_KEYS
 from faircode.evaluate.effects import EFFECT_COLUMNS, SAME_TEST, effect_q_values
 from faircode.stats.metrics import FAIRNESS_COLUMNS, audit_q_values
 from faircode.stats.operating import DEGENERATE_NOTE
 from faircode.stats.resampling import benjamini_hochberg
 from faircode.stats.verdicts import (
-    MAGNITUDE_METRIC,
-    RATIO_METRIC,
     Evidence,
     Margins,
     effect_verdicts,
@@ -59,7 +58,9 @@ from faircode.stats.verdicts import (
     gap_claims,
     gap_verdicts,
     interval_evidence,
+    margins_of,
     max_abs_claims,
+    scale_of,
 )
 
 __all__ = ["REP0_COLUMNS", "VERDICT_COLUMNS", "effect_claims_table", "effect_columns",
@@ -137,7 +138,7 @@ def _row_evidence(table: pd.DataFrame, combined: pd.DataFrame | None, keys: tupl
         rows, own = lookup.reindex(index), ~index.isin(lookup.index)
     for name in dict.fromkeys(metric):
         scale = "effect" if effect else name
-        if scale == MAGNITUDE_METRIC:
+        if scale_of(scale) == "max_abs":
             continue
         mine = metric == name
         idx = np.flatnonzero(mine & own)
@@ -149,7 +150,7 @@ def _row_evidence(table: pd.DataFrame, combined: pd.DataFrame | None, keys: tupl
         if rows is not None:
             idx = np.flatnonzero(mine & ~own)
             with np.errstate(divide="ignore", invalid="ignore"):
-                est[idx] = np.log(value[idx]) if scale == RATIO_METRIC else value[idx]
+                est[idx] = np.log(value[idx]) if scale_of(scale) == "log_ratio" else value[idx]
             for out, column in ((se_low, "se_low"), (se_high, "se_high"),
                                 (df_low, "df_low"), (df_high, "df_high")):
                 out[idx] = rows[column].to_numpy(dtype=float)[idx]
@@ -187,8 +188,9 @@ def _claims_by_metric(table: pd.DataFrame, ev: Evidence, names: np.ndarray, *,
     p_eq, bound = np.full(len(table), np.nan), np.full(len(table), np.nan)
     for name in dict.fromkeys(names):
         idx = np.flatnonzero(names == name)
-        if name == MAGNITUDE_METRIC:
-            parts = [_component(table, ev, idx, c, keys) for c in ("tpr_gap", "fpr_gap")]
+        if scale_of(str(name)) == "max_abs":
+            parts = [_component(table, ev, idx, c.value, keys)
+                     for c in metric_info(str(name)).components]
             claims = max_abs_claims(*parts, confidence=confidence, alpha=alpha,
                                     margins=margins, level=level)
         elif str(name).startswith("effect:"):
@@ -266,7 +268,7 @@ def gap_claims_table(fairness: pd.DataFrame, intersectional: pd.DataFrame, *,
     tested = table.assign(p_value=np.where(bad, np.nan, table["p_value"].to_numpy(dtype=float)))
     tested, intersectional = audit_q_values(tested, intersectional, alpha=alpha)
     table["q_value"], table["significant"] = tested["q_value"], tested["significant"]
-    null = np.where(table["metric"].to_numpy(dtype=str) == RATIO_METRIC, 1.0, 0.0)
+    null = np.array([no_gap(m) for m in table["metric"].to_numpy(dtype=str)], dtype=float)
     table["verdict"] = gap_verdicts(
         informative=~bad, gap=table["significant"].to_numpy(dtype=bool) & _excludes(table, null),
         parity=np.nan_to_num(q_eq, nan=1.0) < alpha)

@@ -43,16 +43,17 @@ import numpy as np
 import pandas as pd
 
 from faircode.core.config import VerdictsConfig
+from faircode.core.metrics import METRIC_TABLE, metric_info, no_gap
 from faircode.stats.operating import DEGENERATE_NOTE
 from faircode.stats.replicates import Combined, replicate_evidence, required_informative
 from faircode.stats.verdicts import (
-    MAGNITUDE_METRIC,
-    RATIO_METRIC,
     Evidence,
     GapClaims,
     Margins,
     gap_claims,
+    margins_of,
     max_abs_claims,
+    scale_of,
 )
 
 __all__ = [
@@ -63,7 +64,6 @@ __all__ = [
     "Replicated",
     "combine_effects",
     "combine_gaps",
-    "margins_of",
     "replicated",
 ]
 
@@ -91,12 +91,8 @@ METHODS = {"difference": "random_effects_t", "log_ratio": "random_effects_t_log"
            "max_abs": "random_effects_t_max_abs"}
 """``ci_method`` of a K-replicate interval, by the metric's test scale."""
 UNDEFINED = ("insufficient_data", "undefined_advantaged_rate_zero", "not_run")
-_COMPONENTS = ("tpr_gap", "fpr_gap")
-
-
-def margins_of(verdicts: VerdictsConfig) -> Margins:
-    """The :class:`~faircode.stats.verdicts.Margins` of the ``verdicts.*`` params."""
-    return Margins(difference=verdicts.margin, ratio=verdicts.ratio_margin)
+_COMPONENTS = tuple(dict.fromkeys(c.value for m in METRIC_TABLE for c in m.components))
+"""The names a magnitude's note may carry (its larger component): replaced by the combined one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +154,8 @@ def combine_gaps(tables: Sequence[pd.DataFrame], *, audit: str, seed_mode: str,
     out = _Columns.empty(len(metric))
     combined: dict[int, Evidence] = {}
     for name in dict.fromkeys(metric):
-        if name == MAGNITUDE_METRIC:
+        scale = scale_of(name)
+        if scale == "max_abs":
             continue
         idx = np.flatnonzero(metric == name)
         comb = replicate_evidence(name, rows.value[idx], rows.low[idx], rows.high[idx],
@@ -166,13 +163,13 @@ def combine_gaps(tables: Sequence[pd.DataFrame], *, audit: str, seed_mode: str,
                                   confidence=confidence)
         out.fill(idx, gap_claims(name, comb.evidence, confidence=confidence, alpha=alpha,
                                  margins=margins), comb,
-                 METHODS["log_ratio" if name == RATIO_METRIC else "difference"])
+                 METHODS[scale])
         combined.update({int(i): _row(comb, j) for j, i in enumerate(idx)})
     _combine_magnitudes(rows, out, combined, confidence=confidence, alpha=alpha,
                         margins=margins)
     return _frame(rows, out, audit=audit, keys=GAP_KEYS, seed_mode=seed_mode,
                   fraction=fraction, verdicts=verdicts, null=_nulls(metric),
-                  signed=metric != MAGNITUDE_METRIC)
+                  signed=np.array([scale_of(m) != "max_abs" for m in metric], dtype=bool))
 
 
 def combine_effects(tables: Sequence[pd.DataFrame], *, audit: str, seed_mode: str,
@@ -245,12 +242,15 @@ def _row(comb: Combined, j: int) -> Evidence:
 
 def _combine_magnitudes(rows: Replicated, out: _Columns, combined: dict[int, Evidence], *,
                         confidence: float, alpha: float, margins: Margins) -> None:
-    """Equalized odds from the combined ``tpr_gap`` and ``fpr_gap`` of its cell x attribute."""
+    """Equalized odds from the combined ``tpr_gap`` and ``fpr_gap`` of its cell x attribute (a
+    magnitude from its two signed components)."""
     keys = rows.keys
     position = {tuple(r): i for i, r in enumerate(keys.itertuples(index=False, name=None))}
-    for i in np.flatnonzero(keys["metric"].to_numpy(dtype=str) == MAGNITUDE_METRIC):
+    metric = keys["metric"].to_numpy(dtype=str)
+    for i in np.flatnonzero([scale_of(m) == "max_abs" for m in metric]):
         head = tuple(keys.iloc[i])[:-1]
-        t, f = (combined.get(position.get((*head, c), -1)) for c in _COMPONENTS)
+        parts = tuple(c.value for c in metric_info(metric[i]).components)
+        t, f = (combined.get(position.get((*head, c), -1)) for c in parts)
         if t is None or f is None:
             continue  # a table without the signed components: nothing to combine from
         claims = max_abs_claims(t, f, confidence=confidence, alpha=alpha, margins=margins)
@@ -260,11 +260,11 @@ def _combine_magnitudes(rows: Replicated, out: _Columns, combined: dict[int, Evi
         if own.sum() >= 2:
             out.sd_between[i] = float(np.std(rows.value[i][own], ddof=1))
         if np.isfinite(claims.value[0]):
-            out.larger[i] = "tpr_gap" if abs(t.estimate[0]) >= abs(f.estimate[0]) else "fpr_gap"
+            out.larger[i] = parts[0] if abs(t.estimate[0]) >= abs(f.estimate[0]) else parts[1]
 
 
 def _nulls(metric: np.ndarray) -> np.ndarray:
-    return np.where(metric == RATIO_METRIC, 1.0, 0.0)
+    return np.array([no_gap(m) for m in metric], dtype=float)
 
 
 def _frame(rows: Replicated, out: _Columns, *, audit: str, keys: Sequence[str], seed_mode: str,

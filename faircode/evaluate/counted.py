@@ -29,6 +29,7 @@ import numpy as np
 from faircode.audit.decision import Cutoff, DecisionRule
 from faircode.audit.manifest import ProtectedAttribute
 from faircode.core.config import DegenerateConfig, StatsConfig
+from faircode.core.metrics import Metric
 from faircode.core.seeds import Stream, child_seed
 from faircode.evaluate.detail import (
     bin_counts,
@@ -218,7 +219,8 @@ def _add_power(fairness: list[dict[str, Any]], intersectional: list[dict[str, An
     rows = [*fairness, *intersectional]
     if not rows:
         return
-    metrics = [r["metric"] for r in fairness] + ["demographic_parity_diff"] * len(intersectional)
+    metrics = [r["metric"] for r in fairness] + [Metric.DEMOGRAPHIC_PARITY.value] * len(
+        intersectional)  # an intersectional gap is a parity gap
     values = [r["value"] for r in fairness] + [r["gap"] for r in intersectional]
     counts_d, counts_a = [], []
     for row in rows:

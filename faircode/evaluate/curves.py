@@ -37,7 +37,8 @@ import numpy as np
 import pandas as pd
 
 from faircode.audit.prepared import PreparedAudit
-from faircode.core.cells import STRATEGY_CODES, ModelFamily, Strategy, position
+from faircode.core.cells import CUTOFF_STRATEGIES, STRATEGY_CODES, ModelFamily, Strategy, position
+from faircode.core.metrics import Metric
 from faircode.core.seeds import Stream, child_seed
 from faircode.evaluate.score import CellResult
 from faircode.stats import clusters
@@ -51,11 +52,8 @@ POINTS: tuple[str, ...] = get_args(Point)
 CURVES_COLUMNS: tuple[str, ...] = ("audit", "strategy", "model", *CURVE_COLUMNS, "point")
 """Columns of ``results/<audit>/curves.csv``."""
 
-PLOT_METRIC = "demographic_parity_diff"
+PLOT_METRIC: str = Metric.DEMOGRAPHIC_PARITY.value
 """The metric of the DVC plot view (:func:`curve_plot`), on the first protected attribute."""
-
-CURVE_STRATEGIES = (Strategy.BASELINE, Strategy.UNAWARENESS, Strategy.UNAWARENESS_PROXY_REMOVAL)
-"""The deterministic strategies: decided by a threshold on their score, hence a curve."""
 
 
 def audit_curves(
@@ -162,7 +160,7 @@ def curve_plot(curves: pd.DataFrame | None, *, attribute: str | None = None) -> 
     ...; every cell of the grid, empty where one has no curve) holding :data:`PLOT_METRIC` of
     ``attribute`` (default the table's first attribute), one row per threshold (the grid and
     the declared cutoff, ascending).  Header only for ``None`` or an empty table."""
-    columns = [f"{STRATEGY_CODES[s]} {m.value}" for s in CURVE_STRATEGIES for m in ModelFamily]
+    columns = [f"{STRATEGY_CODES[s]} {m.value}" for s in CUTOFF_STRATEGIES for m in ModelFamily]
     if curves is None or curves.empty:
         return pd.DataFrame(columns=["threshold", *columns])
     fair = curves[curves["protected_attribute"].astype(str) != ""]

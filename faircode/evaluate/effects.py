@@ -4,12 +4,13 @@ From the scored cells of one replicate (their oriented test decisions,
 :attr:`faircode.evaluate.score.CellResult.decided`), :func:`score_effects` computes, for every
 model family x protected attribute x effect metric
 (:data:`faircode.stats.paired.EFFECT_METRICS`: the eight fairness metrics, then accuracy and
-balanced accuracy), the paired effect of each comparison of :data:`COMPARISONS` -- every
-mitigated strategy against S0 (S1-S4 vs S0) and the residual floor, S3 and S4 against S2 --
+balanced accuracy), the paired effect of each comparison of :data:`COMPARISONS` (each
+strategy's ``against`` in :data:`faircode.core.cells.STRATEGY_TABLE`: every mitigated strategy
+against S0, S1-S4 vs S0, and the residual floor, S3 and S4 against S2) --
 with :func:`faircode.stats.paired.paired_comparisons`: ``Δ = |gap_A| − |gap_B|`` (fairness;
 negative = A closer to parity) or ``A − B`` (accuracy, balanced accuracy), its paired interval,
 the test of ``Δ = 0`` that inverts it, the equivalence test at the metric's margin, the swap
-test of exchangeable decisions, the verdict (:mod:`faircode.stats.effect_verdicts`), both
+test of exchangeable decisions, the verdict (:func:`faircode.stats.verdicts.effect_verdicts`), both
 strategies' own values, the sizes and the design effect.  That is ``effects.csv`` at K = 1.
 With training replicates each replicate's effects are combined into one estimate per row
 (:func:`faircode.evaluate.combine.combine_effects`, ``effects_stability.csv``), the number
@@ -17,7 +18,8 @@ With training replicates each replicate's effects are combined into one estimate
 
 Design decisions
 ----------------
-* **Seeds by comparison, not by grid cell**: comparison ``c`` (index in :data:`COMPARISONS`) of
+* **Seeds by comparison, not by grid cell**: comparison ``c`` (its own seed key
+  :attr:`~faircode.core.cells.Comparison.stream`, never its place in :data:`COMPARISONS`) of
   family ``m`` on attribute ``a`` draws from ``child_seed(master, Stream.EFFECTS, c, m, a)``,
   ``master`` the replicate's master seed (:func:`faircode.core.seeds.replicate_seed`), so
   replicate 0 (``effects.csv``) is the same whatever ``run.seeds`` is and no number depends on
@@ -29,9 +31,11 @@ Design decisions
   (an effect is a different question from a gap); the equivalence p-values another, the swap
   p-values a third.  ``tpr_gap``'s effect is equal opportunity's -- the same distance, so the
   same ``Δ``, the same draws and the same p-values -- and is counted once: it is left out of
-  ``m`` and takes ``equal_opportunity_diff``'s q.  ``significant`` is ``q_value < alpha`` *and*
-  the interval excluding 0 (a test that inverts the interval at ``1 − alpha`` already implies
-  the second; at another ``stats.confidence`` the interval still has the last word).
+  ``m`` and takes ``equal_opportunity_diff``'s q (:data:`SAME_TEST`, each metric's
+  ``same_value`` in :data:`faircode.core.metrics.METRIC_TABLE`).  ``significant`` is
+  ``q_value < alpha`` *and* the interval excluding 0 (a test that inverts the interval at
+  ``1 − alpha`` already implies the second; at another ``stats.confidence`` the interval still
+  has the last word).
 * **Margins** (``stats.effect_margin`` for the fairness effects, a change of distance from
   parity -- for disparate impact of ``|ratio − 1|`` --, ``stats.cost_margin`` for accuracy and
   balanced accuracy): ``equivalence_margin`` says which one a row was tested at.
@@ -54,12 +58,12 @@ import numpy as np
 import pandas as pd
 
 from faircode.audit.prepared import PreparedAudit
-from faircode.core.cells import STRATEGY_CODES, ModelFamily, Strategy
+from faircode.core.cells import COMPARISONS, ModelFamily, strategy_info
 from faircode.core.config import StatsConfig
 from faircode.core.errors import DataError
+from faircode.core.metrics import METRIC_TABLE
 from faircode.core.seeds import Stream, child_seed
 from faircode.evaluate.score import CellResult
-from faircode.stats.effect_verdicts import effect_verdicts
 from faircode.stats.operating import DEGENERATE_NOTE
 from faircode.stats.paired import (
     EFFECT_METRICS,
@@ -70,6 +74,7 @@ from faircode.stats.paired import (
     paired_comparisons,
 )
 from faircode.stats.resampling import benjamini_hochberg
+from faircode.stats.verdicts import effect_verdicts
 
 __all__ = [
     "COMPARISONS",
@@ -83,19 +88,11 @@ __all__ = [
     "score_effects",
 ]
 
-S = Strategy
-COMPARISONS: tuple[tuple[Strategy, Strategy], ...] = (
-    (S.UNAWARENESS, S.BASELINE), (S.UNAWARENESS_PROXY_REMOVAL, S.BASELINE),
-    (S.IN_PROCESSING, S.BASELINE), (S.POST_PROCESSING, S.BASELINE),
-    (S.IN_PROCESSING, S.UNAWARENESS_PROXY_REMOVAL),
-    (S.POST_PROCESSING, S.UNAWARENESS_PROXY_REMOVAL),
-)
-"""``(strategy, reference)`` in result (and seed-key) order: S1-S4 vs S0, then S3, S4 vs S2."""
-
 NOT_RUN_NOTE = "not_run"
 """The note of a comparison one of whose cells was skipped by the fit step."""
 
-SAME_TEST: dict[str, str] = {"tpr_gap": "equal_opportunity_diff"}
+SAME_TEST: dict[str, str] = {m.name: m.same_value.value for m in METRIC_TABLE
+                             if m.same_value is not None}
 """An effect whose test is another's (same Δ, same draws): counted once, through its twin."""
 
 KEYS = ("strategy", "reference", "model", "protected_attribute", "metric")
@@ -120,7 +117,7 @@ def effect_margins(stats: StatsConfig) -> dict[str, float]:
 
 def comparison_code(strategy: str, reference: str) -> str:
     """``S3-S2`` for ``in_processing`` against ``unawareness_proxy_removal``."""
-    return f"{STRATEGY_CODES[Strategy(strategy)]}-{STRATEGY_CODES[Strategy(reference)]}"
+    return f"{strategy_info(strategy).code}-{strategy_info(reference).code}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +173,8 @@ def score_effects(
     notes: list[str] = []
     masks: list[np.ndarray] = []
     todo: list[Comparison] = []
-    for c, (strategy, reference) in enumerate(COMPARISONS):
+    for comparison in COMPARISONS:
+        strategy, reference = comparison.strategy, comparison.reference
         for family in families:
             m = list(ModelFamily).index(family)
             a, b = cells.get((strategy.value, family.value)), cells.get((reference.value,
@@ -196,7 +194,8 @@ def score_effects(
                                     f"{reference.value} ({family.value}) were scored on "
                                     "different test rows")
                 todo.append(Comparison(a.decided.y_fav, a.decided.yhat_fav, b.decided.yhat_fav,
-                                       mask, child_seed(seed, Stream.EFFECTS, c, m, k), units))
+                                       mask, child_seed(seed, Stream.EFFECTS, comparison.stream,
+                                                        m, k), units))
     done = iter(paired_comparisons(todo, n_resamples=stats.n_resamples,
                                    n_permutations=stats.n_permutations,
                                    confidence=stats.confidence, margins=margins))
@@ -243,7 +242,7 @@ def effect_q_values(table: pd.DataFrame, *, alpha: float) -> pd.DataFrame:
     Each of ``p_value``, ``equivalence_p_value`` and ``swap_p_value`` is its own family: every
     non-NaN p whose metric is not in :data:`SAME_TEST`; such a metric takes its twin's q (same
     strategy, reference, model and attribute).  ``significant`` is ``q_value < alpha`` with an
-    interval excluding 0; ``verdict`` is :func:`faircode.stats.effect_verdicts.effect_verdicts`
+    interval excluding 0; ``verdict`` is :func:`faircode.stats.verdicts.effect_verdicts`
     (equivalent: ``equivalence_q_value < alpha``; informative: a defined value without the
     notes of a skipped or degenerate cell).
     """

@@ -3,12 +3,12 @@
 A manifest's ``system.decision: outcome`` declares that the audited decision is the data's own
 outcome (an employer's callback, a lender's denial): there is no separate ground truth to check it
 against.  Such a row set is scored on what decisions alone can show -- selection rates, the parity
-gap and disparate impact (:data:`faircode.core.cells.DECISION_METRICS`), the intersectional cells
-and the gap within declared strata, each with its interval and test -- and every number that
+gap and disparate impact (:data:`faircode.core.metrics.DECISION_METRICS`), the intersectional
+cells and the gap within declared strata, each with its interval and test -- and every number that
 compares the decision with a ground truth (the error-rate gaps, equalized odds, predictive parity,
 accuracy equality; accuracy, AUC, F1, balanced accuracy and the majority-class baseline; the
 per-group TPR, FPR, FNR, PPV, NPV and accuracy) is *not applicable*: NaN with the note
-:data:`~faircode.core.cells.NOT_APPLICABLE`, by design -- never an error and never 0 (computed on
+:data:`~faircode.core.metrics.NOT_APPLICABLE`, by design -- never an error and never 0 (computed on
 the decision as its own truth, each would read as a perfect 1 or a perfect 0).
 
 :func:`mark_not_applicable` rewrites a scored row set's rows in place; the p-values it blanks are
@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from faircode.core.cells import DECISION_METRICS, NOT_APPLICABLE
+from faircode.core.metrics import DECISION_METRICS, NOT_APPLICABLE
 
 __all__ = ["GROUND_TRUTH_PERFORMANCE", "GROUND_TRUTH_RATES", "mark_not_applicable"]
 

@@ -46,9 +46,10 @@ from typing import Any
 
 from faircode.audit.decision import resolve_rule
 from faircode.audit.manifest import Manifest
-from faircode.core.config import BenchmarkConfig
+from faircode.core.config import BenchmarkConfig, config_record
 from faircode.core.digests import checked_run, folder_digests
 from faircode.core.errors import FaircodeError
+from faircode.core.layout import run_record
 
 __all__ = [
     "CODE",
@@ -111,11 +112,11 @@ def inputs_key(
     versions (``provenance()["versions"]``); ``numerics`` the kernels this process computes with
     (:func:`faircode.core.numerics.configuration`: numbers of other kernels are not these).
     """
-    rule = resolve_rule(manifest.decision, default_threshold=config.decision_threshold)
+    rule = resolve_rule(manifest.decision, default_threshold=config.models.decision_threshold)
     reads = {"rule": rule.as_dict(), "stats": dataclasses.asdict(config.stats),
              "degenerate": dataclasses.asdict(config.degenerate),
              "replicates": dataclasses.asdict(config.replicates),
-             "curves": list(config.curve_thresholds), "versions": dict(versions),
+             "curves": list(config.curves.thresholds), "versions": dict(versions),
              **({"numerics": dict(numerics)} if numerics else {})}
     h = hashlib.sha256(b"faircode-evaluate-inputs-v1\0")
     h.update(json.dumps(reads, sort_keys=True, default=str).encode() + b"\0")
@@ -131,7 +132,7 @@ def inputs_key(
 def reusable(folder: Path, *, key: str, outputs: Iterable[Path] = ()) -> dict[str, Any] | None:
     """``folder``'s ``run.json`` if it records ``key``, the folder holds exactly the ``files``
     it records (names and sha256) and ``outputs`` exist; else None."""
-    if not (folder / "run.json").is_file():
+    if not run_record(folder).is_file():
         return None
     try:
         run = checked_run(folder)
@@ -146,10 +147,10 @@ def refresh_record(folder: Path, run: Mapping[str, Any], *, config: BenchmarkCon
                    provenance_record: Mapping[str, Any]) -> None:
     """Replace ``folder/run.json`` by ``run`` with the current config and provenance, in one
     rename (written first in a hidden sibling folder, which readers and git ignore)."""
-    record = {**run, "config": config.as_dict(), **provenance_record}
+    record = {**run, "config": config_record(config), **provenance_record}
     staging = folder.parent / f".{folder.name}.refresh"
     staging.mkdir(exist_ok=True)
-    temporary = staging / "run.json"
+    temporary = run_record(staging)
     temporary.write_text(json.dumps(record, indent=2) + "\n")
-    os.replace(temporary, folder / "run.json")
+    os.replace(temporary, run_record(folder))
     staging.rmdir()

@@ -47,13 +47,14 @@ from typing import Any
 
 import pandas as pd
 
-from faircode.core.cells import FAMILY_CODES, STRATEGY_TITLES, strategy_code
+from faircode.core.cells import FAMILY_CODES, STRATEGY_TABLE, STRATEGY_TITLES, strategy_code
+from faircode.core.metrics import Metric
 from faircode.evaluate.tables import AuditResults
 
 __all__ = ["HEADLINE_KEYS", "HEADLINE_METRIC", "STRATEGY_PLOT_FIELDS", "headline",
            "strategy_plot", "summary", "unavailable_headline", "unavailable_summary"]
 
-HEADLINE_METRIC = "demographic_parity_diff"
+HEADLINE_METRIC: str = Metric.DEMOGRAPHIC_PARITY.value
 """The fairness metric of the DVC views (``dp_diff``): the benchmark's headline gap."""
 
 STRATEGY_PLOT_FIELDS: tuple[str, ...] = (
@@ -62,8 +63,9 @@ STRATEGY_PLOT_FIELDS: tuple[str, ...] = (
 """The fields of each record of :func:`strategy_plot` (the template reads them by name)."""
 
 
-HEADLINE_KEYS: tuple[str, ...] = ("attr", "dp.S0", "dp.S1", "dp.S2", "dp.S3", "dp.S4")
-"""The flattened keys of every headline file (:func:`headline`), in DVC's (sorted) order."""
+HEADLINE_KEYS: tuple[str, ...] = ("attr", *(f"dp.{s.code}" for s in STRATEGY_TABLE))
+"""The flattened keys of every headline file (:func:`headline`): ``attr``, then one per strategy
+(``dp.S0`` ...) in the table's order."""
 
 
 def unavailable_summary(audit: str) -> dict[str, Any]:
@@ -73,7 +75,7 @@ def unavailable_summary(audit: str) -> dict[str, Any]:
 
 def unavailable_headline() -> dict[str, Any]:
     """The headline of an audit without data: its keys, every value null."""
-    return {"attr": None, "dp": {f"S{k}": None for k in range(5)}}
+    return {"attr": None, "dp": {s.code: None for s in STRATEGY_TABLE}}
 
 
 def _cell_means(results: AuditResults, metric: str, attribute: str) -> pd.Series:
@@ -94,7 +96,8 @@ def headline(results: AuditResults) -> dict[str, Any]:
     if not attributes:
         return unavailable_headline()
     dp = _cell_means(results, HEADLINE_METRIC, attributes[0])
-    return {"attr": attributes[0], "dp": {f"S{k}": _rounded(dp.get(f"S{k}")) for k in range(5)}}
+    return {"attr": attributes[0],
+            "dp": {s.code: _rounded(dp.get(s.code)) for s in STRATEGY_TABLE}}
 
 
 def _rounded(value: object) -> float | None:

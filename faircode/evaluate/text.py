@@ -48,7 +48,8 @@ import pandas as pd
 from faircode.audit.manifest import repository_root
 from faircode.audit.text_data import TextPayloads
 from faircode.audit.text_manifest import TextManifest, TextSystemSpec
-from faircode.core.config import BenchmarkConfig, StatsConfig
+from faircode.core.config import BenchmarkConfig, StatsConfig, config_record
+from faircode.core.layout import TEXT_RUN, TEXT_TABLES, run_record, table_path
 from faircode.core.seeds import Stream, child_seed
 from faircode.evaluate.reuse import folder_digests
 from faircode.evaluate.swap import replacing
@@ -61,20 +62,18 @@ from faircode.evaluate.text_tables import (
     operating_table,
     term_table,
 )
+from faircode.evaluate.write import check_replaceable
 from faircode.provenance.state import params_digest
 from faircode.stats.resampling import benjamini_hochberg
 from faircode.stats.subgroup_auc import unit_weights
 
-__all__ = ["TEXT_TABLES", "TextResults", "add_q_values", "evaluate_text", "points_of",
-           "write_text_audit"]
-
-TEXT_TABLES = ("flips", "ctf", "terms", "auc", "operating_points")
-"""The tables of a text audit's ``results/<audit>/`` (each ``<name>.csv``)."""
+__all__ = ["TextResults", "add_q_values", "evaluate_text", "points_of", "write_text_audit"]
 
 
 @dataclass(frozen=True, slots=True)
 class TextResults:
-    """The five tables of a text audit (:data:`TEXT_TABLES`) and each system's points."""
+    """The five tables of a text audit (:data:`faircode.core.layout.TEXT_TABLES`) and each
+    system's points."""
 
     flips: pd.DataFrame
     ctf: pd.DataFrame
@@ -173,18 +172,21 @@ def _relative(file: Path) -> str:
 def write_text_audit(manifest: TextManifest, payloads: TextPayloads, results: TextResults, *,
                      systems: Mapping[str, Mapping[str, str]], config: BenchmarkConfig,
                      out_dir: Path, provenance_record: Mapping[str, Any]) -> Path:
-    """Write ``<out_dir>/<audit>/`` (the :data:`TEXT_TABLES` and ``run.json``) whole, swapped in
-    in one step (:func:`faircode.evaluate.swap.replacing`); return the folder.
+    """Write ``<out_dir>/<audit>/`` (the :data:`~faircode.core.layout.TEXT_TABLES` and
+    ``run.json``) whole, swapped in in one step (:func:`faircode.evaluate.swap.replacing`);
+    return the folder.  A target that is not a folder of a text audit's results of the same
+    audit is refused first (:func:`faircode.evaluate.write.check_replaceable`).
 
     ``systems`` maps each system to what ``run.json`` records of it (title, package, version).
     """
     final = out_dir / manifest.name
+    check_replaceable(final, audit=manifest.name, kind=TEXT_RUN)
     sentences = payloads.sentences
     with replacing(final) as staging:
         for name in TEXT_TABLES:
-            getattr(results, name).to_csv(staging / f"{name}.csv", index=False)
+            getattr(results, name).to_csv(table_path(staging, name), index=False)
         run = {
-            "audit": manifest.name, "kind": "text", "title": manifest.title,
+            "audit": manifest.name, "kind": TEXT_RUN, "title": manifest.title,
             "manifest": _relative(manifest.file),
             "manifest_sha256": hashlib.sha256(manifest.file.read_bytes()).hexdigest(),
             "axes_files": {f.declared_path: f.sha256 for f in (manifest.axes, manifest.name_axes)
@@ -204,11 +206,11 @@ def write_text_audit(manifest: TextManifest, payloads: TextPayloads, results: Te
             "systems": {name: dict(info) for name, info in systems.items()},
             "operating_points": {name: [p.label() for p in chosen]
                                  for name, chosen in results.points.items()},
-            "config": config.as_dict(),
+            "config": config_record(config),
             **provenance_record,
             "state": {**provenance_record.get("state", {}),
-                      "params_sha256": params_digest(config.as_dict())},
+                      "params_sha256": params_digest(config_record(config))},
             "files": folder_digests(staging),
         }
-        (staging / "run.json").write_text(json.dumps(run, indent=2) + "\n")
+        run_record(staging).write_text(json.dumps(run, indent=2) + "\n")
     return final

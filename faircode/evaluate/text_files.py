@@ -23,6 +23,7 @@ import pandas as pd
 from faircode.audit.score_files import ScorePairs, read_score_files
 from faircode.core.config import StatsConfig
 from faircode.core.errors import ConfigError, DataError
+from faircode.core.layout import COUNTERFACTUAL_SCORES_RUN, folder_kind, run_record, table_path
 from faircode.evaluate.reuse import folder_digests
 from faircode.evaluate.swap import replacing
 from faircode.evaluate.text import add_q_values
@@ -30,7 +31,7 @@ from faircode.evaluate.text_tables import Point, counterfactual_tables
 
 __all__ = ["FLIPS_KIND", "FlipTables", "audit_flips", "score_pairs_tables", "write_flips"]
 
-FLIPS_KIND = "counterfactual_scores"
+FLIPS_KIND = COUNTERFACTUAL_SCORES_RUN
 """``run.json``'s ``kind`` in a folder :func:`write_flips` wrote."""
 
 
@@ -90,12 +91,7 @@ def _check_out(out: Path) -> None:
     entries = [p.name for p in out.iterdir()]
     if not entries:
         return
-    run = out / "run.json"
-    try:
-        ours = run.is_file() and json.loads(run.read_text()).get("kind") == FLIPS_KIND
-    except (OSError, ValueError):
-        ours = False
-    if not ours:
+    if folder_kind(out) != FLIPS_KIND:
         raise DataError(f"{out}: --out: expected a new folder or one faircode flips wrote, got a "
                         f"folder holding {sorted(entries)[0]!r} (nothing was written)")
 
@@ -106,8 +102,8 @@ def write_flips(tables: FlipTables, *, out: Path, originals: Path, copies: Path,
     _check_out(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with replacing(out) as staging:
-        tables.flips.to_csv(staging / "flips.csv", index=False)
-        tables.ctf.to_csv(staging / "ctf.csv", index=False)
+        tables.flips.to_csv(table_path(staging, "flips"), index=False)
+        tables.ctf.to_csv(table_path(staging, "ctf"), index=False)
         run = {"kind": FLIPS_KIND,
                "originals": {"path": str(originals), "sha256": tables.pairs.sha256[0],
                              "payloads": len(tables.pairs.ids),
@@ -119,5 +115,5 @@ def write_flips(tables: FlipTables, *, out: Path, originals: Path, copies: Path,
                          "n_permutations": stats.n_permutations,
                          "confidence": stats.confidence, "alpha": stats.alpha},
                "seed": seed, **provenance_record, "files": folder_digests(staging)}
-        (staging / "run.json").write_text(json.dumps(run, indent=2) + "\n")
+        run_record(staging).write_text(json.dumps(run, indent=2) + "\n")
     return out

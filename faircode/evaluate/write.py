@@ -12,9 +12,11 @@ written (:mod:`faircode.evaluate.reuse`).
 
 **A writer replaces only a folder of its own kind.**  Before anything is written the target is
 checked (:func:`check_replaceable`): none, an empty folder, the pipeline's ``unavailable.json``
-note (for the grid) or a results folder of the same audit and the same kind
-(:func:`results_kind`: the grid's ``faircode run``/``dvc repro`` folder, or a ``faircode audit``
-folder, whose ``run.json`` names its predictions file) is replaced; anything else -- a regular
+note (for a pipeline's kind: every task kind's run, :mod:`faircode.core.kinds`) or a results
+folder of the same audit and the same kind (:func:`results_kind`: the grid's ``faircode
+run``/``dvc repro`` folder, a ``faircode audit`` folder, whose ``run.json`` names its
+predictions file, or another task kind's run, e.g. a text audit's) is replaced; anything else --
+a regular
 file, another kind's results (``faircode audit --out results`` over the grid's committed
 ``results/compas_two_years``), another audit's, a folder of files faircode did not write -- is
 one :class:`~faircode.core.errors.DataError` line and nothing is written.
@@ -33,13 +35,24 @@ import numpy as np
 import pandas as pd
 
 from faircode.audit.manifest import Manifest, repository_root
-from faircode.core.config import BenchmarkConfig
+from faircode.core.config import BenchmarkConfig, config_record
 from faircode.core.digests import folder_digests
 from faircode.core.errors import DataError
 from faircode.core.files import read_json_object
+from faircode.core.kinds import kind_of_run
+from faircode.core.layout import (
+    DEPLOYED_FOLDER,
+    DEPLOYED_TABLES,
+    GRID_RUN,
+    GRID_TABLES,
+    RUN_RECORD,
+    UNAVAILABLE_NOTE,
+    run_kind,
+    run_record,
+    table_path,
+)
 from faircode.core.seeds import Stream
 from faircode.evaluate import stability
-from faircode.evaluate.deployed import DEPLOYED
 from faircode.evaluate.swap import replacing
 from faircode.evaluate.tables import AuditResults
 from faircode.provenance.state import params_digest
@@ -47,26 +60,35 @@ from faircode.provenance.state import params_digest
 __all__ = ["WrittenAudit", "check_replaceable", "design_effect_summary", "results_kind",
            "write_audit"]
 
-KINDS = {"grid": "the grid's results (faircode run, dvc repro)",
-         "predictions": "the results of `faircode audit` (a predictions file)"}
-"""The kinds of results folder a writer may replace, and how a refusal names them."""
-UNAVAILABLE_NOTE = "unavailable.json"
-"""The pipeline's note of an audit without data (:mod:`faircode.pipeline.stages`)."""
+PREDICTIONS = "predictions"
+"""The kind of a ``faircode audit`` folder: a grid run whose ``run.json`` names the predictions
+file it scored."""
 _RUN_JSON_BYTES = 64 * 2**20
+
+
+def _described(kind: str) -> str:
+    """How a refusal names a kind of results folder."""
+    if kind == PREDICTIONS:
+        return "the results of `faircode audit` (a predictions file)"
+    if kind == GRID_RUN:
+        return "the grid's results (faircode run, dvc repro)"
+    task = kind_of_run(kind)
+    return f"the results of a {task.name} audit" if task is not None else f"{kind} results"
 
 
 def results_kind(run: Mapping[str, Any]) -> str:
     """The kind of results a ``run.json`` describes: ``predictions`` when it names the
-    predictions file it scored (``faircode audit``), else ``grid``."""
-    return "predictions" if "predictions" in run else "grid"
+    predictions file it scored (``faircode audit``), else its run kind
+    (:func:`faircode.core.layout.run_kind`: ``grid`` for the grid's)."""
+    return PREDICTIONS if PREDICTIONS in run else run_kind(run)
 
 
 def check_replaceable(final: Path, *, audit: str, kind: str) -> None:
     """Raise :class:`DataError` unless ``final`` may be replaced by ``kind`` results of ``audit``
-    (module docstring): nothing there, an empty folder, for the grid the pipeline's
-    ``unavailable.json`` note, or a results folder of the same audit and kind."""
-    refuse = f"{final}: expected no folder, or {KINDS[kind]} of {audit} to replace, got {{}}; " \
-             "nothing was written (write to another folder, or move it away)"
+    (module docstring): nothing there, an empty folder, for the pipeline's kinds (every task
+    kind's run) its ``unavailable.json`` note, or a results folder of the same audit and kind."""
+    refuse = f"{final}: expected no folder, or {_described(kind)} of {audit} to replace, got " \
+             "{}; nothing was written (write to another folder, or move it away)"
     if not os.path.lexists(final):
         above = next((p for p in final.parents if os.path.lexists(p)), None)
         if above is not None and not above.is_dir():  # --out names a file: nothing can go in
@@ -77,19 +99,20 @@ def check_replaceable(final: Path, *, audit: str, kind: str) -> None:
         raise DataError(refuse.format("a symbolic link" if final.is_symlink() else
                                       "a file that is not a folder"))
     names = {p.name for p in final.iterdir()}
-    if not names or (kind == "grid" and names == {UNAVAILABLE_NOTE}):
+    if not names or (kind_of_run(kind) is not None and names == {UNAVAILABLE_NOTE}):
         return
-    if "run.json" not in names:
-        raise DataError(refuse.format(f"a folder without run.json ({len(names)} entries "
+    if RUN_RECORD not in names:
+        raise DataError(refuse.format(f"a folder without {RUN_RECORD} ({len(names)} entries "
                                       "faircode did not write)"))
     try:
-        run = read_json_object(final / "run.json", limit=_RUN_JSON_BYTES, error=DataError)
+        run = read_json_object(run_record(final), limit=_RUN_JSON_BYTES, error=DataError)
     except DataError:
-        raise DataError(refuse.format("a folder whose run.json is not a results record")) from None
+        raise DataError(refuse.format(f"a folder whose {RUN_RECORD} is not a results "
+                                      "record")) from None
     if run.get("audit") != audit:
         raise DataError(refuse.format(f"the results of another audit ({run.get('audit')!r})"))
     if results_kind(run) != kind:
-        raise DataError(refuse.format(KINDS[results_kind(run)]))
+        raise DataError(refuse.format(_described(results_kind(run))))
 
 
 class _System(Protocol):
@@ -140,11 +163,12 @@ def write_audit(
     provenance_record: dict[str, Any],
     extra: Mapping[str, Any] | None = None,
 ) -> Path:
-    """Write ``<out_dir>/<audit>/`` (the :data:`TABLES`, ``effects.csv`` + ``run.json``; with
-    declared strata ``stratified.csv``, also in ``deployed/``; with training replicates also
-    ``stability.csv``, ``stability_replicates.csv``, ``effects_stability.csv`` and
-    ``effects_replicates.csv``; with curves ``curves.csv``; with a deployed system its own
-    tables on every row in ``deployed/``) atomically; return the folder.  ``extra`` adds keys
+    """Write ``<out_dir>/<audit>/`` (the :data:`~faircode.core.layout.GRID_TABLES`,
+    ``effects.csv`` + ``run.json``; with declared strata ``stratified.csv``, also in
+    ``deployed/``; with training replicates also ``stability.csv``,
+    ``stability_replicates.csv``, ``effects_stability.csv`` and ``effects_replicates.csv``; with
+    curves ``curves.csv``; with a deployed system its own tables on every row in
+    ``deployed/``) atomically; return the folder.  ``extra`` adds keys
     to ``run.json`` (e.g. the predictions file an external audit read).
 
     Everything is written to a sibling staging folder which then replaces the audit's folder in
@@ -156,25 +180,18 @@ def write_audit(
     manifest = data.manifest
     final = out_dir / manifest.name
     check_replaceable(final, audit=manifest.name,
-                      kind=results_kind(extra) if extra is not None else "grid")
+                      kind=results_kind(extra) if extra is not None else GRID_RUN)
     with replacing(final) as staging:
         strata = ("stratified",) if manifest.strata else ()  # gaps within declared strata
-        _write_tables(results, staging, (*TABLES, *strata))
+        _write_tables(results, staging, (*GRID_TABLES, *strata))
         if results.deployed is not None:  # the deployed system on every row, its own tables
-            (staging / DEPLOYED).mkdir()
-            _write_tables(results.deployed, staging / DEPLOYED, (*DEPLOYED_TABLES, *strata))
-        if results.stability is not None:  # training replicates (run.seeds > 1) only
-            results.stability.to_csv(staging / "stability.csv", index=False)
-        if results.replicates is not None:
-            results.replicates.to_csv(staging / "stability_replicates.csv", index=False)
-        if results.effects is not None:  # paired effects (faircode.evaluate.effects)
-            results.effects.to_csv(staging / "effects.csv", index=False)
-        if results.effects_stability is not None:
-            results.effects_stability.to_csv(staging / "effects_stability.csv", index=False)
-        if results.effect_replicates is not None:
-            results.effect_replicates.to_csv(staging / "effects_replicates.csv", index=False)
-        if results.curves is not None:  # operating-point curves (curves.* params)
-            results.curves.to_csv(staging / "curves.csv", index=False)
+            (staging / DEPLOYED_FOLDER).mkdir()
+            _write_tables(results.deployed, staging / DEPLOYED_FOLDER,
+                          (*DEPLOYED_TABLES, *strata))
+        for table, attribute in _OPTIONAL:  # written when the run has them
+            frame = getattr(results, attribute)
+            if frame is not None:
+                frame.to_csv(table_path(staging, table), index=False)
         run = {
             "audit": manifest.name,
             "title": manifest.title,
@@ -202,8 +219,8 @@ def write_audit(
                       "models": manifest.random_state,
                       **({"replicates": stability.run_record(config.replicates,
                                                              master=manifest.random_state)}
-                         if config.seeds > 1 else {})},
-            "config": config.as_dict(),
+                         if config.replicates.seeds > 1 else {})},
+            "config": config_record(config),
             "training_variance": stability.training_variance(config.replicates),
             "decision": {
                 **(results.rule.as_dict() if results.rule is not None else {}),
@@ -214,7 +231,7 @@ def write_audit(
             **(extra or {}),
             **provenance_record,
             "state": {**provenance_record.get("state", {}),
-                      "params_sha256": params_digest(config.as_dict())},
+                      "params_sha256": params_digest(config_record(config))},
             "cells": [
                 {"strategy": str(c.strategy), "model": str(c.family),
                  "seconds": {k: round(v, 4) for k, v in c.seconds.as_dict().items()},
@@ -227,23 +244,22 @@ def write_audit(
                if results.seconds else {}),
             "files": folder_digests(staging),
         }
-        (staging / "run.json").write_text(json.dumps(run, indent=2) + "\n")
+        run_record(staging).write_text(json.dumps(run, indent=2) + "\n")
     return final
 
 
-TABLES = ("fairness", "performance", "intersectional", "counterfactual", "groups",
-          "calibration", "calibration_gap")
-"""The tables of ``results/<audit>/`` (each ``<name>.csv``)."""
-
-DEPLOYED_TABLES = ("fairness", "performance", "intersectional", "groups", "calibration",
-                   "calibration_gap")
-"""The tables of ``results/<audit>/deployed/``: the deployed system on every row."""
+_OPTIONAL = (("stability", "stability"), ("stability_replicates", "replicates"),
+             ("effects", "effects"), ("effects_stability", "effects_stability"),
+             ("effects_replicates", "effect_replicates"), ("curves", "curves"))
+"""``(table, attribute of AuditResults)`` of the tables a run writes when it has them:
+training replicates (``run.seeds`` > 1), the paired effects (:mod:`faircode.evaluate.effects`),
+the operating-point curves (``curves.*`` params); in this order."""
 
 
 def _write_tables(results: AuditResults, folder: Path, names: tuple[str, ...]) -> None:
     for name in names:
         # default float formatting is the shortest exact repr: numbers round-trip
-        getattr(results, name).to_csv(folder / f"{name}.csv", index=False)
+        getattr(results, name).to_csv(table_path(folder, name), index=False)
 
 
 def design_effect_summary(results: AuditResults, *, unit: str | None) -> dict[str, Any]:

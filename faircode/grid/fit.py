@@ -44,7 +44,14 @@ import numpy as np
 
 from faircode.audit.perturbed import PerturbedRows
 from faircode.audit.prepared import PreparedAudit, manifest_sha256, replicate_split
-from faircode.core.cells import ModelFamily, Strategy, grid_cells, position
+from faircode.core.cells import (
+    STRATEGY_TABLE,
+    ModelFamily,
+    Strategy,
+    grid_cells,
+    position,
+    strategy_info,
+)
 from faircode.core.config import Encoding, ExecutionConfig, MitigationConfig, ReplicateConfig
 from faircode.core.numerics import configuration
 from faircode.core.seeds import Stream, child_seed, replicate_seed
@@ -62,7 +69,7 @@ from faircode.grid.strategies import READS, Unfittable, fit_strategy, supports_c
 
 __all__ = ["fit_audit", "fit_audits", "fit_cell", "fit_replicate", "grid_tasks"]
 
-RANDOMISED = (Strategy.IN_PROCESSING, Strategy.POST_PROCESSING)
+RANDOMISED = tuple(s.strategy for s in STRATEGY_TABLE if not s.cutoff)
 """The strategies whose decisions are drawn at fit time (the others are a cutoff on a score)."""
 
 
@@ -283,5 +290,5 @@ def fit_replicate(
                     seed=replicate_seed(manifest.random_state, replicate), train=train,
                     test=test, perturbed=None,
                     keep_train_scores=rule is not None and rule.rule == "top_fraction"
-                    and strategy is not Strategy.POST_PROCESSING, encoding=encoding)
+                    and strategy_info(strategy).score, encoding=encoding)
     return ReplicatePredictions(replicate, cell, test)

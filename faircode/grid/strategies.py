@@ -71,7 +71,7 @@ from sklearn.model_selection import train_test_split
 from faircode.audit.data import grouped_split
 from faircode.audit.decision import Cutoff, DecisionRule
 from faircode.audit.manifest import Manifest
-from faircode.core.cells import ModelFamily, Strategy
+from faircode.core.cells import STRATEGY_TABLE, ModelFamily, Strategy, strategy_info
 from faircode.core.config import Encoding, MitigationConfig
 from faircode.core.errors import DataError
 from faircode.grid.models import ONEHOT_FAMILIES, make_model, sample_weight_name
@@ -149,14 +149,9 @@ _THRESHOLD_CONSTRAINTS = {
 }
 
 
-READS: dict[Strategy, frozenset[str]] = {
-    Strategy.BASELINE: frozenset(),
-    Strategy.UNAWARENESS: frozenset(),
-    Strategy.UNAWARENESS_PROXY_REMOVAL: frozenset(),
-    Strategy.IN_PROCESSING: frozenset({"constraint", "eps", "max_iter"}),
-    Strategy.POST_PROCESSING: frozenset({"constraint"}),
-}
-"""Which ``mitigation.*`` keys each strategy's fit reads (the DVC fit stages are split by it)."""
+READS: dict[Strategy, frozenset[str]] = {s.strategy: s.reads for s in STRATEGY_TABLE}
+"""Which ``mitigation.*`` keys each strategy's fit reads (the DVC fit stages are split by it;
+each strategy's ``reads`` in :data:`faircode.core.cells.STRATEGY_TABLE`)."""
 
 
 def supports_constraint(strategy: Strategy, constraint: str) -> bool:
@@ -195,7 +190,7 @@ class FittedStrategy:
     @property
     def scored(self) -> bool:
         """Whether decisions are a cutoff on a deterministic score (S0-S2), so a rule applies."""
-        return self.strategy not in (Strategy.IN_PROCESSING, Strategy.POST_PROCESSING)
+        return strategy_info(self.strategy).cutoff
 
     def with_cutoff(self, cutoff: Cutoff) -> FittedStrategy:
         """Return a copy deciding ``score >= / > cutoff`` (S0-S2 only; S3/S4 are unaffected)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
     from faircode.audit.manifest import Manifest
     from faircode.core.config import BenchmarkConfig
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "HELP", "MIRROR_ENV", "MIRROR_HELP", "example",
-           "mirrors", "obtain", "searched", "with_flags"]
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "HELP", "MIRROR_ENV", "MIRROR_HELP",
+           "STATS_FLAGS", "example", "mirrors", "obtain", "searched", "with_flags"]
 
 MIRROR_ENV = "FAIRCODE_DATA_MIRROR"
 """The environment variable naming the mirror folders (``os.pathsep``-separated); the same name
@@ -42,6 +42,7 @@ HELP: dict[str, str] = {
     "audit": "audit your own model's decisions from a predictions file or a decision log",
     "perturb": "counterfactual copies of JSONL payloads, for any model",
     "flips": "flip rates and CTF gaps of your text model from two score files (originals, copies)",
+    "pipeline": "write the DVC pipeline files for params.yaml's audits (after changing the list)",
 }
 """Each subcommand's one-line help: the "does" column of the README's command table, word for
 word (tests/test_readme.py compares them)."""
@@ -51,21 +52,27 @@ MIRROR_HELP = (f"--mirror DIR, else ${MIRROR_ENV} ({os.pathsep}-separated folder
 """Where the raw files come from, as every command's help says it."""
 
 
-def with_flags(config: BenchmarkConfig, args: argparse.Namespace, names: Sequence[str], *,
+STATS_FLAGS: dict[str, str] = {"n_resamples": "stats.n_resamples",
+                               "n_permutations": "stats.n_permutations"}
+"""The statistics flags of ``audit`` and ``flips``: dest -> ``params.yaml`` path."""
+
+
+def with_flags(config: BenchmarkConfig, args: argparse.Namespace, flags: Mapping[str, str], *,
                command: str) -> BenchmarkConfig:
-    """``config`` with the flags ``names`` that were given (``args.<name>`` not None); a value
-    it refuses (past a limit on work) is one line naming the flag: ``<command>: --seeds: ...``."""
+    """``config`` with the flags that were given (``args.<dest>`` not None), each applied at its
+    ``params.yaml`` path (``flags``: dest -> path; :meth:`BenchmarkConfig.with_params`); a value
+    it refuses is one line naming the flag the user typed: ``<command>: --seeds: ...``."""
     from faircode.core.errors import ConfigError
 
-    given = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    given = {dest: getattr(args, dest) for dest in flags if getattr(args, dest) is not None}
     try:
-        return config.replace(**given)
+        return config.with_params({flags[dest]: value for dest, value in given.items()})
     except ConfigError as exc:
         text = str(exc)
-        for name in given:
-            if text.startswith(f"config.{name}:"):
-                flag = f"--{name.replace('_', '-')}"
-                raise ConfigError(f"{command}: {flag}{text[len(f'config.{name}'):]}") from None
+        for dest in given:
+            if text.startswith(f"{flags[dest]}:"):
+                flag = f"--{dest.replace('_', '-')}"
+                raise ConfigError(f"{command}: {flag}{text[len(flags[dest]):]}") from None
         raise
 
 

@@ -49,7 +49,15 @@ import numpy as np
 
 from faircode.core.config import MAX_CHUNK_ROWS, MAX_DRAWS
 from faircode.core.errors import DataError, FaircodeError, describe
-from faircode.pipeline._args import EXIT_OK, HELP, example, mirrors, obtain, with_flags
+from faircode.pipeline._args import (
+    EXIT_OK,
+    HELP,
+    STATS_FLAGS,
+    example,
+    mirrors,
+    obtain,
+    with_flags,
+)
 
 if TYPE_CHECKING:
     from faircode.audit.data import AuditData
@@ -110,13 +118,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     from faircode.core.config import Params, load_params
     from faircode.core.errors import ConfigError
     from faircode.evaluate.streamed import audit_predictions
-    from faircode.evaluate.write import check_replaceable, write_audit
+    from faircode.evaluate.write import PREDICTIONS, check_replaceable, write_audit
     from faircode.provenance.state import provenance
     from faircode.report.given import given_lines
 
     params = load_params(Path(args.params)) if args.params else Params()
-    config = with_flags(params.config, args, ("n_resamples", "n_permutations"),
-                        command="faircode audit")
+    config = with_flags(params.config, args, STATS_FLAGS, command="faircode audit")
     if args.chunk_rows is not None and not 1 <= args.chunk_rows <= MAX_CHUNK_ROWS:
         raise ConfigError(f"faircode audit: --chunk-rows: expected an integer in [1, "
                           f"{MAX_CHUNK_ROWS:,}] (the limit on work), got "
@@ -129,7 +136,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                           "audit's manifest (a log declaration needs none), got nothing")
     manifest = load_manifest(given if given.suffix in (".yaml", ".yml")
                              else Path(args.audits) / args.audit / "audit.yaml")
-    check_replaceable(Path(args.out) / manifest.name, audit=manifest.name, kind="predictions")
+    check_replaceable(Path(args.out) / manifest.name, audit=manifest.name, kind=PREDICTIONS)
     raw_key, file_key = row_identity(manifest, args.key)
     obtain(manifest, mirrors())
     data = load_audit(manifest, key=raw_key, by_position=raw_key is None)
@@ -141,7 +148,7 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                               chunk_rows=args.chunk_rows or JOIN_ROWS)
     held_out = args.rows == "held-out"
     streamed = audit_predictions(data, found, name=args.name,
-                                 threshold=config.decision_threshold, stats=config.stats,
+                                 threshold=config.models.decision_threshold, stats=config.stats,
                                  degenerate=config.degenerate, verdicts=config.verdicts,
                                  audited=data.test_index if held_out else None)
     results = streamed.results

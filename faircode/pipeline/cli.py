@@ -1,5 +1,5 @@
 """The ``faircode`` command line: ``data fetch``, ``validate``, ``run``, ``audit``, ``perturb``,
-``flips``, ``report``, ``track``, ``freeze`` and ``verify``.
+``flips``, ``report``, ``track``, ``freeze``, ``verify`` and ``pipeline``.
 
 Design decisions
 ----------------
@@ -47,6 +47,7 @@ from faircode.pipeline._boundary import run_command
 from faircode.pipeline.audit_command import add_audit
 from faircode.pipeline.flips_command import add_flips
 from faircode.pipeline.freeze_command import add_freeze, add_verify
+from faircode.pipeline.pipeline_command import add_pipeline
 
 if TYPE_CHECKING:  # pragma: no cover - the subcommands import what they use
     from faircode.audit.data import AuditData
@@ -241,10 +242,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     # params.yaml (optional) -> config, then the flags override it: the same object either way
     params = load_params(Path(args.params)) if args.params else Params()
-    config = with_flags(params.config, args, ("n_resamples", "n_permutations", "jobs",
-                                              "constraint", "eps", "decision_threshold",
-                                              "seeds", "seed_mode", "encoding"),
-                        command="faircode run")
+    config = with_flags(params.config, args, {
+        "n_resamples": "stats.n_resamples", "n_permutations": "stats.n_permutations",
+        "jobs": "run.jobs", "constraint": "mitigation.constraint", "eps": "mitigation.eps",
+        "decision_threshold": "models.decision_threshold", "seeds": "run.seeds",
+        "seed_mode": "run.seed_mode", "encoding": "models.encoding"}, command="faircode run")
     backend = args.backend or ("dask" if args.scheduler else params.execution.backend)
     execution = ExecutionConfig(backend=backend,
                                 scheduler=args.scheduler or params.execution.scheduler)
@@ -444,6 +446,7 @@ SUBCOMMANDS: tuple[Callable[[argparse._SubParsersAction, argparse.ArgumentParser
     add_verify,
     add_audit,
     add_flips,
+    add_pipeline,
 )
 
 

@@ -15,7 +15,7 @@ import argparse
 from pathlib import Path
 
 from faircode.core.config import MAX_DRAWS
-from faircode.pipeline._args import EXIT_OK, HELP, example, with_flags
+from faircode.pipeline._args import EXIT_OK, HELP, STATS_FLAGS, example, with_flags
 
 __all__ = ["add_flips"]
 
@@ -26,9 +26,8 @@ def _cmd_flips(args: argparse.Namespace) -> int:
     from faircode.provenance.state import provenance
 
     params = load_params(Path(args.params)) if args.params else Params()
-    stats = with_flags(params.config, args, ("n_resamples", "n_permutations"),
-                       command="faircode flips").stats
-    thresholds = args.threshold or [params.config.decision_threshold]
+    stats = with_flags(params.config, args, STATS_FLAGS, command="faircode flips").stats
+    thresholds = args.threshold or [params.config.models.decision_threshold]
     tables = audit_flips(Path(args.originals), Path(args.copies), thresholds=thresholds,
                          stats=stats, seed=args.seed, system=args.name)
     out = write_flips(tables, out=Path(args.out), originals=Path(args.originals),

@@ -23,6 +23,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from faircode.core.cells import STRATEGY_CODES, Strategy, strategy_code
+from faircode.core.metrics import no_gap
 from faircode.evaluate.tables import AuditResults
 from faircode.grid.predictions import AuditPredictions
 from faircode.grid.scheduler import Finished, ProgressEstimate, Task
@@ -118,7 +119,7 @@ def audit_summary(predictions: AuditPredictions, results: AuditResults, *,
     gap = "none"
     if len(fairness):
         found = fairness[fairness["significant"].astype(bool)
-                         & (fairness["metric"] != "disparate_impact_ratio")
+                         & (fairness["metric"].map(no_gap) == 0.0)  # not a ratio
                          & fairness["value"].notna()]
         if len(found):
             row = found.iloc[int(np.argmax(found["value"].abs().to_numpy(dtype=float)))]

@@ -23,6 +23,7 @@ from faircode.audit.prepared import PreparedAudit, prepare
 from faircode.core.cells import STRATEGY_CODES, Strategy
 from faircode.core.config import BenchmarkConfig, ExecutionConfig
 from faircode.core.errors import ConfigError, DataUnavailableError, config_error
+from faircode.core.layout import GRID_RUN, run_record
 from faircode.core.numerics import require
 from faircode.evaluate.audit import evaluate_audit
 from faircode.evaluate.deployed import score_given
@@ -61,7 +62,7 @@ def fit(data: PreparedAudit, *, config: BenchmarkConfig,
         on_cell_done: Callable[[CellPredictions], None] | None = None) -> AuditPredictions:
     """The fit step of ``config`` on one prepared audit, in this process's queue."""
     return fit_audit(data, mitigation=config.mitigation, replicates=config.replicates,
-                     jobs=config.jobs, on_cell_done=on_cell_done, encoding=config.encoding)
+                     jobs=config.jobs, on_cell_done=on_cell_done, encoding=config.models.encoding)
 
 
 def audit_decisions(
@@ -78,7 +79,7 @@ def audit_decisions(
 
     ``decision`` is 0/1 per row (1 = label 1 predicted); ``score`` a number per row on ``scale``
     (``probability`` in [0, 1] or ``ordinal``), higher = label 1 more likely; without a decision
-    the model decides ``score > config.decision_threshold``.  Bad arrays raise one line naming
+    the model decides ``score > models.decision_threshold``.  Bad arrays raise one line naming
     the array and an example value.
     """
     require(strict=False)
@@ -97,14 +98,14 @@ def audit_decisions(
             raise config_error(f"audit_decisions: {what}", f"{len(data.y)} values (the audit's "
                                "rows)", f"{array.size} values")
     return score_given(prepare(data), name=name, decision=checked_decision, score=checked_score,
-                       scale=scale, threshold=config.decision_threshold, stats=config.stats,
+                       scale=scale, threshold=config.models.decision_threshold, stats=config.stats,
                        degenerate=config.degenerate, verdicts=config.verdicts)
 
 
 def evaluate(data: PreparedAudit, predictions: AuditPredictions, *,
              config: BenchmarkConfig) -> AuditResults:
     """The evaluate step of ``config`` on one audit's predictions."""
-    return evaluate_audit(data, predictions, decision_threshold=config.decision_threshold,
+    return evaluate_audit(data, predictions, decision_threshold=config.models.decision_threshold,
                           stats=config.stats, degenerate=config.degenerate,
                           replicates=config.replicates, jobs=config.jobs,
                           curves=config.curves, verdicts=config.verdicts)
@@ -160,17 +161,17 @@ def run_audits(
     writable = {}
     for name, data in prepared.items():  # refused before, not after, the fitting
         try:
-            check_replaceable(out / name, audit=name, kind="grid")
+            check_replaceable(out / name, audit=name, kind=GRID_RUN)
         except Exception as exc:
             on_error(name, exc)
             continue
         writable[name] = data
     prepared = writable
-    previous = {name: previous_cell_seconds(out / name / "run.json") for name in prepared}
+    previous = {name: previous_cell_seconds(run_record(out / name)) for name in prepared}
     fitted = fit_audits(list(prepared.values()), mitigation=config.mitigation,
                         replicates=config.replicates, jobs=config.jobs, execution=execution,
                         previous=previous, on_start=on_start, on_cell_done=on_cell_done,
-                        on_audit_failed=on_error, encoding=config.encoding)
+                        on_audit_failed=on_error, encoding=config.models.encoding)
     runs = []
     for predictions in fitted:
         data = prepared[predictions.audit]

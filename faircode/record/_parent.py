@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from faircode.core.errors import describe
+from faircode.core.layout import run_record
 from faircode.record._store import flatten, log_batched
 from faircode.record.names import parent_name
 from faircode.record.runs import (
     ChildRun,
-    _read_json,
     audit_folders,
+    read_json,
     recorded_state,
     sanitise,
     state_tags,
@@ -99,9 +100,9 @@ def numerics_tags(results: Path) -> dict[str, str]:
 
     values: dict[str, set[str]] = {}
     for folder in audit_folders(results):
-        if not (folder / "run.json").is_file():
+        if not run_record(folder).is_file():
             continue
-        block = _read_json(folder / "run.json").get("numerics") or {}
+        block = read_json(run_record(folder)).get("numerics") or {}
         cpu = block.get("cpu") or {}
         for key, value in (
                 ("kernels", describe(block.get("configuration"))),

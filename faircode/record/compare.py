@@ -26,6 +26,7 @@ from typing import Any
 import pandas as pd
 
 from faircode.core.digests import sha256_file
+from faircode.core.layout import REPORT_PAGE, RUN_RECORD, run_record
 
 __all__ = ["RENDERED", "VOLATILE_RUN_KEYS", "CellDrift", "NumericsComparison", "compare_numerics",
            "compare_results", "environment_differences", "numerics_differences",
@@ -39,7 +40,7 @@ re-run's commit is the freeze commit, not the one that produced the results; the
 step's content address covers the package versions; ``files`` are the digests of the folder's
 other files, each compared on its own; ``numerics`` -- CPU model, library files -- is compared
 on its own, first: :func:`compare_numerics`)."""
-RENDERED = frozenset({"report.html"})
+RENDERED = frozenset({REPORT_PAGE})
 """Results files that render compared files with their generation provenance (not compared)."""
 
 
@@ -132,8 +133,8 @@ def compare_numerics(frozen: Path, new: Path) -> NumericsComparison:
 
     by_line: dict[str, list[str]] = {}
     differ, before, after = False, set(), set()
-    for path in sorted(frozen.glob("*/run.json")):
-        other = new / path.parent.name / "run.json"
+    for path in sorted(frozen.glob(f"*/{RUN_RECORD}")):
+        other = run_record(new / path.parent.name)
         if not other.is_file():
             continue
         a = _read_numerics(path)
@@ -155,7 +156,7 @@ def results_numerics(results: Path) -> dict[str, Any]:
     """The numerical environment the ``<audit>/run.json`` of ``results`` record, as a freeze
     record keeps it: one block when every audit shares it, else ``{"per_audit": {...}}``."""
     blocks = {path.parent.name: _read_numerics(path)
-              for path in sorted(results.glob("*/run.json"))}
+              for path in sorted(results.glob(f"*/{RUN_RECORD}"))}
     if len({json.dumps(b, sort_keys=True) for b in blocks.values()}) <= 1:
         return next(iter(blocks.values()), None) or {}
     return {"per_audit": blocks}
@@ -257,7 +258,7 @@ def compare_results(frozen: Path, new: Path, *, label: str = RESULTS_DIR) -> tup
             found = _compare_csv(name, a, b)
             drift.extend(found)
             identical += not found
-        elif rel.endswith("run.json"):
+        elif Path(rel).name == RUN_RECORD:
             found = _compare_json(name, a, b)
             drift.extend(found)
             identical += not found

@@ -55,10 +55,11 @@ from importlib.metadata import distributions
 from pathlib import Path
 from typing import Any
 
-from faircode.core.config import load_params
+from faircode.core.config import config_record, load_params
 from faircode.core.digests import checked_run
 from faircode.core.errors import FaircodeError, describe
 from faircode.core.files import read_json_object
+from faircode.core.layout import RUN_RECORD, run_record
 from faircode.core.names import check_name
 from faircode.core.processes import Finished, run_group
 from faircode.core.schema import read_yaml
@@ -236,7 +237,7 @@ def _audit_digests(root: Path) -> tuple[dict[str, str], dict[str, str]]:
     manifests = {path.parent.name: _sha256(path)
                  for path in sorted((root / "audits").glob("*/audit.yaml"))}
     datasets: dict[str, str] = {}
-    for run in sorted((root / RESULTS_DIR).glob("*/run.json")):
+    for run in sorted((root / RESULTS_DIR).glob(f"*/{RUN_RECORD}")):
         try:
             record = json.loads(run.read_text())
         except (OSError, json.JSONDecodeError) as exc:
@@ -268,14 +269,14 @@ def _results_state(root: Path, name: str) -> dict[str, Any]:
     """The record's ``state``: the identity the results' ``run.json`` carry, checked against
     HEAD (clean inputs, HEAD's code digest, ``params.yaml``'s params digest)."""
     runs = {}
-    for path in sorted((root / RESULTS_DIR).glob("*/run.json")):  # never freeze a damaged one
+    for path in sorted((root / RESULTS_DIR).glob(f"*/{RUN_RECORD}")):  # never freeze a damaged one
         runs[path.parent.name] = checked_run(path.parent, error=FreezeError)
     if not runs:
         raise FreezeError(f"freeze {name}: {RESULTS_DIR}/: expected <audit>/run.json, got none")
     groups = group_states(runs)
     code = code_digest(root)
     params_path = root / "params.yaml"
-    params = params_digest(load_params(params_path).config.as_dict()) \
+    params = params_digest(config_record(load_params(params_path).config)) \
         if params_path.is_file() else None
     for state, audits in groups.items():
         where = f"{RESULTS_DIR}/{audits[0]}/run.json: state"
@@ -523,7 +524,7 @@ def check_committed(
     for audit in audits:
         check_name(audit, where="verify --committed AUDIT")
     for audit in audits:  # the committed side is checked before the re-run, not after it
-        if (root / RESULTS_DIR / audit / "run.json").is_file():
+        if run_record(root / RESULTS_DIR / audit).is_file():
             checked_run(root / RESULTS_DIR / audit, error=FreezeError)
     with tempfile.TemporaryDirectory(prefix="faircode-drift-") as tmp:
         out = Path(tmp) / "results"

@@ -4,8 +4,10 @@ The runs table shows a column per metric key and cuts each header after about a 
 characters, so the keys put what distinguishes them first and keep it short:
 ``<metric code>[.<column code>]`` -- ``dp`` (the value), ``dp.lo``/``dp.hi`` (its interval),
 ``dp.q_audit`` (the per-audit Benjamini-Hochberg q), ``acc``, ``gap.p`` (the intersectional
-gap's p).  The codes are tables here (:data:`METRIC_CODES`, :data:`COLUMN_CODES`); a metric or
-column not in them keeps its own name, so new rows and columns are still logged unchanged.
+gap's p).  The codes are tables: the fairness metrics' in
+:data:`faircode.core.metrics.METRIC_TABLE`, the performance metrics' and the columns' here
+(:data:`METRIC_CODES`, :data:`COLUMN_CODES`); a metric or column not in them keeps its own name,
+so new rows and columns are still logged unchanged.
 
 Design decisions
 ----------------
@@ -28,15 +30,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from faircode.core.cells import FAMILY_CODES, strategy_code
+from faircode.core.metrics import METRIC_CODES as FAIRNESS_CODES
 
 __all__ = ["COLUMN_CODES", "METRIC_CODES", "child_name", "legend", "metric_key",
            "parent_name"]
 
 METRIC_CODES: dict[str, str] = {
-    "demographic_parity_diff": "dp", "disparate_impact_ratio": "di",
-    "equal_opportunity_diff": "eopp", "equalized_odds_diff": "eodds",
-    "predictive_parity_diff": "ppar", "accuracy_equality_diff": "acc_eq",
-    "accuracy": "acc", "balanced_accuracy": "bacc", "majority_baseline_accuracy": "acc_major",
+    **FAIRNESS_CODES, "accuracy": "acc", "balanced_accuracy": "bacc",
+    "majority_baseline_accuracy": "acc_major",
     "selection_rate": "sel", "selection_rate_disadvantaged": "sel_dis",
     "selection_rate_advantaged": "sel_adv",
 }

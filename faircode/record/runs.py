@@ -12,7 +12,8 @@ one metric key of one run is an error, not an overwrite.  A table that is not wh
 line not ending in a newline (a copy or a write cut short), or a row not as wide as its header --
 is an error naming the file and line, never a new state to log; before any of that, an audit
 folder must hold exactly the files its ``run.json`` records, byte for byte
-(:func:`faircode.core.digests.checked_run`).
+(:func:`faircode.core.digests.checked_run`, called by :func:`faircode.record.kinds.
+collect_children`, which hands each grid audit to :func:`grid_children`).
 
 A child (:class:`faircode.record.child.ChildRun`) has its identity also as params (``audit``,
 ``strategy``, ``strategy_code``, ``model``, ``table``, ``attribute`` or ``axis``/``channel``) so
@@ -52,16 +53,23 @@ from typing import Any
 import pandas as pd
 
 from faircode.core.cells import strategy_code
-from faircode.core.digests import checked_run
 from faircode.core.errors import FaircodeError, describe
+from faircode.core.layout import (
+    FIGURES,
+    RUN_RECORD,
+    UNAVAILABLE_NOTE,
+    run_record,
+    table_path,
+)
+from faircode.core.layout import audit_folders as _audit_folders
 from faircode.provenance.state import StateIdentity, group_states, state_of
 from faircode.record.child import ChildRun, child_digest
 from faircode.record.compare import without_keys
 from faircode.record.names import child_name, metric_key
 
 __all__ = ["TABLES", "ChildRun", "ResultsError", "audit_folders", "canonical", "child_digest",
-           "collect_children", "datasets", "recorded_config", "recorded_state", "report_files",
-           "results_digest", "sanitise"]
+           "datasets", "grid_children", "read_json", "recorded_config", "recorded_state",
+           "report_files", "results_digest", "sanitise"]
 
 TABLES = ("fairness", "performance", "intersectional", "counterfactual")
 # The columns that identify the child run a row belongs to, per table.
@@ -81,19 +89,19 @@ class ResultsError(FaircodeError):
 
 
 def audit_folders(results: Path) -> list[Path]:
-    """The ``<audit>/`` folders holding a ``run.json`` or an ``unavailable.json``."""
+    """The ``<audit>/`` folders holding a ``run.json`` or an ``unavailable.json``
+    (:func:`faircode.core.layout.audit_folders`); none is a :class:`ResultsError`."""
     if not results.is_dir():
         raise ResultsError(f"{results}: expected a results folder of <audit>/ folders, "
                            "got no such directory")
-    folders = sorted(p for p in results.iterdir() if p.is_dir() and not p.name.startswith(".")
-                     and ((p / "run.json").is_file() or (p / "unavailable.json").is_file()))
+    folders = _audit_folders(results)
     if not folders:
-        raise ResultsError(f"{results}: expected <audit>/run.json or <audit>/unavailable.json, "
-                           "got none")
+        raise ResultsError(f"{results}: expected <audit>/{RUN_RECORD} or "
+                           f"<audit>/{UNAVAILABLE_NOTE}, got none")
     return folders
 
 
-def _read_json(path: Path) -> Any:
+def read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -115,7 +123,7 @@ def report_files(results: Path) -> list[Path]:
     if not results.is_dir():
         return []
     top = [p for p in results.iterdir() if p.is_file() and not p.name.startswith(".")]
-    figures = results / "figures"
+    figures = results / FIGURES
     shown = [p for p in figures.rglob("*") if p.is_file()] if figures.is_dir() else []
     return sorted(top + shown)
 
@@ -133,8 +141,8 @@ def results_digest(results: Path, *, config: Mapping[str, Any] | None = None) ->
              for p in sorted(q for q in folder.rglob("*") if q.is_file())]
     for path in [*files, *report_files(results)]:
         h.update(path.relative_to(results).as_posix().encode() + b"\0")
-        data = (canonical(without_keys(_read_json(path), _NOT_RESULTS)) if path.name == "run.json"
-                else path.read_bytes())
+        data = (canonical(without_keys(read_json(path), _NOT_RESULTS))
+                if path.name == RUN_RECORD else path.read_bytes())
         h.update(hashlib.sha256(data).digest())
     return h.hexdigest()
 
@@ -236,25 +244,6 @@ def _add_rows(draft: _Draft, cells: Mapping[str, list[str]], numeric: dict[str, 
                     draft.notes.update(n.strip() for n in re.split(r"[;,]", cell) if n.strip())
 
 
-def collect_children(results: Path) -> tuple[list[ChildRun], dict[str, str]]:
-    """Every child run the grid audits on disk describe, and the unavailable audits' reasons
-    (a text audit's children: :func:`faircode.record.text_runs.collect_children`)."""
-    children: list[ChildRun] = []
-    skipped: dict[str, str] = {}
-    for folder in audit_folders(results):
-        if not (folder / "run.json").is_file():
-            info = _read_json(folder / "unavailable.json")
-            reason = info.get("reason") or info.get("message") if isinstance(info, dict) else None
-            skipped[folder.name] = str(reason or json.dumps(info))[:8000]
-            continue
-        run = _read_json(folder / "run.json")
-        if isinstance(run, dict) and run.get("kind") == "text":  # faircode.record.text_runs
-            continue
-        checked_run(folder, error=ResultsError)  # exactly the recorded files, byte for byte
-        children.extend(_audit_children(folder))
-    return children, skipped
-
-
 def _identity(table: str, ident: Mapping[str, str]) -> dict[str, str]:
     """The params (and tags) that say which child a row belongs to, beyond the cell."""
     if table == "fairness":
@@ -266,9 +255,9 @@ def _identity(table: str, ident: Mapping[str, str]) -> dict[str, str]:
 
 def _audit_base(folder: Path) -> tuple[str, dict[str, str], dict[str, str]]:
     """(audit, the params every child of it shares, the tags every child shares)."""
-    run = _read_json(folder / "run.json")
+    run = read_json(run_record(folder))
     if not isinstance(run, dict) or not isinstance(run.get("config"), dict):
-        raise ResultsError(f"{folder / 'run.json'}: config: expected a mapping, got "
+        raise ResultsError(f"{run_record(folder)}: config: expected a mapping, got "
                            f"{type(run.get('config') if isinstance(run, dict) else run).__name__}")
     audit = str(run.get("audit", folder.name))
     config = run["config"]
@@ -287,11 +276,15 @@ def _audit_base(folder: Path) -> tuple[str, dict[str, str], dict[str, str]]:
     return audit, params, tags
 
 
-def _audit_children(folder: Path) -> list[ChildRun]:
+def grid_children(folder: Path) -> list[ChildRun]:
+    """The child runs of one grid audit's checked folder (the ``binary`` kind's entry of
+    :data:`faircode.record.kinds.CHILDREN`): one per strategy x model x attribute (its
+    fairness rows, its performance rows and its effects), intersectional pair, and axis x
+    channel."""
     audit, params, base_tags = _audit_base(folder)
     frames = {}
     for table in TABLES:
-        path = folder / f"{table}.csv"
+        path = table_path(folder, table)
         if not path.is_file():
             raise ResultsError(f"{path}: expected the {table} table, got no such file")
         frame = _read_table(path)
@@ -316,11 +309,12 @@ def _audit_children(folder: Path) -> list[ChildRun]:
                 audit, child_name(audit, ident["strategy"], ident["model"], table=table,
                                   ident=ident), tags, {**params, **who}))
             _add_rows(draft, cells, numeric, list(rows), table=table, keys=keys,
-                      path=folder / f"{table}.csv")
-    _add_performance(drafts, frames["performance"], folder / "performance.csv")
+                      path=table_path(folder, table))
+    _add_performance(drafts, frames["performance"], table_path(folder, "performance"))
     for table in EFFECT_TABLES:
-        if (folder / f"{table}.csv").is_file():
-            _add_effects(drafts, _read_table(folder / f"{table}.csv"), folder / f"{table}.csv")
+        if table_path(folder, table).is_file():
+            _add_effects(drafts, _read_table(table_path(folder, table)),
+                         table_path(folder, table))
     return [_finish(key, draft) for key, draft in drafts.items()]
 
 
@@ -408,8 +402,8 @@ def datasets(results: Path) -> dict[str, tuple[str, str]]:
     """audit -> (declared raw-file path, sha256) from each run.json."""
     out = {}
     for folder in audit_folders(results):
-        if (folder / "run.json").is_file():
-            dataset = _read_json(folder / "run.json").get("dataset") or {}
+        if run_record(folder).is_file():
+            dataset = read_json(run_record(folder)).get("dataset") or {}
             if dataset.get("sha256"):
                 out[folder.name] = (str(dataset.get("path", "")), str(dataset["sha256"]))
     return out
@@ -417,14 +411,14 @@ def datasets(results: Path) -> dict[str, tuple[str, str]]:
 
 def recorded_state(results: Path) -> dict[StateIdentity | None, tuple[str, ...]]:
     """The states of the audits' ``run.json`` (:func:`faircode.provenance.state.group_states`)."""
-    return group_states({f.name: _read_json(f / "run.json") for f in audit_folders(results)
-                         if (f / "run.json").is_file()})
+    return group_states({f.name: read_json(run_record(f)) for f in audit_folders(results)
+                         if run_record(f).is_file()})
 
 
 def recorded_config(results: Path) -> dict[str, Any]:
     """The config each run.json records: shared if every audit agrees, else per audit."""
-    configs = {f.name: _read_json(f / "run.json").get("config") or {}
-               for f in audit_folders(results) if (f / "run.json").is_file()}
+    configs = {f.name: read_json(run_record(f)).get("config") or {}
+               for f in audit_folders(results) if run_record(f).is_file()}
     distinct = {json.dumps(c, sort_keys=True) for c in configs.values()}
     if len(distinct) == 1:
         return dict(next(iter(configs.values())))

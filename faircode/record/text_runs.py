@@ -1,6 +1,7 @@
 """A text audit's results on disk -> its MLflow child runs: one per system x axis x kind.
 
-Reads ``<results>/<audit>/`` as the evaluate stage writes a text audit's (``run.json`` with ``kind:
+The ``text`` kind's entry of :data:`faircode.record.kinds.CHILDREN`: reads a checked
+``<results>/<audit>/`` as the evaluate stage writes a text audit's (``run.json`` with ``kind:
 text``, ``flips.csv`` and ``ctf.csv``).  A child is named like the grid's counterfactual children,
 ``<audit> <system> flip <axis> (<kind>)`` (``bias_madlibs profanity_check flip
 race_black_to_white (proxy)``), with ``audit``, ``system``, ``table`` (``text``), ``axis`` and
@@ -24,11 +25,11 @@ from typing import Any
 
 import pandas as pd
 
+from faircode.core.layout import TEXT_RUN, run_record, table_path
 from faircode.provenance.state import state_of
-from faircode.record import runs
-from faircode.record.runs import ChildRun, ResultsError, audit_folders, sanitise, state_tags
+from faircode.record.runs import ChildRun, ResultsError, sanitise, state_tags
 
-__all__ = ["CTF_KEYS", "FLIP_KEYS", "collect_children", "is_text_results", "text_children"]
+__all__ = ["CTF_KEYS", "FLIP_KEYS", "text_children"]
 
 FLIP_KEYS = {"flip_rate": "flip", "ci_low": "flip.lo", "ci_high": "flip.hi",
              "p_value": "flip.p", "q_value": "flip.q_audit", "to_positive": "to_pos",
@@ -39,15 +40,6 @@ CTF_KEYS = {"ctf_gap": "ctf", "ci_low": "ctf.lo", "ci_high": "ctf.hi", "shift": 
             "shift_ci_low": "shift.lo", "shift_ci_high": "shift.hi", "p_value": "shift.p",
             "q_value": "shift.q_audit", "n_pairs": "n_pairs", "n_units": "n_units"}
 """ctf.csv column -> metric key."""
-
-
-def is_text_results(folder: Path) -> bool:
-    """Whether ``folder/run.json`` is a text audit's."""
-    try:
-        run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(run, dict) and run.get("kind") == "text"
 
 
 def _table(path: Path) -> pd.DataFrame:
@@ -68,16 +60,16 @@ def _number(value: Any) -> float | None:
 
 def text_children(folder: Path) -> list[ChildRun]:
     """One :class:`ChildRun` per system x axis x kind of the text audit in ``folder``."""
-    run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    run = json.loads(run_record(folder).read_text(encoding="utf-8"))
     audit = str(run.get("audit", folder.name))
     config = run.get("config") or {}
     base_params = {k: str(v) for k, v in config.items() if k != "jobs"}
     base_params["seed"] = str((run.get("seeds") or {}).get("master", ""))
-    base_tags = {"audit": audit, "kind": "text",
+    base_tags = {"audit": audit, "kind": TEXT_RUN,
                  "dataset_sha256": str((run.get("dataset") or {}).get("sha256", "")),
                  "manifest_sha256": str(run.get("manifest_sha256", "")),
                  **state_tags(state_of(run))}
-    flips, ctf = _table(folder / "flips.csv"), _table(folder / "ctf.csv")
+    flips, ctf = _table(table_path(folder, "flips")), _table(table_path(folder, "ctf"))
     children = []
     for (system, axis, kind), rows in ctf.groupby(["system", "axis", "kind"], sort=False):
         who = {"audit": audit, "system": str(system), "table": "text", "axis": str(axis),
@@ -110,13 +102,3 @@ def text_children(folder: Path) -> list[ChildRun]:
             tags["notes"] = note
         children.append(ChildRun(key, audit, name, tags, params, metrics))
     return children
-
-
-def collect_children(results: Path) -> tuple[list[ChildRun], dict[str, str]]:
-    """Every child run on disk -- the grid audits' (:func:`faircode.record.runs.
-    collect_children`) and each text audit's -- and the unavailable audits' reasons."""
-    children, skipped = runs.collect_children(results)
-    for folder in audit_folders(results):
-        if is_text_results(folder):
-            children.extend(text_children(folder))
-    return children, skipped

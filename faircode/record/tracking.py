@@ -136,6 +136,7 @@ from faircode.record._store import (
     switch_to_wal,
 )
 from faircode.record.first_screen import SHARE_KEY, share_first_screen
+from faircode.record.kinds import collect_children  # every task kind's children
 from faircode.record.runs import (
     ChildRun,
     ResultsError,
@@ -146,7 +147,6 @@ from faircode.record.runs import (
     report_files,
     results_digest,
 )
-from faircode.record.text_runs import collect_children  # the grid's children and the text ones
 
 if TYPE_CHECKING:  # pragma: no cover
     from mlflow.tracking import MlflowClient

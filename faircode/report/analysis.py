@@ -47,7 +47,6 @@ from faircode.report.inputs import (
     UnavailableAudit,
     is_uninformative,
     load_results,
-    metric_reference,
     resolve_metric,
     strategy_code,
 )
@@ -68,7 +67,6 @@ __all__ = [
     "benchmark_q_values",
     "floor_counts",
     "load_results",
-    "metric_reference",
     "resolve_metric",
     "summarise",
     "summary_rows",

@@ -2,9 +2,10 @@
 
 Reads ``results/<audit>/`` (:mod:`faircode.report.inputs`), never the grid or the evaluate step.
 An audit with a deployed system adds its tables (:mod:`faircode.report.deployed`), its
-calibration figure and a section of the page; an audit without one is rendered as before.  A text
-audit (``run.json`` ``kind: text``) adds ``text_table.md``, its two figures and its section
-(:mod:`faircode.report.text`), and one sentence to the headline.
+calibration figure and a section of the page; an audit without one is rendered as before.  A
+task kind with a section of its own (:mod:`faircode.report.kinds`; the text audits',
+:mod:`faircode.report.text`) adds its tables, its figures, its part of the page and one
+sentence to the headline, for the runs of that kind the results folder holds.
 
 ``summary.csv`` holds one row per fairness test with both Benjamini-Hochberg families under
 their own names (``q_value``/``significant``: the audit's own, the stars'; ``q_benchmark``/
@@ -24,6 +25,14 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from faircode.core.errors import DataError, FaircodeError, describe
+from faircode.core.layout import (
+    FIGURES,
+    FIGURES_PREVIOUS,
+    REPORT_PAGE,
+    RESIDUAL_FLOOR,
+    SUMMARY,
+    SUMMARY_FAMILIES,
+)
 from faircode.report import effects as report_effects
 from faircode.report.analysis import (
     DEFAULT_METRIC,
@@ -41,9 +50,9 @@ from faircode.report.inputs import (
     ordered,
     resolve_metric,
 )
+from faircode.report.kinds import LoadedSection, load_sections
 from faircode.report.people import people_tables
 from faircode.report.tables import Context
-from faircode.report.text import TextInputs, load_text_results, write_text_table
 
 if TYPE_CHECKING:
     from faircode.report.figures import FigureFile
@@ -97,8 +106,11 @@ def write_report(
     from faircode.report.tables import write_tables
 
     inputs = load_results(results, audits_dir=audits_dir, only=only)
-    metric = resolve_metric(metric, [*inputs.fairness["metric"].astype(str),
-                                     *inputs.deployed.fairness["metric"].astype(str)])
+    sections = load_sections(results, only=only)  # the kinds' own sections (text audits')
+    measured = [*inputs.fairness["metric"].astype(str),
+                *inputs.deployed.fairness["metric"].astype(str)]
+    if measured or not sections:  # sections alone (a text audit alone): no grid metric to name
+        metric = resolve_metric(metric, measured)
     models = ordered(inputs.fairness["model"], MODELS)
     if model is not None and model not in models:
         raise FaircodeError(f"--model: expected one of {', '.join(models)}, "
@@ -108,32 +120,30 @@ def write_report(
     context = _context(inputs, metric=metric, models=tuple([model] if model else models),
                        alpha=alpha, confidence=confidence)
     shown = report_effects.shown_gaps(context.fairness, metric=None, alpha=alpha)
-    summary_path, families_path = results / "summary.csv", results / "summary_families.csv"
+    summary_path, families_path = results / SUMMARY, results / SUMMARY_FAMILIES
     summary_rows(context.fairness, shown=shown, q_benchmark=context.fairness["q_benchmark"],
                  alpha=alpha).to_csv(summary_path, index=False, na_rep="NaN")
     summary = summarise(inputs.fairness, q_benchmark=context.fairness["q_benchmark"],
                         alpha=alpha, verdicts=shown["verdict"])
     summary.to_csv(families_path, index=False, na_rep="NaN")
     floor = report_effects.residual_floor(context.effects, metric=metric)
-    floor_path = results / "residual_floor.csv"
+    floor_path = results / RESIDUAL_FLOOR
     floor.to_csv(floor_path, index=False, na_rep="NaN")
     effects_table = report_effects.effects_table(context)
     tables = write_tables(
         context, floor=floor, out=results,
         extra=(*deployed_tables(context), *people_tables(context),
                *([effects_table] if effects_table else [])))
-    text = load_text_results(results, only=only)  # the text audits' own section
-    if text is not None:
-        tables = (*tables, write_text_table(text, results))
-    figures, text_figures = _figures(context, floor=floor, results=results, text=text,
-                                     workers=workers)
+    tables = (*tables, *(p for s in sections for p in s.section.tables(s.inputs, results)))
+    figures, by_section = _figures(context, floor=floor, results=results, sections=sections,
+                                   workers=workers)
     html = write_html(context, floor=floor, counts=floor_counts(floor),
                       intersectional=context.intersectional, figures=figures,
-                      provenance=provenance or {}, out=results / "report.html", text=text,
-                      text_figures=text_figures, workers=workers)
+                      provenance=provenance or {}, out=results / REPORT_PAGE,
+                      sections=by_section, workers=workers)
+    drawn = (*figures, *(f for _, own in by_section for f in own))
     return ReportOutputs(summary=summary_path, tables=tables,
-                         figures=tuple(p for f in (*figures, *text_figures)
-                                       for p in (f.png, f.pdf)), html=html,
+                         figures=tuple(p for f in drawn for p in (f.png, f.pdf)), html=html,
                          extra=(families_path, floor_path))
 
 
@@ -158,18 +168,19 @@ def _context(inputs: ReportInputs, *, metric: str, models: tuple[str, ...], alph
         intersectional=pd.concat([inputs.intersectional, family.intersectional], axis=1))
 
 
-def _figures(ctx: Context, *, floor: pd.DataFrame, results: Path, text: TextInputs | None,
-             workers: int) -> tuple[tuple[FigureFile, ...], tuple[FigureFile, ...]]:
-    """Write ``results/figures/`` whole -- (the grid audits' figures, the text audits') --
-    on ``workers`` processes: no stale file survives; a per-audit figure whose inputs did not
-    change is carried over from the previous figures/ (figure_reuse)."""
+def _figures(ctx: Context, *, floor: pd.DataFrame, results: Path,
+             sections: Sequence[LoadedSection], workers: int
+             ) -> tuple[tuple[FigureFile, ...], tuple[tuple[LoadedSection, tuple[FigureFile, ...]],
+                                                  ...]]:
+    """Write ``results/figures/`` whole -- (the grid audits' figures, each section with its
+    own) -- on ``workers`` processes: no stale file survives; a per-audit figure whose inputs
+    did not change is carried over from the previous figures/ (figure_reuse)."""
     from faircode.report import figures as report_figures
     from faircode.report.calibration_figure import calibration_drawings
     from faircode.report.drawing import draw
-    from faircode.report.text_figures import text_drawings
     from faircode.report.threshold_curves import curve_drawings
 
-    out, previous = results / "figures", results / ".figures-previous"
+    out, previous = results / FIGURES, results / FIGURES_PREVIOUS
     shutil.rmtree(previous, ignore_errors=True)
     if out.is_dir():
         out.rename(previous)
@@ -179,10 +190,13 @@ def _figures(ctx: Context, *, floor: pd.DataFrame, results: Path, text: TextInpu
                                       "alpha": ctx.alpha, "confidence": ctx.confidence})
         grid = [*report_figures.figure_drawings(ctx, floor=floor, out=out),
                 *curve_drawings(ctx, out=out), *calibration_drawings(ctx, out=out)]
-        texts = text_drawings(text, out) if text is not None else []
-        drawn = draw([*grid, *texts], reuse=reuse, workers=workers)
+        own = [s.section.drawings(s.inputs, out) for s in sections]
+        drawn = draw([*grid, *(d for part in own for d in part)], reuse=reuse, workers=workers)
         reuse.write(out)
     finally:
         shutil.rmtree(previous, ignore_errors=True)
-    return (tuple(f for f in drawn[:len(grid)] if f is not None),
-            tuple(f for f in drawn[len(grid):] if f is not None))
+    shown, start = [], len(grid)
+    for s, part in zip(sections, own, strict=True):
+        shown.append((s, tuple(f for f in drawn[start:start + len(part)] if f is not None)))
+        start += len(part)
+    return tuple(f for f in drawn[:len(grid)] if f is not None), tuple(shown)

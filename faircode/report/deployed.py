@@ -37,25 +37,28 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from faircode.core.cells import STRATEGY_TABLE
+from faircode.core.metrics import Metric
 from faircode.report.inputs import DEPLOYED, STRATEGIES, ordered, strategy_code
 from faircode.report.tables import Cell, Context, Table, _Footnotes, estimate_cell
 
 __all__ = ["GAPS", "deployed_table", "deployed_tables", "replication_table", "signed_gaps",
            "system_names"]
 
-DP = "demographic_parity_diff"
+DP, _TPR, _FPR = (m.value for m in (Metric.DEMOGRAPHIC_PARITY, Metric.TPR_GAP, Metric.FPR_GAP))
 GAPS: tuple[str, ...] = ("parity gap", "FPR gap", "FNR gap", "calibration gap")
 """The rows of :func:`deployed_table` per attribute, in order."""
 _REPLICATION = (("fpr", "FPR"), ("fnr", "FNR"), ("ppv", "PPV"))
 _ALL, _TEST = "all", "test"
+_NO_SCORE = tuple(s.strategy.value for s in STRATEGY_TABLE if not s.score)
+"""The strategies that decide without a score (so without a calibration gap)."""
 
 
 def signed_gaps(favourable: int) -> dict[str, tuple[str, float]]:
     """``{gap: (fairness.csv metric, sign)}`` giving each label-coded gap (module docstring)."""
     if favourable == 1:
-        return {"parity gap": (DP, 1.0), "FPR gap": ("fpr_gap", 1.0),
-                "FNR gap": ("tpr_gap", -1.0)}
-    return {"parity gap": (DP, -1.0), "FPR gap": ("tpr_gap", -1.0), "FNR gap": ("fpr_gap", 1.0)}
+        return {"parity gap": (DP, 1.0), "FPR gap": (_FPR, 1.0), "FNR gap": (_TPR, -1.0)}
+    return {"parity gap": (DP, -1.0), "FPR gap": (_TPR, -1.0), "FNR gap": (_FPR, 1.0)}
 
 
 def _signed(row: pd.Series | None, sign: float, alpha: float) -> pd.Series | None:
@@ -84,7 +87,7 @@ def _index(frame: pd.DataFrame, keys: list[str]) -> dict[tuple[str, ...], pd.Ser
 def _missing_reason(strategy: str, gap: str) -> str:
     if gap == "calibration gap":
         return ("no calibration gap: the cell has no score (post-processing decides without "
-                "one)" if strategy == "post_processing" else
+                "one)" if strategy in _NO_SCORE else
                 "no calibration gap for this cell (calibration_gap.csv has no row)")
     return "no result row for this cell"
 

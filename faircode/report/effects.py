@@ -38,14 +38,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from faircode.core.metrics import METRIC_TABLE, no_gap
 from faircode.report.inputs import (
     STRATEGIES,
     ReportInputs,
     is_uninformative,
-    metric_reference,
     strategy_code,
 )
 from faircode.report.tables import (
+    FLOOR_REFERENCE,
     PARITY,
     SIGNIFICANT,
     Cell,
@@ -71,9 +72,10 @@ __all__ = [
 ]
 
 EFFECT_KEYS = ("audit", "strategy", "reference", "model", "protected_attribute", "metric")
-SAME_EFFECT_TEST: Mapping[str, str] = {"tpr_gap": "equal_opportunity_diff"}
-"""An effect whose test is another's: counted once in the family, through its twin."""
-REFERENCE = "unawareness_proxy_removal"
+SAME_EFFECT_TEST: Mapping[str, str] = {m.name: m.same_value.value for m in METRIC_TABLE
+                                        if m.same_value is not None}
+"""An effect whose test is another's: counted once in the family, through its twin (each
+metric's ``same_value`` in :data:`faircode.core.metrics.METRIC_TABLE`)."""
 PERFORMANCE = ("accuracy", "balanced_accuracy")
 
 
@@ -116,7 +118,7 @@ def gap_verdicts_of(frame: pd.DataFrame, *, alpha: float) -> np.ndarray:
     """Each fairness row's verdict: its ``verdict`` column (module docstring for older ones)."""
     if "verdict" in frame and frame["verdict"].notna().all():
         return frame["verdict"].astype(str).to_numpy(dtype=object)
-    null = np.array([metric_reference(str(m)) for m in frame["metric"]], dtype=float)
+    null = np.array([no_gap(str(m)) for m in frame["metric"]], dtype=float)
     return _fallback(frame, alpha=alpha, null=null, shown=("gap", "gap", "inconclusive"))
 
 
@@ -161,7 +163,7 @@ def residual_floor(effects: pd.DataFrame, *, metric: str) -> pd.DataFrame:
                "note"]
     if effects.empty:
         return pd.DataFrame(columns=columns)
-    rows = effects[(effects["reference"] == REFERENCE) & (effects["metric"] == metric)]
+    rows = effects[(effects["reference"] == FLOOR_REFERENCE) & (effects["metric"] == metric)]
     out = rows.rename(columns={"value": "difference", "ci_low": "low", "ci_high": "high"})
     out = out.assign(seeds=out["seeds"] if "seeds" in out else 1)
     defined = out[["difference", "low", "high"]].notna().all(axis=1)

@@ -33,9 +33,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from faircode.core.layout import FIGURES_RECORD
+
 __all__ = ["CODE", "RECORD", "FigureReuse"]
 
-RECORD = "inputs.json"
+RECORD = FIGURES_RECORD
 """The record of ``figures/``: slot -> key, name, caption, section, audit, kind."""
 
 CODE: tuple[str, ...] = ("pipeline/stages/report.py", "__init__.py", "pipeline/__init__.py",

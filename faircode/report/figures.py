@@ -36,6 +36,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
+from faircode.core.metrics import no_gap
 from faircode.report.analysis import abs_bounds
 from faircode.report.drawing import Drawing
 from faircode.report.inputs import (
@@ -43,7 +44,6 @@ from faircode.report.inputs import (
     STRATEGIES,
     family_mean,
     is_uninformative,
-    metric_reference,
     ordered,
     strategy_code,
 )
@@ -133,7 +133,7 @@ def by_strategy(ctx: Context, audit: str, out: Path) -> FigureFile | None:
     attrs = ordered(frame["protected_attribute"], ())
     strategies = ordered(frame["strategy"], STRATEGIES)
     models = ordered(frame["model"], MODELS)
-    ref = metric_reference(ctx.metric)
+    ref = no_gap(ctx.metric)
     fig, axes = plt.subplots(len(attrs), 1, figsize=(WIDTH, 0.55 + 1.2 * len(attrs)),
                              sharex=True, squeeze=False, layout="constrained")
     offsets = np.linspace(-0.22, 0.22, len(models)) if len(models) > 1 else np.zeros(1)
@@ -203,7 +203,7 @@ def heatmap(ctx: Context, out: Path) -> FigureFile | None:
     grid = grid.reindex(columns=strategies)
     marks = {key: _heat_mark(part) for key, part in
              frame.groupby(["audit", "protected_attribute", "strategy"], sort=False)}
-    ref = metric_reference(ctx.metric)
+    ref = no_gap(ctx.metric)
     values = grid.to_numpy(float) - ref
     # a signed square-root scale up to the largest |gap|: nothing saturates, so S0's large gaps
     # stay apart (0.5 and 0.85 are two colours), and a small gap still shows its sign's tint
@@ -296,7 +296,7 @@ def tradeoff(ctx: Context, audit: str, out: Path) -> FigureFile | None:
     fair = _shown(ctx, audit)
     if perf.empty or fair.empty:
         return None
-    ref = metric_reference(ctx.metric)
+    ref = no_gap(ctx.metric)
     attrs = ordered(fair["protected_attribute"], ())
     strategies = ordered(fair["strategy"], STRATEGIES)
     models = ordered(fair["model"], MODELS)

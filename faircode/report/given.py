@@ -16,12 +16,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from faircode.core.metrics import Metric, metric_info
 from faircode.report.tables import Cell, Context, Table, _Footnotes, estimate_cell
 
 __all__ = ["GAPS", "RATES", "given_lines", "groups_table"]
 
-GAPS = (("demographic_parity_diff", "parity gap"), ("tpr_gap", "TPR gap"),
-        ("fpr_gap", "FPR gap"))
+GAPS = tuple((m.value, metric_info(m).label)
+             for m in (Metric.DEMOGRAPHIC_PARITY, Metric.TPR_GAP, Metric.FPR_GAP))
 """The gaps :func:`given_lines` states per attribute (favourable-outcome rates)."""
 
 RATES = (("base_rate", "base rate"), ("selection_rate", "decided 1"), ("tpr", "TPR"),
@@ -54,7 +55,7 @@ def given_lines(fairness: pd.DataFrame, performance: pd.DataFrame) -> list[str]:
                 continue
             row = found.iloc[0]
             text = f"{label} {_cell(row)}"
-            if metric == "demographic_parity_diff" and np.isfinite(float(row["value"])):
+            if metric == Metric.DEMOGRAPHIC_PARITY and np.isfinite(float(row["value"])):
                 sig = "significant" if str(row["significant"]) == "True" else "not significant"
                 powered = "powered" if str(row["powered"]) == "True" else "not powered"
                 text += (f" (q {float(row['q_value']):.3g}, {sig}; mde {float(row['mde']):.3f},"

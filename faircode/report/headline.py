@@ -34,11 +34,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from faircode.core.cells import STRATEGY_TITLES
+from faircode.core.cells import STRATEGY_TABLE, STRATEGY_TITLES
+from faircode.core.metrics import Metric, no_gap
 from faircode.report.inputs import (
     STRATEGIES,
     family_mean,
-    metric_reference,
     ordered,
     strategy_code,
     test_base_rates,
@@ -131,7 +131,7 @@ def _strategy(code: str, gaps: pd.DataFrame, effects: pd.DataFrame, *, metric: s
     verdicts = tuple(str(v) for v in gaps["verdict"])
     informative = gaps[gaps["verdict"] != "uninformative"]
     open_ = informative[~informative["verdict"].isin(["parity"])]
-    ref = metric_reference(metric)
+    ref = no_gap(metric)
     bounds = (open_["gap_bound"].to_numpy(dtype=float) - ref) if "gap_bound" in open_ \
         else np.full(len(open_), np.nan)
     dist = effects[effects["metric"] == metric] if not effects.empty else effects
@@ -177,7 +177,7 @@ def findings(ctx: Context) -> tuple[AuditFinding, ...]:
         out.append(AuditFinding(
             audit=str(audit), attribute=str(attr),
             gap=family_mean(_informative(base)["value"]) if not base.empty else math.nan,
-            baseline=found.get(BASELINE, StrategyFinding("S0", ())),
+            baseline=found.get(BASELINE, StrategyFinding(strategy_code(BASELINE), ())),
             strategies=tuple(f for s, f in found.items() if s != BASELINE),
             base_rate=rate, majority=major, rule=rule))
     return tuple(out)
@@ -199,7 +199,7 @@ def _signed(x: float, digits: int = 2) -> str:
 
 def _margin(metric: str, margins: Mapping[str, object]) -> str:
     """``±0.05`` (a difference) or ``[0.8, 1.25]`` (disparate impact), from the runs' config."""
-    if metric_reference(metric):
+    if no_gap(metric):
         ratio = margins.get("ratio", (0.8, 1.25))
         low, high = ratio if isinstance(ratio, Sequence) else (0.8, 1.25)
         return f"[{float(low):g}, {float(high):g}]"
@@ -277,8 +277,8 @@ def lead(items: Sequence[AuditFinding], *, metric: str, unavailable: int,
              "(a gap shown in at least one model family).")
     sentences = [first]
     if gapped:
-        parts = [p for p in (_strategy_sentence(c, gapped, margin)
-                             for c in ("S4", "S3", "S2", "S1")) if p]
+        parts = [p for p in (_strategy_sentence(s.code, gapped, margin)
+                             for s in reversed(STRATEGY_TABLE[1:])) if p]
         if parts:
             sentences += ["Of those, " + parts[0] + ".", *(p + "." for p in parts[1:])]
     quiet = [f for f in items if f.baseline.gaps == 0]
@@ -310,7 +310,7 @@ def _state(s: StrategyFinding, margin: str, *, baseline: bool = False) -> str:
 
 
 def audit_line(item: AuditFinding, *, margins: Mapping[str, object] | None = None,
-               metric: str = "demographic_parity_diff") -> tuple[str, str]:
+               metric: str = Metric.DEMOGRAPHIC_PARITY.value) -> tuple[str, str]:
     """``(label, text)`` of one audit's line: S0's gap and base rates, then S1-S4."""
     margin = _margin(metric, margins or {})
     label = f"{item.audit} \u00b7 {item.attribute}"

@@ -43,7 +43,7 @@ from typing import Any
 
 import pandas as pd
 
-from faircode.core.cells import STRATEGY_TITLES
+from faircode.core.cells import STRATEGY_TITLES, strategy_info
 from faircode.provenance.state import StateIdentity, group_states
 from faircode.report import headline
 from faircode.report.deployed import deployed_tables
@@ -53,12 +53,12 @@ from faircode.report.given import given_lines, groups_table
 from faircode.report.html_tables import CSS as TABLES_CSS
 from faircode.report.html_tables import boxed, frame_html, plural, rows_html, stability_html
 from faircode.report.inputs import MODELS, STRATEGIES, ordered, strategy_code
+from faircode.report.kinds import LoadedSection
 from faircode.report.page_images import SHA_ATTRIBUTE, page_images
 from faircode.report.people import people_lines, people_tables
 from faircode.report.sensitivity import sensitivity_html
 from faircode.report.style import FAMILY_GLYPHS, SHORT, family_marker, strategy_colour
 from faircode.report.tables import Context, all_tables, marks_legend, to_html
-from faircode.report.text import TextInputs, headline_line, section_html
 
 __all__ = ["CSP", "write_html"]
 
@@ -316,7 +316,7 @@ def _legend(ctx: Context) -> str:
     strategies = "".join(
         f'<li><span class="sw" style="background:{strategy_colour(s)}"></span>'
         f"<b>{_esc(strategy_code(s))}</b> {_esc(STRATEGY_TITLES.get(strategy_code(s), s))}: "
-        f"{_esc(_STRATEGY_WHAT.get(s, s))}</li>" for s in STRATEGIES)
+        f"{_esc(strategy_info(s).what)}</li>" for s in STRATEGIES)
     models = ordered(ctx.fairness["model"], MODELS) if not ctx.fairness.empty else list(MODELS)
     families = ", ".join(
         f"{FAMILY_GLYPHS.get(family_marker(m, models), family_marker(m, models))} "
@@ -333,15 +333,6 @@ def _legend(ctx: Context) -> str:
         + (" At K &gt; 1 every number, interval and verdict is the K-replicate estimate's."
            if "K = 1," not in ctx.variance_note else "")
         + "</p></aside>")
-
-
-_STRATEGY_WHAT = {
-    "baseline": "every feature, protected attributes included",
-    "unawareness": "protected attributes dropped",
-    "unawareness_proxy_removal": "protected attributes and their proxies dropped",
-    "in_processing": "fairlearn in-processing under the parity constraint (first attribute)",
-    "post_processing": "fairlearn group thresholds (first attribute), on S2's features",
-}
 
 
 def _given_top(ctx: Context) -> str:
@@ -397,13 +388,16 @@ def _top(ctx: Context, figures: Sequence[FigureFile], images: Mapping[Path, tupl
 
 def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
                intersectional: pd.DataFrame, figures: Sequence[FigureFile],
-               provenance: Mapping[str, Any], out: Path, text: TextInputs | None = None,
-               text_figures: Sequence[FigureFile] = (), workers: int = 1) -> Path:
-    """Write the self-contained report page to ``out``; return ``out``.  ``text`` (with its
-    figures) adds the text audits' section and headline sentence (:mod:`faircode.report.text`).
-    ``workers``: processes encoding the embedded images (the page is the same bytes for any
-    number, and whether or not a page at ``out`` lends it images)."""
-    pngs = sorted({f.png for f in (*figures, *text_figures)})
+               provenance: Mapping[str, Any], out: Path,
+               sections: Sequence[tuple[LoadedSection, Sequence[FigureFile]]] = (),
+               workers: int = 1) -> Path:
+    """Write the self-contained report page to ``out``; return ``out``.  Each of ``sections``
+    (a task kind's own section with its figures, :mod:`faircode.report.kinds`; the text
+    audits') adds its part of the page and its headline sentence.  ``workers``: processes
+    encoding the embedded images (the page is the same bytes for any number, and whether or not
+    a page at ``out`` lends it images)."""
+    own = [f for _, shown in sections for f in shown]
+    pngs = sorted({f.png for f in (*figures, *own)})
     images = page_images(pngs, previous=out, workers=workers)
     paper, performance, counterfactual, floor_table = all_tables(ctx, floor)
     models = ", ".join(SHORT.get(m, m) for m in ctx.models)
@@ -418,7 +412,8 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
            if ctx.models else "no S0-S4 grid; ")
         + f"{plural(len(ctx.inputs.runs), 'audit')} with results, "
         f"{len(ctx.inputs.unavailable)} unavailable. {_esc(ctx.variance_note)}</p>",
-        _top(ctx, figures, images, text_line=headline_line(text) if text is not None else ""),
+        _top(ctx, figures, images, text_line=" ".join(
+            line for s, _ in sections if (line := s.section.headline(s.inputs)))),
         "<h2>Residual floor: what S3 and S4 add to S2</h2>", _floor_sentence(counts),
         "".join(_figure(f, i, images) for i, f in enumerate(figures) if f.section == "figures"),
         "<h2>Per audit</h2>",
@@ -438,9 +433,7 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
           if not ctx.inputs.stability.empty else []),
         _fold(f"Every {ctx.metric} row, with the benchmark-wide q (q_benchmark)",
               rows_html(ctx, intersectional)),
-        *([section_html(text, fold=_fold, table=frame_html, figures="".join(
-            _figure(f, len(figures) + i, images) for i, f in enumerate(text_figures)))]
-          if text is not None else []),
+        *_sections(sections, first=len(figures), images=images),
         "<h2>Unavailable audits</h2>", _unavailable(ctx),
         "<h2>Provenance</h2>", _provenance(ctx, provenance),
         '<pre id="render-check"></pre>',
@@ -453,6 +446,18 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
             f"<body>{''.join(body)}<script>{_CHECK}</script></body></html>\n")
     out.write_text(page, encoding="utf-8")
     return out
+
+
+def _sections(sections: Sequence[tuple[LoadedSection, Sequence[FigureFile]]], *, first: int,
+              images: Mapping[Path, tuple[str, str]]) -> list[str]:
+    """Each kind's own part of the page, its figures numbered on from ``first``."""
+    parts = []
+    for loaded, shown in sections:
+        figures = "".join(_figure(f, first + i, images) for i, f in enumerate(shown))
+        parts.append(loaded.section.html(loaded.inputs, fold=_fold, table=frame_html,
+                                         figures=figures))
+        first += len(shown)
+    return parts
 
 
 _KIND = {"by_strategy": "gap by strategy", "tradeoff": "accuracy against distance from parity",

@@ -5,10 +5,13 @@ Design decisions
 * Names come from the data: metrics, strategies, models, attributes and optional columns are
   read from the CSVs.  Known strategies and families fix only the order (S0-S4, then the
   grid's family order); anything else follows in the order met.
-* A results folder holds ``<audit>/run.json`` with the four CSVs, or ``<audit>/unavailable.json``;
-  a folder with ``run.json`` is read only once it holds exactly the files its record lists, each
-  with the recorded sha256 (:func:`faircode.core.digests.checked_run`): a table cut mid-row or
-  another run's file is one line, never a report built from the remainder;
+* A results folder holds ``<audit>/run.json`` with its tables, or ``<audit>/unavailable.json``;
+  each folder goes to the reader of its kind (:func:`faircode.core.layout.folder_kind`,
+  :mod:`faircode.report._readers`; a kind without the grid to its own section,
+  :mod:`faircode.report.kinds`).  A folder with ``run.json`` is read only once it holds exactly
+  the files its record lists, each with the recorded sha256
+  (:func:`faircode.core.digests.checked_run`): a table cut mid-row or another run's file is one
+  line, never a report built from the remainder;
   an ``audits/<name>/audit.yaml`` without results is an unavailable audit whose instructions
   come from its manifest's ``dataset.source``.  Missing required columns are one-line errors
   naming the file and the columns; extra columns are kept and shown.
@@ -29,7 +32,6 @@ Design decisions
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -40,18 +42,32 @@ import pandas as pd
 
 from faircode.audit.manifest import discover_manifests, load_manifest
 from faircode.core.cells import ModelFamily, Strategy, strategy_code
-from faircode.core.digests import checked_run
 from faircode.core.errors import DataError, FaircodeError, describe
-from faircode.report.text import is_text_run
-from faircode.stats.calibration import CALIBRATION_COLUMNS
-from faircode.stats.groups import GROUP_COLUMNS
+from faircode.core.kinds import TASK_KINDS, kind_of_run
+from faircode.core.layout import (
+    ENCODING_SENSITIVITY,
+    RUN_RECORD,
+    UNAVAILABLE,
+    UNAVAILABLE_NOTE,
+    audit_folders,
+    folder_kind,
+    run_record,
+)
+from faircode.report._readers import (
+    DEPLOYED,
+    MAIN_TABLES,
+    REQUIRED,
+    Found,
+    read_grid_run,
+    read_note,
+    read_sensitivity,
+)
 from faircode.stats.operating import DEGENERATE_NOTE, UNFITTABLE_NOTE
 
 __all__ = [
     "DEPLOYED",
     "MODELS",
     "STRATEGIES",
-    "TABLES",
     "UNINFORMATIVE_NOTE",
     "UNINFORMATIVE_NOTES",
     "DeployedInputs",
@@ -60,7 +76,6 @@ __all__ = [
     "family_mean",
     "is_uninformative",
     "load_results",
-    "metric_reference",
     "notes_of",
     "ordered",
     "resolve_metric",
@@ -72,38 +87,6 @@ UNINFORMATIVE_NOTE = DEGENERATE_NOTE
 """The note of a degenerate cell's rows (one decision for every row of a group)."""
 UNINFORMATIVE_NOTES = (DEGENERATE_NOTE, UNFITTABLE_NOTE)
 """Every note that makes a row uninformative: degenerate decisions, or a cell not fitted."""
-DEPLOYED = "deployed"
-"""The strategy of a deployed system's rows (its model is the system's name)."""
-TABLES = ("fairness", "performance", "intersectional", "counterfactual")
-DEPLOYED_TABLES = ("fairness", "performance", "intersectional")
-"""The tables of ``<audit>/deployed/`` (the system on every row of the audit)."""
-EXTRA_TABLES = ("groups", "calibration", "calibration_gap", "stratified")
-"""Optional per-audit tables: per-group rates, calibration bins, calibration gaps, the gaps
-within declared strata (``stratified.csv``, also in ``deployed/``)."""
-_REQUIRED: dict[str, tuple[str, ...]] = {
-    "fairness": ("audit", "strategy", "model", "protected_attribute", "metric", "value",
-                 "ci_low", "ci_high", "p_value", "q_value", "note"),
-    "performance": ("audit", "strategy", "model", "metric", "value", "ci_low", "ci_high", "note"),
-    "intersectional": ("audit", "strategy", "model", "attribute_a", "attribute_b", "gap",
-                       "ci_low", "ci_high", "p_value", "note"),
-    "counterfactual": ("audit", "strategy", "model", "axis", "kind", "flip_rate", "ci_low",
-                       "ci_high", "note"),
-    "groups": ("audit", "strategy", "model", *GROUP_COLUMNS),
-    "calibration": ("audit", "strategy", "model", *CALIBRATION_COLUMNS),
-    "calibration_gap": ("audit", "strategy", "model", "row_set", "protected_attribute", "value",
-                        "ci_low", "ci_high", "p_value", "q_value", "note"),
-    "stratified": ("audit", "strategy", "model", "protected_attribute", "stratum", "columns",
-                   "value", "ci_low", "ci_high", "p_value", "q_value", "raw_gap", "note"),
-    "curves": ("audit", "strategy", "model", "threshold", "protected_attribute", "metric",
-               "value", "ci_low", "ci_high", "note", "point"),
-    "stability": ("audit", "strategy", "model", "protected_attribute", "metric", "seeds",
-                  "seed_mode", "note"),
-    "effects": ("audit", "strategy", "reference", "model", "protected_attribute", "metric",
-                "value", "ci_low", "ci_high", "p_value", "q_value", "note"),
-}
-
-
-
 @dataclass(frozen=True, slots=True)
 class UnavailableAudit:
     """An audit without results: why, and how to obtain its data."""
@@ -121,7 +104,7 @@ class UnavailableAudit:
 
 
 def _empty(table: str) -> pd.DataFrame:
-    return pd.DataFrame(columns=list(_REQUIRED[table]))
+    return pd.DataFrame(columns=list(REQUIRED[table]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,164 +169,90 @@ class ReportInputs:
         return tuple(sorted({*self.runs, *(u.audit for u in self.unavailable)}))
 
 
-def _read_csv(path: Path, table: str) -> pd.DataFrame:
-    try:
-        frame = pd.read_csv(path, keep_default_na=True)
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: cannot be read as CSV: {type(exc).__name__}: {exc}") from None
-    missing = [c for c in _REQUIRED[table] if c not in frame.columns]
-    if missing:
-        raise DataError(f"{path}: expected columns {', '.join(_REQUIRED[table])}, "
-                        f"got {describe(list(frame.columns))}; missing {', '.join(missing)}")
-    frame["note"] = frame["note"].astype(object).where(frame["note"].notna(), "").astype(str)
-    return frame
-
-
-def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: cannot be read as JSON: {type(exc).__name__}: {exc}") from None
-    if not isinstance(data, dict):
-        raise DataError(f"{path}: expected a JSON object, got {describe(data)}")
-    return data
-
-
-def _pipeline_note(data: dict[str, Any]) -> dict[str, Any]:
-    """``{"audit", "available", "message"}`` (faircode.pipeline.stages) as ``{"audit", "reason",
-    "instructions"}``: the message is ``<audit>: dataset unavailable: <how to obtain it>``."""
-    message = str(data["message"])
-    _, sep, how = message.partition("dataset unavailable: ")
-    return {"audit": data.get("audit"), "reason": "dataset unavailable",
-            "instructions": how if sep else message}
-
-
 def load_results(results: Path, *, audits_dir: Path | None = None,
                  only: Sequence[str] = ()) -> ReportInputs:
     """Read every ``<results>/<audit>/`` folder, plus unavailable audits.
 
-    An audit folder holds either ``run.json`` and the four CSVs, or ``unavailable.json``
-    (``{"audit", "reason", "instructions"}``).  With ``audits_dir``, an ``<name>/audit.yaml``
-    there without a results folder is listed as unavailable with its manifest's source
-    instructions.  ``only`` restricts the report to the named audits.
+    Each audit folder goes to the reader of its kind (:func:`faircode.core.layout.folder_kind`,
+    :mod:`faircode.report._readers`): a run of a kind with the grid (``run.json`` and its
+    tables), or the pipeline's ``unavailable.json``; a run of another kind is its kind's section
+    (:mod:`faircode.report.kinds`).  With ``audits_dir``, an ``<name>/audit.yaml`` there without a
+    results folder is listed as unavailable with its manifest's source instructions.  ``only``
+    restricts the report to the named audits.  Runs of kinds with sections alone (a text audit
+    alone) are no error: the grid's tables are then empty.
     """
     if not results.is_dir():
         raise DataError(f"{results}: expected a results folder of <audit>/ subfolders, "
                         "got no such directory")
-    frames: dict[str, list[pd.DataFrame]] = {t: [] for t in TABLES}
-    runs: dict[str, dict[str, Any]] = {}
-    unavailable: dict[str, UnavailableAudit] = {}
-    stability: list[pd.DataFrame] = []
-    optional: dict[str, list[pd.DataFrame]] = {"effects": []}
-    deployed: dict[str, list[pd.DataFrame]] = {}
-    curves: list[pd.DataFrame] = []
-    # hidden folders are the grid's staging copies (see benchmark.write_audit), never results
-    for folder in sorted(p for p in results.iterdir()
-                         if p.is_dir() and not p.name.startswith(".")):
-        if (only and folder.name not in only) or is_text_run(folder):
-            continue  # a text audit has its own tables and section (faircode.report.text)
-        if (folder / "run.json").is_file():  # exactly the files it records, byte for byte
-            runs[folder.name] = checked_run(folder)
-            for table in TABLES:
-                path = folder / f"{table}.csv"
-                if not path.is_file():
-                    raise DataError(f"{folder}: expected {table}.csv beside run.json, got none")
-                grid, system = _split_deployed(_read_csv(path, table))
-                frames[table].append(grid)
-                if system is not None:
-                    deployed.setdefault(table, []).append(system)
-            if (folder / "stability.csv").is_file():  # only with training replicates
-                stability.append(_read_csv(folder / "stability.csv", "stability"))
-            for table, found in optional.items():  # paired effects
-                if (folder / f"{table}.csv").is_file():
-                    found.append(_read_csv(folder / f"{table}.csv", table))
-            if (folder / "curves.csv").is_file():  # operating-point curves (curves.*)
-                curves.append(_read_csv(folder / "curves.csv", "curves"))
-            _read_deployed(folder, deployed)
-        elif (folder / "unavailable.json").is_file():
-            data = _read_json(folder / "unavailable.json")
-            where = folder / "unavailable.json"
-            if isinstance(data.get("message"), str) and "reason" not in data:
-                data = _pipeline_note(data)  # the note the pipeline's stages write
-            if not isinstance(data.get("reason"), str):
-                raise DataError(f"{where}: reason: expected a string, "
-                                f"got {describe(data.get('reason'))}")
-            unavailable[folder.name] = UnavailableAudit(
-                audit=str(data.get("audit", folder.name)), reason=data["reason"],
-                instructions=str(data.get("instructions") or ""))
+    found, sections = Found(), False
+    for folder in audit_folders(results):  # hidden folders are writers' staging copies
+        if not only or folder.name in only:
+            sections |= _read_folder(folder, found)
+    unavailable = {name: UnavailableAudit(note["audit"], note["reason"], note["instructions"])
+                   for name, note in found.notes.items()}
     if audits_dir is not None and audits_dir.is_dir():
-        for path in discover_manifests(audits_dir):
-            name = path.parent.name
-            if (only and name not in only) or name in runs:
-                continue
-            try:
-                manifest = load_manifest(path)
-            except FaircodeError as exc:
-                unavailable.setdefault(name, UnavailableAudit(name, f"invalid manifest: {exc}"))
-                continue
-            source = manifest.dataset.source
-            known = unavailable.get(name)
-            unavailable[name] = UnavailableAudit(
-                audit=name,
-                reason=known.reason if known else "no results in the results folder",
-                instructions=(known.instructions if known and known.instructions else
-                              (source.instructions or source.url or "") if source else ""),
-                attributes=tuple(a.name for a in manifest.protected_attributes))
-    if not runs and not unavailable:
-        raise DataError(f"{results}: expected <audit>/run.json or <audit>/unavailable.json, "
+        _add_manifests(audits_dir, unavailable, runs=found.runs, only=only)
+    if not found.runs and not unavailable and not sections:
+        raise DataError(f"{results}: expected <audit>/{RUN_RECORD} or <audit>/{UNAVAILABLE_NOTE}, "
                         "got none")
+    return _assemble(found, unavailable, audits_dir=audits_dir,
+                     sensitivity=read_sensitivity(results / ENCODING_SENSITIVITY, only=only))
+
+
+def _read_folder(folder: Path, found: Found) -> bool:
+    """Hand ``folder`` to the reader of its kind; whether it is a run of a kind without the grid
+    (its own section reads it)."""
+    kind = folder_kind(folder)
+    if kind == UNAVAILABLE:
+        read_note(folder, found)
+        return False
+    task = kind_of_run(kind)
+    if task is None:
+        known = ", ".join(k.run_kind for k in TASK_KINDS)
+        raise DataError(f"{run_record(folder)}: kind: expected a run of one of {known}, "
+                        f"got {describe(kind)}")
+    if task.grid:
+        read_grid_run(folder, found)
+    return not task.grid
+
+
+def _add_manifests(audits_dir: Path, unavailable: dict[str, UnavailableAudit], *,
+                   runs: Mapping[str, Any], only: Sequence[str]) -> None:
+    """List every manifest of ``audits_dir`` without results as unavailable, with its source's
+    instructions (an invalid manifest: why)."""
+    for path in discover_manifests(audits_dir):
+        name = path.parent.name
+        if (only and name not in only) or name in runs:
+            continue
+        try:
+            manifest = load_manifest(path)
+        except FaircodeError as exc:
+            unavailable.setdefault(name, UnavailableAudit(name, f"invalid manifest: {exc}"))
+            continue
+        source = manifest.dataset.source
+        known = unavailable.get(name)
+        unavailable[name] = UnavailableAudit(
+            audit=name,
+            reason=known.reason if known else "no results in the results folder",
+            instructions=(known.instructions if known and known.instructions else
+                          (source.instructions or source.url or "") if source else ""),
+            attributes=tuple(a.name for a in manifest.protected_attributes))
+
+
+def _assemble(found: Found, unavailable: Mapping[str, UnavailableAudit], *,
+              audits_dir: Path | None, sensitivity: pd.DataFrame) -> ReportInputs:
+    """The :class:`ReportInputs` of what the readers found, each table concatenated."""
+    def joined(name: str) -> pd.DataFrame:
+        frames = found.frames.get(name)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
     return ReportInputs(
-        **{t: (pd.concat(frames[t], ignore_index=True) if frames[t] else
-               pd.DataFrame(columns=list(_REQUIRED[t]))) for t in TABLES},
-        runs=runs, unavailable=tuple(unavailable[k] for k in sorted(unavailable)),
-        stability=pd.concat(stability, ignore_index=True) if stability else pd.DataFrame(),
-        deployed=_deployed_inputs(deployed, runs, audits_dir),
-        **{t: pd.concat(f, ignore_index=True) if f else pd.DataFrame()
-           for t, f in optional.items()},
-        curves=pd.concat(curves, ignore_index=True) if curves else pd.DataFrame(),
-        encoding_sensitivity=_sensitivity(results / SENSITIVITY, only=only))
-
-
-SENSITIVITY = "encoding_sensitivity.csv"
-_SENSITIVITY_COLUMNS = ("audit", "claim", "label", "onehot", "changed", "seeds")
-
-
-def _sensitivity(path: Path, *, only: Sequence[str]) -> pd.DataFrame:
-    """``bench/encoding_sensitivity.py``'s table (empty without the file), ``only``'s audits."""
-    if not path.is_file():
-        return pd.DataFrame()
-    try:
-        frame = pd.read_csv(path, keep_default_na=False, dtype=str)
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: cannot be read as CSV: {type(exc).__name__}: {exc}") from None
-    missing = [c for c in _SENSITIVITY_COLUMNS if c not in frame.columns]
-    if missing:
-        raise DataError(f"{path}: expected columns {', '.join(_SENSITIVITY_COLUMNS)}, got "
-                        f"{describe(list(frame.columns))}; missing {', '.join(missing)}")
-    return frame[frame["audit"].isin(only)] if only else frame
-
-
-def _split_deployed(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame | None]:
-    """``(grid rows, deployed rows or None)``: a frame without deployed rows is returned as is."""
-    mine = frame["strategy"].astype(str).eq(DEPLOYED).to_numpy()
-    if not mine.any():
-        return frame, None
-    return frame[~mine].reset_index(drop=True), frame[mine].reset_index(drop=True)
-
-
-def _read_deployed(folder: Path, into: dict[str, list[pd.DataFrame]]) -> None:
-    """Append ``<folder>/deployed/<table>.csv`` (as ``<table>_all``) and the optional tables."""
-    for table in (*DEPLOYED_TABLES, "stratified"):
-        path = folder / DEPLOYED / f"{table}.csv"
-        if path.is_file():
-            into.setdefault(f"{table}_all", []).append(_read_csv(path, table))
-    for table in EXTRA_TABLES:
-        path = folder / f"{table}.csv"
-        if path.is_file():
-            into.setdefault(table, []).append(_read_csv(path, table))
-    if (folder / DEPLOYED / "groups.csv").is_file():  # row set "all": the system on every row
-        into.setdefault("groups", []).append(_read_csv(folder / DEPLOYED / "groups.csv",
-                                                       "groups"))
+        **{t: (pd.concat(found.frames[t], ignore_index=True) if found.frames.get(t) else
+               _empty(t)) for t in MAIN_TABLES},
+        runs=found.runs, unavailable=tuple(unavailable[k] for k in sorted(unavailable)),
+        stability=joined("stability"),
+        deployed=_deployed_inputs(found.deployed, found.runs, audits_dir),
+        effects=joined("effects"), curves=joined("curves"), encoding_sensitivity=sensitivity)
 
 
 def _favourable(audit: str, run: Mapping[str, Any], audits_dir: Path | None) -> int:
@@ -353,8 +262,8 @@ def _favourable(audit: str, run: Mapping[str, Any], audits_dir: Path | None) -> 
     if value is None and audits_dir is not None and (audits_dir / audit / "audit.yaml").is_file():
         value = load_manifest(audits_dir / audit / "audit.yaml").target.favourable
     if value not in (0, 1) or isinstance(value, bool):
-        raise DataError(f"{audit}/run.json: target.favourable: expected 0 or 1 (the coding of "
-                        f"the deployed system's table), got {describe(value)}")
+        raise DataError(f"{audit}/{RUN_RECORD}: target.favourable: expected 0 or 1 (the coding "
+                        f"of the deployed system's table), got {describe(value)}")
     return int(value)
 
 
@@ -393,11 +302,6 @@ def resolve_metric(name: str, available: Iterable[str], *, where: str = "--metri
         return matches[0]
     raise FaircodeError(f"{where}: expected one of {', '.join(names) or '(no metrics)'}, "
                         f"got {describe(name)}")
-
-
-def metric_reference(metric: str) -> float:
-    """The parity value of ``metric``: 1 for a ratio (``*_ratio``), else 0."""
-    return 1.0 if metric.endswith("_ratio") else 0.0
 
 
 def ordered(values: Iterable[str], known: Sequence[str]) -> list[str]:

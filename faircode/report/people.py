@@ -28,20 +28,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from faircode.core.cells import FAIRNESS_METRICS
+from faircode.core.metrics import FAIRNESS_METRICS, Metric, metric_info
 from faircode.report.inputs import ordered
 from faircode.report.tables import Cell, Context, Table, _Footnotes, estimate_cell, num
 
 __all__ = ["people_gaps_table", "people_groups_table", "people_lines", "people_tables"]
 
 _ALL = "all"
-_DP, _DI = "demographic_parity_diff", "disparate_impact_ratio"
-_TITLES = {
-    "demographic_parity_diff": "parity gap", "disparate_impact_ratio": "disparate impact",
-    "equal_opportunity_diff": "equal opportunity", "equalized_odds_diff": "equalized odds",
-    "predictive_parity_diff": "predictive parity", "accuracy_equality_diff": "accuracy equality",
-    "tpr_gap": "TPR gap", "fpr_gap": "FPR gap",
-}
+_DP, _DI = Metric.DEMOGRAPHIC_PARITY.value, Metric.DISPARATE_IMPACT.value
 
 
 def _people(ctx: Context) -> list[str]:
@@ -108,7 +102,7 @@ def people_gaps_table(ctx: Context) -> Table | None:
             metrics = {str(r["metric"]): r for _, r in
                        mine[mine["protected_attribute"] == attr].iterrows()}
             for metric in (_DP, _DI):
-                rows.append(((audit, attr, _TITLES[metric]), (estimate_cell(
+                rows.append(((audit, attr, metric_info(metric).label), (estimate_cell(
                     _marked(metrics.get(metric), ctx.alpha), value="value", fn=fn),)))
             for _, r in within[within["protected_attribute"] == attr].iterrows():
                 label = f"parity gap within {r['stratum']} ({r['columns']})"
@@ -116,7 +110,7 @@ def people_gaps_table(ctx: Context) -> Table | None:
                     _marked(r, ctx.alpha), value="value", fn=fn),)))
             for metric in FAIRNESS_METRICS:
                 if metric not in (_DP, _DI):
-                    rows.append(((audit, attr, _TITLES.get(metric, metric)), (estimate_cell(
+                    rows.append(((audit, attr, metric_info(metric).label), (estimate_cell(
                         metrics.get(metric), value="value", fn=fn),)))
     if not rows:
         return None

@@ -11,9 +11,10 @@ Design decisions
 * **Colour = strategy, marker (and line style) = model family**, never the other way round in
   any figure: the strategies are what the benchmark compares, so they get the channel that reads
   at a glance; the families get a second, shape channel that survives a grey-scale print.
-* Okabe-Ito colours (distinguishable under the common colour-vision deficiencies): S0 black,
-  S1 orange, S2 sky blue, S3 bluish green, S4 vermillion, a deployed system reddish purple;
-  the diverging heatmap (ColorBrewer ``PuOr``) encodes a value, not a strategy.
+* Okabe-Ito colours (distinguishable under the common colour-vision deficiencies): each
+  strategy's ``colour`` in :data:`faircode.core.cells.STRATEGY_TABLE` (S0 black, S1 orange, S2
+  sky blue, S3 bluish green, S4 vermillion), a deployed system reddish purple; the diverging
+  heatmap (ColorBrewer ``PuOr``) encodes a value, not a strategy.
 * Drawn at print size (3.3 in wide, 7 pt text): :data:`WIDTH` and :data:`RC`.
 * Matplotlib-free, so the HTML page can name the styles without importing it.
 """
@@ -23,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from faircode.core.cells import FAMILY_CODES, ModelFamily, Strategy
+from faircode.core.cells import FAMILY_CODES, STRATEGY_TABLE, ModelFamily
 
 __all__ = ["FAMILY_GLYPHS", "OKABE_ITO", "RC", "SHORT", "STRATEGY_COLOUR", "WIDTH",
            "family_line", "family_marker", "strategy_colour"]
@@ -31,14 +32,8 @@ __all__ = ["FAMILY_GLYPHS", "OKABE_ITO", "RC", "SHORT", "STRATEGY_COLOUR", "WIDT
 OKABE_ITO = {"black": "#000000", "orange": "#E69F00", "sky_blue": "#56B4E9",
              "green": "#009E73", "yellow": "#F0E442", "blue": "#0072B2",
              "vermillion": "#D55E00", "purple": "#CC79A7"}
-STRATEGY_COLOUR: dict[str, str] = {
-    Strategy.BASELINE: OKABE_ITO["black"],
-    Strategy.UNAWARENESS: OKABE_ITO["orange"],
-    Strategy.UNAWARENESS_PROXY_REMOVAL: OKABE_ITO["sky_blue"],
-    Strategy.IN_PROCESSING: OKABE_ITO["green"],
-    Strategy.POST_PROCESSING: OKABE_ITO["vermillion"],
-    "deployed": OKABE_ITO["purple"],
-}
+STRATEGY_COLOUR: dict[str, str] = {**{s.strategy: s.colour for s in STRATEGY_TABLE},
+                                   "deployed": OKABE_ITO["purple"]}
 """Colour of each strategy (and of a deployed system) in every figure and legend."""
 _FAMILY: dict[str, tuple[str, str]] = {
     ModelFamily.LOGISTIC_REGRESSION: ("o", "-"),

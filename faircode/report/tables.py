@@ -26,7 +26,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from faircode.core.cells import NOT_APPLICABLE
+from faircode.core.cells import Strategy
+from faircode.core.layout import paper_table_files
+from faircode.core.metrics import NOT_APPLICABLE
 from faircode.report.inputs import (
     STRATEGIES,
     UNINFORMATIVE_NOTE,
@@ -68,6 +70,9 @@ NO_INTERVAL = "interval undefined (no usable bootstrap resample)"
 NOT_APPLICABLE_TEXT = "n/a \u2014 decision is the outcome"
 """How every view shows a ground-truth number of a decision that is the recorded outcome."""
 SIGNIFICANT = "*"
+FLOOR_REFERENCE: str = Strategy.UNAWARENESS_PROXY_REMOVAL.value
+"""The residual floor's reference (S2): what S3 and S4 add to removing the protected and proxy
+columns."""
 PARITY = "="
 WITHIN_MARGIN = ("parity", "no_change")
 """The verdicts of a gap or an effect shown to lie within its margin: the ``=`` mark."""
@@ -356,7 +361,8 @@ def floor_table(ctx: Context, floor: pd.DataFrame) -> Table:
     return Table(
         "residual_floor_table",
         f"Residual floor: distance from parity of {ctx.metric}, mitigated minus S2",
-        ("audit", "attribute"), tuple(f"|{strategy_code(s)}|-|S2|" for s in strategies),
+        ("audit", "attribute"),
+        tuple(f"|{strategy_code(s)}|-|{strategy_code(FLOOR_REFERENCE)}|" for s in strategies),
         tuple(sections),
         f"Each cell: |S3| - |S2| or |S4| - |S2| (distance from parity, mitigated minus S2), the "
         f"paired effect on the same test rows [{ctx.confidence:.0%} paired interval: the "
@@ -498,8 +504,9 @@ def write_tables(ctx: Context, *, floor: pd.DataFrame, out: Path,
     """Write ``<name>.md`` and ``<name>.tex`` of every table (and of ``extra``) into ``out``."""
     written = []
     for table in (*all_tables(ctx, floor), *extra):
-        for suffix, render in ((".md", to_markdown), (".tex", to_latex)):
-            path = out / f"{table.name}{suffix}"
+        for name, render in zip(paper_table_files(table.name), (to_markdown, to_latex),
+                                strict=True):
+            path = out / name
             path.write_text(render(table), encoding="utf-8")
             written.append(path)
     return tuple(written)

@@ -1,10 +1,12 @@
 """The report's text-audit section: flip rates explicit beside proxy, CTF gaps, per-term rates.
 
-Reads every ``results/<audit>/`` whose ``run.json`` says ``kind: text`` (the evaluate
-stage's text tables, :mod:`faircode.evaluate.text`) and writes ``results/text_table.md``, the two
-figures (:mod:`faircode.report.text_figures`), one sentence for the page's headline and the
-page's section.  Grid audits never pass through here, and a results folder without a text audit
-gives no section at all.
+The report section of the ``text`` task kind (:mod:`faircode.report.text_section`, registered
+in :mod:`faircode.report.kinds`): reads every ``results/<audit>/`` of a text run (``run.json``
+``kind: text``; the evaluate stage's text tables, :mod:`faircode.evaluate.text`), each checked
+to hold exactly the files its record lists (:func:`faircode.core.digests.checked_run`), and
+writes ``results/text_table.md``, the two figures (:mod:`faircode.report.text_figures`), one
+sentence for the page's headline and the page's section.  Grid audits never pass through here,
+and a results folder without a text audit gives no section at all.
 
 Design decisions
 ----------------
@@ -23,7 +25,6 @@ Design decisions
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,13 +33,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from faircode.core.digests import checked_run
 from faircode.core.errors import DataError
+from faircode.core.layout import TEXT_TABLE, TEXT_TABLES, table_path
 
-__all__ = ["SHOWN_CATEGORIES", "TEXT_TABLES", "TextInputs", "flip_cell", "headline_line",
-           "is_text_run", "load_text_results", "section_html", "shown_categories",
-           "write_text_table"]
+__all__ = ["SHOWN_CATEGORIES", "TextInputs", "flip_cell", "headline_line", "load_text_results",
+           "section_html", "shown_categories", "write_text_table"]
 
-TEXT_TABLES = ("flips", "ctf", "terms", "auc", "operating_points")
 SHOWN_CATEGORIES = ("sexual_orientation", "religion", "race_ethnicity")
 """The categories of the per-term table on the page (every term is in terms.csv)."""
 
@@ -55,26 +56,15 @@ class TextInputs:
     runs: dict[str, dict[str, Any]]
 
 
-def is_text_run(folder: Path) -> bool:
-    """Whether ``folder/run.json`` is a text audit's (``"kind": "text"``)."""
-    try:
-        run = json.loads((folder / "run.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return isinstance(run, dict) and run.get("kind") == "text"
-
-
-def load_text_results(results: Path, *, only: Sequence[str] = ()) -> TextInputs | None:
-    """The text audits of ``results`` (``None`` without any)."""
+def load_text_results(folders: Sequence[Path]) -> TextInputs | None:
+    """The text audits of ``folders`` (each a text run's results folder; ``None`` without
+    any), each checked to hold exactly the files its ``run.json`` records."""
     frames: dict[str, list[pd.DataFrame]] = {t: [] for t in TEXT_TABLES}
     runs: dict[str, dict[str, Any]] = {}
-    for folder in sorted(p for p in results.iterdir() if p.is_dir()
-                         and not p.name.startswith(".")):
-        if (only and folder.name not in only) or not is_text_run(folder):
-            continue
-        runs[folder.name] = json.loads((folder / "run.json").read_text(encoding="utf-8"))
+    for folder in folders:
+        runs[folder.name] = checked_run(folder)
         for table in TEXT_TABLES:
-            path = folder / f"{table}.csv"
+            path = table_path(folder, table)
             try:
                 frames[table].append(pd.read_csv(path, keep_default_na=True))
             except (OSError, ValueError) as exc:
@@ -200,7 +190,7 @@ def write_text_table(inputs: TextInputs, out: Path) -> Path:
             parts += [f"## {audit}: {system}, false positive rate per identity term "
                       "(label-0 sentences, global operating point)", "",
                       _markdown(terms_frame(inputs, audit=audit, system=system)), ""]
-    path = out / "text_table.md"
+    path = out / TEXT_TABLE
     path.write_text("\n".join(parts), encoding="utf-8")
     return path
 
@@ -261,4 +251,3 @@ def section_html(inputs: TextInputs, *, figures: str, fold: Any, table: Any) -> 
             parts.append(fold(f"{audit}: {system} false positive rate per identity term", table(
                 terms_frame(inputs, audit=audit, system=str(system)))))
     return "".join(parts)
-

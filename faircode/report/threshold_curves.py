@@ -29,9 +29,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
 
+from faircode.core.cells import CUTOFF_STRATEGIES, Strategy
+from faircode.core.metrics import no_gap
 from faircode.report.drawing import Drawing
 from faircode.report.figures import FigureFile, _label, _save
-from faircode.report.inputs import MODELS, metric_reference, ordered, strategy_code
+from faircode.report.inputs import MODELS, ordered, strategy_code
 from faircode.report.style import (
     SHORT,
     WIDTH,
@@ -43,9 +45,9 @@ from faircode.report.tables import Context
 
 __all__ = ["CURVE_STRATEGIES", "POINT_STRATEGIES", "curve_drawings", "curve_figure"]
 
-CURVE_STRATEGIES = ("baseline", "unawareness", "unawareness_proxy_removal")
+CURVE_STRATEGIES: tuple[str, ...] = tuple(s.value for s in CUTOFF_STRATEGIES)
 """The columns of the figure (S0-S2: a threshold decides them)."""
-POINT_STRATEGIES = ("in_processing", "post_processing")
+POINT_STRATEGIES: tuple[str, ...] = tuple(s.value for s in Strategy if s not in CUTOFF_STRATEGIES)
 """S3 and S4: one operating point each (strategy colour, family marker)."""
 
 
@@ -102,7 +104,7 @@ def curve_figure(ctx: Context, audit: str, out: Path) -> FigureFile | None:
     models = ordered(mine["model"], MODELS)
     strategies = [s for s in CURVE_STRATEGIES if (mine["strategy"] == s).any()]
     rows = [(_rows(mine, audit, ctx.metric, attrs[0]), f"{_label(ctx.metric)}\n({attrs[0]})",
-             metric_reference(ctx.metric)), (_rows(mine, audit, "accuracy", ""), "accuracy", None)]
+             no_gap(ctx.metric)), (_rows(mine, audit, "accuracy", ""), "accuracy", None)]
     declared = mine.loc[mine["point"] == "declared", "threshold"].astype(float)
     at = float(declared.median()) if len(declared) else 0.5
     fig, axes = plt.subplots(2, max(1, len(strategies)), figsize=(WIDTH, 2.55), sharex=True,

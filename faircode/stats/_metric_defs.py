@@ -1,13 +1,13 @@
 """Definitions of the group-fairness metrics as vectorised functions of confusion counts.
 
 This private module is the *what* of :mod:`faircode.stats.metrics` (which holds the *how*:
-intervals,
-resampling drivers, result records).  Every metric is a function of the two groups' confusion
-counts, arrays of shape ``(..., 4)`` in the cell order ``(TN, FP, FN, TP)`` of
+intervals, resampling drivers, result records).  Every metric is a function of the two groups'
+confusion counts, arrays of shape ``(..., 4)`` in the cell order ``(TN, FP, FN, TP)`` of
 :mod:`faircode.stats.resampling`, so one function gives the point estimate, every bootstrap
-resample and
-every permutation statistic, whatever feeds the counts (a row bootstrap today, a cluster
-bootstrap tomorrow).
+resample and every permutation statistic, whatever feeds the counts (a row bootstrap today, a
+cluster bootstrap tomorrow).  Each metric's :class:`Spec` is built from its record in
+:data:`faircode.core.metrics.METRIC_TABLE` -- the cells of its group rate, its scale, its
+components -- so a metric that compares a group rate needs no function of its own here.
 
 Design decisions
 ----------------
@@ -19,6 +19,10 @@ Design decisions
   Every difference is disadvantaged minus advantaged and disparate impact the ratio of the
   favourable-decision rates, so a negative difference (a ratio below 1) means the disadvantaged
   group is worse off.
+* **By scale** (:class:`~faircode.core.metrics.MetricInfo`): a ``difference`` is the rate's
+  difference, permuted with ``|difference|``, interval Newcombe's; a ``ratio`` the rates' ratio
+  (NaN when the advantaged rate is 0), permuted as the same rates' ``|difference|`` (the same
+  null), interval Katz's log; a ``magnitude`` ``max(|component|)`` of its signed components.
 * **Equalized odds** is ``max(|TPR gap|, |FPR gap|)`` (fairlearn's definition), a magnitude with
   no sign; the signed gaps are the separate metrics ``tpr_gap`` and ``fpr_gap``.  Its interval is
   on that same statistic: each gap's Newcombe interval ``[l, u]`` is mapped to an interval of
@@ -29,12 +33,13 @@ Design decisions
 * **One null, one test.**  Disparate impact tests the same null on the same stratum as
   demographic parity, and ``tpr_gap`` the same as equal opportunity (it *is* equal opportunity;
   it is repeated so the two signed components of equalized odds sit side by side).  Such a
-  metric reports its twin's permutation p-value (:data:`SAME_NULL`) and enters the audit's
-  Benjamini–Hochberg family once, through the twin.
+  metric reports its twin's permutation p-value (:data:`SAME_NULL`, each record's
+  ``same_null``) and enters the audit's Benjamini–Hochberg family once, through the twin.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -43,21 +48,25 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from faircode.core import checks
-from faircode.core.cells import FAIRNESS_METRICS
 from faircode.core.errors import describe
+from faircode.core.metrics import (
+    FAIRNESS_METRICS,
+    FN,
+    FP,
+    METRIC_TABLE,
+    TN,
+    TP,
+    MetricInfo,
+    metric_info,
+)
 from faircode.stats import resampling
 
-TN, FP, FN, TP = 0, 1, 2, 3
-ALL = (TN, FP, FN, TP)
-Y1, Y0, YHAT1 = (FN, TP), (TN, FP), (FP, TP)
 Counts = NDArray[np.int64]
 Floats = NDArray[np.float64]
 
 
-SAME_NULL: dict[str, str] = {
-    "disparate_impact_ratio": "demographic_parity_diff",
-    "tpr_gap": "equal_opportunity_diff",
-}
+SAME_NULL: dict[str, str] = {m.name: m.same_null.value for m in METRIC_TABLE
+                             if m.same_null is not None}
 """A metric whose null hypothesis is another's reports that one's p-value (and q-value)."""
 
 
@@ -102,14 +111,6 @@ def tpr(c: Counts) -> Floats:
     return ratio(c[..., TP], c[..., TP] + c[..., FN])
 
 
-def fpr(c: Counts) -> Floats:
-    return ratio(c[..., FP], c[..., FP] + c[..., TN])
-
-
-def precision(c: Counts) -> Floats:
-    return ratio(c[..., TP], c[..., TP] + c[..., FP])
-
-
 def accuracy(c: Counts) -> Floats:
     return ratio(c[..., TN] + c[..., TP], c.sum(axis=-1))
 
@@ -118,42 +119,14 @@ def dp(d: Counts, a: Counts) -> Floats:
     return positive_rate(d) - positive_rate(a)
 
 
-def _di(d: Counts, a: Counts) -> Floats:
-    rate_a = positive_rate(a)
-    return ratio(positive_rate(d), np.where(rate_a > 0, rate_a, 0.0))
-
-
-def _tpr_gap(d: Counts, a: Counts) -> Floats:
-    return tpr(d) - tpr(a)
-
-
-def _fpr_gap(d: Counts, a: Counts) -> Floats:
-    return fpr(d) - fpr(a)
-
-
-def _eodds(d: Counts, a: Counts) -> Floats:
-    return np.maximum(np.abs(_tpr_gap(d, a)), np.abs(_fpr_gap(d, a)))  # NaN if either is NaN
-
-
-def _pp(d: Counts, a: Counts) -> Floats:
-    return precision(d) - precision(a)
-
-
-def _acc(d: Counts, a: Counts) -> Floats:
-    return accuracy(d) - accuracy(a)
-
-
-def _absolute(fn: Callable[[Counts, Counts], Floats]) -> Callable[[Counts, Counts], Floats]:
-    return lambda d, a: np.abs(fn(d, a))
-
-
 @dataclass(frozen=True, slots=True)
 class Spec:
     """How one fairness metric is computed, subset, permuted and given an interval.
 
     ``value`` maps counts to the metric, ``statistic`` to the permutation statistic ``|T|``,
     ``subsets`` are the row sets (cell tuples) its group rates are defined on (the permutation
-    strata), ``success`` the cells counted as a success in the (first) subset.
+    strata), ``success`` the cells counted as a success in the (first) subset, ``components``
+    a magnitude's signed components (the names of other metrics).
     """
 
     value: Callable[[Counts, Counts], Floats]
@@ -161,20 +134,44 @@ class Spec:
     subsets: tuple[tuple[int, ...], ...]
     interval: Interval
     success: tuple[int, ...]
+    components: tuple[str, ...] = ()
 
 
-SPECS: dict[str, Spec] = {
-    "demographic_parity_diff": Spec(dp, _absolute(dp), (ALL,), Interval.NEWCOMBE, YHAT1),
-    "disparate_impact_ratio": Spec(_di, _absolute(dp), (ALL,), Interval.KATZ, YHAT1),
-    "equal_opportunity_diff": Spec(
-        _tpr_gap, _absolute(_tpr_gap), (Y1,), Interval.NEWCOMBE, (TP,)
-    ),
-    "equalized_odds_diff": Spec(_eodds, _eodds, (Y1, Y0), Interval.NEWCOMBE_MAX, (TP,)),
-    "predictive_parity_diff": Spec(_pp, _absolute(_pp), (YHAT1,), Interval.NEWCOMBE, (TP,)),
-    "accuracy_equality_diff": Spec(_acc, _absolute(_acc), (ALL,), Interval.NEWCOMBE, (TN, TP)),
-    "tpr_gap": Spec(_tpr_gap, _absolute(_tpr_gap), (Y1,), Interval.NEWCOMBE, (TP,)),
-    "fpr_gap": Spec(_fpr_gap, _absolute(_fpr_gap), (Y0,), Interval.NEWCOMBE, (FP,)),
-}
+def _rate(info: MetricInfo) -> Callable[[Counts], Floats]:
+    """The group rate of ``info``: its numerator cells over its denominator cells."""
+    num, den = list(info.numerator), list(info.denominator)
+    return lambda c: ratio(c[..., num].sum(axis=-1), c[..., den].sum(axis=-1))
+
+
+def _build(info: MetricInfo) -> Spec:
+    """The :class:`Spec` of one record of the metric table (module docstring: by scale)."""
+    if info.scale == "magnitude":
+        parts = [_build(metric_info(c)) for c in info.components]
+
+        def largest(d: Counts, a: Counts) -> Floats:  # NaN if any component is NaN
+            return functools.reduce(np.maximum, [np.abs(p.value(d, a)) for p in parts])
+
+        return Spec(largest, largest, tuple(s for p in parts for s in p.subsets),
+                    Interval.NEWCOMBE_MAX, (), tuple(c.value for c in info.components))
+    rate = _rate(info)
+
+    def difference(d: Counts, a: Counts) -> Floats:
+        return rate(d) - rate(a)
+
+    def statistic(d: Counts, a: Counts) -> Floats:
+        return np.abs(difference(d, a))
+
+    if info.scale == "ratio":
+        def quotient(d: Counts, a: Counts) -> Floats:
+            rate_a = rate(a)
+            return ratio(rate(d), np.where(rate_a > 0, rate_a, 0.0))
+
+        return Spec(quotient, statistic, (info.denominator,), Interval.KATZ, info.numerator)
+    return Spec(difference, statistic, (info.denominator,), Interval.NEWCOMBE, info.numerator)
+
+
+SPECS: dict[str, Spec] = {m.name: _build(m) for m in METRIC_TABLE}
+"""Every fairness metric's :class:`Spec`, in :data:`FAIRNESS_METRICS` order."""
 
 
 def spec(metric: str) -> Spec:
@@ -199,16 +196,30 @@ def closed_form_interval(
     # float counts: the clustered path passes effective (design-effect-deflated) counts; integer
     # counts give the same sums as before, so the row-level intervals are unchanged bit for bit
     d, a = np.asarray(counts_d, np.float64), np.asarray(counts_a, np.float64)
-    if s.interval is Interval.NEWCOMBE_MAX:
-        low_t, high_t = _abs_interval(*closed_form_interval("tpr_gap", d, a, confidence=confidence))
-        low_f, high_f = _abs_interval(*closed_form_interval("fpr_gap", d, a, confidence=confidence))
-        return np.maximum(low_t, low_f), np.maximum(high_t, high_f)  # NaN if either is NaN
+    if s.interval is Interval.NEWCOMBE_MAX:  # endpoint-wise max of the components' |intervals|
+        parts = [_abs_interval(*closed_form_interval(c, d, a, confidence=confidence))
+                 for c in s.components]
+        return (functools.reduce(np.maximum, [p[0] for p in parts]),  # NaN if any is NaN
+                functools.reduce(np.maximum, [p[1] for p in parts]))
     subset = list(s.subsets[0])
     x_d, n_d = d[..., list(s.success)].sum(-1), d[..., subset].sum(-1)
     x_a, n_a = a[..., list(s.success)].sum(-1), a[..., subset].sum(-1)
     if s.interval is Interval.KATZ:
         return resampling.katz_ratio_interval(x_d, n_d, x_a, n_a, confidence=confidence)
     return resampling.newcombe_interval(x_d, n_d, x_a, n_a, confidence=confidence)
+
+
+def larger_component(metric: str, counts_d: Counts, counts_a: Counts) -> NDArray[np.str_]:
+    """The component of magnitude ``metric`` that carries it (the first on a tie), elementwise
+    (a ``str`` array; meaningless where the value is undefined)."""
+    s = spec(metric)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        value = s.value(counts_d, counts_a)
+        out = np.asarray(s.components[-1])
+        for component in reversed(s.components[:-1]):
+            size = np.abs(SPECS[component].value(counts_d, counts_a))
+            out = np.where(size >= value, component, out)
+    return out
 
 
 def _abs_interval(low: Floats, high: Floats) -> tuple[Floats, Floats]:

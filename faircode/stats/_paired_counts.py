@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from faircode.core import checks
+from faircode.core.metrics import no_gap
 from faircode.stats import _metric_defs as defs
 from faircode.stats import clusters, resampling
 from faircode.stats._metric_defs import FAIRNESS_METRICS
@@ -158,9 +159,9 @@ def bootstrap_joint(joint: NDArray[np.int64], types: clusters.UnitTypes | None,
 
 def effect_shape(metric: str) -> str:
     """How ``Δ`` is made of the components: ``abs``, ``max_abs`` (equalized odds), ``linear``."""
-    if metric == "equalized_odds_diff":
-        return "max_abs"
-    return "linear" if metric in PERFORMANCE_EFFECTS else "abs"
+    if metric in PERFORMANCE_EFFECTS:
+        return "linear"
+    return "max_abs" if defs.SPECS[metric].components else "abs"
 
 
 def components(counts: ArrayLike) -> Floats:
@@ -174,12 +175,12 @@ def components(counts: ArrayLike) -> Floats:
     out = np.full((*c.shape[:-2], len(EFFECT_METRICS), 2), np.nan)
     with np.errstate(divide="ignore", invalid="ignore"):
         for k, metric in enumerate(FAIRNESS_METRICS):
-            if metric == "equalized_odds_diff":
-                out[..., k, 0] = defs.metric_values("tpr_gap", d, a)
-                out[..., k, 1] = defs.metric_values("fpr_gap", d, a)
+            parts = defs.SPECS[metric].components
+            if parts:  # a magnitude: its signed components
+                for j, part in enumerate(parts):
+                    out[..., k, j] = defs.metric_values(part, d, a)
             else:
-                parity = 1.0 if metric == "disparate_impact_ratio" else 0.0
-                out[..., k, 0] = defs.metric_values(metric, d, a) - parity
+                out[..., k, 0] = defs.metric_values(metric, d, a) - no_gap(metric)
         out[..., -2, 0] = defs.accuracy(pooled)
         # (TPR + TNR) / 2 as faircode.stats.operating computes it: performance.csv's value
         tnr = defs.ratio(pooled[..., defs.TN], pooled[..., defs.TN] + pooled[..., defs.FP])

@@ -216,9 +216,8 @@ def _fairness_rows(
                                                   confidence=confidence)
         undefined = (smallest == 0) | np.isnan(value)
         note = np.where(smallest == 0, _INSUFFICIENT, np.where(undefined, _DI_UNDEFINED, ""))
-        if metric == "equalized_odds_diff":  # the main table names the larger component
-            tpr_gap = np.abs(defs.SPECS["tpr_gap"].value(d, adv))
-            note = np.where(undefined, note, np.where(tpr_gap >= value, "tpr_gap", "fpr_gap"))
+        if spec.components:  # a magnitude: the main table names the larger component
+            note = np.where(undefined, note, defs.larger_component(metric, d, adv))
         if design_effects is not None:
             joined = np.char.add(note, np.where(note == "", DEFF_NOTE, ";" + DEFF_NOTE))
             note = np.where(undefined, note, joined)
@@ -243,9 +242,9 @@ def _deflation(metric: str, design_effects: Mapping[str, float] | None) -> float
     """The main table's deflation factor of ``metric`` from the declared point's effects."""
     if design_effects is None:
         return 1.0
-    if defs.SPECS[metric].interval is defs.Interval.NEWCOMBE_MAX:
-        return max(clusters.deflation(design_effects["tpr_gap"]),
-                   clusters.deflation(design_effects["fpr_gap"]))
+    components = defs.SPECS[metric].components
+    if components:  # a magnitude: by the larger of its components' effects
+        return max(clusters.deflation(design_effects[c]) for c in components)
     return clusters.deflation(design_effects[metric])
 
 

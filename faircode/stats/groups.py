@@ -56,8 +56,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from faircode.core import checks
 from faircode.core.errors import describe
+from faircode.core.metrics import ALL, FN, FP, TN, TP
 from faircode.stats import clusters, resampling
-from faircode.stats._metric_defs import ALL, FN, FP, TN, TP, ratio
+from faircode.stats._metric_defs import ratio
 from faircode.stats.metrics import SMALL_SAMPLE
 from faircode.stats.units import UnitHistogram, ratio_design_effects
 

@@ -53,10 +53,11 @@ Design decisions
   cluster-bootstrap percentile interval and better on small audits, and unlike the percentile
   interval it keeps the closed form's behaviour at rates near 0 and 1.  Performance metrics use
   the cluster bootstrap (units resampled) instead of the row bootstrap.
-* Seeds: fairness metric ``k`` (its index in :data:`FAIRNESS_METRICS`) uses
-  ``child_seed(seed, k)``, whose children ``0`` and ``1`` drive the bootstrap diagnostic and the
-  permutation test, and with repeated units ``2`` the cluster permutation, ``3`` and ``4`` the
-  cluster and row bootstraps of the design effect.  Performance metric ``k`` uses
+* Seeds: a fairness metric of seed key ``k`` (its own, :attr:`faircode.core.metrics.MetricInfo.key`:
+  never its place in :data:`FAIRNESS_METRICS`) uses ``child_seed(seed, k)``, whose children ``0``
+  and ``1`` drive the bootstrap diagnostic and the permutation test, and with repeated units
+  ``2`` the cluster permutation, ``3`` and ``4`` the cluster and row bootstraps of the design
+  effect.  Performance metric ``k`` uses
   ``child_seed(seed, k)`` (rows) or ``child_seed(seed, k, 1)`` (repeated units).  The
   resampling is count-based throughout (counts in, statistic over a leading resample axis out),
   so any other resampler of counts can feed the same functions.
@@ -74,6 +75,7 @@ from numpy.typing import ArrayLike
 
 from faircode.core import checks
 from faircode.core.errors import describe
+from faircode.core.metrics import metric_info
 from faircode.core.seeds import child_seed
 from faircode.stats import _metric_defs as defs
 from faircode.stats import clusters, resampling
@@ -258,7 +260,7 @@ class _AttributeTests:
     ) -> tuple[float, defs.Floats]:
         """Observed ``|T|`` and unit-permuted ``|T*|`` of ``metric`` (stream ``(k, 2)``)."""
         spec = defs.SPECS[metric]
-        rng = np.random.default_rng(child_seed(self.seed, FAIRNESS_METRICS.index(metric), 2))
+        rng = np.random.default_rng(child_seed(self.seed, metric_info(metric).key, 2))
         perm_d, perm_a = clusters.cluster_permute_counts(
             types, strata=spec.subsets, n_permutations=self.n_permutations, rng=rng
         )
@@ -271,7 +273,7 @@ class _AttributeTests:
         Only asked for when some unit repeats.
         """
         if metric not in self.deffs and self.types is not None:
-            spec, k, types = defs.SPECS[metric], FAIRNESS_METRICS.index(metric), self.types
+            spec, k, types = defs.SPECS[metric], metric_info(metric).key, self.types
             rng = np.random.default_rng(child_seed(self.seed, k, 3))
             boot = clusters.cluster_bootstrap_counts(types, n_resamples=self.n_resamples, rng=rng)
             pooled = types.pooled()
@@ -290,11 +292,11 @@ class _AttributeTests:
         if self.types is not None:
             deff = self.design_effect(metric)
             factor = clusters.deflation(deff)
-            if defs.SPECS[metric].interval is Interval.NEWCOMBE_MAX:
+            components = defs.SPECS[metric].components
+            if components:
                 # the max of two |gaps| is not a smooth statistic, its variance ratio is no
                 # variance-scaling factor: deflate by the larger of its components' effects
-                factor = max(clusters.deflation(self.design_effect("tpr_gap")),
-                             clusters.deflation(self.design_effect("fpr_gap")))
+                factor = max(clusters.deflation(self.design_effect(c)) for c in components)
         d, a = self.counts_d, self.counts_a
         if factor == 1.0:
             low, high = defs.closed_form_interval(metric, d, a, confidence=confidence)
@@ -323,9 +325,8 @@ def _metric_result(metric: str, tests: _AttributeTests, *, confidence: float) ->
     deff, low, high = tests.interval(metric, confidence=confidence)
     p_value = tests.p_value(SAME_NULL.get(metric, metric))
     note = ""
-    if metric == "equalized_odds_diff":  # name the larger gap
-        tgap = abs(float(defs.SPECS["tpr_gap"].value(counts_d, counts_a)))
-        note = "tpr_gap" if tgap >= value else "fpr_gap"
+    if spec.components:  # a magnitude: name the larger component
+        note = str(defs.larger_component(metric, counts_d, counts_a))
     note = ";".join(n for n in (note, tests.mixed) if n)
     return MetricResult(metric, value, low, high, method, p_value, n_d, n_a, small, note, deff)
 
@@ -356,8 +357,8 @@ def bootstrap_draws(
 ) -> defs.Floats:
     """Bootstrap resamples of each of ``metrics``, shape ``(len(metrics), n_resamples)``.
 
-    Metric ``k`` of :data:`FAIRNESS_METRICS` draws from its stream ``child_seed(seed, k, 0)``
-    whichever others are asked for.  Without repeated units each group is resampled at its own size
+    A metric of seed key ``k`` draws from its stream ``child_seed(seed, k, 0)`` whichever others
+    are asked for.  Without repeated units each group is resampled at its own size
     as a multinomial of its cell counts; when some unit repeats (``units``), whole units are
     resampled with their count vectors (:func:`faircode.stats.clusters.cluster_bootstrap_counts`,
     bit-identical to the row bootstrap with one row per unit).  The reported intervals are
@@ -370,7 +371,7 @@ def bootstrap_draws(
     out = np.empty((len(metrics), n_resamples))
     for row, metric in enumerate(metrics):
         spec = defs.spec(metric)
-        rng = np.random.default_rng(child_seed(seed, FAIRNESS_METRICS.index(metric), 0))
+        rng = np.random.default_rng(child_seed(seed, metric_info(metric).key, 0))
         if types is None:
             boot_d = resampling.bootstrap_counts(counts_d, n_resamples=n_resamples, rng=rng)
             boot_a = resampling.bootstrap_counts(counts_a, n_resamples=n_resamples, rng=rng)
@@ -462,9 +463,10 @@ def _permutation(
     n_permutations: int,
     seed: int | np.random.SeedSequence,
 ) -> tuple[float, defs.Floats]:
-    """Observed ``|T|`` and permuted ``|T*|`` of ``metric`` from ``child_seed(seed, k, 1)``."""
+    """Observed ``|T|`` and permuted ``|T*|`` of ``metric`` from ``child_seed(seed, k, 1)`` (``k``
+    its seed key)."""
     spec = defs.SPECS[metric]
-    stream = child_seed(seed, FAIRNESS_METRICS.index(metric), 1)
+    stream = child_seed(seed, metric_info(metric).key, 1)
     rng = np.random.default_rng(stream)
     perm_d, perm_a = resampling.permute_counts(
         counts_d, counts_a, strata=spec.subsets, n_permutations=n_permutations, rng=rng

@@ -20,7 +20,7 @@ repeated units each unit carries its ``(2, 8)`` count array (:mod:`faircode.stat
 Design decisions
 ----------------
 * **Distance from parity** is ``|value − parity|`` with parity 1 for disparate impact and 0 for
-  the differences (:func:`faircode.report.inputs.metric_reference`, the residual floor's
+  the differences (:func:`faircode.core.metrics.no_gap`, the residual floor's
   definition, and the "no gap" of ``stability.csv``), so the effect replaces the residual floor's
   ``|S3| − |S2|`` with the same point value.  ``|log DI|`` would treat the two groups
   symmetrically but would disagree with every number the report already shows.  Equalized odds is

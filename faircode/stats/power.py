@@ -82,6 +82,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from faircode.core.errors import describe
+from faircode.core.metrics import FAIRNESS_METRICS, METRIC_TABLE, metric_info
 from faircode.stats import _power_solvers as solve
 
 __all__ = [
@@ -109,31 +110,27 @@ NA_REASONS: tuple[str, ...] = (
     "not_detectable",
 )
 
-_TN, _FP, _FN, _TP = 0, 1, 2, 3
 _Floats = NDArray[np.float64]
 _Ints = NDArray[np.int64]
 
-# metric -> (numerator cells, denominator cells) of the group rate it differences
 _RATES: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
-    "demographic_parity_diff": ((_FP, _TP), (_TN, _FP, _FN, _TP)),
-    "equal_opportunity_diff": ((_TP,), (_FN, _TP)),
-    "tpr_gap": ((_TP,), (_FN, _TP)),
-    "fpr_gap": ((_FP,), (_TN, _FP)),
-    "predictive_parity_diff": ((_TP,), (_FP, _TP)),
-    "accuracy_equality_diff": ((_TN, _TP), (_TN, _FP, _FN, _TP)),
-}
-POWER_METRICS: tuple[str, ...] = (
-    *_RATES, "equalized_odds_diff", "disparate_impact_ratio",
-)
-"""Metric names :func:`minimum_detectable_gap` knows (the grid's names plus the two EO gaps)."""
+    m.name: (m.numerator, m.denominator) for m in METRIC_TABLE if m.scale != "magnitude"}
+"""Each rate-type metric's (numerator cells, denominator cells) of the group rate it compares
+(:data:`faircode.core.metrics.METRIC_TABLE`; disparate impact: demographic parity's rate)."""
+POWER_METRICS: tuple[str, ...] = FAIRNESS_METRICS
+"""Metric names :func:`minimum_detectable_gap` knows (every fairness metric)."""
 
-_EODDS, _DI = "equalized_odds_diff", "disparate_impact_ratio"
-# 0/1 cell masks of each rate-type metric's numerator and denominator (DI: demographic parity's)
+# 0/1 cell masks of each rate-type metric's numerator and denominator
 _CELLS: dict[str, tuple[_Ints, _Ints]] = {
     m: tuple(np.isin(np.arange(4), cells).astype(np.int64)  # type: ignore[misc]
-             for cells in _RATES["demographic_parity_diff" if m == _DI else m])
-    for m in POWER_METRICS if m != _EODDS
+             for cells in rates)
+    for m, rates in _RATES.items()
 }
+
+
+def _is(scale: str, metrics: Sequence[str]) -> NDArray[np.bool_]:
+    """Which of ``metrics`` are on ``scale``."""
+    return np.array([metric_info(m).scale == scale for m in metrics], dtype=bool)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,12 +249,7 @@ def detectable_gaps(
                              f"got shape {shape}")
     mde, note = _solve(names, d, a, alpha=alpha, power=power, min_size=min_size,
                        continuity=continuity)
-    reached = np.zeros(k, dtype=bool)
-    di = np.array([name == _DI for name in names], dtype=bool)
-    for selection, metric in ((di, _DI), (~di, "demographic_parity_diff")):
-        if selection.any():  # powered() only tells disparate impact (log scale) from the rest
-            reached[selection] = powered(metric, v[selection], mde[selection])
-    return mde, reached, note
+    return mde, _reached(v, mde, log=_is("ratio", names)), note
 
 
 def detectable_gap(
@@ -290,11 +282,16 @@ def detectable_gap(
 
 
 def powered(metric: str, value: ArrayLike, mde: ArrayLike) -> NDArray[np.bool_]:
-    """Return ``|value| >= mde`` (``|log value|`` for disparate impact); False if either is NaN."""
+    """Return ``|value| >= mde`` (``|log value|`` for a ratio such as disparate impact); False if
+    either is NaN."""
+    return _reached(value, mde, log=metric_info(metric).scale == "ratio")
+
+
+def _reached(value: ArrayLike, mde: ArrayLike, *, log: ArrayLike) -> NDArray[np.bool_]:
+    """``|value| >= mde`` elementwise, on the log scale where ``log``; False if either is NaN."""
     v = np.asarray(value, dtype=np.float64)
-    if metric == "disparate_impact_ratio":
-        with np.errstate(divide="ignore", invalid="ignore"):
-            v = np.log(v)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        v = np.where(log, np.log(v), v)
     m = np.asarray(mde, dtype=np.float64)
     with np.errstate(invalid="ignore"):
         return np.asarray(np.abs(v) >= m)  # comparisons with NaN are False
@@ -305,17 +302,20 @@ def _solve(
     continuity: bool,
 ) -> tuple[_Floats, NDArray[np.str_]]:
     """MDEs and notes of validated ``(k, 4)`` counts: rate-type rows together, then EO rows."""
-    eodds = np.array([m == _EODDS for m in metrics], dtype=bool)
+    magnitude = _is("magnitude", metrics)
     mde, note = np.full(len(metrics), np.nan), np.full(len(metrics), "", dtype="<U32")
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if (~eodds).any():
-            rest = [m for m, e in zip(metrics, eodds, strict=True) if not e]
-            mde[~eodds], note[~eodds] = _rate_mde(rest, d[~eodds], a[~eodds], alpha=alpha,
-                                                  power=power, min_size=min_size,
-                                                  continuity=continuity)
-        if eodds.any():
-            mde[eodds], note[eodds] = _eodds_mde(d[eodds], a[eodds], alpha=alpha, power=power,
-                                                 min_size=min_size, continuity=continuity)
+        if (~magnitude).any():
+            rest = [m for m, e in zip(metrics, magnitude, strict=True) if not e]
+            mde[~magnitude], note[~magnitude] = _rate_mde(
+                rest, d[~magnitude], a[~magnitude], alpha=alpha, power=power,
+                min_size=min_size, continuity=continuity)
+        for name in dict.fromkeys(m for m, e in zip(metrics, magnitude, strict=True) if e):
+            rows = np.array([m == name for m in metrics], dtype=bool)
+            first, second = (c.value for c in metric_info(name).components)
+            mde[rows], note[rows] = _max_abs_mde((first, second), d[rows], a[rows], alpha=alpha,
+                                                 power=power, min_size=min_size,
+                                                 continuity=continuity)
     return mde, note
 
 
@@ -333,7 +333,7 @@ def _rate_mde(
     up, down = np.full(len(metrics), np.nan), np.full(len(metrics), np.nan)
     up[live], down[live] = _rate_sides(n_d[live], n_a[live], base[live], alpha=alpha,
                                        power=power, continuity=continuity)
-    di = np.array([m == _DI for m in metrics], dtype=bool)
+    di = _is("ratio", metrics)  # disparate impact: a ratio of the same rates
     if di.any():
         up[di] = np.log1p(up[di] / base[di])
         down[di] = np.where(np.isnan(down[di]), np.inf, -np.log1p(-down[di] / base[di]))
@@ -361,20 +361,24 @@ def _rate_sides(
     return up, down
 
 
-def _eodds_mde(
-    d: _Ints, a: _Ints, *, alpha: float, power: float, min_size: int, continuity: bool,
+def _max_abs_mde(
+    components: tuple[str, str], d: _Ints, a: _Ints, *, alpha: float, power: float,
+    min_size: int, continuity: bool,
 ) -> tuple[_Floats, NDArray[np.str_]]:
-    """Worst case over the carrying component of the max(|TPR gap|, |FPR gap|) test's MDE."""
-    note = _size_note(d[..., [_FN, _TP]].sum(axis=-1), a[..., [_FN, _TP]].sum(axis=-1), min_size)
-    note = np.where(note == "", _size_note(d[..., [_TN, _FP]].sum(axis=-1),
-                                           a[..., [_TN, _FP]].sum(axis=-1), min_size), note)
+    """Worst case over the carrying component of a ``max(|first|, |second|)`` test's MDE
+    (equalized odds: the TPR gap and the FPR gap)."""
+    rates = [_RATES[c] for c in components]
+    first, second = (list(den) for _, den in rates)
+    note = _size_note(d[..., first].sum(axis=-1), a[..., first].sum(axis=-1), min_size)
+    note = np.where(note == "", _size_note(d[..., second].sum(axis=-1),
+                                           a[..., second].sum(axis=-1), min_size), note)
     live = note == ""
     parts = []
-    for num, den in (_RATES["tpr_gap"], _RATES["fpr_gap"]):
+    for num, den in rates:
         n_d, n_a = d[live][:, list(den)].sum(axis=-1), a[live][:, list(den)].sum(axis=-1)
         base = _safe_ratio(a[live][:, list(num)].sum(axis=-1), n_a)
         parts.append((n_d.astype(np.float64), n_a.astype(np.float64), base))
-    # rows of the stacked problem: (tpr carries, +), (tpr, -), (fpr, +), (fpr, -)
+    # rows of the stacked problem: (first carries, +), (first, -), (second, +), (second, -)
     n_d, n_a, base = (np.stack([parts[k][i] for k in (0, 0, 1, 1)]) for i in range(3))
     null_other = np.stack([solve.null_sd(parts[1 - k][2], parts[1 - k][0], parts[1 - k][1])
                            for k in (0, 0, 1, 1)])
@@ -385,7 +389,7 @@ def _eodds_mde(
     if continuity:
         delta = delta + solve.correction(n_d, n_a)
     side = np.where((power_of(room) >= power) & (delta <= room), delta, np.nan)
-    component = np.fmax(side[0::2], side[1::2])  # (tpr, fpr) x live rows
+    component = np.fmax(side[0::2], side[1::2])  # (first, second) x live rows
     worst = np.full(len(note), np.nan)
     worst[live] = np.maximum(component[0], component[1])  # NaN (undetectable) propagates
     note = np.where((note == "") & ~np.isfinite(worst), "not_detectable", note)

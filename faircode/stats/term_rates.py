@@ -41,6 +41,7 @@ from scipy import special
 from scipy import stats as sps
 
 from faircode.core.checks import as_mask, check_confidence, check_lengths
+from faircode.core.metrics import Metric
 from faircode.stats import clusters
 from faircode.stats.groups import design_effects
 from faircode.stats.power import minimum_detectable_gap
@@ -204,7 +205,7 @@ def _with_mde(rates: list[SubgroupRate], *, alpha: float, power: float
         counts_d.append(np.rint(np.array([r.n - r.errors, r.errors, 0, 0]) / f))
         counts_a.append(np.rint(np.array([r.background_n - r.background_errors,
                                           r.background_errors, 0, 0]) / f_bg))
-    mde, why = minimum_detectable_gap("fpr_gap", np.asarray(counts_d, dtype=np.int64),
+    mde, why = minimum_detectable_gap(Metric.FPR_GAP.value, np.asarray(counts_d, dtype=np.int64),
                                       np.asarray(counts_a, dtype=np.int64), alpha=alpha,
                                       power=power)
     out = list(rates)

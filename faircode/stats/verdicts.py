@@ -18,10 +18,36 @@ Every fairness gap gets one of four verdicts (:class:`Verdict`) beside its value
 ``gap`` wins over ``parity``: a difference shown is never hidden, even when it is also shown to
 be within the margin (its ``equivalence_q_value`` then says so).  A non-rejection is never parity.
 
+A paired effect ``Δ`` (A against its reference B) gets one of five (:class:`EffectVerdict`), from
+its interval and its two tests, in one replicate's ``effects.csv`` and in any combination of
+replicates alike (:func:`effect_verdicts`):
+
+=================  ==========================================================================
+verdict            meaning (``Δ``: the change of A against its reference B)
+=================  ==========================================================================
+``reduced``        a decrease is shown: the interval lies wholly below 0 and the test of
+                   ``Δ = 0`` is significant in its family.  Fairness: A is closer to parity
+                   (``Δ |gap|`` < 0); accuracy, balanced accuracy: A costs accuracy.
+``increased``      an increase is shown (the interval wholly above 0, significant): A is
+                   further from parity, or gains accuracy.
+``no_change``      no change larger than the margin ``δ``: the equivalence test of
+                   ``|Δ| ≥ δ`` is significant in its family (the ``1 − 2α`` interval lies
+                   inside ``±δ``) and no change is shown.
+``inconclusive``   neither: the data allow no change and allow a change beyond ``±δ`` (the
+                   interval says how large).  Never read as "no change".
+``uninformative``  the effect says nothing: a strategy's decisions are degenerate or were not
+                   run, or the effect is undefined (an empty subset, a zero rate).
+=================  ==========================================================================
+
+A shown change wins: an effect that is significant and also within ``±δ`` (a small, real change)
+is ``reduced``/``increased``; its equivalence q says it is small.  The direction comes from the
+interval, not the point value, so a verdict and the interval shown beside it always agree.
+
 Evidence on the test scale
 --------------------------
 :class:`Evidence` is an estimate with one-sided standard errors and degrees of freedom on the
-scale its tests are taken on (:func:`scale_of`): the gap itself for the differences (no gap = 0,
+scale its tests are taken on (:func:`scale_of`, from the metric's scale in
+:data:`faircode.core.metrics.METRIC_TABLE`): the gap itself for the differences (no gap = 0,
 margin ``±δ``), the log ratio for disparate impact (no gap = 0, i.e. a ratio of 1; margin the
 log of the declared ratio range, e.g. ``[0.8, 1.25]``), and for equalized odds, an unsigned
 magnitude, its two signed components (:func:`max_abs_claims`).  The interval at level ``c`` is
@@ -56,11 +82,11 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats as sps
 
 from faircode.core import checks
+from faircode.core.config import VerdictsConfig
 from faircode.core.errors import describe
+from faircode.core.metrics import metric_info
 
 __all__ = [
-    "MAGNITUDE_METRIC",
-    "RATIO_METRIC",
     "EffectVerdict",
     "Evidence",
     "GapClaims",
@@ -75,6 +101,7 @@ __all__ = [
     "gap_verdicts",
     "interval_evidence",
     "log_ratio_interval",
+    "margins_of",
     "max_abs_claims",
     "scale_of",
 ]
@@ -82,8 +109,8 @@ __all__ = [
 Floats = NDArray[np.float64]
 Scale = Literal["difference", "log_ratio", "max_abs"]
 
-RATIO_METRIC = "disparate_impact_ratio"
-MAGNITUDE_METRIC = "equalized_odds_diff"
+_TEST_SCALE: dict[str, Scale] = {"difference": "difference", "ratio": "log_ratio",
+                                 "magnitude": "max_abs"}
 ZERO_SE = math.sqrt(2.0)
 """Katz's log standard error of a ratio whose numerator has no success: its ``1/½`` term."""
 
@@ -102,8 +129,7 @@ class EffectVerdict(StrEnum):
 
     For a fairness metric ``Δ`` is the change in distance from parity (``reduced``: closer),
     for accuracy and balanced accuracy the change itself.  ``no_change`` is shown by an
-    equivalence test at the metric's margin, as ``parity`` is for a gap.  (The same vocabulary
-    as one replicate's effects: engineer i29b's ``faircode.stats.effect_verdicts``.)
+    equivalence test at the metric's margin, as ``parity`` is for a gap (module docstring).
     """
 
     REDUCED = "reduced"
@@ -114,10 +140,12 @@ class EffectVerdict(StrEnum):
 
 
 def scale_of(metric: str) -> Scale:
-    """The scale ``metric``'s tests are taken on (module docstring)."""
-    if metric == RATIO_METRIC:
-        return "log_ratio"
-    return "max_abs" if metric == MAGNITUDE_METRIC else "difference"
+    """The scale ``metric``'s tests are taken on (module docstring); ``difference`` for any name
+    that is no fairness metric (an effect, a performance metric)."""
+    try:
+        return _TEST_SCALE[metric_info(metric).scale]
+    except ValueError:
+        return "difference"
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +171,11 @@ class Margins:
         if scale_of(metric) == "log_ratio":
             return math.log(self.ratio[0]), math.log(self.ratio[1])
         return -self.difference, self.difference
+
+
+def margins_of(verdicts: VerdictsConfig) -> Margins:
+    """The :class:`Margins` of the ``verdicts.*`` params."""
+    return Margins(difference=verdicts.margin, ratio=verdicts.ratio_margin)
 
 
 def _quantile(level: float, df: Floats) -> Floats:
@@ -299,7 +332,7 @@ def max_abs_claims(tpr: Evidence, fpr: Evidence, *, confidence: float, alpha: fl
     bounds = [_abs_bounds(*e.interval(component)) for e in (tpr, fpr)]
     eq = [_abs_bounds(*e.interval(1.0 - 2.0 * (alpha if level is None else level)))
           for e in (tpr, fpr)]
-    lower, upper = margins.bounds(MAGNITUDE_METRIC)
+    lower, upper = -margins.difference, margins.difference  # each component's margin
     value = np.maximum(np.abs(tpr.estimate), np.abs(fpr.estimate))
     p = np.minimum(1.0, 2.0 * np.minimum(tpr.p_value(), fpr.p_value()))
     p_eq = np.maximum(tpr.p_equivalence(lower, upper), fpr.p_equivalence(lower, upper))
@@ -354,10 +387,12 @@ def gap_verdicts(*, informative: ArrayLike, gap: ArrayLike, parity: ArrayLike) -
 
 def effect_verdicts(ci_low: ArrayLike, ci_high: ArrayLike, *, significant: ArrayLike,
                     equivalent: ArrayLike, informative: ArrayLike) -> NDArray[np.object_]:
-    """Each effect's :class:`EffectVerdict`: ``uninformative`` unless ``informative`` (and a
-    defined interval), else ``reduced``/``increased`` where ``significant`` (the direction from
-    the interval, wholly below or above 0), else ``no_change`` where ``equivalent``, else
-    ``inconclusive``."""
+    """Each effect's :class:`EffectVerdict` (module docstring), elementwise: ``uninformative``
+    unless ``informative`` (the effect is defined and both strategies' decisions are
+    informative) and the interval is defined, else ``reduced``/``increased`` where
+    ``significant`` (the test of ``Δ = 0`` in its family; the direction from the interval,
+    wholly below or above 0), else ``no_change`` where ``equivalent`` (the equivalence test in
+    its family), else ``inconclusive``."""
     low = np.asarray(ci_low, dtype=np.float64)
     high = np.asarray(ci_high, dtype=np.float64)
     sig = np.asarray(significant, dtype=bool)

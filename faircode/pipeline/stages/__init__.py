@@ -15,21 +15,19 @@ stop is one line too: :mod:`faircode.pipeline._boundary`); an ``AUDIT`` argument
 
 from __future__ import annotations
 
-import json
-import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from faircode.core.cells import Strategy
+from faircode.core.cells import FIT_PARTS, Strategy
 from faircode.core.errors import ConfigError
+from faircode.core.layout import unavailable_message, write_unavailable
 from faircode.core.names import check_name
 from faircode.core.numerics import require
 from faircode.pipeline._boundary import run_command
 
 __all__ = [
     "PARTS",
-    "UNAVAILABLE",
     "audit_argument",
     "carry_unavailable",
     "manifest_path",
@@ -37,15 +35,11 @@ __all__ = [
     "write_unavailable",
 ]
 
-UNAVAILABLE = "unavailable.json"
 PARAMS = Path("params.yaml")
-PARTS: dict[str, tuple[Strategy, ...]] = {
-    "unmitigated": (Strategy.BASELINE, Strategy.UNAWARENESS, Strategy.UNAWARENESS_PROXY_REMOVAL),
-    "in_processing": (Strategy.IN_PROCESSING,),
-    "post_processing": (Strategy.POST_PROCESSING,),
-}
-"""The grid's parts, one fit stage each (split by the ``mitigation.*`` keys they read,
-:data:`faircode.grid.strategies.READS`), in grid order; evaluate merges them."""
+PARTS: dict[str, tuple[Strategy, ...]] = FIT_PARTS
+"""The grid's parts, one fit stage each (each strategy's ``part`` in
+:data:`faircode.core.cells.STRATEGY_TABLE`, split by the ``mitigation.*`` keys they read), in grid
+order; evaluate merges them."""
 
 
 def audit_argument(value: str) -> str:
@@ -63,22 +57,14 @@ def manifest_path(audit: str) -> Path:
     return Path("audits") / audit / "audit.yaml"
 
 
-def write_unavailable(folder: Path, *, audit: str, message: str) -> None:
-    """Replace ``folder`` with a single note saying that ``audit`` has no data, and why."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for old in folder.iterdir():  # a persisted results folder may hold a deployed/ folder
-        shutil.rmtree(old) if old.is_dir() else old.unlink()
-    note = {"audit": audit, "available": False, "message": message}
-    (folder / UNAVAILABLE).write_text(json.dumps(note, indent=2) + "\n")
-
-
 def carry_unavailable(upstream: Path, folder: Path, *, audit: str) -> bool:
-    """Copy ``upstream``'s unavailable note into ``folder``; return whether there was one."""
-    note = upstream / UNAVAILABLE
-    if not note.is_file():
+    """Copy ``upstream``'s unavailable note into ``folder`` (:func:`faircode.core.layout.
+    write_unavailable`); return whether there was one."""
+    message = unavailable_message(upstream)
+    if message is None:
         return False
-    write_unavailable(folder, audit=audit, message=json.loads(note.read_text())["message"])
-    print(f"skipped: {json.loads(note.read_text())['message']}")
+    write_unavailable(folder, audit=audit, message=message)
+    print(f"skipped: {message}")
     return True
 
 

@@ -23,8 +23,7 @@ from faircode.audit.fetch import (
     mirror_dirs,
     unavailable_message,
 )
-from faircode.audit.manifest import load_manifest, manifest_kind
-from faircode.audit.text_manifest import load_text_manifest
+from faircode.audit.kinds import load_any_manifest
 from faircode.core.errors import DataUnavailableError
 from faircode.pipeline.stages import audit_argument, manifest_path, run_stage, write_unavailable
 
@@ -34,9 +33,7 @@ def main(argv: list[str]) -> None:
     audit = audit_argument(argv[0])
 
     def work() -> None:
-        path = manifest_path(audit)  # a text audit (text-fetch@<audit>) or a grid one
-        manifest = load_text_manifest(path) if manifest_kind(path) == "text" \
-            else load_manifest(path)
+        manifest = load_any_manifest(manifest_path(audit))  # of any task kind
         env = os.environ.get(MIRROR_ENV) or default_mirror(Path.cwd())
         try:
             result = fetch(manifest, mirrors=mirror_dirs(None, env))

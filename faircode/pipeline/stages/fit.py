@@ -27,6 +27,7 @@ from faircode.audit.prepared import load_prepared
 from faircode.core.cells import STRATEGY_CODES
 from faircode.core.config import load_params
 from faircode.core.errors import ConfigError
+from faircode.core.layout import run_record
 from faircode.grid.fit import fit_audit
 from faircode.grid.predictions import CellPredictions, save_predictions, timings_path
 from faircode.grid.scheduler import previous_cell_seconds
@@ -65,8 +66,8 @@ def main(argv: list[str]) -> None:
         predictions = fit_audit(
             data, mitigation=config.mitigation, replicates=config.replicates,
             strategies=PARTS[part], jobs=config.jobs, execution=params.execution,
-            on_cell_done=_progress, previous=previous_cell_seconds(RESULTS / audit / "run.json"),
-            encoding=config.encoding)
+            on_cell_done=_progress, previous=previous_cell_seconds(run_record(RESULTS / audit)),
+            encoding=config.models.encoding)
         save_predictions(predictions, out, test_index=data.test_index,
                          train_index=data.train_index, timings=timings_path(out))
         print(f"{audit}: {part} predictions in {out}")

@@ -2,9 +2,10 @@
 
 ``python -m faircode.pipeline.stages.report --params params.yaml --results results --audits audits``
 reads the ``report`` section of params.yaml (``metric``, ``model``; absent means the defaults;
-the whole file is validated) and ``run.jobs`` (the processes drawing the figures; not a tracked
-param: the files are the same bytes for any number) and calls
-:func:`faircode.report.build.write_report`.  No statistics
+the whole file is validated), its ``audits`` and ``text_audits`` (the report is of these audits
+only: a folder of ``results/`` that another list left behind is not in it) and ``run.jobs`` (the
+processes drawing the figures; not a tracked param: the files are the same bytes for any
+number) and calls :func:`faircode.report.build.write_report`.  No statistics
 here.  The page names the report code that rendered it
 (:data:`faircode.provenance.state.REPORT_CODE`); the state it cites is its results' own.
 """
@@ -35,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
         params_path = Path(args.params)
         params = load_params(params_path) if params_path.is_file() else None
         config = params.report if params is not None else ReportConfig()
-        outputs = write_report(Path(args.results), audits_dir=Path(args.audits),
+        only = (*params.audits, *params.text_audits) if params is not None else ()
+        outputs = write_report(Path(args.results), audits_dir=Path(args.audits), only=only,
                                metric=config.metric, model=config.model,
                                provenance=provenance(code=REPORT_CODE, numerics=False),
                                workers=params.config.jobs if params is not None else 1)

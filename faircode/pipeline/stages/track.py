@@ -74,7 +74,7 @@ def track(results: Path, *, root: Path, env: Mapping[str, str], tracking_uri: st
 
 def main(argv: list[str]) -> int:
     """DVC entry point: ``[--strict] [RESULTS]``, config from ``params.yaml`` (if present)."""
-    from faircode.core.config import load_params
+    from faircode.core.config import config_record, load_params
     from faircode.pipeline._boundary import run_command
 
     strict = "--strict" in argv
@@ -86,7 +86,7 @@ def main(argv: list[str]) -> int:
         if params.is_file():  # validated like every stage; the worker count changes no number
             loaded = load_params(params)
             config = {"audits": list(loaded.audits),
-                      **{k: v for k, v in loaded.config.as_dict().items() if k != "jobs"},
+                      **{k: v for k, v in config_record(loaded.config).items() if k != "jobs"},
                       "report": {"metric": loaded.report.metric, "model": loaded.report.model}}
         code = track(results, root=Path(os.environ.get("DVC_ROOT") or Path.cwd()),
                      env=os.environ, config=config)

@@ -1,0 +1,141 @@
+"""``faircode pipeline``: write ``dvc.yaml`` and ``upstream/dvc.yaml`` for params.yaml's audits.
+
+Run it after changing ``params.yaml``'s ``audits`` or ``text_audits`` (a subset to explore, an
+audit of your own), commit the two files, then ``dvc repro``; check-params stops a repro whose
+files were written for another list with one line naming this command.  ``--check`` writes
+nothing and exits 1 when either file is not what it would write (CI; tests/test_pipeline.py
+keeps the committed files so).
+
+Before writing it checks what the files will name: ``params.yaml`` as check-params does (every
+key, at least one audit, each an ``audits/<name>/`` folder), and each listed audit's manifest --
+it loads (its own one-line error otherwise), it is of its list's kind (``audits``: the grid's
+tabular manifests; ``text_audits``: ``kind: text``), and its ``name`` is its folder's (the
+stages' paths use the folder, the stages' code the name).  A file is replaced whole (written
+beside it, then renamed) and only when its text changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from faircode.pipeline._args import EXIT_FAILED, EXIT_OK, HELP, example
+
+if TYPE_CHECKING:  # pragma: no cover - the command imports what it uses when it runs
+    from faircode.core.config import Params
+    from faircode.pipeline.dvc_files import FitPart
+
+__all__ = ["add_pipeline", "check_manifests", "fit_parts", "write_pipeline"]
+
+
+def fit_parts() -> tuple[FitPart, ...]:
+    """The fit stages, one per part of the grid (:data:`faircode.pipeline.stages.PARTS`, in grid
+    order), each with the ``mitigation`` params its strategies read
+    (:data:`faircode.grid.strategies.READS`; the whole section when they read every key): the one
+    place the pipeline files learn the grid's parts."""
+    from faircode.core.config import PARAM_KEYS
+    from faircode.grid.strategies import READS
+    from faircode.pipeline.dvc_files import FitPart
+    from faircode.pipeline.stages import PARTS
+
+    every = {p.split(".", 1)[1] for p in PARAM_KEYS if p.startswith("mitigation.")}
+    parts = []
+    for part, strategies in PARTS.items():
+        reads = set().union(*(READS[s] for s in strategies))
+        mitigation = ("mitigation",) if reads == every else tuple(
+            f"mitigation.{key}" for key in sorted(reads))
+        stage = "fit" if part == "unmitigated" else f"fit-{part.replace('_', '-')}"
+        parts.append(FitPart(part, stage, mitigation))
+    return tuple(parts)
+
+
+def check_manifests(params: Params, *, audits_dir: Path) -> None:
+    """Raise a one-line error unless each listed audit's manifest loads, is of its list's kind
+    and is named as its folder."""
+    from faircode.audit.manifest import load_manifest, manifest_kind
+    from faircode.audit.text_manifest import load_text_manifest
+    from faircode.core.errors import ConfigError
+
+    for key, names, kind in (("audits", params.audits, "tabular"),
+                             ("text_audits", params.text_audits, "text")):
+        for i, name in enumerate(names):
+            path = audits_dir / name / "audit.yaml"
+            found = manifest_kind(path)
+            if found != kind:
+                other = "text_audits" if key == "audits" else "audits"
+                raise ConfigError(f"params.yaml: {key}[{i}]: expected a {kind} audit, got "
+                                  f"{name!r}, whose manifest {path} is kind: {found} (list it "
+                                  f"under {other})")
+            manifest = load_text_manifest(path) if kind == "text" else load_manifest(path)
+            if manifest.name != name:
+                raise ConfigError(f"{path}: name: expected {name!r} (its folder's name: the "
+                                  f"pipeline's paths use it), got {manifest.name!r} (str)")
+
+
+def write_pipeline(root: Path, *, check: bool = False) -> tuple[list[str], Params]:
+    """Write (or with ``check`` only compare) the pipeline files under ``root`` for its
+    ``params.yaml``; return the files whose text changed (or would) and the params."""
+    from faircode.core.config import load_params
+    from faircode.pipeline.dvc_files import render
+
+    params = load_params(root / "params.yaml", audits_dir=root / "audits")
+    check_manifests(params, audits_dir=root / "audits")
+    changed = []
+    for name, text in render(params, parts=fit_parts()).items():
+        path = root / name
+        if path.is_file() and path.read_text(encoding="utf-8") == text:
+            continue
+        changed.append(name)
+        if not check:
+            _replace(path, text)
+    return changed, params
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write ``text`` beside ``path`` and rename it over ``path`` (never half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def _cmd_pipeline(args: argparse.Namespace) -> int:
+    from faircode.pipeline.dvc_files import FILES
+
+    changed, params = write_pipeline(Path(args.root), check=args.check)
+    lists = (f"{len(params.audits)} audits ({', '.join(params.audits) or 'none'}) and "
+             f"{len(params.text_audits)} text audits ({', '.join(params.text_audits) or 'none'})")
+    if args.check:
+        if changed:
+            print(f"{', '.join(changed)}: not what faircode pipeline writes for params.yaml's "
+                  f"{lists}; run faircode pipeline and commit")
+            return EXIT_FAILED
+        print(f"{', '.join(FILES)}: as faircode pipeline writes them for {lists}")
+        return EXIT_OK
+    print(f"{', '.join(changed) or 'nothing'} {'written' if changed else 'changed'}: "
+          f"{', '.join(FILES)} are the pipeline of {lists}"
+          + ("; commit them, then dvc repro" if changed else ""))
+    return EXIT_OK
+
+
+def add_pipeline(subparsers: argparse._SubParsersAction,
+                 common: argparse.ArgumentParser) -> None:
+    """Register ``faircode pipeline``."""
+    parser = subparsers.add_parser(
+        "pipeline", help=HELP["pipeline"],
+        description="Write dvc.yaml and upstream/dvc.yaml from params.yaml's audits and "
+                    "text_audits (run it after changing either list; commit both files).",
+        **example("faircode pipeline", "faircode pipeline --check"))
+    parser.add_argument("--root", default=".", help="the project (params.yaml, audits/, the "
+                                                    "pipeline files; default: here)")
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing; exit 1 when a file is not what it would write")
+    parser.set_defaults(handler=_cmd_pipeline)
