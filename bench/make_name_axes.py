@@ -10,6 +10,9 @@ study (the perturbation specification): ``race_white_to_black``, ``race_black_to
 ``gender_female_to_male``, ``gender_male_to_female``, every substitution tagged ``proxy`` (a name
 never states race or sex).  The file carries its provenance as comments: the source file's
 sha256, the name -> race/sex table with each name's number of résumés, and this command.
+Its ``groups`` are the four race x sex cells (``white_female``, ...), the placebo groups of the
+four axes (:mod:`faircode.counterfactual.placebo`): a swap within a cell changes the name but
+neither the race nor the sex it signals.
 
 Run once (the committed file is what the audit reads; the datasheet reviews it)::
 
@@ -70,6 +73,8 @@ def render(table: pd.DataFrame, digest: str, rda: Path) -> str:
         f"# {digest}",
         "# Written by: .venv/bin/python bench/make_name_axes.py <ResumeNames.rda> (do not edit by",
         "# hand).  Pairs: alphabetical within sex (race axes) and within race (gender axes).",
+        "# Placebo groups: the race x sex cells; a swap within one changes the name, not the",
+        "# race or sex it signals (the placebo arm every axis is read against).",
         "#",
         "# name -> race, sex (number of resumes sent with the name in the experiment):",
     ]
@@ -85,6 +90,9 @@ def render(table: pd.DataFrame, digest: str, rda: Path) -> str:
         lines += [f"      - {{pattern: {a}, replacement: {b}, kind: proxy}}"
                   for a, b in pairs(table, within=within, across=across, source=source,
                                     target=target)]
+    lines.append("groups:")
+    for (race, sex), part in table.groupby(["race", "sex"], sort=False):
+        lines.append(f"  {race}_{sex}: [{', '.join(sorted(part['name']))}]")
     return "\n".join(lines) + "\n"
 
 

@@ -1,6 +1,7 @@
-"""The two audits of decisions made by people: the published tables, count for count, and the gaps.
+"""The audits of decisions made by people: the published tables, count for count, and the gaps.
 
-Run from the repository root after `faircode data fetch resume_callbacks mortgage_denials`:
+Run from the repository root after `faircode data fetch resume_callbacks mortgage_denials
+toronto_arrests minneapolis_stops`:
 
     .venv/bin/python bench/people_decisions.py [--permutations 2000] [--seed 42]
 
@@ -9,7 +10,9 @@ data reader, the target, the groups and the declared strata) and computed with t
 statistics: per-cell decision rates with Wilson intervals (:mod:`faircode.stats.groups`), the
 parity gap with its Newcombe interval and permutation p (:mod:`faircode.stats.metrics`), the gap
 within strata (:mod:`faircode.stats.stratified`: Mantel–Haenszel, Sato interval, within-strata
-permutation p, CMH p) on every row of each audit.  It prints, in order:
+permutation p, CMH p, Cochran's Q of a common difference) and the gap conditional on covariates
+(:mod:`faircode.stats.adjusted`: a logistic regression's average marginal effect) on every row of
+each audit.  It prints, in order:
 
 1. ``resume_callbacks``: callbacks and applicants per race, per race x sex, per race x city and
    per race x résumé quality, each rate with its interval, beside the percentage Bertrand &
@@ -18,14 +21,21 @@ permutation p, CMH p) on every row of each audit.  It prints, in order:
 2. ``resume_callbacks``: the raw callback gap by race and sex and the gap within résumé quality,
    city and both.
 3. ``mortgage_denials``: denials and applications by race with rates and intervals, against the
-   textbook's "about 28 % vs about 9 %"; the raw gap (favourable = not denied) and the gaps within
-   consumer credit history and within the full credit history (consumer, mortgage, public).
-4. Both audits: how well each candidate feature predicts race and the decision (AUC; 5-fold
+   textbook's "about 28 % vs about 9 %"; the raw gap (favourable = not denied), the gaps within
+   consumer credit history and within the full credit history (consumer, mortgage, public), and
+   the gap conditional on the lender's stated criteria.
+4. ``toronto_arrests``: releases with a summons and arrests by skin colour against the counts the
+   carData documentation and the Toronto Star publish (955 of 1,288 Black, 3,379 of 3,938 White
+   arrestees); the gaps within employment, citizenship, prior checks and all three.
+5. ``minneapolis_stops``: persons searched and stops by race (Black 3,099 of 15,220, White 954 of
+   11,703) and the gaps within precinct; then the *vehicle* searched, a second decision the
+   manifest's one target does not carry, with the same statistics on the same rows.
+6. Every audit: how well each candidate feature predicts race and the decision (AUC; 5-fold
    cross-validated logistic regressions of the feature sets), the numbers behind the datasheets'
    proxies.
 
-It backs the datasheets ``audits/resume_callbacks/README.md`` and
-``audits/mortgage_denials/README.md``.
+It backs the datasheets ``audits/{resume_callbacks,mortgage_denials,toronto_arrests,
+minneapolis_stops}/README.md``.
 """
 
 from __future__ import annotations
@@ -39,14 +49,18 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import cross_val_predict
 
-from faircode.audit.data import AuditData, load_audit, stratum_codes
+from faircode.audit.data import AuditData, load_audit
 from faircode.audit.manifest import load_manifest
+from faircode.audit.strata import stratum_codes
+from faircode.stats.adjusted import adjusted_gap
 from faircode.stats.groups import group_rates
 from faircode.stats.metrics import fairness_metrics, orient
 from faircode.stats.stratified import stratified_gap
 
 RESUME = Path("audits/resume_callbacks/audit.yaml")
 HMDA = Path("audits/mortgage_denials/audit.yaml")
+TORONTO = Path("audits/toronto_arrests/audit.yaml")
+STOPS = Path("audits/minneapolis_stops/audit.yaml")
 # (row label, column, value) -> the published percentages (White names, African-American names)
 PUBLISHED = {
     ("Table 1: all sent résumés", None, None): (9.65, 6.45),
@@ -92,12 +106,13 @@ def resume_tables(data: AuditData) -> None:
 
 
 def gaps(data: AuditData, *, permutations: int, seed: int) -> None:
-    """Section 2/3: the raw gap and the gap within every declared stratum, every attribute."""
+    """The raw gap and the gap conditional on every declared stratum, every attribute."""
     m = data.manifest
     y_fav, yhat_fav = orient(data.y, data.y, favourable=m.target.favourable)
-    strata = {s.name: stratum_codes(data.raw, s.columns) for s in m.strata}
-    columns = tuple(dict.fromkeys(c for s in m.strata for c in s.columns))
-    if all(s.columns != columns for s in m.strata):  # every declared column at once
+    strata = dict(data.strata)
+    pooled = [s for s in m.strata if not s.regression]
+    columns = tuple(dict.fromkeys(c for s in pooled for c in s.columns))
+    if pooled and all(s.columns != columns for s in pooled):  # every declared column at once
         strata[" x ".join(columns)] = stratum_codes(data.raw, columns)
     print(f"{m.name}: gaps of the favourable rate (target.favourable {m.target.favourable}), "
           "disadvantaged minus advantaged, every row")
@@ -110,9 +125,17 @@ def gaps(data: AuditData, *, permutations: int, seed: int) -> None:
         for j, (name, codes) in enumerate(strata.items()):
             g = stratified_gap(yhat_fav, mask, codes, n_permutations=permutations,
                                seed=np.random.SeedSequence(seed, spawn_key=(a, j)))
+            h = g.heterogeneity
             print(f"    within {name:<28} {g.value:+.4f} [{g.ci_low:+.4f}, {g.ci_high:+.4f}] "
                   f"p {g.p_value:.4f}, CMH p {g.cmh_p_value:.2g}; {g.strata_compared} of "
-                  f"{g.strata} strata compared{'; ' + g.note if g.note else ''}")
+                  f"{g.strata} strata compared; Cochran's Q {h.q:.2f}, df {h.df}, "
+                  f"p {h.p_value:.3g}{'; ' + g.note if g.note else ''}")
+        for name, design in data.covariates.items():
+            g2 = adjusted_gap(yhat_fav, mask, design.to_numpy())
+            note = f"; {g2.note}" if g2.note else ""
+            print(f"    conditional on {name:<20} {g2.value:+.4f} [{g2.ci_low:+.4f}, "
+                  f"{g2.ci_high:+.4f}] p {g2.p_value:.2g} (logistic regression, average "
+                  f"marginal effect; {g2.terms} covariate terms){note}")
 
 
 def hmda_table(data: AuditData) -> None:
@@ -125,10 +148,53 @@ def hmda_table(data: AuditData) -> None:
         print(f"  {name:<17} {k:>3}/{n:>5,} {text}")
 
 
+def published(data: AuditData, counts: dict[str, tuple[int, int]], what: str) -> None:
+    """Decisions 1 and rows per group of the first attribute against the published counts."""
+    attribute = data.manifest.protected_attributes[0].name
+    dis = data.disadvantaged[attribute]
+    names = list(counts)
+    print(f"{data.manifest.name}: {what} / rows, rate [Wilson 95 %]; published counts")
+    found = _rate(data.y, {names[0]: dis, names[1]: ~dis})
+    for name, (k, n, text) in found.items():
+        same = (k, n) == counts[name]
+        print(f"  {name:<8} {k:>5,}/{n:>7,} {text}   published {counts[name][0]:,} of "
+              f"{counts[name][1]:,}  {'equal' if same else 'DIFFERENT'}")
+
+
+def vehicle_searches(data: AuditData, *, permutations: int, seed: int) -> None:
+    """Section 5's second decision: the vehicle searched, on the audit's own rows, by race, raw
+    and within precinct (the manifest's target is the person searched)."""
+    from faircode.audit._data_rdb import read_lazyload
+
+    m = data.manifest
+    raw = read_lazyload(m.dataset.path, object_name=str(m.dataset.object), where="bench")
+    kept = raw[raw[m.target.column].notna() & raw["race"].isin(["Black", "White"])]
+    searched = (kept["vehicleSearch"] == "YES").to_numpy(dtype=np.int8)
+    black = (kept["race"] == "Black").to_numpy()
+    assert np.array_equal(black, data.disadvantaged["race"])  # the audit's rows, in its order
+    print("minneapolis_stops: vehicle searched / stops, rate [Wilson 95 %]")
+    for name, (k, n, text) in _rate(searched, {"Black": black, "White": ~black}).items():
+        print(f"  {name:<8} {k:>5,}/{n:>7,} {text}")
+    not_searched = 1 - searched  # favourable: the vehicle not searched
+    dp = fairness_metrics(not_searched, not_searched, black, n_permutations=permutations,
+                          seed=np.random.SeedSequence(seed, spawn_key=(7,)))[0]
+    g = stratified_gap(not_searched, black, data.strata["precinct"], n_permutations=permutations,
+                       seed=np.random.SeedSequence(seed, spawn_key=(7, 0)))
+    print(f"  gap of vehicles not searched, Black minus White: raw {dp.value:+.4f} "
+          f"[{dp.ci_low:+.4f}, {dp.ci_high:+.4f}] p {dp.p_value:.4f}; within precinct "
+          f"{g.value:+.4f} [{g.ci_low:+.4f}, {g.ci_high:+.4f}] p {g.p_value:.4f}, "
+          f"Cochran's Q {g.heterogeneity.q:.2f}, df {g.heterogeneity.df}, "
+          f"p {g.heterogeneity.p_value:.3g}")
+
+
 def _auc(y: np.ndarray, values: pd.Series, *, numeric: bool) -> float:
     """A feature's AUC for ``y``: its values, or for a categorical each level's rate of y."""
-    x = values.to_numpy(dtype=float) if numeric else \
-        values.astype(str).map(pd.Series(y).groupby(values.astype(str).to_numpy()).mean())
+    if numeric:  # a missing number at the median, as the encoder fills it
+        x = values.astype(float)
+        x = x.fillna(x.median()).to_numpy()
+    else:  # a missing value is a level of its own
+        text = values.astype(object).where(values.notna(), "(missing)").astype(str)
+        x = text.map(pd.Series(y).groupby(text.to_numpy()).mean()).to_numpy(dtype=float)
     a = roc_auc_score(y, np.asarray(x, dtype=float))
     return max(a, 1.0 - a)
 
@@ -163,14 +229,22 @@ def main() -> None:
     parser.add_argument("--permutations", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=42)
     args = parser.parse_args()
+    every = dict(permutations=args.permutations, seed=args.seed)
     resume = load_audit(load_manifest(RESUME))
     resume_tables(resume)
-    gaps(resume, permutations=args.permutations, seed=args.seed)
+    gaps(resume, **every)
     hmda = load_audit(load_manifest(HMDA))
     hmda_table(hmda)
-    gaps(hmda, permutations=args.permutations, seed=args.seed)
-    proxies(resume)
-    proxies(hmda)
+    gaps(hmda, **every)
+    toronto = load_audit(load_manifest(TORONTO))
+    published(toronto, {"Black": (955, 1288), "White": (3379, 3938)}, "released with a summons")
+    gaps(toronto, **every)
+    stops = load_audit(load_manifest(STOPS))
+    published(stops, {"Black": (3099, 15220), "White": (954, 11703)}, "persons searched")
+    gaps(stops, **every)
+    vehicle_searches(stops, **every)
+    for data in (resume, hmda, toronto, stops):
+        proxies(data)
 
 
 if __name__ == "__main__":

@@ -67,9 +67,11 @@ MIRRORED_EXTRA = (
     "compas_two_years",
     "credit_default",
     "lsac_law",
+    "minneapolis_stops",
     "mortgage_denials",
     "resume_callbacks",
     "student_performance",
+    "toronto_arrests",
 )
 AUDITS = REPO / "audits"
 

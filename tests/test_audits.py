@@ -1,4 +1,4 @@
-"""Tests of the fifteen shipped audit manifests and datasheets, with data from the mirrors."""
+"""Tests of the seventeen shipped audit manifests and datasheets, with data from the mirrors."""
 
 from __future__ import annotations
 
@@ -26,16 +26,19 @@ SHIPPED = (
     "healthcare_readmission",
     "insurance_denial",
     "lsac_law",
+    "minneapolis_stops",
     "mortgage_denials",
     "resume_callbacks",
     "student_performance",
     "tenant_screening",
+    "toronto_arrests",
 )
 AUDITS = Path(__file__).resolve().parent.parent / "audits"
 
 
-def test_fifteen_manifests_are_shipped_and_load() -> None:
-    """audits/ holds exactly the fifteen manifests; each loads and is named after its folder."""
+def test_seventeen_manifests_are_shipped_and_load() -> None:
+    """audits/ holds exactly the seventeen manifests; each loads and is named after its
+    folder."""
     paths = discover_manifests(AUDITS)
     assert tuple(p.parent.name for p in paths) == SHIPPED
     for path in paths:
@@ -116,9 +119,11 @@ EXTRA_ROWS = {
     "compas_two_years": (7_214, 6_150),
     "credit_default": (30_000, 30_000),
     "lsac_law": (21_791, 21_790),
+    "minneapolis_stops": (51_920, 26_923),
     "mortgage_denials": (2_380, 2_380),
     "resume_callbacks": (4_870, 4_870),
     "student_performance": (649, 649),
+    "toronto_arrests": (5_226, 5_226),
 }
 
 
@@ -152,13 +157,16 @@ def test_extra_audit_round_trips_through_validate(
 
 
 def test_leaking_columns_are_not_features() -> None:
-    """bank's duration, student's G1/G2, LSAC's ZFYA and the COMPAS tool's own outputs, later
-    outcomes, names and dates of birth never reach a manifest's columns."""
+    """bank's duration, student's G1/G2, LSAC's ZFYA, the COMPAS tool's own outputs, later
+    outcomes, names and dates of birth, and the Minneapolis officers' other decisions of the
+    same stop (citation, vehicle search) never reach a manifest's columns."""
     leaks = {"bank_marketing": {"duration"}, "student_performance": {"G1", "G2"},
              "lsac_law": {"ZFYA", "sander_index"},
              "compas_two_years": {"name", "first", "last", "dob", "decile_score",
                                   "decile_score.1", "score_text", "v_decile_score",
-                                  "v_score_text", "is_recid", "event", "priors_count.1"}}
+                                  "v_score_text", "is_recid", "event", "priors_count.1"},
+             "minneapolis_stops": {"citationIssued", "vehicleSearch", "idNum", "date"},
+             "toronto_arrests": {"year"}}
     for name, columns in leaks.items():
         m = load_manifest(AUDITS / name / "audit.yaml")
         assert columns.isdisjoint(m.named_columns)

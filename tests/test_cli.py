@@ -299,7 +299,7 @@ def test_every_help_ends_with_a_faircode_example() -> None:
         return found
 
     every = parsers(build_parser())
-    assert len(every) == 12  # faircode, data, data fetch, and the nine other subcommands
+    assert len(every) == 13  # faircode, data, data fetch, and the ten other subcommands
     for parser in every:
         tail = parser.format_help().rstrip().split("example:\n")[-1]
         assert tail.startswith("  faircode "), parser.prog

@@ -124,7 +124,7 @@ def test_record_is_flat_and_stable() -> None:
         "n_permutations", "confidence", "alpha", "power", "effect_margin", "cost_margin", "jobs",
         "degenerate_min_selection_rate", "degenerate_max_selection_rate",
         "degenerate_balanced_accuracy_margin", "curve_thresholds", "verdict_margin",
-        "verdict_ratio_margin", "verdict_min_informative_share"]
+        "verdict_ratio_margin", "verdict_min_informative_share", "mitigation.tolerances"]
     k5 = config_record(BenchmarkConfig().with_params({"run.jobs": 1, "run.seeds": 5}))
     assert (k5["seeds"], k5["seed_mode"]) == (5, "model")
     assert list(k5).index("seeds") == list(record).index("curve_thresholds")
@@ -252,6 +252,32 @@ def test_curve_thresholds_default_to_the_curve_engines_grid() -> None:
     config = config_from_params({"curves": {"thresholds": [0.2, 0.7]}})
     assert config.curves.thresholds == (0.2, 0.7)
     assert config_record(config)["curve_thresholds"] == [0.2, 0.7]
+
+
+def test_tolerances_default_to_exact_and_three_relaxations() -> None:
+    """``mitigation.tolerances`` defaults to 0, 0.01, 0.02, 0.05, is read from YAML as a tuple
+    and recorded under its path."""
+    assert BenchmarkConfig().mitigation.tolerances == (0.0, 0.01, 0.02, 0.05)
+    config = config_from_params({"mitigation": {"tolerances": [0, 0.1]}})
+    assert config.mitigation.tolerances == (0.0, 0.1)
+    assert config_record(config)["mitigation.tolerances"] == [0.0, 0.1]
+
+
+@pytest.mark.parametrize(
+    ("tolerances", "message"),
+    [
+        ([], r"^params.yaml: mitigation.tolerances: expected a non-empty list of at most 20 "
+             r"increasing numbers in \[0, 1\)"),
+        ([0.02, 0.01], r"^params.yaml: mitigation.tolerances: expected a non-empty list"),
+        ([0, 1], r"^params.yaml: mitigation.tolerances\[1\]: expected a number in \[0, 1\), "
+                 r"got 1 \(int\)$"),
+        ([0, "0.1"], r"^params.yaml: mitigation.tolerances\[1\]: expected a number in "),
+    ],
+)
+def test_bad_tolerances_name_the_key_path(tolerances: object, message: str) -> None:
+    """A bad tolerance grid is one line naming ``mitigation.tolerances`` (and the position)."""
+    with pytest.raises(ConfigError, match=message):
+        params_from_mapping({"mitigation": {"tolerances": tolerances}})
 
 
 @pytest.mark.parametrize(

@@ -253,7 +253,7 @@ def test_load_axes_list_and_mapping_forms(tmp_path: Path) -> None:
          "{f}: [0].substitutions[1].kind: expected one of explicit, proxy, got 'implicit' (str)"),
         ("axes: []\n", "{f}: axes: expected at least one axis"),
         ("[]\n", "{f}: axes: expected at least one axis"),
-        ("axis: []\n", "{f}: expected only key axes; unknown key, got 'axis' (str)"),
+        ("axis: []\n", "{f}: expected only keys axes and groups; unknown key, got 'axis' (str)"),
         ("axes: 3\n", "{f}: axes: expected a list of axes"),
         ("- [unclosed\n", "{f}: line 2: expected valid YAML, got a syntax error"),
         (AXIS_YAML + AXIS_YAML, "{f}: [1].name: duplicate axis name 'gender' (also [0])"),

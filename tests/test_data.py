@@ -31,7 +31,7 @@ from faircode.audit.manifest import (
     load_manifest,
 )
 from faircode.core.errors import ChecksumError, DataError, DataUnavailableError
-from faircode.grid.strategies import calibration_split
+from faircode.grid.calibration import calibration_split
 
 
 def cat(dis: tuple[Scalar, ...] | None, adv: tuple[Scalar, ...] | None) -> ProtectedAttribute:

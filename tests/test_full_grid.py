@@ -18,7 +18,7 @@ from faircode.stats.metrics import FAIRNESS_METRICS
 def test_full_grid_on_every_mirrored_audit(
     audit_repo, tmp_path: Path, capsys: pytest.CaptureFixture[str]  # type: ignore[no-untyped-def]
 ) -> None:
-    """`faircode run` with defaults writes complete tables for the thirteen audits, skips the
+    """`faircode run` with defaults writes complete tables for the fifteen audits, skips the
     two (a deployed system's rows beside the grid are not counted)."""
     out = tmp_path / "results"
     assert main(["run", "--audits", str(audit_repo.audits), "--out", str(out)]) == 0

@@ -14,10 +14,11 @@ import pytest
 import yaml
 from conftest import AUDITS, _skip_or_fail
 
-from faircode.audit.data import load_audit, stratum_codes
+from faircode.audit.data import load_audit
 from faircode.audit.manifest import load_manifest
 from faircode.audit.outputs import SystemOutputs
 from faircode.audit.prepared import load_prepared, prepare, save_prepared
+from faircode.audit.strata import covariate_frame, stratum_codes, stratum_levels
 from faircode.core.config import BenchmarkConfig, DegenerateConfig, StatsConfig
 from faircode.core.errors import ManifestError
 from faircode.core.metrics import DECISION_METRICS, FAIRNESS_METRICS, NOT_APPLICABLE
@@ -31,9 +32,10 @@ from faircode.evaluate.write import write_audit
 from faircode.pipeline.cli import main
 from faircode.report.build import write_report
 from faircode.report.tables import NOT_APPLICABLE_TEXT, _Footnotes, estimate_cell
+from faircode.stats.adjusted import adjusted_gap
 from faircode.stats.groups import group_rates
 from faircode.stats.metrics import orient
-from faircode.stats.stratified import stratified_gap
+from faircode.stats.stratified import heterogeneity, stratified_gap, stratum_counts
 
 STATS = StatsConfig(n_resamples=50, n_permutations=200)
 DEGENERATE = DegenerateConfig()
@@ -118,6 +120,9 @@ def test_a_bad_outcome_system_is_one_line(tmp_path: Path, system: dict[str, Any]
     ([{"name": "level", "columns": ["stratum"]}, {"name": "level", "columns": ["x"]}],
      "strata[1].name: expected a name not used by another stratum, got 'level' (str)"),
     ([], "strata: expected a non-empty list of {name, columns}, got [] (list)"),
+    ([{"name": "level", "columns": ["x"], "estimator": "probit"}],
+     "strata[0].estimator: expected one of mantel_haenszel, logistic_regression, got 'probit' "
+     "(str)"),
 ])
 def test_bad_strata_are_one_line(tmp_path: Path, strata: list[Any], message: str) -> None:
     """A stratum on the attribute or the target, a repeated name, an empty list: refused."""
@@ -141,6 +146,17 @@ def test_strata_with_a_unit_are_refused(tmp_path: Path) -> None:
         load_manifest(path)
 
 
+def test_a_regression_stratum_is_declared_by_its_estimator(tmp_path: Path) -> None:
+    """``estimator: logistic_regression`` makes the columns covariates; the default is strata."""
+    document = copy.deepcopy(DOC)
+    document["strata"] = [{"name": "level", "columns": ["stratum"]},
+                          {"name": "given", "columns": ["x", "stratum"],
+                           "estimator": "logistic_regression"}]
+    m = load_manifest(write(tmp_path, document))
+    assert [(s.estimator, s.regression) for s in m.strata] == \
+        [("mantel_haenszel", False), ("logistic_regression", True)]
+
+
 # ------------------------------------------------------------------------------ the data
 
 
@@ -159,6 +175,23 @@ def test_stratum_codes_number_the_combinations_in_sorted_order() -> None:
     assert stratum_codes(frame, ["b"]).tolist() == [0, 1, 0, 1]
 
 
+def test_stratum_levels_name_each_code() -> None:
+    """Each code's level names its columns' values in code order, a missing value as one."""
+    frame = pd.DataFrame({"a": ["y", "x", "y", None], "b": [1, 2, 1, 2]})
+    assert stratum_levels(frame, ["a", "b"]) == ("a=x, b=2", "a=y, b=1", "a=(missing), b=2")
+
+
+def test_covariates_are_numbers_and_one_indicator_per_level_but_the_first() -> None:
+    """A numeric column as it is (missing: 0 and an indicator); a categorical one indicator per
+    level after its first, in the categories' own order (missing last)."""
+    frame = pd.DataFrame({"r": [0.5, np.nan, 2.0, 1.0],
+                          "c": pd.Categorical(["lo", "hi", None, "hi"], ["lo", "mid", "hi"])})
+    design = covariate_frame(frame, ["r", "c"])
+    assert list(design.columns) == ["r", "r=(missing)", "c=hi", "c=(missing)"]
+    assert design.to_numpy().tolist() == [[0.5, 0, 0, 0], [0, 1, 1, 0], [2, 0, 0, 1],
+                                          [1, 0, 1, 0]]
+
+
 def test_the_store_keeps_the_strata_and_the_outcome_flag(tmp_path: Path) -> None:
     """save/load_prepared round-trips the stratum codes and ``outcome``."""
     m = load_manifest(write(tmp_path))
@@ -168,6 +201,21 @@ def test_the_store_keeps_the_strata_and_the_outcome_flag(tmp_path: Path) -> None
     assert back.system is not None and back.system.outcome
     assert list(back.strata) == ["level"]
     assert np.array_equal(back.strata["level"], prepared.strata["level"])
+    assert back.stratum_levels == {"level": ("stratum=s1", "stratum=s2")}
+
+
+def test_the_store_keeps_the_covariates_of_a_regression_stratum(tmp_path: Path) -> None:
+    """A regression stratum's design round-trips bit for bit, terms in order."""
+    document = copy.deepcopy(DOC)
+    document["strata"] = [{"name": "given", "columns": ["x", "stratum"],
+                           "estimator": "logistic_regression"}]
+    m = load_manifest(write(tmp_path, document))
+    prepared = prepare(load_audit(m))
+    save_prepared(prepared, tmp_path / "store")
+    back = load_prepared(tmp_path / "store", manifest=m)
+    assert back.strata == {} and list(back.covariates) == ["given"]
+    assert list(back.covariates["given"].columns) == ["x", "stratum=s2"]
+    pd.testing.assert_frame_equal(back.covariates["given"], prepared.covariates["given"])
 
 
 # ------------------------------------------------------------------------------ scoring
@@ -240,6 +288,56 @@ def test_the_gap_within_strata_is_the_stats_function_on_the_oriented_decisions(
     assert row["raw_gap"] == pytest.approx(gap.raw_gap) and not math.isnan(row["q_value"])
 
 
+def test_the_gap_within_strata_carries_its_heterogeneity(tmp_path: Path) -> None:
+    """stratified.csv's Cochran's Q is :func:`heterogeneity` of the row set's stratum counts."""
+    data, result = _scored(tmp_path)
+    row = result.stratified.iloc[0]
+    _, yhat = orient(data.y, data.y, favourable=1)
+    h = heterogeneity(stratum_counts(yhat, data.disadvantaged["grp"], data.strata["level"]))
+    assert (row["heterogeneity_q"], row["heterogeneity_df"], row["heterogeneity_p_value"]) == \
+        pytest.approx((h.q, h.df, h.p_value))
+    assert row["estimator"] == "mantel_haenszel"
+
+
+def test_stratum_rates_count_each_level_as_the_pooled_gap_does(tmp_path: Path) -> None:
+    """stratum_rates.csv holds each level's group counts (decision 1, label coding), rates and
+    gap, and Mantel-Haenszel weight shares summing to 1 that pool the levels' gaps into the
+    stratified gap."""
+    data, result = _scored(tmp_path)
+    levels = result.stratum_rates
+    dis, y = data.disadvantaged["grp"], data.y
+    codes = data.strata["level"]
+    assert levels["level"].tolist() == ["stratum=s1", "stratum=s2"]
+    for k, r in enumerate(levels.to_dict("records")):
+        at = codes == k
+        assert (r["n_disadvantaged"], r["decided_1_disadvantaged"]) == \
+            (int((at & dis).sum()), int(y[at & dis].sum()))
+        assert (r["n_advantaged"], r["decided_1_advantaged"]) == \
+            (int((at & ~dis).sum()), int(y[at & ~dis].sum()))
+        assert (r["disadvantaged"], r["advantaged"]) == ("a", "b")
+    assert levels["weight"].sum() == pytest.approx(1.0)
+    pooled = float((levels["weight"] * levels["gap"]).sum())
+    assert pooled == pytest.approx(result.stratified.iloc[0]["value"])
+
+
+def test_a_regression_stratum_gives_the_adjusted_gap(tmp_path: Path) -> None:
+    """A logistic_regression stratum's row is :func:`adjusted_gap` of the oriented decisions on
+    its covariates, with no strata, no CMH and no heterogeneity test."""
+    document = copy.deepcopy(DOC)
+    document["strata"].append({"name": "given", "columns": ["x", "stratum"],
+                               "estimator": "logistic_regression"})
+    data = prepare(load_audit(load_manifest(write(tmp_path, document))))
+    result = score_system_all_rows(data, stats=STATS, degenerate=DEGENERATE)
+    assert result is not None
+    row = result.stratified.set_index("stratum").loc["given"]
+    gap = adjusted_gap(data.y, data.disadvantaged["grp"], data.covariates["given"].to_numpy())
+    assert (row["value"], row["ci_low"], row["p_value"]) == \
+        pytest.approx((gap.value, gap.ci_low, gap.p_value))
+    assert row["ci_method"] == "logistic_ame_delta" and row["columns"] == "x stratum"
+    assert math.isnan(row["cmh_p_value"]) and math.isnan(row["heterogeneity_q"])
+    assert list(result.stratum_rates["stratum"].unique()) == ["level"]
+
+
 def test_the_system_on_the_test_rows_has_the_same_markers(tmp_path: Path) -> None:
     """Beside the grid (strategy deployed) the error rates are not applicable too."""
     data = prepare(load_audit(load_manifest(write(tmp_path))))
@@ -287,7 +385,13 @@ def test_the_report_shows_the_peoples_decision_and_what_it_cannot_say(tmp_path: 
     write_report(out, audits_dir=tmp_path / "audits")
     gaps = (out / "people_gaps_table.md").read_text()
     assert "| toy | grp | FPR gap | n/a — decision is the outcome |" in gaps
-    assert "| toy | grp | parity gap within level (stratum) |" in gaps
+    assert "| toy | grp | parity gap within level (stratum): Mantel-Haenszel |" in gaps
+    assert "| toy | grp | heterogeneity across the level strata (Cochran's Q) | Q " in gaps
+    strata = (out / "people_strata_table.md").read_text()
+    levels = pd.read_csv(out / "toy" / "deployed" / "stratum_rates.csv")
+    first = levels.iloc[0]
+    assert (f"| grp | level | stratum=s1 | a: {first['decided_1_disadvantaged']} / "
+            f"{first['n_disadvantaged']} |") in strata
     assert "n/a --- decision is the outcome" in (out / "people_gaps_table.tex").read_text()
     rates = (out / "people_groups_table.md").read_text()
     data = load_audit(load_manifest(tmp_path / "audits" / "toy" / "audit.yaml"))
@@ -366,3 +470,76 @@ def test_mortgage_denials_reproduce_the_textbook_rates_and_shrink_within_credit_
     assert within["consumer_credit"].value == pytest.approx(-0.1428, abs=5e-5)
     assert within["credit_history"].value == pytest.approx(-0.1041, abs=5e-5)
     assert (within["credit_history"].strata, within["credit_history"].strata_compared) == (40, 26)
+
+
+def _deployed(name: str, mirror_extra: Path) -> Any:
+    """The people's decision of a shipped audit scored on every row (P = 200)."""
+    result = score_system_all_rows(prepare(_audit(name, mirror_extra)), stats=STATS,
+                                   degenerate=DEGENERATE)
+    assert result is not None
+    return result
+
+
+def test_mortgage_denials_report_heterogeneity_and_the_gap_conditional_on_stated_criteria(
+        mirror_extra: Path) -> None:
+    """stratified.csv: within consumer credit Cochran's Q 11.93 on 5 df (p 0.036); conditional
+    on payment-to-income, loan-to-value and the three credit histories the approval gap is
+    -0.066 [-0.103, -0.029] (a logistic regression's average marginal effect), beside the raw
+    -0.191."""
+    rows = _deployed("mortgage_denials", mirror_extra).stratified.set_index("stratum")
+    within = rows.loc["consumer_credit"]
+    assert (round(within["heterogeneity_q"], 2), within["heterogeneity_df"],
+            round(within["heterogeneity_p_value"], 3)) == (11.93, 5, 0.036)
+    stated = rows.loc["stated_criteria"]
+    assert stated["columns"] == "pirat lvrat chist mhist phist"
+    assert (round(stated["value"], 3), round(stated["ci_low"], 3), round(stated["ci_high"], 3)) \
+        == (-0.066, -0.103, -0.029)
+    assert stated["raw_gap"] == pytest.approx(243 / 339 - 1852 / 2041)
+
+
+def test_resume_callbacks_strata_are_bertrand_mullainathan_cells(mirror_extra: Path) -> None:
+    """stratum_rates.csv holds the race x résumé-quality and race x city cells of Tables 4A and
+    1, count for count, the cells the gap within strata pools."""
+    levels = _deployed("resume_callbacks", mirror_extra).stratum_rates
+    race = levels[levels["protected_attribute"] == "race"].set_index("level")
+    cells = {level: (r["decided_1_advantaged"], r["n_advantaged"], r["decided_1_disadvantaged"],
+                     r["n_disadvantaged"]) for level, r in race.iterrows()}
+    assert cells == {"quality=low": (103, 1212, 75, 1212), "quality=high": (132, 1223, 82, 1223),
+                     "city=boston": (126, 1083, 84, 1083), "city=chicago": (109, 1352, 73, 1352)}
+    assert set(race["disadvantaged"]) == {"afam"} and set(race["advantaged"]) == {"cauc"}
+
+
+def test_toronto_arrests_reproduce_the_published_release_counts(mirror_extra: Path) -> None:
+    """Released with a summons: 955 of 1,288 Black and 3,379 of 3,938 White arrestees (carData's
+    Arrests, the Toronto Star's counts); the gap within each declared release criterion is a
+    row of stratified.csv and every error rate is not applicable."""
+    data = _audit("toronto_arrests", mirror_extra)
+    black = data.disadvantaged["race"]
+    assert _counts(data.y, {"Black": black, "White": ~black}) == \
+        {"Black": (955, 1288), "White": (3379, 3938)}
+    result = score_system_all_rows(prepare(data), stats=STATS, degenerate=DEGENERATE)
+    assert result is not None
+    race = result.stratified[result.stratified["protected_attribute"] == "race"]
+    assert race["stratum"].tolist() == ["employment", "citizenship", "prior_checks",
+                                        "release_criteria"]
+    assert (race["value"] < 0).all() and (race["ci_high"] < 0).all()
+    fpr = result.fairness[result.fairness["metric"] == "fpr_gap"]
+    assert fpr["value"].isna().all() and (fpr["note"] == NOT_APPLICABLE).all()
+
+
+def test_minneapolis_stops_reproduce_the_published_search_counts(mirror_extra: Path) -> None:
+    """Person searched: 3,099 of 15,220 stops of Black and 954 of 11,703 of White people
+    (carData's MplsStops, 2017); within precinct the gap of not being searched is -0.089; no
+    label exists, so every error rate is n/a, never a number."""
+    data = _audit("minneapolis_stops", mirror_extra)
+    black = data.disadvantaged["race"]
+    assert _counts(data.y, {"Black": black, "White": ~black}) == \
+        {"Black": (3099, 15220), "White": (954, 11703)}
+    result = score_system_all_rows(prepare(data), stats=STATS, degenerate=DEGENERATE)
+    assert result is not None
+    within = result.stratified.set_index("stratum").loc["precinct"]
+    assert within["value"] == pytest.approx(-0.0891, abs=5e-5) and within["strata"] == 5
+    blank = result.fairness[~result.fairness["metric"].isin(DECISION_METRICS)]
+    assert blank["value"].isna().all() and (blank["note"] == NOT_APPLICABLE).all()
+    perf = result.performance.set_index("metric")
+    assert math.isnan(perf.loc["auc", "value"]) and math.isnan(perf.loc["accuracy", "value"])

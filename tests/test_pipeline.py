@@ -20,12 +20,17 @@ import pytest
 import yaml
 from conftest import PIPELINE_FILES, copy_pipeline, mirror_dirs
 
+from faircode.core.cells import STRATEGY_CODES
+from faircode.pipeline.pipeline_command import fit_parts
+from faircode.pipeline.stages import PARTS
+
 pytestmark = pytest.mark.integration
 
 AUDITS = ("german_credit_lending", "insurance_denial")
 PARAMS = {
     "audits": list(AUDITS),
-    "mitigation": {"constraint": "demographic_parity", "eps": 0.01, "max_iter": 2},
+    "mitigation": {"constraint": "demographic_parity", "eps": 0.01, "max_iter": 2,
+                   "tolerances": [0, 0.02]},
     "models": {"decision_threshold": 0.5, "encoding": "label"},
     "stats": {"n_resamples": 50, "n_permutations": 50, "confidence": 0.95, "alpha": 0.05},
     "degenerate": {"min_selection_rate": 0.01, "max_selection_rate": 0.99,
@@ -95,7 +100,7 @@ def _pipeline_for(root: Path) -> None:
 AUDIT_PATH = re.compile(r"(?:audits|data/prepared|data/predictions|data/text|results|"
                         r"results/curves|results/metrics|results/metrics/full)/([a-z0-9_]+?)"
                         r"(?:-strategies\.json|\.json|\.csv|/[a-z_]+)?")
-# (data/text/<audit>/payloads and .../scores: a text audit's inputs of the evaluate stage)
+# (data/text/<audit>/payloads, .../systems and .../scores: a text audit's inputs of evaluate)
 
 
 def _entry_audit(entry: str | dict) -> str | None:
@@ -107,18 +112,18 @@ def _entry_audit(entry: str | dict) -> str | None:
 
 def test_evaluate_stage_lists_each_audit_of_params_once() -> None:
     """The one evaluate stage of the real dvc.yaml lists, for exactly params.yaml's audits,
-    each audit's manifest, prepared data and three prediction parts as deps, its three outputs,
+    each audit's manifest, prepared data and every prediction part as deps, its three outputs,
     its headline metric and its strategy plot, and for exactly its text audits each one's
-    manifest, payloads and scores and its results folder; besides them only faircode code."""
+    manifest, payloads, trained systems and scores and its results folder; besides them only
+    faircode code."""
     stage = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["evaluate"]
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     audits, text = params["audits"], params["text_audits"]
     expected = {
         "deps": [p for a in audits for p in (f"audits/{a}", f"data/prepared/{a}", *(
-            f"data/predictions/{a}/{part}" for part in ("unmitigated", "in_processing",
-                                                          "post_processing")))] + [
+            f"data/predictions/{a}/{part}" for part in PARTS))] + [
             p for a in text for p in (f"audits/{a}", f"data/text/{a}/payloads",
-                                      f"data/text/{a}/scores")],
+                                      f"data/text/{a}/systems", f"data/text/{a}/scores")],
         "outs": [p for a in audits for p in (f"results/{a}", f"results/curves/{a}.csv",
                                              f"results/metrics/full/{a}.json")] + [
             f"results/{a}" for a in text],
@@ -193,18 +198,18 @@ def test_repro_writes_results_metrics_and_plots(repo: Repo) -> None:
         folder = repo.root / "results" / audit
         assert sorted(p.name for p in folder.iterdir()) == [
             "calibration.csv", "calibration_gap.csv", "counterfactual.csv", "curves.csv",
-            "effects.csv", "fairness.csv", "groups.csv", "intersectional.csv", "performance.csv",
-            "run.json"]
+            "effects.csv", "fairness.csv", "frontier.csv", "groups.csv", "intersectional.csv",
+            "matched.csv", "performance.csv", "run.json"]
         run = json.loads((folder / "run.json").read_text())
         assert run["config"]["n_resamples"] == 50 and run["config"]["max_iter"] == 2
         assert (repo.root / "results" / "curves" / f"{audit}.csv").is_file()
         full = json.loads((repo.root / "results" / "metrics" / "full" /
                            f"{audit}.json").read_text())
-        assert list(full[audit]) == ["S0", "S1", "S2", "S3", "S4"]
+        assert list(full[audit]) == list(STRATEGY_CODES.values())
         assert 0 <= full[audit]["S0"]["LR"]["accuracy"] <= 1
         metrics = json.loads((repo.root / "results" / "metrics" / f"{audit}.json").read_text())
-        assert list(metrics) == ["attr", "dp"] and list(metrics["dp"]) == [
-            "S0", "S1", "S2", "S3", "S4"]
+        assert list(metrics) == ["attr", "dp"] and list(metrics["dp"]) == list(
+            STRATEGY_CODES.values())
     shown = json.loads(repo.dvc("metrics", "show", "--json").stdout)
     assert "results/metrics/german_credit_lending.json" in json.dumps(shown)
 
@@ -308,19 +313,25 @@ def test_threshold_change_reruns_evaluate_only_and_changes_results(repo: Repo) -
 
 def test_mitigation_change_reruns_fit_and_evaluate_not_prepare(repo: Repo) -> None:
     """An eps change marks only S3's fit stage changed (evaluate follows on its new
-    predictions), a constraint change S3's and S4's; never S0-S2's fit, fetch or prepare."""
-    repo.write_params(mitigation={"eps": 0.05})
+    predictions), a tolerances change only S5's, a constraint change every stage that reads it
+    (S3-S5); never S0-S2's fit, fetch or prepare."""
+    reading = {key: [f.stage for f in fit_parts()
+                     if f"mitigation.{key}" in f.mitigation or "mitigation" in f.mitigation]
+               for key in ("eps", "tolerances", "constraint")}
+    assert reading == {"eps": ["fit-in-processing"],
+                       "tolerances": ["fit-relaxed-post-processing"],
+                       "constraint": ["fit-in-processing", "fit-post-processing",
+                                      "fit-relaxed-post-processing"]}
     try:
-        status = json.loads(repo.dvc("status", "--json").stdout)
-        assert {s for s in status if s != "check-params"} == {
-            f"{UPSTREAM}fit-in-processing@{a}" for a in AUDITS}
+        for key, value in (("eps", 0.05), ("tolerances", [0, 0.03]),
+                           ("constraint", "equalized_odds")):
+            repo.write_params(mitigation={key: value})
+            status = json.loads(repo.dvc("status", "--json").stdout)
+            assert {s for s in status if s != "check-params"} == {
+                f"{UPSTREAM}{stage}@{a}" for stage in reading[key] for a in AUDITS}, key
+            repo.restore()
         dag = repo.dvc("dag", "--dot", "evaluate").stdout
-        assert "fit-in-processing@german_credit_lending" in dag
-        repo.write_params(mitigation={"constraint": "equalized_odds"})
-        status = json.loads(repo.dvc("status", "--json").stdout)
-        assert {s for s in status if s != "check-params"} == {
-            f"{UPSTREAM}{stage}@{a}" for stage in ("fit-in-processing", "fit-post-processing")
-            for a in AUDITS}
+        assert "fit-relaxed-post-processing@german_credit_lending" in dag
     finally:
         repo.restore()
 
@@ -332,9 +343,7 @@ def test_encoding_change_marks_every_fit_stage_and_evaluate_not_prepare(repo: Re
     try:
         status = json.loads(repo.dvc("status", "--json").stdout)
         assert {s for s in status if s != "check-params"} == {"evaluate"} | {
-            f"{UPSTREAM}{stage}@{a}" for stage in ("fit", "fit-in-processing",
-                                                   "fit-post-processing")
-            for a in AUDITS}
+            f"{UPSTREAM}{f.stage}@{a}" for f in fit_parts() for a in AUDITS}
     finally:
         repo.restore()
 
@@ -352,13 +361,11 @@ def test_seeds_change_reruns_fit_and_evaluate_and_writes_stability(repo: Repo) -
     try:
         status = json.loads(repo.dvc("status", "--json").stdout)
         assert {s for s in status if s != "check-params"} == {"evaluate"} | {
-            f"{UPSTREAM}{stage}@{a}" for stage in ("fit", "fit-in-processing",
-                                                   "fit-post-processing")
-            for a in AUDITS}
+            f"{UPSTREAM}{f.stage}@{a}" for f in fit_parts() for a in AUDITS}
         repo.dvc("repro")
         for audit in AUDITS:
             assert (repo.root / "results" / audit / "stability.csv").is_file()
-            for part in ("unmitigated", "in_processing", "post_processing"):
+            for part in PARTS:
                 assert (repo.root / "data" / "predictions" / audit / part
                         / "replicates.parquet").is_file()
         after = pd.read_csv(fairness)

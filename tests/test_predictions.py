@@ -127,6 +127,38 @@ def test_predictions_store_keeps_train_scores_and_skips(tmp_path: Path) -> None:
     assert pd.read_parquet(tmp_path / "test.parquet")["row"].tolist() == [1, 3, 1, 3]
 
 
+def test_a_tolerance_curve_and_the_violations_survive_the_store(tmp_path: Path) -> None:
+    """An S5 cell's curve (decisions per tolerance), violations and base come back from the
+    store, a replicate's too; a store without a curve writes no tolerances.parquet."""
+    from faircode.grid.predictions import AuditPredictions, ReplicatePredictions
+
+    curve = (np.array([1, 0], dtype=np.int8), np.array([1, 1], dtype=np.int8))
+    s5 = CellPredictions(Strategy.RELAXED_POST_PROCESSING, ModelFamily.RANDOM_FOREST,
+                         test_decision=curve[0], violations=(0.0, 0.01), tolerances=(0.0, 0.02),
+                         curve_decision=curve, base="baseline")
+    s3 = CellPredictions(Strategy.IN_PROCESSING, ModelFamily.RANDOM_FOREST,
+                         test_score=np.array([0.4, 0.6]), test_decision=np.array([0, 1], np.int8),
+                         violations=(0.016,))
+    again = CellPredictions(Strategy.RELAXED_POST_PROCESSING, ModelFamily.RANDOM_FOREST,
+                            test_decision=np.array([0], np.int8), violations=(0.0, 0.02),
+                            tolerances=(0.0, 0.02), curve_decision=(np.array([0], np.int8),
+                                                                     np.array([1], np.int8)))
+    predictions = AuditPredictions("a", (s3, s5), {}, seeds=2, replicates=(
+        ReplicatePredictions(1, again, np.array([2])),))
+    save_predictions(predictions, tmp_path / "s", test_index=np.array([1, 3]),
+                     train_index=np.array([0, 2]))
+    back = load_predictions(tmp_path / "s")
+    assert back.cells[0].violations == (0.016,) and back.cells[0].tolerances == ()
+    got = back.cells[1]
+    assert (got.tolerances, got.violations, got.base) == ((0.0, 0.02), (0.0, 0.01), "baseline")
+    assert [d.tolist() for d in got.curve_decision] == [[1, 0], [1, 1]]
+    rep = back.replicates[0].cell
+    assert [d.tolist() for d in rep.curve_decision] == [[0], [1]] and rep.violations == (0.0, 0.02)
+    save_predictions(AuditPredictions("a", (s3,), {}), tmp_path / "s",
+                     test_index=np.array([1, 3]), train_index=np.array([0, 2]))
+    assert not (tmp_path / "s" / "tolerances.parquet").exists()
+
+
 def test_the_store_holds_no_timings_and_its_timings_file_gives_them_back(tmp_path: Path) -> None:
     """Two fits of the same predictions that took other times write the same store bytes (no
     seconds in it, the kernels that computed them instead); the timings file beside the store

@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from conftest import copy_pipeline
 
+from faircode.pipeline.pipeline_command import fit_parts
+
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text()
 PROGRAMS = ("faircode", "dvc", "make", "mlflow")
@@ -159,9 +161,8 @@ def test_readme_names_dvc_dag_and_it_draws_the_pipeline(tmp_path: Path) -> None:
                           cwd=tmp_path, capture_output=True, text=True, check=True, env=env,
                           timeout=120)
     assert _boxes(done.stdout) == sorted(
-        ["check-params", "fetch", "prepare", "fit", "fit-in-processing", "fit-post-processing",
-         "evaluate", "text-fetch", "text-prepare", "text-score", "report",
-         "track"])
+        ["check-params", "fetch", "prepare", *(f.stage for f in fit_parts()), "evaluate",
+         "text-fetch", "text-prepare", "text-train", "text-score", "report", "track"])
 
 
 def test_readme_is_a_landing_page() -> None:

@@ -312,9 +312,37 @@ def test_replication_table_reproduces_the_published_counts(rendered: Path) -> No
         "0.356 [0.323, 0.390]", "0.359 [0.316, 0.404]", "0.510 [0.469, 0.551]"]
 
 
+def test_orientation_table_shows_the_label_coding_beside_the_favourable_one(
+        rendered: Path) -> None:
+    """favourable 0, every row: the label coding's FPR gap is -tpr_gap (COMPAS-like +0.215,
+    ProPublica's orientation) beside fairness.csv's fpr_gap (-0.199), each named in words."""
+    md = (rendered / "orientation_table.md").read_text()
+    label, favourable = "label coding (as published)", "favourable orientation (fairness.csv)"
+    assert _row(md, (AUDIT, "race", label, "FPR gap: decided 1 among label 0"),
+                section="") == ["0.215 [0.190, 0.240]*"]
+    assert _row(md, (AUDIT, "race", label, "FNR gap: decided 0 among label 1"),
+                section="") == ["-0.199 [-0.230, -0.160]*"]
+    assert _row(md, (AUDIT, "race", favourable,
+                     "fpr_gap: decided favourable among label unfavourable"),
+                section="") == ["-0.199 [-0.230, -0.160]*"]
+    assert "ProPublica's FPR for COMPAS: rated Medium or High among those not re-arrested" in md
+
+
+def test_orientation_table_with_favourable_one_has_one_fpr_gap(tmp_path: Path) -> None:
+    """With label 1 favourable both orientations agree: the two FPR gaps are one number."""
+    write_deployed_audit(tmp_path / "results", favourable=1)
+    write_report(tmp_path / "results")
+    md = (tmp_path / "results" / "orientation_table.md").read_text()
+    first = _row(md, (AUDIT, "race", "label coding (as published)",
+                      "FPR gap: decided 1 among label 0"), section="")
+    assert first == _row(md, (AUDIT, "race", "favourable orientation (fairness.csv)",
+                              "fpr_gap: decided favourable among label unfavourable"),
+                         section="") == ["-0.199 [-0.230, -0.160]*"]
+
+
 def test_deployed_tables_are_written_as_markdown_and_latex(rendered: Path) -> None:
-    """Both tables have a .md and an ASCII .tex with balanced tabulars."""
-    for name in ("deployed_table", "replication_table"):
+    """Every deployed table has a .md and an ASCII .tex with balanced tabulars."""
+    for name in ("deployed_table", "replication_table", "orientation_table"):
         tex = (rendered / f"{name}.tex").read_text()
         assert tex.isascii() and tex.count(r"\begin{tabular}") == tex.count(r"\end{tabular}")
         assert (rendered / f"{name}.md").is_file()
@@ -345,11 +373,12 @@ def test_figure_and_tables_are_deterministic(rendered: Path, tmp_path: Path) -> 
 
 
 def test_page_has_the_deployed_section_with_both_tables_and_the_figure(rendered: Path) -> None:
-    """report.html folds the deployed section with its two tables, and the calibration figure
+    """report.html folds the deployed section with its three tables, and the calibration figure
     under its audit's figures (not among the benchmark-wide ones)."""
     page = (rendered / "report.html").read_text()
     section = page.split("<h3>Deployed systems", 1)[1].split("</details>", 1)[0]
     assert 'id="deployed_table"' in section and 'id="replication_table"' in section
+    assert 'id="orientation_table"' in section
     own = page.split(f"<h3>{AUDIT}: ", 1)[1].split("</details>", 1)[0]
     assert f"figures/{AUDIT}_calibration_by_group.png" in own
     benchmark = page.split("<h2>Residual floor", 1)[1].split("<h2>", 1)[0]
@@ -357,7 +386,7 @@ def test_page_has_the_deployed_section_with_both_tables_and_the_figure(rendered:
 
 
 def test_report_with_a_system_renders_in_chromium(rendered: Path, tmp_path: Path) -> None:
-    """Headless Chromium loads every figure and all seven tables and requests nothing."""
+    """Headless Chromium loads every figure and all eight tables and requests nothing."""
     page = tmp_path / "report.html"
     shutil.copy(rendered / "report.html", page)
     check, requests = render(page, tmp_path)
@@ -365,7 +394,7 @@ def test_report_with_a_system_renders_in_chromium(rendered: Path, tmp_path: Path
     assert isinstance(images, list)
     assert len(images) == len(list((rendered / "figures").glob("*.png")))
     assert all(i["complete"] and i["width"] > 0 for i in images)
-    assert check["tables"] == 7 and check["resources"] == [] and requests == []
+    assert check["tables"] == 8 and check["resources"] == [] and requests == []
 
 
 def _outputs(folder: Path) -> dict[str, str]:

@@ -83,7 +83,8 @@ def test_one_seed_writes_exactly_the_files_and_records_of_before(
     save_predictions(predictions, tmp_path / "p", test_index=insurance.test_index,
                      train_index=insurance.train_index)
     assert sorted(p.name for p in (tmp_path / "p").iterdir()) == [
-        "cells.json", "counterfactual.parquet", "test.parquet", "train.parquet"]
+        "cells.json", "counterfactual.parquet", "test.parquet", "tolerances.parquet",
+        "train.parquet"]
     assert "replicates" not in json.loads((tmp_path / "p" / "cells.json").read_text())
     results = evaluate(insurance, predictions, config=config)
     assert results.stability is None and results.replicates is None
@@ -91,8 +92,8 @@ def test_one_seed_writes_exactly_the_files_and_records_of_before(
                          provenance_record=provenance())
     assert sorted(p.name for p in folder.iterdir()) == [
         "calibration.csv", "calibration_gap.csv", "counterfactual.csv", "curves.csv",
-        "effects.csv", "fairness.csv", "groups.csv", "intersectional.csv", "performance.csv",
-        "run.json"]
+        "effects.csv", "fairness.csv", "frontier.csv", "groups.csv", "intersectional.csv",
+        "matched.csv", "performance.csv", "run.json"]
     run = json.loads((folder / "run.json").read_text())
     assert "seeds" not in run["config"] and "seed_mode" not in run["config"]
     assert "replicates" not in run["seeds"] and "6=" not in run["seeds"]["scheme"]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from faircode.pipeline.stages import check_params, evaluate, fetch, fit, prepare
+from faircode.pipeline.stages import PARTS, check_params, evaluate, fetch, fit, prepare
 
 AUDIT = "ai_fair_recruitment"  # shipped without a mirror copy and without a URL
 
@@ -26,7 +26,7 @@ def test_unavailable_audit_flows_to_a_results_note(
     note = json.loads((raw / "unavailable.json").read_text())
     assert note["available"] is False and "dataset unavailable" in note["message"]
     prepare.main([AUDIT, str(raw), str(prepared)])
-    for part in ("unmitigated", "in_processing", "post_processing"):
+    for part in PARTS:
         fit.main([AUDIT, part, str(prepared), str(predictions / part)])
     evaluate.main(["data/prepared", "data/predictions", "data/text", "results"])
     assert sorted(p.name for p in (Path("results") / AUDIT).iterdir()) == ["unavailable.json"]

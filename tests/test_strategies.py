@@ -12,9 +12,9 @@ from faircode.audit.decision import Cutoff, DecisionRule
 from faircode.core.cells import ModelFamily, Strategy
 from faircode.core.config import BenchmarkConfig
 from faircode.core.errors import DataError
+from faircode.grid.calibration import calibration_split
 from faircode.grid.models import make_model
 from faircode.grid.strategies import (
-    calibration_split,
     error_costs,
     feature_columns,
     fit_strategy,

@@ -8,9 +8,11 @@ import math
 import numpy as np
 import pytest
 from statsmodels.stats.contingency_tables import StratifiedTable
+from statsmodels.stats.meta_analysis import combine_effects
 
 from faircode.stats.stratified import (
     cmh_p_value,
+    heterogeneity,
     mantel_haenszel_rd,
     stratified_gap,
     stratum_counts,
@@ -148,3 +150,43 @@ def test_the_same_seed_gives_the_same_p_value() -> None:
     data = rows(np.array([[40, 10, 50, 16], [30, 12, 25, 12]]))
     assert stratified_gap(*data, n_permutations=300, seed=5).p_value == \
         stratified_gap(*data, n_permutations=300, seed=5).p_value
+
+
+# HMDA's approvals within the six consumer-credit levels (n_d, x_d, n_a, x_a; chist 1..6):
+# African-American applicants against the others, approvals = applications not denied.
+HMDA_CONSUMER_CREDIT = np.array([[127, 110, 1226, 1159], [51, 40, 390, 350], [27, 20, 99, 83],
+                                 [24, 13, 53, 47], [42, 22, 140, 118], [68, 38, 133, 95]])
+
+
+def test_heterogeneity_of_hmda_consumer_credit_is_q_11_93_on_5_df() -> None:
+    """Cochran's Q of the six levels' approval gaps is 11.93 on 5 df, p 0.036: the common
+    difference the pooled gap assumes is not borne out."""
+    h = heterogeneity(HMDA_CONSUMER_CREDIT)
+    assert (round(h.q, 2), h.df, round(h.p_value, 3)) == (11.93, 5, 0.036)
+
+
+def test_heterogeneity_equals_statsmodels_combine_effects() -> None:
+    """Q and its df equal statsmodels' fixed-effect meta-analysis of the strata's differences."""
+    c = HMDA_CONSUMER_CREDIT.astype(float)
+    p_d, p_a = c[:, 1] / c[:, 0], c[:, 3] / c[:, 2]
+    ref = combine_effects(p_d - p_a, p_d * (1 - p_d) / c[:, 0] + p_a * (1 - p_a) / c[:, 2])
+    h = heterogeneity(c)
+    assert h.q == pytest.approx(ref.q, rel=1e-12) and h.df == ref.df
+
+
+def test_heterogeneity_leaves_out_strata_without_variance_or_a_group() -> None:
+    """A stratum with a group's rate at 0 or 1 (no Wald variance: 6 of 8 against 0 of 1 would
+    weigh like hundreds of rows), or with one group, carries no weight; fewer than two used
+    strata is no test (NaN, df 0)."""
+    base = np.array([[10, 3, 20, 10], [30, 15, 10, 8]])
+    more = np.vstack([base, [[5, 5, 7, 7], [0, 0, 9, 4], [8, 6, 1, 0]]])
+    assert heterogeneity(more) == heterogeneity(base)
+    single = heterogeneity(base[:1])
+    assert math.isnan(single.q) and single.df == 0 and math.isnan(single.p_value)
+
+
+def test_stratified_gap_carries_its_heterogeneity() -> None:
+    """The gap's heterogeneity is the test of its own strata."""
+    gap = stratified_gap(*rows(HMDA_CONSUMER_CREDIT), n_permutations=100, seed=0)
+    assert gap.heterogeneity == heterogeneity(HMDA_CONSUMER_CREDIT)
+    assert gap.value == pytest.approx(-0.1428, abs=5e-5)

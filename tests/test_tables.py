@@ -47,13 +47,15 @@ def test_strategy_codes_and_numbers_are_unique() -> None:
 
 
 def test_seed_keys_of_strategies_are_their_former_positions() -> None:
-    """A cell's seed key is its strategy's number: the grid index S0-S4 had, so no number
-    moved."""
+    """A cell's seed key is its strategy's key: S0-S4 keep the grid index they had (so no
+    number moved), any later strategy takes its name's key, above every explicit one."""
     for k, strategy in enumerate(list(Strategy)[:5]):
         for m, family in enumerate(ModelFamily):
             assert position(strategy, family) == (k, m)
     for s in STRATEGY_TABLE:
-        assert position(s.strategy, ModelFamily.RANDOM_FOREST) == (s.number, 1)
+        key = s.number if s.stream is not None else name_stream(s.strategy.value)
+        assert position(s.strategy, ModelFamily.RANDOM_FOREST) == (key, 1)
+        assert s.stream is None or s.stream == s.number < NAMED
 
 
 def test_fit_parts_cover_the_grid_once_and_read_one_set_of_keys() -> None:

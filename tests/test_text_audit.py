@@ -92,12 +92,16 @@ def _evaluated(toy: tuple[object, object]) -> object:
 
 
 def test_shipped_text_audit_loads_with_its_axes_and_systems() -> None:
-    """bias_madlibs declares 14 explicit axes, 4 name axes (proxy) and the two systems."""
+    """bias_madlibs declares 14 explicit axes, 4 name axes (proxy), 90 review-like name frames,
+    the two deployed systems and the two it trains."""
     m = load_text_manifest(AUDIT / "audit.yaml")
     assert len(m.axes.axes) == 14 and len(m.name_axes.axes) == 4
     assert {s.kind.value for a in m.name_axes.axes for s in a.substitutions} == {"proxy"}
     assert {s.kind.value for a in m.axes.axes for s in a.substitutions} == {"explicit"}
-    assert [s.name for s in m.systems] == ["profanity_check", "vader_negative"]
+    assert [s.name for s in m.systems] == ["profanity_check", "vader_negative", "tfidf_lr",
+                                           "wordllama_lr"]
+    assert m.training is not None and m.training.names == ("tfidf_lr", "wordllama_lr")
+    assert m.name_frames is not None and len(m.name_frames.frames) == 90
     assert len(m.terms) == 50
 
 
@@ -190,11 +194,11 @@ def test_payloads_render_name_sentences_and_mark_frames(toy: tuple[object, objec
 def test_copies_are_counted_per_axis_and_set(toy: tuple[object, object]) -> None:
     """gay -> straight changes the 5 data sentences with "gay"; the name axis the 4 Emily ones."""
     _, p = toy
-    counts = {(r.axis, r.kind, r.set): (r.n_payloads, r.n_changed)
+    counts = {(r.axis, r.kind, r.set, r.arm): (r.n_payloads, r.n_changed)
               for r in p.axes.itertuples(index=False)}
-    assert counts == {("gay_to_straight", "explicit", "data"): (10, 5),
-                      ("straight_to_gay", "explicit", "data"): (10, 5),
-                      ("race_names", "proxy", "names"): (4, 4)}
+    assert counts == {("gay_to_straight", "explicit", "data", "between"): (10, 5),
+                      ("straight_to_gay", "explicit", "data", "between"): (10, 5),
+                      ("race_names", "proxy", "names", "between"): (4, 4)}
 
 
 # ------------------------------------------------------------------------------ tables
@@ -239,6 +243,38 @@ def test_subgroup_aucs_by_hand(toy: tuple[object, object]) -> None:
     assert a.loc[("gay", "bpsn_auc"), "value"] == 0.0
 
 
+def test_placebo_table_by_hand(tmp_path: Path) -> None:
+    """Names Emily, Anne (White) and Lakisha, Ebony (Black), both directions, the race cells as
+    groups: Emily -> Lakisha adds 0.05, Anne -> Ebony nothing, so the swap's shift is +0.025
+    against a placebo of exactly 0 (every within-group pair both ways); no decision flips at 0.5
+    (no test, the difference within the margin)."""
+    path = _fixture(tmp_path)
+    (path.parent / "names.yaml").write_text(yaml.safe_dump({"axes": [
+        {"name": "white_to_black", "substitutions": [
+            {"pattern": "Emily", "replacement": "Lakisha", "kind": "proxy"},
+            {"pattern": "Anne", "replacement": "Ebony", "kind": "proxy"}]},
+        {"name": "black_to_white", "substitutions": [
+            {"pattern": "Lakisha", "replacement": "Emily", "kind": "proxy"},
+            {"pattern": "Ebony", "replacement": "Anne", "kind": "proxy"}]}],
+        "groups": {"white": ["Emily", "Anne"], "black": ["Lakisha", "Ebony"]}}, sort_keys=False))
+    manifest = load_text_manifest(path)
+    payloads = build_payloads(manifest)
+    placebo = evaluate_text(manifest, payloads, {"profanity_check": _stub(payloads.texts)},
+                            decision_threshold=0.5, stats=STATS).placebo
+    rows = placebo.set_index(["axis", "measure"])
+    shift = rows.loc[("white_to_black", "shift")]
+    assert (shift["n_pairs"], shift["n_placebo_pairs"], shift["groups"]) == (8, 16,
+                                                                               "white|black")
+    assert shift["between"] == pytest.approx(0.025) and shift["placebo"] == pytest.approx(0.0)
+    assert shift["difference"] == pytest.approx(0.025)
+    assert rows.loc[("black_to_white", "shift"), "difference"] == pytest.approx(-0.025)
+    gap = rows.loc[("white_to_black", "ctf_gap")]
+    assert gap["between"] == pytest.approx(0.025) and gap["placebo"] == pytest.approx(0.025)
+    flip = rows.loc[("white_to_black", "flip_rate")]
+    assert flip["difference"] == 0 and flip["note"] == "no_score_change"
+    assert np.isnan(flip["p_value"]) and flip["verdict"] == "within_margin"
+
+
 # ------------------------------------------------------------------------------ two paths
 
 
@@ -272,8 +308,36 @@ def test_practitioner_path_equals_the_manifest_path(tmp_path: Path,
                         system="profanity_check", audit="toy")
     skip = ["operating_point"]
     pd.testing.assert_frame_equal(files.flips.drop(columns=skip),
-                                  manifest_path.flips.drop(columns=skip), check_dtype=False)
-    pd.testing.assert_frame_equal(files.ctf, manifest_path.ctf, check_dtype=False)
+                                  manifest_path.flips.drop(columns=[*skip, "set"]),
+                                  check_dtype=False)
+    pd.testing.assert_frame_equal(files.ctf, manifest_path.ctf.drop(columns=["set"]),
+                                  check_dtype=False)
+
+
+def test_faircode_run_runs_a_text_audit_alone(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """`faircode run <text audit manifest>` prepares, scores and evaluates it with no grid
+    audit: the folder holds every text table, and its flips are the library path's."""
+    from faircode.core.layout import TEXT_TABLES
+    from faircode.pipeline.cli import main
+
+    path = _fixture(tmp_path)
+    out = tmp_path / "results"
+    assert main(["run", str(path), "--out", str(out), "--n-resamples", "200",
+                 "--n-permutations", "200", "--quiet"]) == 0
+    assert f"toy: wrote {out / 'toy'}" in capsys.readouterr().out
+    folder = out / "toy"
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [f"{t}.csv" for t in TEXT_TABLES] + ["run.json"])
+    manifest = load_text_manifest(path)
+    payloads = build_payloads(manifest)
+    from faircode.audit.text_systems import score_texts
+
+    scores, _ = score_texts(["profanity_check"], payloads.texts)
+    expected = evaluate_text(manifest, payloads, scores, decision_threshold=0.5, stats=STATS)
+    written = pd.read_csv(folder / "flips.csv", keep_default_na=False, na_values=[""])
+    np.testing.assert_allclose(written["flip_rate"], expected.flips["flip_rate"])
+    np.testing.assert_allclose(written["ci_high"], expected.flips["ci_high"])
 
 
 # ------------------------------------------------------------------------------ real data
@@ -293,6 +357,9 @@ def test_text_audit_runs_on_the_shared_madlibs_data(tmp_path: Path, mirror_extra
     doc = yaml.safe_load((AUDIT / "audit.yaml").read_text())
     doc["dataset"] = {"path": "subset.csv"}
     doc["name_axes"] = "names.yaml"
+    for key in ("training", "name_frames"):  # the trained systems: tests/test_text_training.py
+        doc.pop(key)
+    doc["systems"] = doc["systems"][:2]
     folder = root / "audits" / "bias_madlibs"
     source[keep].to_csv(folder / "subset.csv", index=False)
     (folder / "axes_terms.yaml").write_bytes((AUDIT / "axes_terms.yaml").read_bytes())
@@ -353,7 +420,7 @@ def test_report_has_the_text_section_table_figures_and_headline(
     assert "Text audit toy: profanity_check flags 100.0 % of non-toxic sentences with 'gay'" \
         in page
     table = (results / "text_table.md").read_text()
-    assert "| gay_to_straight | 100.0 % [" in table
+    assert "| gay_to_straight | data | 100.0 % [" in table
     assert {p.name for p in outputs.figures} >= {"toy_term_fpr.png",
                                                  "toy_flips_profanity_check.png"}
 

@@ -214,3 +214,44 @@ def test_auc_interval_is_a_cluster_bootstrap_of_units() -> None:
     expected = (w[pos] @ h @ w[neg]) / (w[pos].sum() * w[neg].sum())
     result = auc(s, y == 1, y == 0, weights=weights)
     assert result.ci_low == pytest.approx(expected) and result.ci_high == pytest.approx(expected)
+
+
+def test_pinned_auc_is_the_weighted_auc_of_the_pinned_halves() -> None:
+    """The pinned AUC equals scikit-learn's AUC with every subgroup row weighing 1/(2 n_t) +
+    1/(2 n) and every other 1/(2 n), and lies near the mean of Dixon et al.'s sampled version."""
+    rng = np.random.default_rng(1)
+    n = 600
+    y = rng.integers(0, 2, n)
+    s = np.round(rng.random(n) + 0.3 * y, 2)
+    member = rng.random(n) < 0.2
+    weights = unit_weights(rng.integers(0, 40, n), n, n_resamples=200, seed=3)
+    pinned = CrossCounts(s, y, weights=weights).aucs(member, pinned=True)[3]
+    n_t = int(member.sum())
+    w = np.where(member, 1 / (2 * n_t) + 1 / (2 * n), 1 / (2 * n))
+    assert pinned.metric == "pinned_auc"
+    assert pinned.value == pytest.approx(roc_auc_score(y, s, sample_weight=w), abs=1e-12)
+    sampled = []
+    for _ in range(400):
+        pick = rng.choice(n, n_t, replace=False)
+        sampled.append(roc_auc_score(np.r_[y[member], y[pick]], np.r_[s[member], s[pick]]))
+    assert pinned.value == pytest.approx(np.mean(sampled), abs=0.005)
+    assert pinned.ci_low < pinned.value < pinned.ci_high
+
+
+def test_fped_sums_each_terms_distance_from_the_overall_rate() -> None:
+    """Two terms of 4 and 2 label-0 rows among 8: FPR 2/4 and 0/2 against the overall 3/8;
+    FPED = |3/8 - 1/2| + |3/8 - 0| = 1/2; a term without rows is left out."""
+    from faircode.stats.error_equality import equality_difference
+
+    errors = np.array([1, 1, 0, 0, 0, 0, 1, 0], dtype=bool)
+    eligible = np.ones(8, dtype=bool)
+    first = np.array([1, 1, 1, 1, 0, 0, 0, 0], dtype=bool)
+    second = np.array([0, 0, 0, 0, 1, 1, 0, 0], dtype=bool)
+    weights = unit_weights(np.arange(8), 8, n_resamples=300, seed=0)
+    eq = equality_difference(errors, eligible, [first, second, np.zeros(8, dtype=bool)],
+                             weights=weights)
+    assert eq.overall == pytest.approx(3 / 8)
+    np.testing.assert_allclose(eq.differences[:2], [1 / 8, -3 / 8])
+    assert math.isnan(eq.differences[2]) and eq.n_terms == 2
+    assert eq.total == pytest.approx(0.5)
+    assert eq.total_low <= eq.total <= eq.total_high

@@ -6,6 +6,9 @@ stratum names one or more columns of the raw file whose combinations of values d
 also reported *within* them (:mod:`faircode.stats.stratified`): is the gap explained by the
 declared legitimate factors?
 
+* ``estimator`` (optional) says how the gap is conditioned on the columns: ``mantel_haenszel``
+  (the default: within the strata their value combinations make) or ``logistic_regression``
+  (covariates that make no strata, such as a ratio; :mod:`faircode.stats.adjusted`).
 * A stratum column may be any column of the raw file (a feature or not), but never a protected
   attribute's column (a gap within levels of the attribute itself is no gap) nor the target's
   (stratifying on the outcome conditions on what is being compared).
@@ -15,18 +18,19 @@ declared legitimate factors?
 
 from __future__ import annotations
 
-from faircode.audit._manifest_types import Stratum
+from faircode.audit._manifest_types import STRATUM_ESTIMATORS, Stratum
 from faircode.core.names import SAFE_NAME_TEXT, is_safe_name
 from faircode.core.schema import Checker
 
 __all__ = ["parse_strata"]
 
-_KEYS: dict[str, bool] = {"name": True, "columns": True}
+_KEYS: dict[str, bool] = {"name": True, "columns": True, "estimator": False}
 
 
 def parse_strata(c: Checker, raw: object, *, protected: set[str], target: str,
                  unit: str | None) -> tuple[Stratum, ...]:
-    """Validate ``strata`` (a non-empty list of ``{name, columns}``; absent: ``()``)."""
+    """Validate ``strata`` (a non-empty list of ``{name, columns[, estimator]}``; absent:
+    ``()``)."""
     if raw is None:
         return ()
     if not isinstance(raw, list) or not raw:
@@ -51,5 +55,9 @@ def parse_strata(c: Checker, raw: object, *, protected: set[str], target: str,
             if column == target:
                 raise c.fail(f"{where}.columns[{j}]", "a column other than the target column",
                              column)
-        out.append(Stratum(name, columns))
+        estimator = data.get("estimator", STRATUM_ESTIMATORS[0])
+        if estimator not in STRATUM_ESTIMATORS:
+            raise c.fail(f"{where}.estimator", f"one of {', '.join(STRATUM_ESTIMATORS)}",
+                         estimator)
+        out.append(Stratum(name, columns, estimator))
     return tuple(out)

@@ -376,20 +376,40 @@ class DeployedSystem:
         return tuple(dict.fromkeys((self.decision.column, *score)))
 
 
+MANTEL_HAENSZEL = "mantel_haenszel"
+"""A stratum's default estimator: the gap within the levels of its columns' combinations."""
+LOGISTIC_REGRESSION = "logistic_regression"
+"""A stratum's estimator for covariates that make no strata: the gap conditional on them."""
+STRATUM_ESTIMATORS: tuple[str, ...] = (MANTEL_HAENSZEL, LOGISTIC_REGRESSION)
+"""The values of ``strata[i].estimator``."""
+
+
 @dataclass(frozen=True, slots=True)
 class Stratum:
-    """A declared legitimate factor: the gap is also reported within its levels.
+    """A declared legitimate factor: the gap is also reported conditional on it.
 
-    ``columns`` define the strata together (one stratum per combination of their values that
-    occurs); see :mod:`faircode.stats.stratified`.
+    With ``estimator`` :data:`MANTEL_HAENSZEL` the ``columns`` define strata together (one
+    stratum per combination of their values that occurs; :mod:`faircode.stats.stratified`);
+    with :data:`LOGISTIC_REGRESSION` they are the covariates of a logistic regression, numeric
+    columns as they are and the others one indicator per level but the first
+    (:mod:`faircode.stats.adjusted`).
     """
 
     name: str
     columns: tuple[str, ...]
+    estimator: str = MANTEL_HAENSZEL
 
     def __post_init__(self) -> None:
         if not self.columns or len(set(self.columns)) != len(self.columns):
             raise _bad(f"strata {self.name!r}.columns", "distinct column names", self.columns)
+        if self.estimator not in STRATUM_ESTIMATORS:
+            raise _bad(f"strata {self.name!r}.estimator",
+                       f"one of {', '.join(STRATUM_ESTIMATORS)}", self.estimator)
+
+    @property
+    def regression(self) -> bool:
+        """Whether the gap is conditioned by regression on the columns (not within strata)."""
+        return self.estimator == LOGISTIC_REGRESSION
 
 
 @dataclass(frozen=True, slots=True)

@@ -106,6 +106,7 @@ from faircode.audit._data_read import column_sources, read_raw
 from faircode.audit.fetch import check_companions, sha256_file, unavailable_message
 from faircode.audit.manifest import Manifest
 from faircode.audit.outputs import RowKeys, SystemOutputs, check_keys, key_text, system_outputs
+from faircode.audit.strata import conditioning
 from faircode.core.errors import ChecksumError, DataError, DataUnavailableError
 
 __all__ = [
@@ -121,7 +122,6 @@ __all__ = [
     "grouped_split",
     "load_audit",
     "split_rows",
-    "stratum_codes",
     "target_cut",
 ]
 
@@ -272,7 +272,12 @@ class AuditData:
     keys: RowKeys | None = None
     """The join key of every row (``load_audit(key=...)``), or None."""
     strata: Mapping[str, np.ndarray] = field(default_factory=dict)
-    """Per declared stratum (manifest ``strata:``), its code per row (:func:`stratum_codes`)."""
+    """Per declared ``mantel_haenszel`` stratum (manifest ``strata:``), its code per row
+    (:func:`faircode.audit.strata.stratum_codes`)."""
+    stratum_levels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per such stratum, the readable level of each code."""
+    covariates: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+    """Per declared ``logistic_regression`` stratum, its covariates' design (rows x terms)."""
 
 
 def load_audit(manifest: Manifest, *, path: Path | None = None,
@@ -346,24 +351,13 @@ def load_audit(manifest: Manifest, *, path: Path | None = None,
                                  random_state=manifest.random_state)
     except ValueError as exc:
         raise DataError(f"{manifest.file}: test_size: cannot split {len(y)} rows: {exc}") from None
+    given = conditioning(frame, manifest.strata)
     return AuditData(
         manifest=manifest, raw=frame, X=encoder.transform(frame), y=y, disadvantaged=masks,
         train_index=train, test_index=test, encoder=encoder, steps=tuple(steps), sha256=digest,
         unit=unit, target_cut=cut, warnings=warnings, system=system, keys=keys,
-        strata={s.name: stratum_codes(frame, s.columns) for s in manifest.strata},
+        strata=given.codes, stratum_levels=given.levels, covariates=given.covariates,
     )
-
-
-def stratum_codes(frame: pd.DataFrame, columns: Sequence[str]) -> np.ndarray:
-    """One integer code per row for the combination of its values of ``columns``.
-
-    Codes number the combinations that occur in sorted order of their text (``0..K-1``); a
-    missing value is a level of its own (sorted last), so no row leaves the stratified gap.
-    """
-    text = pd.DataFrame({c: frame[c].astype(object).map(
-        lambda v: "\uffff(missing)" if v is None or v is pd.NA or v != v else as_text(v))
-        for c in columns})
-    return text.groupby(list(columns), sort=True).ngroup().to_numpy(dtype=np.int64)
 
 
 def _row_keys(column: str, kept: pd.Series, every: pd.Series, *, rows: np.ndarray,

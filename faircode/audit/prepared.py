@@ -15,7 +15,9 @@ Store layout (the contract other steps rely on)
     ``disadvantaged:<attribute>`` per protected attribute, in manifest order, ``unit`` (int64
     unit code) when the manifest declares ``dataset.unit``, and ``system_decision`` (int8 0/1)
     and ``system_score`` (float64, when it has a score) when it declares a ``system``, and one
-    int64 column ``stratum:<name>`` per declared stratum (its code per row); same rows as
+    int64 column ``stratum:<name>`` per declared ``mantel_haenszel`` stratum (its code per
+    row) and one float64 column ``covariate:<name>:<term>`` per term of each declared
+    ``logistic_regression`` stratum (:mod:`faircode.audit.strata`); same rows as
     ``features.parquet``.
 ``counterfactual.parquet``
     Every perturbed test-row set stacked: ``set`` (int, index into ``meta.json``'s
@@ -25,7 +27,9 @@ Store layout (the contract other steps rely on)
 ``meta.json``
     ``audit``, ``manifest_sha256``, ``dataset_sha256``, ``steps``, ``attributes``,
     ``counterfactual`` (one ``{"axis", "kind", "columns"}`` per set, in set order), ``system``
-    (``{"name", "title", "rule", "scale", "outcome"}`` or null), ``strata`` (their names) and
+    (``{"name", "title", "rule", "scale", "outcome"}`` or null), ``strata`` (their names),
+    ``stratum_levels`` (per stratum the level of each code), ``covariates`` (per regression
+    stratum its terms) and
     ``nominal`` (the columns of ``features.parquet`` that hold category codes, in column order:
     what ``models.encoding: onehot`` expands inside the models).
 
@@ -78,6 +82,7 @@ FEATURES, ROWS, COUNTERFACTUAL, META = (
     "features.parquet", "rows.parquet", "counterfactual.parquet", "meta.json")
 MASK_PREFIX = "disadvantaged:"
 STRATUM_PREFIX = "stratum:"
+COVARIATE_PREFIX = "covariate:"
 SYSTEM_DECISION, SYSTEM_SCORE = "system_decision", "system_score"
 
 
@@ -124,7 +129,12 @@ class PreparedAudit:
     system: SystemOutputs | None = None
     """The deployed system's outputs per prepared row (manifest ``system:``), or None."""
     strata: Mapping[str, np.ndarray] = field(default_factory=dict)
-    """Per declared stratum (manifest ``strata:``), its integer code per prepared row."""
+    """Per declared ``mantel_haenszel`` stratum (manifest ``strata:``), its integer code per
+    prepared row."""
+    stratum_levels: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per such stratum, the readable level of each code."""
+    covariates: Mapping[str, pd.DataFrame] = field(default_factory=dict)
+    """Per declared ``logistic_regression`` stratum, its design (prepared rows x terms)."""
     nominal: tuple[str, ...] = ()
     """The columns of ``X`` that hold category codes (:class:`~faircode.audit.data.Encoder`'s
     categorical columns), in ``X``'s order."""
@@ -141,10 +151,15 @@ class PreparedAudit:
                 self.system is not None and self.system.decision.size != n):
             raise DataError(f"{self.manifest.name}: prepared: expected the manifest's system "
                             "outputs for every row")
-        if list(self.strata) != [s.name for s in self.manifest.strata] or any(
-                len(c) != n for c in self.strata.values()):
-            raise DataError(f"{self.manifest.name}: prepared: expected the codes of the "
-                            "manifest's strata for every row")
+        pooled = [s.name for s in self.manifest.strata if not s.regression]
+        adjusted = [s.name for s in self.manifest.strata if s.regression]
+        if list(self.strata) != pooled or any(len(c) != n for c in self.strata.values()) or \
+                list(self.covariates) != adjusted or \
+                any(len(c) != n for c in self.covariates.values()) or \
+                any(len(self.stratum_levels.get(k, ())) <= int(c.max(initial=-1))
+                    for k, c in self.strata.items()):
+            raise DataError(f"{self.manifest.name}: prepared: expected the codes, levels and "
+                            "covariates of the manifest's strata for every row")
         names = [a.name for a in self.manifest.protected_attributes]
         if list(self.disadvantaged) != names:
             raise DataError(f"{self.manifest.name}: prepared: expected masks for {names}, "
@@ -163,6 +178,7 @@ def prepare(data: AuditData) -> PreparedAudit:
         train_index=data.train_index, test_index=data.test_index, steps=data.steps,
         sha256=data.sha256, perturbed=perturb_test_rows(data), unit=data.unit,
         system=data.system, strata=dict(data.strata),
+        stratum_levels=dict(data.stratum_levels), covariates=dict(data.covariates),
         nominal=tuple(c for c in data.X.columns if data.encoder.kinds[c] == "categorical"),
     )
 
@@ -185,6 +201,9 @@ def save_prepared(prepared: PreparedAudit, folder: Path) -> None:
             rows[SYSTEM_SCORE] = system.score.astype(np.float64)
     for name, codes in prepared.strata.items():
         rows[STRATUM_PREFIX + name] = np.asarray(codes, dtype=np.int64)
+    for name, design in prepared.covariates.items():
+        for term in design.columns:
+            rows[f"{COVARIATE_PREFIX}{name}:{term}"] = design[term].to_numpy(dtype=np.float64)
     rows.to_parquet(folder / ROWS, index=False)
     frames = []
     for k, rows_k in enumerate(prepared.perturbed):
@@ -207,7 +226,11 @@ def save_prepared(prepared: PreparedAudit, folder: Path) -> None:
         "system": None if system is None else {"name": system.name, "title": system.title,
                                                "rule": system.rule, "scale": system.scale,
                                                **({"outcome": True} if system.outcome else {})},
-        **({"strata": list(prepared.strata)} if prepared.strata else {}),
+        **({"strata": list(prepared.strata),
+            "stratum_levels": {k: list(v) for k, v in prepared.stratum_levels.items()}}
+           if prepared.strata else {}),
+        **({"covariates": {k: list(v.columns) for k, v in prepared.covariates.items()}}
+           if prepared.covariates else {}),
         "nominal": list(prepared.nominal),
     }
     (folder / META).write_text(json.dumps(meta, indent=2) + "\n")
@@ -247,6 +270,11 @@ def load_prepared(folder: Path, *, manifest: Manifest) -> PreparedAudit:
         system=_stored_system(meta.get("system"), rows, folder=folder),
         strata={name: rows[STRATUM_PREFIX + name].to_numpy(dtype=np.int64)
                 for name in meta.get("strata", [])},
+        stratum_levels={name: tuple(str(v) for v in levels)
+                        for name, levels in meta.get("stratum_levels", {}).items()},
+        covariates={name: pd.DataFrame(
+            {t: rows[f"{COVARIATE_PREFIX}{name}:{t}"].to_numpy(dtype=np.float64) for t in terms},
+            columns=list(terms)) for name, terms in meta.get("covariates", {}).items()},
         nominal=tuple(str(c) for c in meta["nominal"]),
     )
 

@@ -22,11 +22,19 @@ Design decisions
 * **Identity terms** are found with the engine's matching (:func:`mark_terms`), each sentence's
   terms joined by ``|`` (the madlibs sentences hold one or none).  A name-template sentence is
   marked through its name frame: the distinct frames once, not every name's sentence.
-* **Copies are indices.**  ``pairs`` holds the changed copies only, as (axis, kind, sentence,
-  text); ``texts`` holds every distinct text once (the sentences' first, then each new copy),
-  so a copy equal to another sentence -- "Being gay ..." edited to "Being straight ..." -- is
-  scored once.  Unchanged payloads are counted per (axis, kind) in ``axes`` (``n_payloads``),
-  never as "no flip".
+* **Declared name frames** (``name_frames``: review-like sentences with a name slot) are a
+  third set, named by their file (``reviews``): each frame filled with every name the name
+  axes substitute, the frame's label; the name axes edit them as they edit ``names``, and each
+  frame is its own unit.
+* **Copies are indices.**  ``pairs`` holds the changed copies only, as (axis, kind, arm,
+  sentence, text); ``texts`` holds every distinct text once (the sentences' first, then each
+  new copy), so a copy equal to another sentence -- "Being gay ..." edited to "Being straight
+  ..." -- is scored once.  Unchanged payloads are counted per (axis, kind, set, arm) in
+  ``axes`` (``n_payloads``), never as "no flip".
+* **Placebo copies** (arm ``placebo``): every within-group swap of each placebo group of an axes
+  file (:func:`faircode.counterfactual.placebo.placebo_swaps`), on the sets that file's axes
+  edit, under the group's name as ``axis`` and the kind of the arms it serves.  Over fully
+  crossed sentences every such copy is itself a sentence, so the arm costs no scoring.
 """
 
 from __future__ import annotations
@@ -42,23 +50,29 @@ import pandas as pd
 
 from faircode.audit._data_read import read_csv
 from faircode.audit.fetch import sha256_file
-from faircode.audit.text_manifest import TextManifest
+from faircode.audit.text_manifest import AxesFile, TextManifest
 from faircode.core.errors import ChecksumError, DataError, DataUnavailableError, describe
-from faircode.counterfactual.perturb import AxisSpec
+from faircode.counterfactual.perturb import AxisSpec, PerturbationKind
+from faircode.counterfactual.placebo import placebo_swaps
 from faircode.counterfactual.texts import SLOT, mark_terms, perturb_texts
 
-__all__ = ["AXIS_COLUMNS", "PAIR_COLUMNS", "SENTENCE_COLUMNS", "TextPayloads", "build_payloads",
-           "load_payloads", "load_texts", "name_patterns", "save_payloads"]
+__all__ = ["AXIS_COLUMNS", "BETWEEN", "PAIR_COLUMNS", "PLACEBO", "SENTENCE_COLUMNS",
+           "TextPayloads", "build_payloads", "load_payloads", "load_texts", "name_patterns",
+           "save_payloads"]
 
 SENTENCE_COLUMNS = ("text_id", "set", "label", "template", "unit", "frame", "terms", "name",
                     "row")
 """``sentences``: its text (index into ``texts``), set (``data``/``names``), label (1 =
 positive), template, unit (frame id), frame, terms (``|``-joined), rendered name, source row
 (``line N`` of the file; a rendered sentence names its frame's first row)."""
-PAIR_COLUMNS = ("axis", "kind", "sentence", "text_id")
-"""``pairs``: one changed copy -- its axis and kind, its original sentence, its text."""
-AXIS_COLUMNS = ("axis", "kind", "set", "n_payloads", "n_changed")
-"""``axes``: per (axis, kind) the sentence set it edits, its size and how many it changed."""
+PAIR_COLUMNS = ("axis", "kind", "arm", "sentence", "text_id")
+"""``pairs``: one changed copy -- its axis (a placebo group's name for arm ``placebo``), kind
+and arm (``between``: an axis's own swap; ``placebo``: a within-group swap), its original
+sentence, its text."""
+AXIS_COLUMNS = ("axis", "kind", "set", "arm", "n_payloads", "n_changed")
+"""``axes``: per (axis, kind, set, arm) the size of the set and how many it changed."""
+BETWEEN, PLACEBO = "between", "placebo"
+"""The two arms of a copy: an axis's own swap, or a swap within a placebo group."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +167,22 @@ def _render(manifest: TextManifest, data: pd.DataFrame, rows: np.ndarray, frames
     })
 
 
+def _render_declared(manifest: TextManifest, names: tuple[str, ...]) -> pd.DataFrame:
+    """The declared name frames' sentences: each frame filled with each of ``names``."""
+    frames = manifest.name_frames
+    assert frames is not None
+    texts = [f for f, _ in frames.frames]
+    rows = [f"{frames.path.name}: frame {i + 1}" for i in range(len(texts))]
+    return pd.DataFrame({
+        "text": [f.replace(SLOT, n) for f in texts for n in names],
+        "label": np.repeat(np.array([lab for _, lab in frames.frames], dtype=np.int8),
+                           len(names)),
+        "template": frames.set, "name": list(names) * len(texts),
+        "row": np.repeat(np.asarray(rows, dtype=object), len(names)), "set": frames.set,
+        "name_frame": np.repeat(np.asarray(texts, dtype=object), len(names)),
+    })
+
+
 def _mark(manifest: TextManifest, sentences: pd.DataFrame) -> None:
     """Add ``frame``, ``unit`` and ``terms``: the engine marks every sentence outside the name
     template, and each distinct name frame once for all the sentences that share it."""
@@ -192,34 +222,60 @@ def build_payloads(manifest: TextManifest, *, path: Path | None = None) -> TextP
         data.loc[data.index[rows], "name_frame"] = frames
         if name_axes:
             parts.append(_render(manifest, data, rows, frames, name_patterns(name_axes)))
+    if manifest.name_frames is not None and name_axes:
+        parts.append(_render_declared(manifest, name_patterns(name_axes)))
     sentences = pd.concat(parts, ignore_index=True)
     _mark(manifest, sentences)
     ids: dict[str, int] = {}
     sentences["text_id"] = [ids.setdefault(t, len(ids)) for t in sentences["text"]]
-    pairs, axes = _copies(sentences, ids, manifest.axes.axes, name_axes)
+    edits: list[tuple[str, AxesFile]] = [("data", manifest.axes)]
+    if manifest.name_axes is not None:
+        edits.append(("names", manifest.name_axes))
+        if manifest.name_frames is not None:
+            edits.append((manifest.name_frames.set, manifest.name_axes))
+    pairs, axes = _copies(sentences, ids, edits)
     return TextPayloads(sha256=digest, sentences=sentences.loc[:, list(SENTENCE_COLUMNS)],
                         pairs=pairs, axes=axes, texts=tuple(ids))
 
 
-def _copies(sentences: pd.DataFrame, ids: dict[str, int], axes: Sequence[AxisSpec],
-            name_axes: Sequence[AxisSpec]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _placebo_axes(file: AxesFile) -> list[tuple[str, AxisSpec]]:
+    """(group, swap axis) of every placebo group of ``file``, for each kind its arms have."""
+    kinds: dict[str, list[PerturbationKind]] = {}
+    for arm in file.arms:
+        for group in arm.groups:
+            if arm.kind not in kinds.setdefault(group, []):
+                kinds[group].append(arm.kind)
+    return [(g.name, swap) for g in file.groups for kind in kinds.get(g.name, ())
+            for swap in placebo_swaps(g, kind)]
+
+
+def _copies(sentences: pd.DataFrame, ids: dict[str, int],
+            edits: Sequence[tuple[str, AxesFile]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Every changed copy of every set's axes (arm ``between``) and placebo swaps (arm
+    ``placebo``, one group's shifts pooled under its name), and per (axis, kind, set, arm)
+    the set's size and how many copies changed."""
     pairs: list[pd.DataFrame] = []
-    counts: list[dict[str, object]] = []
-    for which, chosen in (("data", axes), ("names", name_axes)):
-        if not chosen:
-            continue
+    counts: dict[tuple[str, str, str, str], list[int]] = {}
+    for which, file in edits:
         rows = np.flatnonzero(sentences["set"].to_numpy() == which)
-        for copies in perturb_texts(sentences["text"].iloc[rows].tolist(), chosen):
+        texts = sentences["text"].iloc[rows].tolist()
+        placebo = _placebo_axes(file)
+        group_of = {swap.name: group for group, swap in placebo}
+        for copies in perturb_texts(texts, [*file.axes, *(swap for _, swap in placebo)]):
+            arm = PLACEBO if copies.axis in group_of else BETWEEN
+            axis = group_of.get(copies.axis, copies.axis)
             changed = np.flatnonzero(copies.changed)
             text_id = [ids.setdefault(copies.texts[i], len(ids)) for i in changed]
-            pairs.append(pd.DataFrame({"axis": copies.axis, "kind": copies.kind.value,
+            pairs.append(pd.DataFrame({"axis": axis, "kind": copies.kind.value, "arm": arm,
                                        "sentence": rows[changed].astype(np.int64),
                                        "text_id": np.asarray(text_id, dtype=np.int64)}))
-            counts.append({"axis": copies.axis, "kind": copies.kind.value, "set": which,
-                           "n_payloads": int(rows.size), "n_changed": int(changed.size)})
+            count = counts.setdefault((axis, copies.kind.value, which, arm), [int(rows.size), 0])
+            count[1] += int(changed.size)
     pair_frame = (pd.concat(pairs, ignore_index=True) if pairs
                   else pd.DataFrame(columns=list(PAIR_COLUMNS)))
-    return pair_frame, pd.DataFrame(counts, columns=list(AXIS_COLUMNS))
+    table = pd.DataFrame([(*key, n, k) for key, (n, k) in counts.items()],
+                         columns=list(AXIS_COLUMNS))
+    return pair_frame, table
 
 
 def save_payloads(payloads: TextPayloads, folder: Path) -> None:

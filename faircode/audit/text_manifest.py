@@ -4,7 +4,7 @@ A text audit is declared like every audit, in ``audits/<name>/audit.yaml`` besid
 and read here into a frozen :class:`TextManifest`.  It names the payload file (with its sha256
 and source, the ``dataset`` block of every manifest), the columns of the sentence, its label and
 its template; the identity terms by category (the per-term tables); the axes files, in the
-perturbation engine's own format (:func:`faircode.counterfactual.axes.load_axes`); and the
+perturbation engine's own format (:func:`faircode.counterfactual.axes.load_axes_file`); and the
 systems, by name from :data:`faircode.audit.text_systems.TEXT_SYSTEMS`, each with its declared
 operating point.
 
@@ -22,6 +22,15 @@ Design decisions
   ``operating_point``: ``{rule: threshold, threshold: t, direction: above|at_least}`` or
   ``{rule: equal_error_rate}`` (Dixon et al. 2018: the threshold at which false positives and
   false negatives are as few as each other on the data's own sentences; ``score >= t``).
+* **Placebo groups** are the axes files' own (``groups:``,
+  :mod:`faircode.counterfactual.placebo`): which terms belong together is declared beside the
+  swaps it controls, and checked against them when the file is read.
+* **Declared name frames** (``name_frames``, optional): a file of the audit folder with
+  sentences holding one name slot (review-like sentences for the trained systems), each with its
+  label; the name axes are applied to them as a set of their own (its name is the file's
+  ``set``), beside the data's name frames.
+* **Trained systems** (``training``, optional; :mod:`faircode.audit.text_training`): a corpus
+  and the systems fitted on it, each also listed in ``systems`` like a deployed one.
 * Everything is checked at load time with the manifest reader's one-line errors; the dataset
   block is parsed by the same code as every manifest's (``dataset.unit`` is refused: a text
   audit's units are its template frames).
@@ -38,22 +47,26 @@ from faircode.audit._manifest_parse import _parse_dataset, _parse_name
 from faircode.audit._manifest_types import DatasetSpec, Direction
 from faircode.audit.manifest import read_manifest_document, repository_root
 from faircode.audit.text_systems import TEXT_SYSTEMS
+from faircode.audit.text_training import TrainingSpec, parse_training
 from faircode.core.errors import ConfigError, ManifestError
 from faircode.core.kinds import TEXT
 from faircode.core.names import is_safe_name
-from faircode.core.schema import Checker, Scalar
-from faircode.counterfactual.axes import load_axes
+from faircode.core.schema import Checker, Scalar, read_yaml
+from faircode.counterfactual.axes import load_axes_file
 from faircode.counterfactual.perturb import AxisSpec
+from faircode.counterfactual.placebo import PlaceboArm, PlaceboGroup
+from faircode.counterfactual.texts import SLOT
 
-__all__ = ["AxesFile", "NameSlot", "OperatingPoint", "Sentences", "TextManifest",
-           "TextSystemSpec", "load_text_manifest"]
+__all__ = ["AxesFile", "NameFrames", "NameSlot", "OperatingPoint", "Sentences", "TextManifest",
+           "TextSystemSpec", "TrainingData", "load_text_manifest"]
 
 PointRule = Literal["threshold", "equal_error_rate"]
 _TOP_KEYS: dict[str, bool] = {
     "kind": True, "name": True, "title": False, "dataset": True, "random_state": False,
     "sentences": True, "identity_terms": True, "name_slot": False, "axes": False,
-    "name_axes": False, "systems": True,
+    "name_axes": False, "name_frames": False, "training": False, "systems": True,
 }
+_FRAME_KEYS = {"set": True, "slot": True, "label_1": True, "label_0": True}
 _SENTENCE_KEYS = {"text": True, "label": True, "positive": True, "template": False}
 _SLOT_KEYS = {"template": True, "names": True}
 _SYSTEM_KEYS = {"name": True, "operating_point": False}
@@ -113,6 +126,28 @@ class AxesFile:
     declared_path: str
     sha256: str
     axes: tuple[AxisSpec, ...]
+    groups: tuple[PlaceboGroup, ...] = ()
+    arms: tuple[PlaceboArm, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NameFrames:
+    """Declared name frames: the set they form, and each frame (its slot already
+    :data:`~faircode.counterfactual.texts.SLOT`) with its label (1 = flagged)."""
+
+    path: Path
+    declared_path: str
+    sha256: str
+    set: str
+    frames: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TrainingData:
+    """The training corpus as a fetchable dataset of the audit (the fetch stage's view)."""
+
+    name: str
+    dataset: DatasetSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +165,15 @@ class TextManifest:
     systems: tuple[TextSystemSpec, ...]
     name_slot: NameSlot | None = None
     name_axes: AxesFile | None = None
+    name_frames: NameFrames | None = None
+    training: TrainingSpec | None = None
+
+    @property
+    def extra_datasets(self) -> tuple[TrainingData, ...]:
+        """The other files the audit reads, fetched with its sentences (the training corpus)."""
+        if self.training is None:
+            return ()
+        return (TrainingData(self.name, self.training.dataset),)
 
     @property
     def terms(self) -> tuple[str, ...]:
@@ -172,6 +216,12 @@ def _parse(c: Checker, doc: dict[str, Any], root: Path) -> TextManifest:
             raise c.fail("name_axes", "name axes only with a name_slot to render them into",
                          data["name_axes"])
         name_axes = _axes_file(c, data["name_axes"], "name_axes", root)
+    frames = None
+    if data.get("name_frames") is not None:
+        if name_axes is None:
+            raise c.fail("name_frames", "name frames only with name_axes to apply to them",
+                         data["name_frames"])
+        frames = _name_frames(c, data["name_frames"], root)
     axes = _axes_file(c, data["axes"], "axes", root)
     if name_axes is not None:  # one axis may have its explicit half here, its proxy there
         both = _channels(axes.axes) & _channels(name_axes.axes)
@@ -179,10 +229,14 @@ def _parse(c: Checker, doc: dict[str, Any], root: Path) -> TextManifest:
             axis, kind = sorted(both)[0]
             raise c.fail("name_axes", f"axes whose {kind} substitutions are not also in axes",
                          axis)
+    training = None
+    if data.get("training") is not None:
+        training = parse_training(c, data["training"], root, audit=name, reserved=TEXT_SYSTEMS)
+    systems = _parse_systems(c, data["systems"], trained=training.names if training else ())
     return TextManifest(name=name, title=title, file=c.file, dataset=dataset,
                         random_state=seed, sentences=sentences, identity_terms=terms,
-                        axes=axes, systems=_parse_systems(c, data["systems"]), name_slot=slot,
-                        name_axes=name_axes)
+                        axes=axes, systems=systems, name_slot=slot, name_axes=name_axes,
+                        name_frames=frames, training=training)
 
 
 def _channels(axes: tuple[AxisSpec, ...]) -> set[tuple[str, str]]:
@@ -230,7 +284,8 @@ def _parse_slot(c: Checker, raw: object, sentences: Sentences) -> NameSlot:
                     names=c.columns(data["names"], "name_slot.names", allow_empty=False))
 
 
-def _axes_file(c: Checker, raw: object, key: str, root: Path) -> AxesFile:
+def _beside(c: Checker, raw: object, key: str, root: Path, what: str) -> tuple[str, Path]:
+    """A file of the audit folder named by ``key``: its declared and resolved path."""
     declared = c.string(raw, key)
     if PurePosixPath(declared).is_absolute() or PureWindowsPath(declared).is_absolute():
         raise c.fail(key, "a path relative to the manifest's directory", declared)
@@ -238,29 +293,67 @@ def _axes_file(c: Checker, raw: object, key: str, root: Path) -> AxesFile:
     if not path.is_relative_to(root.resolve()):
         raise c.fail(key, f"a path inside the repository {root}", declared)
     if not path.is_file():
-        raise c.fail(key, "an axes file beside the manifest", declared)
-    try:
-        axes = load_axes(path)  # one-line errors naming the axes file; none at all is refused
+        raise c.fail(key, f"{what} beside the manifest", declared)
+    return declared, path
+
+
+def _axes_file(c: Checker, raw: object, key: str, root: Path) -> AxesFile:
+    declared, path = _beside(c, raw, key, root, "an axes file")
+    try:  # one-line errors naming the axes file; none at all is refused; groups checked
+        doc = load_axes_file(path)
     except ConfigError as exc:
         raise ManifestError(f"{c.file}: {key}: {exc}") from None
     return AxesFile(path=path, declared_path=declared,
-                    sha256=hashlib.sha256(path.read_bytes()).hexdigest(), axes=axes)
+                    sha256=hashlib.sha256(path.read_bytes()).hexdigest(), axes=doc.axes,
+                    groups=doc.groups, arms=doc.arms)
 
 
-def _parse_systems(c: Checker, raw: object) -> tuple[TextSystemSpec, ...]:
+def _name_frames(c: Checker, raw: object, root: Path) -> NameFrames:
+    """``name_frames``: a file ``{set, slot, label_1: [...], label_0: [...]}``; every frame holds
+    the slot once, no frame twice."""
+    declared, path = _beside(c, raw, "name_frames", root, "a frames file")
+    doc = read_yaml(path, error=ManifestError)  # one line naming the frames file
+    f = Checker(path)
+    data = f.mapping(doc, "", _FRAME_KEYS)
+    which = f.string(data["set"], "set")
+    if not is_safe_name(which) or which in ("data", "names"):
+        raise f.fail("set", "a safe name other than data and names (the audit's own sets)",
+                     which)
+    slot = f.string(data["slot"], "slot")
+    frames: list[tuple[str, int]] = []
+    seen: set[str] = set()
+    for key, label in (("label_1", 1), ("label_0", 0)):
+        for i, text in enumerate(f.columns(data[key], key, allow_empty=False)):
+            if text.count(slot) != 1 or SLOT in text:
+                raise f.fail(f"{key}[{i}]", f"a sentence holding the slot {slot!r} once", text)
+            if text in seen:
+                raise f.fail(f"{key}[{i}]", "a frame not listed twice", text)
+            seen.add(text)
+            frames.append((text.replace(slot, SLOT), label))
+    return NameFrames(path=path, declared_path=declared,
+                      sha256=hashlib.sha256(path.read_bytes()).hexdigest(), set=which,
+                      frames=tuple(frames))
+
+
+def _parse_systems(c: Checker, raw: object, *, trained: tuple[str, ...]
+                   ) -> tuple[TextSystemSpec, ...]:
     if not isinstance(raw, list) or not raw:
         raise c.fail("systems", "a non-empty list of systems", raw)
     out: list[TextSystemSpec] = []
     for i, item in enumerate(raw):
         where = f"systems[{i}]"
         data = c.mapping(item, where, _SYSTEM_KEYS)
-        name = c.choice(data["name"], f"{where}.name", TEXT_SYSTEMS)
+        name = c.choice(data["name"], f"{where}.name", (*TEXT_SYSTEMS, *trained))
         if name in (s.name for s in out):
             raise c.fail(f"{where}.name", "a system not listed twice", name)
         point = None
         if data.get("operating_point") is not None:
             point = _parse_point(c, data["operating_point"], f"{where}.operating_point")
         out.append(TextSystemSpec(name=name, operating_point=point))
+    missing = [n for n in trained if n not in (s.name for s in out)]
+    if missing:
+        raise c.fail("systems", f"every trained system listed (training.systems), {missing[0]} "
+                     "too", [s.name for s in out])
     return tuple(out)
 
 

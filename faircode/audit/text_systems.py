@@ -18,6 +18,10 @@ Design decisions
   ``run.json``: a different version is a different system.
 * **Each distinct text is scored once** (:func:`score_texts`, the text-score stage), and a
   score outside [0, 1] is an error naming the system and the text, never clipped.
+* **Systems trained here** (a manifest's ``training:`` block, :mod:`faircode.audit.
+  text_training`) are loaded from the text-train stage's folder by the name the manifest gave
+  them, after the deployed ones: their record names scikit-learn (and wordllama) and their
+  feature map.
 * The systems here:
 
   - ``profanity_check``: ``alt-profanity-check``'s ``predict_prob`` -- a TF-IDF + linear SVM
@@ -37,6 +41,7 @@ import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -45,6 +50,9 @@ from faircode.core.errors import ConfigError, DataError, describe
 
 __all__ = ["TEXT_SYSTEMS", "TextSystem", "load_scores", "load_text_system", "save_scores",
            "score_texts", "system_record"]
+
+if TYPE_CHECKING:
+    from faircode.audit.text_training import Trained
 
 Scorer = Callable[[Sequence[str]], NDArray[np.float64]]
 
@@ -96,13 +104,39 @@ TEXT_SYSTEMS: tuple[str, ...] = tuple(_REGISTRY)
 """The names a text audit's ``systems`` may use."""
 
 
-def load_text_system(name: str) -> TextSystem:
-    """Load the system registered as ``name`` (its package is imported here, not before).
+_TRAINED_TITLES = {"tfidf": "TF-IDF word 1-2 grams + logistic regression, trained here",
+                   "wordllama": "WordLlama static embeddings + logistic regression, trained here"}
+
+
+def _trained_system(name: str, trained: Trained) -> TextSystem:
+    model = trained.models[name]
+    embedder = None
+    if model.spec.features == "wordllama":
+        from faircode.audit.text_training import wordllama_embedder
+
+        embedder = wordllama_embedder()
+
+    def score(texts: Sequence[str]) -> NDArray[np.float64]:
+        return model.score(texts, embedder=embedder)
+
+    positive = trained.record.get("corpus", {}).get("positive", "the flagged label")
+    return TextSystem(name=name, title=_TRAINED_TITLES[model.spec.features],
+                      score_meaning=f"probability of the label {positive!r}",
+                      package="scikit-learn", version=importlib.metadata.version("scikit-learn"),
+                      score=score)
+
+
+def load_text_system(name: str, *, trained: Trained | None = None) -> TextSystem:
+    """Load the system registered as ``name`` (its package is imported here, not before), or
+    the system of that name in ``trained`` (the text-train stage's).
 
     An unknown name is a :class:`~faircode.core.errors.ConfigError` naming the known ones.
     """
+    if trained is not None and name in trained.models:
+        return _trained_system(name, trained)
     if not isinstance(name, str) or name not in _REGISTRY:
-        raise ConfigError(f"text system: expected one of {', '.join(TEXT_SYSTEMS)}, got "
+        known = (*TEXT_SYSTEMS, *(trained.models if trained is not None else ()))
+        raise ConfigError(f"text system: expected one of {', '.join(known)}, got "
                           f"{describe(name)}")
     title, meaning, package, make = _REGISTRY[name]
     return TextSystem(name=name, title=title, score_meaning=meaning, package=package,
@@ -115,9 +149,10 @@ def system_record(system: TextSystem) -> dict[str, str]:
             "version": system.version}
 
 
-def score_texts(names: Sequence[str], texts: Sequence[str]
+def score_texts(names: Sequence[str], texts: Sequence[str], *, trained: Trained | None = None
                 ) -> tuple[dict[str, NDArray[np.float64]], dict[str, dict[str, str]]]:
-    """Every system of ``names`` scores every text once: ``(name -> scores, name -> record)``.
+    """Every system of ``names`` scores every text once: ``(name -> scores, name -> record)``;
+    a name of ``trained`` is that trained system.
 
     A score that is not finite or not in [0, 1] is a :class:`~faircode.core.errors.DataError`
     naming the system and the text (a system must keep to its declared scale).
@@ -125,7 +160,7 @@ def score_texts(names: Sequence[str], texts: Sequence[str]
     scores: dict[str, NDArray[np.float64]] = {}
     records: dict[str, dict[str, str]] = {}
     for name in names:
-        system = load_text_system(name)
+        system = load_text_system(name, trained=trained)
         values = np.asarray(system.score(list(texts)), dtype=np.float64)
         if values.shape != (len(texts),):
             raise DataError(f"text system {name}: expected {len(texts)} scores, got shape "

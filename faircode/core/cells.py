@@ -13,8 +13,11 @@ names.  A new strategy is one :class:`Strategy` member, one record here and its 
 Design decisions
 ----------------
 * **Records, in report order.**  The table's order is the order results are reported in; a
-  strategy's seed key is its code's number (:func:`position`), never its place in a list, and a
-  comparison's is its own (:class:`Against`), so adding a strategy changes no other number.
+  strategy's seed key is its own (:attr:`StrategyInfo.key`: S0-S4 keep their explicit keys, the
+  numbers 0-4 they had as grid positions; any later one takes
+  :func:`faircode.core.seeds.name_stream` of its name), never its place in a list, and a
+  comparison's is its own (:class:`Against`, :class:`Matched`), so adding a strategy changes no
+  other number.
 * **Import-light**: standard library and :mod:`faircode.core.seeds` only (no numpy), so the
   stages' fast paths (an audit without data) can build their headers from the table.
 """
@@ -35,11 +38,13 @@ __all__ = [
     "CUTOFF_STRATEGIES",
     "FAMILY_CODES",
     "FIT_PARTS",
+    "MATCHED",
     "STRATEGY_CODES",
     "STRATEGY_TABLE",
     "STRATEGY_TITLES",
     "Against",
     "Comparison",
+    "Matched",
     "ModelFamily",
     "Strategy",
     "StrategyInfo",
@@ -61,6 +66,7 @@ class Strategy(StrEnum):
     UNAWARENESS_PROXY_REMOVAL = "unawareness_proxy_removal"
     IN_PROCESSING = "in_processing"
     POST_PROCESSING = "post_processing"
+    RELAXED_POST_PROCESSING = "relaxed_post_processing"
 
 
 class ModelFamily(StrEnum):
@@ -94,6 +100,25 @@ class Against:
         _check_stream("Against", self.stream)
 
 
+@dataclass(frozen=True, slots=True)
+class Matched:
+    """A matched-violation comparison of a strategy with a tolerance curve against ``reference``
+    (``matched.csv``, :mod:`faircode.evaluate.matched`): the strategy's curve is read at the
+    violation ``reference`` reaches on its own training rows (``tolerance`` None), or at the
+    fixed ``tolerance``; its seed key is :func:`faircode.core.seeds.name_stream` of
+    ``"<strategy>-<reference>-matched"``."""
+
+    reference: Strategy
+    tolerance: float | None = None
+
+    def __post_init__(self) -> None:
+        t = self.tolerance
+        if t is not None and (isinstance(t, bool) or not isinstance(t, int | float)
+                              or not 0 <= t <= 1):
+            raise ValueError(f"Matched: tolerance: expected None or a number in [0, 1], got "
+                             f"{describe(t)}")
+
+
 _COLOUR = re.compile(r"#[0-9A-F]{6}")
 _PART = re.compile(r"[a-z][a-z0-9_]*")
 
@@ -125,9 +150,13 @@ class StrategyInfo:
     sensitive_at_predict: bool = False
     against: tuple[Against, ...] = ()
     kinds: frozenset[str] = BINARY
+    stream: int | None = None
+    draws: Strategy | None = None
+    matched: tuple[Matched, ...] = ()
 
     def __post_init__(self) -> None:
         where = f"StrategyInfo({self.strategy})"
+        _check_stream(where, self.stream)
         if isinstance(self.number, bool) or not isinstance(self.number, int) or not (
                 0 <= self.number < 100):
             raise ValueError(f"{where}: number: expected an int in [0, 100), got "
@@ -148,27 +177,42 @@ class StrategyInfo:
         """``S<number>``: the strategy's short name in every table, legend and run name."""
         return f"S{self.number}"
 
+    @property
+    def key(self) -> int:
+        """Its grid cells' seed key: ``stream``, else :func:`faircode.core.seeds.name_stream`
+        of its name."""
+        return name_stream(self.strategy.value) if self.stream is None else self.stream
 
-_BLACK, _ORANGE, _SKY_BLUE, _GREEN, _VERMILLION = (
-    "#000000", "#E69F00", "#56B4E9", "#009E73", "#D55E00")  # Okabe-Ito
+
+_BLACK, _ORANGE, _SKY_BLUE, _GREEN, _VERMILLION, _BLUE = (
+    "#000000", "#E69F00", "#56B4E9", "#009E73", "#D55E00", "#0072B2")  # Okabe-Ito
 _S = Strategy
 STRATEGY_TABLE: tuple[StrategyInfo, ...] = (
     StrategyInfo(_S.BASELINE, 0, "baseline", "every feature, protected attributes included",
-                 _BLACK, "unmitigated", cutoff=True),
+                 _BLACK, "unmitigated", cutoff=True, stream=0),
     StrategyInfo(_S.UNAWARENESS, 1, "unawareness", "protected attributes dropped", _ORANGE,
-                 "unmitigated", cutoff=True, against=(Against(_S.BASELINE, 0),)),
+                 "unmitigated", cutoff=True, against=(Against(_S.BASELINE, 0),), stream=1),
     StrategyInfo(_S.UNAWARENESS_PROXY_REMOVAL, 2, "unawareness + proxy removal",
                  "protected attributes and their proxies dropped", _SKY_BLUE, "unmitigated",
-                 cutoff=True, against=(Against(_S.BASELINE, 1),)),
+                 cutoff=True, against=(Against(_S.BASELINE, 1),), stream=2),
     StrategyInfo(_S.IN_PROCESSING, 3, "ExponentiatedGradient",
                  "fairlearn in-processing under the parity constraint (first attribute)", _GREEN,
                  "in_processing", reads=frozenset({"constraint", "eps", "max_iter"}),
-                 against=(Against(_S.BASELINE, 2), Against(_S.UNAWARENESS_PROXY_REMOVAL, 4))),
+                 against=(Against(_S.BASELINE, 2), Against(_S.UNAWARENESS_PROXY_REMOVAL, 4)),
+                 stream=3),
     StrategyInfo(_S.POST_PROCESSING, 4, "ThresholdOptimizer",
                  "fairlearn group thresholds (first attribute), on S2's features", _VERMILLION,
                  "post_processing", reads=frozenset({"constraint"}), score=False,
                  sensitive_at_predict=True,
-                 against=(Against(_S.BASELINE, 3), Against(_S.UNAWARENESS_PROXY_REMOVAL, 5))),
+                 against=(Against(_S.BASELINE, 3), Against(_S.UNAWARENESS_PROXY_REMOVAL, 5)),
+                 stream=4),
+    StrategyInfo(_S.RELAXED_POST_PROCESSING, 5, "relaxed ThresholdOptimizer",
+                 "fairlearn group thresholds within a tolerance (first attribute), on the most "
+                 "accurate of S0-S2's models", _BLUE, "relaxed_post_processing",
+                 reads=frozenset({"constraint", "tolerances"}), score=False,
+                 sensitive_at_predict=True, against=(Against(_S.BASELINE),),
+                 draws=_S.POST_PROCESSING,
+                 matched=(Matched(_S.IN_PROCESSING), Matched(_S.POST_PROCESSING, 0.0))),
 )
 """The strategies in report order (:class:`StrategyInfo`): the one table every module reads."""
 
@@ -193,6 +237,10 @@ STRATEGY_TITLES: dict[str, str] = {s.code: s.label for s in STRATEGY_TABLE}
 
 CUTOFF_STRATEGIES: tuple[Strategy, ...] = tuple(s.strategy for s in STRATEGY_TABLE if s.cutoff)
 """The strategies decided by a cutoff on their score (a threshold curve each), in order."""
+
+MATCHED: tuple[tuple[Strategy, Matched], ...] = tuple(
+    (s.strategy, m) for s in STRATEGY_TABLE for m in s.matched)
+"""Every matched-violation comparison ``(strategy, Matched)``, in table order."""
 
 FIT_PARTS: dict[str, tuple[Strategy, ...]] = {
     part: tuple(s.strategy for s in STRATEGY_TABLE if s.part == part)
@@ -235,15 +283,20 @@ def _check_table() -> None:
     numbers, one ``reads`` per part, comparisons with known references and distinct keys."""
     if tuple(s.strategy for s in STRATEGY_TABLE) != tuple(Strategy):
         raise ValueError("STRATEGY_TABLE: expected one record per Strategy, in its order")
-    if len({s.number for s in STRATEGY_TABLE}) != len(STRATEGY_TABLE):
-        raise ValueError("STRATEGY_TABLE: number: expected distinct numbers")
+    for field in ("number", "key"):
+        if len({getattr(s, field) for s in STRATEGY_TABLE}) != len(STRATEGY_TABLE):
+            raise ValueError(f"STRATEGY_TABLE: {field}: expected distinct values")
     for part, members in FIT_PARTS.items():
         if len({_BY_STRATEGY[s].reads for s in members}) != 1:
             raise ValueError(f"STRATEGY_TABLE: part {part}: expected its strategies to read the "
                              "same mitigation keys")
     for s in STRATEGY_TABLE:
-        if any(a.reference is s.strategy for a in s.against):
-            raise ValueError(f"STRATEGY_TABLE: {s.strategy}: against: compared with itself")
+        references = [a.reference for a in s.against] + [m.reference for m in s.matched]
+        if s.strategy in references:
+            raise ValueError(f"STRATEGY_TABLE: {s.strategy}: against, matched: compared with "
+                             "itself")
+        if s.draws is not None and s.draws is s.strategy:
+            raise ValueError(f"STRATEGY_TABLE: {s.strategy}: draws: expected another strategy")
     if len({c.stream for c in COMPARISONS}) != len(COMPARISONS):
         raise ValueError("STRATEGY_TABLE: against: expected distinct comparison streams")
 
@@ -265,5 +318,6 @@ def grid_cells() -> list[tuple[Strategy, ModelFamily]]:
 
 
 def position(strategy: Strategy, family: ModelFamily) -> tuple[int, int]:
-    """A cell's seed key: its strategy's number and its family's index in the grid."""
-    return _BY_STRATEGY[Strategy(strategy)].number, list(ModelFamily).index(family)
+    """A cell's seed key: its strategy's key (:attr:`StrategyInfo.key`; S0-S4: their numbers)
+    and its family's index in the grid."""
+    return _BY_STRATEGY[Strategy(strategy)].key, list(ModelFamily).index(family)

@@ -24,6 +24,7 @@ neither re-run a DVC stage nor appear as a difference between two runs of the sa
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import os
 import re
@@ -109,15 +110,21 @@ def _default_jobs() -> int:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MitigationConfig:
-    """``mitigation.*``: what S3 (ExponentiatedGradient) and S4 (ThresholdOptimizer) enforce.
+    """``mitigation.*``: what S3 (ExponentiatedGradient), S4 (ThresholdOptimizer) and S5 (its
+    relaxed form) enforce.
 
-    Read by the fit step only.  ThresholdOptimizer has no ``error_rate_parity``; with it, S4
-    cells are skipped and the skip is recorded in ``run.json``.
+    Read by the fit step only, each key by the strategies whose ``reads`` name it
+    (:data:`faircode.core.cells.STRATEGY_TABLE`): ``eps`` and ``max_iter`` by S3,
+    ``tolerances`` by S5, ``constraint`` by all three.  ThresholdOptimizer has no
+    ``error_rate_parity``; with it, S4 and S5 cells are skipped and the skip is recorded in
+    ``run.json``.  ``tolerances``: S5's grid of allowed violations ε, increasing numbers in
+    [0, 1) (0: the exact constraint); its main-table decisions are at the first.
     """
 
     constraint: Constraint = "demographic_parity"
     eps: float = 0.01
     max_iter: int = 50
+    tolerances: tuple[float, ...] = (0.0, 0.01, 0.02, 0.05)
 
     def __post_init__(self) -> None:
         if self.constraint not in CONSTRAINTS:
@@ -125,6 +132,27 @@ class MitigationConfig:
                                self.constraint)
         _check_number("mitigation.eps", self.eps, low=0.0, high=None, open_low=True)
         _check_int("mitigation.max_iter", self.max_iter, low=1, high=MAX_ITER)
+        object.__setattr__(self, "tolerances",
+                           check_tolerances("mitigation.tolerances", self.tolerances))
+
+
+MAX_TOLERANCES = 20
+
+
+def check_tolerances(where: str, value: object) -> tuple[float, ...]:
+    """``value`` as a tuple of floats; :class:`ConfigError` unless it is a non-empty list of at
+    most :data:`MAX_TOLERANCES` strictly increasing numbers in [0, 1) (not booleans)."""
+    expected = (f"a non-empty list of at most {MAX_TOLERANCES} increasing numbers in [0, 1) "
+                "such as [0, 0.01, 0.02, 0.05]")
+    if not isinstance(value, list | tuple) or not 0 < len(value) <= MAX_TOLERANCES:
+        raise config_error(where, expected, value)
+    for i, item in enumerate(value):
+        if (isinstance(item, bool) or not isinstance(item, int | float)
+                or not math.isfinite(item) or not 0 <= item < 1):
+            raise config_error(f"{where}[{i}]", "a number in [0, 1)", item)
+    if any(b <= a for a, b in itertools.pairwise(value)):
+        raise config_error(where, expected, value)
+    return tuple(float(item) for item in value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from faircode.core import layout
-from faircode.core.metrics import FAIRNESS_METRICS
 from faircode.core.errors import ConfigError, describe
+from faircode.core.metrics import FAIRNESS_METRICS
 
 __all__ = ["BINARY", "TASK_KINDS", "TEXT", "TaskKind", "kind_of_manifest", "kind_of_run",
            "registered", "task_kind"]
@@ -88,7 +88,7 @@ BINARY = TaskKind(
     tables=layout.GRID_TABLES,
     metrics=FAIRNESS_METRICS,
     grid=True,
-    optional_tables=(*layout.GRID_EXTRA_TABLES, *layout.EFFECT_TABLES,
+    optional_tables=(*layout.GRID_EXTRA_TABLES, *layout.EFFECT_TABLES, *layout.MATCHED_TABLES,
                      *layout.STABILITY_TABLES),
 )
 TEXT = TaskKind(
@@ -97,10 +97,11 @@ TEXT = TaskKind(
     manifest_kind="text",
     run_kind=layout.TEXT_RUN,
     params_key="text_audits",
-    data_stages=("fetch", "payloads", "scores"),
+    data_stages=("fetch", "payloads", "systems", "scores"),
     tables=layout.TEXT_TABLES,
-    metrics=("flip_rate", "ctf_gap", "false_positive_rate", "false_negative_rate", "auc",
-             "subgroup_auc", "bpsn_auc", "bnsp_auc"),
+    metrics=("flip_rate", "ctf_gap", "shift", "placebo_difference", "false_positive_rate",
+             "false_negative_rate", "fped", "fned", "auc", "subgroup_auc", "bpsn_auc",
+             "bnsp_auc", "pinned_auc", "test_auc", "test_accuracy"),
 )
 
 TASK_KINDS: tuple[TaskKind, ...] = (BINARY, TEXT)

@@ -58,6 +58,7 @@ __all__ = [
     "GRID_EXTRA_TABLES",
     "GRID_RUN",
     "GRID_TABLES",
+    "MATCHED_TABLES",
     "REPORT_FILES",
     "REPORT_PAGE",
     "RESIDUAL_FLOOR",
@@ -105,17 +106,20 @@ UNAVAILABLE = "unavailable"
 GRID_TABLES = ("fairness", "performance", "intersectional", "counterfactual", "groups",
                "calibration", "calibration_gap")
 """The tables every grid run writes (each ``<name>.csv``)."""
-GRID_EXTRA_TABLES = ("stratified", "curves")
-"""A grid run's tables when it has them: the gaps within declared strata (also in
-``deployed/``), the operating-point curves."""
+GRID_EXTRA_TABLES = ("stratified", "stratum_rates", "curves")
+"""A grid run's tables when it has them: the gaps conditional on declared strata and the
+strata's per-level counts and rates (both also in ``deployed/``), the operating-point curves."""
 EFFECT_TABLES = ("effects", "effects_stability", "effects_replicates")
 """The paired effects of the strategies; at K > 1 also across and per training replicate."""
+MATCHED_TABLES = ("frontier", "matched")
+"""A tolerance curve's tables (S5): every strategy's point and the curve on the first
+attribute, and the matched-violation comparisons (:mod:`faircode.evaluate.matched`)."""
 STABILITY_TABLES = ("stability", "stability_replicates")
 """Training variance across seeds (``run.seeds`` > 1 only)."""
 DEPLOYED_TABLES = ("fairness", "performance", "intersectional", "groups", "calibration",
                    "calibration_gap")
-"""The tables of ``deployed/`` (and ``stratified`` with declared strata)."""
-TEXT_TABLES = ("flips", "ctf", "terms", "auc", "operating_points")
+"""The tables of ``deployed/`` (and ``stratified``, ``stratum_rates`` with declared strata)."""
+TEXT_TABLES = ("flips", "ctf", "placebo", "terms", "auc", "operating_points", "systems")
 """The tables of a text audit's run."""
 FLIP_TABLES = ("flips", "ctf")
 """The tables of a ``faircode flips`` folder."""
@@ -170,7 +174,8 @@ def paper_table_files(name: str) -> tuple[str, str]:
 def file_names() -> frozenset[str]:
     """Every fixed file name of a results folder (tables of every kind included): what no
     module but this one spells (``tests/test_layout.py``)."""
-    tables = {*GRID_TABLES, *GRID_EXTRA_TABLES, *EFFECT_TABLES, *STABILITY_TABLES,
+    tables = {*GRID_TABLES, *GRID_EXTRA_TABLES, *EFFECT_TABLES, *MATCHED_TABLES,
+              *STABILITY_TABLES,
               *DEPLOYED_TABLES, *TEXT_TABLES, *FLIP_TABLES}
     return frozenset({RUN_RECORD, UNAVAILABLE_NOTE, *REPORT_FILES, ENCODING_SENSITIVITY,
                       FIGURES_RECORD, *(table_file(t) for t in tables)})

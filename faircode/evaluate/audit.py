@@ -23,6 +23,9 @@ Design decisions
 * The paired effects of the strategies (:mod:`faircode.evaluate.effects`) come from the scored
   cells' decisions, in this process (a few ms per comparison); each further replicate computes
   its own in its task.
+* **A tolerance curve** (S5) adds the frontier and the matched-violation comparisons
+  (:mod:`faircode.evaluate.frontier`, :mod:`faircode.evaluate.matched`) of replicate 0's cells,
+  under the constraint the fit recorded.
 * **One number per cell** (:mod:`faircode.evaluate.claims`): the tables get their verdicts here,
   and with replicates the K-replicate estimates of :mod:`faircode.evaluate.combine` (replicate 0's
   own numbers as ``rep0_*``), so every view that reads them shows the same number.
@@ -48,6 +51,8 @@ from faircode.evaluate import claims, effects, stability
 from faircode.evaluate.combine import EFFECT_KEYS, GAP_KEYS
 from faircode.evaluate.curves import audit_curves
 from faircode.evaluate.deployed import score_system_all_rows, score_system_test_rows
+from faircode.evaluate.frontier import frontier_table
+from faircode.evaluate.matched import matched_table
 from faircode.evaluate.score import CellResult, score_cell, scoring_seconds
 from faircode.evaluate.tables import AuditResults, assemble
 from faircode.grid.predictions import AuditPredictions, CellPredictions
@@ -99,6 +104,13 @@ def evaluate_audit(
         assembled.curves = audit_curves(data, results, thresholds=curves.thresholds,
                                         confidence=stats.confidence,
                                         n_resamples=stats.n_resamples)
+    if any(c.tolerances for c in predictions.cells):  # a tolerance curve (S5)
+        constraint = str(predictions.config["constraint"])
+        assembled.frontier = frontier_table(data, results, predictions.cells,
+                                            constraint=constraint, stats=stats,
+                                            degenerate=degenerate)
+        assembled.matched = matched_table(data, results, predictions.cells, stats=stats,
+                                          replicates=replicates.seeds)
     single = replicates.seeds == 1 and predictions.seeds == 1
     zero = effects.score_effects(data, results, seed=data.manifest.random_state, stats=stats)
     seconds: dict[str, float] = {

@@ -18,8 +18,9 @@ intersectional table, the per-group table and calibration by group -- and nothin
 
 Design decisions
 ----------------
-* A system's seed position is ``(len(Strategy), 0)``, after every grid cell's, so its streams
-  never meet a cell's.
+* A system's seed position is ``(5, 0)``: one past the explicit keys of S0-S4 (0-4); every
+  later strategy's key is name-derived (at least :data:`faircode.core.seeds.NAMED`), so its
+  streams never meet a cell's and a new strategy moves none of them.
 * A system has no counterfactual predictions (its decisions are data, not a function faircode
   can call again), so its row sets are scored without counterfactual sets.
 """
@@ -34,8 +35,9 @@ import numpy as np
 from faircode.audit.manifest import ScoreScale
 from faircode.audit.outputs import SystemOutputs
 from faircode.audit.prepared import PreparedAudit
-from faircode.core.cells import Strategy
+from faircode.core.cells import STRATEGY_TABLE
 from faircode.core.config import DegenerateConfig, StatsConfig, VerdictsConfig
+from faircode.core.seeds import NAMED
 from faircode.evaluate.claims import gap_claims_table
 from faircode.evaluate.score import CellResult, Decided, score_decided
 from faircode.evaluate.tables import AuditResults, assemble
@@ -47,8 +49,8 @@ __all__ = ["DEPLOYED", "SYSTEM_KEY", "all_rows", "claimed", "score_given", "scor
 DEPLOYED = "deployed"
 """The strategy name of a deployed system's (or an external model's) row set."""
 
-SYSTEM_KEY = (len(Strategy), 0)
-"""A system's seed position (after every grid cell's)."""
+SYSTEM_KEY = (1 + max(s.key for s in STRATEGY_TABLE if s.key < NAMED), 0)
+"""A system's seed position (past every explicit strategy key: ``(5, 0)``)."""
 
 
 def score_outputs(

@@ -86,6 +86,7 @@ __all__ = [
     "effect_margins",
     "effect_q_values",
     "score_effects",
+    "unusable",
 ]
 
 NOT_RUN_NOTE = "not_run"
@@ -139,7 +140,7 @@ class ReplicateEffects:
                              f"{len(self.draws)}")
 
 
-def _unusable(a: CellResult | None, b: CellResult | None) -> str:
+def unusable(a: CellResult | None, b: CellResult | None) -> str:
     """Why a comparison of cells ``a`` and ``b`` has no effect ("" when it has one)."""
     if a is None or b is None or a.skipped or b.skipped or a.decided is None \
             or b.decided is None:
@@ -179,7 +180,7 @@ def score_effects(
             m = list(ModelFamily).index(family)
             a, b = cells.get((strategy.value, family.value)), cells.get((reference.value,
                                                                           family.value))
-            why = _unusable(a, b)
+            why = unusable(a, b)
             for k, attribute in enumerate(data.manifest.protected_attributes):
                 mask = np.asarray(data.disadvantaged[attribute.name][test], dtype=bool)
                 labels.append({"strategy": strategy.value, "reference": reference.value,

@@ -55,7 +55,7 @@ from faircode.core.cells import ModelFamily, Strategy, position
 from faircode.core.config import DegenerateConfig, StatsConfig
 from faircode.evaluate.counted import CountedRows, score_counts
 from faircode.evaluate.outcome import mark_not_applicable
-from faircode.evaluate.stratified import stratified_rows
+from faircode.evaluate.stratified import stratified_rows, stratum_rate_rows
 from faircode.grid.predictions import CellPredictions
 from faircode.stats.calibration import Scale
 from faircode.stats.flips import flip_rates
@@ -154,6 +154,7 @@ class CellResult:
     calibration: Rows = Rows()
     calibration_gap: Rows = Rows()
     stratified: Rows = Rows()
+    stratum_rates: Rows = Rows()
 
 
 def scoring_seconds(data: PreparedAudit) -> float:
@@ -249,9 +250,11 @@ def score_decided(
         degenerate=degenerate, master=master, cutoff=decided.cutoff, row_set=row_set,
         detail=detail, outcome=decided.outcome, positive=data.manifest.target.positive())
     strata: list[dict[str, Any]] = []
-    if detail and data.strata:  # row-level: the strata's codes are not in the counts
+    levels: list[dict[str, Any]] = []
+    if detail and data.manifest.strata:  # row-level: the strata's codes are not in the counts
         strata = stratified_rows(data, decided.yhat_fav, label, stats=stats, master=master,
                                  key=key)
+        levels = stratum_rate_rows(data, decided.yhat_fav, label)
     if decided.outcome:
         mark_not_applicable(counted.fairness, counted.performance, counted.groups)
     t1 = time.perf_counter()
@@ -259,7 +262,7 @@ def score_decided(
     t2 = time.perf_counter()
     fit = _fit_timings(fit_seconds or {})
     return cell_result(strategy, family, counted, counterfactual=Rows.of(counterfactual),
-                       stratified=Rows.of(strata),
+                       stratified=Rows.of(strata), stratum_rates=Rows.of(levels),
                        seconds=dataclasses.replace(fit, statistics=t1 - t0,
                                                    counterfactual=fit.counterfactual + t2 - t1),
                        decided=decided)
@@ -267,7 +270,8 @@ def score_decided(
 
 def cell_result(strategy: Strategy | str, family: ModelFamily | str, counted: CountedRows, *,
                 counterfactual: Rows = Rows(), seconds: Timings = Timings(),
-                decided: Decided | None = None, stratified: Rows = Rows()) -> CellResult:
+                decided: Decided | None = None, stratified: Rows = Rows(),
+                stratum_rates: Rows = Rows()) -> CellResult:
     """The :class:`CellResult` of a row set's counted rows (:func:`~faircode.evaluate.counted.
     score_counts`)."""
     return CellResult(
@@ -277,6 +281,7 @@ def cell_result(strategy: Strategy | str, family: ModelFamily | str, counted: Co
         decided=decided, groups=Rows.of(counted.groups),
         calibration=Rows.of(counted.calibration),
         calibration_gap=Rows.of(counted.calibration_gap), stratified=stratified,
+        stratum_rates=stratum_rates,
     )
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 from faircode.audit.decision import DecisionRule
 from faircode.evaluate.detail import GAP_COLUMNS
 from faircode.evaluate.score import CellResult, Rows
-from faircode.evaluate.stratified import STRATIFIED_COLUMNS
+from faircode.evaluate.stratified import STRATIFIED_COLUMNS, STRATUM_RATE_COLUMNS
 from faircode.stats.calibration import CALIBRATION_COLUMNS
 from faircode.stats.groups import GROUP_COLUMNS
 from faircode.stats.metrics import FAIRNESS_COLUMNS, INTERSECTIONAL_COLUMNS, audit_q_values
@@ -62,7 +62,15 @@ class AuditResults:
     curves: pd.DataFrame | None = None
     """The operating-point curves (:mod:`faircode.evaluate.curves`); None when not asked for."""
     stratified: pd.DataFrame = field(default_factory=lambda: _empty(STRATIFIED_COLUMNS))
-    """The gaps within declared strata (:mod:`faircode.evaluate.stratified`); empty without."""
+    """The gaps conditional on declared strata (:mod:`faircode.evaluate.stratified`); empty
+    without."""
+    stratum_rates: pd.DataFrame = field(default_factory=lambda: _empty(STRATUM_RATE_COLUMNS))
+    """Each declared stratum's levels: the groups' counts and rates; empty without strata."""
+    frontier: pd.DataFrame | None = None
+    """Every strategy's point and S5's tolerance curve (:mod:`faircode.evaluate.frontier`);
+    None without a tolerance curve."""
+    matched: pd.DataFrame | None = None
+    """The matched-violation comparisons (:mod:`faircode.evaluate.matched`); None likewise."""
 
 
 PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "protected_attribute", "metric",
@@ -111,6 +119,7 @@ def assemble(
         groups=_frame(audit, [r.groups for r in results], GROUPS_COLUMNS),
         calibration=_frame(audit, [r.calibration for r in results], CALIBRATION_TABLE_COLUMNS),
         calibration_gap=gaps, stratified=strata,
+        stratum_rates=_frame(audit, [r.stratum_rates for r in results], STRATUM_RATE_COLUMNS),
     )
 
 

@@ -1,25 +1,35 @@
 """A text audit evaluated: every system's scores into ``results/<audit>/``.
 
 :func:`evaluate_text` turns the audit's payloads (:class:`faircode.audit.text_data.TextPayloads`)
-and each system's score of every distinct text into five tables, and :func:`write_text_audit`
+and each system's score of every distinct text into seven tables, and :func:`write_text_audit`
 writes them with their ``run.json``:
 
-* ``flips.csv`` -- per system x operating point x axis x kind: the flip rate (Clopper–Pearson
-  at the frames' effective counts), its direction (``to_positive``: newly flagged) and the
-  direction test's p and q;
-* ``ctf.csv`` -- per system x axis x kind: the CTF gap and the mean shift with cluster-bootstrap
-  intervals, the shift's sign-flip p and q;
+* ``flips.csv`` -- per system x operating point x axis x kind x set: the flip rate
+  (Clopper–Pearson at the frames' effective counts), its direction (``to_positive``: newly
+  flagged) and the direction test's p and q;
+* ``ctf.csv`` -- per system x axis x kind x set: the CTF gap and the mean shift with
+  cluster-bootstrap intervals, the shift's sign-flip p and q;
+* ``placebo.csv`` -- per system x set x axis x kind with a placebo arm x measure (the flip rate
+  at each point, the CTF gap, the shift): the swap against the swaps within its groups, their
+  difference with its paired interval, tests and verdict (:mod:`faircode.evaluate.
+  text_placebo`);
 * ``terms.csv`` -- per system x operating point x identity term: the false positive rate on
   label-0 and the false negative rate on label-1 sentences against the background's, the exact
-  stratified test, q and the minimum detectable difference;
-* ``auc.csv`` -- per system: the overall AUC and per term the subgroup, BPSN and BNSP AUC;
-* ``operating_points.csv`` -- per system x operating point: its threshold and error rates.
+  stratified test, q and the minimum detectable difference, and against the overall rate
+  (Dixon et al.'s) with its interval;
+* ``auc.csv`` -- per system: the overall AUC and per term the subgroup, BPSN, BNSP and pinned
+  AUC;
+* ``operating_points.csv`` -- per system x operating point: its threshold, error rates, FPED
+  and FNED with their intervals;
+* ``systems.csv`` -- per system: what it is, and for a system trained here its held-out AUC and
+  accuracy.
 
 Design decisions
 ----------------
-* **Which sentences.**  Flip rates and CTF gaps use each axis's own set (the data's sentences for
-  the explicit axes, the rendered name sentences for the name axes); every other table the
-  data's labelled sentences only, as Dixon et al. and Borkan et al. do.
+* **Which sentences.**  Flip rates, CTF gaps and placebos use each axis's own sets (the data's
+  sentences for the explicit axes, the rendered name sentences -- the data's name frames and
+  the declared ones -- for the name axes, each set its own rows); every other table the data's
+  labelled sentences only, as Dixon et al. and Borkan et al. do.
 * **Operating points**: ``global`` at ``models.decision_threshold`` (``score > t``, as every
   audit without its own decision) and ``declared``, the system's own from the manifest
   (:class:`~faircode.audit.text_manifest.OperatingPoint`; the equal-error-rate threshold is
@@ -46,20 +56,24 @@ import numpy as np
 import pandas as pd
 
 from faircode.audit.manifest import repository_root
-from faircode.audit.text_data import TextPayloads
+from faircode.audit.text_data import BETWEEN, TextPayloads
 from faircode.audit.text_manifest import TextManifest, TextSystemSpec
+from faircode.audit.text_training import Trained
 from faircode.core.config import BenchmarkConfig, StatsConfig, config_record
 from faircode.core.layout import TEXT_RUN, TEXT_TABLES, run_record, table_path
 from faircode.core.seeds import Stream, child_seed
 from faircode.evaluate.reuse import folder_digests
 from faircode.evaluate.swap import replacing
+from faircode.evaluate.text_placebo import Arm, placebo_q_values, placebo_table
 from faircode.evaluate.text_tables import (
     TABLE_SEEDS,
     Point,
     auc_table,
     counterfactual_tables,
     equal_error_threshold,
+    equality_differences,
     operating_table,
+    systems_table,
     term_table,
 )
 from faircode.evaluate.write import check_replaceable
@@ -69,17 +83,22 @@ from faircode.stats.subgroup_auc import unit_weights
 
 __all__ = ["TextResults", "add_q_values", "evaluate_text", "points_of", "write_text_audit"]
 
+_OWN_SETS = ("data", "names")
+"""The sets every text audit may have; a declared frames set's name joins its seeds' key."""
+
 
 @dataclass(frozen=True, slots=True)
 class TextResults:
-    """The five tables of a text audit (:data:`faircode.core.layout.TEXT_TABLES`) and each
-    system's points."""
+    """The tables of a text audit (:data:`faircode.core.layout.TEXT_TABLES`) and each system's
+    points."""
 
     flips: pd.DataFrame
     ctf: pd.DataFrame
+    placebo: pd.DataFrame
     terms: pd.DataFrame
     auc: pd.DataFrame
     operating_points: pd.DataFrame
+    systems: pd.DataFrame
     points: Mapping[str, tuple[Point, ...]]
 
 
@@ -121,11 +140,44 @@ def _members(manifest: TextManifest, terms: pd.Series) -> dict[str, np.ndarray]:
             for t in manifest.terms}
 
 
+def _arms(manifest: TextManifest, sets: Sequence[str]) -> list[Arm]:
+    """Every (set, axis, kind, groups) with a placebo arm: the data's axes files' arms on the
+    sets they edit."""
+    out: list[Arm] = []
+    for which in sets:
+        file = manifest.axes if which == "data" else manifest.name_axes
+        for arm in () if file is None else file.arms:
+            out.append((which, arm.axis, arm.kind.value, arm.groups))
+    return out
+
+
+def _counterfactual(original: np.ndarray, units: np.ndarray, pairs: pd.DataFrame,
+                    axes: pd.DataFrame, sets: Sequence[str], *, points: tuple[Point, ...],
+                    stats: StatsConfig, master: int, label: Mapping[str, str]
+                    ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Flip and CTF rows of every set's own swaps, a ``set`` column after ``kind`` (a declared
+    set's name joins its seeds' key)."""
+    flips: list[pd.DataFrame] = []
+    gaps: list[pd.DataFrame] = []
+    between = pairs[pairs["arm"] == BETWEEN]
+    for which in sets:
+        mine = axes[(axes["set"] == which) & (axes["arm"] == BETWEEN)]
+        f, c = counterfactual_tables(original, units, between[between["set"] == which], mine,
+                                     points=points, stats=stats, master=master, label=label,
+                                     scope="" if which in _OWN_SETS else which)
+        for table, out in ((f, flips), (c, gaps)):
+            table.insert(list(table.columns).index("kind") + 1, "set", which)
+            out.append(table)
+    return pd.concat(flips, ignore_index=True), pd.concat(gaps, ignore_index=True)
+
+
 def evaluate_text(manifest: TextManifest, payloads: TextPayloads,
                   scores: Mapping[str, np.ndarray], *, decision_threshold: float,
-                  stats: StatsConfig) -> TextResults:
+                  stats: StatsConfig, systems: Mapping[str, Mapping[str, str]] | None = None,
+                  trained: Trained | None = None) -> TextResults:
     """Every table of the audit from ``scores``: system name -> its score of every text of
-    ``payloads.texts`` (in that order)."""
+    ``payloads.texts`` (in that order); ``systems`` what each system is (``systems.csv``) and
+    ``trained`` the text-train stage's systems (their held-out scores)."""
     sentences = payloads.sentences
     data = sentences["set"].to_numpy() == "data"
     labels = sentences["label"].to_numpy()[data]
@@ -136,6 +188,10 @@ def evaluate_text(manifest: TextManifest, payloads: TextPayloads,
                            seed=child_seed(manifest.random_state, Stream.TEXT,
                                            TABLE_SEEDS["auc"]))
     text_ids = sentences["text_id"].to_numpy()
+    sets = list(dict.fromkeys(sentences["set"]))
+    arms = _arms(manifest, sets)
+    set_of = sentences["set"].to_numpy()
+    pairs = payloads.pairs.assign(set=set_of[payloads.pairs["sentence"].to_numpy()])
     out: dict[str, list[pd.DataFrame]] = {t: [] for t in TEXT_TABLES}
     points: dict[str, tuple[Point, ...]] = {}
     for spec in manifest.systems:
@@ -144,22 +200,41 @@ def evaluate_text(manifest: TextManifest, payloads: TextPayloads,
         label = {"audit": manifest.name, "system": spec.name}
         chosen = points_of(spec, original[data], labels, decision_threshold=decision_threshold)
         points[spec.name] = chosen
-        pairs = payloads.pairs.assign(copy_score=score[payloads.pairs["text_id"].to_numpy()])
-        flips, ctf = counterfactual_tables(original, units, pairs, payloads.axes,
-                                           points=chosen, stats=stats,
-                                           master=manifest.random_state, label=label)
+        scored = pairs.assign(copy_score=score[pairs["text_id"].to_numpy()])
+        flips, ctf = _counterfactual(original, units, scored, payloads.axes, sets,
+                                     points=chosen, stats=stats, master=manifest.random_state,
+                                     label=label)
+        placebo = placebo_table(original, units, scored, arms, points=chosen, stats=stats,
+                                master=manifest.random_state, label=label)
+        equality = equality_differences(original[data], labels, members, points=chosen,
+                                        weights=weights, confidence=stats.confidence)
         terms = term_table(original[data], labels, members, category, units[data],
-                           points=chosen, stats=stats, label=label)
+                           points=chosen, stats=stats, label=label, equality=equality)
         add_q_values([flips, ctf], alpha=stats.alpha)
         add_q_values([terms], alpha=stats.alpha)
-        for name, table in (("flips", flips), ("ctf", ctf), ("terms", terms),
+        placebo_q_values(placebo, alpha=stats.alpha)
+        for name, table in (("flips", flips), ("ctf", ctf), ("placebo", placebo),
+                            ("terms", terms),
                             ("auc", auc_table(original[data], labels, members, category,
                                               weights=weights, stats=stats, label=label)),
                             ("operating_points", operating_table(original[data], labels,
-                                                                 points=chosen, label=label))):
+                                                                 points=chosen, label=label,
+                                                                 equality=equality))):
             out[name].append(table)
+    out["systems"].append(_systems(manifest, systems, trained, decision_threshold, stats))
     return TextResults(**{t: pd.concat(f, ignore_index=True) for t, f in out.items()},
                        points=points)
+
+
+def _systems(manifest: TextManifest, systems: Mapping[str, Mapping[str, str]] | None,
+             trained: Trained | None, decision_threshold: float,
+             stats: StatsConfig) -> pd.DataFrame:
+    records = {s.name: dict((systems or {}).get(s.name, {})) for s in manifest.systems}
+    return systems_table(records, audit=manifest.name,
+                         trained=trained.record.get("systems", {}) if trained else {},
+                         heldout=trained.heldout if trained else {},
+                         heldout_y=trained.heldout_y if trained else np.zeros(0),
+                         decision_threshold=decision_threshold, confidence=stats.confidence)
 
 
 def _relative(file: Path) -> str:
@@ -171,13 +246,15 @@ def _relative(file: Path) -> str:
 
 def write_text_audit(manifest: TextManifest, payloads: TextPayloads, results: TextResults, *,
                      systems: Mapping[str, Mapping[str, str]], config: BenchmarkConfig,
-                     out_dir: Path, provenance_record: Mapping[str, Any]) -> Path:
+                     out_dir: Path, provenance_record: Mapping[str, Any],
+                     trained: Trained | None = None) -> Path:
     """Write ``<out_dir>/<audit>/`` (the :data:`~faircode.core.layout.TEXT_TABLES` and
     ``run.json``) whole, swapped in in one step (:func:`faircode.evaluate.swap.replacing`);
     return the folder.  A target that is not a folder of a text audit's results of the same
     audit is refused first (:func:`faircode.evaluate.write.check_replaceable`).
 
-    ``systems`` maps each system to what ``run.json`` records of it (title, package, version).
+    ``systems`` maps each system to what ``run.json`` records of it (title, package, version);
+    ``trained`` the text-train stage's record of the systems trained here (``training``).
     """
     final = out_dir / manifest.name
     check_replaceable(final, audit=manifest.name, kind=TEXT_RUN)
@@ -189,12 +266,16 @@ def write_text_audit(manifest: TextManifest, payloads: TextPayloads, results: Te
             "audit": manifest.name, "kind": TEXT_RUN, "title": manifest.title,
             "manifest": _relative(manifest.file),
             "manifest_sha256": hashlib.sha256(manifest.file.read_bytes()).hexdigest(),
-            "axes_files": {f.declared_path: f.sha256 for f in (manifest.axes, manifest.name_axes)
+            "axes_files": {f.declared_path: f.sha256 for f in (manifest.axes, manifest.name_axes,
+                                                               manifest.name_frames)
                            if f is not None},
             "dataset": {"path": manifest.dataset.declared_path, "sha256": payloads.sha256,
                         "sha256_declared": manifest.dataset.sha256},
             "rows": {"sentences": int((sentences["set"] == "data").sum()),
                      "name_sentences": int((sentences["set"] == "names").sum()),
+                     **{f"{which}_sentences": int((sentences["set"] == which).sum())
+                        for which in dict.fromkeys(sentences["set"])
+                        if which not in _OWN_SETS},
                      "units": int(sentences["unit"].nunique()),
                      "distinct_texts": len(payloads.texts),
                      "changed_copies": len(payloads.pairs)},
@@ -202,8 +283,10 @@ def write_text_audit(manifest: TextManifest, payloads: TextPayloads, results: Te
                       "scheme": f"SeedSequence(master, spawn_key=({int(Stream.TEXT)}, table, "
                                 "key)); tables " + ", ".join(f"{v}={k}" for k, v in
                                                              TABLE_SEEDS.items()) +
-                                "; key: sha256 of (axis, kind[, threshold, direction])"},
+                                "; key: sha256 of ([declared set,] axis, kind[, threshold, "
+                                "direction]); placebo: of (set, axis, kind)"},
             "systems": {name: dict(info) for name, info in systems.items()},
+            "training": trained.record if trained is not None else None,
             "operating_points": {name: [p.label() for p in chosen]
                                  for name, chosen in results.points.items()},
             "config": config_record(config),

@@ -1,5 +1,6 @@
 """A text system's scores into tables: flip rates and CTF gaps per axis x kind, per-term error
-rates against the background, subgroup AUCs and the operating points.
+rates against the background and the overall rate, subgroup and pinned AUCs, and the operating
+points with Dixon et al.'s FPED and FNED.
 
 Each builder takes plain arrays (scores, labels, unit ids, the pairs of an original and its
 copy) and one system's name, so the same code serves a manifest's audit
@@ -37,16 +38,17 @@ from numpy.typing import ArrayLike, NDArray
 from faircode.core.config import StatsConfig
 from faircode.core.seeds import Stream, child_seed
 from faircode.counterfactual.perturb import PerturbationKind
+from faircode.stats.error_equality import EqualityDifference, equality_difference
 from faircode.stats.flips import flip_rates
 from faircode.stats.paired_scores import counterfactual_gap, flip_direction
 from faircode.stats.subgroup_auc import CrossCounts, UnitWeights, auc
 from faircode.stats.term_rates import subgroup_rates
 
-__all__ = ["CTF_COLUMNS", "FLIP_COLUMNS", "TABLE_SEEDS", "Point", "auc_table",
-           "counterfactual_tables", "decide", "equal_error_threshold", "operating_table",
-           "seed_key", "term_table"]
+__all__ = ["CTF_COLUMNS", "FLIP_COLUMNS", "TABLE_SEEDS", "Equality", "Point", "auc_table",
+           "counterfactual_tables", "decide", "equal_error_threshold", "equality_differences",
+           "operating_table", "seed_key", "term_table"]
 
-TABLE_SEEDS = {"flips": 0, "ctf": 1, "auc": 2}
+TABLE_SEEDS = {"flips": 0, "ctf": 1, "auc": 2, "placebo": 3}
 """Second spawn-key component of each table's draws (after :attr:`Stream.TEXT`)."""
 FLIP_COLUMNS = ("audit", "system", "operating_point", "rule", "threshold", "direction", "axis",
                 "kind", "n_payloads", "n_changed", "n_unchanged", "n_flipped", "flip_rate",
@@ -101,6 +103,26 @@ def _seed(master: int, table: str, *parts: object) -> np.random.SeedSequence:
     return child_seed(master, Stream.TEXT, TABLE_SEEDS[table], seed_key(*parts))
 
 
+Equality = Mapping[tuple[str, str], EqualityDifference]
+"""(operating point, metric) -> the per-term differences from the overall rate and their sum."""
+
+
+def equality_differences(scores: ArrayLike, labels: ArrayLike,
+                         members: Mapping[str, NDArray[np.bool_]], *, points: Sequence[Point],
+                         weights: UnitWeights, confidence: float) -> Equality:
+    """Per point and rate, every term's rate minus the overall rate, and FPED / FNED
+    (:func:`faircode.stats.error_equality.equality_difference`, on the AUCs' frame draws)."""
+    y = np.asarray(labels).astype(np.int8)
+    out = {}
+    for point in points:
+        decision = decide(scores, point)
+        for metric, on_label, error in _RATES:
+            out[(point.name, metric)] = equality_difference(
+                decision == error, y == on_label, list(members.values()), weights=weights,
+                confidence=confidence)
+    return out
+
+
 def counterfactual_tables(
     original: ArrayLike,
     units: ArrayLike | None,
@@ -111,15 +133,17 @@ def counterfactual_tables(
     stats: StatsConfig,
     master: int,
     label: Mapping[str, str],
+    scope: str = "",
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Flip rates (per point) and CTF gaps of one system, one row per (axis, kind).
 
     ``original`` holds the system's score of every original payload and ``units`` their unit
     ids (or None); ``pairs`` the changed copies (``axis``, ``kind``, ``sentence``: the original's
     index, ``copy_score``); ``payloads`` per (axis, kind) its ``n_payloads``, in report order.
-    ``label`` gives the rows' ``audit`` and ``system``.  q-values are left empty (the family is
-    the caller's).
+    ``label`` gives the rows' ``audit`` and ``system``; a ``scope`` (a declared sentence set's
+    name) joins every seed's key.  q-values are left empty (the family is the caller's).
     """
+    where = (scope,) if scope else ()
     scores = np.asarray(original, dtype=np.float64)
     unit_of = None if units is None else np.asarray(units)
     groups = pairs.groupby(["axis", "kind"], sort=False).indices
@@ -133,7 +157,7 @@ def counterfactual_tables(
         pair_units = None if unit_of is None else unit_of[sentence]
         gap = counterfactual_gap(before, after, units=pair_units, n_resamples=stats.n_resamples,
                                  n_permutations=stats.n_permutations,
-                                 seed=_seed(master, "ctf", axis, kind),
+                                 seed=_seed(master, "ctf", *where, axis, kind),
                                  confidence=stats.confidence)
         gaps.append({**label, "axis": axis, "kind": kind, "n_pairs": gap.n_pairs,
                      "n_units": gap.n_units, "ctf_gap": gap.gap, "ci_low": gap.gap_low,
@@ -144,8 +168,8 @@ def counterfactual_tables(
             flips.append({**label, **point.label(), "axis": axis, "kind": kind,
                           **_flip_row(decide(before, point), decide(after, point), pair_units,
                                       n_payloads=int(n_payloads), axis=axis, kind=kind,
-                                      stats=stats, seed=_seed(master, "flips", axis, kind,
-                                                              point.threshold,
+                                      stats=stats, seed=_seed(master, "flips", *where, axis,
+                                                              kind, point.threshold,
                                                               point.direction))})
     return _frame(flips, FLIP_COLUMNS), _frame(gaps, CTF_COLUMNS)
 
@@ -180,15 +204,17 @@ TERM_COLUMNS = ("audit", "system", "operating_point", "rule", "threshold", "dire
                 "category", "term", "metric", "n", "errors", "rate", "ci_low", "ci_high",
                 "design_effect", "background_n", "background_errors", "background_rate",
                 "background_ci_low", "background_ci_high", "difference", "p_value", "q_value",
-                "significant", "mde", "powered", "mde_note", "note")
+                "significant", "mde", "powered", "mde_note", "overall_rate", "overall_difference",
+                "overall_ci_low", "overall_ci_high", "note")
 
 
 def term_table(scores: ArrayLike, labels: ArrayLike, members: Mapping[str, NDArray[np.bool_]],
                category: Mapping[str, str], units: ArrayLike | None, *,
-               points: Sequence[Point], stats: StatsConfig,
-               label: Mapping[str, str]) -> pd.DataFrame:
+               points: Sequence[Point], stats: StatsConfig, label: Mapping[str, str],
+               equality: Equality | None = None) -> pd.DataFrame:
     """Per point x rate (false positives on label 0, false negatives on label 1) x term: the
-    term's rate against the background's (:func:`faircode.stats.term_rates.subgroup_rates`)."""
+    term's rate against the background's (:func:`faircode.stats.term_rates.subgroup_rates`)
+    and, given ``equality``, against the overall rate (Dixon et al.'s comparison)."""
     y = np.asarray(labels).astype(np.int8)
     rows = []
     for point in points:
@@ -197,7 +223,12 @@ def term_table(scores: ArrayLike, labels: ArrayLike, members: Mapping[str, NDArr
             rates = subgroup_rates(decision == error, y == on_label, list(members.values()),
                                    strata=units, confidence=stats.confidence,
                                    alpha=stats.alpha, power=stats.power)
-            for term, r in zip(members, rates, strict=True):
+            eq = None if equality is None else equality[(point.name, metric)]
+            for t, (term, r) in enumerate(zip(members, rates, strict=True)):
+                overall = {} if eq is None else {
+                    "overall_rate": eq.overall, "overall_difference": eq.differences[t],
+                    "overall_ci_low": eq.differences_low[t],
+                    "overall_ci_high": eq.differences_high[t]}
                 rows.append({**label, **point.label(), "category": category[term],
                              "term": term, "metric": metric, "n": r.n, "errors": r.errors,
                              "rate": r.rate, "ci_low": r.ci_low, "ci_high": r.ci_high,
@@ -209,7 +240,7 @@ def term_table(scores: ArrayLike, labels: ArrayLike, members: Mapping[str, NDArr
                              "difference": r.difference, "p_value": r.p_value, "mde": r.mde,
                              "powered": bool(np.isfinite(r.mde)
                                              and abs(r.difference) >= r.mde),
-                             "mde_note": r.mde_note, "note": r.note})
+                             "mde_note": r.mde_note, **overall, "note": r.note})
     return _frame(rows, TERM_COLUMNS)
 
 
@@ -220,13 +251,14 @@ AUC_COLUMNS = ("audit", "system", "category", "term", "metric", "value", "ci_low
 def auc_table(scores: ArrayLike, labels: ArrayLike, members: Mapping[str, NDArray[np.bool_]],
               category: Mapping[str, str], *, weights: UnitWeights, stats: StatsConfig,
               label: Mapping[str, str]) -> pd.DataFrame:
-    """The overall AUC, then per term its subgroup, BPSN and BNSP AUC (Borkan et al.)."""
+    """The overall AUC, then per term its subgroup, BPSN and BNSP AUC (Borkan et al.) and its
+    pinned AUC (Dixon et al.)."""
     y = np.asarray(labels).astype(bool)
     overall = auc(scores, y, ~y, weights=weights, confidence=stats.confidence)
     rows = [{**label, "category": "all", "term": "", **_auc_row(overall)}]
     cross = CrossCounts(scores, y.astype(np.int8), weights=weights)
     for term, member in members.items():
-        for result in cross.aucs(member, confidence=stats.confidence):
+        for result in cross.aucs(member, confidence=stats.confidence, pinned=True):
             rows.append({**label, "category": category[term], "term": term,
                          **_auc_row(result)})
     return _frame(rows, AUC_COLUMNS)
@@ -240,19 +272,70 @@ def _auc_row(result: Any) -> dict[str, Any]:
 
 POINT_COLUMNS = ("audit", "system", "operating_point", "rule", "threshold", "direction", "n",
                  "n_positive", "n_negative", "selection_rate", "false_positive_rate",
-                 "false_negative_rate", "accuracy")
+                 "false_negative_rate", "accuracy", "fped", "fped_ci_low", "fped_ci_high",
+                 "fned", "fned_ci_low", "fned_ci_high", "n_terms")
+_EQUALITY = {"false_positive_rate": "fped", "false_negative_rate": "fned"}
 
 
 def operating_table(scores: ArrayLike, labels: ArrayLike, *, points: Sequence[Point],
-                    label: Mapping[str, str]) -> pd.DataFrame:
-    """Per point: the share flagged and the error rates on the labelled sentences."""
+                    label: Mapping[str, str], equality: Equality | None = None
+                    ) -> pd.DataFrame:
+    """Per point: the share flagged and the error rates on the labelled sentences, and given
+    ``equality`` FPED and FNED (Dixon et al.: the sums over terms of |rate − rate_t|)."""
     y = np.asarray(labels).astype(bool)
     rows = []
     for point in points:
         d = decide(scores, point).astype(bool)
-        rows.append({**label, **point.label(), "n": int(y.size), "n_positive": int(y.sum()),
+        sums: dict[str, Any] = {}
+        for metric, key in ({} if equality is None else _EQUALITY).items():
+            eq = equality[(point.name, metric)]  # type: ignore[index]
+            sums.update({key: eq.total, f"{key}_ci_low": eq.total_low,
+                         f"{key}_ci_high": eq.total_high, "n_terms": eq.n_terms})
+        rows.append({**label, **point.label(), **sums, "n": int(y.size),
+                     "n_positive": int(y.sum()),
                      "n_negative": int((~y).sum()), "selection_rate": float(d.mean()),
                      "false_positive_rate": float(d[~y].mean()) if (~y).any() else np.nan,
                      "false_negative_rate": float((~d[y]).mean()) if y.any() else np.nan,
                      "accuracy": float((d == y).mean())})
     return _frame(rows, POINT_COLUMNS)
+
+
+SYSTEM_COLUMNS = ("audit", "system", "origin", "title", "package", "version", "features", "c",
+                  "n_train", "n_test", "threshold", "test_auc", "test_auc_ci_low",
+                  "test_auc_ci_high", "test_accuracy", "test_accuracy_ci_low",
+                  "test_accuracy_ci_high", "note")
+
+
+def systems_table(records: Mapping[str, Mapping[str, str]], *, audit: str,
+                  trained: Mapping[str, Mapping[str, Any]],
+                  heldout: Mapping[str, NDArray[np.float64]], heldout_y: ArrayLike,
+                  decision_threshold: float, confidence: float) -> pd.DataFrame:
+    """Per system what it is and, for a system trained here, its held-out AUC (DeLong's
+    interval, clipped to [0, 1]) and accuracy at ``score > decision_threshold``
+    (Clopper–Pearson); a deployed system's are NaN with note ``deployed``."""
+    from faircode.stats.resampling import delong_auc, z_quantile
+    from faircode.stats.term_rates import clopper_pearson
+
+    y = np.asarray(heldout_y).astype(bool)
+    z = z_quantile(confidence)
+    rows = []
+    for name, record in records.items():
+        row: dict[str, Any] = {"audit": audit, "system": name, **{
+            k: record.get(k, "") for k in ("title", "package", "version")}}
+        info = trained.get(name)
+        if info is None:
+            rows.append({**row, "origin": "deployed", "note": "deployed"})
+            continue
+        score = np.asarray(heldout[name], dtype=np.float64)
+        value, variance = delong_auc(y, score)
+        half = z * np.sqrt(variance)
+        correct = int(((score > decision_threshold) == y).sum())
+        low, high = clopper_pearson(correct, y.size, confidence=confidence)
+        rows.append({**row, "origin": "trained", "features": info["features"], "c": info["c"],
+                     "n_train": info["n_train"], "n_test": int(y.size),
+                     "threshold": decision_threshold, "test_auc": value,
+                     "test_auc_ci_low": max(0.0, value - half),
+                     "test_auc_ci_high": min(1.0, value + half),
+                     "test_accuracy": correct / y.size, "test_accuracy_ci_low": low,
+                     "test_accuracy_ci_high": high, "note": ""})
+    return _frame(rows, SYSTEM_COLUMNS)

@@ -164,10 +164,12 @@ def write_audit(
     extra: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``<out_dir>/<audit>/`` (the :data:`~faircode.core.layout.GRID_TABLES`,
-    ``effects.csv`` + ``run.json``; with declared strata ``stratified.csv``, also in
+    ``effects.csv`` + ``run.json``; with declared strata ``stratified.csv`` and
+    ``stratum_rates.csv``, also in
     ``deployed/``; with training replicates also ``stability.csv``,
     ``stability_replicates.csv``, ``effects_stability.csv`` and ``effects_replicates.csv``; with
-    curves ``curves.csv``; with a deployed system its own tables on every row in
+    curves ``curves.csv``; with a tolerance curve (S5) ``frontier.csv`` and ``matched.csv``;
+    with a deployed system its own tables on every row in
     ``deployed/``) atomically; return the folder.  ``extra`` adds keys
     to ``run.json`` (e.g. the predictions file an external audit read).
 
@@ -182,7 +184,8 @@ def write_audit(
     check_replaceable(final, audit=manifest.name,
                       kind=results_kind(extra) if extra is not None else GRID_RUN)
     with replacing(final) as staging:
-        strata = ("stratified",) if manifest.strata else ()  # gaps within declared strata
+        # the gaps conditional on declared strata, and the strata they pool
+        strata = ("stratified", "stratum_rates") if manifest.strata else ()
         _write_tables(results, staging, (*GRID_TABLES, *strata))
         if results.deployed is not None:  # the deployed system on every row, its own tables
             (staging / DEPLOYED_FOLDER).mkdir()
@@ -250,10 +253,12 @@ def write_audit(
 
 _OPTIONAL = (("stability", "stability"), ("stability_replicates", "replicates"),
              ("effects", "effects"), ("effects_stability", "effects_stability"),
-             ("effects_replicates", "effect_replicates"), ("curves", "curves"))
+             ("effects_replicates", "effect_replicates"), ("curves", "curves"),
+             ("frontier", "frontier"), ("matched", "matched"))
 """``(table, attribute of AuditResults)`` of the tables a run writes when it has them:
 training replicates (``run.seeds`` > 1), the paired effects (:mod:`faircode.evaluate.effects`),
-the operating-point curves (``curves.*`` params); in this order."""
+the operating-point curves (``curves.*`` params), a tolerance curve's frontier and matched
+comparisons (:mod:`faircode.evaluate.matched`); in this order."""
 
 
 def _write_tables(results: AuditResults, folder: Path, names: tuple[str, ...]) -> None:

@@ -2,27 +2,29 @@
 
 For one audit the grid is two steps, so a change of threshold or statistics never refits:
 
-1. :func:`fit_audits` fits the 5 strategies x 3 model families (15 cells; or the strategies
-   asked for) of every audit of a run, as one queue of tasks (:mod:`faircode.grid.scheduler`:
-   longest expected cell first, on one pool of local worker processes or a Dask cluster), and
-   keeps only their predictions (:class:`~faircode.grid.predictions.AuditPredictions`): the
-   test rows' scores (and decisions of the randomised S3/S4), the training rows' scores, and
-   the predictions of every counterfactual test-row set.
+1. :func:`fit_audits` fits the strategies of the strategy table x 3 model families (18 cells;
+   or the strategies asked for) of every audit of a run, as one queue of tasks
+   (:mod:`faircode.grid.scheduler`: longest expected cell first, on one pool of local worker
+   processes or a Dask cluster), and keeps only their predictions
+   (:class:`~faircode.grid.predictions.AuditPredictions`): the test rows' scores (and decisions
+   of the randomised S3-S5; S5's at every tolerance), the training rows' scores, and the
+   predictions of every counterfactual test-row set.
 2. :func:`~faircode.evaluate.audit.evaluate_audit` applies the operating point and computes every
    metric, interval, p- and q-value into the four result tables.
 
 :func:`fit_audit` is the one-audit case.  :func:`faircode.pipeline.run.run_audit` is both steps
 in memory; ``faircode run`` fits every requested audit in one queue, then evaluates each; the DVC
-pipeline runs them as stages with the predictions stored in between -- one fit stage per group
-of strategies that read the same params (S0-S2 none, S3 every ``mitigation.*``, S4 only
-``mitigation.constraint``), so a mitigation sweep re-fits only what it changes.  The numbers are
+pipeline runs them as stages with the predictions stored in between -- one fit stage per part of
+the strategy table, each reading its strategies' ``mitigation.*`` keys (S0-S2 none; S3
+constraint, eps, max_iter; S4 constraint; S5 constraint, tolerances), so a mitigation sweep
+re-fits only what it changes.  The numbers are
 bit-identical either way.
 
 One function fits a cell, :func:`fit_cell`, for the grid (the prepared split, the master seed,
 the counterfactual sets) and for a training replicate (its own split and seed, no
 counterfactual sets); the fit step reads only ``mitigation``, ``models.encoding`` (how the
 models see nominal columns, :func:`faircode.grid.models.make_model`) and the manifest's declared
-decision rule (which objective S3/S4 fit), never the threshold value.
+decision rule (which objective S3-S5 fit), never the threshold value.
 
 Reproducibility: one master seed, the manifest's ``random_state``.  Each stochastic step draws
 from its own child stream ``SeedSequence(master, spawn_key=(stream, strategy, model, ...))``
@@ -55,6 +57,7 @@ from faircode.core.cells import (
 from faircode.core.config import Encoding, ExecutionConfig, MitigationConfig, ReplicateConfig
 from faircode.core.numerics import configuration
 from faircode.core.seeds import Stream, child_seed, replicate_seed
+from faircode.grid.calibration import Unfittable
 from faircode.grid.predictions import AuditPredictions, CellPredictions, ReplicatePredictions
 from faircode.grid.scheduler import (
     DEFAULT_COEFFICIENTS,
@@ -65,7 +68,7 @@ from faircode.grid.scheduler import (
     Task,
     run_tasks,
 )
-from faircode.grid.strategies import READS, Unfittable, fit_strategy, supports_constraint
+from faircode.grid.strategies import READS, fit_strategy, supports_constraint
 
 __all__ = ["fit_audit", "fit_audits", "fit_cell", "fit_replicate", "grid_tasks"]
 
@@ -209,9 +212,11 @@ def fit_cell(
     every counterfactual set of ``perturbed`` (None: none, and no time recorded for them) and,
     with ``keep_train_scores``, the training rows (a worker task's body).
 
-    Every estimator (and S4's calibration split) is seeded with ``seed``; the randomised S3/S4
+    Every estimator (and S4's calibration split) is seeded with ``seed``; the randomised S3-S5
     predictions with ``child_seed(seed, Stream.PREDICTION, s, m)``, the same draws for the test
-    rows and every counterfactual set (common random numbers).  A cell that cannot be fitted on
+    rows, every counterfactual set and every point of a tolerance curve (common random
+    numbers); ``s`` is the position of the strategy whose draws the strategy table says it
+    shares (``draws``: S5 S4's), else its own.  A cell that cannot be fitted on
     these rows (:class:`~faircode.grid.strategies.Unfittable`: a group too small for S4's
     stratified calibration split) is returned with its reason in ``unfittable``, so one cell,
     not the audit, is lost; evaluate scores it as uninformative.
@@ -233,9 +238,11 @@ def fit_cell(
         return CellPredictions(strategy, family, seconds={"fit": time.perf_counter() - t0},
                                unfittable=f"{manifest.file}: {exc}")
     t1 = time.perf_counter()
-    draw = int(child_seed(seed, Stream.PREDICTION, *position(strategy, family))
+    info = strategy_info(strategy)
+    draw = int(child_seed(seed, Stream.PREDICTION, *position(info.draws or strategy, family))
                .generate_state(1)[0])
     y_pred, y_score = fitted.predict(data.X.iloc[test], sensitive=first[test], random_state=draw)
+    curve = fitted.predict_curve(data.X.iloc[test], sensitive=first[test], random_state=draw)
     t2 = time.perf_counter()
     randomised = strategy in RANDOMISED
     cf_score, cf_decision = [], []
@@ -255,6 +262,8 @@ def fit_cell(
         strategy, family, test_score=y_score, test_decision=y_pred if randomised else None,
         train_score=train_score, counterfactual_score=tuple(cf_score),
         counterfactual_decision=tuple(cf_decision), seconds=seconds, objective=fitted.objective,
+        violations=fitted.violations, tolerances=fitted.tolerances, curve_decision=curve,
+        base=fitted.base,
     )
 
 

@@ -2,11 +2,11 @@
 
 The grid is two steps (see :mod:`faircode.grid.fit` and :mod:`faircode.evaluate.score`).  The fit
 step
-produces an :class:`AuditPredictions`: for each of the 15 strategy x model cells, the test rows'
-score and -- for the randomised S3/S4 -- their decision, the training rows' score, and the same
-for every counterfactual test-row set.  Nothing model-sized is kept.  :func:`save_predictions` /
-:func:`load_predictions` write and read it as ``data/predictions/<audit>/`` (the pipeline's
-``fit`` stage output).
+produces an :class:`AuditPredictions`: for each strategy x model cell, the test rows'
+score and -- for the randomised S3-S5 -- their decision (S5's also at every tolerance), the
+training rows' score, and the same for every counterfactual test-row set.  Nothing model-sized
+is kept.  :func:`save_predictions` / :func:`load_predictions` write and read it as
+``data/predictions/<audit>/`` (the pipeline's ``fit`` stage output).
 
 Store layout (the contract other steps rely on)
 -----------------------------------------------
@@ -19,12 +19,19 @@ Store layout (the contract other steps rely on)
 ``counterfactual.parquet``
     ``strategy``, ``model``, ``set`` (index of the prepared counterfactual set), ``row``,
     ``score``, ``decision`` -- as ``test.parquet``, for the perturbed copies of the test rows.
+``tolerances.parquet`` (only when a cell has a tolerance curve: S5)
+    ``replicate`` (0: the grid's own cell), ``strategy``, ``model``, ``point`` (the curve's
+    index), ``tolerance``, ``row``, ``decision`` (int8): the test rows' decisions at every
+    tolerance of the curve.
 ``cells.json``
     ``audit``, ``manifest_sha256``, ``dataset_sha256``, ``config`` (the mitigation keys the fit
     read), ``numerics`` (the kernels that computed the predictions:
     :func:`faircode.core.numerics.configuration`) and ``cells``: one ``{"strategy", "model",
     "skipped", "objective", "score", "decision"}`` per cell in grid order (``score``/``decision``:
-    whether the cell has them; a cell that could not be fitted also ``"unfittable"``: why).
+    whether the cell has them; a cell that could not be fitted also ``"unfittable"``: why; a
+    cell that enforced the constraint also ``"violations"``, the violation it reached where it
+    enforced it, and one with a curve ``"tolerances"`` and ``"base"``, its base model's
+    strategy).
     With training replicates (``run.seeds`` > 1) also ``replicates``: ``{"seeds", "seed_mode",
     "cells"}``, one entry as above plus ``"replicate"`` per replicate cell.
 ``replicates.parquet`` (only with ``run.seeds`` > 1)
@@ -67,6 +74,7 @@ import pandas as pd
 from faircode.audit.decision import Cutoff
 from faircode.core.cells import ModelFamily, Strategy, grid_cells
 from faircode.core.errors import DataError
+from faircode.grid._tolerance_store import curve_fields, load_curves, save_curves
 
 __all__ = [
     "AuditPredictions",
@@ -78,8 +86,9 @@ __all__ = [
     "timings_path",
 ]
 
-TEST, TRAIN, COUNTERFACTUAL, CELLS, REPLICATES = (
-    "test.parquet", "train.parquet", "counterfactual.parquet", "cells.json", "replicates.parquet")
+TEST, TRAIN, COUNTERFACTUAL, CELLS, REPLICATES, TOLERANCES = (
+    "test.parquet", "train.parquet", "counterfactual.parquet", "cells.json", "replicates.parquet",
+    "tolerances.parquet")
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +100,10 @@ class CellPredictions:
     counterfactual set, likewise.  ``skipped``: why the cell was not run ('' if it was: a
     constraint its strategy cannot enforce); ``unfittable``: why it was run but could not be
     fitted on these training rows ('' if it was: :class:`faircode.grid.strategies.Unfittable`),
-    an uninformative cell.
+    an uninformative cell.  ``violations``: the violation of the constraint the cell reached
+    where it enforced it (S3-S5; S5 one per tolerance); ``tolerances``/``curve_decision``: a
+    tolerance curve's tolerances and its test decisions at each (S5), ``base`` the strategy
+    whose features its base model reads.
     """
 
     strategy: Strategy
@@ -105,6 +117,10 @@ class CellPredictions:
     skipped: str = ""
     objective: str = ""
     unfittable: str = ""
+    violations: tuple[float, ...] = ()
+    tolerances: tuple[float, ...] = ()
+    curve_decision: tuple[np.ndarray, ...] = ()
+    base: str = ""
 
     @property
     def fitted(self) -> bool:
@@ -117,6 +133,11 @@ class CellPredictions:
                              "a test score or decision")
         if len(self.counterfactual_score) != len(self.counterfactual_decision):
             raise ValueError("counterfactual scores and decisions differ in number of sets")
+        if self.tolerances and not (len(self.curve_decision) == len(self.violations)
+                                    == len(self.tolerances)):
+            raise ValueError(f"{self.strategy.value}/{self.family.value}: expected one curve "
+                             f"decision and violation per tolerance ({len(self.tolerances)}), "
+                             f"got {len(self.curve_decision)} and {len(self.violations)}")
 
     def decisions(self, cutoff: Cutoff) -> tuple[np.ndarray, tuple[np.ndarray, ...]]:
         """The test rows' and each counterfactual set's decisions (int8): S0-S2 scores at the
@@ -251,6 +272,9 @@ def save_predictions(predictions: AuditPredictions, folder: Path, *, test_index:
     }
     if predictions.seeds > 1:
         _save_replicates(predictions, folder, record)
+    save_curves([(0, c, test_index) for c in predictions.cells]
+                + [(r.replicate, r.cell, r.test_index) for r in predictions.replicates],
+                folder / TOLERANCES)
     (folder / CELLS).write_text(json.dumps(record, indent=2) + "\n")
     if timings is not None:
         _save_timings(predictions, timings)
@@ -260,7 +284,10 @@ def _cell_record(cell: CellPredictions) -> dict[str, Any]:
     return {"strategy": cell.strategy.value, "model": cell.family.value,
             "skipped": cell.skipped, "objective": cell.objective,
             "score": cell.test_score is not None, "decision": cell.test_decision is not None,
-            **({"unfittable": cell.unfittable} if cell.unfittable else {})}
+            **({"unfittable": cell.unfittable} if cell.unfittable else {}),
+            **({"violations": list(cell.violations)} if cell.violations else {}),
+            **({"tolerances": list(cell.tolerances), "base": cell.base}
+               if cell.tolerances else {})}
 
 
 def _not_fitted(entry: dict[str, Any], strategy: Strategy, family: ModelFamily,
@@ -329,6 +356,7 @@ def _save_replicates(predictions: AuditPredictions, folder: Path,
 
 def _load_replicates(folder: Path, entry: dict[str, Any],
                      seconds: dict[tuple[Any, ...], dict[str, float]],
+                     curves: dict[tuple[int, str, str], tuple[np.ndarray, ...]],
                      ) -> tuple[ReplicatePredictions, ...]:
     """Read ``replicates.parquet`` as described by cells.json's ``replicates`` entry."""
     frame = pd.read_parquet(folder / REPLICATES)
@@ -351,7 +379,7 @@ def _load_replicates(folder: Path, entry: dict[str, Any],
             test_score=_column(test, "score", c["score"]),
             test_decision=_column(test, "decision", c["decision"]),
             train_score=None if train is None else _column(train, "score", c["score"]),
-            seconds=took, objective=c.get("objective", ""),
+            seconds=took, objective=c.get("objective", ""), **curve_fields(c, curves, k),
         ), test["row"].to_numpy(dtype=np.int64)))
     return tuple(out)
 
@@ -364,6 +392,7 @@ def load_predictions(folder: Path, *, timings: Path | None = None) -> AuditPredi
     test = pd.read_parquet(folder / TEST)
     train = pd.read_parquet(folder / TRAIN)
     cf = pd.read_parquet(folder / COUNTERFACTUAL)
+    curves = load_curves(folder / TOLERANCES)
     groups = {name: dict(iter(frame.groupby(["strategy", "model"], sort=False)))
               for name, frame in (("test", test), ("train", train), ("cf", cf))}
     cells = []
@@ -386,7 +415,7 @@ def load_predictions(folder: Path, *, timings: Path | None = None) -> AuditPredi
             train_score=_column(groups["train"][key], "score", c["score"]),
             counterfactual_score=tuple(_column(p, "score", c["score"]) for p in pieces),
             counterfactual_decision=tuple(_column(p, "decision", c["decision"]) for p in pieces),
-            seconds=took, objective=c.get("objective", ""),
+            seconds=took, objective=c.get("objective", ""), **curve_fields(c, curves, 0),
         ))
     entry = record.get("replicates")
     return AuditPredictions(audit=record["audit"], cells=tuple(cells), config=record["config"],
@@ -394,7 +423,7 @@ def load_predictions(folder: Path, *, timings: Path | None = None) -> AuditPredi
                             dataset_sha256=record["dataset_sha256"],
                             numerics=dict(record.get("numerics") or {}),
                             replicates=() if entry is None else _load_replicates(
-                                folder, entry, seconds),
+                                folder, entry, seconds, curves),
                             seeds=1 if entry is None else int(entry["seeds"]),
                             seed_mode="model" if entry is None else str(entry["seed_mode"]))
 

@@ -34,7 +34,7 @@ as :data:`faircode.audit.fetch.MIRROR_ENV`, here so the parsers need not import 
 HELP: dict[str, str] = {
     "data fetch": "fetch and verify raw files (mirrors, sha256)",
     "validate": "rows after each filter, label rate, group sizes, split, units",
-    "run": "the S0–S4 × model grid into results/<audit>/",
+    "run": "the strategy × model grid into results/<audit>/",
     "report": "summary, paper tables, figures and report.html from a results folder",
     "track": "log a results folder to MLflow (once per state)",
     "freeze": "record the state behind cited numbers (freezes/<name>.json)",

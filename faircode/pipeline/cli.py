@@ -52,6 +52,7 @@ from faircode.pipeline.pipeline_command import add_pipeline
 if TYPE_CHECKING:  # pragma: no cover - the subcommands import what they use
     from faircode.audit.data import AuditData
     from faircode.audit.manifest import Manifest
+    from faircode.core.config import BenchmarkConfig
 
 __all__ = ["SUBCOMMANDS", "main", "resolve_manifests"]
 
@@ -184,9 +185,11 @@ def summary_lines(data: AuditData) -> list[str]:
             lines.append(f"  system {system.name}: score {m.system.score.column} "
                          f"({system.scale}) from {system.score.min():g} to "
                          f"{system.score.max():g}")
-    for stratum in m.strata:  # the legitimate factors the gap is also measured within
-        lines.append(f"  stratum {stratum.name} ({', '.join(stratum.columns)}): "
-                     f"{int(data.strata[stratum.name].max()) + 1} levels")
+    for stratum in m.strata:  # the legitimate factors the gap is also conditioned on
+        shape = (f"{data.covariates[stratum.name].shape[1]} covariate terms (logistic "
+                 "regression)" if stratum.regression else
+                 f"{len(data.stratum_levels[stratum.name])} levels")
+        lines.append(f"  stratum {stratum.name} ({', '.join(stratum.columns)}): {shape}")
     if data.unit is not None:
         sizes = np.bincount(data.unit)
         shared = np.intersect1d(data.unit[data.train_index], data.unit[data.test_index]).size
@@ -201,7 +204,7 @@ def summary_lines(data: AuditData) -> list[str]:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from faircode.audit.data import load_audit
-    from faircode.grid.strategies import calibration_warning
+    from faircode.grid.calibration import calibration_warning
 
     folders = mirrors()
 
@@ -271,14 +274,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
         else:
             print(f"skipped: {message}")
 
-    prepared = prepare_audits(resolve_manifests(Path(args.audits), args.audit or
-                                                list(params.audits)),
-                              on_error=report, on_skipped=skipped,
+    paths = resolve_manifests(Path(args.audits), args.audit or
+                              [*params.audits, *params.text_audits])
+    grid, text = _split_by_grid(paths, on_error=report)
+    prepared = prepare_audits(grid, on_error=report, on_skipped=skipped,
                               obtain=lambda m: obtain(m, folders))
     with RunDisplay(Console(stderr=True), quiet=args.quiet) as display:
         runs = run_audits(prepared, config=config, execution=execution, out=Path(args.out),
                           provenance_record=provenance(), on_error=report,
                           on_start=display.start, on_cell_done=display.done)
+    for path in text:  # a text audit: its own steps, no grid (faircode.pipeline.text_run)
+        _run_text(path, config=config, out=Path(args.out), folders=folders, report=report,
+                  skipped=skipped)
     for run in runs:
         print(f"{run.data.manifest.name}: wrote {run.folder}")
     if runs:
@@ -293,12 +300,47 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return EXIT_USAGE if bad_input else EXIT_FAILED if failed or unavailable else EXIT_OK
 
 
+def _split_by_grid(paths: Sequence[Path], *, on_error: Callable[[str, BaseException], None]
+                   ) -> tuple[list[Path], list[Path]]:
+    """The manifests of grid kinds, and the others (text audits), by their task kind."""
+    from faircode.audit.kinds import manifest_task_kind
+
+    grid: list[Path] = []
+    other: list[Path] = []
+    for path in paths:
+        try:
+            (grid if manifest_task_kind(path).grid else other).append(path)
+        except FaircodeError as exc:
+            on_error(path.parent.name, exc)
+    return grid, other
+
+
+def _run_text(path: Path, *, config: BenchmarkConfig, out: Path, folders: tuple[Path, ...],
+              report: Callable[[str, BaseException], None],
+              skipped: Callable[[str], None]) -> None:
+    """Run one text audit (:func:`faircode.pipeline.text_run.run_text_audit`), reporting its
+    failure or missing data as a grid audit's."""
+    from faircode.pipeline.text_run import run_text_audit
+    from faircode.provenance.state import provenance
+
+    try:
+        folder = run_text_audit(path, config=config, out=out,
+                                obtain=lambda m: obtain(m, folders),
+                                provenance_record=provenance(), say=print)
+    except DataUnavailableError as exc:
+        skipped(str(exc))
+    except Exception as exc:  # one audit's failure must not lose the others
+        report(path.parent.name, exc)
+    else:
+        print(f"{path.parent.name}: wrote {folder}")
+
+
 def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     from faircode.core.config import CONSTRAINTS
 
     parser = subparsers.add_parser(
         "run", parents=[common], help=HELP["run"],
-        description="Fit and score the S0-S4 x model grid of each audit (a missing raw file is "
+        description="Fit and score the strategy x model grid of each audit (a missing raw file is "
                     f"fetched first: {MIRROR_HELP}).",
         **example("faircode run german_credit_lending --n-resamples 200 --n-permutations 200 "
                   "--out /tmp/faircode-quick"))
@@ -318,7 +360,7 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                                             "(implies --backend dask)")
     parser.add_argument("--quiet", action="store_true",
                         help="no progress bar and no per-cell lines (CI); the summary stays")
-    parser.add_argument("--constraint", choices=CONSTRAINTS, help="S3/S4 fairness constraint")
+    parser.add_argument("--constraint", choices=CONSTRAINTS, help="S3-S5 fairness constraint")
     parser.add_argument("--eps", type=float, help="ExponentiatedGradient eps (0.01)")
     parser.add_argument("--decision-threshold", type=float, help="S0-S2 threshold (0.5)")
     parser.add_argument("--seeds", type=int, help="training replicates per cell (1; the paper "

@@ -100,8 +100,8 @@ RESULTS_HEADER = """\
 # faircode/pipeline/dvc_files.py): change the lists, run it, commit both files.  check-params,
 # the first stage of every repro, refuses files written for another list with one line naming it.
 # Two files, one pipeline: this one holds the stages that write results/ (check-params, evaluate,
-# report, track); upstream/dvc.yaml the ones that write data/ (fetch, prepare, the
-# fits, the text audits' fetch, payloads and scores).  DVC keeps one dvc.lock per dvc.yaml
+# report, track); upstream/dvc.yaml the ones that write data/ (fetch, prepare, the fits, the
+# text audits' fetch, payloads, trained systems and scores).  DVC keeps one dvc.lock per dvc.yaml
 # and rewrites the whole of it after every stage it runs, so a sweep value, which runs only this
 # file's stages, rewrites this file's ~1,300-line lock, not the ~5,000 lines of the data stages'
 # (K = 5).  `dvc repro` runs both files, in dependency order.
@@ -117,8 +117,10 @@ RESULTS_HEADER = """\
 #   report/                         -> report only;  record/ -> track only
 #   pipeline/cli.py, progress.py    -> nothing (no stage imports the command line)
 # and as params exactly the params.yaml sections it reads:
-#   mitigation.* -> fit-in-processing (S3; every key) and fit-post-processing (S4; the constraint
-#                   only) + evaluate; fit (S0-S2) reads no mitigation key and never re-runs
+#   mitigation.* -> each fit stage the keys its strategies read (the strategy table's reads):
+#                   fit-in-processing (S3) constraint, eps, max_iter; fit-post-processing (S4)
+#                   constraint; fit-relaxed-post-processing (S5) constraint, tolerances; then
+#                   evaluate; fit (S0-S2) reads no mitigation key and never re-runs
 #   run.seeds, run.seed_mode -> the fit stages + evaluate (never fetch/prepare)
 #   models.encoding     -> the fit stages (how the models see nominal columns) + evaluate
 #   models.*, stats.*, degenerate.*, verdicts.*, curves.* -> evaluate (then report and track)
@@ -205,9 +207,10 @@ def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
              "evaluate data/prepared data/predictions data/text results", "    deps:",
              *_items(deps, 6)]
     if text:
-        lines += ["      # a text audit (params.yaml's text_audits): its manifest, payloads and "
-                  "scores", *_items([p for a in text for p in (
-                      f"audits/{a}", f"data/text/{a}/payloads", f"data/text/{a}/scores")], 6)]
+        lines += ["      # a text audit (params.yaml's text_audits): its manifest, payloads, "
+                  "trained systems and scores", *_items([p for a in text for p in (
+                      f"audits/{a}", f"data/text/{a}/payloads", f"data/text/{a}/systems",
+                      f"data/text/{a}/scores")], 6)]
     lines += ["    params:", *_items(EVALUATE_PARAMS, 6),
               "    outs:  # persist: kept in place while the stage runs, so it can find them "
               "unchanged"]
@@ -304,9 +307,11 @@ stages:"""
 
 TEXT_NOTE = """\
   # The text audits (params.yaml text_audits; audits/<name>/audit.yaml with kind: text): fetch,
-  # payloads (sentences, rendered name sentences, every axis's copies) and one score per distinct
-  # text and system; ../dvc.yaml's evaluate writes the tables.  text-score imports the audited
-  # systems' packages and no statistics, so a statistics edit re-runs evaluate only."""
+  # payloads (sentences, rendered name sentences, every axis's copies and placebo swaps), the
+  # systems a text audit trains (its manifest's training: block, seeded by its random_state; no
+  # param) and one score per distinct text and system; ../dvc.yaml's evaluate writes the tables.
+  # text-score imports the audited systems' packages and no statistics, so a statistics edit
+  # re-runs evaluate only."""
 
 
 def _foreach(name: str, audits: Sequence[str], *, first: bool) -> list[str]:
@@ -363,11 +368,18 @@ def _text_stages(audits: Sequence[str]) -> list[str]:
                          "'data/raw/${item}'\n        'data/text/${item}/payloads'",
                          [*_code("text_prepare", "core", "counterfactual", "audit"),
                           "audits/${item}", "data/raw/${item}"], "data/text/${item}/payloads")
+    lines += _data_stage("text-train", _foreach("text_audits", audits, first=False),
+                         ">-\n        python -m faircode.pipeline.stages.text_train '${item}' "
+                         "'data/raw/${item}'\n        'data/text/${item}/systems'",
+                         [*_code("text_train", "core", "counterfactual", "audit"),
+                          "audits/${item}", "data/raw/${item}"], "data/text/${item}/systems")
     lines += _data_stage("text-score", _foreach("text_audits", audits, first=False),
                          ">-\n        python -m faircode.pipeline.stages.text_score '${item}' "
-                         "'data/text/${item}/payloads'\n        'data/text/${item}/scores'",
+                         "'data/text/${item}/payloads'\n        'data/text/${item}/systems' "
+                         "'data/text/${item}/scores'",
                          [*_code("text_score", "core", "counterfactual", "audit"),
-                          "audits/${item}", "data/text/${item}/payloads"],
+                          "audits/${item}", "data/text/${item}/payloads",
+                          "data/text/${item}/systems"],
                          "data/text/${item}/scores")
     return lines
 

@@ -133,7 +133,7 @@ def add_pipeline(subparsers: argparse._SubParsersAction,
         "pipeline", help=HELP["pipeline"],
         description="Write dvc.yaml and upstream/dvc.yaml from params.yaml's audits and "
                     "text_audits (run it after changing either list; commit both files).",
-        **example("faircode pipeline", "faircode pipeline --check"))
+        **example("faircode pipeline --check"))
     parser.add_argument("--root", default=".", help="the project (params.yaml, audits/, the "
                                                     "pipeline files; default: here)")
     parser.add_argument("--check", action="store_true",

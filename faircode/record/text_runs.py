@@ -2,14 +2,18 @@
 
 The ``text`` kind's entry of :data:`faircode.record.kinds.CHILDREN`: reads a checked
 ``<results>/<audit>/`` as the evaluate stage writes a text audit's (``run.json`` with ``kind:
-text``, ``flips.csv`` and ``ctf.csv``).  A child is named like the grid's counterfactual children,
-``<audit> <system> flip <axis> (<kind>)`` (``bias_madlibs profanity_check flip
-race_black_to_white (proxy)``), with ``audit``, ``system``, ``table`` (``text``), ``axis`` and
-``channel`` as params and tags, so MLflow's compare view shows what differs.  Metrics, short keys
+text``, ``flips.csv``, ``ctf.csv`` and ``placebo.csv``).  A child is named like the grid's
+counterfactual children, ``<audit> <system> flip <axis> (<kind>)`` (``bias_madlibs
+profanity_check flip race_black_to_white (proxy)``; on a declared sentence set ``(<kind>,
+<set>)``), with ``audit``, ``system``, ``table`` (``text``), ``axis``, ``channel`` and ``set`` as
+params and tags, so MLflow's compare view shows what differs.  Metrics, short keys
 in the manner of :mod:`faircode.record.names`: per operating point ``<point>.flip``,
 ``<point>.flip.lo``/``.hi``, ``<point>.flip.q_audit`` (the direction test's q in the system's
 own family), ``<point>.to_pos``, ``<point>.to_neg``, ``<point>.n_changed``; and ``ctf``,
-``ctf.lo``, ``ctf.hi``, ``shift``, ``shift.lo``, ``shift.hi``, ``shift.p``, ``shift.q_audit``.
+``ctf.lo``, ``ctf.hi``, ``shift``, ``shift.lo``, ``shift.hi``, ``shift.p``, ``shift.q_audit``;
+where the axis has a placebo, the difference from it: ``<point>.placebo`` (with ``.lo``, ``.hi``,
+``.q_audit``) and ``shift.placebo`` (likewise), and each one's verdict as the tag
+``<point>.placebo.verdict`` / ``shift.placebo.verdict``.
 Each point's threshold and rule are params and tags (``<point>.threshold``, ``<point>.rule``):
 as tags they are part of the child's digest (:func:`faircode.record.child.child_digest`, which
 leaves params out), so a moved threshold is a different child even when no flip changed.  An
@@ -40,6 +44,10 @@ CTF_KEYS = {"ctf_gap": "ctf", "ci_low": "ctf.lo", "ci_high": "ctf.hi", "shift": 
             "shift_ci_low": "shift.lo", "shift_ci_high": "shift.hi", "p_value": "shift.p",
             "q_value": "shift.q_audit", "n_pairs": "n_pairs", "n_units": "n_units"}
 """ctf.csv column -> metric key."""
+PLACEBO_KEYS = {"difference": "placebo", "ci_low": "placebo.lo", "ci_high": "placebo.hi",
+                "q_value": "placebo.q_audit"}
+"""placebo.csv column -> metric key (after ``<point>.`` or ``shift.``)."""
+_OWN_SETS = ("data", "names")
 
 
 def _table(path: Path) -> pd.DataFrame:
@@ -70,10 +78,17 @@ def text_children(folder: Path) -> list[ChildRun]:
                  "manifest_sha256": str(run.get("manifest_sha256", "")),
                  **state_tags(state_of(run))}
     flips, ctf = _table(table_path(folder, "flips")), _table(table_path(folder, "ctf"))
+    path = table_path(folder, "placebo")  # absent from a folder written before placebos
+    placebo = _table(path) if path.is_file() else pd.DataFrame(
+        columns=["system", "axis", "kind", "set", "measure"])
+    for frame in (flips, ctf):
+        if "set" not in frame:  # a folder written before sentence sets were a column
+            frame["set"] = ""
     children = []
-    for (system, axis, kind), rows in ctf.groupby(["system", "axis", "kind"], sort=False):
+    for (system, axis, kind, which), rows in ctf.groupby(["system", "axis", "kind", "set"],
+                                                        sort=False):
         who = {"audit": audit, "system": str(system), "table": "text", "axis": str(axis),
-               "channel": str(kind)}
+               "channel": str(kind), "set": str(which)}
         metrics: dict[str, float] = {}
         params = {**base_params, **who}
         points: dict[str, str] = {}  # each point's threshold and rule: params and tags
@@ -81,8 +96,9 @@ def text_children(folder: Path) -> list[ChildRun]:
             value = _number(rows[column].iat[0])
             if value is not None:
                 metrics[key] = value
+        verdicts = _placebo(placebo, metrics, system=system, axis=axis, kind=kind, which=which)
         mine = flips[(flips["system"] == system) & (flips["axis"] == axis)
-                     & (flips["kind"] == kind)]
+                     & (flips["kind"] == kind) & (flips["set"] == which)]
         for row in mine.itertuples(index=False):
             point = sanitise(str(row.operating_point))
             points[f"{point}.threshold"] = str(row.threshold)
@@ -92,13 +108,33 @@ def text_children(folder: Path) -> list[ChildRun]:
                 if value is not None:
                     metrics[sanitise(f"{point}.{key}")] = value
         params.update(points)
-        name = f"{audit} {system} flip {axis} ({kind})"
-        key = "|".join(("text", audit, str(system), str(axis), str(kind)))
+        channel = str(kind) if which in ("", *_OWN_SETS) else f"{kind}, {which}"
+        name = f"{audit} {system} flip {axis} ({channel})"
+        key = "|".join(("text", audit, str(system), str(axis), str(kind),
+                        *(() if which in ("", *_OWN_SETS) else (str(which),))))
         first = rows["note"].iat[0] if "note" in rows else None
         note = str(first) if isinstance(first, str) else ""
-        tags = {**base_tags, **who, **points, "informative": "true", "faircode.child_key": key,
+        tags = {**base_tags, **who, **points, **verdicts, "informative": "true",
+                "faircode.child_key": key,
                 "mlflow.note.content": f"{name}: counterfactual flip rates and CTF gap."}
         if note:
             tags["notes"] = note
         children.append(ChildRun(key, audit, name, tags, params, metrics))
     return children
+
+
+def _placebo(placebo: pd.DataFrame, metrics: dict[str, float], *, system: Any, axis: Any,
+             kind: Any, which: Any) -> dict[str, str]:
+    """Add the placebo differences of one child to ``metrics``; its verdicts, as tags."""
+    rows = placebo[(placebo["system"] == system) & (placebo["axis"] == axis)
+                   & (placebo["kind"] == kind) & (placebo["set"] == which)
+                   & placebo["measure"].isin(["flip_rate", "shift"])]
+    tags = {}
+    for row in rows.itertuples(index=False):
+        prefix = "shift" if row.measure == "shift" else sanitise(str(row.operating_point))
+        for column, key in PLACEBO_KEYS.items():
+            value = _number(getattr(row, column))
+            if value is not None:
+                metrics[f"{prefix}.{key}"] = value
+        tags[f"{prefix}.placebo.verdict"] = str(row.verdict)
+    return tags

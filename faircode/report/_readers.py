@@ -59,12 +59,22 @@ REQUIRED: dict[str, tuple[str, ...]] = {
                         "ci_low", "ci_high", "p_value", "q_value", "note"),
     "stratified": ("audit", "strategy", "model", "protected_attribute", "stratum", "columns",
                    "value", "ci_low", "ci_high", "p_value", "q_value", "raw_gap", "note"),
+    "stratum_rates": ("audit", "strategy", "model", "protected_attribute", "stratum", "level",
+                      "n_disadvantaged", "decided_1_disadvantaged", "n_advantaged",
+                      "decided_1_advantaged", "gap", "weight", "note"),
     "curves": ("audit", "strategy", "model", "threshold", "protected_attribute", "metric",
                "value", "ci_low", "ci_high", "note", "point"),
     "stability": ("audit", "strategy", "model", "protected_attribute", "metric", "seeds",
                   "seed_mode", "note"),
     "effects": ("audit", "strategy", "reference", "model", "protected_attribute", "metric",
                 "value", "ci_low", "ci_high", "p_value", "q_value", "note"),
+    "frontier": ("audit", "strategy", "model", "protected_attribute", "tolerance", "metric",
+                 "violation", "violation_low", "violation_high", "accuracy", "accuracy_low",
+                 "accuracy_high", "balanced_accuracy", "balanced_accuracy_low",
+                 "balanced_accuracy_high", "note"),
+    "matched": ("audit", "strategy", "reference", "model", "protected_attribute", "metric",
+                "target", "match", "tolerance", "reference_violation", "value", "ci_low",
+                "ci_high", "p_value", "equivalence_p_value", "q_value", "verdict", "note"),
 }
 """Each table's required columns (extra columns are kept)."""
 
@@ -72,14 +82,18 @@ GRID_READS: tuple[tuple[str, bool, str], ...] = (
     ("stability", False, "stability"),  # only with training replicates
     ("effects", False, "effects"),  # the paired effects (at K > 1 the K-replicate estimates)
     ("curves", False, "curves"),  # operating-point curves (curves.*)
+    ("frontier", False, "frontier"),  # a tolerance curve's frontier (S5)
+    ("matched", False, "matched"),  # and its matched-violation comparisons
     ("fairness", True, "deployed:fairness_all"),
     ("performance", True, "deployed:performance_all"),
     ("intersectional", True, "deployed:intersectional_all"),
     ("stratified", True, "deployed:stratified_all"),
+    ("stratum_rates", True, "deployed:stratum_rates_all"),
     ("groups", False, "deployed:groups"),
     ("calibration", False, "deployed:calibration"),
     ("calibration_gap", False, "deployed:calibration_gap"),
     ("stratified", False, "deployed:stratified"),
+    ("stratum_rates", False, "deployed:stratum_rates"),
     ("groups", True, "deployed:groups"),  # row set "all": the system on every row
 )
 """``(table, in deployed/, where its rows go)`` of a grid run's optional tables, in reading

@@ -11,6 +11,12 @@ LaTeX and HTML versions cannot disagree:
 * :func:`replication_table` -- the system on every row of the audit, per attribute and group:
   ``n``, ``TN, FP, FN, TP``, FPR, FNR and PPV with Wilson intervals (``groups.csv``, row set
   ``all``): the per-group table of a published audit (ProPublica's truth tables for COMPAS).
+* :func:`orientation_table` -- the system's error-rate gaps on every row in both orientations,
+  each named in words: the label coding a published audit uses (ProPublica's FPR: flagged among
+  those not re-arrested, COMPAS +0.214) beside the favourable orientation of ``fairness.csv``
+  (its ``fpr_gap``: decided favourable among label unfavourable, COMPAS -0.197).  Where label 1
+  is unfavourable the two orientations swap FPR and FNR, so the same rows' two "FPR gaps" count
+  different people and may differ in sign.
 
 Design decisions
 ----------------
@@ -42,8 +48,8 @@ from faircode.core.metrics import Metric
 from faircode.report.inputs import DEPLOYED, STRATEGIES, ordered, strategy_code
 from faircode.report.tables import Cell, Context, Table, _Footnotes, estimate_cell
 
-__all__ = ["GAPS", "deployed_table", "deployed_tables", "replication_table", "signed_gaps",
-           "system_names"]
+__all__ = ["GAPS", "ORIENTATIONS", "deployed_table", "deployed_tables", "orientation_table",
+           "replication_table", "signed_gaps", "system_names"]
 
 DP, _TPR, _FPR = (m.value for m in (Metric.DEMOGRAPHIC_PARITY, Metric.TPR_GAP, Metric.FPR_GAP))
 GAPS: tuple[str, ...] = ("parity gap", "FPR gap", "FNR gap", "calibration gap")
@@ -139,7 +145,8 @@ def deployed_table(ctx: Context) -> Table | None:
         "within-score-bin difference of the label-1 rate (Mantel-Haenszel weights; > 0: at "
         "equal score the disadvantaged group has label 1 more often). Where label 1 is "
         "unfavourable a positive parity or FPR gap puts the disadvantaged group at a "
-        "disadvantage. Deployed: " + who + ".")
+        "disadvantage (fairness.csv counts the favourable outcome instead: both orientations "
+        "side by side in the orientation table). Deployed: " + who + ".")
     return Table("deployed_table", "The deployed system beside S0-S4 on the same test rows",
                  ("audit", "attribute", "gap"),
                  (*(strategy_code(s) for s in strategies), DEPLOYED), tuple(sections), legend,
@@ -197,9 +204,81 @@ def _positives(groups: pd.DataFrame) -> str:
     return "; ".join(f"{a}: {p}" for a, p in zip(found["audit"], found["positive"], strict=True))
 
 
+ORIENTATIONS: tuple[tuple[str, str, str], ...] = (
+    ("label coding (as published)", "FPR gap: decided 1 among label 0", "FPR gap"),
+    ("label coding (as published)", "FNR gap: decided 0 among label 1", "FNR gap"),
+    ("favourable orientation (fairness.csv)",
+     f"{_FPR}: decided favourable among label unfavourable", _FPR),
+    ("favourable orientation (fairness.csv)",
+     f"FNR gap = -{_TPR}: decided unfavourable among label favourable", f"-{_TPR}"),
+)
+"""The rows of :func:`orientation_table` per attribute: (orientation, what the gap counts,
+key: a label-coded gap of :func:`signed_gaps` or a ``fairness.csv`` metric, ``-`` negated)."""
+
+
+def _oriented(favourable: int, key: str) -> tuple[str, float]:
+    """``(fairness.csv metric, sign)`` of an :data:`ORIENTATIONS` row."""
+    if key in GAPS:
+        return signed_gaps(favourable)[key]
+    return (key[1:], -1.0) if key.startswith("-") else (key, 1.0)
+
+
+def orientation_table(ctx: Context) -> Table | None:
+    """Rows audit x attribute x orientation x gap: the system's FPR and FNR gaps on every row
+    in the label coding and in the favourable orientation, each said in words."""
+    deployed = ctx.inputs.deployed
+    systems = {a: n for a, n in system_names(ctx).items() if a not in deployed.people}
+    fair = deployed.fairness_all
+    if not systems or fair.empty:
+        return None
+    found = _index(fair[fair["audit"].isin(systems)], ["audit", "protected_attribute", "metric"])
+    fn, rows = _Footnotes(), []
+    for audit in systems:
+        mine = fair[fair["audit"] == audit]
+        for attr in ordered(mine["protected_attribute"], ()):
+            for orientation, counts, key in ORIENTATIONS:
+                metric, sign = _oriented(deployed.favourable[audit], key)
+                row = _signed(found.get((audit, attr, metric)), sign, ctx.alpha)
+                rows.append(((audit, attr, orientation, counts),
+                             (estimate_cell(row, value="value", fn=fn),)))
+    if not rows:
+        return None
+    pct = f"{ctx.confidence:.0%}"
+    codes = "; ".join(f"{a}: {_coding(ctx, a)}" for a in systems)
+    legend = (
+        f"The deployed system on every row of the audit (deployed/fairness.csv): each "
+        f"error-rate gap, disadvantaged minus advantaged [{pct} CI], * the system's own "
+        "Benjamini-Hochberg q, in two orientations. Label coding: decision 1 is the decision "
+        "calling for label 1 and the FPR is the share decided 1 among label 0, as published "
+        "audits state it (ProPublica's FPR for COMPAS: rated Medium or High among those not "
+        "re-arrested). Favourable orientation: fairness.csv's, where 1 is the favourable "
+        "outcome; its fpr_gap is the share decided favourable among label unfavourable. Where "
+        "label 1 is unfavourable the orientations swap FPR and FNR: fairness.csv's fpr_gap is "
+        "then the label coding's FNR gap, and the label coding's FPR gap is minus "
+        "fairness.csv's tpr_gap. "
+        f"Codings: {codes}.")
+    return Table("orientation_table",
+                 "The deployed system's error-rate gaps, in the published label coding and in "
+                 "the favourable orientation", ("audit", "attribute", "orientation", "gap"),
+                 ("disadvantaged minus advantaged",), (("", tuple(rows)),), legend, fn.items())
+
+
+def _coding(ctx: Context, audit: str) -> str:
+    """``decision 1 = <the system's rule>, label 1 = <...> (unfavourable)`` of an audit."""
+    run = ctx.inputs.runs.get(audit, {})
+    system = run.get("system") if isinstance(run.get("system"), dict) else {}
+    groups = ctx.inputs.deployed.groups
+    mine = groups[groups["audit"] == audit] if "positive" in groups.columns else groups.iloc[:0]
+    label = str(mine["positive"].iloc[0]) if len(mine) else \
+        f"label 1 ({'favourable' if ctx.inputs.deployed.favourable[audit] else 'unfavourable'})"
+    rule = system.get("decision") if isinstance(system, dict) else None
+    return f"decision 1 = {rule or 'the decision calling for label 1'}, {label}"
+
+
 def deployed_tables(ctx: Context) -> tuple[Table, ...]:
     """The deployed-system tables of the report (none without a system)."""
-    return tuple(t for t in (deployed_table(ctx), replication_table(ctx)) if t is not None)
+    return tuple(t for t in (deployed_table(ctx), replication_table(ctx), orientation_table(ctx))
+                 if t is not None)
 
 
 def system_names(ctx: Context) -> Mapping[str, str]:

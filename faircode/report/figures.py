@@ -3,8 +3,8 @@
 Design decisions
 ----------------
 * **One colour per strategy, one marker per model family in every figure**
-  (:mod:`faircode.report.style`): S0 black, S1 orange, S2 sky blue, S3 green, S4 vermillion;
-  logistic regression a circle, the forest a square, boosting a triangle.  The heatmap's
+  (:mod:`faircode.report.style`): S0 black, S1 orange, S2 sky blue, S3 green, S4 vermillion,
+  S5 blue; logistic regression a circle, the forest a square, boosting a triangle.  The heatmap's
   diverging ColorBrewer ``PuOr`` map, centred on parity, encodes the value.
 * **Verdicts are drawn, with the page's rule**: a filled marker is a gap shown (verdict
   ``gap``), an open one is not; the heatmap prints ``*`` after a cell with a gap shown in every

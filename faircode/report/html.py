@@ -45,7 +45,7 @@ import pandas as pd
 
 from faircode.core.cells import STRATEGY_TITLES, strategy_info
 from faircode.provenance.state import StateIdentity, group_states
-from faircode.report import headline
+from faircode.report import headline, matched
 from faircode.report.deployed import deployed_tables
 from faircode.report.effects import effects_table
 from faircode.report.figures import FigureFile
@@ -368,7 +368,8 @@ def _top(ctx: Context, figures: Sequence[FigureFile], images: Mapping[Path, tupl
     margins = headline.margins_of(ctx)
     sentences = headline.lead(items, metric=ctx.metric, unavailable=len(ctx.inputs.unavailable),
                               margins=margins)
-    sentences = (*sentences, text_line) if text_line else sentences
+    claim = matched.claim_sentence(ctx.inputs.matched, ctx.inputs.runs, alpha=ctx.alpha)
+    sentences = (*sentences, *(line for line in (claim, text_line) if line))
     people = people_lines(ctx)  # an audit of people's decisions: that line first
     pairs = [p for f in items
              for p in (*([people.pop(f.audit)] if f.audit in people else []),
@@ -424,6 +425,7 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
         _fold("Paper table: the gap per audit, attribute, strategy and family",
               boxed(to_html(paper))),
         *_effects(ctx),
+        *matched.matched_folds(ctx, fold=_fold),
         _fold("Residual floor table: |S3| - |S2| and |S4| - |S2|", boxed(to_html(floor_table))),
         _fold("Performance, with the majority-class accuracy", boxed(to_html(performance))),
         _fold("Counterfactual flip rates", boxed(to_html(counterfactual))),
@@ -461,4 +463,5 @@ def _sections(sections: Sequence[tuple[LoadedSection, Sequence[FigureFile]]], *,
 
 
 _KIND = {"by_strategy": "gap by strategy", "tradeoff": "accuracy against distance from parity",
-         "curves": "operating-point curves", "calibration": "calibration by group"}
+         "curves": "operating-point curves", "calibration": "calibration by group",
+         "frontier": "accuracy against the constraint's violation, with the tolerance curve"}

@@ -20,7 +20,8 @@ Design decisions
   ``effects.csv`` (the paired effects of the strategies, :attr:`ReportInputs.effects`; at K > 1
   the K-replicate estimates, so ``effects_stability.csv`` is not read).
 * ``<audit>/curves.csv`` (operating-point curves, :mod:`faircode.evaluate.curves`) likewise:
-  :attr:`ReportInputs.curves`, empty where no audit has one.
+  :attr:`ReportInputs.curves`, empty where no audit has one; so are ``frontier.csv`` and
+  ``matched.csv`` (S5's tolerance curve, :mod:`faircode.evaluate.matched`).
 * **A deployed system** (manifest ``system:``) appears in ``fairness.csv``, ``performance.csv``
   and ``intersectional.csv`` as rows of strategy :data:`DEPLOYED` (model = the system's name) on
   the grid's test rows, and on every row in ``<audit>/deployed/``.  Those rows are split off at
@@ -115,7 +116,8 @@ class DeployedInputs:
     of the main tables (test rows); ``*_all`` those of ``<audit>/deployed/`` (every row);
     ``groups``, ``calibration``, ``calibration_gap`` the optional tables as written (every
     strategy, both row sets); ``stratified`` the gaps within declared strata on the test rows
-    (every strategy) and ``stratified_all`` the system's on every row.  ``favourable`` maps
+    (every strategy) and ``stratified_all`` the system's on every row; ``stratum_rates`` and
+    ``stratum_rates_all`` the levels they pool, likewise.  ``favourable`` maps
     each audit with a system to its target's favourable label (``run.json``
     ``target.favourable``, else its manifest); ``titles`` to the system's title; ``people``
     lists the audits whose system's decision is the recorded outcome (``run.json``
@@ -133,6 +135,8 @@ class DeployedInputs:
     calibration_gap: pd.DataFrame = field(default_factory=lambda: _empty("calibration_gap"))
     stratified: pd.DataFrame = field(default_factory=lambda: _empty("stratified"))
     stratified_all: pd.DataFrame = field(default_factory=lambda: _empty("stratified"))
+    stratum_rates: pd.DataFrame = field(default_factory=lambda: _empty("stratum_rates"))
+    stratum_rates_all: pd.DataFrame = field(default_factory=lambda: _empty("stratum_rates"))
     favourable: Mapping[str, int] = field(default_factory=dict)
     titles: Mapping[str, str] = field(default_factory=dict)
     people: tuple[str, ...] = ()
@@ -162,6 +166,10 @@ class ReportInputs:
     """Every ``<audit>/curves.csv`` (operating-point curves); empty where none was written."""
     encoding_sensitivity: pd.DataFrame = field(default_factory=pd.DataFrame)
     """``<results>/encoding_sensitivity.csv`` (``bench/encoding_sensitivity.py``), if there."""
+    frontier: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Every ``<audit>/frontier.csv`` (S5's tolerance curve beside every strategy's point)."""
+    matched: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Every ``<audit>/matched.csv`` (the matched-violation comparisons)."""
 
     @property
     def audits(self) -> tuple[str, ...]:
@@ -252,7 +260,8 @@ def _assemble(found: Found, unavailable: Mapping[str, UnavailableAudit], *,
         runs=found.runs, unavailable=tuple(unavailable[k] for k in sorted(unavailable)),
         stability=joined("stability"),
         deployed=_deployed_inputs(found.deployed, found.runs, audits_dir),
-        effects=joined("effects"), curves=joined("curves"), encoding_sensitivity=sensitivity)
+        effects=joined("effects"), curves=joined("curves"), encoding_sensitivity=sensitivity,
+        frontier=joined("frontier"), matched=joined("matched"))
 
 
 def _favourable(audit: str, run: Mapping[str, Any], audits_dir: Path | None) -> int:
@@ -281,7 +290,8 @@ def _deployed_inputs(frames: Mapping[str, list[pd.DataFrame]],
         performance_all=part("performance_all"), intersectional_all=part("intersectional_all"),
         groups=part("groups"), calibration=part("calibration"),
         calibration_gap=part("calibration_gap"), stratified=part("stratified"),
-        stratified_all=part("stratified_all"))
+        stratified_all=part("stratified_all"), stratum_rates=part("stratum_rates"),
+        stratum_rates_all=part("stratum_rates_all"))
     favourable, titles, people = {}, {}, []
     for audit, name in out.systems.items():
         favourable[audit] = _favourable(audit, runs.get(audit, {}), audits_dir)

@@ -12,9 +12,9 @@ Design decisions
   any figure: the strategies are what the benchmark compares, so they get the channel that reads
   at a glance; the families get a second, shape channel that survives a grey-scale print.
 * Okabe-Ito colours (distinguishable under the common colour-vision deficiencies): each
-  strategy's ``colour`` in :data:`faircode.core.cells.STRATEGY_TABLE` (S0 black, S1 orange, S2
-  sky blue, S3 bluish green, S4 vermillion), a deployed system reddish purple; the diverging
-  heatmap (ColorBrewer ``PuOr``) encodes a value, not a strategy.
+  strategy's ``colour`` in :data:`faircode.core.cells.STRATEGY_TABLE` (S0 black, S1 orange,
+  S2 sky blue, S3 bluish green, S4 vermillion, S5 blue), a deployed system reddish purple;
+  the diverging heatmap (ColorBrewer ``PuOr``) encodes a value, not a strategy.
 * Drawn at print size (3.3 in wide, 7 pt text): :data:`WIDTH` and :data:`RC`.
 * Matplotlib-free, so the HTML page can name the styles without importing it.
 """

@@ -10,11 +10,18 @@ and a results folder without a text audit gives no section at all.
 
 Design decisions
 ----------------
-* **Explicit and proxy side by side.**  Rows are axes (one direction of one swap), columns the
-  two channels, each cell the flip rate [Clopper–Pearson interval at the frames' effective
-  counts], its direction (``↑`` newly flagged, ``↓`` no longer flagged) and a ``*`` when the
-  direction test's q (the system's own family) is below ``stats.alpha``; a channel an axis does
-  not have is ``—``.
+* **Explicit and proxy side by side.**  Rows are axes (one direction of one swap) on one set of
+  sentences, columns the two channels, each cell the flip rate [Clopper–Pearson interval at the
+  frames' effective counts], its direction (``↑`` newly flagged, ``↓`` no longer flagged) and a
+  ``*`` when the direction test's q (the system's own family) is below ``stats.alpha``; a
+  channel an axis does not have is ``—``.
+* **Every raw rate beside its placebo.**  The placebo table puts each axis's flip rate (global
+  point) and shift beside the same measure of the swaps within its groups, their difference
+  [paired interval] and the verdict read from the difference; an axis without a placebo group
+  is not in it (its raw rate is no evidence about the group).
+* **Dixon's full set**: per shown term the subgroup, BPSN, BNSP and pinned AUCs, and per
+  operating point FPED and FNED with their intervals; the systems table gives each trained
+  system's held-out AUC and accuracy.
 * **The headline line** names, for each system, the identity term with the highest false
   positive rate at the global operating point against the background's, and the explicit and
   proxy axis that flip most: written from the numbers.
@@ -25,7 +32,7 @@ Design decisions
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,8 +44,9 @@ from faircode.core.digests import checked_run
 from faircode.core.errors import DataError
 from faircode.core.layout import TEXT_TABLE, TEXT_TABLES, table_path
 
-__all__ = ["SHOWN_CATEGORIES", "TextInputs", "flip_cell", "headline_line", "load_text_results",
-           "section_html", "shown_categories", "write_text_table"]
+__all__ = ["SHOWN_CATEGORIES", "TextInputs", "dixon_frame", "equality_line", "flip_cell",
+           "headline_line", "load_text_results", "placebo_frame", "section_html",
+           "shown_categories", "systems_frame", "write_text_table"]
 
 SHOWN_CATEGORIES = ("sexual_orientation", "religion", "race_ethnicity")
 """The categories of the per-term table on the page (every term is in terms.csv)."""
@@ -50,9 +58,11 @@ class TextInputs:
 
     flips: pd.DataFrame
     ctf: pd.DataFrame
+    placebo: pd.DataFrame
     terms: pd.DataFrame
     auc: pd.DataFrame
     operating_points: pd.DataFrame
+    systems: pd.DataFrame
     runs: dict[str, dict[str, Any]]
 
 
@@ -98,32 +108,116 @@ def _alpha(inputs: TextInputs) -> float:
 
 
 def flips_frame(inputs: TextInputs, *, audit: str, system: str, point: str) -> pd.DataFrame:
-    """Rows axis, columns explicit and proxy (:func:`flip_cell`), at one operating point."""
+    """Rows axis x set, columns explicit and proxy (:func:`flip_cell`), at one operating
+    point."""
     part = inputs.flips[(inputs.flips["audit"] == audit) & (inputs.flips["system"] == system)
                         & (inputs.flips["operating_point"] == point)]
     alpha = _alpha(inputs)
     rows = []
-    for axis in dict.fromkeys(part["axis"]):
-        cells = {"axis": axis}
+    for axis, which in dict.fromkeys(zip(part["axis"], part["set"], strict=True)):
+        cells = {"axis": axis, "set": which}
         for kind in ("explicit", "proxy"):
-            found = part[(part["axis"] == axis) & (part["kind"] == kind)]
+            found = part[(part["axis"] == axis) & (part["set"] == which)
+                         & (part["kind"] == kind)]
             cells[kind] = flip_cell(found.iloc[0] if len(found) else None, alpha=alpha)
         rows.append(cells)
-    return pd.DataFrame(rows, columns=["axis", "explicit", "proxy"])
+    return pd.DataFrame(rows, columns=["axis", "set", "explicit", "proxy"])
 
 
 def ctf_frame(inputs: TextInputs, *, audit: str) -> pd.DataFrame:
-    """Rows axis x kind, a column per system: the CTF gap [interval] and the signed shift."""
+    """Rows axis x kind x set, a column per system: the CTF gap [interval] and the signed
+    shift."""
     part = inputs.ctf[inputs.ctf["audit"] == audit]
-    out = part.loc[:, ["axis", "kind"]].drop_duplicates().reset_index(drop=True)
+    keys = ["axis", "kind", "set"]
+    out = part.loc[:, keys].drop_duplicates().reset_index(drop=True)
     for system, rows in part.groupby("system", sort=False):
         values = {}
         for r in rows.itertuples(index=False):
-            values[(r.axis, r.kind)] = (
+            values[(r.axis, r.kind, r.set)] = (
                 f"{r.ctf_gap:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]; shift {r.shift:+.3f}")
-        out[str(system)] = [values.get((a, k), "—") for a, k in zip(out["axis"], out["kind"],
-                                                                   strict=True)]
+        out[str(system)] = [values.get(k, "—") for k in out.itertuples(index=False, name=None)]
     return out
+
+
+def _difference(row: Mapping[Any, Any], *, percent: bool) -> str:
+    scale, digits = (100.0, 1) if percent else (1.0, 3)
+    if pd.isna(row["difference"]):
+        return f"n/a ({row['note']})" if isinstance(row["note"], str) and row["note"] else "n/a"
+    return (f"{scale * row['difference']:+.{digits}f} [{scale * row['ci_low']:+.{digits}f}, "
+            f"{scale * row['ci_high']:+.{digits}f}]{' *' if row['significant'] else ''}")
+
+
+def placebo_frame(inputs: TextInputs, *, audit: str, system: str) -> pd.DataFrame:
+    """Rows set x axis x kind with a placebo: the global point's flip rate of the swap and of
+    its placebo (percent), their difference [interval] and verdict; the shift's difference and
+    verdict."""
+    p = inputs.placebo
+    part = p[(p["audit"] == audit) & (p["system"] == system)]
+    keys = ["set", "axis", "kind"]
+    flips = part[(part["measure"] == "flip_rate") & (part["operating_point"] == "global")]
+    shifts = {tuple(r[k] for k in keys): r
+              for r in part[part["measure"] == "shift"].to_dict("records")}
+    rows = []
+    for r in flips.to_dict("records"):
+        shift = shifts[tuple(r[k] for k in keys)]
+        rows.append({"set": r["set"], "axis": r["axis"], "kind": r["kind"],
+                     "groups": str(r["groups"]).replace("|", ", "),
+                     "swap": _pct(r["between"]), "placebo": _pct(r["placebo"]),
+                     "difference [interval]": _difference(r, percent=True),
+                     "verdict": r["verdict"],
+                     "shift difference [interval]": _difference(shift, percent=False),
+                     "shift verdict": shift["verdict"]})
+    return pd.DataFrame(rows, columns=["set", "axis", "kind", "groups", "swap", "placebo",
+                                       "difference [interval]", "verdict",
+                                       "shift difference [interval]", "shift verdict"])
+
+
+def systems_frame(inputs: TextInputs, *, audit: str) -> pd.DataFrame:
+    """Per system: deployed or trained here, and a trained one's held-out AUC and accuracy."""
+    part = inputs.systems[inputs.systems["audit"] == audit]
+
+    def cell(value: float, low: float, high: float, *, percent: bool) -> str:
+        if pd.isna(value):
+            return "—"
+        if percent:
+            return f"{_pct(value)} [{_pct(low)}, {_pct(high)}]"
+        return f"{value:.3f} [{low:.3f}, {high:.3f}]"
+
+    return pd.DataFrame({
+        "system": part["system"], "origin": part["origin"], "title": part["title"],
+        "held-out AUC": [cell(*v, percent=False) for v in zip(
+            part["test_auc"], part["test_auc_ci_low"], part["test_auc_ci_high"], strict=True)],
+        "held-out accuracy": [cell(*v, percent=True) for v in zip(
+            part["test_accuracy"], part["test_accuracy_ci_low"], part["test_accuracy_ci_high"],
+            strict=True)],
+    }).reset_index(drop=True)
+
+
+def dixon_frame(inputs: TextInputs, *, audit: str, system: str) -> pd.DataFrame:
+    """Per shown term: its subgroup, BPSN, BNSP and pinned AUC."""
+    a = inputs.auc
+    part = a[(a["audit"] == audit) & (a["system"] == system) & (a["term"].notna())
+             & (a["category"] != "all")]
+    part = part[part["category"].isin(shown_categories(part))]
+    table = part.pivot_table(index=["category", "term"], columns="metric", values="value",
+                             sort=False)
+    columns = [m for m in ("subgroup_auc", "bpsn_auc", "bnsp_auc", "pinned_auc")
+               if m in table.columns]
+    return table.loc[:, columns].round(3).reset_index()
+
+
+def equality_line(inputs: TextInputs, *, audit: str, system: str) -> str:
+    """FPED and FNED of each operating point, with their intervals."""
+    o = inputs.operating_points
+    part = o[(o["audit"] == audit) & (o["system"] == system)].dropna(subset=["fped"])
+    said = []
+    for r in part.to_dict("records"):
+        said.append(f"{r['operating_point']}: FPED {r['fped']:.2f} [{r['fped_ci_low']:.2f}, "
+                    f"{r['fped_ci_high']:.2f}], FNED {r['fned']:.2f} [{r['fned_ci_low']:.2f}, "
+                    f"{r['fned_ci_high']:.2f}]")
+    if not said:
+        return f"{system} -- no FPED or FNED"
+    return f"{system} -- " + "; ".join(said) + f" (sums over {int(part['n_terms'].max())} terms)"
 
 
 def shown_categories(terms: pd.DataFrame) -> list[str]:
@@ -168,8 +262,18 @@ def _points(inputs: TextInputs, audit: str, system: str) -> list[tuple[str, str]
             for r in part.itertuples(index=False)]
 
 
+PLACEBO_NOTE = ("Each swap against its placebo (swaps within the axis's declared groups: a "
+                "name for another name of the same race and sex, a term for another naming the "
+                "same group): flip rates in percent at the global point, their difference "
+                "[paired 95 % interval] and the shift's (score units); * q < alpha in the "
+                "system's own family of placebo tests. Verdicts: above_placebo / below_placebo "
+                "(a difference shown), within_margin (shown within ±stats.effect_margin), "
+                "inconclusive.")
+
+
 def write_text_table(inputs: TextInputs, out: Path) -> Path:
-    """``text_table.md``: per text audit the flip, CTF and per-term tables."""
+    """``text_table.md``: per text audit the systems, flip, placebo, CTF, per-term and AUC
+    tables."""
     alpha = _alpha(inputs)
     parts = ["# Text audits", "",
              f"Flip rates in percent of the changed pairs [95 % interval], ↑ newly flagged, ↓ "
@@ -179,17 +283,25 @@ def write_text_table(inputs: TextInputs, out: Path) -> Path:
     for audit in inputs.runs:
         systems = list(dict.fromkeys(inputs.flips.loc[inputs.flips["audit"] == audit,
                                                       "system"]))
+        parts += [f"## {audit}: systems (held out: a trained system's test part)", "",
+                  _markdown(systems_frame(inputs, audit=audit)), ""]
         for system in systems:
             for point, title in _points(inputs, audit, system):
                 parts += [f"## {audit}: {system}, flip rates at {title}", "",
                           _markdown(flips_frame(inputs, audit=audit, system=system,
                                                 point=point)), ""]
+        for system in systems:
+            parts += [f"## {audit}: {system}, each swap against its placebo", "", PLACEBO_NOTE,
+                      "", _markdown(placebo_frame(inputs, audit=audit, system=system)), ""]
         parts += [f"## {audit}: CTF gap per axis", "", _markdown(ctf_frame(inputs, audit=audit)),
                   ""]
         for system in systems:
             parts += [f"## {audit}: {system}, false positive rate per identity term "
                       "(label-0 sentences, global operating point)", "",
-                      _markdown(terms_frame(inputs, audit=audit, system=system)), ""]
+                      _markdown(terms_frame(inputs, audit=audit, system=system)), "",
+                      f"## {audit}: {system}, AUCs per identity term (Borkan et al.; pinned: "
+                      "Dixon et al.)", "", equality_line(inputs, audit=audit, system=system), "",
+                      _markdown(dixon_frame(inputs, audit=audit, system=system)), ""]
     path = out / TEXT_TABLE
     path.write_text("\n".join(parts), encoding="utf-8")
     return path
@@ -227,8 +339,20 @@ def _system_clause(inputs: TextInputs, audit: str, system: str) -> str:
             clause += f", no {kind} swap flips a decision"
         else:
             clause += (f", its {kind} swaps flip up to {_pct(top['flip_rate'])} of decisions "
-                       f"({top['axis']})")
+                       f"({top['axis']}{_placebo_note(inputs, audit, system, top)})")
     return clause
+
+
+def _placebo_note(inputs: TextInputs, audit: str, system: str, flip: pd.Series) -> str:
+    """``; placebo 19.8 %: below_placebo`` for a flip row whose axis has a placebo, else ``""``:
+    a raw rate is never quoted without its control where it has one."""
+    p = inputs.placebo
+    row = p[(p["audit"] == audit) & (p["system"] == system) & (p["measure"] == "flip_rate")
+            & (p["operating_point"] == "global") & (p["set"] == flip["set"])
+            & (p["axis"] == flip["axis"]) & (p["kind"] == flip["kind"])]
+    if not len(row):
+        return ""
+    return f"; placebo {_pct(row['placebo'].iat[0])}: {row['verdict'].iat[0]}"
 
 
 def section_html(inputs: TextInputs, *, figures: str, fold: Any, table: Any) -> str:
@@ -242,12 +366,19 @@ def section_html(inputs: TextInputs, *, figures: str, fold: Any, table: Any) -> 
              "direction test's q below alpha in the system's own family.</p>", figures]
     for audit in inputs.runs:
         systems = dict.fromkeys(inputs.flips.loc[inputs.flips["audit"] == audit, "system"])
+        parts.append(fold(f"{audit}: systems", table(systems_frame(inputs, audit=audit))))
         for system in systems:
             for point, title in _points(inputs, audit, str(system)):
                 parts.append(fold(f"{audit}: {system} flip rates at {title}", table(
                     flips_frame(inputs, audit=audit, system=str(system), point=point))))
+            parts.append(fold(f"{audit}: {system}, each swap against its placebo",
+                              f"<p>{PLACEBO_NOTE}</p>" + table(placebo_frame(
+                                  inputs, audit=audit, system=str(system)))))
         parts.append(fold(f"{audit}: CTF gap per axis", table(ctf_frame(inputs, audit=audit))))
         for system in systems:
             parts.append(fold(f"{audit}: {system} false positive rate per identity term", table(
                 terms_frame(inputs, audit=audit, system=str(system)))))
+            parts.append(fold(f"{audit}: {system} AUCs per identity term, FPED and FNED",
+                              f"<p>{equality_line(inputs, audit=audit, system=str(system))}</p>"
+                              + table(dixon_frame(inputs, audit=audit, system=str(system)))))
     return "".join(parts)

@@ -96,12 +96,14 @@ def flips_figure(inputs: TextInputs, audit: str, system: str, out: Path) -> Figu
     alpha = _alpha(inputs)
     fig, ax = plt.subplots(figsize=(WIDTH, 0.15 * len(axes_names) + 0.9), layout="constrained")
     y = np.arange(len(axes_names))[::-1]
-    for kind, shift in (("explicit", 0.15), ("proxy", -0.15)):
-        rows = part[part["kind"] == kind]
+    series = list(dict.fromkeys(zip(part["kind"], part["set"], strict=True)))
+    shifts = np.linspace(0.2, -0.2, len(series)) if len(series) > 1 else np.zeros(1)
+    for k, (kind, which) in enumerate(series):
+        rows = part[(part["kind"] == kind) & (part["set"] == which)]
         at = [axes_names.index(a) for a in rows["axis"]]
-        if not at:
-            continue
-        _estimates(ax, rows, "flip_rate", y[at] + shift, colour=_KIND_COLOURS[kind], label=kind,
+        colour = _KIND_COLOURS.get(kind, OKABE_ITO["green"]) if k < 2 else OKABE_ITO["green"]
+        _estimates(ax, rows, "flip_rate", y[at] + shifts[k], colour=colour,
+                   label=kind if which in ("data", "names") else f"{kind} ({which})",
                    alpha=alpha)
     ax.set_yticks(y, [a.replace("sexual_orientation", "orientation").replace("_to_", " → ")
                       .replace("_", " ") for a in axes_names])

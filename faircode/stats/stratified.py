@@ -29,6 +29,16 @@ Design decisions
   ``p = (1 + #{|RD*| ≥ |RD|}) / (1 + P)``.  The Cochran–Mantel–Haenszel chi-square of the same
   null (no association in any stratum; without continuity correction) is reported beside it as
   ``cmh_p_value`` (it equals statsmodels' ``StratifiedTable.test_null_odds(correction=False)``).
+* **Heterogeneity**: the pooled difference assumes one common difference across strata;
+  Cochran's Q tests it.  Each compared stratum's difference ``d_k = p_dk − p_ak`` gets its
+  Wald variance ``v_k = p_dk(1 − p_dk)/n_dk + p_ak(1 − p_ak)/n_ak`` and weight ``1/v_k``;
+  ``Q = Σ_k (d_k − d̄)² / v_k`` around the inverse-variance mean ``d̄``, on ``S − 1`` degrees of
+  freedom for the ``S`` strata used, ``p = P(χ²_{S−1} > Q)`` (DerSimonian & Laird 1986, the
+  usual test of a common risk difference).  A stratum is used only when each group's rate is
+  strictly between 0 and 1: at 0 or 1 a group's Wald variance is 0, which would give a thin
+  stratum (8 rows against 1) a weight far beyond its information.  A small p says the strata's
+  differences differ: the pooled gap then averages unlike gaps, and the per-stratum table
+  (``stratum_counts``) shows them.
 * **Strata with one group** carry no comparison (``w_k = 0``): they are counted in ``strata``
   but not in ``strata_compared`` and the note says ``strata_without_both_groups:<n>``; no
   stratum with both groups gives NaN and ``insufficient_data``.  A zero variance (every compared
@@ -48,14 +58,31 @@ from scipy import stats as scipy_stats
 from faircode.core import checks
 from faircode.stats import resampling
 
-__all__ = ["STRATIFIED_CI_METHOD", "StratifiedGap", "cmh_p_value", "mantel_haenszel_rd",
-           "stratified_gap", "stratum_counts"]
+__all__ = ["STRATIFIED_CI_METHOD", "Heterogeneity", "StratifiedGap", "cmh_p_value",
+           "heterogeneity", "mantel_haenszel_rd", "stratified_gap", "stratum_counts"]
 
 STRATIFIED_CI_METHOD = "mantel_haenszel_sato"
 """The ``ci_method`` of a stratified gap's interval."""
 
 Counts = NDArray[np.int64]
 """Per stratum ``(n_d, x_d, n_a, x_a)``: group sizes and favourable decisions, shape (K, 4)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Heterogeneity:
+    """Cochran's Q of the strata's differences: statistic, degrees of freedom, p-value."""
+
+    q: float
+    df: int
+    p_value: float
+
+    def __post_init__(self) -> None:
+        if self.df < 0:
+            raise ValueError(f"Heterogeneity: df: expected >= 0, got {self.df}")
+
+
+NO_HETEROGENEITY_TEST = Heterogeneity(float("nan"), 0, float("nan"))
+"""Fewer than two strata with a variance: nothing to compare."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +101,8 @@ class StratifiedGap:
     n_disadvantaged: int
     n_advantaged: int
     note: str = ""
+    heterogeneity: Heterogeneity = NO_HETEROGENEITY_TEST
+    """Cochran's Q of a common difference across the compared strata (module docstring)."""
 
     def __post_init__(self) -> None:
         if not 0 <= self.strata_compared <= self.strata:
@@ -145,6 +174,27 @@ def cmh_p_value(counts: ArrayLike) -> float:
     return float(scipy_stats.chi2.sf(statistic, df=1))
 
 
+def heterogeneity(counts: ArrayLike) -> Heterogeneity:
+    """Cochran's Q test of one common difference across strata (module docstring).
+
+    ``counts`` are per-stratum ``(n_d, x_d, n_a, x_a)``; a stratum without both groups, or with
+    a group's rate at 0 or 1, carries no weight.  Fewer than two used strata: NaN, df 0, NaN.
+    """
+    c = np.asarray(counts, dtype=np.float64).reshape(-1, 4)
+    c = c[(c[:, 0] > 0) & (c[:, 2] > 0)]
+    n_d, x_d, n_a, x_a = c.T
+    p_d, p_a = x_d / n_d, x_a / n_a
+    variance = p_d * (1 - p_d) / n_d + p_a * (1 - p_a) / n_a
+    used = (p_d > 0) & (p_d < 1) & (p_a > 0) & (p_a < 1)
+    if used.sum() < 2:
+        return NO_HETEROGENEITY_TEST
+    d, w = (p_d - p_a)[used], 1.0 / variance[used]
+    mean = float((w * d).sum() / w.sum())
+    q = float((w * (d - mean) ** 2).sum())
+    df = int(used.sum()) - 1
+    return Heterogeneity(q, df, float(scipy_stats.chi2.sf(q, df=df)))
+
+
 def _permuted(counts: NDArray[np.float64], *, n_permutations: int,
               rng: np.random.Generator) -> NDArray[np.float64]:
     """RD_MH of ``n_permutations`` within-stratum relabellings (hypergeometric ``x_d``)."""
@@ -195,4 +245,4 @@ def stratified_gap(
         value=rd, ci_low=max(-1.0, rd - half), ci_high=min(1.0, rd + half),
         p_value=resampling.permutation_p_value(rd, permuted), cmh_p_value=cmh_p_value(counts),
         raw_gap=float(raw), strata=present, strata_compared=compared, n_disadvantaged=n_d,
-        n_advantaged=n_a, note=";".join(notes))
+        n_advantaged=n_a, note=";".join(notes), heterogeneity=heterogeneity(counts))

@@ -10,7 +10,13 @@ outscores a negative (ties ½):
   subgroup's negatives: low when the subgroup's non-toxic sentences score like toxic ones
   (false-positive bias);
 * **BNSP** (background negative, subgroup positive) -- the subgroup's positives against the
-  background's negatives: low when the subgroup's toxic sentences score low.
+  background's negatives: low when the subgroup's toxic sentences score low;
+* **pinned AUC** (Dixon, Li, Sorensen, Thain & Vasserman 2018) -- the AUC of the subgroup's
+  sentences pooled with as many sentences of the whole data.  Dixon et al. draw that sample;
+  here it is its population value, with no draw: every subgroup row weighs ``1/(2 n_t) +
+  1/(2 n)`` and every other row ``1/(2 n)`` (``n_t`` subgroup rows of ``n``), the two halves
+  of the pinned set in expectation, so the number is reproducible and its interval is the
+  bootstrap's alone.
 
 Design decisions
 ----------------
@@ -40,10 +46,11 @@ from faircode.core.checks import as_binary, as_mask, check_confidence, check_pos
 from faircode.core.seeds import child_seed
 from faircode.stats.resampling import percentile_interval
 
-__all__ = ["AUC_METRICS", "AucResult", "CrossCounts", "UnitWeights", "auc", "pair_matrix",
-           "subgroup_aucs", "unit_weights"]
+__all__ = ["AUC_METRICS", "PINNED_AUC", "AucResult", "CrossCounts", "UnitWeights", "auc",
+           "pair_matrix", "subgroup_aucs", "unit_weights"]
 
 AUC_METRICS = ("subgroup_auc", "bpsn_auc", "bnsp_auc")
+PINNED_AUC = "pinned_auc"
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,12 +196,18 @@ def _from_matrix(metric: str, w_pos: NDArray[np.float64], w_neg: NDArray[np.floa
         return AucResult(metric, nan, nan, nan, n_pos, n_neg,
                          "no_positive_rows" if n_pos == 0 else "no_negative_rows")
     value = float(h.sum()) / (n_pos * n_neg)
-    numerator = np.einsum("bi,bi->b", w_pos @ h, w_neg)
+    numerator = _numerators(w_pos, w_neg, h)
     denominator = (w_pos @ count_pos) * (w_neg @ count_neg)
     with np.errstate(invalid="ignore", divide="ignore"):
         draws = np.where(denominator > 0, numerator / denominator, np.nan)
     low, high = percentile_interval(draws, confidence=confidence)
     return AucResult(metric, value, low, high, n_pos, n_neg)
+
+
+def _numerators(w_pos: NDArray[np.float64], w_neg: NDArray[np.float64],
+                h: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Every draw's ``w_P' H w_N`` (``B`` numbers)."""
+    return np.einsum("bi,bi->b", w_pos @ h, w_neg)
 
 
 def auc(scores: ArrayLike, positive: ArrayLike, negative: ArrayLike, *, weights: UnitWeights,
@@ -250,9 +263,21 @@ class CrossCounts:
                                                     above=True)
         self.pos_code, self.pos_vs_neg = _row_table(sp, sn, ni.reshape(-1), self.nu.size,
                                                     above=False)
+        self._all: tuple[float, NDArray[np.float64]] | None = None
 
-    def aucs(self, member: ArrayLike, *, confidence: float = 0.95) -> tuple[AucResult, ...]:
-        """Subgroup, BPSN and BNSP AUC (:data:`AUC_METRICS` order) of the ``member`` rows."""
+    def _overall(self) -> tuple[float, NDArray[np.float64]]:
+        """Every positive against every negative: the sum and its draws (computed once)."""
+        if self._all is None:
+            _, by_neg = _sum_by_unit(self.neg_vs_pos[self.neg_code],
+                                     self.weights.unit[self.neg_rows])
+            h_all = by_neg.T  # (positive units, negative units)
+            self._all = (float(h_all.sum()), _numerators(self.w_pos, self.w_neg, h_all))
+        return self._all
+
+    def aucs(self, member: ArrayLike, *, confidence: float = 0.95,
+             pinned: bool = False) -> tuple[AucResult, ...]:
+        """Subgroup, BPSN and BNSP AUC (:data:`AUC_METRICS` order) of the ``member`` rows; and
+        with ``pinned`` their pinned AUC after them (module docstring)."""
         mem = as_mask("member", member)
         unit, s, w = self.weights.unit, self.scores, self.weights
         mp, mn = mem[self.pos_rows], mem[self.neg_rows]  # member rows among each label
@@ -283,7 +308,50 @@ class CrossCounts:
         bg_neg[at_neg] -= sub_neg
         bnsp = _from_matrix("bnsp_auc", w_pos_t, self.w_neg, h_bnsp, sub_pos, bg_neg,
                             confidence=confidence)
-        return subgroup, bpsn, bnsp
+        if not pinned:
+            return subgroup, bpsn, bnsp
+        blocks = [(h_sub, w_pos_t, w_neg_t), (h_bpsn, self.w_pos, w_neg_t),
+                  (h_bnsp, w_pos_t, self.w_neg)]
+        sums = np.array([float(h.sum()) for h, _, _ in blocks])
+        draws = np.stack([_numerators(wp, wn, h) for h, wp, wn in blocks])
+        counts = (sub_pos, bg_pos, sub_neg, bg_neg)
+        drawn = np.stack([w_pos_t @ sub_pos, self.w_pos @ bg_pos, w_neg_t @ sub_neg,
+                          self.w_neg @ bg_neg])
+        return subgroup, bpsn, bnsp, self._pinned(sums, draws, counts, drawn,
+                                                  confidence=confidence)
+
+    def _pinned(self, sums: NDArray[np.float64], draws: NDArray[np.float64],
+                counts: tuple[NDArray[np.int64], ...], drawn: NDArray[np.float64], *,
+                confidence: float) -> AucResult:
+        """The pinned AUC from the three blocks' sums (subgroup, BPSN, BNSP), the overall sum,
+        and each side's subgroup and background rows (point: ``counts``; draws: ``drawn``)."""
+        total, total_draws = self._overall()
+        point = np.array([float(c.sum()) for c in counts])
+        n_pos, n_neg = int(point[0]), int(point[2])
+        if n_pos + n_neg == 0 or point[0] + point[1] == 0 or point[2] + point[3] == 0:
+            nan = math.nan
+            return AucResult(PINNED_AUC, nan, nan, nan, n_pos, n_neg, "empty_group")
+        value = _pinned_value(sums, total, point)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values = _pinned_value(draws, total_draws, drawn)
+        low, high = percentile_interval(values, confidence=confidence)
+        return AucResult(PINNED_AUC, float(value), low, high, n_pos, n_neg)
+
+
+def _pinned_value(sums: NDArray[np.float64], total: NDArray[np.float64] | float,
+                  counts: NDArray[np.float64]) -> NDArray[np.float64]:
+    """The pinned AUC from the subgroup, BPSN and BNSP numerators (``sums[0..2]``), the overall
+    one and the rows (subgroup positives, background positives, subgroup negatives,
+    background negatives): the AUC at weight ``1/(2 n_t) + 1/(2 n)`` per subgroup row and
+    ``1/(2 n)`` per other row (elementwise over draws)."""
+    s_mm, s_om, s_mo = sums[0], sums[1], sums[2]
+    s_oo = total - s_mm - s_om - s_mo
+    p_m, p_o, n_m, n_o = counts
+    n_t, n = p_m + n_m, p_m + p_o + n_m + n_o
+    beta = 1.0 / (2.0 * n)
+    alpha = 1.0 / (2.0 * n_t) + beta
+    numerator = alpha**2 * s_mm + alpha * beta * (s_om + s_mo) + beta**2 * s_oo
+    return np.asarray(numerator / ((alpha * p_m + beta * p_o) * (alpha * n_m + beta * n_o)))
 
 
 def subgroup_aucs(scores: ArrayLike, labels: ArrayLike, member: ArrayLike, *,

@@ -39,6 +39,10 @@ verdict            meaning (``Δ``: the change of A against its reference B)
                    run, or the effect is undefined (an empty subset, a zero rate).
 =================  ==========================================================================
 
+A matched-violation comparison says the same in a comparison's words
+(:mod:`faircode.stats.matched`: ``better``, ``worse``, ``no_difference``, ...), read from
+:func:`effect_verdicts`: one rule.
+
 A shown change wins: an effect that is significant and also within ``±δ`` (a small, real change)
 is ``reduced``/``increased``; its equivalence q says it is small.  The direction comes from the
 interval, not the point value, so a verdict and the interval shown beside it always agree.

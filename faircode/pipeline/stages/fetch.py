@@ -6,6 +6,8 @@ Fetches from the mirrors of ``FAIRCODE_DATA_MIRROR``; when that is unset, from
 (:func:`faircode.audit.fetch.default_mirror`,
 which resolves the project from outside ``.dvc/tmp/exps/``: experiments run in a copy there).  An
 audit whose data cannot be had gets ``data/raw/<audit>/unavailable.json`` and the repro goes on.
+A manifest's ``extra_datasets`` (a text audit's training corpus) are fetched with its raw file,
+into the same folder; any of them unavailable makes the audit unavailable.
 
 Usage: ``python -m faircode.pipeline.stages.fetch AUDIT``
 """
@@ -35,14 +37,15 @@ def main(argv: list[str]) -> None:
     def work() -> None:
         manifest = load_any_manifest(manifest_path(audit))  # of any task kind
         env = os.environ.get(MIRROR_ENV) or default_mirror(Path.cwd())
-        try:
-            result = fetch(manifest, mirrors=mirror_dirs(None, env))
-        except DataUnavailableError as exc:
-            print(f"skipped: {exc}")  # the note says how to obtain the file, not why it failed
-            write_unavailable(manifest.dataset.path.parent, audit=audit,
-                              message=unavailable_message(manifest))
-            return
-        print(result.line(manifest.name))
+        for target in (manifest, *getattr(manifest, "extra_datasets", ())):
+            try:
+                result = fetch(target, mirrors=mirror_dirs(None, env))
+            except DataUnavailableError as exc:
+                print(f"skipped: {exc}")  # the note says how to obtain it, not why it failed
+                write_unavailable(manifest.dataset.path.parent, audit=audit,
+                                  message=unavailable_message(target))
+                return
+            print(result.line(manifest.name))
 
     run_stage(work)
 

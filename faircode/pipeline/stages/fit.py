@@ -1,10 +1,11 @@
 """Stage ``fit*@<audit>``: fit one part of the grid and store its predictions under
 ``data/predictions/<audit>/<part>/`` (see :mod:`faircode.grid.predictions` for the layout).
 
-The grid is fitted in three parts, one DVC stage each, split by the params they read
-(:data:`faircode.grid.strategies.READS`), so a mitigation sweep re-fits only what it changes:
-``unmitigated`` (S0-S2: no ``mitigation.*`` key), ``in_processing`` (S3: every
-``mitigation.*`` key) and ``post_processing`` (S4: ``mitigation.constraint`` only).  Every part
+The grid is fitted in parts, one DVC stage each (each strategy's ``part`` in the strategy
+table), split by the params they read (:data:`faircode.grid.strategies.READS`), so a
+mitigation sweep re-fits only what it changes: ``unmitigated`` (S0-S2: no ``mitigation.*``
+key), ``in_processing`` (S3: constraint, eps, max_iter), ``post_processing`` (S4: constraint)
+and ``relaxed_post_processing`` (S5: constraint, tolerances).  Every part
 reads ``models.encoding``, ``run.seeds`` and ``run.seed_mode`` (tracked by DVC) and
 ``run.jobs``, ``run.backend``, ``run.scheduler`` (deliberately not tracked: the worker count and
 the backend change no number).
