@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
+from faircode.audit.manifest import discover_manifests
+
 ROOT = Path(__file__).resolve().parents[1]
 RAW = Path("/data/raw/example.csv")
 DEFAULT_AUDITS = ("german_credit_lending", "insurance_denial", "compas")
@@ -49,10 +51,9 @@ def _manifest(audit: str) -> dict[str, Any]:
 
 
 def _shipped() -> list[str]:
-    """The shipped tabular manifests (a text audit's manifest has no seed counterpart)."""
-    paths = (ROOT / "audits").glob("*/audit.yaml")
-    return sorted(p.parent.name for p in paths
-                  if yaml.safe_load(p.read_text(encoding="utf-8")).get("kind", "tabular") != "text")
+    """The shipped binary manifests (a text, regression or multi-class audit's manifest has no
+    seed counterpart: the seed spec audits yes/no decisions)."""
+    return [p.parent.name for p in discover_manifests(ROOT / "audits")]
 
 
 @pytest.mark.parametrize("audit", DEFAULT_AUDITS)

@@ -13,7 +13,7 @@ import pytest
 
 from faircode.audit.data import AuditData, load_audit
 from faircode.audit.decision import DecisionRule
-from faircode.core.cells import Strategy, grid_cells
+from faircode.core.cells import Strategy, grid_cells, strategy_info
 from faircode.core.config import BenchmarkConfig
 from faircode.evaluate.claims import fairness_columns
 from faircode.evaluate.tables import PERFORMANCE_COLUMNS
@@ -44,14 +44,16 @@ def test_results_are_bit_identical_for_one_and_two_workers(insurance: AuditData)
 
 
 def test_unsupported_constraint_skips_post_processing_and_says_so(insurance: AuditData) -> None:
-    """With error-rate parity, S4 cells are skipped (recorded), S0-S3 still run."""
+    """With error-rate parity, the post-processing cells (S4, S5: ThresholdOptimizer has no such
+    constraint) are skipped (recorded), S0-S3 still run."""
     results = run_audit(insurance, config=BenchmarkConfig(jobs=2).with_params({
         "mitigation.constraint": "error_rate_parity", "mitigation.max_iter": 10, **SMALL
     }))
     skipped = [c for c in results.cells if c.skipped]
-    assert [c.strategy.value for c in skipped] == ["post_processing"] * 3
-    assert "error_rate_parity" in skipped[0].skipped
-    assert set(results.fairness["strategy"]) == {s.value for s in Strategy} - {"post_processing"}
+    post = ["post_processing", "relaxed_post_processing"]
+    assert [c.strategy.value for c in skipped] == [s for s in post for _ in range(3)]
+    assert all("error_rate_parity" in c.skipped for c in skipped)
+    assert set(results.fairness["strategy"]) == {s.value for s in Strategy} - set(post)
 
 
 def test_run_writes_complete_consistent_tables_for_german_credit(
@@ -202,15 +204,17 @@ def test_base_rate_rule_moves_s0_s2_cutoffs_and_s3_s4_objectives(insurance: Audi
         "mitigation.max_iter": 10, **SMALL
     }))
     p = float(insurance.y[insurance.train_index].mean())
+    costs = f"error_rate(costs={{fp: {2 * p!r}, fn: {2 * (1 - p)!r}}})"
+    objectives = {"in_processing": costs, "post_processing": "balanced_accuracy_score",
+                  "relaxed_post_processing": "balanced_accuracy_score"}
     for cell in results.cells:
         decision = dict(cell.decision)
-        if cell.strategy.value in ("in_processing", "post_processing"):
-            assert "cutoff" not in decision
-            expected = ("balanced_accuracy_score" if cell.strategy.value == "post_processing"
-                        else f"error_rate(costs={{fp: {2 * p!r}, fn: {2 * (1 - p)!r}}})")
-            assert decision["objective"] == expected
-        else:
+        if strategy_info(cell.strategy.value).cutoff:
             assert decision["cutoff"] == p and decision["inclusive"] is False
+        else:
+            assert "cutoff" not in decision
+            # S5 adds which base model it post-processes ("; base model: ...")
+            assert decision["objective"].split(";")[0] == objectives[cell.strategy.value]
     perf = results.performance
     rate = perf.query("strategy == 'baseline' and model == 'logistic_regression' "
                       "and metric == 'selection_rate'")["value"].iloc[0]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats as sps
 
 from faircode.core.config import VerdictsConfig
 from faircode.evaluate.claims import effect_claims_table, fairness_columns, gap_claims_table
@@ -145,3 +146,103 @@ def test_a_k_replicate_effect_is_never_significant_with_an_interval_reaching_zer
         assert not (out["significant"] & ~excludes).any(), trial
         np.testing.assert_array_equal(out["significant"],
                                       out["verdict"].isin(["reduced", "increased"]))
+
+
+def _plain(strategy: str, metric: str, value: float, half: float, *, model: str = "m",
+           p: float = 0.5) -> dict[str, object]:
+    """A row of one fit with a symmetric 95 % interval ``value ± half``."""
+    return {"audit": "toy", "strategy": strategy, "model": model, "protected_attribute": "sex",
+            "metric": metric, "value": value, "ci_low": value - half, "ci_high": value + half,
+            "ci_method": "newcombe_hybrid_score", "p_value": p, "note": ""}
+
+
+def test_the_claims_family_holds_the_pre_specified_metric_alone() -> None:
+    """Ten parity gaps of the claims metric at TOST p 0.01 each, beside sixty rows of another
+    metric far from parity: in the family of the claims they are parity, in the audit-wide
+    family (the conservative view) inconclusive; the other metric's rows have no claim q."""
+    half = 1.96 * 0.05 / sps.norm.ppf(0.99)  # TOST p = 0.01 at value 0
+    rows = [_plain("baseline", DP, 0.0, half, model=f"m{i}") for i in range(10)]
+    rows += [_plain("baseline", "accuracy_equality_diff", 0.3, 0.05, model=f"m{i}")
+             for i in range(60)]
+    out = _claims(rows)
+    claims, other = out.iloc[:10], out.iloc[10:]
+    assert claims["claim_q_value"].tolist() == pytest.approx([0.01] * 10, rel=1e-3)
+    assert (claims["equivalence_q_value"] > 0.05).all()
+    assert set(claims["verdict"]) == {"parity"}
+    assert set(claims["conservative_verdict"]) == {"inconclusive"}
+    assert other["claim_q_value"].isna().all()
+    assert (other["verdict"] == other["conservative_verdict"]).all()
+    assert (claims["gap_bound"].abs() < VERDICTS.margin).all()
+
+
+def test_another_claims_metric_moves_the_family() -> None:
+    """verdicts.claims names the family: with accuracy equality as the claims the parity
+    gaps above are no claims and stay inconclusive."""
+    half = 1.96 * 0.05 / sps.norm.ppf(0.99)
+    rows = [_plain("baseline", DP, 0.0, half, model=f"m{i}") for i in range(10)]
+    rows += [_plain("baseline", "accuracy_equality_diff", 0.3, 0.05, model=f"m{i}")
+             for i in range(60)]
+    table = pd.DataFrame(rows).reindex(columns=list(FAIRNESS_COLUMNS))
+    out = gap_claims_table(table, NO_PAIRS, combined=None, confidence=0.95, alpha=0.05,
+                           verdicts=VerdictsConfig(claims="accuracy_equality"))[0]
+    assert out["claim_q_value"].iloc[:10].isna().all()
+    assert set(out["verdict"].iloc[:10]) == {"inconclusive"}
+
+
+def test_min_margin_is_the_narrow_half_width_and_too_wide_is_noted() -> None:
+    """min_margin is the half-width of the 1 - 2 alpha interval (each side of the 95 %
+    interval over its quantile); a cell of 40 rows cannot reach ±0.05 at any estimate and its
+    inconclusive verdict says so; 20,000 rows can."""
+    out = _claims([_row("baseline", 40, 0.4, 0.4), _row("unawareness", 20_000, 0.4, 0.4)])
+    z = sps.norm.ppf(0.95) / sps.norm.ppf(0.975)
+    expected = z * (out["ci_high"] - out["ci_low"]) / 2
+    np.testing.assert_allclose(out["min_margin"], expected, rtol=1e-12)
+    assert out["min_margin"].iloc[0] > 0.05 > out["min_margin"].iloc[1]
+    assert "parity_not_reachable" in out["note"].iloc[0].split(";")
+    assert "parity_not_reachable" not in str(out["note"].iloc[1])
+
+
+def test_an_interval_exactly_as_wide_as_the_margin_cannot_reach_it() -> None:
+    """A narrow interval whose half-width equals the margin fits no estimate inside it."""
+    half = 0.05 * sps.norm.ppf(0.975) / sps.norm.ppf(0.95)
+    out = _claims([_plain("baseline", DP, 0.0, half)])
+    assert out["min_margin"].iloc[0] == pytest.approx(0.05, rel=1e-12)
+    assert out["verdict"].iloc[0] == "inconclusive"
+    assert "parity_not_reachable" in out["note"].iloc[0]
+
+
+def test_k_replicate_disparate_impact_is_tested_on_the_log_ratio() -> None:
+    """Five replicates with ratios 0.9965-1.0018, each interval ×/÷ 1.05: the K-replicate
+    ratio is parity within [0.8, 1.25] (on the log scale: an estimate of log 1 ≈ 0, far from
+    log 0.8 and log 1.25), never judged as a ratio of 1 against a margin around 0."""
+    di = "disparate_impact_ratio"
+    ratios = np.array([0.9965, 0.9990, 1.0000, 1.0007, 1.0018])
+    tables = [pd.DataFrame({
+        "audit": "toy", "strategy": "baseline", "model": ["m0"], "protected_attribute": "sex",
+        "metric": di, "value": [r], "ci_low": [r / 1.05], "ci_high": [r * 1.05],
+        "ci_method": "katz_log", "p_value": 0.9, "q_value": 0.9, "significant": False,
+        "note": ""}) for r in ratios]
+    combined = combine_gaps(tables, audit="toy", seed_mode="split", fraction=0.2,
+                            confidence=0.95, alpha=0.05, verdicts=VERDICTS)
+    main = tables[0].reindex(columns=list(FAIRNESS_COLUMNS))
+    out, _ = gap_claims_table(main, NO_PAIRS, combined=combined, confidence=0.95, alpha=0.05,
+                              verdicts=VERDICTS)
+    assert out["value"].iloc[0] == pytest.approx(np.exp(np.log(ratios).mean()))
+    assert out["verdict"].iloc[0] == "parity"
+    assert combined["verdict"].iloc[0] == "" and out["equivalence_q_value"].iloc[0] < 1e-6
+
+
+def test_draws_exactly_on_the_margin_are_not_inside_it() -> None:
+    """An effect whose interval is the single point +0.05 (every draw on the margin) is not
+    no_change, and a gap at exactly -0.05 with no spread is not parity: inside is strict."""
+    effect = pd.DataFrame([{
+        "audit": "toy", "strategy": "in_processing", "reference": "baseline",
+        "model": "m", "protected_attribute": "sex", "metric": DP, "value": 0.05,
+        "ci_low": 0.05, "ci_high": 0.05, "ci_method": "paired_expanded_percentile",
+        "p_value": 1e-6, "q_value": 1e-6, "significant": True, "note": ""}])
+    shown = effect_claims_table(effect, combined=None, confidence=0.95, alpha=0.05,
+                                verdicts=VERDICTS)
+    assert shown["equivalence_p_value"].iloc[0] == 1.0
+    assert shown["verdict"].iloc[0] != "no_change"
+    gap = _claims([_plain("baseline", DP, -0.05, 0.0)])
+    assert gap["equivalence_p_value"].iloc[0] == 1.0 and gap["verdict"].iloc[0] != "parity"

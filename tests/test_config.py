@@ -124,7 +124,8 @@ def test_record_is_flat_and_stable() -> None:
         "n_permutations", "confidence", "alpha", "power", "effect_margin", "cost_margin", "jobs",
         "degenerate_min_selection_rate", "degenerate_max_selection_rate",
         "degenerate_balanced_accuracy_margin", "curve_thresholds", "verdict_margin",
-        "verdict_ratio_margin", "verdict_min_informative_share", "mitigation.tolerances"]
+        "verdict_ratio_margin", "verdict_min_informative_share", "verdict_claims",
+        "mitigation.tolerances"]
     k5 = config_record(BenchmarkConfig().with_params({"run.jobs": 1, "run.seeds": 5}))
     assert (k5["seeds"], k5["seed_mode"]) == (5, "model")
     assert list(k5).index("seeds") == list(record).index("curve_thresholds")
@@ -171,8 +172,9 @@ def test_every_config_field_has_one_params_key() -> None:
         ({"models": {"encoding": "one-hot"}},
          r"^params.yaml: models.encoding: expected one of label, onehot, got 'one-hot' \(str\)$"),
         ({"stat": {"n_resamples": 10}},
-         r"^params.yaml: stat: expected a known section \(audits, text_audits, mitigation, models, "
-         r"stats, degenerate, verdicts, curves, run, report\), got 'stat' \(str\)$"),
+         r"^params.yaml: stat: expected a known section \(audits, text_audits, regression_audits, "
+         r"mitigation, models, stats, degenerate, verdicts, curves, run, report\), got 'stat' "
+         r"\(str\)$"),
         ({"stats": {"n_resamples": "many"}},
          r"^params.yaml: stats.n_resamples: expected an integer, got 'many' \(str\)$"),
         ({"models": {"decision_threshold": 2}},
@@ -232,13 +234,13 @@ def test_load_params_rejects_a_repeated_key(tmp_path) -> None:  # type: ignore[n
 
 def test_shipped_params_yaml_is_valid_and_lists_every_audit() -> None:
     """The committed params.yaml loads, names every shipped audit (the text audits under
-    text_audits) and is the paper state: the defaults but K = 5 training replicates in split
-    mode."""
+    text_audits, the regression audits under regression_audits) and is the paper state: the
+    defaults but K = 5 training replicates in split mode."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
     params = load_params(root / "params.yaml")
-    assert sorted((*params.audits, *params.text_audits)) == sorted(
+    assert sorted(params.every_audit) == sorted(
         p.parent.name for p in root.glob("audits/*/audit.yaml"))
     assert params.config == BenchmarkConfig().with_params(
         {"run.jobs": params.config.jobs, "run.seeds": 5, "run.seed_mode": "split"})
@@ -306,8 +308,13 @@ def test_bad_curve_thresholds_name_the_key_path(thresholds: object, message: str
                                         "high] with 0 < low < 1 < high, got [1.2, 1.25] (list)"),
         ({"min_informative_share": 1.5}, "verdicts.min_informative_share: expected a number in "
                                          "(0, 1], got 1.5 (float)"),
-        ({"margins": 0.05}, "verdicts.margins: expected a known key of verdicts (margin, "
-                            "min_informative_share, ratio_margin), got 'margins' (str)"),
+        ({"margins": 0.05}, "verdicts.margins: expected a known key of verdicts (claims, "
+                            "margin, min_informative_share, ratio_margin), got 'margins' (str)"),
+        ({"claims": "parity"}, "verdicts.claims: expected one of demographic_parity_diff, "
+                               "disparate_impact_ratio, equal_opportunity_diff, "
+                               "equalized_odds_diff, predictive_parity_diff, "
+                               "accuracy_equality_diff, tpr_gap, fpr_gap or a unique prefix "
+                               "before _ (demographic_parity), got 'parity' (str)"),
     ],
 )
 def test_bad_verdict_params_name_the_key_path(verdicts: dict, message: str) -> None:

@@ -313,3 +313,61 @@ def test_curve_plot_is_one_column_per_s0_s2_cell() -> None:
     assert plot["threshold"].tolist() == [0.2, 0.6]
     assert plot["S0 random_forest"].tolist() == [-0.1, 0.3]
     assert plot["S0 logistic_regression"].isna().all()
+
+
+@pytest.fixture(scope="module")
+def two_seeds(audit_repo):  # type: ignore[no-untyped-def]
+    """German credit at K = 2 (split mode), every cell, small B/P, with curves."""
+    from faircode.audit.data import load_audit
+    from faircode.audit.prepared import prepare
+    from faircode.core.config import BenchmarkConfig
+    from faircode.pipeline.run import evaluate, fit
+
+    data = prepare(load_audit(audit_repo.manifests[SMALL_AUDIT]))
+    config = BenchmarkConfig(jobs=1).with_params({
+        "run.seeds": 2, "run.seed_mode": "split", "mitigation.max_iter": 2,
+        "stats.n_resamples": 40, "stats.n_permutations": 40})
+    return evaluate(data, fit(data, config=config), config=config)
+
+
+def test_k_replicate_curves_stand_on_the_tables_footing(two_seeds) -> None:  # type: ignore[no-untyped-def]
+    """At K = 2 every fairness point of curves.csv is the K-replicate estimate (its method
+    says so), replicate 0's own beside it; at the declared threshold, and S3/S4's points, it is
+    fairness.csv's cell bit for bit, and replicate 0's is fairness.csv's rep0."""
+    from faircode.evaluate.curves import REP0_CURVE_COLUMNS
+
+    curves, fairness = two_seeds.curves, two_seeds.fairness
+    assert curves is not None and set(REP0_CURVE_COLUMNS) <= set(curves.columns)
+    fair = curves[curves["protected_attribute"].fillna("") != ""]
+    keys = ["strategy", "model", "protected_attribute", "metric"]
+    at = fair[fair["point"] != "grid"].merge(fairness, on=keys, suffixes=("", "_table"),
+                                             validate="one_to_one")
+    assert len(at) == len(fairness)  # every cell of the table has its point
+    for column in ("value", "ci_low", "ci_high"):
+        assert (bits(at[column]) == bits(at[f"{column}_table"])).all(), column
+    assert (bits(at["rep0_value"]) == bits(at["rep0_value_table"])).all()
+    grid = fair[fair["point"] == "grid"]
+    dp = grid[grid["metric"] == "demographic_parity_diff"]
+    assert set(dp["ci_method"].dropna()) == {"random_effects_t"}
+    assert (dp["value"] != dp["rep0_value"]).any()
+    overall = curves[curves["protected_attribute"].fillna("") == ""]
+    assert (bits(overall["value"]) == bits(overall["rep0_value"])).all()  # performance.csv's
+
+
+def test_k_replicate_plot_data_shows_replicate_zero_beside(two_seeds) -> None:  # type: ignore[no-untyped-def]
+    """results/curves/<audit>.csv at K > 1: each S0-S2 cell's K-replicate column, its rep0
+    column beside; the declared threshold's entry is fairness.csv's value."""
+    from faircode.evaluate.curves import curve_plot
+
+    plot = curve_plot(two_seeds.curves)
+    assert list(plot.columns)[1:3] == ["S0 logistic_regression", "S0 logistic_regression rep0"]
+    fairness = two_seeds.fairness
+    cell = fairness[(fairness["strategy"] == "baseline")
+                    & (fairness["model"] == "logistic_regression")
+                    & (fairness["metric"] == "demographic_parity_diff")]
+    declared = two_seeds.curves
+    declared = declared[(declared["point"] == "declared") & (declared["strategy"] == "baseline")
+                        & (declared["model"] == "logistic_regression")]
+    at = float(declared["threshold"].iloc[0])
+    assert plot.loc[plot["threshold"] == at, "S0 logistic_regression"].iloc[0] == \
+        cell["value"].iloc[0]

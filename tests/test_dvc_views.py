@@ -29,8 +29,8 @@ from conftest import copy_pipeline
 
 from faircode.audit.manifest import discover_manifests, load_manifest
 from faircode.core.cells import STRATEGY_TABLE, grid_cells
+from faircode.evaluate.headline_keys import HEADLINE_KEYS, headline_record
 from faircode.evaluate.summary import (
-    HEADLINE_KEYS,
     headline,
     strategy_plot,
     summary,
@@ -98,6 +98,46 @@ def test_summary_writes_an_undefined_value_as_null() -> None:
     assert written["toy"]["S0"]["GB"]["dp_diff"] == {"age": None}
 
 
+def _numbers(tree: object) -> list[float]:
+    """Every number in a parsed JSON value (booleans are no numbers)."""
+    if isinstance(tree, dict):
+        return [n for v in tree.values() for n in _numbers(v)]
+    if isinstance(tree, list):
+        return [n for v in tree for n in _numbers(v)]
+    return [tree] if isinstance(tree, int | float) and not isinstance(tree, bool) else []
+
+
+def test_no_metrics_json_holds_a_number_for_an_uninformative_cell() -> None:
+    """Rendered as DVC reads them, the headline, the full metrics and the strategy-plot data
+    hold no number of a cell whose verdict is uninformative: its value, interval and q are null,
+    its verdict says why, and the headline's family mean leaves it out."""
+    cells = [("baseline", m) for m in ("logistic_regression", "random_forest",
+                                       "gradient_boosting")]
+    cells += [("in_processing", m) for m in ("logistic_regression", "random_forest",
+                                             "gradient_boosting")]
+    results = _results(cells, ("race",))
+    fairness = results.fairness
+    fairness["verdict"] = "inconclusive"
+    dp = fairness["metric"] == "demographic_parity_diff"
+    dead = dp & ((fairness["strategy"] == "in_processing") | (
+        fairness["model"] == "random_forest"))
+    fairness.loc[dead, "verdict"] = "uninformative"
+    fairness.loc[dead, "value"] = 0.999  # a number no view may show
+    views = {"headline": headline(results), "full": summary(results, audit="toy"),
+             "plot": strategy_plot(results, audit="toy")}
+    written = {k: json.loads(json.dumps(v)) for k, v in views.items()}
+    assert 0.999 not in [n for v in written.values() for n in _numbers(v)]
+    assert written["headline"]["gap"]["S3"] is None
+    assert written["headline"]["gap"]["S0"] == round((0.01 + 0.03) / 2, 3)  # LR and GB only
+    rf = written["full"]["toy"]["S0"]["RF"]
+    assert (rf["dp_diff"], rf["dp_lo"], rf["dp_hi"], rf["dp_q"], rf["dp_verdict"]) == (
+        {"race": None}, {"race": None}, {"race": None}, {"race": None},
+        {"race": "uninformative"})
+    for point in written["plot"]:
+        if point["verdict"] == "uninformative":
+            assert [point[k] for k in ("dp_diff", "ci_low", "ci_high", "q_value")] == [None] * 4
+
+
 def _flat(tree: dict, prefix: str = "") -> dict:
     out = {}
     for key, value in tree.items():
@@ -109,7 +149,7 @@ def _flat(tree: dict, prefix: str = "") -> dict:
 
 
 def test_headline_is_the_first_attribute_mean_over_families() -> None:
-    """The headline's dp.S<k> is the mean over the families of the first attribute's parity
+    """The headline's gap.S<k> is the mean over the families of the first attribute's parity
     difference (hand-computed from the k/100 values), rounded to 3 decimals."""
     cells = [(s.value, m.value) for s, m in grid_cells()]
     results = _results(cells, ("race", "sex"))
@@ -117,7 +157,7 @@ def test_headline_is_the_first_attribute_mean_over_families() -> None:
     # row k (1-based) per (cell, attribute): race of cell c is row 2c+1 -> value (2c+1)/100
     want = {s.code: round(sum((2 * (3 * k + f) + 1) / 100 for f in range(3)) / 3, 3)
             for k, s in enumerate(STRATEGY_TABLE)}
-    assert got == {"attr": "race", "dp": want}
+    assert got == {"attr": "race", "gap": want}
 
 
 def test_headline_is_the_family_mean_of_fairness_csvs_one_number() -> None:
@@ -134,7 +174,7 @@ def test_headline_is_the_family_mean_of_fairness_csvs_one_number() -> None:
         {"strategy": "baseline", "model": m, "protected_attribute": "age",
          "metric": "demographic_parity_diff", "value": 9.0, "rep0_value": 9.0}
         for m in ("logistic_regression", "random_forest")])
-    assert headline(results)["dp"]["S0"] == 0.3
+    assert headline(results)["gap"]["S0"] == 0.3
 
 
 def test_every_headline_has_the_same_keys() -> None:
@@ -176,7 +216,8 @@ def test_report_depends_on_the_manifest_folder_of_each_audit_of_params() -> None
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     assert "audits" not in deps
     assert sorted(d for d in deps if d.startswith("audits/")) == sorted(
-        f"audits/{a}" for a in [*params["audits"], *params["text_audits"]]) == sorted(
+        f"audits/{a}" for a in [*params["audits"], *params["text_audits"],
+                                *params.get("regression_audits", [])]) == sorted(
         f"audits/{p.parent.name}" for p in discover_manifests(REPO / "audits", kind=None))
 
 
@@ -225,6 +266,10 @@ def _repo(root: Path) -> dict[str, str]:
             unavailable_summary(audit) if missing else summary(results, audit=audit)))
         (metrics / f"{audit}-strategies.json").write_text(json.dumps(
             [] if missing else strategy_plot(results, audit=audit)))
+    for audit in yaml.safe_load((REPO / "params.yaml").read_text()).get("regression_audits",
+                                                                          []):
+        (metrics / f"{audit}.json").write_text(json.dumps(headline_record(
+            "ethnicity", {"S0": -0.312, "S1": -0.3, "S2": -0.25})))
     env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
@@ -254,7 +299,7 @@ def test_exp_show_has_no_two_columns_of_one_name(views_repo: tuple[Path, dict[st
     metric column is named by its audit's key (no ``<file>:`` prefix)."""
     header = _show(views_repo)
     assert [name for name, n in Counter(header).items() if n > 1] == []
-    assert "results/metrics/compas.json:dp.S3" in header and "audits" in header
+    assert "results/metrics/compas.json:gap.S3" in header and "audits" in header
     assert not [name for name in header if name.startswith("results/metrics/full/")]
     assert _show(views_repo, "--drop", "audits").count("audits") == 0
 
@@ -273,8 +318,9 @@ def test_metrics_show_is_one_line_per_audit_within_120_columns(
         views_repo: tuple[Path, dict[str, str]]) -> None:
     """`dvc metrics show` prints a header and one line per audit, none wider than 120."""
     lines = _dvc(views_repo, "metrics", "show").splitlines()
-    audits = yaml.safe_load((REPO / "params.yaml").read_text())["audits"]
-    assert len(lines) == 1 + len(audits)
+    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    regression = params.get("regression_audits", [])
+    assert len(lines) == 1 + len(params["audits"]) + len(regression)
     assert max(map(len, lines)) <= COLUMNS
     assert lines[0].split() == ["Path", *HEADLINE_KEYS]
 

@@ -29,14 +29,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from faircode.core.cells import grid_cells
 from faircode.evaluate import swap
 from faircode.pipeline import cli
 from faircode.record import _claim
 from faircode.record.tracking import sync_results
 
 REPO = Path(__file__).resolve().parent.parent
-AUDIT = "german_credit_lending"  # committed results: 15 child runs; 800 training rows
-CHILDREN = 15
+AUDIT = "german_credit_lending"  # committed results: one attribute (age); 800 training rows
+CHILDREN = len(grid_cells())
+"""Its child runs: one per grid cell on its one attribute."""
 LINUX = pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs Linux /proc")
 
 
@@ -461,6 +463,7 @@ def test_an_exception_between_the_two_fallback_renames_rolls_back(
 _KILLED_SWAP = """
 import os, signal, sys
 from pathlib import Path
+from faircode.core.cells import grid_cells
 from faircode.evaluate import swap
 mode, final = sys.argv[1], Path(sys.argv[2])
 real_exchange, real_rename, calls = swap._exchange, swap._rename, []

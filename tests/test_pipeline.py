@@ -97,7 +97,7 @@ def _pipeline_for(root: Path) -> None:
     (root / "dvc.yaml").write_text(yaml.safe_dump(pipeline, sort_keys=False))
 
 
-AUDIT_PATH = re.compile(r"(?:audits|data/prepared|data/predictions|data/text|results|"
+AUDIT_PATH = re.compile(r"(?:audits|data/prepared|data/predictions|data/text|data/raw|results|"
                         r"results/curves|results/metrics|results/metrics/full)/([a-z0-9_]+?)"
                         r"(?:-strategies\.json|\.json|\.csv|/[a-z_]+)?")
 # (data/text/<audit>/payloads, .../systems and .../scores: a text audit's inputs of evaluate)
@@ -119,20 +119,24 @@ def test_evaluate_stage_lists_each_audit_of_params_once() -> None:
     stage = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["evaluate"]
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     audits, text = params["audits"], params["text_audits"]
+    regression = params.get("regression_audits", [])
     expected = {
         "deps": [p for a in audits for p in (f"audits/{a}", f"data/prepared/{a}", *(
             f"data/predictions/{a}/{part}" for part in PARTS))] + [
             p for a in text for p in (f"audits/{a}", f"data/text/{a}/payloads",
-                                      f"data/text/{a}/systems", f"data/text/{a}/scores")],
+                                      f"data/text/{a}/systems", f"data/text/{a}/scores")] + [
+            p for a in regression for p in (f"audits/{a}", f"data/raw/{a}",
+                                            f"data/predictions/{a}/regression")],
         "outs": [p for a in audits for p in (f"results/{a}", f"results/curves/{a}.csv",
                                              f"results/metrics/full/{a}.json")] + [
-            f"results/{a}" for a in text],
-        "metrics": [f"results/metrics/{a}.json" for a in audits],
+            f"results/{a}" for a in text] + [
+            p for a in regression for p in (f"results/{a}", f"results/metrics/full/{a}.json")],
+        "metrics": [f"results/metrics/{a}.json" for a in (*audits, *regression)],
         "plots": [f"results/metrics/{a}-strategies.json" for a in audits]}
     for field, paths in expected.items():
         listed = [e if isinstance(e, str) else next(iter(e)) for e in stage[field]]
         assert [p for p in listed if not p.startswith("faircode/")] == paths, field
-        assert all(_entry_audit(p) in (*audits, *text) for p in paths), field
+        assert all(_entry_audit(p) in (*audits, *text, *regression) for p in paths), field
     assert stage["cmd"] == ("python -m faircode.pipeline.stages.evaluate data/prepared "
                             "data/predictions data/text results")
 
@@ -151,7 +155,8 @@ def test_report_and_track_depend_on_every_audit_of_params() -> None:
     of params.yaml (a new audit that is not listed would never reach the report)."""
     pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text())
     params = yaml.safe_load((REPO / "params.yaml").read_text())
-    audits = params["audits"] + params.get("text_audits", [])
+    audits = params["audits"] + params.get("text_audits", []) \
+        + params.get("regression_audits", [])
     for stage in ("report", "track"):
         deps = [d for d in pipeline["stages"][stage]["deps"] if str(d).startswith("results/")]
         assert sorted(d for d in deps if d != "results/summary.csv") == sorted(
@@ -208,7 +213,7 @@ def test_repro_writes_results_metrics_and_plots(repo: Repo) -> None:
         assert list(full[audit]) == list(STRATEGY_CODES.values())
         assert 0 <= full[audit]["S0"]["LR"]["accuracy"] <= 1
         metrics = json.loads((repo.root / "results" / "metrics" / f"{audit}.json").read_text())
-        assert list(metrics) == ["attr", "dp"] and list(metrics["dp"]) == list(
+        assert list(metrics) == ["attr", "gap"] and list(metrics["gap"]) == list(
             STRATEGY_CODES.values())
     shown = json.loads(repo.dvc("metrics", "show", "--json").stdout)
     assert "results/metrics/german_credit_lending.json" in json.dumps(shown)
@@ -380,8 +385,9 @@ def test_seeds_change_reruns_fit_and_evaluate_and_writes_stability(repo: Repo) -
 def test_one_cell_has_one_number_in_every_view(repo: Repo, tmp_path: Path) -> None:
     """At K = 2 german_credit_lending's S0 random-forest age gap has one number, interval
     and verdict -- stability.csv's K-replicate estimate -- in fairness.csv, summary.csv,
-    results/metrics/full/<audit>.json, the strategy plot, the paper table, report.html and the
-    MLflow child the track stage logs."""
+    results/metrics/full/<audit>.json, the strategy plot, curves.csv and the threshold plot's
+    data at the declared threshold, the paper table, report.html and the MLflow child the track
+    stage logs."""
     import pandas as pd
     from mlflow.tracking import MlflowClient
 
@@ -417,7 +423,16 @@ def test_one_cell_has_one_number_in_every_view(repo: Repo, tmp_path: Path) -> No
         point = next(p for p in plot if p["strategy"].startswith("S0 ") and p["family"] == "RF")
         assert (point["dp_diff"], point["ci_low"], point["ci_high"], point["verdict"]) == (
             value, low, high, verdict)
-        mark = {"gap": "*", "parity": "="}.get(verdict, "")
+        curves = pd.read_csv(results / audit / "curves.csv")
+        declared = curves[(curves[list(where)] == pd.Series(where)).all(axis=1)
+                          & (curves["point"] == "declared")].iloc[0]
+        assert (declared["value"], declared["ci_low"], declared["ci_high"]) == (
+            value, low, high)  # the curve's point at the declared threshold is the cell
+        assert declared["rep0_value"] == cell["rep0_value"]
+        drawn = pd.read_csv(results / "curves" / f"{audit}.csv")
+        assert drawn.loc[drawn["threshold"] == declared["threshold"],
+                         "S0 random_forest"].iloc[0] == value
+        mark = {"gap": "\u2020" if float(value) > 0 else "*", "parity": "="}.get(verdict, "")
         shown = f"{num(value)} [{num(low)}, {num(high)}]{mark}"
         table = (results / "paper_table.md").read_text().split("**random_forest**", 1)[1]
         assert f"| {audit} | age | {shown} |" in table

@@ -112,3 +112,28 @@ def test_cost_swap_test_and_verdict_reach_the_child(tmp_path: Path) -> None:
         == (0.01, 0.02)
     assert child.tags["effect_vs_S0.dp.verdict"] == "reduced"
     assert child.tags["effect_vs_S0.bacc.verdict"] == "inconclusive"
+
+
+def test_an_uninformative_cell_is_tagged_not_valued_and_q_reads_short(tmp_path: Path) -> None:
+    """A fairness row whose verdict is uninformative logs no value, interval or test on its
+    child -- its verdict tag says why, its group sizes stay -- and a q-value of 2.124e-08 is
+    logged as 2.12e-08, so MLflow's runs table shows its exponent."""
+    results = write_results(tmp_path / "results", seed=1)
+    path = results / "alpha_lending" / "fairness.csv"
+    fairness = pd.read_csv(path)
+    fairness["verdict"] = "inconclusive"
+    dead = ((fairness["strategy"] == "baseline") & (fairness["model"] == "random_forest")
+            & (fairness["protected_attribute"] == "age"))
+    fairness.loc[dead, "verdict"] = "uninformative"
+    live = ((fairness["strategy"] == "baseline") & (fairness["model"] == "logistic_regression")
+            & (fairness["protected_attribute"] == "age")
+            & (fairness["metric"] == "demographic_parity_diff"))
+    fairness.loc[live, "q_value"] = 2.12417292e-08
+    fairness.to_csv(path, index=False)
+    record_files(results / "alpha_lending")
+    dead_run = _run(results, "baseline", "random_forest", "age")
+    assert not any(k == "dp" or (k.startswith("dp.") and k not in ("dp.n_dis", "dp.n_adv"))
+                   for k in dead_run.metrics)
+    assert {"dp.n_dis", "dp.n_adv"} <= set(dead_run.metrics)
+    assert dead_run.tags["fairness.demographic_parity_diff.verdict"] == "uninformative"
+    assert _child(results, "baseline", "logistic_regression", "age")["dp.q_audit"] == 2.12e-08

@@ -494,7 +494,7 @@ def test_report_renders_in_chromium_with_every_figure_and_no_request(
     assert len(images) == len(list((rendered / "figures").glob("*.png")))
     for image in images:
         assert image["complete"] and image["width"] > 0 and image["height"] > 0, image
-    assert check["tables"] == 5  # paper, effects, residual floor, performance, counterfactual
+    assert check["tables"] == 6  # paper, margins, effects, residual floor, performance, flips
     assert check["resources"] == [] and requests == []
     assert page.with_suffix(".png").stat().st_size > 0
 

@@ -386,7 +386,8 @@ def test_page_has_the_deployed_section_with_both_tables_and_the_figure(rendered:
 
 
 def test_report_with_a_system_renders_in_chromium(rendered: Path, tmp_path: Path) -> None:
-    """Headless Chromium loads every figure and all eight tables and requests nothing."""
+    """Headless Chromium loads every figure and all nine tables (the margin table among them)
+    and requests nothing."""
     page = tmp_path / "report.html"
     shutil.copy(rendered / "report.html", page)
     check, requests = render(page, tmp_path)
@@ -394,7 +395,7 @@ def test_report_with_a_system_renders_in_chromium(rendered: Path, tmp_path: Path
     assert isinstance(images, list)
     assert len(images) == len(list((rendered / "figures").glob("*.png")))
     assert all(i["complete"] and i["width"] > 0 for i in images)
-    assert check["tables"] == 8 and check["resources"] == [] and requests == []
+    assert check["tables"] == 9 and check["resources"] == [] and requests == []
 
 
 def _outputs(folder: Path) -> dict[str, str]:

@@ -124,7 +124,8 @@ def test_headline_changes_when_a_result_changes(tmp_path: Path) -> None:
     before = _lead(root)
     assert before.startswith(f"2 audits with results: S0 (baseline) leaves a {DP} gap on the "
                              "first protected attribute in 2 of 2 (a gap shown in at least "
-                             "one model family).")
+                             "one model family): against the disadvantaged group in 2, "
+                             "favouring it in 0.")
     edit_fairness(root / "audit_b", where={"strategy": "baseline", "metric": DP},
                   q_value=0.6, significant=False)
     write_report(root)
@@ -139,10 +140,12 @@ def test_headline_names_what_each_mitigation_buys(families: Path) -> None:
     a gap remains (S3: audit_a sex LR starred) and where neither a gap nor parity is shown."""
     lead = _lead(families)
     assert (f"S3 ({STRATEGY_TITLES['S3']}) reduces it in every model family in 2 of 2; parity "
-            "within \u00b10.05 is shown in 0; a gap remains in 1; in the other 1 neither a gap "
-            "nor parity is shown") in lead
+            "within \u00b10.05 is shown in 0 (family: all equivalence tests); a gap remains in 1 "
+            "(against the disadvantaged group in 1, favouring it in 0); in the other 1 neither "
+            "a gap nor parity is shown") in lead
     assert (f"S4 ({STRATEGY_TITLES['S4']}) reduces it in every model family in 2 of 2; parity "
-            "within \u00b10.05 is shown in 0; in the other 2 neither") in lead
+            "within \u00b10.05 is shown in 0 (family: all equivalence tests); in the other 2 "
+            "neither") in lead
     assert "median \u0394 accuracy \u22120.01 on 2 threshold audits" in lead  # every effect
 
 
@@ -176,8 +179,8 @@ def test_headline_states_parity_and_the_gap_not_excluded_from_verdicts(tmp_path:
         record_files(folder)  # the edited folders as their writer records them
     write_report(root)
     lead = _lead(root)
-    assert ("parity within \u00b10.05 is shown in 1; in the other 1 a gap of up to 0.12 "
-            "cannot be excluded") in lead
+    assert ("parity within \u00b10.05 is shown in 1 (family: all equivalence tests); in the "
+            "other 1 a gap of up to 0.12 cannot be excluded") in lead
     assert ("cost: median \u0394 balanced accuracy \u22120.05 on 1 base_rate audit, "
             "majority-class accuracy 0.88 and median \u0394 accuracy \u22120.01 on 1 threshold "
             "audit") in lead
@@ -246,7 +249,8 @@ def test_an_audit_without_effects_gets_verdicts_but_no_n_a_numbers(tmp_path: Pat
     page = (root / "report.html").read_text()
     top = page.split('<section id="headline">', 1)[1].split("</section>", 1)[0]
     assert "n/a" not in top
-    assert "S4: inconclusive" in top and "S1: a gap remains (3 of 3)" in top
+    assert "S4: inconclusive" in top
+    assert "S1: a gap remains against the disadvantaged group (3 of 3)" in top
 
 
 def test_every_star_has_the_audits_own_q_below_alpha_in_mlflow(families: Path) -> None:

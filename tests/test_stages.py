@@ -35,7 +35,7 @@ def test_unavailable_audit_flows_to_a_results_note(
     assert json.loads((Path("results/metrics") / "full" / f"{AUDIT}.json").read_text()) == {
         AUDIT: {"available": False}}
     headline = json.loads((Path("results/metrics") / f"{AUDIT}.json").read_text())
-    assert headline["attr"] is None and set(headline["dp"].values()) == {None}
+    assert headline["attr"] is None and set(headline["gap"].values()) == {None}
 
 
 def test_check_params_exits_2_with_the_key_path(

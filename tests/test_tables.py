@@ -30,7 +30,9 @@ from faircode.core.metrics import (
     Metric,
     MetricInfo,
     metric_info,
+    metrics_of,
     no_gap,
+    table_of,
 )
 from faircode.core.seeds import NAMED, child_seed, name_stream
 from faircode.grid.strategies import READS
@@ -102,7 +104,9 @@ def test_strategy_records_refuse_bad_values() -> None:
 def test_metric_codes_and_stream_keys_are_unique() -> None:
     """One record per metric, in enum order; distinct names, codes and seed keys."""
     assert [m.metric for m in METRIC_TABLE] == list(Metric)
-    assert FAIRNESS_METRICS == tuple(m.value for m in Metric)
+    assert FAIRNESS_METRICS == metrics_of("binary") == tuple(m.name for m in METRIC_TABLE
+                                                             if "binary" in m.kinds)
+    assert [m.name for m in table_of("regression")] == list(metrics_of("regression"))
     assert {m.name: m.code for m in METRIC_TABLE if m.code != m.name} == METRIC_CODES
     for field in ("name", "code", "key"):
         values = [getattr(m, field) for m in METRIC_TABLE]
@@ -126,8 +130,9 @@ def test_every_twin_is_a_metric_of_the_same_null() -> None:
             other = metric_info(twin)
             assert other.metric is not m.metric
             assert other.same_null is None and other.same_value is None
-            assert other.denominator == m.denominator
-            assert defs.SPECS[m.name].subsets == defs.SPECS[other.name].subsets
+            assert other.denominator == m.denominator and other.kinds == m.kinds
+            if m.cells:
+                assert defs.SPECS[m.name].subsets == defs.SPECS[other.name].subsets
         if m.same_value is not None:
             assert m.same_null is m.same_value
             assert (m.numerator, m.scale) == (metric_info(m.same_value).numerator,

@@ -79,7 +79,7 @@ def _store(root: Path) -> Store:
 
 
 def sweep(results: Path, out: Path, *, threshold: float, change: str | None = None,
-          attribute: str = "sex") -> tuple[Path, set[str]]:
+          attribute: str = "age") -> tuple[Path, set[str]]:
     """A copy of ``results`` as another sweep value (module docstring): (the copy, the keys of
     the children whose numbers it changes)."""
     shutil.copytree(results, out)
@@ -108,7 +108,8 @@ def sweep(results: Path, out: Path, *, threshold: float, change: str | None = No
 
 @dataclass(frozen=True)
 class Sweep:
-    """State A (logged in full) and B (one audit's sex rows changed) in experiment ``share``."""
+    """State A (logged in full) and B (one audit's age rows changed: every age cell is
+    informative, so each logs its new numbers) in experiment ``share``."""
 
     store: Store
     a: Path

@@ -13,6 +13,7 @@ import csv
 import difflib
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Union
 
 import pandas as pd
 
@@ -22,10 +23,16 @@ from faircode.audit._manifest_rdata import DATABASE_SUFFIX
 from faircode.audit.manifest import Manifest, ReadOptions
 from faircode.core.errors import DataError
 
+if TYPE_CHECKING:
+    from faircode.audit.regression_manifest import RegressionManifest
+
+TableManifest = Union[Manifest, "RegressionManifest"]
+"""A tabular manifest of any task kind: the grid's, or a regression's (the same column roles)."""
+
 __all__ = ["PARSES", "column_sources", "data_lines", "read_csv", "read_raw"]
 
 
-def column_sources(manifest: Manifest) -> dict[str, str]:
+def column_sources(manifest: TableManifest) -> dict[str, str]:
     """Map every read column to the first key path that names it (the system's last)."""
     where: dict[str, str] = {}
     if manifest.unit is not None:
@@ -87,7 +94,7 @@ def _header_fields(file: Path, read: ReadOptions, *, where: str) -> list[str]:
         csv.field_size_limit(limit)
 
 
-def _repeated(manifest: Manifest, file: Path, pandas_names: list[str],
+def _repeated(manifest: TableManifest, file: Path, pandas_names: list[str],
               wanted: list[str]) -> dict[str, list[str]]:
     """Each read column whose name the header repeats -> pandas' names of its copies (the first
     is the column's own name).  Names the manifest lists are unique already."""
@@ -117,7 +124,7 @@ def _check_copies(frame: pd.DataFrame, copies: Mapping[str, list[str]], lines: l
                     f"({first.iat[i]!r} vs {second.iat[i]!r}); rename or remove the copy")
 
 
-def _header(manifest: Manifest, file: Path) -> list[str]:
+def _header(manifest: TableManifest, file: Path) -> list[str]:
     """Return the file's column names (checking a manifest's names against its field count)."""
     read, where = manifest.dataset.read, f"{manifest.file}: dataset.read"
     if read.names is None:
@@ -171,7 +178,7 @@ def data_lines(file: Path, read: ReadOptions, *, where: str,
     return lines, ended + 1
 
 
-def read_raw(manifest: Manifest, file: Path, *,
+def read_raw(manifest: TableManifest, file: Path, *,
              extra: Mapping[str, str] | None = None) -> tuple[pd.DataFrame, list[str]]:
     """The read columns of ``file`` (:attr:`Manifest.read_columns`, then ``extra``) and the
     ``line N`` of each of its rows.

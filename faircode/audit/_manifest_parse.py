@@ -321,7 +321,12 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
         raise c.fail("kind", "tabular (the grid's manifests; a kind: text audit runs in the "
                      "pipeline's text stages: list it under text_audits in params.yaml, run "
                      "faircode pipeline, then dvc repro)", doc.get("kind"))
-    data = c.mapping({k: v for k, v in doc.items() if k != "kind"}, "", _TOP_KEYS)
+    if doc.get("task", BINARY.name) != BINARY.name:  # a tabular manifest of another task kind
+        raise c.fail("task", f"{BINARY.name} (the grid's manifests; a task: regression audit "
+                     "runs in the pipeline's regression stages: list it under regression_audits "
+                     "in params.yaml, run faircode pipeline, then dvc repro)", doc.get("task"))
+    data = c.mapping({k: v for k, v in doc.items() if k not in ("kind", "task")}, "",
+                     _TOP_KEYS)
     name, title = _parse_name(c, data)
     random_state, test_size = _parse_split(c, data)
     raw_filters = data.get("row_filters") or []

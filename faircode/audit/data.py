@@ -102,7 +102,7 @@ from faircode.audit._data_columns import (
     is_numeric_column,
     target_cut,
 )
-from faircode.audit._data_read import column_sources, read_raw
+from faircode.audit._data_read import TableManifest, column_sources, read_raw
 from faircode.audit.fetch import check_companions, sha256_file, unavailable_message
 from faircode.audit.manifest import Manifest
 from faircode.audit.outputs import RowKeys, SystemOutputs, check_keys, key_text, system_outputs
@@ -369,7 +369,7 @@ def _row_keys(column: str, kept: pd.Series, every: pd.Series, *, rows: np.ndarra
     return RowKeys(column, text, dropped.astype(object))
 
 
-def _unit_codes(manifest: Manifest, frame: pd.DataFrame) -> np.ndarray | None:
+def _unit_codes(manifest: TableManifest, frame: pd.DataFrame) -> np.ndarray | None:
     """Integer codes of the prepared rows' units; a missing unit value is a :class:`DataError`."""
     if manifest.unit is None:
         return None
@@ -384,7 +384,7 @@ def _unit_codes(manifest: Manifest, frame: pd.DataFrame) -> np.ndarray | None:
     return np.asarray(codes, dtype=np.int64)
 
 
-def _classifies_none(manifest: Manifest, index: int, values: pd.Series, *,
+def _classifies_none(manifest: TableManifest, index: int, values: pd.Series, *,
                      file: Path) -> DataError:
     """The error of protected attribute ``index`` classifying none of the rows kept so far."""
     attribute = manifest.protected_attributes[index]

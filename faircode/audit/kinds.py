@@ -28,6 +28,7 @@ __all__ = ["MANIFESTS", "load_any_manifest", "manifest_task_kind"]
 MANIFESTS: dict[str, str] = {
     "binary": "faircode.audit.manifest:load_manifest",
     "text": "faircode.audit.text_manifest:load_text_manifest",
+    "regression": "faircode.audit.regression_manifest:load_regression_manifest",
 }
 """Task kind -> ``"<module>:<function>"``: ``function(path)`` reads and validates a manifest
 of that kind (one-line :class:`~faircode.core.errors.ManifestError`)."""
@@ -35,7 +36,8 @@ of that kind (one-line :class:`~faircode.core.errors.ManifestError`)."""
 
 def manifest_task_kind(path: Path | str) -> TaskKind:
     """The task kind the manifest at ``path`` declares (one line for an unknown ``kind:``)."""
-    return kind_of_manifest(manifest_kind(path), where=f"{path}: kind")
+    return kind_of_manifest(manifest_kind(path), where=f"{path}: kind (or a tabular "
+                            "manifest's task)")
 
 
 def load_any_manifest(path: Path | str) -> Any:

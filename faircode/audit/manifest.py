@@ -184,18 +184,27 @@ def load_manifest(path: Path | str, *, root: Path | None = None) -> Manifest:
 
 TABULAR = BINARY.manifest_kind
 """The ``kind:`` of a grid audit's manifest (the default): the ``binary`` task kind's."""
+BINARY_TASK = BINARY.name
+"""The ``task:`` of a grid audit's tabular manifest (the default)."""
 
 
 def manifest_kind(path: Path | str) -> str:
-    """The ``kind`` an ``audit.yaml`` declares: ``tabular`` (the grid's, the default) or
-    ``text`` (:mod:`faircode.audit.text_manifest`); an unreadable file counts as ``tabular``,
-    whose reader then names what is wrong with it."""
+    """The kind an ``audit.yaml`` declares: its ``kind`` -- ``tabular`` (the default) or ``text``
+    (:mod:`faircode.audit.text_manifest`) -- and for a tabular manifest its ``task`` when that
+    is not ``binary`` (the grid's, the default): ``regression``
+    (:mod:`faircode.audit.regression_manifest`).  An unreadable file counts as ``tabular``, whose
+    reader then names what is wrong with it."""
     try:
         doc = read_yaml(Path(path), error=ManifestError)
     except (OSError, ManifestError):
         return TABULAR
-    kind = doc.get("kind", TABULAR) if isinstance(doc, dict) else TABULAR
-    return kind if isinstance(kind, str) else TABULAR
+    if not isinstance(doc, dict):
+        return TABULAR
+    kind = doc.get("kind", TABULAR)
+    if not isinstance(kind, str):
+        return TABULAR
+    task = doc.get("task", BINARY_TASK) if kind == TABULAR else BINARY_TASK
+    return task if isinstance(task, str) and task != BINARY_TASK else kind
 
 
 def discover_manifests(root: Path | str, *, kind: str | None = TABULAR) -> list[Path]:

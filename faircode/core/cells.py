@@ -18,6 +18,12 @@ Design decisions
   :func:`faircode.core.seeds.name_stream` of its name), never its place in a list, and a
   comparison's is its own (:class:`Against`, :class:`Matched`), so adding a strategy changes no
   other number.
+* **A strategy that does not apply to a task kind says why**: ``not_applicable`` holds, per
+  kind outside ``kinds``, the reason a reader sees in its place (``n/a``, never a number):
+  :func:`applies` and :func:`not_applicable_reason`.
+* **A family's name by kind** (:func:`family_name`): the grid's first family is a logistic
+  regression for a binary decision and a linear regression for a regression; its code stays
+  ``LR`` and its seed key its place.
 * **Import-light**: standard library and :mod:`faircode.core.seeds` only (no numpy), so the
   stages' fast paths (an audit without data) can build their headers from the table.
 """
@@ -48,14 +54,19 @@ __all__ = [
     "ModelFamily",
     "Strategy",
     "StrategyInfo",
+    "applies",
+    "family_name",
     "grid_cells",
+    "not_applicable_reason",
     "position",
     "strategy_code",
     "strategy_info",
 ]
 
 BINARY = frozenset({"binary"})
-"""The task kinds of a binary-decision audit (every strategy and metric today)."""
+"""The task kinds of a binary-decision audit."""
+BINARY_AND_REGRESSION = frozenset({"binary", "regression"})
+"""The task kinds of a strategy that fits a model of any outcome (S0-S3)."""
 
 
 class Strategy(StrEnum):
@@ -153,6 +164,8 @@ class StrategyInfo:
     stream: int | None = None
     draws: Strategy | None = None
     matched: tuple[Matched, ...] = ()
+    not_applicable: tuple[tuple[str, str], ...] = ()
+    """``(kind, reason)`` for each task kind it does not apply to and says why."""
 
     def __post_init__(self) -> None:
         where = f"StrategyInfo({self.strategy})"
@@ -171,6 +184,10 @@ class StrategyInfo:
                              "cutoff on it")
         if not self.label or not self.what or not self.kinds:
             raise ValueError(f"{where}: label, what, kinds: expected non-empty values")
+        for kind, reason in self.not_applicable:
+            if kind in self.kinds or not reason:
+                raise ValueError(f"{where}: not_applicable: expected (kind, reason) of a kind "
+                                 f"it does not apply to, got {describe((kind, reason))}")
 
     @property
     def code(self) -> str:
@@ -189,30 +206,39 @@ _BLACK, _ORANGE, _SKY_BLUE, _GREEN, _VERMILLION, _BLUE = (
 _S = Strategy
 STRATEGY_TABLE: tuple[StrategyInfo, ...] = (
     StrategyInfo(_S.BASELINE, 0, "baseline", "every feature, protected attributes included",
-                 _BLACK, "unmitigated", cutoff=True, stream=0),
+                 _BLACK, "unmitigated", cutoff=True, stream=0,
+                 kinds=BINARY_AND_REGRESSION),
     StrategyInfo(_S.UNAWARENESS, 1, "unawareness", "protected attributes dropped", _ORANGE,
-                 "unmitigated", cutoff=True, against=(Against(_S.BASELINE, 0),), stream=1),
+                 "unmitigated", cutoff=True, against=(Against(_S.BASELINE, 0),), stream=1,
+                 kinds=BINARY_AND_REGRESSION),
     StrategyInfo(_S.UNAWARENESS_PROXY_REMOVAL, 2, "unawareness + proxy removal",
                  "protected attributes and their proxies dropped", _SKY_BLUE, "unmitigated",
-                 cutoff=True, against=(Against(_S.BASELINE, 1),), stream=2),
+                 cutoff=True, against=(Against(_S.BASELINE, 1),), stream=2,
+                 kinds=BINARY_AND_REGRESSION),
     StrategyInfo(_S.IN_PROCESSING, 3, "ExponentiatedGradient",
                  "fairlearn in-processing under the parity constraint (first attribute)", _GREEN,
                  "in_processing", reads=frozenset({"constraint", "eps", "max_iter"}),
                  against=(Against(_S.BASELINE, 2), Against(_S.UNAWARENESS_PROXY_REMOVAL, 4)),
-                 stream=3),
+                 stream=3, kinds=BINARY_AND_REGRESSION),
     StrategyInfo(_S.POST_PROCESSING, 4, "ThresholdOptimizer",
                  "fairlearn group thresholds (first attribute), on S2's features", _VERMILLION,
                  "post_processing", reads=frozenset({"constraint"}), score=False,
                  sensitive_at_predict=True,
                  against=(Against(_S.BASELINE, 3), Against(_S.UNAWARENESS_PROXY_REMOVAL, 5)),
-                 stream=4),
+                 stream=4,
+                 not_applicable=(("regression", "ThresholdOptimizer moves a cutoff on a score to "
+                                  "equalise group decision rates; a regression predicts a "
+                                  "number and has no cutoff to move"),)),
     StrategyInfo(_S.RELAXED_POST_PROCESSING, 5, "relaxed ThresholdOptimizer",
                  "fairlearn group thresholds within a tolerance (first attribute), on the most "
                  "accurate of S0-S2's models", _BLUE, "relaxed_post_processing",
                  reads=frozenset({"constraint", "tolerances"}), score=False,
                  sensitive_at_predict=True, against=(Against(_S.BASELINE),),
                  draws=_S.POST_PROCESSING,
-                 matched=(Matched(_S.IN_PROCESSING), Matched(_S.POST_PROCESSING, 0.0))),
+                 matched=(Matched(_S.IN_PROCESSING), Matched(_S.POST_PROCESSING, 0.0)),
+                 not_applicable=(("regression", "a relaxed ThresholdOptimizer moves a cutoff "
+                                  "on a score; a regression predicts a number and has no cutoff "
+                                  "to move"),)),
 )
 """The strategies in report order (:class:`StrategyInfo`): the one table every module reads."""
 
@@ -302,6 +328,36 @@ def _check_table() -> None:
 
 
 _check_table()
+
+
+def applies(strategy: str, kind: str) -> bool:
+    """Whether ``strategy`` is run for an audit of the task kind ``kind``."""
+    return kind in strategy_info(strategy).kinds
+
+
+def not_applicable_reason(strategy: str, kind: str) -> str:
+    """Why ``strategy`` is not run for ``kind`` (``""`` when it is); a strategy that neither
+    applies nor says why is a ValueError naming both."""
+    info = strategy_info(strategy)
+    if kind in info.kinds:
+        return ""
+    for other, reason in info.not_applicable:
+        if other == kind:
+            return reason
+    raise ValueError(f"STRATEGY_TABLE: {info.code}: expected a reason it does not apply to "
+                     f"{kind!r} (not_applicable), got none")
+
+
+_FAMILY_NAMES: dict[str, dict[str, str]] = {
+    "regression": {"logistic_regression": "linear_regression"},
+}
+"""A family's name where a task kind names it otherwise (:func:`family_name`)."""
+
+
+def family_name(family: str, kind: str) -> str:
+    """What the tables of an audit of ``kind`` call the grid family ``family``."""
+    name = ModelFamily(family).value
+    return _FAMILY_NAMES.get(kind, {}).get(name, name)
 
 
 def strategy_code(strategy: str) -> str:

@@ -35,7 +35,7 @@ from typing import Literal, get_args
 
 from faircode.core.cells import ModelFamily
 from faircode.core.errors import ConfigError, config_error
-from faircode.core.metrics import FAIRNESS_METRICS
+from faircode.core.metrics import FAIRNESS_METRICS, Metric
 from faircode.core.names import check_name
 
 __all__ = [
@@ -268,12 +268,17 @@ class VerdictsConfig:
     odds): ``parity`` means the ``1 − 2·alpha`` interval lies inside ``±δ``; ``ratio_margin``
     disparate impact's range ``[low, high]`` around 1 (tested on the log scale);
     ``min_informative_share`` the share of a cell's K training replicates (rounded up) that must
-    be informative for the cell not to be ``uninformative``.
+    be informative for the cell not to be ``uninformative``; ``claims`` the metric whose cells
+    (every strategy x model x attribute) are the pre-specified claims of the headline and the
+    paper table: their equivalence tests form their own Benjamini-Hochberg family
+    (:mod:`faircode.evaluate.claims`), stored as the metric's full name.  (A regression audit's
+    margin is in its outcome's units, so its manifest declares it: ``target.margin``.)
     """
 
     margin: float = 0.05
     ratio_margin: tuple[float, float] = (0.8, 1.25)
     min_informative_share: float = 0.6
+    claims: str = Metric.DEMOGRAPHIC_PARITY.value
 
     def __post_init__(self) -> None:
         _check_number("verdicts.margin", self.margin, low=0.0, high=1.0, open_low=True,
@@ -282,6 +287,20 @@ class VerdictsConfig:
             "verdicts.ratio_margin", self.ratio_margin))
         _check_number("verdicts.min_informative_share", self.min_informative_share,
                       low=0.0, high=1.0, open_low=True)
+        object.__setattr__(self, "claims", metric_name("verdicts.claims", self.claims))
+
+
+def metric_name(where: str, value: object) -> str:
+    """The fairness metric ``value`` names (its full name, or a unique prefix before ``_``:
+    ``demographic_parity``); else a :class:`ConfigError` naming ``where``."""
+    if isinstance(value, str):
+        if value in FAIRNESS_METRICS:
+            return value
+        found = [m for m in FAIRNESS_METRICS if m.startswith(f"{value}_")]
+        if len(found) == 1:
+            return found[0]
+    raise config_error(where, f"one of {', '.join(FAIRNESS_METRICS)} or a unique prefix "
+                       "before _ (demographic_parity)", value)
 
 
 def check_ratio_margin(where: str, value: object) -> tuple[float, float]:
@@ -395,6 +414,7 @@ _RECORD_NAMES: dict[str, str] = {
     "run.seeds": "seeds", "run.seed_mode": "seed_mode", "curves.thresholds": "curve_thresholds",
     "verdicts.margin": "verdict_margin", "verdicts.ratio_margin": "verdict_ratio_margin",
     "verdicts.min_informative_share": "verdict_min_informative_share",
+    "verdicts.claims": "verdict_claims",
 }
 """``run.json``'s flat name of each param, in the record's order (the names and order every
 committed ``run.json`` and params digest has; a new param records under its path)."""
@@ -477,12 +497,7 @@ class ReportConfig:
     model: str | None = None
 
     def __post_init__(self) -> None:
-        metric = self.metric
-        if not isinstance(metric, str) or not (
-                metric in FAIRNESS_METRICS
-                or sum(m.startswith(f"{metric}_") for m in FAIRNESS_METRICS) == 1):
-            raise config_error("report.metric", f"one of {', '.join(FAIRNESS_METRICS)} or a "
-                               "unique prefix before _ (demographic_parity)", metric)
+        metric_name("report.metric", self.metric)
         if self.model is not None:
             families = tuple(f.value for f in ModelFamily)
             if not isinstance(self.model, str) or self.model not in families:
@@ -509,23 +524,44 @@ class ReportConfig:
 class Params:
     """A validated ``params.yaml``: its audits (empty = every shipped audit for ``faircode run``;
     the pipeline runs exactly the listed ones), its text audits (``text_audits``: the text
-    stages' audits, :mod:`faircode.evaluate.text`) and the config."""
+    stages' audits, :mod:`faircode.evaluate.text`), its regression audits
+    (``regression_audits``: ``task: regression`` manifests) and the config."""
 
     audits: tuple[str, ...] = ()
     text_audits: tuple[str, ...] = ()
+    regression_audits: tuple[str, ...] = ()
     config: BenchmarkConfig = field(default_factory=BenchmarkConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
     execution: ExecutionConfig = field(default_factory=ExecutionConfig)
 
     def __post_init__(self) -> None:
-        for key, names in (("audits", self.audits), ("text_audits", self.text_audits)):
+        for key, names in self.lists():
             for i, name in enumerate(names):  # folders and words of every dvc.yaml cmd
                 check_name(name, where=f"{key}[{i}]")
             if len(set(names)) != len(names):
                 raise config_error(key, "distinct audit names", list(names))
-        for i, name in enumerate(self.text_audits):
-            if name in self.audits:
-                raise config_error(f"text_audits[{i}]", "a text audit not also in audits", name)
+        seen: dict[str, str] = {}
+        for key, names in self.lists():
+            for i, name in enumerate(names):
+                if name in seen:
+                    what = key.removesuffix("_audits") if key != "audits" else "grid"
+                    raise config_error(f"{key}[{i}]", f"a {what} audit not also in "
+                                       f"{seen[name]}", name)
+                seen[name] = key
+
+    def lists(self) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Every audit list with its ``params.yaml`` key (:data:`AUDIT_LISTS` order)."""
+        return tuple((key, getattr(self, key)) for key in AUDIT_LISTS)
+
+    @property
+    def every_audit(self) -> tuple[str, ...]:
+        """The audits of every list, in :data:`AUDIT_LISTS` order."""
+        return tuple(name for _, names in self.lists() for name in names)
+
+
+AUDIT_LISTS: tuple[str, ...] = ("audits", "text_audits", "regression_audits")
+"""The ``params.yaml`` lists of audits, one per task kind (its
+:attr:`faircode.core.kinds.TaskKind.params_key`)."""
 
 
 def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
@@ -542,7 +578,7 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
     for path in [*PARAM_KEYS, *EXECUTION_KEYS]:
         section, key = path.split(".", 1)
         sections.setdefault(section, set()).add(key)
-    lists: dict[str, tuple[str, ...]] = {"audits": (), "text_audits": ()}
+    lists: dict[str, tuple[str, ...]] = dict.fromkeys(AUDIT_LISTS, ())
     report = ReportConfig()
     flat: dict[str, object] = {}
     execution: dict[str, object] = {}
@@ -556,7 +592,7 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
             report = ReportConfig.from_mapping(body, where=f"{where}: report")
             continue
         if section not in sections:
-            known = ", ".join(["audits", "text_audits", *sections, "report"])
+            known = ", ".join([*AUDIT_LISTS, *sections, "report"])
             raise config_error(f"{where}: {section}", f"a known section ({known})", section)
         if not isinstance(body, Mapping):
             raise config_error(f"{where}: {section}", "a mapping", body)
@@ -576,8 +612,8 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     try:
-        return Params(audits=lists["audits"], text_audits=lists["text_audits"],
-                      config=BenchmarkConfig().with_params(flat), report=report, execution=run)
+        return Params(**lists, config=BenchmarkConfig().with_params(flat), report=report,
+                      execution=run)
     except ConfigError as exc:
         raise ConfigError(f"{where}: {exc}") from None
 
@@ -614,11 +650,12 @@ def load_params(path: Path, *, audits_dir: Path | None = None) -> Params:
 
 def _check_audit_folders(params: Params, *, where: str, audits_dir: Path) -> None:
     """Raise unless the lists name an audit and each name is an audit folder of ``audits_dir``."""
-    if not params.audits and not params.text_audits:
+    if not params.every_audit:
         raise ConfigError(f"{where}: audits: expected a non-empty list of audit names, or text "
-                          "audits in text_audits (the audits the pipeline runs), got none")
+                          "audits in text_audits or regression audits in regression_audits (the "
+                          "audits the pipeline runs), got none")
     known = sorted(p.parent.name for p in audits_dir.glob("*/audit.yaml"))
-    for key, names in (("audits", params.audits), ("text_audits", params.text_audits)):
+    for key, names in params.lists():
         for i, name in enumerate(names):
             if name not in known:
                 raise config_error(f"{where}: {key}[{i}]", f"an audit folder of {audits_dir} "

@@ -1,8 +1,10 @@
 """Task kinds: what a manifest's ``kind`` selects, as one table every wing reads.
 
 A *task kind* is a kind of audit: ``binary`` (binary classification, the S0-S4 grid of
-strategies x model families on a tabular manifest) and ``text`` (deployed text classifiers on
-template sentences with counterfactual swaps).  Its record (:class:`TaskKind`) holds the facts
+strategies x model families on a tabular manifest), ``text`` (deployed text classifiers on
+template sentences with counterfactual swaps) and ``regression`` (a number per row -- a wage, a
+salary, a rating -- and the S0-S3 grid of regression models; a tabular manifest with ``task:
+regression``).  Its record (:class:`TaskKind`) holds the facts
 the rest of the code dispatches on: how its manifest and its ``run.json`` name it, which
 ``params.yaml`` list names its audits, its data stages, its tables (their files:
 :mod:`faircode.core.layout`), its metrics, and whether it has the grid.
@@ -29,10 +31,10 @@ from typing import Any
 
 from faircode.core import layout
 from faircode.core.errors import ConfigError, describe
-from faircode.core.metrics import FAIRNESS_METRICS
+from faircode.core.metrics import Metric, metrics_of
 
-__all__ = ["BINARY", "TASK_KINDS", "TEXT", "TaskKind", "kind_of_manifest", "kind_of_run",
-           "registered", "task_kind"]
+__all__ = ["BINARY", "REGRESSION", "TASK_KINDS", "TEXT", "TaskKind", "kind_of_manifest",
+           "kind_of_run", "registered", "task_kind"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +46,8 @@ class TaskKind:
     label: str
     """What it is, for a reader."""
     manifest_kind: str
-    """The ``kind:`` of its ``audit.yaml`` (:func:`faircode.audit.manifest.manifest_kind`)."""
+    """The ``kind:`` of its ``audit.yaml``, or for a tabular manifest its ``task:``
+    (:func:`faircode.audit.manifest.manifest_kind`)."""
     run_kind: str
     """The ``kind`` of its ``run.json`` (:func:`faircode.core.layout.run_kind`)."""
     params_key: str
@@ -55,12 +58,16 @@ class TaskKind:
     tables: tuple[str, ...]
     """The tables every run of it writes (each ``<name>.csv``)."""
     metrics: tuple[str, ...]
-    """The metrics its tables report."""
+    """The metrics its tables report (a kind of the metric table: :func:`faircode.core.metrics.
+    metrics_of`)."""
     grid: bool = False
     """Whether its audits run the S0-S4 grid (:mod:`faircode.core.cells`): its tables are then
     the grid's and the report's grid view reads them."""
     optional_tables: tuple[str, ...] = ()
     """Tables a run writes when it has them (training replicates, strata, curves)."""
+    headline: str = ""
+    """The metric of its DVC headline's ``gap.S<k>`` (:mod:`faircode.evaluate.headline_keys`),
+    or empty for a kind without that headline."""
 
     def __post_init__(self) -> None:
         for name in ("name", "label", "manifest_kind", "run_kind", "params_key"):
@@ -76,6 +83,9 @@ class TaskKind:
         if not self.tables:
             raise ConfigError(f"TaskKind.tables: expected at least one table, got none "
                               f"({self.name})")
+        if self.headline and self.headline not in self.metrics:
+            raise ConfigError(f"TaskKind.headline: expected one of its metrics, got "
+                              f"{self.headline!r} ({self.name})")
 
 
 BINARY = TaskKind(
@@ -86,8 +96,9 @@ BINARY = TaskKind(
     params_key="audits",
     data_stages=("fetch", "prepare", "fit"),
     tables=layout.GRID_TABLES,
-    metrics=FAIRNESS_METRICS,
+    metrics=metrics_of("binary"),
     grid=True,
+    headline=Metric.DEMOGRAPHIC_PARITY.value,
     optional_tables=(*layout.GRID_EXTRA_TABLES, *layout.EFFECT_TABLES, *layout.MATCHED_TABLES,
                      *layout.STABILITY_TABLES),
 )
@@ -104,7 +115,21 @@ TEXT = TaskKind(
              "bnsp_auc", "pinned_auc", "test_auc", "test_accuracy"),
 )
 
-TASK_KINDS: tuple[TaskKind, ...] = (BINARY, TEXT)
+REGRESSION = TaskKind(
+    name="regression",
+    label="regression: a number per row (pay, a rating) by group, and the S0-S3 grid of "
+          "regression models",
+    manifest_kind="regression",
+    run_kind=layout.REGRESSION_RUN,
+    params_key="regression_audits",
+    data_stages=("fetch", "regression-fit"),
+    tables=layout.REGRESSION_TABLES,
+    metrics=metrics_of("regression"),
+    headline=Metric.MEAN_DIFFERENCE.value,
+    optional_tables=layout.REGRESSION_EXTRA_TABLES,
+)
+
+TASK_KINDS: tuple[TaskKind, ...] = (BINARY, TEXT, REGRESSION)
 """Every task kind, in the order the evaluate stage settles their audits."""
 
 

@@ -59,6 +59,10 @@ __all__ = [
     "GRID_RUN",
     "GRID_TABLES",
     "MATCHED_TABLES",
+    "REGRESSION_EXTRA_TABLES",
+    "REGRESSION_RUN",
+    "REGRESSION_TABLE",
+    "REGRESSION_TABLES",
     "REPORT_FILES",
     "REPORT_PAGE",
     "RESIDUAL_FLOOR",
@@ -98,6 +102,8 @@ GRID_RUN = "grid"
 """The kind of a run whose ``run.json`` has no ``kind``: the grid's (and ``faircode audit``'s)."""
 TEXT_RUN = "text"
 """The ``kind`` of a text audit's ``run.json``."""
+REGRESSION_RUN = "regression"
+"""The ``kind`` of a regression audit's ``run.json``."""
 COUNTERFACTUAL_SCORES_RUN = "counterfactual_scores"
 """The ``kind`` of a folder ``faircode flips`` wrote (two score files, no manifest)."""
 UNAVAILABLE = "unavailable"
@@ -123,6 +129,12 @@ TEXT_TABLES = ("flips", "ctf", "placebo", "terms", "auc", "operating_points", "s
 """The tables of a text audit's run."""
 FLIP_TABLES = ("flips", "ctf")
 """The tables of a ``faircode flips`` folder."""
+REGRESSION_TABLES = ("regression_gaps", "regression_groups", "strategies")
+"""The tables of a regression audit's run: every row set's gaps, its groups, and the grid's
+strategies with the reason of those that do not apply."""
+REGRESSION_EXTRA_TABLES = ("regression_strata", "regression_replicates")
+"""A regression run's tables when it has them: the mean gap within declared strata, and at
+K > 1 every training replicate's gaps."""
 
 # ---------------------------------------------------------------------------- beside the audits
 SUMMARY = "summary.csv"
@@ -131,6 +143,9 @@ RESIDUAL_FLOOR = "residual_floor.csv"
 REPORT_PAGE = "report.html"
 TEXT_TABLE = "text_table.md"
 """The text audits' tables, as one markdown file."""
+REGRESSION_TABLE = "regression_table"
+"""The regression audits' paper table (:func:`paper_table_files`: its ``.md``, every section,
+and its ``.tex``, the headline gaps in the outcomes' units)."""
 ENCODING_SENSITIVITY = "encoding_sensitivity.csv"
 """``bench/encoding_sensitivity.py``'s table, read by the report where it exists."""
 REPORT_FILES = (SUMMARY, SUMMARY_FAMILIES, RESIDUAL_FLOOR, REPORT_PAGE, TEXT_TABLE)
@@ -175,8 +190,8 @@ def file_names() -> frozenset[str]:
     """Every fixed file name of a results folder (tables of every kind included): what no
     module but this one spells (``tests/test_layout.py``)."""
     tables = {*GRID_TABLES, *GRID_EXTRA_TABLES, *EFFECT_TABLES, *MATCHED_TABLES,
-              *STABILITY_TABLES,
-              *DEPLOYED_TABLES, *TEXT_TABLES, *FLIP_TABLES}
+              *STABILITY_TABLES, *DEPLOYED_TABLES, *TEXT_TABLES, *FLIP_TABLES,
+              *REGRESSION_TABLES, *REGRESSION_EXTRA_TABLES}
     return frozenset({RUN_RECORD, UNAVAILABLE_NOTE, *REPORT_FILES, ENCODING_SENSITIVITY,
                       FIGURES_RECORD, *(table_file(t) for t in tables)})
 

@@ -27,6 +27,15 @@ Design decisions
   metrics that existed when keys were named keep their former positions (0-7, so no number
   changed); any other leaves it None and takes :func:`faircode.core.seeds.name_stream` of its
   name (:attr:`MetricInfo.key`), so adding a metric anywhere in the table changes no other draw.
+* **Task kinds.**  ``kinds`` says which kinds of audit a metric is reported for
+  (:mod:`faircode.core.kinds` derives each kind's metrics from it, :func:`metrics_of`).  A
+  binary decision's metric compares a group rate of confusion cells; a metric of another kind
+  (a regression's ``mean_difference``, ``ks_distance``, ...) has no cells: its value is computed
+  by its kind's statistics (:mod:`faircode.stats.continuous`), and it may have a scale a rate
+  has not -- ``distance`` (non-negative, no gap 0: a distance between two distributions) or
+  ``level`` (a level that is no gap, such as the worst group's error: an interval and its
+  twin's test, no parity verdict).  :data:`FAIRNESS_METRICS` and every binary table read the
+  binary metrics only.
 * **Import-light** (the standard library and :mod:`faircode.core`): the configuration and the
   stages' fast paths read it without numpy.
 """
@@ -59,7 +68,9 @@ __all__ = [
     "MetricInfo",
     "Scale",
     "metric_info",
+    "metrics_of",
     "no_gap",
+    "table_of",
 ]
 
 TN, FP, FN, TP = 0, 1, 2, 3
@@ -67,8 +78,12 @@ TN, FP, FN, TP = 0, 1, 2, 3
 ALL, Y1, Y0, YHAT1 = (TN, FP, FN, TP), (FN, TP), (TN, FP), (FP, TP)
 """Row sets as cells: every row; true outcome favourable; unfavourable; decided favourable."""
 
-Scale = Literal["difference", "ratio", "magnitude"]
-_SCALES: tuple[str, ...] = ("difference", "ratio", "magnitude")
+Scale = Literal["difference", "ratio", "magnitude", "distance", "level"]
+_SCALES: tuple[str, ...] = ("difference", "ratio", "magnitude", "distance", "level")
+_CELL_SCALES: tuple[str, ...] = ("difference", "ratio", "magnitude")
+"""The scales of a binary decision's metric (a group rate of cells, or a magnitude)."""
+REGRESSION = frozenset({"regression"})
+"""The task kinds of a regression audit's metrics."""
 
 
 class Metric(StrEnum):
@@ -82,6 +97,15 @@ class Metric(StrEnum):
     ACCURACY_EQUALITY = "accuracy_equality_diff"
     TPR_GAP = "tpr_gap"
     FPR_GAP = "fpr_gap"
+    MEAN_DIFFERENCE = "mean_difference"
+    MEAN_RATIO = "mean_ratio"
+    Q10_GAP = "q10_gap"
+    Q50_GAP = "q50_gap"
+    Q90_GAP = "q90_gap"
+    KS_DISTANCE = "ks_distance"
+    MAE_GAP = "mae_gap"
+    BOUNDED_GROUP_LOSS = "bounded_group_loss"
+    RESIDUAL_GAP = "residual_gap"
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +138,15 @@ class MetricInfo:
         if self.scale not in _SCALES:
             raise ValueError(f"{where}: scale: expected one of {', '.join(_SCALES)}, got "
                              f"{describe(self.scale)}")
+        if not self.cells:  # another kind's metric: its statistics compute it, no cells
+            if self.numerator or self.denominator or self.components:
+                raise ValueError(f"{where}: expected no cells for a metric of "
+                                 f"{', '.join(sorted(self.kinds))}")
+            self._check_names()
+            return
+        if self.scale not in _CELL_SCALES:
+            raise ValueError(f"{where}: scale: expected one of {', '.join(_CELL_SCALES)} for a "
+                             f"binary decision's metric, got {describe(self.scale)}")
         rate = self.scale != "magnitude"
         if rate != bool(self.numerator and self.denominator) or rate == bool(self.components):
             raise ValueError(f"{where}: expected numerator and denominator cells for a "
@@ -121,12 +154,21 @@ class MetricInfo:
         if not set(self.numerator) <= set(self.denominator) <= set(ALL):
             raise ValueError(f"{where}: numerator: expected cells of the denominator, within "
                              f"{ALL}, got {self.numerator} of {self.denominator}")
+        self._check_names()
+
+    def _check_names(self) -> None:
+        where = f"MetricInfo({self.metric})"
         if self.stream is not None and (isinstance(self.stream, bool) or not isinstance(
                 self.stream, int) or not 0 <= self.stream < NAMED):
             raise ValueError(f"{where}: stream: expected None or an int in [0, 2**32), got "
                              f"{describe(self.stream)}")
         if not self.code or not self.label or not self.kinds:
             raise ValueError(f"{where}: code, label, kinds: expected non-empty values")
+
+    @property
+    def cells(self) -> bool:
+        """Whether it is a binary decision's metric, a function of confusion cells."""
+        return "binary" in self.kinds
 
     @property
     def name(self) -> str:
@@ -161,15 +203,45 @@ METRIC_TABLE: tuple[MetricInfo, ...] = (
     MetricInfo(_M.TPR_GAP, "tpr_gap", "TPR gap", "difference", (TP,), Y1,
                same_null=_M.EQUAL_OPPORTUNITY, same_value=_M.EQUAL_OPPORTUNITY, stream=6),
     MetricInfo(_M.FPR_GAP, "fpr_gap", "FPR gap", "difference", (FP,), Y0, stream=7),
+    # a regression's (faircode.stats.continuous): no cells, every seed key from its name
+    MetricInfo(_M.MEAN_DIFFERENCE, "mean_diff", "mean gap", "difference", ground_truth=False,
+               kinds=REGRESSION),
+    MetricInfo(_M.MEAN_RATIO, "mean_ratio", "mean ratio", "ratio",
+               same_null=_M.MEAN_DIFFERENCE, ground_truth=False, kinds=REGRESSION),
+    MetricInfo(_M.Q10_GAP, "q10", "10th-percentile gap", "difference", ground_truth=False,
+               kinds=REGRESSION),
+    MetricInfo(_M.Q50_GAP, "q50", "median gap", "difference", ground_truth=False,
+               kinds=REGRESSION),
+    MetricInfo(_M.Q90_GAP, "q90", "90th-percentile gap", "difference", ground_truth=False,
+               kinds=REGRESSION),
+    MetricInfo(_M.KS_DISTANCE, "ks", "distribution distance (KS)", "distance",
+               ground_truth=False, kinds=REGRESSION),
+    MetricInfo(_M.MAE_GAP, "mae_gap", "error gap (MAE)", "difference", kinds=REGRESSION),
+    MetricInfo(_M.BOUNDED_GROUP_LOSS, "bgl", "worst group's MAE (bounded group loss)", "level",
+               same_null=_M.MAE_GAP, kinds=REGRESSION),
+    MetricInfo(_M.RESIDUAL_GAP, "resid_gap", "mean residual gap", "difference",
+               kinds=REGRESSION),
 )
 """The fairness metrics in result order (:class:`MetricInfo`): the one table every module reads."""
 
 _BY_NAME: dict[str, MetricInfo] = {m.name: m for m in METRIC_TABLE}
 
-FAIRNESS_METRICS: tuple[str, ...] = tuple(m.name for m in METRIC_TABLE)
-"""The metrics' names in result order."""
 
-DECISION_METRICS: tuple[str, ...] = tuple(m.name for m in METRIC_TABLE if not m.ground_truth)
+def table_of(kind: str) -> tuple[MetricInfo, ...]:
+    """The records of the metrics of the task kind ``kind``, in result order."""
+    return tuple(m for m in METRIC_TABLE if kind in m.kinds)
+
+
+def metrics_of(kind: str) -> tuple[str, ...]:
+    """The names of the metrics of the task kind ``kind``, in result order."""
+    return tuple(m.name for m in table_of(kind))
+
+
+FAIRNESS_METRICS: tuple[str, ...] = metrics_of("binary")
+"""The binary decisions' metrics' names in result order (every binary table's)."""
+
+DECISION_METRICS: tuple[str, ...] = tuple(m.name for m in table_of("binary")
+                                          if not m.ground_truth)
 """The fairness metrics of decisions alone: all a system whose decision *is* the recorded outcome
 (people's decisions, manifest ``system.decision: outcome``) can be scored on."""
 
@@ -186,7 +258,7 @@ def metric_info(metric: str) -> MetricInfo:
     try:
         return _BY_NAME[metric]
     except (KeyError, TypeError):
-        raise ValueError(f"metric: expected one of {', '.join(FAIRNESS_METRICS)}, got "
+        raise ValueError(f"metric: expected one of {', '.join(_BY_NAME)}, got "
                          f"{describe(metric)}") from None
 
 
@@ -213,7 +285,8 @@ def _check_table() -> None:
             if twin is m.metric or other.same_null or other.same_value:
                 raise ValueError(f"METRIC_TABLE: {m.name}: twin {twin}: expected another "
                                  "metric, itself no twin")
-            if other.denominator != m.denominator or other.scale == "magnitude":
+            if other.denominator != m.denominator or other.scale == "magnitude" \
+                    or other.kinds != m.kinds:
                 raise ValueError(f"METRIC_TABLE: {m.name}: twin {twin}: expected a rate on the "
                                  "same rows (the same null)")
         if m.same_value is not None and (

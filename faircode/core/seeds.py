@@ -55,6 +55,10 @@ class Stream(IntEnum):
     TEXT = 10
     """Text audits (:mod:`faircode.evaluate.text`): ``(10, table, key of the axis or term, ...)``,
     never a system's position, so every system is resampled with the same draws."""
+    REGRESSION = 11
+    """Regression audits (:mod:`faircode.evaluate.regression`): ``(11, s, m, attribute)`` of a
+    grid cell in its replicate's master seed, ``(11, name_stream("observed"), attribute)`` of
+    the observed outcome; the gap within strata's ``(11, name_stream("strata"), ...)``."""
 
 
 def child_seed(seed: int | np.random.SeedSequence, *key: int) -> np.random.SeedSequence:

@@ -36,6 +36,8 @@ from __future__ import annotations
 import dataclasses
 import time
 
+import pandas as pd
+
 from faircode.audit.decision import DecisionRule, resolve_rule
 from faircode.audit.prepared import PreparedAudit
 from faircode.core.cells import position
@@ -49,7 +51,7 @@ from faircode.core.config import (
 from faircode.core.errors import DataError
 from faircode.evaluate import claims, effects, stability
 from faircode.evaluate.combine import EFFECT_KEYS, GAP_KEYS
-from faircode.evaluate.curves import audit_curves
+from faircode.evaluate.curves import audit_curves, replicate_curves
 from faircode.evaluate.deployed import score_system_all_rows, score_system_test_rows
 from faircode.evaluate.frontier import frontier_table
 from faircode.evaluate.matched import matched_table
@@ -121,7 +123,8 @@ def evaluate_audit(
         # effects_stability.csv and effects_replicates.csv
         extra = stability.evaluate_stability(
             data, predictions, main=assembled, replicates=replicates, stats=stats,
-            degenerate=degenerate, verdicts=verdicts, jobs=jobs, main_effects=zero)
+            degenerate=degenerate, verdicts=verdicts, jobs=jobs, main_effects=zero,
+            curves=curves)
         seconds.update({f"replicates_{k}": v for k, v in extra.seconds.items()})
     fairness, intersectional = claims.gap_claims_table(
         assembled.fairness, assembled.intersectional,
@@ -131,8 +134,11 @@ def evaluate_audit(
         zero.table, combined=None if extra is None else extra.effects, fairness=fairness,
         confidence=stats.confidence, alpha=stats.alpha, verdicts=verdicts,
         margins=effects.effect_margins(stats))
-    assembled = dataclasses.replace(assembled, fairness=fairness, intersectional=intersectional,
-                                    effects=table, seconds=seconds)
+    assembled = dataclasses.replace(
+        assembled, fairness=fairness, intersectional=intersectional, effects=table,
+        seconds=seconds, curves=_replicated_curves(assembled.curves, extra, fairness,
+                                                   curves=curves, replicates=replicates,
+                                                   stats=stats, verdicts=verdicts))
     if extra is not None:
         assembled = dataclasses.replace(
             assembled, stability=claims.with_family(extra.stability, fairness, GAP_KEYS),
@@ -141,6 +147,19 @@ def evaluate_audit(
                 extra.effects, table, EFFECT_KEYS))
     seconds["evaluate"] = time.perf_counter() - started
     return assembled
+
+
+def _replicated_curves(drawn: pd.DataFrame | None, extra: stability.StabilityTables | None,
+                       fairness: pd.DataFrame, *, curves: CurvesConfig | None,
+                       replicates: ReplicateConfig, stats: StatsConfig,
+                       verdicts: VerdictsConfig) -> pd.DataFrame | None:
+    """``curves.csv`` on the tables' footing: at K > 1 every point the K-replicate estimate
+    (:func:`faircode.evaluate.curves.replicate_curves`), else replicate 0's curves as drawn."""
+    if drawn is None or curves is None or extra is None or not extra.curves:
+        return drawn
+    return replicate_curves([drawn, *extra.curves], fairness, thresholds=curves.thresholds,
+                            seed_mode=replicates.seed_mode, fraction=extra.fraction,
+                            confidence=stats.confidence, alpha=stats.alpha, verdicts=verdicts)
 
 
 def score_cells(

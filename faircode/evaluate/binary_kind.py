@@ -28,23 +28,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from faircode.core.cells import CUTOFF_STRATEGIES, STRATEGY_TABLE, ModelFamily, strategy_code
+from faircode.core.cells import CUTOFF_STRATEGIES, ModelFamily, strategy_code
 from faircode.core.kinds import BINARY
 from faircode.core.layout import dvc_views, unavailable_message, write_unavailable
+from faircode.evaluate.headline_keys import UNAVAILABLE_HEADLINE
 from faircode.evaluate.job import Job, Upstream
 
 if TYPE_CHECKING:
     from faircode.core.config import BenchmarkConfig
 
-__all__ = ["CURVE_HEADER", "EMPTY_PLOT", "EVALUATOR", "UNAVAILABLE_HEADLINE", "BinaryEvaluator"]
+__all__ = ["CURVE_HEADER", "EMPTY_PLOT", "EVALUATOR", "BinaryEvaluator"]
 
 EMPTY_PLOT = "[]\n"
 """``strategy_plot(None)`` as JSON (tests/test_stages.py checks it), written without pandas."""
 CURVE_HEADER = ",".join(["threshold", *(f"{strategy_code(s)} {m.value}"
                                          for s in CUTOFF_STRATEGIES for m in ModelFamily)]) + "\n"
 """``curve_plot(None)`` as CSV, likewise."""
-UNAVAILABLE_HEADLINE = {"attr": None, "dp": {s.code: None for s in STRATEGY_TABLE}}
-"""``unavailable_headline()`` (tests/test_stages.py checks it), written without pandas."""
 
 
 class BinaryEvaluator:

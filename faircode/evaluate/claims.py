@@ -51,6 +51,7 @@ from faircode.stats.metrics import FAIRNESS_COLUMNS, audit_q_values
 from faircode.stats.operating import DEGENERATE_NOTE
 from faircode.stats.resampling import benjamini_hochberg
 from faircode.stats.verdicts import (
+    UNREACHABLE_NOTE,
     Evidence,
     Margins,
     effect_verdicts,
@@ -69,13 +70,18 @@ __all__ = ["REP0_COLUMNS", "VERDICT_COLUMNS", "effect_claims_table", "effect_col
 VERDICT_COLUMNS = ("verdict", "equivalence_p_value", "equivalence_q_value", "gap_bound")
 """The claim columns beside ``significant`` in ``fairness.csv`` (``effects.csv``: all but the
 bound)."""
+CLAIM_FAMILY_COLUMNS = ("claim_q_value", "conservative_verdict", "min_margin")
+"""``fairness.csv``'s columns after the bound: the equivalence q in the family of the
+pre-specified claims, the verdict in the audit-wide family (the conservative view) and the
+smallest margin parity could be shown within at the cell's size."""
+
 REP0_COLUMNS = ("rep0_value", "rep0_ci_low", "rep0_ci_high", "rep0_p_value", "rep0_q_value")
 """Replicate 0's own numbers, kept under their names at K > 1."""
 REP0_ONLY = ("swap_p_value", "swap_q_value")
 """Per-replicate tests of an effect the K-replicate combination does not redo: at K > 1 they
 are replicate 0's, under ``rep0_<column>``."""
 FAMILY_COLUMNS = ("q_value", "significant", "equivalence_p_value", "equivalence_q_value",
-                  "gap_bound", "verdict")
+                  "gap_bound", "verdict", *CLAIM_FAMILY_COLUMNS)
 _SOURCE = ("value", "ci_low", "ci_high", "p_value", "q_value")
 _SAME_EQUIVALENCE = SAME_TEST
 """``tpr_gap`` is equal opportunity (same value, interval and margin): one equivalence test."""
@@ -85,7 +91,8 @@ def fairness_columns(replicated: bool) -> tuple[str, ...]:
     """``fairness.csv``'s columns: the verdict columns after ``significant``; replicate 0's
     columns last when ``replicated`` (K > 1)."""
     at = FAIRNESS_COLUMNS.index("significant") + 1
-    columns = (*FAIRNESS_COLUMNS[:at], *VERDICT_COLUMNS, *FAIRNESS_COLUMNS[at:])
+    columns = (*FAIRNESS_COLUMNS[:at], *VERDICT_COLUMNS, *CLAIM_FAMILY_COLUMNS,
+               *FAIRNESS_COLUMNS[at:])
     return (*columns, *REP0_COLUMNS) if replicated else columns
 
 
@@ -159,33 +166,47 @@ def _row_evidence(table: pd.DataFrame, combined: pd.DataFrame | None, keys: tupl
 
 def _equivalence(table: pd.DataFrame, ev: Evidence, *, confidence: float, alpha: float,
                  margins: Margins, keys: tuple[str, ...], bad: np.ndarray,
-                 effect: Mapping[str, float] | None = None
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(equivalence_p_value, equivalence_q_value, gap_bound)`` of every row: TOST from its
-    evidence (for equalized odds both components'), Benjamini-Hochberg over the family
-    (uninformative rows left out), and the far end of the ``1 − 2·t`` interval at the family's
-    level ``t``.  ``effect``: every row is a paired effect, a difference tested at its metric's
-    margin (``effect[metric]``, default ``margins.difference``)."""
+                 effect: Mapping[str, float] | None = None, claims: str | None = None
+                 ) -> dict[str, np.ndarray]:
+    """Every row's equivalence test: ``p`` (TOST from its evidence; for equalized odds both
+    components'), ``q`` (Benjamini-Hochberg over the audit's family, uninformative rows left
+    out), ``bound`` (the far end of the ``1 − 2·t`` interval at that family's level ``t``) and
+    ``reach`` (:func:`faircode.stats.verdicts.reach_of`); with ``claims`` (a metric: its rows
+    are the pre-specified claims) also ``claim_q`` and ``claim_bound``, the same in the family
+    of those rows alone (NaN elsewhere).  ``effect``: every row is a paired effect, a
+    difference tested at its metric's margin (``effect[metric]``, default
+    ``margins.difference``)."""
     metric = table["metric"].to_numpy(dtype=str)
     names = np.array([f"effect:{m}" if effect is not None else m for m in metric], dtype=object)
 
-    def claims(level: float | None) -> tuple[np.ndarray, np.ndarray]:
+    def at(level: float | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return _claims_by_metric(table, ev, names, confidence=confidence, alpha=alpha,
                                  margins=margins, keys=keys, level=level, effect=effect or {})
 
-    p_eq = np.where(bad, np.nan, claims(None)[0])
-    q_eq = _equivalence_q(table, p_eq, keys)
-    bound = claims(family_level(p_eq[~np.isin(metric, list(_SAME_EQUIVALENCE))],
-                                alpha=alpha))[1]
-    return p_eq, q_eq, np.where(bad, np.nan, bound)
+    p_eq, _, reach = at(None)
+    p_eq = np.where(bad, np.nan, p_eq)
+    own = ~np.isin(metric, list(_SAME_EQUIVALENCE))
+    out = {"p": p_eq, "q": _equivalence_q(table, p_eq, keys),
+           "bound": np.where(bad, np.nan, at(family_level(p_eq[own], alpha=alpha))[1]),
+           "reach": np.where(bad, np.nan, reach)}
+    if claims is not None:
+        mine = np.isin(metric, [claims, *(m for m, t in _SAME_EQUIVALENCE.items()
+                                          if t == claims)])
+        out["claim_q"] = np.where(mine, _equivalence_q(table, np.where(mine, p_eq, np.nan),
+                                                       keys), np.nan)
+        level = family_level(p_eq[mine & own], alpha=alpha)
+        out["claim_bound"] = np.where(mine & ~bad, at(level)[1], np.nan)
+    return out
 
 
 def _claims_by_metric(table: pd.DataFrame, ev: Evidence, names: np.ndarray, *,
                       confidence: float, alpha: float, margins: Margins, keys: tuple[str, ...],
                       level: float | None = None,
-                      effect: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
-    """``(equivalence_p_value, bound)`` of every row from its evidence (module docstring)."""
-    p_eq, bound = np.full(len(table), np.nan), np.full(len(table), np.nan)
+                      effect: Mapping[str, float]
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(equivalence_p_value, bound, reach)`` of every row from its evidence (module
+    docstring)."""
+    p_eq, bound, reach = (np.full(len(table), np.nan) for _ in range(3))
     for name in dict.fromkeys(names):
         idx = np.flatnonzero(names == name)
         if scale_of(str(name)) == "max_abs":
@@ -201,8 +222,8 @@ def _claims_by_metric(table: pd.DataFrame, ev: Evidence, names: np.ndarray, *,
         else:
             claims = gap_claims(str(name), _take(ev, idx), confidence=confidence, alpha=alpha,
                                 margins=margins, level=level)
-        p_eq[idx], bound[idx] = claims.p_equivalence, claims.bound
-    return p_eq, bound
+        p_eq[idx], bound[idx], reach[idx] = claims.p_equivalence, claims.bound, claims.reach
+    return p_eq, bound, reach
 
 
 def _component(table: pd.DataFrame, ev: Evidence, rows: np.ndarray, component: str,
@@ -246,8 +267,13 @@ def _equivalence_q(table: pd.DataFrame, p_eq: np.ndarray, keys: tuple[str, ...])
     return q
 
 
+def _notes(table: pd.DataFrame) -> pd.Series:
+    """The ``note`` column as text ('' where empty, whatever dtype a reader inferred)."""
+    return table["note"].astype(object).where(table["note"].notna(), "").astype(str)
+
+
 def _uninformative(table: pd.DataFrame) -> np.ndarray:
-    notes = table["note"].fillna("").astype(str)
+    notes = _notes(table)
     degenerate = notes.map(lambda n: DEGENERATE_NOTE in n.split(";")).to_numpy(dtype=bool)
     defined = np.isfinite(table[["value", "ci_low", "ci_high"]].to_numpy(dtype=float)).all(1)
     return degenerate | ~defined
@@ -263,18 +289,34 @@ def gap_claims_table(fairness: pd.DataFrame, intersectional: pd.DataFrame, *,
         table = _fold(table, combined, GAP_KEYS)
     bad = _uninformative(table)
     evidence = _row_evidence(table, combined, GAP_KEYS, confidence=confidence)
-    p_eq, q_eq, bound = _equivalence(table, evidence, confidence=confidence, alpha=alpha,
-                                     margins=margins_of(verdicts), keys=GAP_KEYS, bad=bad)
+    margins = margins_of(verdicts)
+    eq = _equivalence(table, evidence, confidence=confidence, alpha=alpha, margins=margins,
+                      keys=GAP_KEYS, bad=bad, claims=verdicts.claims)
     tested = table.assign(p_value=np.where(bad, np.nan, table["p_value"].to_numpy(dtype=float)))
     tested, intersectional = audit_q_values(tested, intersectional, alpha=alpha)
     table["q_value"], table["significant"] = tested["q_value"], tested["significant"]
-    null = np.array([no_gap(m) for m in table["metric"].to_numpy(dtype=str)], dtype=float)
-    table["verdict"] = gap_verdicts(
-        informative=~bad, gap=table["significant"].to_numpy(dtype=bool) & _excludes(table, null),
-        parity=np.nan_to_num(q_eq, nan=1.0) < alpha)
-    table["equivalence_p_value"], table["equivalence_q_value"] = p_eq, q_eq
-    table["gap_bound"] = bound
+    metric = table["metric"].to_numpy(dtype=str)
+    null = np.array([no_gap(m) for m in metric], dtype=float)
+    gap = table["significant"].to_numpy(dtype=bool) & _excludes(table, null)
+    claim = np.isfinite(eq["claim_q"])
+    q_shown = np.where(claim, eq["claim_q"], eq["q"])
+    table["verdict"] = gap_verdicts(informative=~bad, gap=gap,
+                                    parity=np.nan_to_num(q_shown, nan=1.0) < alpha)
+    table["equivalence_p_value"], table["equivalence_q_value"] = eq["p"], eq["q"]
+    table["gap_bound"] = np.where(claim, eq["claim_bound"], eq["bound"])
+    table["claim_q_value"] = eq["claim_q"]
+    table["conservative_verdict"] = gap_verdicts(
+        informative=~bad, gap=gap, parity=np.nan_to_num(eq["q"], nan=1.0) < alpha)
+    table["min_margin"] = eq["reach"]
+    unreachable = ~bad & (table["verdict"] == "inconclusive").to_numpy() & ~np.array(
+        [bool(margins.reachable(m, r)) for m, r in zip(metric, eq["reach"], strict=True)])
+    table["note"] = [_with_note(n, UNREACHABLE_NOTE) if u else n
+                     for n, u in zip(_notes(table), unreachable, strict=True)]
     return table.loc[:, list(fairness_columns(combined is not None))], intersectional
+
+
+def _with_note(note: str, token: str) -> str:
+    return ";".join(t for t in (note, token) if t)
 
 
 def effect_claims_table(effects: pd.DataFrame, *, combined: pd.DataFrame | None,
@@ -299,9 +341,10 @@ def effect_claims_table(effects: pd.DataFrame, *, combined: pd.DataFrame | None,
     bad = _uninformative(table) | table["note"].fillna("").astype(str).str.contains(
         "not_run").to_numpy()
     evidence = _row_evidence(table, combined, EFFECT_KEYS, confidence=confidence, effect=True)
-    p_eq, q_eq, _ = _equivalence(table, evidence, confidence=confidence, alpha=alpha,
-                                 margins=margins_of(verdicts), keys=EFFECT_KEYS, bad=bad,
-                                 effect=dict(margins or {}))
+    eq = _equivalence(table, evidence, confidence=confidence, alpha=alpha,
+                      margins=margins_of(verdicts), keys=EFFECT_KEYS, bad=bad,
+                      effect=dict(margins or {}))
+    p_eq, q_eq = eq["p"], eq["q"]
     tested = effect_q_values(table.assign(p_value=np.where(
         bad, np.nan, table["p_value"].to_numpy(dtype=float))), alpha=alpha)
     shown = tested["significant"].to_numpy(dtype=bool) & _excludes(table, np.zeros(len(table)))

@@ -72,6 +72,9 @@ EFFECT_KEYS = ("strategy", "reference", "model", "protected_attribute", "metric"
 CLAIM_COLUMNS = ("value", "ci_low", "ci_high", "ci_method", "p_value", "q_value",
                  "significant", "equivalence_p_value", "equivalence_q_value", "gap_bound",
                  "verdict")
+GAP_FAMILY_COLUMNS = ("claim_q_value", "conservative_verdict", "min_margin")
+"""A gap's columns after its verdict (:data:`faircode.evaluate.claims.CLAIM_FAMILY_COLUMNS`),
+filled in with the families."""
 EVIDENCE_COLUMNS = ("se_low", "se_high", "df_low", "df_high")
 """The estimate's one-sided standard errors and degrees of freedom on its test scale (the log
 ratio for disparate impact; NaN for equalized odds, whose evidence is its components')."""
@@ -79,8 +82,8 @@ DESCRIPTION_COLUMNS = ("n_informative", "n_required", "n_defined", "n_degenerate
                        "sd_between", "sd_within", "min", "max", "share_significant",
                        "sign_flips", "note")
 STABILITY_COLUMNS: tuple[str, ...] = ("audit", *GAP_KEYS, "seeds", "seed_mode",
-                                      "sampling_fraction", *CLAIM_COLUMNS, *EVIDENCE_COLUMNS,
-                                      *DESCRIPTION_COLUMNS)
+                                      "sampling_fraction", *CLAIM_COLUMNS, *GAP_FAMILY_COLUMNS,
+                                      *EVIDENCE_COLUMNS, *DESCRIPTION_COLUMNS)
 """Columns of ``stability.csv`` (one row per fairness row of the grid)."""
 EFFECTS_STABILITY_COLUMNS: tuple[str, ...] = ("audit", *EFFECT_KEYS, "seeds", "seed_mode",
                                               "sampling_fraction", *CLAIM_COLUMNS,
@@ -145,10 +148,11 @@ def replicated(tables: Sequence[pd.DataFrame], keys: Sequence[str]) -> Replicate
 
 def combine_gaps(tables: Sequence[pd.DataFrame], *, audit: str, seed_mode: str,
                  fraction: float, confidence: float, alpha: float,
-                 verdicts: VerdictsConfig) -> pd.DataFrame:
+                 verdicts: VerdictsConfig, keys: tuple[str, ...] = GAP_KEYS) -> pd.DataFrame:
     """``stability.csv``'s rows (without the family columns) from the replicates' fairness
-    tables (module docstring)."""
-    rows = replicated(tables, GAP_KEYS)
+    tables (module docstring); ``keys`` identify a row, the metric last (a curve's rows add
+    their operating point)."""
+    rows = replicated(tables, keys)
     metric = rows.keys["metric"].to_numpy(dtype=str)
     margins = margins_of(verdicts)
     out = _Columns.empty(len(metric))
@@ -167,9 +171,14 @@ def combine_gaps(tables: Sequence[pd.DataFrame], *, audit: str, seed_mode: str,
         combined.update({int(i): _row(comb, j) for j, i in enumerate(idx)})
     _combine_magnitudes(rows, out, combined, confidence=confidence, alpha=alpha,
                         margins=margins)
-    return _frame(rows, out, audit=audit, keys=GAP_KEYS, seed_mode=seed_mode,
-                  fraction=fraction, verdicts=verdicts, null=_nulls(metric),
-                  signed=np.array([scale_of(m) != "max_abs" for m in metric], dtype=bool))
+    frame = _frame(rows, out, audit=audit, keys=keys, seed_mode=seed_mode,
+                   fraction=fraction, verdicts=verdicts, null=_nulls(metric),
+                   signed=np.array([scale_of(m) != "max_abs" for m in metric], dtype=bool))
+    at = list(frame.columns).index("verdict") + 1
+    empty: tuple[float | str, ...] = (np.nan, "", np.nan)
+    for i, column in enumerate(GAP_FAMILY_COLUMNS):
+        frame.insert(at + i, column, empty[i])
+    return frame
 
 
 def combine_effects(tables: Sequence[pd.DataFrame], *, audit: str, seed_mode: str,

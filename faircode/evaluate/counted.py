@@ -29,7 +29,7 @@ import numpy as np
 from faircode.audit.decision import Cutoff, DecisionRule
 from faircode.audit.manifest import ProtectedAttribute
 from faircode.core.config import DegenerateConfig, StatsConfig
-from faircode.core.metrics import Metric
+from faircode.core.metrics import Metric, table_of
 from faircode.core.seeds import Stream, child_seed
 from faircode.evaluate.detail import (
     bin_counts,
@@ -38,6 +38,7 @@ from faircode.evaluate.detail import (
     group_rows,
 )
 from faircode.stats import clusters
+from faircode.stats.exact import monte_carlo_draws, smallest_q
 from faircode.stats.metrics import (
     fairness_from_counts,
     intersectional_from_counts,
@@ -48,7 +49,7 @@ from faircode.stats.power import detectable_gaps
 from faircode.stats.score_table import auc_from_table
 from faircode.stats.tally import Tally
 
-__all__ = ["CountedRows", "score_counts"]
+__all__ = ["CountedRows", "family_tests", "p_value_record", "permutations", "score_counts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +83,7 @@ def score_counts(
     detail: bool = True,
     outcome: bool = False,
     positive: str = "",
+    row_sets: int = 1,
 ) -> CountedRows:
     """Every table row of the row set counted in ``tally`` (``attributes`` in its order).
 
@@ -90,7 +92,10 @@ def score_counts(
     table (``positive``: what label 1 is) and, when the tally has binned scores, calibration by
     group.  ``outcome``: the decisions are the recorded outcome (no ground truth), so the
     degenerate check reads the selection rate only and the record has no balanced accuracy.
+    ``row_sets``: the row sets whose tests share this one's Benjamini-Hochberg family (the grid's
+    cells and a deployed system), which sets the Monte-Carlo draws (:func:`permutations`).
     """
+    draws = permutations(stats, attributes=len(attributes), row_sets=row_sets)
     if tuple(a.name for a in attributes) != tally.attributes:
         raise ValueError(f"attributes: expected {tally.attributes}, got "
                          f"{tuple(a.name for a in attributes)}")
@@ -98,12 +103,12 @@ def score_counts(
         tally, rule=rule, objective=objective, stats=stats, degenerate=degenerate,
         seed=child_seed(master, Stream.DECISIONS, *key), cutoff=cutoff, outcome=outcome)
     fairness = _fairness_rows(tally, label, favourable=favourable, stats=stats, master=master,
-                              key=key, degenerate=flagged)
+                              key=key, degenerate=flagged, draws=draws)
     performance = [{**label, **dataclasses.asdict(r)} for r in _performance(
         tally, stats=stats, seed=child_seed(master, Stream.PERFORMANCE, *key))]
     performance += [{**label, **dataclasses.asdict(p)} for p in points]
     intersectional = _intersectional_rows(tally, label, favourable=favourable, stats=stats,
-                                          master=master, key=key)
+                                          master=master, key=key, draws=draws)
     _add_power(fairness, intersectional, stats=stats)
     groups: list[dict[str, Any]] = []
     calibration: list[dict[str, Any]] = []
@@ -119,6 +124,42 @@ def score_counts(
                                         master=master, key=key, counted=binned)
     return CountedRows(fairness, performance, intersectional, groups, calibration, gaps,
                        flagged, record)
+
+
+def family_tests(attributes: int, row_sets: int = 1) -> int:
+    """The tests of an audit's Benjamini-Hochberg family over ``row_sets`` row sets on
+    ``attributes`` protected attributes, at most: per row set and attribute each fairness
+    metric of a binary audit with its own null (:func:`~faircode.core.metrics.table_of`), per
+    pair of attributes the intersectional gap and the interaction."""
+    own = sum(m.same_null is None for m in table_of("binary"))
+    return max(1, row_sets * (attributes * own + attributes * (attributes - 1)))
+
+
+def permutations(stats: StatsConfig, *, attributes: int, row_sets: int = 1) -> int:
+    """The draws of the Monte-Carlo tests of the family (:func:`family_tests`): the
+    cluster permutations where units repeat and the interaction's null simulation
+    (:func:`faircode.stats.exact.monte_carlo_draws`: ``stats.n_permutations``, raised until the
+    smallest attainable q is at most ``alpha / 2``).  Row-level tests are exact and draw none."""
+    return monte_carlo_draws(stats.n_permutations, tests=family_tests(attributes, row_sets),
+                             alpha=stats.alpha)
+
+
+def p_value_record(stats: StatsConfig, *, attributes: int, row_sets: int) -> dict[str, Any]:
+    """``run.json``'s ``tests``: which tests are exact, the Monte-Carlo draws and the smallest
+    q they can reach in the audit's family."""
+    tests = family_tests(attributes, row_sets)
+    draws = permutations(stats, attributes=attributes, row_sets=row_sets)
+    return {
+        "exact": "row-level permutation tests of every count metric and of the intersectional "
+                 "gap: exact conditional p-values (hypergeometric; equalized odds a product of "
+                 "two), no draws",
+        "monte_carlo": "cluster permutations where units repeat; the interaction's null "
+                       "simulation",
+        "family_tests": tests, "configured_permutations": stats.n_permutations,
+        "permutations": draws, "smallest_q": smallest_q(draws, tests=tests),
+        "rule": "permutations = max(stats.n_permutations, ceil(2 * family_tests / alpha) - 1): "
+                "a Monte-Carlo test alone at its floor 1/(P + 1) reaches q <= alpha / 2",
+    }
 
 
 def _operating_point(
@@ -167,16 +208,17 @@ def _performance(tally: Tally, *, stats: StatsConfig,
 
 def _fairness_rows(
     tally: Tally, label: Mapping[str, str], *, favourable: int, stats: StatsConfig,
-    master: int, key: tuple[int, int], degenerate: bool,
+    master: int, key: tuple[int, int], degenerate: bool, draws: int,
 ) -> list[dict[str, Any]]:
     """Every fairness metric of every protected attribute (``_counts_d``/``_counts_a`` are the
-    groups' oriented counts, taken off again by :func:`_add_power`)."""
+    groups' oriented counts, taken off again by :func:`_add_power`); ``draws`` Monte-Carlo
+    permutations where units repeat."""
     rows: list[dict[str, Any]] = []
     for a, name in enumerate(tally.attributes):
         fold = tally.group_fold(a, favourable=favourable)
         counts_d, counts_a = tally.counts(fold)
         for result in fairness_from_counts(
-            counts_d, counts_a, tally.types(fold, 2), n_permutations=stats.n_permutations,
+            counts_d, counts_a, tally.types(fold, 2), n_permutations=draws,
             confidence=stats.confidence, seed=child_seed(master, Stream.FAIRNESS, *key, a),
             n_resamples=stats.n_resamples,
         ):
@@ -190,9 +232,10 @@ def _fairness_rows(
 
 def _intersectional_rows(
     tally: Tally, label: Mapping[str, str], *, favourable: int, stats: StatsConfig,
-    master: int, key: tuple[int, int],
+    master: int, key: tuple[int, int], draws: int,
 ) -> list[dict[str, Any]]:
-    """The intersectional gap of every pair of protected attributes."""
+    """The intersectional gap of every pair of protected attributes (``draws``: the Monte-Carlo
+    draws of its tests that are not exact)."""
     rows: list[dict[str, Any]] = []
     pairs = itertools.combinations(range(len(tally.attributes)), 2)
     for p, (a, b) in enumerate(pairs):
@@ -202,7 +245,7 @@ def _intersectional_rows(
         pair = intersectional_from_counts(
             dict(zip(("dd", "da", "ad", "aa"), cells, strict=True)),
             tally.types(four_fold, 4), tally.types(corner_fold, 2),
-            n_permutations=stats.n_permutations, confidence=stats.confidence,
+            n_permutations=draws, confidence=stats.confidence,
             seed=child_seed(master, Stream.INTERSECTIONAL, *key, p),
             n_resamples=stats.n_resamples,
         )

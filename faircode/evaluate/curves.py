@@ -26,6 +26,14 @@ Design decisions
   (scores, cutoff, design effects): one sorted count pass per cell, a few ms at B = 2000; no task
   of its own and no refit.  The declared point's p-values, q-values and minimum detectable gaps
   stay in ``fairness.csv`` (a curve has no multiple-testing family).
+* **At K > 1, the tables' footing** (:func:`replicate_curves`).  Every replicate draws its own
+  curves (its cells, its master seed); each fairness point is the K-replicate estimate with its
+  interval (:func:`faircode.evaluate.combine.combine_gaps` over the replicates' points at the
+  same threshold -- each replicate's declared point with the others' declared points, its own
+  cutoff), replicate 0's own beside it (``rep0_value``, ``rep0_ci_low``, ``rep0_ci_high``), and
+  the declared point and S3/S4's points are ``fairness.csv``'s cells: the number every table
+  shows.  Accuracy, balanced accuracy and selection rate stay replicate 0's, as
+  ``performance.csv`` does.
 """
 
 from __future__ import annotations
@@ -38,19 +46,27 @@ import pandas as pd
 
 from faircode.audit.prepared import PreparedAudit
 from faircode.core.cells import CUTOFF_STRATEGIES, STRATEGY_CODES, ModelFamily, Strategy, position
+from faircode.core.config import VerdictsConfig
 from faircode.core.metrics import Metric
 from faircode.core.seeds import Stream, child_seed
+from faircode.evaluate.combine import combine_gaps
 from faircode.evaluate.score import CellResult
 from faircode.stats import clusters
 from faircode.stats.curves import CURVE_COLUMNS, OVERALL_METRICS, operating_curves
 
-__all__ = ["CURVES_COLUMNS", "PLOT_METRIC", "POINTS", "Point", "audit_curves", "curve_plot"]
+__all__ = ["CURVES_COLUMNS", "PLOT_METRIC", "POINTS", "REP0_CURVE_COLUMNS", "Point",
+           "audit_curves", "curve_plot", "replicate_curves"]
 
 Point = Literal["grid", "declared", "point_only"]
 POINTS: tuple[str, ...] = get_args(Point)
 
 CURVES_COLUMNS: tuple[str, ...] = ("audit", "strategy", "model", *CURVE_COLUMNS, "point")
 """Columns of ``results/<audit>/curves.csv``."""
+
+REP0_CURVE_COLUMNS: tuple[str, ...] = ("rep0_value", "rep0_ci_low", "rep0_ci_high")
+"""Replicate 0's own point and interval, after :data:`CURVES_COLUMNS` at K > 1."""
+_AT_KEYS = ("strategy", "model", "protected_attribute", "at", "metric")
+_CELL_KEYS = ("strategy", "model", "protected_attribute", "metric")
 
 PLOT_METRIC: str = Metric.DEMOGRAPHIC_PARITY.value
 """The metric of the DVC plot view (:func:`curve_plot`), on the first protected attribute."""
@@ -155,11 +171,71 @@ def _text(value: object) -> str:
     return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
 
 
+def _keyed(curves: pd.DataFrame, grid: set[float]) -> pd.DataFrame:
+    """A replicate's fairness points keyed by where they are (``at``): ``declared``, ``point``
+    (S3/S4) or the threshold; a declared point on the grid also under its threshold."""
+    fair = curves[curves["protected_attribute"].fillna("").astype(str) != ""]
+    point = fair["point"].astype(str).to_numpy()
+    at = np.where(point == "declared", "declared", np.where(
+        point == "point_only", "point", fair["threshold"].map(repr).to_numpy()))
+    keyed = fair.assign(at=at)
+    on_grid = keyed[(point == "declared") & keyed["threshold"].isin(grid).to_numpy()]
+    return pd.concat([keyed, on_grid.assign(at=on_grid["threshold"].map(repr))],
+                     ignore_index=True)
+
+
+def replicate_curves(curves: Sequence[pd.DataFrame], fairness: pd.DataFrame, *,
+                     thresholds: Sequence[float], seed_mode: str, fraction: float,
+                     confidence: float, alpha: float, verdicts: VerdictsConfig) -> pd.DataFrame:
+    """``curves.csv`` at K > 1 from every replicate's curves (replicate 0 first) and the
+    claimed ``fairness`` table (module docstring): replicate 0's rows, each fairness point the
+    K-replicate estimate with its interval, ``rep0_*`` its own."""
+    grid = {float(t) for t in thresholds}
+    keyed = [_keyed(c, grid) for c in curves]
+    index = pd.MultiIndex.from_frame(pd.concat([k.loc[:, list(_AT_KEYS)] for k in keyed])
+                                     .astype(str).drop_duplicates())
+    tables = []
+    for k in keyed:
+        k = k.set_index([k[c].astype(str) for c in _AT_KEYS]).reindex(index)
+        tables.append(pd.DataFrame({
+            **{c: index.get_level_values(c) for c in _AT_KEYS},
+            "value": k["value"].to_numpy(float), "ci_low": k["ci_low"].to_numpy(float),
+            "ci_high": k["ci_high"].to_numpy(float), "significant": False,
+            "note": k["note"].fillna("").astype(str).to_numpy()}))
+    combined = combine_gaps(tables, audit="", seed_mode=seed_mode, fraction=fraction,
+                            confidence=confidence, alpha=alpha, verdicts=verdicts,
+                            keys=_AT_KEYS).set_index(list(_AT_KEYS))
+    out = curves[0].copy()
+    for rep0, own in zip(REP0_CURVE_COLUMNS, ("value", "ci_low", "ci_high"), strict=True):
+        out[rep0] = out[own]
+    fair = out["protected_attribute"].fillna("").astype(str) != ""
+    mine = _keyed(out[fair], set()).set_index(list(_AT_KEYS))  # replicate 0's own keys
+    found = combined.reindex(pd.MultiIndex.from_frame(mine.index.to_frame().astype(str)))
+    rows = np.flatnonzero(fair.to_numpy())
+    for column in ("value", "ci_low", "ci_high", "ci_method", "note"):
+        out.loc[out.index[rows], column] = found[column].to_numpy()
+    _table_cells(out, fairness)
+    return out.reindex(columns=[*CURVES_COLUMNS, *REP0_CURVE_COLUMNS])
+
+
+def _table_cells(out: pd.DataFrame, fairness: pd.DataFrame) -> None:
+    """The declared points and S3/S4's take ``fairness``'s value, interval and method."""
+    table = fairness.set_index([fairness[c].astype(str) for c in _CELL_KEYS])
+    shown = out["point"].isin(["declared", "point_only"]) & (
+        out["protected_attribute"].fillna("").astype(str) != "")
+    keys = pd.MultiIndex.from_frame(out.loc[shown, list(_CELL_KEYS)].astype(str))
+    cells = table.reindex(keys)
+    for column in ("value", "ci_low", "ci_high", "ci_method"):
+        out.loc[shown, column] = cells[column].to_numpy()
+
+
 def curve_plot(curves: pd.DataFrame | None, *, attribute: str | None = None) -> pd.DataFrame:
     """DVC plot data: ``threshold`` and one column per S0-S2 cell (``S0 logistic_regression``
     ...; every cell of the grid, empty where one has no curve) holding :data:`PLOT_METRIC` of
     ``attribute`` (default the table's first attribute), one row per threshold (the grid and
-    the declared cutoff, ascending).  Header only for ``None`` or an empty table."""
+    the declared cutoff, ascending).  At K > 1 (``rep0_value`` in ``curves``) the columns hold
+    the K-replicate estimate and ``<cell> rep0`` beside each replicate 0's own.  Header only
+    for ``None`` or an empty table."""
     columns = [f"{STRATEGY_CODES[s]} {m.value}" for s in CUTOFF_STRATEGIES for m in ModelFamily]
     if curves is None or curves.empty:
         return pd.DataFrame(columns=["threshold", *columns])
@@ -170,6 +246,12 @@ def curve_plot(curves: pd.DataFrame | None, *, attribute: str | None = None) -> 
     cells = rows.assign(cell=[f"{STRATEGY_CODES[Strategy(s)]} {m}"
                               for s, m in zip(rows["strategy"], rows["model"], strict=True)])
     wide = cells.pivot_table(index="threshold", columns="cell", values="value",
-                             aggfunc="first", dropna=False)
-    return wide.reindex(columns=columns).reset_index().rename_axis(columns=None)
+                             aggfunc="first", dropna=False).reindex(columns=columns)
+    if "rep0_value" in cells:
+        own = cells.pivot_table(index="threshold", columns="cell", values="rep0_value",
+                                aggfunc="first", dropna=False).reindex(columns=columns)
+        own.columns = [f"{c} rep0" for c in columns]
+        wide = pd.concat([wide, own.reindex(wide.index)], axis=1).loc[
+            :, [x for c in columns for x in (c, f"{c} rep0")]]
+    return wide.reset_index().rename_axis(columns=None)
 

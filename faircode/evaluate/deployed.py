@@ -39,7 +39,7 @@ from faircode.core.cells import STRATEGY_TABLE
 from faircode.core.config import DegenerateConfig, StatsConfig, VerdictsConfig
 from faircode.core.seeds import NAMED
 from faircode.evaluate.claims import gap_claims_table
-from faircode.evaluate.score import CellResult, Decided, score_decided
+from faircode.evaluate.score import CellResult, Decided, grid_row_sets, score_decided
 from faircode.evaluate.tables import AuditResults, assemble
 from faircode.stats.metrics import orient
 
@@ -61,8 +61,10 @@ def score_outputs(
     degenerate: DegenerateConfig,
     row_set: str,
     strategy: str = DEPLOYED,
+    row_sets: int = 1,
 ) -> CellResult:
-    """Score ``outputs`` (aligned with ``data``'s rows) on ``data``'s test rows."""
+    """Score ``outputs`` (aligned with ``data``'s rows) on ``data``'s test rows (``row_sets``:
+    the row sets of the Benjamini-Hochberg family it joins, :func:`score_decided`)."""
     test = data.test_index
     given = outputs.take(test)
     y_fav, yhat_fav = orient(data.y[test], given.decision,
@@ -74,7 +76,7 @@ def score_outputs(
         view, decided, strategy=strategy, family=outputs.name, key=SYSTEM_KEY, rule=None,
         objective=f"given ({outputs.rule})" if outputs.rule else "given", stats=stats,
         degenerate=degenerate, master=data.manifest.random_state, scale=given.scale,
-        row_set=row_set)
+        row_set=row_set, row_sets=row_sets)
 
 
 def score_system_test_rows(data: PreparedAudit, *, stats: StatsConfig,
@@ -82,7 +84,8 @@ def score_system_test_rows(data: PreparedAudit, *, stats: StatsConfig,
     """The audit's deployed system on the grid's test rows (None without a system)."""
     if data.system is None:
         return None
-    return score_outputs(data, data.system, stats=stats, degenerate=degenerate, row_set="test")
+    return score_outputs(data, data.system, stats=stats, degenerate=degenerate, row_set="test",
+                         row_sets=grid_row_sets(data))
 
 
 def all_rows(data: PreparedAudit) -> PreparedAudit:

@@ -28,6 +28,7 @@ __all__ = ["EVALUATORS", "evaluator"]
 EVALUATORS: dict[str, str] = {
     "binary": "faircode.evaluate.binary_kind:EVALUATOR",
     "text": "faircode.evaluate.text_kind:EVALUATOR",
+    "regression": "faircode.evaluate.regression_kind:EVALUATOR",
 }
 """Task kind -> ``"<module>:<attribute>"`` of its :class:`~faircode.evaluate.job.Evaluator`
 (:func:`faircode.core.kinds.registered`)."""

@@ -51,7 +51,7 @@ import numpy as np
 
 from faircode.audit.decision import Cutoff, DecisionRule, decision_cutoff
 from faircode.audit.prepared import PreparedAudit
-from faircode.core.cells import ModelFamily, Strategy, position
+from faircode.core.cells import ModelFamily, Strategy, grid_cells, position
 from faircode.core.config import DegenerateConfig, StatsConfig
 from faircode.evaluate.counted import CountedRows, score_counts
 from faircode.evaluate.outcome import mark_not_applicable
@@ -211,7 +211,14 @@ def score_cell(
         key=position(cell.strategy, cell.family), rule=rule, objective=cell.objective,
         stats=stats, degenerate=degenerate,
         master=data.manifest.random_state if master is None else master,
-        fit_seconds=cell.seconds, scale="probability" if detail else None, detail=detail)
+        fit_seconds=cell.seconds, scale="probability" if detail else None, detail=detail,
+        row_sets=grid_row_sets(data))
+
+
+def grid_row_sets(data: PreparedAudit) -> int:
+    """The row sets of a grid audit's Benjamini-Hochberg family: every grid cell and the
+    deployed system on the test rows (:func:`faircode.evaluate.counted.family_tests`)."""
+    return len(grid_cells()) + (data.system is not None)
 
 
 def score_decided(
@@ -230,6 +237,7 @@ def score_decided(
     scale: Scale | None = "probability",
     row_set: str = "test",
     detail: bool = True,
+    row_sets: int = 1,
 ) -> CellResult:
     """Every table row of one row set's decisions on ``data``'s test rows.
 
@@ -248,7 +256,8 @@ def score_decided(
         tally, data.manifest.protected_attributes, favourable=data.manifest.target.favourable,
         label=label, key=key, rule=rule, objective=objective, stats=stats,
         degenerate=degenerate, master=master, cutoff=decided.cutoff, row_set=row_set,
-        detail=detail, outcome=decided.outcome, positive=data.manifest.target.positive())
+        detail=detail, outcome=decided.outcome, positive=data.manifest.target.positive(),
+        row_sets=row_sets)
     strata: list[dict[str, Any]] = []
     levels: list[dict[str, Any]] = []
     if detail and data.manifest.strata:  # row-level: the strata's codes are not in the counts

@@ -58,12 +58,19 @@ import pandas as pd
 from faircode.audit.decision import DecisionRule
 from faircode.audit.prepared import PreparedAudit
 from faircode.core.cells import Strategy
-from faircode.core.config import DegenerateConfig, ReplicateConfig, StatsConfig, VerdictsConfig
+from faircode.core.config import (
+    CurvesConfig,
+    DegenerateConfig,
+    ReplicateConfig,
+    StatsConfig,
+    VerdictsConfig,
+)
 from faircode.core.errors import DataError
 from faircode.core.seeds import Stream, replicate_seed
 from faircode.evaluate import combine
 from faircode.evaluate import effects as paired_effects
 from faircode.evaluate.combine import STABILITY_COLUMNS
+from faircode.evaluate.curves import audit_curves
 from faircode.evaluate.score import score_cell, scoring_seconds
 from faircode.evaluate.tables import AuditResults, assemble
 from faircode.grid.predictions import AuditPredictions, ReplicatePredictions
@@ -116,6 +123,8 @@ class ReplicateScores:
     fairness: pd.DataFrame
     effects: paired_effects.ReplicateEffects | None = None
     seconds: float = 0.0
+    curves: pd.DataFrame | None = None
+    """Its operating-point curves (:func:`faircode.evaluate.curves.audit_curves`), when asked."""
 
 
 def score_replicate(
@@ -126,9 +135,11 @@ def score_replicate(
     rule: DecisionRule,
     stats: StatsConfig,
     degenerate: DegenerateConfig,
+    curves: CurvesConfig | None = None,
 ) -> ReplicateScores:
     """Score one further replicate's cells (grid order): fairness rows with the replicate's own
-    BH q-values, and its paired effects (module docstring).  A worker task."""
+    BH q-values, its paired effects (module docstring) and, with ``curves``, its
+    operating-point curves at its own master seed.  A worker task."""
     manifest = data.manifest
     seed = replicate_seed(manifest.random_state, replicate)
     if not cells:
@@ -142,8 +153,11 @@ def score_replicate(
     fairness = assemble(manifest.name, results, rule=rule, alpha=stats.alpha).fairness
     effects = paired_effects.score_effects(view, results, seed=seed, stats=stats,
                                            replicate=replicate)
+    drawn = None if curves is None else audit_curves(
+        view, results, thresholds=curves.thresholds, confidence=stats.confidence,
+        n_resamples=stats.n_resamples, master=seed)
     return ReplicateScores(replicate, seed, fairness.reset_index(drop=True), effects,
-                           sum(r.seconds.statistics for r in results))
+                           sum(r.seconds.statistics for r in results), drawn)
 
 
 def fraction(data: PreparedAudit, replicates: ReplicateConfig) -> float:
@@ -199,6 +213,10 @@ class StabilityTables:
     effects: pd.DataFrame | None = None
     effect_replicates: pd.DataFrame | None = None
     seconds: dict[str, float] = dataclasses.field(default_factory=dict)
+    curves: tuple[pd.DataFrame, ...] = ()
+    """The further replicates' curves (replicate order; none without ``curves``)."""
+    fraction: float = 1.0
+    """The sampling fraction the replicates were combined with (:func:`fraction`)."""
 
 
 def evaluate_stability(
@@ -212,6 +230,7 @@ def evaluate_stability(
     verdicts: VerdictsConfig,
     jobs: int,
     main_effects: paired_effects.ReplicateEffects | None = None,
+    curves: CurvesConfig | None = None,
 ) -> StabilityTables:
     """Score every further replicate of ``predictions`` and combine them with replicate 0.
 
@@ -235,7 +254,7 @@ def evaluate_stability(
                            main_effects)
     cost = len(grid) * scoring_seconds(data) * 2  # cells, then their effects
     tasks = [Task(audit=name, key=(k,), fn=_replicate_task,
-                  args=(cells, k, main.rule, stats, degenerate), cost=cost)
+                  args=(cells, k, main.rule, stats, degenerate, curves), cost=cost)
              for k, cells in enumerate(_by_replicate(predictions), start=1)]
     done = run_tasks(tasks, data={name: data}, jobs=jobs)
     further = [done[t.id] for t in tasks]
@@ -255,15 +274,16 @@ def evaluate_stability(
                "effects": sum(s.effects.seconds for s in further if s.effects is not None)}
     return StabilityTables(
         combined(combine.combine_gaps, [s.fairness for s in scores]),
-        replicate_table(scores), effects, effect_rows, seconds)
+        replicate_table(scores), effects, effect_rows, seconds,
+        tuple(s.curves for s in further if s.curves is not None), f)
 
 
 def _replicate_task(data: PreparedAudit, cells: Sequence[ReplicatePredictions], replicate: int,
-                    rule: DecisionRule, stats: StatsConfig,
-                    degenerate: DegenerateConfig) -> ReplicateScores:
+                    rule: DecisionRule, stats: StatsConfig, degenerate: DegenerateConfig,
+                    curves: CurvesConfig | None) -> ReplicateScores:
     """One replicate's scoring, as a scheduler task (module level: picklable)."""
     return score_replicate(data, cells, replicate=replicate, rule=rule, stats=stats,
-                           degenerate=degenerate)
+                           degenerate=degenerate, curves=curves)
 
 
 def run_record(replicates: ReplicateConfig, *, master: int) -> dict[str, Any]:

@@ -2,12 +2,14 @@
 
 ``results/metrics/<audit>.json`` (:func:`headline`; the DVC metrics of ``dvc.yaml``) is a few
 keys, **the same keys in every audit's file**, so ``dvc metrics show`` prints one line per
-audit that fits a 120-column terminal: the first protected attribute (``attr``) and its
-demographic-parity difference under S0-S4 (``dp.S0`` ... ``dp.S4``: the mean over the model
-families of the cell's value in ``fairness.csv`` -- at K > 1 the K-replicate estimate every
-view shows -- rounded to 3 decimals); null for an audit without data.  (Each further key
-widens every line by ten characters: the accuracies did not fit.)  ``dvc exp show`` names these
-columns ``results/metrics/<audit>.json:dp.S0`` (a key shared by several files carries its file).
+audit that fits a 120-column terminal (:mod:`faircode.evaluate.headline_keys`): the first
+protected attribute (``attr``) and its demographic-parity difference under each strategy
+(``gap.S0`` ...: the mean over the model families of the cell's value in ``fairness.csv`` -- at
+K > 1 the K-replicate estimate every view shows -- rounded to 3 decimals, over the informative
+families only); null for an audit without data and for a strategy with no informative family.
+(Each further key widens every line by ten characters: the accuracies did not fit.)  ``dvc exp
+show`` names these columns ``results/metrics/<audit>.json:gap.S0`` (a key shared by several
+files carries its file).
 
 ``results/metrics/full/<audit>.json`` (:func:`summary`; an output, not a DVC metric: ``dvc
 metrics show results/metrics/full/compas.json`` reads it) carries every row set of the audit's
@@ -38,6 +40,10 @@ Design decisions
   (:data:`faircode.core.cells.FAMILY_CODES`); the deployed system as ``deployed.<its name>``.
 * **Undefined is null.**  A degenerate cell's NaN is written as JSON ``null`` (DVC shows ``-``;
   Vega-Lite leaves the point out) -- never a number it is not.
+* **An uninformative cell has no number.**  Its verdict says ``uninformative`` and its value,
+  interval and q are ``null`` in every file here, and the headline's mean over the model
+  families leaves it out (as the report's heatmap and headline do): the estimate of a cell whose
+  decisions cannot show a gap is no finding in any view.
 """
 
 from __future__ import annotations
@@ -47,25 +53,21 @@ from typing import Any
 
 import pandas as pd
 
-from faircode.core.cells import FAMILY_CODES, STRATEGY_TABLE, STRATEGY_TITLES, strategy_code
-from faircode.core.metrics import Metric
+from faircode.core.cells import FAMILY_CODES, STRATEGY_TITLES, strategy_code
+from faircode.core.kinds import BINARY
+from faircode.evaluate.headline_keys import headline_record
 from faircode.evaluate.tables import AuditResults
 
-__all__ = ["HEADLINE_KEYS", "HEADLINE_METRIC", "STRATEGY_PLOT_FIELDS", "headline",
+__all__ = ["HEADLINE_METRIC", "STRATEGY_PLOT_FIELDS", "headline",
            "strategy_plot", "summary", "unavailable_headline", "unavailable_summary"]
 
-HEADLINE_METRIC: str = Metric.DEMOGRAPHIC_PARITY.value
+HEADLINE_METRIC: str = BINARY.headline
 """The fairness metric of the DVC views (``dp_diff``): the benchmark's headline gap."""
 
 STRATEGY_PLOT_FIELDS: tuple[str, ...] = (
     "attribute", "attribute_index", "strategy", "family", "dp_diff", "ci_low", "ci_high",
     "q_value", "significant", "verdict")
 """The fields of each record of :func:`strategy_plot` (the template reads them by name)."""
-
-
-HEADLINE_KEYS: tuple[str, ...] = ("attr", *(f"dp.{s.code}" for s in STRATEGY_TABLE))
-"""The flattened keys of every headline file (:func:`headline`): ``attr``, then one per strategy
-(``dp.S0`` ...) in the table's order."""
 
 
 def unavailable_summary(audit: str) -> dict[str, Any]:
@@ -75,7 +77,7 @@ def unavailable_summary(audit: str) -> dict[str, Any]:
 
 def unavailable_headline() -> dict[str, Any]:
     """The headline of an audit without data: its keys, every value null."""
-    return {"attr": None, "dp": {s.code: None for s in STRATEGY_TABLE}}
+    return headline_record(None, {})
 
 
 def _cell_means(results: AuditResults, metric: str, attribute: str) -> pd.Series:
@@ -85,6 +87,7 @@ def _cell_means(results: AuditResults, metric: str, attribute: str) -> pd.Series
     source = results.fairness
     rows = source[(source["metric"] == metric) & (source["strategy"] != "deployed")
                   & (source["protected_attribute"].astype(str) == attribute)]
+    rows = rows[~_uninformative(rows)]
     codes = rows["strategy"].map(lambda s: strategy_code(str(s)))
     return pd.to_numeric(rows["value"], errors="coerce").groupby(codes.to_numpy()).mean()
 
@@ -95,9 +98,15 @@ def headline(results: AuditResults) -> dict[str, Any]:
     attributes = list(dict.fromkeys(map(str, gaps["protected_attribute"])))
     if not attributes:
         return unavailable_headline()
-    dp = _cell_means(results, HEADLINE_METRIC, attributes[0])
-    return {"attr": attributes[0],
-            "dp": {s.code: _rounded(dp.get(s.code)) for s in STRATEGY_TABLE}}
+    means = _cell_means(results, HEADLINE_METRIC, attributes[0])
+    return headline_record(attributes[0], {str(code): value for code, value in means.items()})
+
+
+def _uninformative(rows: pd.DataFrame) -> pd.Series:
+    """Which rows' verdict is ``uninformative`` (none in a table without verdicts)."""
+    if "verdict" not in rows:
+        return pd.Series(False, index=rows.index)
+    return rows["verdict"].astype(str) == "uninformative"
 
 
 def _rounded(value: object) -> float | None:
@@ -131,10 +140,12 @@ def summary(results: AuditResults, *, audit: str) -> dict[str, Any]:
         code, family = _keys(strategy, model)
         rows = gaps[(gaps["strategy"] == strategy) & (gaps["model"] == model)]
         record: dict[str, Any] = {"accuracy": _number(accuracy.get((strategy, model)))}
+        valued = ~_uninformative(rows).to_numpy()
         for key, column, cast in _METRIC_COLUMNS:
             if column in rows:
-                record[key] = {str(a): cast(v) for a, v in zip(
-                    rows["protected_attribute"], rows[column], strict=True)}
+                record[key] = {str(a): cast(v) if ok or column == "verdict" else None
+                               for a, v, ok in zip(rows["protected_attribute"], rows[column],
+                                                   valued, strict=True)}
         out.setdefault(code, {})[family] = record
     return {audit: out}
 
@@ -173,16 +184,20 @@ def strategy_plot(results: AuditResults | None, *, audit: str) -> list[dict[str,
     rows = fairness[fairness["metric"] == HEADLINE_METRIC]
     order = {a: i for i, a in enumerate(dict.fromkeys(map(str, rows["protected_attribute"])))}
     out = []
-    for row in rows.itertuples(index=False):
+    for row, empty in zip(rows.itertuples(index=False), _uninformative(rows), strict=True):
         code, family = _keys(str(row.strategy), str(row.model))
         title = STRATEGY_TITLES.get(code)
+
+        def shown(value: object, empty: bool = bool(empty)) -> float | None:
+            return None if empty else _number(value)
+
         out.append({
             "attribute": f"{audit}: {row.protected_attribute}",
             "attribute_index": order[str(row.protected_attribute)],
             "strategy": f"{code} {title}" if title else f"{code} {family}",
             "family": family if title else "deployed",
-            "dp_diff": _number(row.value), "ci_low": _number(row.ci_low),
-            "ci_high": _number(row.ci_high), "q_value": _number(row.q_value),
+            "dp_diff": shown(row.value), "ci_low": shown(row.ci_low),
+            "ci_high": shown(row.ci_high), "q_value": shown(row.q_value),
             "significant": _flag(row.significant),
             "verdict": _text(getattr(row, "verdict", None)),
         })

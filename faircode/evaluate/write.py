@@ -53,6 +53,7 @@ from faircode.core.layout import (
 )
 from faircode.core.seeds import Stream
 from faircode.evaluate import stability
+from faircode.evaluate.counted import p_value_record
 from faircode.evaluate.swap import replacing
 from faircode.evaluate.tables import AuditResults
 from faircode.provenance.state import params_digest
@@ -225,6 +226,9 @@ def write_audit(
                          if config.replicates.seeds > 1 else {})},
             "config": config_record(config),
             "training_variance": stability.training_variance(config.replicates),
+            "tests": p_value_record(config.stats,
+                                  attributes=len(manifest.protected_attributes),
+                                  row_sets=max(1, len(results.cells))),
             "decision": {
                 **(results.rule.as_dict() if results.rule is not None else {}),
                 "source": ("manifest decision block" if manifest.decision is not None

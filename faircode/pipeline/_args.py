@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from faircode.pipeline._boundary import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
-    from faircode.audit.manifest import Manifest
+    from faircode.audit.fetch import Fetchable
     from faircode.core.config import BenchmarkConfig
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "HELP", "MIRROR_ENV", "MIRROR_HELP",
@@ -89,14 +89,14 @@ def mirrors(flags: Sequence[str] | None = None) -> tuple[Path, ...]:
     return mirror_dirs(flags, os.environ.get(MIRROR_ENV) or default_mirror(Path.cwd()))
 
 
-def searched(manifest: Manifest, folders: tuple[Path, ...]) -> str:
+def searched(manifest: Fetchable, folders: tuple[Path, ...]) -> str:
     """What a failed fetch looked for: the mirror copies it did not find."""
     where = ", ".join(str(m) for m in folders) or "no mirror"
     return (f"no {manifest.name}/{manifest.dataset.path.name} in {where}; --mirror DIR or "
             f"{MIRROR_ENV} names other mirrors")
 
 
-def obtain(manifest: Manifest, folders: tuple[Path, ...]) -> None:
+def obtain(manifest: Fetchable, folders: tuple[Path, ...]) -> None:
     """Fetch the raw file of ``manifest`` from ``folders`` (or its URL) unless it is there.
 
     Prints the fetch's status line on stderr; an audit whose file cannot be had raises

@@ -131,6 +131,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     given = Path(args.audit)
     if given.suffix in (".yaml", ".yml") and is_log_declaration(given):
         return _audit_log(args, given, config)
+    path = given if given.suffix in (".yaml", ".yml") else Path(args.audits) / args.audit \
+        / "audit.yaml"
+    if args.prediction is not None or _is_regression(path):  # a number per row, not a decision
+        from faircode.pipeline.regression_command import audit_regression
+
+        return audit_regression(args, path, config)
     if args.predictions is None:
         raise ConfigError(f"faircode audit {args.audit}: --predictions: expected a file with an "
                           "audit's manifest (a log declaration needs none), got nothing")
@@ -169,6 +175,13 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     print("\n".join(f"  {line}" for line in given_lines(results.fairness, results.performance)))
     print(f"  report: faircode report {manifest.name} --results {args.out}")
     return EXIT_OK
+
+
+def _is_regression(path: Path) -> bool:
+    from faircode.audit.kinds import manifest_task_kind
+    from faircode.core.kinds import REGRESSION
+
+    return path.is_file() and manifest_task_kind(path) is REGRESSION
 
 
 def _warn(found: PredictionsReader, data: AuditData, *, rows: str, n_train: int,
@@ -243,6 +256,8 @@ def add_audit(subparsers: argparse._SubParsersAction, common: argparse.ArgumentP
     parser.add_argument("--score", help="column of scores (higher = label 1 more likely)")
     parser.add_argument("--scale", choices=("probability", "ordinal"),
                         help="the score's scale (required with --score)")
+    parser.add_argument("--prediction", help="a regression audit's: column of predicted "
+                                             "numbers (the outcome on its analysed scale)")
     parser.add_argument("--name", default="model", help="the model's name in every table")
     parser.add_argument("--rows", choices=ROW_SETS, default="held-out",
                         help="held-out: the audit's test rows, beside S0-S4 (default; the "

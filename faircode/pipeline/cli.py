@@ -87,16 +87,18 @@ def resolve_manifests(audits_dir: Path, names: Sequence[str]) -> list[Path]:
 
 
 def _each_manifest(args: argparse.Namespace, work: Callable[[Manifest], None]) -> int:
-    """Run ``work`` on every selected manifest; report errors and skips; return the exit code.
+    """Run ``work`` on every selected manifest (of any task kind, read by its kind's loader:
+    :func:`faircode.audit.kinds.load_any_manifest`); report errors and skips; return the exit
+    code.
 
     An audit without data is a skip (exit 0) when every audit runs, and a failure (exit 1, its one
     line on stderr saying how to obtain the data) when it was named on the command line."""
-    from faircode.audit.manifest import load_manifest
+    from faircode.audit.kinds import load_any_manifest
 
     failed = unavailable = False
     for path in resolve_manifests(Path(args.audits), args.audit):
         try:
-            work(load_manifest(path))
+            work(load_any_manifest(path))
         except DataUnavailableError as exc:
             if args.audit:
                 print(str(exc), file=sys.stderr)
@@ -204,12 +206,16 @@ def summary_lines(data: AuditData) -> list[str]:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from faircode.audit.data import load_audit
+    from faircode.audit.manifest import Manifest
     from faircode.grid.calibration import calibration_warning
 
     folders = mirrors()
 
     def work(manifest: Manifest) -> None:
         obtain(manifest, folders)
+        if not isinstance(manifest, Manifest):  # another task kind's (a regression's)
+            print("\n".join(_kind_summary(manifest)))
+            return
         data = load_audit(manifest)
         first = manifest.protected_attributes[0]  # S4's sensitive feature
         train = data.train_index
@@ -220,6 +226,22 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         print("\n".join(summary_lines(data)))
 
     return _each_manifest(args, work)
+
+
+def _kind_summary(manifest: object) -> list[str]:
+    """``validate``'s summary of a manifest of another task kind than the grid's."""
+    from faircode.audit.regression_data import load_regression_audit
+    from faircode.audit.regression_manifest import RegressionManifest
+    from faircode.pipeline.regression_command import regression_summary_lines
+
+    if not isinstance(manifest, RegressionManifest):
+        raise FaircodeError(f"{getattr(manifest, 'file', manifest)}: faircode validate: "
+                            "expected a tabular manifest (a text audit is checked by its "
+                            "stages), got another kind")
+    data = load_regression_audit(manifest)
+    for warning in data.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    return regression_summary_lines(data)
 
 
 def _add_validate(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -274,9 +296,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
         else:
             print(f"skipped: {message}")
 
-    paths = resolve_manifests(Path(args.audits), args.audit or
-                              [*params.audits, *params.text_audits])
-    grid, text = _split_by_grid(paths, on_error=report)
+    paths = resolve_manifests(Path(args.audits), args.audit or list(params.every_audit))
+    grid, other = _split_by_grid(paths, on_error=report)
+    regression = _regression_paths(other, folders, on_error=report, on_skipped=skipped)
+    text = [p for p in other if not _is_regression(p)]
     prepared = prepare_audits(grid, on_error=report, on_skipped=skipped,
                               obtain=lambda m: obtain(m, folders))
     with RunDisplay(Console(stderr=True), quiet=args.quiet) as display:
@@ -297,7 +320,43 @@ def _cmd_run(args: argparse.Namespace) -> int:
         for run in runs:
             cells = degenerate_cells(run.results)
             print(f"  {run.data.manifest.name}: " + ("; ".join(cells) if cells else "none"))
+    if regression:
+        from faircode.pipeline.regression_command import run_regression_audits
+
+        run_regression_audits(regression, config=config, out=Path(args.out),
+                              provenance_record=provenance(), on_error=report)
     return EXIT_USAGE if bad_input else EXIT_FAILED if failed or unavailable else EXIT_OK
+
+
+def _is_regression(path: Path) -> bool:
+    from faircode.audit.kinds import manifest_task_kind
+    from faircode.core.kinds import REGRESSION
+
+    return manifest_task_kind(path) is REGRESSION
+
+
+def _regression_paths(paths: Sequence[Path], folders: tuple[Path, ...], *,
+                      on_error: Callable[[str, BaseException], None],
+                      on_skipped: Callable[[str], None]) -> list[Path]:
+    """The manifests of ``paths`` that are regression audits (their own fit and tables:
+    :mod:`faircode.pipeline.regression_command`), their raw files obtained; one without data
+    is ``on_skipped``, a bad one ``on_error``, and neither runs."""
+    from faircode.audit.regression_manifest import load_regression_manifest
+
+    found = []
+    for path in paths:
+        if not _is_regression(path):
+            continue
+        found.append(path)
+        try:
+            obtain(load_regression_manifest(path), folders)
+        except DataUnavailableError as exc:
+            on_skipped(str(exc))
+            found.pop()
+        except FaircodeError as exc:
+            on_error(path.parent.name, exc)
+            found.pop()
+    return found
 
 
 def _split_by_grid(paths: Sequence[Path], *, on_error: Callable[[str, BaseException], None]

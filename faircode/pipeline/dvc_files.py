@@ -38,6 +38,7 @@ from faircode.core.config import Params
 from faircode.core.errors import ConfigError
 from faircode.core.layout import (
     FIGURES,
+    REGRESSION_TABLE,
     REPORT_PAGE,
     RESIDUAL_FLOOR,
     SUMMARY,
@@ -185,9 +186,10 @@ PLOTS_NOTE = """\
 
 def lists_text(params: Params) -> str:
     """The text of :data:`LISTS` for ``params``: each list's names, sorted (the order changes
-    no output)."""
-    return "".join(f"{key}: {', '.join(sorted(names))}\n" for key, names in (
-        ("audits", params.audits), ("text_audits", params.text_audits)))
+    no output); a list of a later task kind only when it names an audit, so the file of a
+    pipeline without one is what it was."""
+    return "".join(f"{key}: {', '.join(sorted(names))}\n" for key, names in params.lists()
+                   if names or key in ("audits", "text_audits"))
 
 
 def _check_params() -> list[str]:
@@ -198,7 +200,7 @@ def _check_params() -> list[str]:
 
 
 def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
-    grid, text = params.audits, params.text_audits
+    grid, text, regression = params.audits, params.text_audits, params.regression_audits
     deps = _code("evaluate", "core", "provenance", "counterfactual", "audit", "stats", "grid",
                  "evaluate")
     deps += [p for a in grid for p in (f"audits/{a}", f"data/prepared/{a}",
@@ -211,6 +213,11 @@ def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
                   "trained systems and scores", *_items([p for a in text for p in (
                       f"audits/{a}", f"data/text/{a}/payloads", f"data/text/{a}/systems",
                       f"data/text/{a}/scores")], 6)]
+    if regression:
+        lines += ["      # a regression audit (params.yaml's regression_audits): its manifest, raw "
+                  "file and fit", *_items([p for a in regression for p in (
+                      f"audits/{a}", f"data/raw/{a}", f"data/predictions/{a}/{REGRESSION_PART}")],
+                      6)]
     lines += ["    params:", *_items(EVALUATE_PARAMS, 6),
               "    outs:  # persist: kept in place while the stage runs, so it can find them "
               "unchanged"]
@@ -221,12 +228,22 @@ def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
     for a in text:
         lines += _out(f"results/{a}", persist=False,
                       note="a text audit's tables and run.json, written whole")
-    if grid:
+    for a in regression:
+        lines += [*_out(f"results/{a}", persist=False,
+                        note="a regression audit's tables and run.json, written whole"),
+                  *_out(dvc_views(RESULTS, a).full.as_posix(), persist=False)]
+    if grid or regression:
         lines += [
             "    # results/metrics/full/<audit>.json: every row set, <audit>.<S0..S4|deployed>."
-            "<LR|RF|GB|", "    # system>.{accuracy,dp_diff.<attr>,dp_q.<attr>}",
-            "    metrics:  # the headline, the same keys in every audit's file: attr, dp.S0 .. "
-            "dp.S4", *(x for a in grid for x in _out(views[a].headline.as_posix())),
+            "<LR|RF|GB|", "    # system>.{accuracy,dp_diff.<attr>,dp_q.<attr>} (a regression "
+            "audit's: its units, margin and", "    # every row set's mean gap with its verdict)",
+            "    metrics:  # the headline, the same keys in every audit's file: attr, gap.S0 .. "
+            "(the kind's headline", "      # gap per strategy: a parity difference, a mean gap "
+            "in the outcome's units)",
+            *(x for a in (*grid, *regression)
+              for x in _out(dvc_views(RESULTS, a).headline.as_posix()))]
+    if grid:
+        lines += [
             "    plots:",
             "      # every row set's demographic-parity difference with its interval, a panel "
             "per attribute",
@@ -242,10 +259,11 @@ def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
 
 
 def _report(params: Params) -> list[str]:
-    audits = (*params.audits, *params.text_audits)
+    audits = params.every_audit
     deps = [*_code("report", "core", "provenance", "counterfactual", "audit", "stats", "report"),
             *(f"audits/{a}" for a in sorted(audits)), *(f"results/{a}" for a in audits), LISTS]
-    tables = REPORT_OUTS + (GRID_REPORT_OUTS if params.audits else ())
+    tables = REPORT_OUTS + (GRID_REPORT_OUTS if params.audits else ()) + (
+        paper_table_files(REGRESSION_TABLE) if params.regression_audits else ())
     return ["", "  report:",
             "    cmd: python -m faircode.pipeline.stages.report --params params.yaml --results "
             "results --audits audits", "    deps:", *_items(deps, 6),
@@ -259,7 +277,7 @@ def _report(params: Params) -> list[str]:
 
 def _track(params: Params) -> list[str]:
     deps = [*_code("track", "core", "provenance", "record"), (RESULTS / SUMMARY).as_posix(),
-            *(f"results/{a}" for a in (*params.audits, *params.text_audits))]
+            *(f"results/{a}" for a in params.every_audit)]
     return ["", "  track:", "    cmd: python -m faircode.pipeline.stages.track results",
             "    deps:", *_items(deps, 6), "    always_changed: true"]
 
@@ -384,8 +402,39 @@ def _text_stages(audits: Sequence[str]) -> list[str]:
     return lines
 
 
+REGRESSION_NOTE = """\
+  # The regression audits (params.yaml regression_audits; audits/<name>/audit.yaml with task:
+  # regression): fetch and the S0-S3 regression grid (faircode/grid/regression.py: S3 reads
+  # mitigation.eps and mitigation.max_iter, never the classification constraint); ../dvc.yaml's
+  # evaluate writes the tables from the raw file and these predictions."""
+REGRESSION_PART = "regression"
+"""The regression fit's folder under ``data/predictions/<audit>/``
+(:data:`faircode.evaluate.regression_kind.PART`)."""
+
+
+def _regression_stages(audits: Sequence[str]) -> list[str]:
+    if not audits:
+        return []
+    lines = ["", REGRESSION_NOTE]
+    lines += _data_stage("regression-fetch", _foreach("regression_audits", audits, first=True),
+                         "python -m faircode.pipeline.stages.fetch '${item}'",
+                         ["data/params.ok", *_code("fetch", "core", "counterfactual", "audit"),
+                          "audits/${item}"], "data/raw/${item}")[1:]
+    lines += _data_stage("regression-fit", _foreach("regression_audits", audits, first=False),
+                         ">-\n        python -m faircode.pipeline.stages.regression_fit "
+                         "'${item}' 'data/raw/${item}'\n        "
+                         f"'data/predictions/${{item}}/{REGRESSION_PART}'",
+                         [*_code("regression_fit", "core", "counterfactual", "audit", "grid"),
+                          "audits/${item}", "data/raw/${item}"],
+                         f"data/predictions/${{item}}/{REGRESSION_PART}",
+                         params=("mitigation.eps", "mitigation.max_iter", "models.encoding",
+                                 "run.seeds", "run.seed_mode"))
+    return lines
+
+
 def _data_file(params: Params, parts: Sequence[FitPart]) -> str:
-    lines = [DATA_HEADER, *_grid_stages(params.audits, parts), *_text_stages(params.text_audits)]
+    lines = [DATA_HEADER, *_grid_stages(params.audits, parts), *_text_stages(params.text_audits),
+             *_regression_stages(params.regression_audits)]
     text = "\n".join(lines) + "\n"
     return text.replace("stages:\n\n", "stages:\n", 1)
 
@@ -393,20 +442,26 @@ def _data_file(params: Params, parts: Sequence[FitPart]) -> str:
 def render(params: Params, *, parts: Sequence[FitPart]) -> dict[str, str]:
     """The text of each pipeline file (:data:`FILES`) for ``params``' audits and text audits,
     with one fit stage per part of ``parts``."""
-    if not params.audits and not params.text_audits:
+    if not params.every_audit:
         raise ConfigError("params.yaml: audits: expected a non-empty list of audit names, or "
-                          "text audits in text_audits (the audits the pipeline runs), got none")
+                          "text audits in text_audits or regression audits in regression_audits "
+                          "(the audits the pipeline runs), got none")
     return {FILES[0]: _results_file(params, parts), FILES[1]: _data_file(params, parts)}
 
 
 # ------------------------------------------------------------------------------ the check
 
 
-def written_for(root: Path) -> tuple[frozenset[str], frozenset[str]] | None:
-    """The grid audits and the text audits the pipeline files under ``root`` were written for
-    (the data stages' ``foreach`` lists, which the evaluate stage's manifest deps must equal);
-    ``None`` without a ``dvc.yaml`` (nothing runs them); ``ValueError`` when the files do not
-    have the layout :func:`render` writes."""
+FETCH_STAGES = ("fetch", "text-fetch", "regression-fetch")
+"""The first data stage of each audit list (:data:`faircode.core.config.AUDIT_LISTS` order):
+its ``foreach`` is the list."""
+
+
+def written_for(root: Path) -> tuple[frozenset[str], ...] | None:
+    """The audits of each list the pipeline files under ``root`` were written for (the data
+    stages' ``foreach`` lists, :data:`FETCH_STAGES`, whose union the evaluate stage's manifest
+    deps must equal); ``None`` without a ``dvc.yaml`` (nothing runs them); ``ValueError`` when
+    the files do not have the layout :func:`render` writes."""
     from faircode.core.schema import read_yaml
 
     results, data = (root / name for name in FILES)
@@ -414,7 +469,7 @@ def written_for(root: Path) -> tuple[frozenset[str], frozenset[str]] | None:
         return None
     lists = []
     stages = _stages(read_yaml(data)) if data.is_file() else None
-    for stage in ("fetch", "text-fetch"):
+    for stage in FETCH_STAGES:
         if stages is None:
             raise ValueError(f"{data}: no such file")
         body = stages.get(stage, {"foreach": []})
@@ -426,10 +481,10 @@ def written_for(root: Path) -> tuple[frozenset[str], frozenset[str]] | None:
     deps = evaluate.get("deps") if isinstance(evaluate, dict) else None
     manifests = {d.removeprefix("audits/") for d in deps or () if isinstance(d, str)
                  and d.startswith("audits/")}
-    if manifests != lists[0] | lists[1]:
+    if manifests != frozenset().union(*lists):
         raise ValueError(f"{results}: evaluate.deps: manifests of other audits than "
                          f"upstream/dvc.yaml's")
-    return lists[0], lists[1]
+    return tuple(lists)
 
 
 def _stages(doc: object) -> dict[str, object]:
@@ -451,17 +506,20 @@ def check_written_for(params: Params, *, root: Path) -> None:
                           "upstream/dvc.yaml from params.yaml, then commit them") from None
     if found is None:
         return
-    (grid, text), (had, had_text) = (frozenset(params.audits), frozenset(params.text_audits)), found
-    if (grid, text) == found:
+    wanted = tuple(frozenset(names) for _, names in params.lists())
+    if wanted == found:
         return
     raise ConfigError(f"dvc.yaml: expected the stages of params.yaml's audits, got stages "
                       f"written for another list (params.yaml only: "
-                      f"{_names(grid - had, text - had_text)}; dvc.yaml only: "
-                      f"{_names(had - grid, had_text - text)}); run {COMMAND} to rewrite dvc.yaml "
-                      "and upstream/dvc.yaml from params.yaml, then commit them")
+                      f"{_names(*(w - h for w, h in zip(wanted, found, strict=True)))}; "
+                      f"dvc.yaml only: "
+                      f"{_names(*(h - w for w, h in zip(wanted, found, strict=True)))}); run "
+                      f"{COMMAND} to rewrite dvc.yaml and upstream/dvc.yaml from params.yaml, "
+                      "then commit them")
 
 
-def _names(grid: Iterable[str], text: Iterable[str]) -> str:
-    names = [*sorted(grid), *(f"{t} (text)" for t in sorted(text))]
+def _names(grid: Iterable[str], text: Iterable[str], regression: Iterable[str] = ()) -> str:
+    names = [*sorted(grid), *(f"{t} (text)" for t in sorted(text)),
+             *(f"{r} (regression)" for r in sorted(regression))]
     shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
     return shown or "none"

@@ -1,15 +1,16 @@
 """``faircode pipeline``: write ``dvc.yaml`` and ``upstream/dvc.yaml`` for params.yaml's audits.
 
-Run it after changing ``params.yaml``'s ``audits`` or ``text_audits`` (a subset to explore, an
-audit of your own), commit the two files, then ``dvc repro``; check-params stops a repro whose
-files were written for another list with one line naming this command.  ``--check`` writes
-nothing and exits 1 when either file is not what it would write (CI; tests/test_pipeline.py
-keeps the committed files so).
+Run it after changing ``params.yaml``'s ``audits``, ``text_audits`` or ``regression_audits`` (a
+subset to explore, an audit of your own), commit the two files, then ``dvc repro``;
+check-params stops a repro whose files were written for another list with one line naming this
+command.  ``--check`` writes nothing and exits 1 when either file is not what it would write
+(CI; tests/test_pipeline.py keeps the committed files so).
 
 Before writing it checks what the files will name: ``params.yaml`` as check-params does (every
 key, at least one audit, each an ``audits/<name>/`` folder), and each listed audit's manifest --
 it loads (its own one-line error otherwise), it is of its list's kind (``audits``: the grid's
-tabular manifests; ``text_audits``: ``kind: text``), and its ``name`` is its folder's (the
+tabular manifests; ``text_audits``: ``kind: text``; ``regression_audits``: ``task:
+regression``), and its ``name`` is its folder's (the
 stages' paths use the folder, the stages' code the name).  A file is replaced whole (written
 beside it, then renamed) and only when its text changes.
 """
@@ -53,23 +54,26 @@ def fit_parts() -> tuple[FitPart, ...]:
 
 
 def check_manifests(params: Params, *, audits_dir: Path) -> None:
-    """Raise a one-line error unless each listed audit's manifest loads, is of its list's kind
-    and is named as its folder."""
-    from faircode.audit.manifest import load_manifest, manifest_kind
-    from faircode.audit.text_manifest import load_text_manifest
+    """Raise a one-line error unless each listed audit's manifest loads, is of its list's task
+    kind (:attr:`faircode.core.kinds.TaskKind.params_key`) and is named as its folder."""
+    from faircode.audit.kinds import load_any_manifest
+    from faircode.audit.manifest import manifest_kind
     from faircode.core.errors import ConfigError
+    from faircode.core.kinds import TASK_KINDS
 
-    for key, names, kind in (("audits", params.audits, "tabular"),
-                             ("text_audits", params.text_audits, "text")):
+    lists = {kind.params_key: kind for kind in TASK_KINDS}
+    for key, names in params.lists():
+        kind = lists[key]
         for i, name in enumerate(names):
             path = audits_dir / name / "audit.yaml"
             found = manifest_kind(path)
-            if found != kind:
-                other = "text_audits" if key == "audits" else "audits"
-                raise ConfigError(f"params.yaml: {key}[{i}]: expected a {kind} audit, got "
-                                  f"{name!r}, whose manifest {path} is kind: {found} (list it "
-                                  f"under {other})")
-            manifest = load_text_manifest(path) if kind == "text" else load_manifest(path)
+            if found != kind.manifest_kind:
+                other = next((k.params_key for k in TASK_KINDS if k.manifest_kind == found),
+                             "none")
+                raise ConfigError(f"params.yaml: {key}[{i}]: expected a {kind.manifest_kind} "
+                                  f"audit, got {name!r}, whose manifest {path} is "
+                                  f"{found} (list it under {other})")
+            manifest = load_any_manifest(path)
             if manifest.name != name:
                 raise ConfigError(f"{path}: name: expected {name!r} (its folder's name: the "
                                   f"pipeline's paths use it), got {manifest.name!r} (str)")
@@ -111,8 +115,10 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
     from faircode.pipeline.dvc_files import FILES
 
     changed, params = write_pipeline(Path(args.root), check=args.check)
-    lists = (f"{len(params.audits)} audits ({', '.join(params.audits) or 'none'}) and "
-             f"{len(params.text_audits)} text audits ({', '.join(params.text_audits) or 'none'})")
+    lists = (f"{len(params.audits)} audits ({', '.join(params.audits) or 'none'}), "
+             f"{len(params.text_audits)} text audits ({', '.join(params.text_audits) or 'none'})"
+             f" and {len(params.regression_audits)} regression audits "
+             f"({', '.join(params.regression_audits) or 'none'})")
     if args.check:
         if changed:
             print(f"{', '.join(changed)}: not what faircode pipeline writes for params.yaml's "

@@ -26,14 +26,15 @@ Design decisions
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
 from faircode.core.cells import FAMILY_CODES, strategy_code
 from faircode.core.metrics import METRIC_CODES as FAIRNESS_CODES
 
-__all__ = ["COLUMN_CODES", "METRIC_CODES", "child_name", "legend", "metric_key",
-           "parent_name"]
+__all__ = ["COLUMN_CODES", "DESIGN_COLUMNS", "METRIC_CODES", "PROBABILITY_COLUMNS", "child_name",
+           "legend", "metric_key", "parent_name", "readable"]
 
 METRIC_CODES: dict[str, str] = {
     **FAIRNESS_CODES, "accuracy": "acc", "balanced_accuracy": "bacc",
@@ -51,9 +52,30 @@ COLUMN_CODES: dict[str, str] = {
     "swap_p_value": "swap_p", "swap_q_value": "swap_q", "equivalence_margin": "eq_margin",
     "equivalence_p_value": "eq_p", "equivalence_q_value": "eq_q", "gap_bound": "bound",
     "rep0_value": "rep0", "rep0_ci_low": "rep0.lo", "rep0_ci_high": "rep0.hi",
-    "rep0_p_value": "rep0.p", "rep0_q_value": "rep0.q_audit",
+    "rep0_p_value": "rep0.p", "rep0_q_value": "rep0.q_audit", "claim_q_value": "q_claims",
+    "min_margin": "min_margin",
 }
 """Short codes of a statistic's columns (``value`` is the metric code alone)."""
+
+PROBABILITY_COLUMNS = frozenset({
+    "p_value", "q_value", "q_benchmark", "equivalence_p_value", "equivalence_q_value",
+    "claim_q_value", "swap_p_value", "swap_q_value", "rep0_p_value", "rep0_q_value",
+    "interaction_p_value", "interaction_q_value"})
+"""The columns of p- and q-values: logged to 3 significant digits (:func:`readable`)."""
+
+DESIGN_COLUMNS = frozenset({"n_disadvantaged", "n_advantaged", "n_units", "n"})
+"""The columns an uninformative row still logs: its sizes, which are no estimate."""
+
+
+def readable(column: str, value: float) -> float:
+    """``value`` as MLflow logs it: a p- or q-value (:data:`PROBABILITY_COLUMNS`) to 3
+    significant digits, so the runs table's column, cut after ~10 characters, reads
+    ``2.12e-8`` and not ``2.12417292`` (the exponent cut off); any other value unchanged.  The
+    CSV artifacts hold every digit."""
+    if column in PROBABILITY_COLUMNS and math.isfinite(value) and value != 0:
+        return float(f"{value:.3g}")
+    return value
+
 
 _OWN_VALUE = {"intersectional": ("gap", "gap"), "counterfactual": ("flip_rate", "flip")}
 """Tables without a ``metric`` column: (their value column, its code)."""
@@ -141,7 +163,13 @@ def legend(*, stars: str = "q_audit") -> str:
         "tests is the report's q_benchmark column (the parent's report/summary.csv), not a "
         f"child metric. The report's stars use {stars}. Each gap's verdict (gap, parity, "
         "inconclusive, uninformative) is "
-        "the tag fairness.<metric>.verdict; eq_q is its equivalence test's q (parity: "
-        "eq_q < alpha), bound the largest gap its interval cannot exclude. With K > 1 training "
+        "the tag fairness.<metric>.verdict; q_claims is the equivalence q of a pre-specified "
+        "claim (verdicts.claims: parity is q_claims < alpha), eq_q the same test's q over "
+        "every equivalence test of the audit (the conservative view, tag "
+        "fairness.<metric>.conservative_verdict), bound the largest gap its interval cannot "
+        "exclude, min_margin the smallest margin parity could be shown within at the cell's "
+        "size. An uninformative cell logs no value, interval or test (its verdict tag says "
+        "uninformative; its sizes stay). p- and q-values are logged to 3 significant digits "
+        "(the CSV artifacts hold every digit). With K > 1 training "
         "replicates every value, interval and q is the K-replicate estimate's, and rep0.* are "
         "replicate 0's own. Empty and non-finite cells are not logged.")

@@ -65,7 +65,7 @@ from faircode.core.layout import audit_folders as _audit_folders
 from faircode.provenance.state import StateIdentity, group_states, state_of
 from faircode.record.child import ChildRun, child_digest
 from faircode.record.compare import without_keys
-from faircode.record.names import child_name, metric_key
+from faircode.record.names import DESIGN_COLUMNS, child_name, metric_key, readable
 
 __all__ = ["TABLES", "ChildRun", "ResultsError", "audit_folders", "canonical", "child_digest",
            "datasets", "grid_children", "read_json", "recorded_config", "recorded_state",
@@ -226,15 +226,29 @@ def _cells(frame: pd.DataFrame) -> dict[str, list[str]]:
     return {column: frame[column].tolist() for column in frame.columns}
 
 
+def _uninformative(cells: Mapping[str, list[str]], i: int) -> bool:
+    """Whether row ``i`` is an uninformative cell: its verdict says so (a table without
+    verdicts: its note says degenerate_decisions)."""
+    if "verdict" in cells:
+        return cells["verdict"][i] == "uninformative"
+    note = cells.get("note")
+    return note is not None and _DEGENERATE in re.split(r"[;, ]", note[i])
+
+
 def _add_rows(draft: _Draft, cells: Mapping[str, list[str]], numeric: dict[str, list[float]],
               rows: list[int], *, table: str, keys: tuple[str, ...], path: Path) -> None:
+    """Log rows ``rows`` of ``table`` on ``draft``: each number as a metric (p and q
+    readable), each other cell as a tag; an uninformative row logs its sizes only."""
     text = [c for c in cells if c not in keys and c not in numeric and c != "metric"]
     metrics = cells.get("metric")
     for i in rows:
         metric = str(metrics[i]) if metrics is not None else None
         prefix = f"{metric}." if metric is not None else ""
+        tagged = _uninformative(cells, i)
         for column, values in numeric.items():
-            draft.add(sanitise(metric_key(table, metric, column)), values[i],
+            if tagged and column not in DESIGN_COLUMNS:
+                continue  # tagged, not valued: one number per cell, and this cell has none
+            draft.add(sanitise(metric_key(table, metric, column)), readable(column, values[i]),
                       where=f"{path}: row {i + 2}", per="/".join(keys))
         for column in text:
             cell = str(cells[column][i])
@@ -362,6 +376,15 @@ def _add_effects(drafts: Mapping[str, _Draft], frame: pd.DataFrame, path: Path) 
     for i in range(len(frame)):
         if estimate is None or not math.isfinite(estimate[i]):  # undefined: nothing to log
             continue
+        if _uninformative(cells, i):  # no number: its verdict tag says why
+            row = {k: str(cells[k][i]) for k in _EFFECT_KEYS}
+            draft = drafts.get("|".join(("fairness", row["audit"], row["strategy"],
+                                         row["model"], row["protected_attribute"])))
+            if draft is not None:
+                short = metric_key("fairness", row["metric"], "value")
+                draft.tags[sanitise(f"effect_vs_{strategy_code(row['reference'])}.{short}"
+                                    ".verdict")] = "uninformative"
+            continue
         row = {k: str(cells[k][i]) for k in _EFFECT_KEYS}
         draft = drafts.get("|".join(("fairness", row["audit"], row["strategy"], row["model"],
                                      row["protected_attribute"])))
@@ -377,7 +400,7 @@ def _add_effects(drafts: Mapping[str, _Draft], frame: pd.DataFrame, path: Path) 
             if key in draft.metrics:
                 raise ResultsError(f"{path}: row {i + 2}: expected one value of {key!r} per "
                                    "strategy/model/attribute, got a second one")
-            draft.metrics[key] = value
+            draft.metrics[key] = readable(column, value)
         verdict = str(verdicts[i]) if verdicts is not None else ""
         if verdict:
             short = metric_key("fairness", row["metric"], "value")

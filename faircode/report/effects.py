@@ -63,6 +63,7 @@ __all__ = [
     "effect_q_benchmark",
     "effect_verdicts_of",
     "effects_table",
+    "gap_directions",
     "gap_verdicts_of",
     "replicates_of",
     "residual_floor",
@@ -72,6 +73,7 @@ __all__ = [
 ]
 
 EFFECT_KEYS = ("audit", "strategy", "reference", "model", "protected_attribute", "metric")
+_SCALES: Mapping[str, str] = {m.name: m.scale for m in METRIC_TABLE}
 SAME_EFFECT_TEST: Mapping[str, str] = {m.name: m.same_value.value for m in METRIC_TABLE
                                         if m.same_value is not None}
 """An effect whose test is another's: counted once in the family, through its twin (each
@@ -135,7 +137,20 @@ def shown_gaps(fairness: pd.DataFrame, *, metric: str | None, alpha: float) -> p
     ``verdict`` and ``mark`` (the star: verdict ``gap``), as every view shows them."""
     rows = fairness if metric is None else fairness[fairness["metric"] == metric]
     verdict = gap_verdicts_of(rows, alpha=alpha)
-    return rows.assign(verdict=verdict, mark=verdict == "gap")
+    return rows.assign(verdict=verdict, mark=verdict == "gap",
+                       direction=gap_directions(rows, verdict))
+
+
+def gap_directions(rows: pd.DataFrame, verdict: np.ndarray) -> np.ndarray:
+    """Each gap shown's direction: ``against`` the disadvantaged group (below no gap, the sign
+    convention), ``favouring`` it, ``""`` for any other verdict and for a metric without a sign
+    (equalized odds, a magnitude; a distance or a level)."""
+    metric = rows["metric"].astype(str).to_numpy()
+    signed = np.array([_SCALES.get(m) in ("difference", "ratio") for m in metric], dtype=bool)
+    side = rows["value"].to_numpy(dtype=float) - np.array([no_gap(m) for m in metric])
+    out = np.where(side < 0, "against", np.where(side > 0, "favouring", "")).astype(object)
+    out[(np.asarray(verdict) != "gap") | ~signed] = ""
+    return out
 
 
 def shown_effects(inputs: ReportInputs, *, alpha: float) -> pd.DataFrame:

@@ -48,7 +48,7 @@ from faircode.report.inputs import (
     strategy_code,
 )
 from faircode.report.style import SHORT, WIDTH, family_marker, strategy_colour
-from faircode.report.tables import Context
+from faircode.report.tables import Context, num
 
 __all__ = ["FigureFile", "figure_drawings", "heat_norm", "legend_handles"]
 
@@ -94,8 +94,8 @@ def _row_label(audit: str, attribute: str) -> str:
 
 
 def _fmt(x: float) -> str:
-    text = f"{x:.2f}"
-    return text[1:] if text.startswith("-") and float(text) == 0 else text
+    """Two decimals, sign-aware (:func:`faircode.report.tables.num`)."""
+    return num(x, 2)
 
 
 def _filled(ctx: Context) -> str:

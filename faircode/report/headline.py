@@ -1,10 +1,10 @@
 """The report's finding in words: what each mitigation buys per audit, written from the verdicts.
 
-:func:`findings` reads the shown gaps and paired effects of a report
-(:class:`~faircode.report.tables.Context`, the same rows the tables print, with their
-``verdict``) and returns one :class:`AuditFinding` per audit with results; :func:`lead` and
-:func:`audit_line` turn them into the sentences at the top of ``report.html``.  Nothing here is
-typed by hand: change a result and the sentence changes.
+:func:`findings` (:mod:`faircode.report.findings`) reads the shown gaps and paired effects of a
+report and returns one :class:`AuditFinding` per audit with results; :func:`lead` and
+:func:`audit_line` turn them into the sentences at the top of ``report.html``, each count built
+by a small function of its own (:func:`direction_counts`, :func:`parity_count`,
+:func:`open_count`).  Nothing here is typed by hand: change a result and the sentence changes.
 
 Design decisions
 ----------------
@@ -17,6 +17,17 @@ Design decisions
   (the far end of the ``1 − 2·alpha`` interval) of its families.  No sentence reads a
   non-rejection as parity, and an uninformative family (degenerate decisions, too few
   informative replicates) counts for nothing.
+* **Every count has a direction.**  A gap shown is counted as against the disadvantaged group
+  (below no gap: the sign convention) or favouring it, never as a bare "gap"
+  (:func:`direction_counts`); equalized odds, a magnitude, has none.
+* **The family beside the count.**  "Parity is shown in k" names the Benjamini-Hochberg family
+  it was tested in -- for the pre-specified claims (``verdicts.claims``, the report metric) the
+  claims of that sentence (:mod:`faircode.report.claims`) -- and, where it differs, the count
+  with every equivalence test of each audit in one family (the conservative view,
+  ``conservative_verdict``; :func:`parity_count`).
+* **Out of reach is said.**  An inconclusive family whose interval is too wide for the margin at
+  any estimate (note ``parity_not_reachable``) is counted as such (:func:`open_count`): its
+  "inconclusive" is the data's size, not the gap.
 * **One statistic with the heatmap.**  A number across model families is their mean over the
   informative families (:func:`faircode.report.inputs.family_mean`), the heatmap's statistic.
 * **Costs on the audit's own objective.**  Where the audit decides at ``base_rate`` (or
@@ -27,174 +38,29 @@ Design decisions
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 
 from faircode.core.cells import STRATEGY_TABLE, STRATEGY_TITLES
 from faircode.core.metrics import Metric, no_gap
-from faircode.report.inputs import (
-    STRATEGIES,
-    family_mean,
-    ordered,
-    strategy_code,
-    test_base_rates,
+from faircode.report.findings import (
+    BALANCED_RULES,
+    AuditFinding,
+    StrategyFinding,
+    findings,
+    margins_of,
 )
-from faircode.report.tables import Context, num
+from faircode.report.tables import num, signed
 
-__all__ = ["AuditFinding", "StrategyFinding", "audit_line", "findings", "lead", "margins_of"]
-
-BASELINE = STRATEGIES[0]
-BALANCED_RULES = ("base_rate", "top_fraction")
-"""Decision rules whose S3/S4 objective is balanced accuracy: their cost is in balanced accuracy."""
-
-
-@dataclass(frozen=True, slots=True)
-class StrategyFinding:
-    """One strategy on one audit's first attribute, over the model families."""
-
-    code: str
-    verdicts: tuple[str, ...]
-    """The strategy's gap verdict in each model family."""
-    effects: tuple[str, ...] = ()
-    """The verdict of its paired effect against S0 in each family (none for S0)."""
-    effect: float = math.nan
-    """Mean over families of Δ |gap| against S0 (< 0: closer to parity)."""
-    cost: float = math.nan
-    """Mean over families of Δ balanced accuracy (base_rate audits) or Δ accuracy against S0."""
-    bound: float = math.nan
-    """The largest distance from parity not excluded by a non-parity informative family."""
-
-    @property
-    def informative(self) -> int:
-        """Families with an informative verdict."""
-        return sum(v != "uninformative" for v in self.verdicts)
-
-    @property
-    def gaps(self) -> int:
-        """Families with a gap shown."""
-        return self.verdicts.count("gap")
-
-    @property
-    def parities(self) -> int:
-        """Families with parity shown."""
-        return self.verdicts.count("parity")
-
-    @property
-    def parity(self) -> bool:
-        """Parity shown in every informative family (at least one)."""
-        return self.informative > 0 and self.parities == self.informative
-
-    @property
-    def reduces(self) -> bool:
-        """The paired effect against S0 is ``reduced`` in every informative family."""
-        shown = [v for v in self.effects if v != "uninformative"]
-        return bool(shown) and all(v == "reduced" for v in shown)
-
-
-@dataclass(frozen=True, slots=True)
-class AuditFinding:
-    """One audit's headline: S0's gap on its first attribute and what S1-S4 change."""
-
-    audit: str
-    attribute: str
-    gap: float
-    """S0's gap (mean over its informative families, as the heatmap shows it)."""
-    baseline: StrategyFinding
-    strategies: tuple[StrategyFinding, ...]
-    base_rate: float = math.nan
-    """Share of test rows with the favourable label (NaN when ``groups.csv`` is absent)."""
-    majority: float = math.nan
-    """Majority-class accuracy on the test rows (NaN when not in ``performance.csv``)."""
-    rule: str = "threshold"
-    """The audit's decision rule (``run.json`` ``decision.rule``)."""
-
-    @property
-    def balanced(self) -> bool:
-        """Whether the audit's costs are in balanced accuracy."""
-        return self.rule in BALANCED_RULES
-
-
-def _rows(frame: pd.DataFrame, **where: str) -> pd.DataFrame:
-    if frame.empty:
-        return frame
-    mask = np.logical_and.reduce([frame[k].astype(str) == v for k, v in where.items()])
-    return frame[mask]
-
-
-def _strategy(code: str, gaps: pd.DataFrame, effects: pd.DataFrame, *, metric: str,
-              balanced: bool) -> StrategyFinding:
-    """A strategy's finding from its gap rows and its effect rows against S0."""
-    verdicts = tuple(str(v) for v in gaps["verdict"])
-    informative = gaps[gaps["verdict"] != "uninformative"]
-    open_ = informative[~informative["verdict"].isin(["parity"])]
-    ref = no_gap(metric)
-    bounds = (open_["gap_bound"].to_numpy(dtype=float) - ref) if "gap_bound" in open_ \
-        else np.full(len(open_), np.nan)
-    dist = effects[effects["metric"] == metric] if not effects.empty else effects
-    cost = effects[effects["metric"] == ("balanced_accuracy" if balanced else "accuracy")] \
-        if not effects.empty else effects
-    return StrategyFinding(
-        code=code, verdicts=verdicts,
-        effects=tuple(str(v) for v in dist["verdict"]) if not dist.empty else (),
-        effect=family_mean(_informative(dist)["value"]) if not dist.empty else math.nan,
-        cost=family_mean(_informative(cost)["value"]) if not cost.empty else math.nan,
-        bound=float(np.nanmax(np.abs(bounds))) if np.isfinite(bounds).any() else math.nan)
-
-
-def _informative(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame[frame["verdict"] != "uninformative"] if "verdict" in frame else frame
-
-
-def findings(ctx: Context) -> tuple[AuditFinding, ...]:
-    """One :class:`AuditFinding` per audit with results (audit order), from ``ctx``'s shown
-    gaps (``ctx.gaps``) and effects (``ctx.effects``) of the report metric."""
-    gaps = ctx.gaps[ctx.gaps["model"].isin(ctx.models)] if not ctx.gaps.empty else ctx.gaps
-    effects = ctx.effects
-    if not effects.empty:
-        effects = effects[(effects["reference"] == BASELINE) & effects["model"].isin(ctx.models)]
-    context = test_base_rates(ctx.inputs)
-    out = []
-    for audit in ctx.inputs.runs:
-        mine = _rows(gaps, audit=str(audit))
-        attrs = ordered(mine["protected_attribute"], ()) if not mine.empty else []
-        if not attrs:
-            continue
-        attr = attrs[0]
-        rows = _rows(mine, protected_attribute=str(attr))
-        rule = _rule(ctx.inputs.runs.get(str(audit), {}))
-        found = {}
-        for strategy in ordered(rows["strategy"], STRATEGIES):
-            eff = _rows(effects, audit=str(audit), strategy=str(strategy),
-                        protected_attribute=str(attr))
-            found[strategy] = _strategy(strategy_code(strategy), _rows(rows, strategy=strategy),
-                                        eff, metric=ctx.metric, balanced=rule in BALANCED_RULES)
-        base = _rows(rows, strategy=BASELINE)
-        rate, major = context.get(str(audit), (math.nan, math.nan))
-        out.append(AuditFinding(
-            audit=str(audit), attribute=str(attr),
-            gap=family_mean(_informative(base)["value"]) if not base.empty else math.nan,
-            baseline=found.get(BASELINE, StrategyFinding(strategy_code(BASELINE), ())),
-            strategies=tuple(f for s, f in found.items() if s != BASELINE),
-            base_rate=rate, majority=major, rule=rule))
-    return tuple(out)
-
-
-def _rule(run: Mapping[str, object]) -> str:
-    decision = run.get("decision")
-    rule = decision.get("rule") if isinstance(decision, Mapping) else None
-    return str(rule) if rule else "threshold"
+__all__ = ["AGAINST", "BALANCED_RULES", "FAVOURING", "AuditFinding", "StrategyFinding",
+           "audit_line", "direction_counts", "findings", "lead", "margins_of", "open_count",
+           "parity_count"]
 
 
 def _signed(x: float, digits: int = 2) -> str:
-    """``+0.12``, ``−0.34`` (typographic minus); callers leave NaN out, ``n/a`` if not."""
-    if not np.isfinite(x):
-        return "n/a"
-    text = num(x, digits)
-    return text.replace("-", "\u2212") if text.startswith("-") else "+" + text
+    """``+0.12``, ``−0.34``, sign-aware (:func:`faircode.report.tables.signed`)."""
+    return signed(x, digits)
 
 
 def _margin(metric: str, margins: Mapping[str, object]) -> str:
@@ -207,15 +73,59 @@ def _margin(metric: str, margins: Mapping[str, object]) -> str:
     return f"\u00b1{float(delta) if isinstance(delta, int | float) else 0.05:g}"
 
 
-def margins_of(ctx: Context) -> dict[str, object]:
-    """The equivalence margins the runs record (``config.verdict_margin``, ``..._ratio_margin``;
-    the params' defaults when absent)."""
-    config: Mapping[str, object] = next(
-        (r["config"] for r in ctx.inputs.runs.values() if isinstance(r.get("config"), Mapping)),
-        {})
-    ratio = config.get("verdict_ratio_margin", (0.8, 1.25))
-    return {"difference": config.get("verdict_margin", 0.05),
-            "ratio": tuple(ratio) if isinstance(ratio, Sequence) else (0.8, 1.25)}
+AGAINST = "against the disadvantaged group"
+FAVOURING = "favouring it"
+"""How a gap's direction reads (the sign convention: negative is the disadvantaged group worse
+off, :doc:`docs/statistics.md`)."""
+
+
+def direction_counts(found: Sequence[StrategyFinding]) -> str:
+    """``against the disadvantaged group in 7, favouring it in 3`` over the strategies of
+    ``found`` that show a gap (``, both ways across families in 1`` where families disagree);
+    ``""`` without a gap or for a metric without a sign (equalized odds)."""
+    shown = [s for s in found if s.gaps]
+    if not shown or not any(d for s in shown for d in s.signs):
+        return ""
+    ways = [s.direction for s in shown]
+    text = f"{AGAINST} in {ways.count('against')}, {FAVOURING} in {ways.count('favouring')}"
+    return text + (f", both ways across families in {ways.count('both')}"
+                   if "both" in ways else "")
+
+
+def parity_count(found: Sequence[StrategyFinding], margin: str, *, claims: bool) -> str:
+    """``parity within ±0.05 is shown in 7 (family: these 10 claims; 3 with all equivalence
+    tests)``: the count of the sentence's claims that hold in their family
+    (:mod:`faircode.report.claims`), the count with every equivalence test of each audit in one
+    family beside it where it differs."""
+    if not claims:
+        n = sum(s.parity for s in found)
+        return f"parity within {margin} is shown in {n} (family: all equivalence tests)"
+    n = sum(s.claimed for s in found)
+    wide = sum(s.conservative_parity for s in found)
+    return (f"parity within {margin} is shown in {n} (family: these {len(found)} claims"
+            + (f"; {wide} with all equivalence tests" if wide != n else "") + ")")
+
+
+def open_count(others: Sequence[StrategyFinding], margin: str) -> str:
+    """``in the other 7 a gap of up to 0.32 cannot be excluded (parity within ±0.05 out of
+    reach at their size in 2)``: the largest bound across their families and audits."""
+    if not others:
+        return ""
+    bounds = [s.bound for s in others if np.isfinite(s.bound)]
+    text = f"in the other {len(others)} " + (
+        f"a gap of up to {num(max(bounds), 2)} cannot be excluded" if bounds
+        else "neither a gap nor parity is shown")
+    far = sum(s.unreachable > 0 for s in others)
+    return text + (f" (parity within {margin} out of reach at their size in {far})"
+                   if far else "")
+
+
+def _claims(items: Sequence[AuditFinding], metric: str,
+            margins: Mapping[str, object]) -> bool:
+    """Whether the verdicts shown are the pre-specified claims' family: the report metric is
+    the runs' claims metric and the rows carry the audit-wide verdict beside."""
+    return margins.get("claims") == metric and any(
+        s.conservative for f in items for s in (f.baseline, *f.strategies))
 
 
 def _costs(found: Sequence[tuple[AuditFinding, StrategyFinding]]) -> str:
@@ -238,25 +148,23 @@ def _costs(found: Sequence[tuple[AuditFinding, StrategyFinding]]) -> str:
     return " and ".join(parts)
 
 
-def _strategy_sentence(code: str, gapped: Sequence[AuditFinding], margin: str) -> str | None:
+def _strategy_sentence(code: str, gapped: Sequence[AuditFinding], margin: str, *,
+                       claims: bool = False) -> str | None:
     found = [(f, s) for f in gapped for s in f.strategies if s.code == code]
     if not found:
         return None
     n = len(gapped)
     reduced = sum(s.reduces for _, s in found)
-    parity = sum(s.parity for _, s in found)
     remains = [s for _, s in found if s.gaps > 0]
     useless = [s for _, s in found if s.informative == 0]
-    others = [s for _, s in found if not s.parity and s.gaps == 0 and s.informative > 0]
+    others = [s for _, s in found if not s.claimed and s.gaps == 0 and s.informative > 0]
     text = (f"{code} ({STRATEGY_TITLES[code]}) reduces it in every model family in {reduced} "
-            f"of {n}; parity within {margin} is shown in {parity}")
+            f"of {n}; {parity_count([s for _, s in found], margin, claims=claims)}")
     if remains:
-        text += f"; a gap remains in {len(remains)}"
-    bounds = [s.bound for s in others if np.isfinite(s.bound)]
+        way = direction_counts(remains)
+        text += f"; a gap remains in {len(remains)}" + (f" ({way})" if way else "")
     if others:
-        text += f"; in the other {len(others)} " + (
-            f"a gap of up to {num(max(bounds), 2)} cannot be excluded" if bounds
-            else "neither a gap nor parity is shown")
+        text += "; " + open_count(others, margin)
     if useless:
         text += f"; uninformative in {len(useless)}"
     costs = _costs(found)
@@ -269,44 +177,61 @@ def lead(items: Sequence[AuditFinding], *, metric: str, unavailable: int,
     if not items:
         return ("No audit has results for this metric yet.",)
     margin = _margin(metric, margins or {})
+    claims = _claims(items, metric, margins or {})
     n = len(items)
     gapped = [f for f in items if f.baseline.gaps > 0]
+    way = direction_counts([f.baseline for f in gapped])
     first = (f"{n} audit{'s' if n != 1 else ''} with results"
              + (f" ({unavailable} unavailable)" if unavailable else "") + f": S0 (baseline) "
              f"leaves a {metric} gap on the first protected attribute in {len(gapped)} of {n} "
-             "(a gap shown in at least one model family).")
+             "(a gap shown in at least one model family)" + (f": {way}." if way else "."))
     sentences = [first]
     if gapped:
-        parts = [p for p in (_strategy_sentence(s.code, gapped, margin)
+        parts = [p for p in (_strategy_sentence(s.code, gapped, margin, claims=claims)
                              for s in reversed(STRATEGY_TABLE[1:])) if p]
         if parts:
             sentences += ["Of those, " + parts[0] + ".", *(p + "." for p in parts[1:])]
     quiet = [f for f in items if f.baseline.gaps == 0]
     if quiet:
-        described = []
-        for f in quiet:
-            b = f.baseline
-            state = ("uninformative" if b.informative == 0 else
-                     f"parity within {margin} shown" if b.parity else
-                     f"a gap of up to {num(b.bound, 2)} not excluded" if np.isfinite(b.bound)
-                     else "inconclusive")
-            described.append(f"{f.audit} ({state})")
-        sentences.append("S0 shows no gap on the first attribute in " + ", ".join(described)
-                         + "; no gap shown is not parity unless the equivalence test says so.")
+        sentences.append(_quiet_sentence(quiet, margin))
     return tuple(sentences)
 
 
+def _quiet_sentence(quiet: Sequence[AuditFinding], margin: str) -> str:
+    """The audits where S0 shows no gap, each with what its evidence does show."""
+    described = []
+    for f in quiet:
+        b = f.baseline
+        state = ("uninformative" if b.informative == 0 else
+                 f"parity within {margin} shown" if b.claimed else
+                 f"a gap of up to {num(b.bound, 2)} not excluded" if np.isfinite(b.bound)
+                 else "inconclusive")
+        if b.unreachable and not b.claimed:
+            state += f"; parity within {margin} out of reach at its size"
+        described.append(f"{f.audit} ({state})")
+    return ("S0 shows no gap on the first attribute in " + ", ".join(described)
+            + "; no gap shown is not parity unless the equivalence test says so.")
+
+
 def _state(s: StrategyFinding, margin: str, *, baseline: bool = False) -> str:
-    """A strategy's verdicts over its families, in words."""
+    """A strategy's verdicts over its families, in words, a gap with its direction."""
     if s.informative == 0:
         return "uninformative"
     if s.gaps:
-        return (f"a gap {'shown' if baseline else 'remains'} ({s.gaps} of {s.informative})"
-                + (f", parity in {s.parities}" if s.parities else ""))
+        way = {"against": f" {AGAINST}", "favouring": " favouring the disadvantaged group",
+               "both": " in both directions"}.get(s.direction, "")
+        return (f"a gap {'shown' if baseline else 'remains'}{way} ({s.gaps} of "
+                f"{s.informative})" + (f", parity in {s.parities}" if s.parities else ""))
     if s.parity:
         return f"parity within {margin} ({s.parities} of {s.informative})"
+    if s.claimed:  # the sentence's claim holds in its family, not every cell in the audit's
+        return (f"parity within {margin} in every family as the headline's claim (q "
+                f"{num(s.claim_q, 3)} among its sentence's claims; cell by cell "
+                f"{s.parities} of {s.informative})")
     bound = f": a gap up to {num(s.bound, 2)} not excluded" if np.isfinite(s.bound) else ""
-    return f"inconclusive{bound}" + (f", parity in {s.parities}" if s.parities else "")
+    far = (f"; parity within {margin} out of reach at this size ({s.unreachable} of "
+           f"{s.informative})" if s.unreachable else "")
+    return f"inconclusive{bound}" + (f", parity in {s.parities}" if s.parities else "") + far
 
 
 def audit_line(item: AuditFinding, *, margins: Mapping[str, object] | None = None,

@@ -56,7 +56,7 @@ from faircode.report.inputs import MODELS, STRATEGIES, ordered, strategy_code
 from faircode.report.kinds import LoadedSection
 from faircode.report.page_images import SHA_ATTRIBUTE, page_images
 from faircode.report.people import people_lines, people_tables
-from faircode.report.sensitivity import sensitivity_html
+from faircode.report.sensitivity import margins_html, sensitivity_html
 from faircode.report.style import FAMILY_GLYPHS, SHORT, family_marker, strategy_colour
 from faircode.report.tables import Context, all_tables, marks_legend, to_html
 
@@ -306,6 +306,11 @@ def _effects(ctx: Context) -> list[str]:
                   + sensitivity_html(ctx.inputs.encoding_sensitivity) + boxed(to_html(table)))]
 
 
+def _margins(ctx: Context) -> list[str]:
+    body = margins_html(ctx)
+    return [_fold("Margin sensitivity: the parity claims at three margins", body)] if body else []
+
+
 def _fold(title: str, body: str, *, open_: bool = False) -> str:
     return (f"<details{' open' if open_ else ''}><summary><h3>{_esc(title)}</h3></summary>"
             f"{body}</details>")
@@ -423,7 +428,7 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
                 for audit, shown in per_audit.items()),
         "<h2>Tables</h2>",
         _fold("Paper table: the gap per audit, attribute, strategy and family",
-              boxed(to_html(paper))),
+              boxed(to_html(paper))), *_margins(ctx),
         *_effects(ctx),
         *matched.matched_folds(ctx, fold=_fold),
         _fold("Residual floor table: |S3| - |S2| and |S4| - |S2|", boxed(to_html(floor_table))),

@@ -36,6 +36,7 @@ __all__ = ["GRID_VIEW", "SECTIONS", "GridView", "LoadedSection", "Section", "loa
 SECTIONS: dict[str, str] = {
     "binary": "faircode.report.kinds:GRID_VIEW",
     "text": "faircode.report.text_section:SECTION",
+    "regression": "faircode.report.regression_section:SECTION",
 }
 """Task kind -> ``"<module>:<attribute>"`` of its :class:`Section`
 (:func:`faircode.core.kinds.registered`)."""

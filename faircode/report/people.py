@@ -42,7 +42,7 @@ import pandas as pd
 from faircode.audit.manifest import LOGISTIC_REGRESSION
 from faircode.core.metrics import FAIRNESS_METRICS, Metric, metric_info
 from faircode.report.inputs import ordered
-from faircode.report.tables import Cell, Context, Table, _Footnotes, estimate_cell, num
+from faircode.report.tables import Cell, Context, Table, _Footnotes, estimate_cell, num, signed
 
 __all__ = ["people_gaps_table", "people_groups_table", "people_lines", "people_strata_table",
            "people_tables"]
@@ -221,8 +221,7 @@ def _estimate(row: pd.Series | None, alpha: float) -> str:
 
 
 def _signed(x: float) -> str:
-    text = num(x, 3)
-    return text.replace("-", "\u2212") if text.startswith("-") else "+" + text
+    return signed(x, 3)
 
 
 def _inside(row: pd.Series, alpha: float) -> str:

@@ -41,6 +41,7 @@ from faircode.report.inputs import (
 from faircode.stats.operating import UNFITTABLE_NOTE
 
 __all__ = [
+    "FAVOURING",
     "Cell",
     "Context",
     "Table",
@@ -51,6 +52,7 @@ __all__ = [
     "marks_legend",
     "paper_table",
     "performance_table",
+    "signed",
     "to_html",
     "to_latex",
     "to_markdown",
@@ -70,6 +72,8 @@ NO_INTERVAL = "interval undefined (no usable bootstrap resample)"
 NOT_APPLICABLE_TEXT = "n/a \u2014 decision is the outcome"
 """How every view shows a ground-truth number of a decision that is the recorded outcome."""
 SIGNIFICANT = "*"
+FAVOURING = "\u2020"
+"""The mark of a gap shown that favours the disadvantaged group (``*`` marks one against it)."""
 FLOOR_REFERENCE: str = Strategy.UNAWARENESS_PROXY_REMOVAL.value
 """The residual floor's reference (S2): what S3 and S4 add to removing the protected and proxy
 columns."""
@@ -80,9 +84,13 @@ STARS = ("the audit's own Benjamini-Hochberg q < {alpha} (fairness.csv q_value =
          "one family per audit, each null once; the benchmark-wide q is summary.csv's "
          "q_benchmark, a robustness check, never a star).")
 """What a star means, for every legend (``{alpha}`` is filled in)."""
-VERDICT_MARKS = ("* gap shown (verdict gap: {stars} and an interval excluding no gap); "
+VERDICT_MARKS = ("* gap shown against the disadvantaged group, \u2020 gap shown favouring it "
+                 "(verdict gap: {stars} and an interval excluding no gap; equalized odds, "
+                 "which has no sign, takes *); "
                  "= parity shown (verdict parity: the {narrow} interval inside the margin, "
-                 "fairness.csv equivalence_q_value < {alpha} over the audit's equivalence tests); "
+                 "equivalence q < {alpha} in its family: fairness.csv claim_q_value for the "
+                 "pre-specified claims of verdicts.claims, equivalence_q_value over every "
+                 "equivalence test of the audit for any other row); "
                  "no mark: inconclusive (a gap up to fairness.csv gap_bound cannot be "
                  "excluded), never parity.")
 """What the marks of a gap mean, for every legend (``{stars}``, ``{narrow}``, ``{alpha}``)."""
@@ -132,11 +140,16 @@ class Cell:
     numeric: bool = True
     parity: bool = False
     """Parity within the margin shown (verdict ``parity``): the ``=`` mark."""
+    favouring: bool = False
+    """A gap shown that favours the disadvantaged group: ``†`` instead of ``*``."""
 
     @property
     def mark(self) -> str:
-        """``*`` (a gap or a change shown), ``=`` (parity shown) or nothing."""
-        return SIGNIFICANT if self.significant else PARITY if self.parity else ""
+        """``*`` (a gap against the disadvantaged group, or a change shown), ``†`` (a gap
+        favouring it), ``=`` (parity shown) or nothing."""
+        if self.significant:
+            return FAVOURING if self.favouring else SIGNIFICANT
+        return PARITY if self.parity else ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,9 +182,22 @@ class _Footnotes:
 
 
 def num(x: float, digits: int = 3) -> str:
-    """A number with ``digits`` decimals, ASCII minus, no negative zero."""
+    """A number with ``digits`` decimals and ASCII minus, rounded sign-aware: a negative value
+    that rounds to zero keeps its sign (−0.0048 is ``-0.00``, never ``0.00`` or ``+0.00``), only
+    zero itself (and its negative twin) is ``0.00``."""
     text = f"{x:.{digits}f}"
-    return text[1:] if text.startswith("-") and float(text) == 0 else text
+    return text[1:] if text.startswith("-") and x == 0 else text
+
+
+def signed(x: float, digits: int = 2) -> str:
+    """``+0.12``, ``−0.34`` (typographic minus), sign-aware like :func:`num`: −0.0048 is
+    ``−0.00`` and +0.0048 ``+0.00``, zero itself ``0.00``; ``n/a`` for NaN."""
+    if not np.isfinite(x):
+        return "n/a"
+    text = num(x, digits)
+    if x == 0:
+        return text
+    return text.replace("-", "\u2212") if text.startswith("-") else "+" + text
 
 
 def _reason(note: str) -> str:
@@ -204,7 +230,8 @@ def estimate_cell(row: pd.Series | None, *, value: str, fn: _Footnotes,
     else:
         interval = f"[{num(low)}, {num(high)}]"
     return Cell(num(x), interval, significant=bool(row.get("mark", False)), notes=tuple(notes),
-                parity=str(row.get("verdict", "")) in WITHIN_MARGIN)
+                parity=str(row.get("verdict", "")) in WITHIN_MARGIN,
+                favouring=str(row.get("direction", "")) == "favouring")
 
 
 def _lookup(frame: pd.DataFrame, keys: Sequence[str]) -> dict[tuple[str, ...], pd.Series]:
@@ -404,7 +431,8 @@ def to_markdown(table: Table) -> str:
 
 _TEX = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#",
         "_": r"\_", "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\^{}",
-        "|": r"$|$", "<": r"$<$", ">": r"$>$", "Δ": r"$\Delta$", "\u2014": "---"}
+        "|": r"$|$", "<": r"$<$", ">": r"$>$", "Δ": r"$\Delta$", "\u2014": "---",
+        FAVOURING: r"$^{\dagger}$"}
 
 
 def tex_escape(text: str) -> str:
@@ -414,7 +442,7 @@ def tex_escape(text: str) -> str:
 
 
 def _tex_cell(cell: Cell) -> str:
-    marks = cell.mark + ",".join(cell.notes)
+    marks = cell.mark.replace(FAVOURING, r"\dagger") + ",".join(cell.notes)
     sup = f"^{{{marks}}}" if marks else ""
     main = f"${cell.text}{sup}$" if cell.numeric else \
         f"{tex_escape(cell.text)}" + (f"\\textsuperscript{{{marks}}}" if marks else "")

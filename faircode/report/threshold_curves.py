@@ -18,6 +18,8 @@ Design decisions
 * The line runs through the grid and the declared point (which lies between two grid
   thresholds for a ``base_rate`` or ``top_fraction`` cutoff); the declared point is also a
   marker on it.
+* At K > 1 the lines and bands are the K-replicate estimates (``curves.csv``'s ``value``, as
+  every table shows them) and a dotted line beside each is replicate 0's own (``rep0_value``).
 """
 
 from __future__ import annotations
@@ -70,6 +72,9 @@ def _panel(ax: plt.Axes, rows: pd.DataFrame, models: list[str], *, colour: str) 
         ax.fill_between(x, line["ci_low"].to_numpy(float), line["ci_high"].to_numpy(float),
                         color=colour, alpha=0.15, lw=0)
         ax.plot(x, line["value"].to_numpy(float), ls=line_style, color=colour, lw=0.8)
+        if "rep0_value" in line:  # K > 1: replicate 0's own curve beside the estimate
+            ax.plot(x, line["rep0_value"].to_numpy(float), ls=":", color=colour, lw=0.5,
+                    alpha=0.7)
         declared = line[line["point"] == "declared"]
         ax.plot(declared["threshold"].to_numpy(float), declared["value"].to_numpy(float),
                 marker, color=colour, ms=3.2, mec="white", mew=0.4, zorder=3)
@@ -134,13 +139,17 @@ def curve_figure(ctx: Context, audit: str, out: Path) -> FigureFile | None:
     fig.legend(handles=handles, ncols=len(handles), loc="outside upper center", frameon=False,
                handletextpad=0.3, columnspacing=0.8)
     pct = f"{ctx.confidence:.0%}"
+    replicated = ("At K > 1 every point is the K-replicate estimate with its interval, as in "
+                  "the tables (the declared point is fairness.csv's cell); the dotted line is "
+                  "replicate 0's own. " if "rep0_value" in mine else "")
     return _save(fig, out, f"{audit}_curves_{ctx.metric}",
                  f"{audit}: {ctx.metric} ({attrs[0]}) and accuracy against the decision "
                  f"threshold for S0-S2 (colour: the strategy), one line per model family (line "
                  f"style and marker) with {pct} intervals (bands); the marker on each line is the "
                  "cell's declared operating point. S3 (green) and S4 (vermillion) have no "
                  "curve: their single point and interval at the declared rule, drawn in the S2 "
-                 "column (same core features) at the declared cutoff.", "audit", audit=audit,
+                 f"column (same core features) at the declared cutoff. {replicated}".strip(),
+                 "audit", audit=audit,
                  kind="curves")
 
 

@@ -53,11 +53,11 @@ from faircode.core.metrics import (
     FAIRNESS_METRICS,
     FN,
     FP,
-    METRIC_TABLE,
     TN,
     TP,
     MetricInfo,
     metric_info,
+    table_of,
 )
 from faircode.stats import resampling
 
@@ -65,7 +65,7 @@ Counts = NDArray[np.int64]
 Floats = NDArray[np.float64]
 
 
-SAME_NULL: dict[str, str] = {m.name: m.same_null.value for m in METRIC_TABLE
+SAME_NULL: dict[str, str] = {m.name: m.same_null.value for m in table_of("binary")
                              if m.same_null is not None}
 """A metric whose null hypothesis is another's reports that one's p-value (and q-value)."""
 
@@ -170,7 +170,7 @@ def _build(info: MetricInfo) -> Spec:
     return Spec(difference, statistic, (info.denominator,), Interval.NEWCOMBE, info.numerator)
 
 
-SPECS: dict[str, Spec] = {m.name: _build(m) for m in METRIC_TABLE}
+SPECS: dict[str, Spec] = {m.name: _build(m) for m in table_of("binary")}
 """Every fairness metric's :class:`Spec`, in :data:`FAIRNESS_METRICS` order."""
 
 

@@ -7,7 +7,8 @@ Design decisions
 ----------------
 * ``gap = rate_dd − rate_aa`` keeps its Newcombe hybrid score interval and its permutation
   p-value, which shuffles the cell label among the DD and AA rows only: it compares DD with AA
-  and says nothing about whether the two attributes *interact*.
+  and says nothing about whether the two attributes *interact*.  With independent rows that
+  p-value is exact (:mod:`faircode.stats.exact`: DD's favourable count is hypergeometric).
 * The interaction is the contrast ``rate_dd − rate_da − rate_ad + rate_aa`` (0 when the two
   attributes' effects on the rate add up).  Its interval is the MOVER-Wilson interval of that
   linear contrast (the four-cell generalisation of Newcombe's method), which does not collapse
@@ -20,8 +21,9 @@ Design decisions
 * The old ``superadditive`` flag (``|gap| > |gap_a| + |gap_b|`` on point estimates) is gone: it
   fired in a third of audits with no effect at all.  The grid flags ``interaction_significant``
   only when the interaction's q-value in the audit's Benjamini–Hochberg family is below alpha.
-* Seeds: the gap's permutation uses ``child_seed(seed, 1)``, the interaction's null simulation
-  ``child_seed(seed, 2)``; nothing else is random without repeated units.
+* Seeds: the interaction's null simulation uses ``child_seed(seed, 2)`` (stream ``1`` drove
+  the gap's Monte-Carlo permutation before it was exact); nothing else is random without
+  repeated units.
 * Repeated units (``units=``; see :mod:`faircode.stats.metrics` for the method and its evidence):
   the
   gap's p-value exchanges the DD/AA label between units (``child_seed(seed, 3)``); its
@@ -46,7 +48,8 @@ from faircode.core import checks
 from faircode.core.errors import describe
 from faircode.core.seeds import child_seed
 from faircode.stats import _metric_defs as defs
-from faircode.stats import clusters, resampling
+from faircode.stats import clusters, exact, resampling
+from faircode.stats.resampling import TIE_RTOL
 
 INTERACTION_WEIGHTS: tuple[float, float, float, float] = (1.0, -1.0, -1.0, 1.0)
 """Weights of the cells (dd, da, ad, aa) in the interaction contrast."""
@@ -204,17 +207,15 @@ def _row_tests(
     low, high = resampling.newcombe_interval(
         dd[defs.FP], dd.sum(), aa[defs.FP], aa.sum(), confidence=confidence
     )
-    rng = np.random.default_rng(child_seed(seed, 1))
-    perm_d, perm_a = resampling.permute_counts(
-        dd, aa, strata=((defs.TN, defs.FP),), n_permutations=n_permutations, rng=rng
-    )
     x, n = _successes_trials(groups)
     interaction, i_low, i_high, i_p = interaction_test(
         x, n, n_simulations=n_permutations, confidence=confidence, seed=child_seed(seed, 2),
     )
     return {
         "ci_low": float(low), "ci_high": float(high),
-        "p_value": resampling.permutation_p_value(abs(gap), defs.dp(perm_d, perm_a)),
+        "p_value": max(exact.P_FLOOR, exact.rate_tail(
+            (defs.TN, defs.FP), (defs.FP,), dd, aa, threshold=abs(gap) * (1.0 - TIE_RTOL),
+            statistic=defs.dp)),
         "interaction": interaction, "interaction_ci_low": i_low, "interaction_ci_high": i_high,
         "interaction_p_value": i_p, "note": "", "design_effect": 1.0,
     }

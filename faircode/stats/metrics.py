@@ -30,11 +30,14 @@ Design decisions
   ``small_sample_warning`` is set when either group has fewer than :data:`SMALL_SAMPLE` rows in
   any of the metric's subsets; ``n_disadvantaged``/``n_advantaged`` count the rows of the union
   of the subsets.
-* Permutations shuffle group labels within each subset (the strata) and use the statistic
-  ``|value|`` (equalized odds: its own value, each gap from its own stratum).  Disparate impact
-  and ``tpr_gap`` test the null of demographic parity and of equal opportunity respectively
-  (:data:`SAME_NULL`) and report that twin's p-value, drawn once; :func:`audit_q_values` counts
-  each such null once in the Benjamini–Hochberg family.
+* The p-value is the permutation test that shuffles group labels within each subset (the
+  strata), statistic ``|value|`` (equalized odds: its own value, each gap from its own stratum).
+  With independent rows it is **exact** (:mod:`faircode.stats.exact`: the disadvantaged group's
+  success count is hypergeometric given the subset's margins; equalized odds a product of two
+  such tails), so it has no Monte-Carlo floor; ``n_permutations`` draws are taken only where
+  units repeat.  Disparate impact and ``tpr_gap`` test the null of demographic parity and of
+  equal opportunity respectively (:data:`SAME_NULL`) and report that twin's p-value, computed
+  once; :func:`audit_q_values` counts each such null once in the Benjamini–Hochberg family.
 * Disparate impact is NaN with note ``undefined_advantaged_rate_zero`` when the advantaged
   favourable rate is 0; no epsilon is added.
 * Equalized odds' note names the larger gap (``tpr_gap`` or ``fpr_gap``; ``tpr_gap`` on a tie).
@@ -55,9 +58,10 @@ Design decisions
   the cluster bootstrap (units resampled) instead of the row bootstrap.
 * Seeds: a fairness metric of seed key ``k`` (its own, :attr:`faircode.core.metrics.MetricInfo.key`:
   never its place in :data:`FAIRNESS_METRICS`) uses ``child_seed(seed, k)``, whose children ``0``
-  and ``1`` drive the bootstrap diagnostic and the permutation test, and with repeated units
-  ``2`` the cluster permutation, ``3`` and ``4`` the cluster and row bootstraps of the design
-  effect.  Performance metric ``k`` uses
+  and ``1`` drive the bootstrap diagnostic and the Monte-Carlo row permutation of
+  :func:`permutation_distribution` (a diagnostic: the reported row-level p is exact), and with
+  repeated units ``2`` the cluster permutation, ``3`` and ``4`` the cluster and row bootstraps
+  of the design effect.  Performance metric ``k`` uses
   ``child_seed(seed, k)`` (rows) or ``child_seed(seed, k, 1)`` (repeated units).  The
   resampling is count-based throughout (counts in, statistic over a leading resample axis out),
   so any other resampler of counts can feed the same functions.
@@ -78,7 +82,7 @@ from faircode.core.errors import describe
 from faircode.core.metrics import metric_info
 from faircode.core.seeds import child_seed
 from faircode.stats import _metric_defs as defs
-from faircode.stats import clusters, resampling
+from faircode.stats import clusters, exact, resampling
 from faircode.stats._metric_defs import FAIRNESS_METRICS, SAME_NULL, Interval, metric_values, orient
 from faircode.stats.intersectional import (
     IntersectionalResult,
@@ -245,14 +249,14 @@ class _AttributeTests:
         self.mixed = "" if self.types is None else clusters.cluster_permutation_note(self.types)
 
     def p_value(self, null: str) -> float:
-        """The permutation p-value of ``null`` (unit-level when some unit repeats)."""
+        """The permutation p-value of ``null``: exact with independent rows, Monte-Carlo
+        (``n_permutations`` unit permutations) when some unit repeats."""
         if null not in self.p_values:
             if self.types is None:
-                observed, permuted = _permutation(null, self.counts_d, self.counts_a,
-                                                  self.n_permutations, self.seed)
+                self.p_values[null] = exact.exact_p_value(null, self.counts_d, self.counts_a)
             else:
                 observed, permuted = self._cluster_permutation(null, self.types)
-            self.p_values[null] = resampling.permutation_p_value(observed, permuted)
+                self.p_values[null] = resampling.permutation_p_value(observed, permuted)
         return self.p_values[null]
 
     def _cluster_permutation(

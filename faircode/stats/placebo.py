@@ -46,8 +46,8 @@ from numpy.typing import ArrayLike, NDArray
 from faircode.core.checks import check_confidence, check_positive_int
 from faircode.core.seeds import child_seed
 from faircode.stats._paired_interval import SortedDraws, expanded_levels
-from faircode.stats.verdicts import EffectVerdict, effect_verdicts
 from faircode.stats.resampling import draw_blocks
+from faircode.stats.verdicts import EffectVerdict, effect_verdicts
 
 __all__ = ["NO_PLACEBO", "PlaceboDifference", "PlaceboVerdict", "placebo_differences",
            "placebo_verdicts"]

@@ -82,7 +82,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from faircode.core.errors import describe
-from faircode.core.metrics import FAIRNESS_METRICS, METRIC_TABLE, metric_info
+from faircode.core.metrics import FAIRNESS_METRICS, metric_info, table_of
 from faircode.stats import _power_solvers as solve
 
 __all__ = [
@@ -114,7 +114,7 @@ _Floats = NDArray[np.float64]
 _Ints = NDArray[np.int64]
 
 _RATES: dict[str, tuple[tuple[int, ...], tuple[int, ...]]] = {
-    m.name: (m.numerator, m.denominator) for m in METRIC_TABLE if m.scale != "magnitude"}
+    m.name: (m.numerator, m.denominator) for m in table_of("binary") if m.scale != "magnitude"}
 """Each rate-type metric's (numerator cells, denominator cells) of the group rate it compares
 (:data:`faircode.core.metrics.METRIC_TABLE`; disparate impact: demographic parity's rate)."""
 POWER_METRICS: tuple[str, ...] = FAIRNESS_METRICS

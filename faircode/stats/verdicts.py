@@ -91,6 +91,7 @@ from faircode.core.errors import describe
 from faircode.core.metrics import metric_info
 
 __all__ = [
+    "UNREACHABLE_NOTE",
     "EffectVerdict",
     "Evidence",
     "GapClaims",
@@ -107,6 +108,7 @@ __all__ = [
     "log_ratio_interval",
     "margins_of",
     "max_abs_claims",
+    "reach_of",
     "scale_of",
 ]
 
@@ -114,7 +116,11 @@ Floats = NDArray[np.float64]
 Scale = Literal["difference", "log_ratio", "max_abs"]
 
 _TEST_SCALE: dict[str, Scale] = {"difference": "difference", "ratio": "log_ratio",
-                                 "magnitude": "max_abs"}
+                                 "magnitude": "max_abs", "distance": "difference",
+                                 "level": "difference"}
+UNREACHABLE_NOTE = "parity_not_reachable"
+"""The note of an inconclusive gap whose interval is too wide for the declared margin at any
+estimate (:func:`reach_of`): the data's size, not the gap, decides it."""
 ZERO_SE = math.sqrt(2.0)
 """Katz's log standard error of a ratio whose numerator has no success: its ``1/½`` term."""
 
@@ -175,6 +181,16 @@ class Margins:
         if scale_of(metric) == "log_ratio":
             return math.log(self.ratio[0]), math.log(self.ratio[1])
         return -self.difference, self.difference
+
+    def reachable(self, metric: str, reach: ArrayLike) -> NDArray[np.bool_]:
+        """Whether a ``reach`` (:attr:`GapClaims.reach`, as reported: a ratio for disparate
+        impact) fits inside ``metric``'s margin: an interval of that half-width, placed at its
+        best, could lie inside ``(L, U)`` (False where ``reach`` is NaN)."""
+        r = np.asarray(reach, dtype=np.float64)
+        lower, upper = self.bounds(metric)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            half = np.log(r) if scale_of(metric) == "log_ratio" else r
+        return np.asarray(2.0 * half < upper - lower, dtype=bool)
 
 
 def margins_of(verdicts: VerdictsConfig) -> Margins:
@@ -292,7 +308,8 @@ def far_end(low: ArrayLike, high: ArrayLike, null: ArrayLike = 0.0) -> Floats:
 @dataclass(frozen=True, slots=True)
 class GapClaims:
     """A metric's claims on its own scale: value, interval, the p-value of no gap, the TOST
-    p-value at its margin and ``bound`` (the far end of the ``1 − 2·alpha`` interval)."""
+    p-value at its margin, ``bound`` (the far end of the ``1 − 2·alpha`` interval) and
+    ``reach``, the smallest margin parity could be shown within (:func:`reach_of`)."""
 
     value: Floats
     ci_low: Floats
@@ -300,6 +317,16 @@ class GapClaims:
     p_value: Floats
     p_equivalence: Floats
     bound: Floats
+    reach: Floats
+
+
+def reach_of(evidence: Evidence, *, alpha: float) -> Floats:
+    """The smallest margin ``±m`` the evidence could show parity within: the half-width of its
+    ``1 − 2·alpha`` interval (a TOST at level ``alpha`` alone, before any family), on the test
+    scale.  Even an estimate of exactly no gap with this spread has that interval, so a margin
+    at or below it can never be shown at this size: the limit is the data's, not the gap's."""
+    low, high = evidence.interval(1.0 - 2.0 * alpha)
+    return (high - low) / 2.0
 
 
 def gap_claims(metric: str, evidence: Evidence, *, confidence: float, alpha: float,
@@ -317,14 +344,16 @@ def gap_claims(metric: str, evidence: Evidence, *, confidence: float, alpha: flo
     eq_low, eq_high = evidence.interval(1.0 - 2.0 * (alpha if level is None else level))
     lower, upper = margins.bounds(metric)
     out = GapClaims(evidence.estimate, low, high, evidence.p_value(0.0),
-                    evidence.p_equivalence(lower, upper), far_end(eq_low, eq_high))
-    if scale == "log_ratio":
+                    evidence.p_equivalence(lower, upper), far_end(eq_low, eq_high),
+                    reach_of(evidence, alpha=alpha))
+    if scale == "log_ratio":  # the reach as a ratio r: parity within [1/r, r]
         return GapClaims(np.exp(out.value), np.exp(out.ci_low), np.exp(out.ci_high),
-                         out.p_value, out.p_equivalence, np.exp(out.bound))
+                         out.p_value, out.p_equivalence, np.exp(out.bound), np.exp(out.reach))
     # a difference of two rates (or of two distances from parity) lies in [-1, 1]: so do its
     # interval and the gap it cannot exclude (a K = 2 t-interval otherwise reaches past 1)
     return GapClaims(out.value, np.clip(out.ci_low, -1.0, 1.0), np.clip(out.ci_high, -1.0, 1.0),
-                     out.p_value, out.p_equivalence, np.clip(out.bound, -1.0, 1.0))
+                     out.p_value, out.p_equivalence, np.clip(out.bound, -1.0, 1.0),
+                     np.minimum(out.reach, 1.0))
 
 
 def max_abs_claims(tpr: Evidence, fpr: Evidence, *, confidence: float, alpha: float,
@@ -340,9 +369,10 @@ def max_abs_claims(tpr: Evidence, fpr: Evidence, *, confidence: float, alpha: fl
     value = np.maximum(np.abs(tpr.estimate), np.abs(fpr.estimate))
     p = np.minimum(1.0, 2.0 * np.minimum(tpr.p_value(), fpr.p_value()))
     p_eq = np.maximum(tpr.p_equivalence(lower, upper), fpr.p_equivalence(lower, upper))
+    reach = np.maximum(reach_of(tpr, alpha=alpha), reach_of(fpr, alpha=alpha))  # both inside
     return GapClaims(value, np.maximum(bounds[0][0], bounds[1][0]),
                      np.maximum(bounds[0][1], bounds[1][1]), p, p_eq,
-                     np.maximum(eq[0][1], eq[1][1]))
+                     np.maximum(eq[0][1], eq[1][1]), np.minimum(reach, 1.0))
 
 
 def family_level(p_values: ArrayLike, *, alpha: float) -> float:

@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         params_path = Path(args.params)
         params = load_params(params_path) if params_path.is_file() else None
         config = params.report if params is not None else ReportConfig()
-        only = (*params.audits, *params.text_audits) if params is not None else ()
+        only = params.every_audit if params is not None else ()
         outputs = write_report(Path(args.results), audits_dir=Path(args.audits), only=only,
                                metric=config.metric, model=config.model,
                                provenance=provenance(code=REPORT_CODE, numerics=False),
