@@ -33,6 +33,7 @@ from faircode.core.errors import DataError, describe
 from faircode.core.text import differing, look_alike, same_text
 
 __all__ = [
+    "Declaring",
     "LabelRule",
     "as_text",
     "binary_values",
@@ -323,7 +324,17 @@ def check_features(frame: pd.DataFrame, sources: dict[str, str], *, rows: RowNam
     return tuple(warnings)
 
 
-def _declared_texts(manifest: Manifest) -> dict[str, tuple[str, tuple[str, ...]]]:
+class Declaring(Protocol):
+    """What :func:`check_look_alikes` reads of a manifest (a grid or a regression audit's)."""
+
+    @property
+    def row_filters(self) -> tuple[RowFilter, ...]: ...
+    @property
+    def protected_attributes(self) -> tuple[ProtectedAttribute, ...]: ...
+
+
+def _declared_texts(manifest: Declaring, label: LabelRule | None
+                    ) -> dict[str, tuple[str, tuple[str, ...]]]:
     """Each column a manifest compares with declared values: its key and the values' texts."""
     out: dict[str, tuple[str, list[str]]] = {}
 
@@ -336,22 +347,24 @@ def _declared_texts(manifest: Manifest) -> dict[str, tuple[str, tuple[str, ...]]
         if f.operator in ("isin", "not_isin", "equals", "not_equals"):
             add(f.column, f"row_filters[{i}]", f.value if isinstance(f.value, tuple)
                 else (f.value,))  # type: ignore[arg-type]
-    target = manifest.target
-    add(target.column, "target", target.values or ((target.value,) if target.value is not None
-                                                   else ()))
+    if label is not None:
+        add(label.column, "target", label.values or ((label.value,) if label.value is not None
+                                                     else ()))
     for i, a in enumerate(manifest.protected_attributes):
         add(a.column, f"protected_attributes[{i}]",
             (*(a.disadvantaged_values or ()), *(a.advantaged_values or ())))
     return {column: (where, tuple(texts)) for column, (where, texts) in out.items()}
 
 
-def check_look_alikes(manifest: Manifest, frame: pd.DataFrame, *, rows: RowNames,
-                      file: object) -> None:
+def check_look_alikes(manifest: Declaring, frame: pd.DataFrame, *, rows: RowNames,
+                      file: object, label: LabelRule | None = None) -> None:
     """Raise :class:`DataError` at the first value of a column the manifest compares with
     declared text that only looks like a declared value (:func:`faircode.core.text.look_alike`:
     a Cyrillic ``М`` for ``M``, a hidden zero-width space): it would match nothing and be
-    counted in no group, or in the wrong one.  Only each column's distinct values are read."""
-    for column, (where, declared) in _declared_texts(manifest).items():
+    counted in no group, or in the wrong one.  Only each column's distinct values are read.
+    ``label`` is the rule deriving a binary target (its declared values checked too); a
+    regression audit's number has none."""
+    for column, (where, declared) in _declared_texts(manifest, label).items():
         values = frame[column]
         if is_numeric_dtype(values) or is_bool_dtype(values):
             continue
