@@ -196,6 +196,9 @@ def test_degenerate_cells_carry_the_note_on_every_fairness_row(insurance: AuditD
     assert eodds.str.match(r"^(tpr|fpr)_gap;degenerate_decisions$").all()
 
 
+# slow (a grid of the insurance audit, a minute); tests/test_strategies.py (S3 costs, S4
+# balanced accuracy under base_rate) and tests/test_decision.py (the base_rate cutoff) keep it
+@pytest.mark.slow
 def test_base_rate_rule_moves_s0_s2_cutoffs_and_s3_s4_objectives(insurance: AuditData) -> None:
     """Under base_rate, S0-S2 cut at the training label rate; S3/S4 record balanced objectives."""
     manifest = dataclasses.replace(insurance.manifest, decision=DecisionRule("base_rate"))

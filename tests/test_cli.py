@@ -301,7 +301,7 @@ def test_every_help_ends_with_a_faircode_example() -> None:
     every = parsers(build_parser())
     assert len(every) == 13  # faircode, data, data fetch, and the ten other subcommands
     for parser in every:
-        tail = parser.format_help().rstrip().split("example:\n")[-1]
+        tail = re.split(r"^example\b[^\n]*:\n", parser.format_help().rstrip(), flags=re.M)[-1]
         assert tail.startswith("  faircode "), parser.prog
 
 
@@ -365,7 +365,8 @@ def _help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
 
 
 def test_each_subcommand_help_has_one_example(capsys: pytest.CaptureFixture[str]) -> None:
-    """Every subcommand's help ends with exactly one example, printed once, of itself."""
+    """Every subcommand's help ends with exactly one example, printed once, of itself; `faircode
+    audit` shows one per way in (a file's own columns, its YAML declaration, an audit's rows)."""
     from faircode.pipeline.cli import build_parser
 
     commands = [["data", "fetch"], *([c] for c in build_parser()._subparsers._group_actions[0]
@@ -373,8 +374,10 @@ def test_each_subcommand_help_has_one_example(capsys: pytest.CaptureFixture[str]
     for argv in commands:
         text = _help(argv, capsys)
         examples = [line for line in text.splitlines() if line.startswith("  faircode ")]
-        assert text.count("example:") == 1 and len(examples) == 1, argv
-        assert examples[0].startswith(f"  faircode {' '.join(argv)} "), examples
+        # audit: three ways in, and the YAML example has no command line
+        ways = {("audit",): (3, 2)}.get(tuple(argv), (1, 1))
+        assert (len(re.findall(r"^example\b", text, re.M)), len(examples)) == ways, argv
+        assert all(f"{e} ".startswith(f"  faircode {' '.join(argv)} ") for e in examples), examples
 
 
 def test_verify_example_names_a_frozen_state(capsys: pytest.CaptureFixture[str]) -> None:
@@ -388,12 +391,12 @@ def test_verify_example_names_a_frozen_state(capsys: pytest.CaptureFixture[str])
 def test_audit_help_has_one_audit_positional_that_may_be_a_manifest_path(
     capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`faircode audit --help` shows one AUDIT (not also `[audit ...]`) and says it may be a
-    manifest path."""
+    """`faircode audit --help` shows one positional (a decisions file, a log declaration or an
+    AUDIT, not also `[audit ...]`) and says the AUDIT may be a manifest."""
     text = _help(["audit"], capsys)
     usage = " ".join(text.split("\n\n")[0].split())
     assert len(re.findall(r"\bAUDIT\b", usage)) == 1 and "[audit ...]" not in usage
-    assert "manifest path" in " ".join(text.split())
+    assert "or its manifest" in " ".join(text.split())
 
 
 def test_data_fetch_help_says_where_mirrors_come_from(capsys: pytest.CaptureFixture[str]) -> None:

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 from test_streamed import STATS, declare, make_log, tables
 
-from faircode.audit.logs import LogReader, load_log
+from faircode.audit.log_declaration import load_log
+from faircode.audit.logs import LogReader
 from faircode.core.config import BenchmarkConfig
 from faircode.evaluate.streamed import audit_log
 from faircode.evaluate.write import write_audit

@@ -115,3 +115,15 @@ def test_flips_rewrites_its_own_folder(tmp_path: Path, capsys: pytest.CaptureFix
     assert _run(tmp_path, capsys, *files)[0] == 0
     assert _run(tmp_path, capsys, *files, "--threshold", "0.3")[0] == 0
     assert set(pd.read_csv(tmp_path / "out" / "flips.csv")["threshold"]) == {0.3}
+
+
+def test_flips_prints_each_axis_and_kinds_rate_and_interval(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The command prints, per operating point x axis x kind, flips.csv's rate with its
+    interval and counts."""
+    code, out, _ = _run(tmp_path, capsys, *_files(tmp_path))
+    row = pd.read_csv(tmp_path / "out" / "flips.csv").iloc[0]
+    assert code == 0
+    assert (f"{row['operating_point']}: {row['axis']} ({row['kind']}): flip rate "
+            f"{row['flip_rate']:.1%} [{row['ci_low']:.1%}, {row['ci_high']:.1%}]") in out
+    assert "2 of 2 changed copies" in out

@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,10 +32,19 @@ S3_LR_SEX = {**S0_LR_SEX, "strategy": "in_processing"}
 
 
 def _lead(folder: Path) -> str:
-    found = re.search(r'<p class="lead" id="lead">(.*?)</p>',
-                      (folder / "report.html").read_text(), re.S)
-    assert found, "no headline on the page"
+    """The finding in full (folded under the first screen's short lead)."""
+    found = re.search(r'<p id="finding">(.*?)</p>', (folder / "report.html").read_text(), re.S)
+    assert found, "no finding on the page"
     return found.group(1)
+
+
+def _short(folder: Path) -> tuple[str, list[str]]:
+    """The first screen's lead sentence and its counts."""
+    page = (folder / "report.html").read_text()
+    found = re.search(r'<p class="lead" id="lead">(.*?)</p>(?:<ul class="counts" '
+                      r'id="counts">(.*?)</ul>)?', page, re.S)
+    assert found, "no lead on the page"
+    return found.group(1), re.findall(r"<li>(.*?)</li>", found.group(2) or "")
 
 
 @pytest.fixture(scope="module")
@@ -186,12 +196,13 @@ def test_headline_states_parity_and_the_gap_not_excluded_from_verdicts(tmp_path:
             "audit") in lead
 
 
-def _chromium(page: Path, out: Path) -> dict[str, object]:
-    """The render check's layout at 1280 x 1000, and a screenshot ``out/first_screen.png``."""
+def _chromium(page: Path, out: Path, *, width: int = 1280) -> dict[str, Any]:
+    """The render check's layout at ``width`` x 1000, and a screenshot
+    ``out/first_screen.png``."""
     if not CHROMIUM.exists():
         pytest.skip(f"{CHROMIUM} is not installed")
     common = [str(CHROMIUM), *CHROMIUM_FLAGS, f"--user-data-dir={out / 'profile'}",
-              "--window-size=1280,1000", "--hide-scrollbars", "--virtual-time-budget=5000"]
+              f"--window-size={width},1000", "--hide-scrollbars", "--virtual-time-budget=5000"]
     dom = subprocess.run([*common, "--dump-dom", page.as_uri()], capture_output=True,
                          text=True, timeout=120, check=True).stdout
     subprocess.run([*common, f"--screenshot={out / 'first_screen.png'}", page.as_uri()],
@@ -248,6 +259,7 @@ def test_an_audit_without_effects_gets_verdicts_but_no_n_a_numbers(tmp_path: Pat
     write_report(root)
     page = (root / "report.html").read_text()
     top = page.split('<section id="headline">', 1)[1].split("</section>", 1)[0]
+    top = re.sub(r'<aside id="legend">.*?</aside>', "", top, flags=re.S)  # says what n/a is
     assert "n/a" not in top
     assert "S4: inconclusive" in top
     assert "S1: a gap remains against the disadvantaged group (3 of 3)" in top
@@ -276,3 +288,144 @@ def test_every_star_has_the_audits_own_q_below_alpha_in_mlflow(families: Path) -
                   & (summary["model"] == "logistic_regression")
                   & (summary["strategy"] == "baseline") & (summary["metric"] == DP)]
     assert len(row) == 1 and row["q_benchmark"].iat[0] < ALPHA
+
+
+ATTRIBUTES = ("sex", "age", "race", "religion", "disability")
+"""Five audits of these five attributes: a 25-row heatmap (the committed state's has 26)."""
+
+
+@pytest.fixture(scope="module")
+def many(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Five audits of five attributes each (a 25-row heatmap, about the committed state's),
+    rendered once without the per-audit figures (below the first screen; half a minute)."""
+    root = tmp_path_factory.mktemp("many") / "results"
+    for i in range(5):
+        write_audit_folder(root, f"audit_{i}", ATTRIBUTES)
+    _first_screen_report(root)
+    return root
+
+
+def _first_screen_report(root: Path) -> None:
+    """``write_report`` without the per-audit figures (they are below the first screen)."""
+    from faircode.report import figures, threshold_curves
+
+    with pytest.MonkeyPatch.context() as patch:
+        for name in ("by_strategy", "tradeoff"):
+            patch.setattr(figures, name, lambda *args: None)
+        patch.setattr(threshold_curves, "curve_drawings", lambda ctx, out: [])
+        write_report(root, provenance={"git_commit": "e" * 40})
+
+
+def test_the_whole_heatmap_lead_and_legend_fit_the_first_screen_at_1400(
+        many: Path, tmp_path: Path) -> None:
+    """At 1400 x 1000 the whole heatmap of 25 rows (the image, not only its top), the lead
+    with its counts and the legend end within the first 1,000 px, side by side, and nothing
+    forces a horizontal scroll."""
+    layout = _chromium(many / "report.html", tmp_path, width=1400)
+    image = layout["heatmap_image"]
+    assert image is not None and 0 < image["top"] < 300 and image["bottom"] <= 1000
+    assert image["bottom"] - image["top"] > 500  # shown whole, not as a thumbnail
+    for part in ("lead", "counts", "legend"):
+        assert layout[part]["bottom"] <= 1000, part
+    assert layout["width"] <= 1400
+
+
+def test_the_lead_is_a_sentence_then_the_counts_in_80_words(many: Path) -> None:
+    """The lead is the finding in one sentence, then a short list: one item per mitigated
+    strategy (S4 first), and the audits without an S0 gap; at most 80 words in all, the full
+    sentences folded below."""
+    sentence, counts = _short(many)
+    words = len(" ".join([sentence, *counts]).split())
+    assert words <= 80, (words, sentence, counts)
+    assert sentence.startswith(f"S0 leaves a {DP} gap on the first protected attribute in ")
+    assert [c.split(":", 1)[0] for c in counts][:4] == ["S4", "S3", "S2", "S1"]
+    assert "in 5 of 5 audits" in sentence
+    page = (many / "report.html").read_text()
+    assert "<summary><h3>The finding in full</h3></summary>" in page
+
+
+def test_the_legend_names_every_mark(families: Path) -> None:
+    """Every mark a gap carries on the page is in the legend: *, (*), =, no mark, n/a."""
+    legend = (families / "report.html").read_text().split('<aside id="legend">', 1)[1]
+    marks = re.findall(r"<li><b>(.*?)</b>", legend.split("</aside>", 1)[0].split(
+        'class="marks"', 1)[1])
+    assert marks == ["*", "(*)", "=", "no mark", "n/a, grey"]
+
+
+def _heat_colours(root: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[Any]:
+    """The heatmap's colours of the gaps -0.5, -0.1, 0.1, 0.5 for the results at ``root``."""
+    from faircode.report import figures
+    from faircode.report.build import _context
+    from faircode.report.inputs import load_results
+
+    drawn: list[Any] = []
+    monkeypatch.setattr(figures, "_save", lambda fig, *a, **k: drawn.append(fig))
+    ctx = _context(load_results(root), metric=DP, models=MODELS, alpha=ALPHA, confidence=0.95)
+    figures.heatmap(ctx, tmp_path)
+    image = drawn[0].axes[0].images[0]
+    return image.to_rgba(np.array([-0.5, -0.1, 0.1, 0.5])).tolist()
+
+
+def test_the_heatmap_colour_scale_is_the_same_in_every_report(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Two reports whose largest gaps differ (0.9 in the second) colour the same gap alike: the
+    scale is fixed at ±1, never the run's largest gap."""
+    root = tmp_path / "results"
+    write_audit_folder(root, "audit_a", ("sex",))
+    write_audit_folder(root, "audit_b", ("race",))
+    before = _heat_colours(root, monkeypatch, tmp_path)
+    edit_fairness(root / "audit_b", where={"strategy": "baseline", "metric": DP}, value=-0.9)
+    assert _heat_colours(root, monkeypatch, tmp_path) == before
+
+
+def test_provenance_says_when_the_params_are_not_the_params_files(families: Path,
+                                                                  tmp_path: Path) -> None:
+    """A state whose params digest differs from the params file's says so on the page and names
+    each parameter with both values; the package versions are one wrapped line."""
+    import shutil
+
+    from faircode.provenance.state import params_digest
+
+    root = tmp_path / "results"
+    shutil.copytree(families, root)
+    run = json.loads((root / "audit_a" / "run.json").read_text())
+    run["config"] = {**run.get("config", {}), "n_resamples": 200}
+    run["state"] = {"git_commit": "e" * 40, "code_sha256": "c" * 64, "inputs_dirty": False,
+                    "params_sha256": params_digest(run["config"])}
+    for audit in ("audit_a", "audit_b"):  # one state: a quick run at B = 200
+        record = json.loads((root / audit / "run.json").read_text())
+        (root / audit / "run.json").write_text(json.dumps(
+            {**record, "config": run["config"], "state": run["state"]}))
+        record_files(root / audit)
+    config = {**run["config"], "n_resamples": 2000}
+    differs = {"path": "params.yaml", "sha256": params_digest(config), "config": config}
+    write_report(root, provenance={"params_file": differs})
+    page = (root / "report.html").read_text().split("<h2>Provenance</h2>", 1)[1]
+    assert "<b>not those of params.yaml</b>" in page
+    assert "n_resamples 200 (params.yaml: 2000)" in page
+    assert "clean (every input as committed), but run with other parameters" in page
+    assert 'class="versions wrap"' in page and "<pre>" not in page
+    same = {"path": "params.yaml", "sha256": run["state"]["params_sha256"],
+            "config": run.get("config", {})}
+    write_report(root, provenance={"params_file": same})
+    page = (root / "report.html").read_text().split("<h2>Provenance</h2>", 1)[1]
+    assert "<dd class=\"params\" data-differ=\"false\">those of params.yaml</dd>" in page
+
+
+def test_the_residual_floor_figure_has_an_axis_every_eight_rows(
+        monkeypatch: pytest.MonkeyPatch, many: Path, tmp_path: Path) -> None:
+    """The residual-floor figure of 25 audit x attribute rows is four panels of at most eight
+    rows, each with its own labelled x axis."""
+    from faircode.report import figures
+    from faircode.report.build import _context
+    from faircode.report.inputs import load_results
+
+    drawn: list[Any] = []
+    monkeypatch.setattr(figures, "_save", lambda fig, *a, **k: drawn.append(fig))
+    ctx = _context(load_results(many), metric=DP, models=MODELS, alpha=ALPHA, confidence=0.95)
+    figures.floor_figure(ctx, pd.read_csv(many / "residual_floor.csv"), tmp_path)
+    (fig,) = drawn
+    rows = [len(ax.get_yticks()) for ax in fig.axes]
+    assert rows == [8, 8, 8, 1]
+    for ax in fig.axes:
+        assert any(t.get_text() for t in ax.get_xticklabels())

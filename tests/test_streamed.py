@@ -114,7 +114,7 @@ def test_csv_and_compressed_csv_give_the_parquet_tables(log_folder: Path, suffix
 def test_a_tiny_memory_budget_spills_and_writes_the_same_bytes(
         log_folder: Path, in_memory: dict[str, bytes], tmp_path: Path) -> None:
     """Records spilled to disk at a 4 KiB budget are read back into the same tables."""
-    from faircode.audit.logs import load_log
+    from faircode.audit.log_declaration import load_log
     from faircode.evaluate.streamed import audit_log
 
     config = BenchmarkConfig().with_params({"stats.n_resamples": 60, "stats.n_permutations": 60})
@@ -182,7 +182,7 @@ def test_a_repeated_column_name_is_refused(tmp_path: Path,
      "row_filters[0].first_by: expected a row-wise filter in a decision log (read in one pass: "
      "de-duplicate the log first), got 'risk' (str)"),
     ({"colour": "red"}, "colour: expected one of the keys name, title, log, random_state, "
-     "row_filters, target, protected_attributes, unit, system, got 'colour' (str)"),
+     "row_filters, target, protected_attributes, unit, system, strata, got 'colour' (str)"),
     ({"unit": "client"}, "unit: expected a column of log.csv, got 'client' (str)"),
 ])
 def test_a_bad_declaration_is_one_line_naming_the_key(

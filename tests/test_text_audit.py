@@ -469,3 +469,23 @@ def test_datasheet_reviews_sources_axes_systems_and_operating_points() -> None:
                   "old ↔ young", "Allison ↔ Aisha", "profanity_check", "vader_negative",
                   "equal_error_rate", "compound ≤ −0.05"):
         assert words in text, words
+
+
+def test_a_system_whose_swaps_flip_nothing_gets_one_line_not_a_chart(tmp_path: Path) -> None:
+    """A system whose every flip rate at its global point is 0 draws no chart of points at 0:
+    the page's text section says so in one line, naming how many axes."""
+    import pandas as pd
+
+    from faircode.report.text import TextInputs, flips_none, nothing_lines
+    from faircode.report.text_figures import flips_figure
+
+    flips = pd.DataFrame({"audit": "toy", "system": "quiet", "operating_point": "global",
+                          "axis": ["a_to_b", "b_to_a", "c_to_d"], "kind": "explicit",
+                          "flip_rate": 0.0})
+    empty = pd.DataFrame(columns=["audit", "system", "operating_point"])
+    inputs = TextInputs(flips=flips, ctf=empty, placebo=empty, terms=empty, auc=empty,
+                        operating_points=empty, systems=empty, runs={})
+    assert flips_none(inputs, "toy", "quiet") == 3
+    assert flips_figure(inputs, "toy", "quiet", tmp_path) is None
+    (line,) = nothing_lines(inputs, "toy")
+    assert "toy, quiet: no swap of its 3 axes flips a decision" in line

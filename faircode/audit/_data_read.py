@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 TableManifest = Union[Manifest, "RegressionManifest"]
 """A tabular manifest of any task kind: the grid's, or a regression's (the same column roles)."""
 
-__all__ = ["PARSES", "column_sources", "data_lines", "read_csv", "read_raw"]
+__all__ = ["PARSES", "column_sources", "data_lines", "raw_header", "read_csv", "read_raw"]
 
 
 def column_sources(manifest: TableManifest) -> dict[str, str]:
@@ -122,6 +122,14 @@ def _check_copies(frame: pd.DataFrame, copies: Mapping[str, list[str]], lines: l
                     f"{file}: {lines[i]}: column {col!r} ({sources[col]}): expected each column "
                     f"once in the header, got it {len(names)} times with different values "
                     f"({first.iat[i]!r} vs {second.iat[i]!r}); rename or remove the copy")
+
+
+def raw_header(manifest: TableManifest) -> tuple[str, ...]:
+    """The raw file's column names (a CSV file's header; ``()`` for an R data file, whose
+    columns are known only once it is read whole)."""
+    if manifest.dataset.object is not None:
+        return ()
+    return tuple(_header(manifest, manifest.dataset.path))
 
 
 def _header(manifest: TableManifest, file: Path) -> list[str]:

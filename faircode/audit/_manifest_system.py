@@ -89,6 +89,14 @@ def _parse_decision(c: Checker, raw: object) -> SystemDecision:
                      tuple(methods))
     method = cast(DecisionMethod, methods[0])
     where = f"system.decision.{method}"
+    if method == "binary" and data[method] is not True:
+        raise c.fail("system.decision.binary", "true (the column holds 0/1 decisions)",
+                     data[method])
+    if method == "binary":
+        if "direction" in data:
+            raise c.fail("system.decision.direction", "a direction only with threshold",
+                         data["direction"])
+        return SystemDecision(column, method)
     if method != "threshold":
         if "direction" in data:
             raise c.fail("system.decision.direction", "a direction only with threshold",

@@ -25,7 +25,7 @@ TargetMethod = Literal["binary", "equals", "isin", "above_median", "threshold", 
 Direction = Literal["above", "at_least"]
 AttributeType = Literal["categorical", "numeric_threshold", "age_interval_threshold"]
 Side = Literal["below", "above"]
-DecisionMethod = Literal["isin", "equals", "threshold", "outcome"]
+DecisionMethod = Literal["isin", "equals", "threshold", "binary", "outcome"]
 ScoreScale = Literal["ordinal", "probability"]
 
 OPERATORS: tuple[str, ...] = get_args(Operator)
@@ -33,9 +33,9 @@ TARGET_METHODS: tuple[str, ...] = get_args(TargetMethod)
 ATTRIBUTE_TYPES: tuple[str, ...] = get_args(AttributeType)
 SIDES: tuple[str, ...] = get_args(Side)
 DIRECTIONS: tuple[str, ...] = get_args(Direction)
-DECISION_METHODS: tuple[str, ...] = ("isin", "equals", "threshold")
-"""The rules that turn a system's column into its decision (``outcome`` is no rule: the decision
-*is* the recorded outcome, :data:`OUTCOME`)."""
+DECISION_METHODS: tuple[str, ...] = ("isin", "equals", "threshold", "binary")
+"""The rules that turn a system's column into its decision (``binary: true``: the column is
+0/1 itself; ``outcome`` is no rule: the decision *is* the recorded outcome, :data:`OUTCOME`)."""
 OUTCOME = "outcome"
 SCORE_SCALES: tuple[str, ...] = get_args(ScoreScale)
 """The score scales of a deployed system; the same as :data:`faircode.stats.calibration.SCALES`
@@ -329,6 +329,8 @@ class SystemDecision:
         """Return a short human-readable form, e.g. ``score_text isin ['Medium', 'High']``."""
         if self.method == OUTCOME:
             return f"the recorded outcome ({self.column})"
+        if self.method == "binary":
+            return f"{self.column} (0/1)"
         if self.method == "threshold":
             op = ">" if self.direction == "above" else ">="
             return f"{self.column} {op} {self.threshold:g}"

@@ -1,42 +1,26 @@
-"""A decision log that carries its own groups: its declaration, and its rows read in chunks.
+"""A decision log that carries its own groups: its rows read in chunks.
 
 A deployed system's log -- every loan, claim or moderation decision of a quarter, with the
-applicant's groups and the observed outcome -- is audited from a small YAML declaration, no raw
-dataset to fetch::
-
-    name: loans_2024q3            # the results folder (a folder-safe id)
-    log: {path: decisions.parquet, sha256: ...}   # relative to this file; sha256 optional
-    target: {column: repaid, method: binary, favourable: 1}
-    system:                       # the audited system: how a column is its 0/1 decision
-      name: scorecard
-      decision: {column: approved, equals: 1}
-      score: {column: risk, scale: probability}   # optional
-    unit: customer_id             # optional: rows of one customer are one unit
-    protected_attributes:
-      - {name: sex, type: categorical, column: sex, disadvantaged_values: [F]}
-    row_filters: [{column: channel, equals: online}]   # optional
-
-:func:`load_log` validates it with the manifest's own parsers
-(:mod:`faircode.audit._manifest_parse`: the same keys, rules and one-line errors naming the
-file and key path) and returns a
-:class:`~faircode.audit.manifest.Manifest` whose dataset is the log and whose ``system`` is the
-audited system, so everything downstream (run.json, the report, MLflow) treats it as an audit
-whose deployed system is scored on every row.  :class:`LogReader` reads the log's rows in
-chunks (:mod:`faircode.audit.table_file`) and turns each into arrays: label, decision, score,
-disadvantaged masks, unit keys.
+applicant's groups and the observed outcome -- is declared in a small YAML file
+(:mod:`faircode.audit.log_declaration`), no raw dataset to fetch.  :class:`LogReader` reads the
+log's rows in chunks (:mod:`faircode.audit.table_file`; a pandas DataFrame through
+:func:`~faircode.audit.table_file.frame_table`) and turns each into arrays: label, decision,
+score, disadvantaged masks, unit keys, stratum levels.
 
 Design decisions
 ----------------
-* **One pass, so only row-wise rules**: a target of method ``above_median``/``quantile`` or a
-  ``first_by`` filter needs every row before the first can be labelled, and is refused (cut the
-  target at a declared ``threshold``; de-duplicate the log first).
 * **Rows are kept as a manifest keeps them**: filters, then a derivable target, then a row every
   attribute classifies (the counts of each step are ``run.json``'s ``rows.steps``); a missing
   decision, score or unit on a kept row is an error naming its line, never a dropped row.
-* **One type per interpreted column**: a filter's, group, label, decision, unit or score column
-  whose values change kind between chunks or shards (numbers, then text) is refused
-  (:class:`~faircode.audit.table_file.TypeGuard`), since numbers and text compare differently:
-  ``yes`` would never equal a decision rule's ``1``.
+* **One type per interpreted column**: a filter's, group, label, decision, unit, stratum or
+  score column whose values change kind between chunks or shards (numbers, then text) is
+  refused (:class:`~faircode.audit.table_file.TypeGuard`), since numbers and text compare
+  differently: ``yes`` would never equal a decision rule's ``1``.
+* **Strata are row-level**: the gap within a stratum's levels (a Mantel-Haenszel gap with a
+  within-strata permutation test) is no function of the counts, so with ``strata`` each kept
+  row's decision, masks and level id are kept (a few bytes a row); levels get codes in sorted
+  order of their text, as an audit's (a whole number read as a float in one chunk is the same
+  level as the integer in another).
 * **Unit keys**: integer ids are used as they are; text ids by their 64-bit hash
   (``pandas.util.hash_array``; two ids share one with probability below ``U² / 2⁶⁵``, 3·10⁻⁶ for
   10⁷ units), the same in the streamed and the in-memory path.
@@ -46,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath, PureWindowsPath
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -60,90 +44,16 @@ from faircode.audit._data_columns import (
     filter_mask,
     is_numeric_column,
 )
-from faircode.audit._manifest_parse import (
-    _parse_attributes,
-    _parse_filter,
-    _parse_name,
-    _parse_target,
-)
-from faircode.audit._manifest_system import parse_system
-from faircode.audit._manifest_types import _SHA_RE, DatasetSpec, Manifest
+from faircode.audit._manifest_types import Manifest
 from faircode.audit.fetch import sha256_file
 from faircode.audit.outputs import check_scores, python_value
 from faircode.audit.table_file import ROWS, Chunk, TableFile, TypeGuard, open_table
-from faircode.core.errors import ChecksumError, DataError, ManifestError, describe
-from faircode.core.schema import Checker, read_yaml
+from faircode.core.errors import ChecksumError, DataError, describe
 
-__all__ = ["LogChunk", "LogReader", "LogRecord", "SystemRecord", "is_log_declaration",
-           "load_log", "table_sha256"]
+__all__ = ["LogChunk", "LogReader", "LogRecord", "SystemRecord", "table_sha256"]
 
-_TOP = {"name": True, "title": False, "log": True, "random_state": False, "row_filters": False,
-        "target": True, "protected_attributes": True, "unit": False, "system": True}
-_LOG = {"path": True, "sha256": False}
-_ONE_PASS_TARGETS = ("binary", "equals", "isin", "threshold")
 _FLAGGED = "\0decided 1"  # counts keys no step can have: decided 1, disadvantaged per attribute
 _SIDE = "\0disadvantaged "
-
-
-def is_log_declaration(path: Path) -> bool:
-    """Whether the YAML file at ``path`` is a log declaration (it has a top-level ``log:``)."""
-    try:
-        doc = read_yaml(path, error=ManifestError)
-    except (ManifestError, OSError):
-        return False
-    return isinstance(doc, dict) and "log" in doc and "dataset" not in doc
-
-
-def load_log(path: Path | str) -> Manifest:
-    """Validate the log declaration at ``path`` (module docstring) into a manifest."""
-    file = Path(path)
-    c = Checker(file)
-    try:
-        doc = read_yaml(file, error=ManifestError)
-    except OSError as exc:
-        raise ManifestError(f"{file}: cannot be read: {exc.__class__.__name__}: {exc}") from None
-    if not isinstance(doc, dict):
-        raise c.fail("top level", "a YAML mapping", doc)
-    data = c.mapping(doc, "", _TOP)
-    name, title = _parse_name(c, data)
-    random_state = data.get("random_state", 42)
-    if isinstance(random_state, bool) or not isinstance(random_state, int) or \
-            not 0 <= random_state < 2**32:
-        raise c.fail("random_state", "an integer in [0, 2**32)", random_state)
-    raw_filters = data.get("row_filters") or []
-    if not isinstance(raw_filters, list):
-        raise c.fail("row_filters", "a list", raw_filters)
-    filters = tuple(_parse_filter(c, f, f"row_filters[{i}]") for i, f in enumerate(raw_filters))
-    for i, f in enumerate(filters):
-        if f.operator == "first_by":
-            raise c.fail(f"row_filters[{i}].first_by", "a row-wise filter in a decision log "
-                         "(read in one pass: de-duplicate the log first)", f.value)
-    target = _parse_target(c, data["target"])
-    if target.method not in _ONE_PASS_TARGETS:
-        raise c.fail("target.method", f"one of {', '.join(_ONE_PASS_TARGETS)} in a decision "
-                     "log (read in one pass)", target.method)
-    attributes = _parse_attributes(c, data["protected_attributes"])
-    unit = c.optional_string(data.get("unit"), "unit")
-    roles = {**({unit: "the unit (unit)"} if unit else {}), target.column: "the target column",
-             **{a.column: "a protected attribute's column" for a in attributes}}
-    system = parse_system(c, data["system"], roles=roles, target=target.column)
-    return Manifest(name=name, title=title, file=file, dataset=_parse_log(c, data["log"], unit),
-                    random_state=random_state, test_size=0.5, row_filters=filters,
-                    target=target, protected_attributes=attributes, core_features=(),
-                    system=system)
-
-
-def _parse_log(c: Checker, raw: object, unit: str | None) -> DatasetSpec:
-    data = c.mapping(raw, "log", _LOG)
-    declared = c.string(data["path"], "log.path")
-    if "\0" in declared:  # no file name holds one (os calls raise ValueError)
-        raise c.fail("log.path", "a path without a NUL character", declared)
-    absolute = PurePosixPath(declared).is_absolute() or PureWindowsPath(declared).is_absolute()
-    resolved = Path(declared) if absolute else (c.file.parent / declared)
-    sha = data.get("sha256")
-    if sha is not None and (not isinstance(sha, str) or not _SHA_RE.match(sha)):
-        raise c.fail("log.sha256", "64 lowercase hex digits", sha)
-    return DatasetSpec(path=resolved.resolve(), declared_path=declared, sha256=sha, unit=unit)
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,13 +70,15 @@ class SystemRecord:
 
 @dataclass(frozen=True, slots=True)
 class LogChunk:
-    """One chunk's kept rows: label, decision (target coding), score, masks, unit keys."""
+    """One chunk's kept rows: label, decision (target coding), score, masks, unit keys and,
+    per declared stratum, each row's level id (:meth:`LogReader.stratum_ranks` orders them)."""
 
     y: np.ndarray
     decision: np.ndarray
     masks: tuple[np.ndarray, ...]
     units: np.ndarray | None
     score: np.ndarray | None
+    strata: tuple[np.ndarray, ...] = ()
 
     def __len__(self) -> int:
         return int(self.y.size)
@@ -214,15 +126,17 @@ class LogRecord:
 
 
 class LogReader:
-    """The rows of a declared log (:func:`load_log`), read and interpreted chunk by chunk."""
+    """The rows of a declared log (:func:`~faircode.audit.log_declaration.load_log`), read and
+    interpreted chunk by chunk."""
 
-    def __init__(self, manifest: Manifest, *, chunk_rows: int = ROWS,
-                 verify: bool = True) -> None:
+    def __init__(self, manifest: Manifest, *, chunk_rows: int = ROWS, verify: bool = True,
+                 table: TableFile | None = None) -> None:
         if manifest.system is None:
             raise ValueError(f"{manifest.file}: expected a log declaration with a system")
         self.manifest, self.chunk_rows = manifest, chunk_rows
-        self.table: TableFile = open_table(manifest.dataset.path)
-        sha256 = table_sha256(self.table) if verify else ""
+        self.table: TableFile = table or open_table(manifest.dataset.path)
+        self.levels: tuple[dict[tuple[str, ...], int], ...] = tuple({} for _ in manifest.strata)
+        sha256 = table_sha256(self.table) if verify and table is None else ""
         if verify and manifest.dataset.sha256 is not None and sha256 != manifest.dataset.sha256:
             raise ChecksumError(f"{self.table.path}: sha256: expected "
                                 f"{manifest.dataset.sha256} (log.sha256), got {sha256}")
@@ -276,7 +190,7 @@ class LogReader:
         rows = np.arange(len(frame))
         steps = [("loaded", len(frame))]
         check_look_alikes(manifest, frame, rows=_Names(self.table, chunk, rows),
-                          file=self.table.path)
+                          file=self.table.path, label=manifest.target)
         keep = np.ones(len(frame), dtype=bool)
         for i, row_filter in enumerate(manifest.row_filters, start=1):
             keep &= filter_mask(row_filter, frame[row_filter.column])
@@ -301,7 +215,34 @@ class LogReader:
         decision, score = self._outputs(frame, names)
         units = None if manifest.unit is None else self._units(frame[manifest.unit], names)
         return LogChunk(label[classified].astype(np.int8), decision,
-                        tuple(m[classified] for m in masks), units, score), steps
+                        tuple(m[classified] for m in masks), units, score,
+                        self._strata(frame)), steps
+
+    def _strata(self, frame: pd.DataFrame) -> tuple[np.ndarray, ...]:
+        """Each declared stratum's level id per row (ids in order of first appearance)."""
+        out = []
+        for stratum, levels in zip(self.manifest.strata, self.levels, strict=True):
+            if frame.empty:
+                out.append(np.empty(0, dtype=np.int64))
+                continue
+            text = pd.DataFrame({c: frame[c].astype(object).map(_level_text)
+                                 for c in stratum.columns})
+            local, seen = pd.MultiIndex.from_frame(text).factorize()
+            ids = np.array([levels.setdefault(tuple(level), len(levels)) for level in seen],
+                           dtype=np.int64)
+            out.append(ids[local])
+        return tuple(out)
+
+    def stratum_ranks(self) -> tuple[np.ndarray, ...]:
+        """Per stratum, each level id's code: its rank among the levels in sorted order of their
+        text (missing last), the codes :func:`faircode.audit.data.stratum_codes` gives."""
+        out = []
+        for levels in self.levels:
+            ranks = np.empty(len(levels), dtype=np.int64)
+            for rank, level in enumerate(sorted(levels)):
+                ranks[levels[level]] = rank
+            out.append(ranks)
+        return tuple(out)
 
     def _outputs(self, frame: pd.DataFrame, names: _Names) -> tuple[np.ndarray,
                                                                     np.ndarray | None]:
@@ -390,11 +331,24 @@ def _log_columns(manifest: Manifest) -> dict[str, str]:
         where.setdefault(a.column, f"protected_attributes[{i}].column")
     if manifest.unit is not None:
         where.setdefault(manifest.unit, "unit")
+    for i, stratum in enumerate(manifest.strata):
+        for j, column in enumerate(stratum.columns):
+            where.setdefault(column, f"strata[{i}].columns[{j}]")
     assert manifest.system is not None
     where.setdefault(manifest.system.decision.column, "system.decision.column")
     if manifest.system.score is not None:
         where.setdefault(manifest.system.score.column, "system.score.column")
     return where
+
+
+def _level_text(value: object) -> str:
+    """A stratum level's text: a whole number as an integer (a chunk with a missing value reads
+    its column as floats), a missing value ``\uffff(missing)`` (sorted last)."""
+    if value is None or value is pd.NA or value != value:
+        return "\uffff(missing)"
+    if isinstance(value, float | np.floating) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
 
 
 class _Names(Sequence[str]):

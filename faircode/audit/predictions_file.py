@@ -48,8 +48,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from faircode.audit._data_read import raw_header
 from faircode.audit.fetch import sha256_file
-from faircode.audit.manifest import SCORE_SCALES, ScoreScale
+from faircode.audit.manifest import SCORE_SCALES, Manifest, ScoreScale
 from faircode.audit.outputs import (
     RowKeys,
     check_decisions,
@@ -60,7 +61,7 @@ from faircode.audit.outputs import (
 from faircode.audit.table_file import Chunk, TableFile, open_table
 from faircode.core.errors import DataError, describe
 
-__all__ = ["JOIN_ROWS", "ExternalPredictions", "JoinedChunk", "PredictionsReader",
+__all__ = ["JOIN_ROWS", "ExternalPredictions", "JoinedChunk", "PredictionsReader", "find_key",
            "read_predictions"]
 
 JOIN_ROWS = 1 << 18
@@ -149,6 +150,53 @@ def check_columns(table: TableFile, wanted: Sequence[tuple[str, str]]) -> None:
             hint = f"; closest: {', '.join(close)}" if close else ""
             raise DataError(f"{table.path}: {role} column: expected a column of "
                             f"{table.path.name}, got {describe(column)}{hint}")
+
+
+def find_key(manifest: Manifest, table: TableFile, *, outputs: Sequence[str]) -> tuple[str, str]:
+    """The file's key column when ``--key`` is not given, and why it is the one.
+
+    A declared ``dataset.row_id`` column is the key.  Otherwise the key is the one column of the
+    file that can be one: for ``row_id: position``, its one column that is neither an output
+    (``outputs``: the decision and score columns) nor a column of the raw file; without a
+    declaration, its one column that is also a raw file's column, not an output and not read by
+    the manifest (a feature, the target, a group or filter column is no key).  None, or more
+    than one, is an error naming the candidates and ``--key``.
+    """
+    declared = manifest.dataset.row_id
+    raw, name = Path(manifest.dataset.declared_path).name, table.path.name
+    if declared is not None and declared.column is not None:
+        return declared.column, f"the manifest's dataset.row_id column {declared.column!r}"
+    header = raw_header(manifest)
+    free = [c for c in table.columns if c not in outputs]
+    if declared is not None:
+        found = _integer_columns(table, [c for c in free if c not in header])
+        why = f"the one integer column of {name} that is no decision, score or column of " \
+              f"{raw}: each row's position in {raw} (dataset.row_id: position)"
+        expected = f"a column of {name} holding each row's position in {raw} (0 = its first " \
+                   "data row)"
+    else:
+        found = [c for c in free if c in header and c not in manifest.read_columns]
+        why = f"the one column of {name} that {raw} also has and the audit does not read"
+        expected = f"a column naming each row, in {name} and in {raw} (no feature, target or " \
+                   "group column)"
+    if len(found) == 1:
+        return found[0], why
+    how = ("" if declared is not None else
+           f"; a raw file without a key column can declare dataset.row_id: position in "
+           f"{manifest.file}")
+    got = f"{len(found)} candidates ({', '.join(found)})" if found else "no candidate"
+    raise DataError(f"faircode audit: --key: expected {expected}, got {got}{how}")
+
+
+def _integer_columns(table: TableFile, columns: list[str]) -> list[str]:
+    """Those of ``columns`` whose values in the file's first rows are integers (a position can
+    only be one; a score column beside it is not a candidate)."""
+    if not columns:
+        return []
+    first = next(table.chunks(columns, rows=1000), None)
+    if first is None:
+        return columns
+    return [c for c in columns if pd.api.types.is_integer_dtype(first.frame[c])]
 
 
 class PredictionsReader:

@@ -10,7 +10,8 @@ Design decisions
 * **Formats by suffix**: ``.csv`` (UTF-8, comma, one header row), ``.csv.gz``, ``.csv.bz2``,
   ``.csv.xz``, ``.csv.zst`` (decompressed as a stream by pyarrow), ``.parquet``/``.pq``, or a
   folder of ``*.parquet`` files (read in name order: a partitioned log, one shard per file and
-  row group for the Dask reduction, :mod:`faircode.grid.dask_reduce`).
+  row group for the Dask reduction, :mod:`faircode.grid.dask_reduce`).  A pandas DataFrame
+  in memory is read through the same interface (:func:`frame_table`: ``row N`` of the frame).
 * **A column name is a name once**: a header naming a column twice is refused (pandas would
   rename the second ``decision.1`` and the first would be audited silently).
 * **Rows are named where they are**: ``line N`` of a CSV file -- the physical line, found by
@@ -46,8 +47,8 @@ from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
 from faircode.core.errors import DataError, describe
 
-__all__ = ["CSV_SUFFIXES", "PARQUET_SUFFIXES", "Chunk", "FirstOfKind", "TableFile", "TypeGuard",
-           "open_table", "table_suffix"]
+__all__ = ["CSV_SUFFIXES", "PARQUET_SUFFIXES", "Chunk", "FirstOfKind", "FrameTable", "TableFile",
+           "TypeGuard", "frame_table", "open_table", "table_suffix"]
 
 CSV_SUFFIXES: tuple[str, ...] = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst")
 PARQUET_SUFFIXES: tuple[str, ...] = (".parquet", ".pq")
@@ -228,6 +229,53 @@ class _Inflated(io.RawIOBase):
     def close(self) -> None:
         self._stream.close()
         super().close()
+
+
+class FrameTable(TableFile):
+    """A pandas DataFrame read as a table file (:func:`frame_table`): its rows in chunks."""
+
+    def __init__(self, frame: pd.DataFrame, name: str) -> None:
+        super().__init__(Path(name), (Path(name),), tuple(str(c) for c in frame.columns), False)
+        self.frame = frame.reset_index(drop=True)
+
+    def chunks(self, columns: Sequence[str], *, rows: int = ROWS) -> Iterator[Chunk]:
+        """The named columns, ``rows`` rows at a time."""
+        for start in range(0, len(self.frame), rows):
+            yield Chunk(self.frame.iloc[start:start + rows][list(columns)].reset_index(
+                drop=True), self.path, start)
+
+    def check_flat(self, roles: Mapping[str, str]) -> None:
+        """Refuse a column of ``roles`` holding a nested value (a mapping, a list, an array):
+        it holds no number or text to read."""
+        for column, role in roles.items():
+            values = self.frame[column]
+            if values.dtype != object:
+                continue
+            nested = values.map(lambda v: isinstance(v, dict | list | tuple | set | np.ndarray))
+            if nested.any():
+                i = int(np.flatnonzero(nested.to_numpy(dtype=bool))[0])
+                raise DataError(f"{self.path}: row {i + 1}: column {column!r} ({role}): expected "
+                                f"numbers, booleans or text, got {describe(values.iat[i])}")
+
+    def row_groups(self) -> list[tuple[Path, int, int]]:
+        """A frame has no row groups to shard."""
+        raise DataError(f"{self.path}: expected a Parquet log to shard, got a DataFrame")
+
+    def end(self) -> str:
+        """Where a row after the last would be."""
+        return f"row {len(self.frame) + 1}"
+
+    def where(self, file: Path, row: int) -> str:
+        """``row N`` (1-based position in the frame)."""
+        return f"row {row + 1}"
+
+
+def frame_table(frame: pd.DataFrame, *, name: str = "DataFrame") -> FrameTable:
+    """``frame`` as a table (named ``name`` in errors); a column name repeated is refused."""
+    if not isinstance(frame, pd.DataFrame):
+        raise DataError(f"{name}: expected a pandas DataFrame, got {type(frame).__name__}")
+    _check_unique(Path(name), [str(c) for c in frame.columns], "columns")
+    return FrameTable(frame, name)
 
 
 def _open_text(path: Path) -> Any:

@@ -53,7 +53,7 @@ from faircode.core.kinds import TEXT
 from faircode.core.names import is_safe_name
 from faircode.core.schema import Checker, Scalar, read_yaml
 from faircode.counterfactual.axes import load_axes_file
-from faircode.counterfactual.perturb import AxisSpec
+from faircode.counterfactual.perturb import AXES_GUIDE, AxisSpec
 from faircode.counterfactual.placebo import PlaceboArm, PlaceboGroup
 from faircode.counterfactual.texts import SLOT
 
@@ -72,7 +72,8 @@ _SLOT_KEYS = {"template": True, "names": True}
 _SYSTEM_KEYS = {"name": True, "operating_point": False}
 _POINT_KEYS = {"rule": True, "threshold": False, "direction": False}
 _NO_AXES = ("the audit's axes file (faircode ships no built-in axes: which identities count "
-            "and how they are named is the audit's choice, reviewed in its datasheet)")
+            "and how they are named is the audit's choice, reviewed in its datasheet; "
+            f"{AXES_GUIDE})")
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from faircode.core.errors import ConfigError, config_error
 from faircode.core.schema import read_yaml
-from faircode.counterfactual.perturb import AxisSpec, axis_from_config
+from faircode.counterfactual.perturb import AXES_GUIDE, AxisSpec, axis_from_config
 from faircode.counterfactual.placebo import (
     PlaceboArm,
     PlaceboGroup,
@@ -70,7 +70,7 @@ def load_axes_file(path: Path) -> AxesDocument:
     if not items:
         raise ConfigError(
             f"{where}: {prefix or 'axes'}: expected at least one axis, got an empty list "
-            "(faircode ships no built-in axes; the caller must choose them)"
+            f"(faircode ships no built-in axes; the caller must choose them: {AXES_GUIDE})"
         )
     axes = tuple(axis_from_config(item, where=f"{where}: {prefix}[{i}]")
                  for i, item in enumerate(items))

@@ -60,6 +60,7 @@ from faircode.core.text import visible_or_none
 from faircode.counterfactual._match import matcher, normalise, transfer_case
 
 __all__ = [
+    "AXES_GUIDE",
     "AxisSpec",
     "Perturbation",
     "PerturbationKind",
@@ -69,10 +70,13 @@ __all__ = [
     "transfer_case",
 ]
 
+AXES_GUIDE = "docs/perturbation-axes.md"
+"""How an axis works, illustrative axes to copy and scrutinise, how to build your own: every
+error about missing axes names it."""
 _NO_AXES = (
     "perturb() needs at least one AxisSpec: faircode ships no built-in axis list because "
     "choosing which identities count and how they are named is an editorial decision the "
-    "caller must make explicitly (see the perturbation-axes examples)"
+    f"caller must make explicitly (how an axis works, examples to copy: {AXES_GUIDE})"
 )
 
 

@@ -28,16 +28,19 @@ Design decisions
 * Seeds: row set ``(s, m)``, attribute ``a``, stratum ``j`` (its position in the manifest's
   ``strata:``) draw from ``child_seed(master, Stream.STRATIFIED, s, m, a, j)``; the adjusted
   gap draws nothing.
+* :func:`strata_rows` takes the rows' masks, level codes and covariates as arrays, so a streamed
+  decision log (:mod:`faircode.evaluate.streamed`) gets the same rows as a prepared audit.
 * An audit without strata has no rows and writes neither file.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from faircode.audit.manifest import Manifest
 from faircode.audit.prepared import PreparedAudit
 from faircode.core.config import StatsConfig
 from faircode.core.seeds import Stream, child_seed
@@ -45,8 +48,8 @@ from faircode.evaluate.detail import group_names
 from faircode.stats.adjusted import ADJUSTED_CI_METHOD, adjusted_gap
 from faircode.stats.stratified import STRATIFIED_CI_METHOD, stratified_gap, stratum_counts
 
-__all__ = ["ONE_GROUP_NOTE", "STRATIFIED_COLUMNS", "STRATUM_RATE_COLUMNS", "stratified_rows",
-           "stratum_rate_rows"]
+__all__ = ["ONE_GROUP_NOTE", "STRATIFIED_COLUMNS", "STRATUM_RATE_COLUMNS", "strata_rows",
+           "stratified_rows", "stratum_rate_rows"]
 
 ONE_GROUP_NOTE = "one_group_only"
 """A level holding one group's rows only: no gap, no weight in the pooled gap."""
@@ -89,20 +92,37 @@ def stratified_rows(data: PreparedAudit, yhat_fav: np.ndarray, label: Mapping[st
                     ) -> list[dict[str, Any]]:
     """The gap conditional on every declared stratum of oriented test decisions ``yhat_fav``."""
     test = data.test_index
+    masks = [np.asarray(data.disadvantaged[a.name][test], dtype=bool)
+             for a in data.manifest.protected_attributes]
+    codes = {s.name: np.asarray(data.strata[s.name])[test]
+             for s in data.manifest.strata if not s.regression}
+    designs = {s.name: data.covariates[s.name].to_numpy(dtype=np.float64)[test]
+               for s in data.manifest.strata if s.regression}
+    return strata_rows(data.manifest, yhat_fav, masks, codes, label, stats=stats, master=master,
+                       key=key, designs=designs)
+
+
+def strata_rows(manifest: Manifest, yhat_fav: np.ndarray, masks: Sequence[np.ndarray],
+                codes: Mapping[str, np.ndarray], label: Mapping[str, str], *,
+                stats: StatsConfig, master: int, key: tuple[int, int],
+                designs: Mapping[str, np.ndarray] | None = None) -> list[dict[str, Any]]:
+    """The gap conditional on every stratum of ``manifest`` of the scored rows' oriented
+    decisions ``yhat_fav`` (a prepared audit's test rows, or a streamed log's rows):
+    ``masks[a]`` is attribute ``a``'s disadvantaged mask, ``codes[name]`` a ``mantel_haenszel``
+    stratum's level code per row, ``designs[name]`` a ``logistic_regression`` one's covariates."""
     rows: list[dict[str, Any]] = []
-    for a, attribute in enumerate(data.manifest.protected_attributes):
-        mask = np.asarray(data.disadvantaged[attribute.name][test], dtype=bool)
-        for j, stratum in enumerate(data.manifest.strata):
+    for a, attribute in enumerate(manifest.protected_attributes):
+        for j, stratum in enumerate(manifest.strata):
             head = {**label, "protected_attribute": attribute.name, "stratum": stratum.name,
                     "columns": " ".join(stratum.columns), "estimator": stratum.estimator}
             if stratum.regression:
-                design = data.covariates[stratum.name].to_numpy(dtype=np.float64)[test]
                 rows.append({**head, **_adjusted(adjusted_gap(
-                    yhat_fav, mask, design, confidence=stats.confidence))})
+                    yhat_fav, masks[a], (designs or {})[stratum.name],
+                    confidence=stats.confidence))})
                 continue
             gap = stratified_gap(
-                yhat_fav, mask, np.asarray(data.strata[stratum.name])[test],
-                n_permutations=stats.n_permutations, confidence=stats.confidence,
+                yhat_fav, masks[a], codes[stratum.name], n_permutations=stats.n_permutations,
+                confidence=stats.confidence,
                 seed=child_seed(master, Stream.STRATIFIED, *key, a, j))
             rows.append({**head, **_within(gap)})
     return rows

@@ -38,10 +38,13 @@ from faircode.audit.data import AuditData
 from faircode.audit.logs import LogChunk, LogReader, LogRecord
 from faircode.audit.manifest import Manifest
 from faircode.audit.predictions_file import PredictionsReader
+from faircode.audit.table_file import TableFile
 from faircode.core.config import DegenerateConfig, StatsConfig, VerdictsConfig
+from faircode.core.errors import ConfigError
 from faircode.evaluate.counted import score_counts
 from faircode.evaluate.deployed import DEPLOYED, SYSTEM_KEY, claimed
-from faircode.evaluate.score import cell_result
+from faircode.evaluate.score import Rows, cell_result
+from faircode.evaluate.stratified import strata_rows
 from faircode.evaluate.tables import AuditResults, assemble
 from faircode.stats.accumulate import BUDGET, TallyBuilder, UnitBinBuilder
 from faircode.stats.tally import Tally, tally_rows
@@ -90,16 +93,56 @@ def counted_stream(attributes: tuple[str, ...], chunks: Callable[[], Iterable[Ro
 def score_given_tally(tally: Tally, manifest: Manifest, *, name: str, rule: str,
                       stats: StatsConfig, degenerate: DegenerateConfig,
                       verdicts: VerdictsConfig | None = None,
-                      row_set: str = "all") -> AuditResults:
+                      row_set: str = "all", strata: Strata | None = None) -> AuditResults:
     """A given system's tally as its own tables, BH family and verdicts (the tables of
-    :func:`faircode.evaluate.deployed.score_given`; ``row_set`` names the rows counted)."""
+    :func:`faircode.evaluate.deployed.score_given`; ``row_set`` names the rows counted;
+    ``strata``: the rows a declared stratum's gap is computed from)."""
     counted = score_counts(
         tally, manifest.protected_attributes, favourable=manifest.target.favourable,
         label={"strategy": DEPLOYED, "model": name}, key=SYSTEM_KEY, rule=None,
         objective=f"given ({rule})" if rule else "given", stats=stats, degenerate=degenerate,
         master=manifest.random_state, row_set=row_set, positive=manifest.target.positive())
-    return claimed(assemble(manifest.name, [cell_result(DEPLOYED, name, counted)], rule=None,
-                            alpha=stats.alpha), stats=stats, verdicts=verdicts)
+    label = {"strategy": DEPLOYED, "model": name}
+    within = [] if strata is None else strata_rows(
+        manifest, strata.yhat_fav(manifest.target.favourable), strata.masks, strata.codes,
+        label, stats=stats, master=manifest.random_state, key=SYSTEM_KEY)
+    return claimed(assemble(manifest.name, [cell_result(DEPLOYED, name, counted,
+                                                        stratified=Rows.of(within))],
+                            rule=None, alpha=stats.alpha), stats=stats, verdicts=verdicts)
+
+
+class Strata:
+    """The row-level values a declared stratum's gap needs, collected chunk by chunk (the
+    counts cannot hold them): decision, attribute masks and stratum codes per row."""
+
+    def __init__(self, reader: LogReader) -> None:
+        self.reader = reader
+        self._parts: list[LogChunk] = []
+
+    def keep(self, chunks: Iterable[LogChunk]) -> Iterator[LogChunk]:
+        """Pass ``chunks`` on, keeping what the stratified gap reads of each."""
+        for chunk in chunks:
+            self._parts.append(LogChunk(chunk.y[:0], chunk.decision, chunk.masks, None, None,
+                                        chunk.strata))
+            yield chunk
+
+    def yhat_fav(self, favourable: int) -> np.ndarray:
+        """The decisions, oriented: 1 = the favourable outcome."""
+        decision = np.concatenate([p.decision for p in self._parts])
+        return decision if favourable == 1 else (1 - decision).astype(np.int8)
+
+    @property
+    def masks(self) -> list[np.ndarray]:
+        """Each attribute's disadvantaged mask per row."""
+        n = len(self.reader.manifest.protected_attributes)
+        return [np.concatenate([p.masks[a] for p in self._parts]) for a in range(n)]
+
+    @property
+    def codes(self) -> dict[str, np.ndarray]:
+        """Each stratum's code per row, by name (levels in sorted order of their text)."""
+        ranks = self.reader.stratum_ranks()
+        return {s.name: ranks[j][np.concatenate([p.strata[j] for p in self._parts])]
+                for j, s in enumerate(self.reader.manifest.strata)}
 
 
 def audit_log(
@@ -113,11 +156,22 @@ def audit_log(
     in_memory: bool = False,
     client: Any = None,
     shard_rows: int = 2_000_000,
+    table: TableFile | None = None,
 ) -> tuple[LogRecord, AuditResults]:
-    """Audit the declared log ``manifest`` (:func:`faircode.audit.logs.load_log`): its system's
-    decisions on every kept row, streamed (default), in memory, or on a Dask ``client`` (in
-    shards of about ``shard_rows`` rows of whole Parquet row groups)."""
-    reader = LogReader(manifest, chunk_rows=chunk_rows)
+    """Audit the declared log ``manifest`` (:func:`faircode.audit.log_declaration.load_log`):
+    its system's decisions on every kept row, streamed (default), in memory, or on a Dask
+    ``client`` (in shards of about ``shard_rows`` rows of whole Parquet row groups).
+    ``table``: the rows (a DataFrame's, :func:`faircode.audit.table_file.frame_table`) instead
+    of the log's file.
+
+    With declared strata the decisions, masks and stratum codes are also kept per row (a few
+    bytes each) for the gap within them, which is row-level; they cannot be sharded."""
+    reader = LogReader(manifest, chunk_rows=chunk_rows, table=table)
+    strata = Strata(reader) if manifest.strata else None
+    if strata is not None and client is not None:
+        raise ConfigError(f"{manifest.file}: strata: expected no strata on a Dask scheduler "
+                          "(the gap within strata is row-level), got "
+                          f"{', '.join(s.name for s in manifest.strata)}")
     system = manifest.system
     assert system is not None
     scale = None if system.score is None else system.score.scale
@@ -131,17 +185,21 @@ def audit_log(
                                     .rule, stats=stats, degenerate=degenerate,
                                      verdicts=verdicts)
         return record, results
+    def chunks() -> Iterable[LogChunk]:
+        return reader.chunks() if strata is None else strata.keep(reader.chunks())
+
     if in_memory:
-        parts = list(reader.chunks())
+        parts = list(chunks())
         tally = _tally_all(attributes, parts, scale=scale)
         return reader.record, score_given_tally(tally, manifest, name=system.name,
                                                 rule=reader.record.system.rule, stats=stats,
-                                                degenerate=degenerate, verdicts=verdicts)
-    with counted_stream(attributes, reader.chunks, units=manifest.unit is not None,
+                                                degenerate=degenerate, verdicts=verdicts,
+                                                strata=strata)
+    with counted_stream(attributes, chunks, units=manifest.unit is not None,
                         scale=scale, budget=budget) as tally:
         results = score_given_tally(tally, manifest, name=system.name,
                                     rule=reader.record.system.rule, stats=stats,
-                                    degenerate=degenerate, verdicts=verdicts)
+                                    degenerate=degenerate, verdicts=verdicts, strata=strata)
     return reader.record, results
 
 

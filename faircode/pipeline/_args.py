@@ -39,7 +39,8 @@ HELP: dict[str, str] = {
     "track": "log a results folder to MLflow (once per state)",
     "freeze": "record the state behind cited numbers (freezes/<name>.json)",
     "verify": "re-derive a frozen state and compare every number",
-    "audit": "audit your own model's decisions from a predictions file or a decision log",
+    "audit": "audit decisions you made: a file with its own groups, a log, or predictions on "
+             "an audit's rows",
     "perturb": "counterfactual copies of JSONL payloads, for any model",
     "flips": "flip rates and CTF gaps of your text model from two score files (originals, copies)",
     "pipeline": "write the DVC pipeline files for params.yaml's audits (after changing the list)",

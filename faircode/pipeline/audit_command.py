@@ -1,38 +1,46 @@
-"""``faircode audit``: audit a practitioner's own model from a predictions file.
+"""``faircode audit``: audit decisions no one here trained -- a file of your own, or a model's
+predictions on a benchmark audit's rows.
 
-The file (CSV, compressed CSV or parquet) holds a key column naming the audit's rows and the
-model's decision and/or score columns, read in chunks
-(:class:`faircode.audit.predictions_file.PredictionsReader`: joined on the key, never on row
-order; a missing, duplicated or unknown key, a non-binary decision or a score outside its scale
-is one line naming the file, the column and an example value, exit 2, nothing written).  The
-model is scored exactly like an audit's deployed system, from its counts
-(:func:`faircode.evaluate.streamed.audit_predictions`: the tables of
-:func:`faircode.evaluate.deployed.score_given`, memory bounded whatever the file's size) and
-written as ``<out>/<audit>/`` -- the same tables, a ``run.json`` naming the file and its sha256
--- so ``faircode report --results <out>`` renders it and ``faircode track --results <out>`` logs
-it to MLflow like any run.  ``AUDIT`` may instead be a decision log's declaration
-(:mod:`faircode.audit.logs`): the log is streamed (or sharded on ``--scheduler``) and audited
-as its system on every row (:func:`faircode.evaluate.streamed.audit_log`).
+Three ways in, one set of tables, statistics and verdicts (the deployed system's, scored from
+its counts: :mod:`faircode.evaluate.streamed`, memory bounded whatever the file's size):
+
+* ``faircode audit FILE --group COL[=V,...] --label COL --decision COL [--score COL]``: a CSV
+  or Parquet file that carries its own groups, label and decisions -- no manifest, no raw
+  dataset, no benchmark split (:mod:`faircode.audit.log_columns`: unit, strata and the
+  favourable label are options).  The options stand for a log declaration, which is saved as
+  ``<out>/<name>.yaml`` beside the results folder: ``faircode audit <out>/<name>.yaml``
+  repeats the audit.
+* ``faircode audit LOG.yaml``: that declaration written by hand
+  (:mod:`faircode.audit.log_declaration`), streamed, or sharded on ``--scheduler``.
+* ``faircode audit AUDIT --predictions FILE``: a model's decisions on a benchmark audit's rows,
+  read in chunks and joined on a key (:class:`faircode.audit.predictions_file.PredictionsReader`:
+  never on row order; a missing, duplicated or unknown key, a non-binary decision or a score
+  outside its scale is one line naming the file, the column and an example value, exit 2,
+  nothing written), so the numbers sit beside S0-S4's on the same people.
+
+Each writes ``<out>/<name>/`` -- the tables and a ``run.json`` naming the file and its sha256 --
+so ``faircode report --results <out>`` renders it and ``faircode track --results <out>`` logs it
+to MLflow like any run, and prints the numbers it wrote (:func:`faircode.report.given.
+given_lines`): per attribute the parity gap with its interval, the audit's own q, whether it is
+significant and powered, and the error-rate gaps.
 
 Design decisions
 ----------------
-* **What names a row.**  ``--key`` names the file's key column.  The raw side is the manifest's
-  ``dataset.row_id`` when it declares one -- a key column of the raw file, or ``position``: the
-  row's 0-based position among the sha256-pinned raw file's data rows, for a raw file without a
-  key column (German credit) -- else the raw column of the same name as ``--key``.
-* **Held-out rows by default** (``--rows held-out``): the rows of the audit's own split that the
-  grid and the deployed system are scored on (the manifest's ``test_size`` and
-  ``random_state``), so the numbers sit beside S0-S4's on the same people, and a model trained
-  on the audit's training rows is not scored on them.  The file may cover every row: its rows
-  the audit trains on are not audited and a warning says how many.  ``--rows all`` audits every
-  row of the audit, with a warning when the file covers training rows (a model fitted on them
-  reads better than it is).  Every audited row must be covered unless ``--allow-partial``.
-* **The numbers it wrote, printed** (:func:`faircode.report.given.given_lines`): per attribute
-  the parity gap with its interval, the audit's own q, whether it is significant and powered
-  (the minimum detectable gap), and the error-rate gaps, so the command answers without opening
-  a file; the report of its folder opens on the same lines.
+* **What names a row** (an audit's rows): ``--key`` names the file's key column; without it the
+  key is the one column that can be one (:func:`~faircode.audit.predictions_file.find_key`: the
+  manifest's ``dataset.row_id`` column; else the file's one column the raw file also has and the
+  audit does not read; for ``row_id: position`` its one column that is no output and no raw
+  column), and the command says which.  The raw side is the manifest's ``dataset.row_id`` --
+  a key column, or ``position``: the row's 0-based position among the sha256-pinned raw file's
+  data rows (German credit) -- else the raw column of the same name.
+* **Held-out rows by default** (``--rows held-out``): the audit's own split's test rows, so the
+  numbers sit beside S0-S4's.  ``--rows all`` audits every covered row.  The warning about
+  training rows is given only where the file follows the audit's split -- it covers every
+  held-out row, so its other rows are the ones the benchmark's models train on; a file made on
+  the user's own split covers both halves alike, and its missing held-out rows are an error
+  that says so and names ``--rows all --allow-partial`` (or the file's own columns).
 * **Nothing of another kind is replaced.**  ``--name`` is a safe name
-  (:mod:`faircode.core.names`), and ``<out>/<audit>/`` is checked before anything is read: a
+  (:mod:`faircode.core.names`), and ``<out>/<name>/`` is checked before anything is read: a
   folder of the grid's results (or any folder faircode did not write as a ``faircode audit``) is
   refused, never replaced (:func:`faircode.evaluate.write.check_replaceable`).
 """
@@ -41,6 +49,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import re
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,41 +58,39 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from faircode.core.config import MAX_CHUNK_ROWS, MAX_DRAWS
-from faircode.core.errors import DataError, FaircodeError, describe
-from faircode.pipeline._args import (
-    EXIT_OK,
-    HELP,
-    STATS_FLAGS,
-    example,
-    mirrors,
-    obtain,
-    with_flags,
-)
+from faircode.core.errors import ConfigError, DataError, describe
+from faircode.pipeline._args import EXIT_OK, HELP, STATS_FLAGS, mirrors, obtain, with_flags
 
 if TYPE_CHECKING:
     from faircode.audit.data import AuditData
     from faircode.audit.manifest import Manifest
     from faircode.audit.predictions_file import PredictionsReader
+    from faircode.audit.table_file import TableFile
+    from faircode.core.config import BenchmarkConfig
+    from faircode.evaluate.tables import AuditResults
 
-__all__ = ["ROW_SETS", "add_audit", "audited_rows", "row_identity"]
+__all__ = ["ROW_SETS", "add_audit", "audited_rows"]
 
 ROW_SETS = ("held-out", "all")
 """``--rows``: the audit's held-out test rows (default), or every row of the audit."""
 
+_FILE_OPTIONS = (("group", "--group"), ("label", "--label"), ("unit", "--unit"),
+                 ("stratum", "--stratum"))
+"""The options that say what a decisions file's own columns are (``faircode audit FILE``)."""
 
-def row_identity(manifest: Manifest, key: str | None) -> tuple[str | None, str]:
-    """(the raw file's key column, None for the row position; the predictions file's column)."""
-    declared = manifest.dataset.row_id
-    if key is None and declared is not None and declared.column is not None:
-        return declared.column, declared.column
+
+def _identity(manifest: Manifest, table: TableFile, args: argparse.Namespace
+              ) -> tuple[str | None, str]:
+    """(the raw file's key column, None for the row position; the predictions file's column),
+    the file's column found and announced when ``--key`` is not given."""
+    from faircode.audit.predictions_file import find_key
+
+    key = args.key
     if key is None:
-        raw = Path(manifest.dataset.declared_path).name
-        how = (f"the column holding each row's position in {raw} (its dataset.row_id: "
-               "position, 0 = the first data row)" if declared is not None else
-               f"a column naming each row, in the file and in {raw}; a raw file without one "
-               "can declare dataset.row_id: position (its rows' 0-based positions) in "
-               f"{manifest.file}")
-        raise FaircodeError(f"faircode audit: --key: expected {how}, got nothing")
+        outputs = [c for c in (args.decision, args.score) if c is not None]
+        key, why = find_key(manifest, table, outputs=outputs)
+        print(f"{manifest.name}: key column {key!r}: {why} (--key names another)")
+    declared = manifest.dataset.row_id
     if declared is None:
         return key, key
     return declared.column, key
@@ -100,37 +108,60 @@ def audited_rows(data: AuditData, found: PredictionsReader, covered: np.ndarray,
     if not allow_partial and not held.all():
         assert data.keys is not None
         first = data.keys.kept[int(data.test_index[~held][0])]
+        own = (f"; the file covers {int(held.sum()):,} held-out and {n_train:,} of the "
+               f"{data.train_index.size:,} training rows alike: made on another split than "
+               f"{data.manifest.name}'s? --rows all --allow-partial audits its "
+               f"{int(covered.sum()):,} rows" if n_train else
+               "; --allow-partial audits the covered ones")
         raise DataError(f"{found.path}: column {found.key!r} (key): expected a row for each of "
                         f"the audit's {data.test_index.size:,} held-out rows, got none for "
-                        f"{int((~held).sum()):,} of them, first {describe(first)} "
-                        "(--allow-partial audits the covered ones)")
+                        f"{int((~held).sum()):,} of them, first {describe(first)}{own}")
     return int(held.sum()), n_train, int((~held).sum())
 
 
-def _cmd_audit(args: argparse.Namespace) -> int:
-    from faircode.core.names import check_name
-
-    check_name(args.name, where="faircode audit: --name")  # a row label, a run name
-    from faircode.audit.data import load_audit
-    from faircode.audit.logs import is_log_declaration
-    from faircode.audit.manifest import load_manifest
-    from faircode.audit.predictions_file import JOIN_ROWS, PredictionsReader
+def _config(args: argparse.Namespace) -> BenchmarkConfig:
     from faircode.core.config import Params, load_params
-    from faircode.core.errors import ConfigError
-    from faircode.evaluate.streamed import audit_predictions
-    from faircode.evaluate.write import PREDICTIONS, check_replaceable, write_audit
-    from faircode.provenance.state import provenance
-    from faircode.report.given import given_lines
 
     params = load_params(Path(args.params)) if args.params else Params()
-    config = with_flags(params.config, args, STATS_FLAGS, command="faircode audit")
     if args.chunk_rows is not None and not 1 <= args.chunk_rows <= MAX_CHUNK_ROWS:
         raise ConfigError(f"faircode audit: --chunk-rows: expected an integer in [1, "
                           f"{MAX_CHUNK_ROWS:,}] (the limit on work), got "
                           f"{describe(args.chunk_rows)}")
+    return with_flags(params.config, args, STATS_FLAGS, command="faircode audit")
+
+
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from faircode.audit.log_declaration import is_log_declaration
+    from faircode.audit.table_file import CSV_SUFFIXES, PARQUET_SUFFIXES, table_suffix
+    from faircode.core.names import check_name
+
+    check_name(args.name, where="faircode audit: --name")  # a row label, a run name
+    config = _config(args)
     given = Path(args.audit)
+    if table_suffix(given) in (*CSV_SUFFIXES, *PARQUET_SUFFIXES):
+        return _audit_file(args, given, config)
+    for dest, flag in _FILE_OPTIONS:
+        if getattr(args, dest):
+            raise ConfigError(f"faircode audit {args.audit}: {flag}: expected a decisions file "
+                              "(.csv, .parquet) as AUDIT, got an audit (its manifest names its "
+                              "groups and label)")
     if given.suffix in (".yaml", ".yml") and is_log_declaration(given):
-        return _audit_log(args, given, config)
+        from faircode.audit.log_declaration import load_log
+
+        return _audit_log(args, load_log(given), config)
+    return _audit_predictions(args, given, config)
+
+
+def _audit_predictions(args: argparse.Namespace, given: Path, config: BenchmarkConfig) -> int:
+    """``faircode audit AUDIT --predictions FILE``: a model's decisions on an audit's rows."""
+    from faircode.audit.data import load_audit
+    from faircode.audit.manifest import load_manifest
+    from faircode.audit.predictions_file import JOIN_ROWS, PredictionsReader
+    from faircode.audit.table_file import open_table
+    from faircode.evaluate.streamed import audit_predictions
+    from faircode.evaluate.write import PREDICTIONS, check_replaceable, write_audit
+    from faircode.provenance.state import provenance
+
     path = given if given.suffix in (".yaml", ".yml") else Path(args.audits) / args.audit \
         / "audit.yaml"
     if args.prediction is not None or _is_regression(path):  # a number per row, not a decision
@@ -139,12 +170,12 @@ def _cmd_audit(args: argparse.Namespace) -> int:
         return audit_regression(args, path, config)
     if args.predictions is None:
         raise ConfigError(f"faircode audit {args.audit}: --predictions: expected a file with an "
-                          "audit's manifest (a log declaration needs none), got nothing")
-    manifest = load_manifest(given if given.suffix in (".yaml", ".yml")
-                             else Path(args.audits) / args.audit / "audit.yaml")
+                          "audit's manifest (a log declaration or a decisions file needs none), "
+                          "got nothing")
+    manifest = load_manifest(path)
     check_replaceable(Path(args.out) / manifest.name, audit=manifest.name, kind=PREDICTIONS)
-    raw_key, file_key = row_identity(manifest, args.key)
     obtain(manifest, mirrors())
+    raw_key, file_key = _identity(manifest, open_table(Path(args.predictions)), args)
     data = load_audit(manifest, key=raw_key, by_position=raw_key is None)
     assert data.keys is not None  # load_audit with a key returns them
     keys = dataclasses.replace(data.keys, column=file_key)  # the file's name for those keys
@@ -157,24 +188,34 @@ def _cmd_audit(args: argparse.Namespace) -> int:
                                  threshold=config.models.decision_threshold, stats=config.stats,
                                  degenerate=config.degenerate, verdicts=config.verdicts,
                                  audited=data.test_index if held_out else None)
-    results = streamed.results
     audited, n_train, n_missing = audited_rows(data, found, streamed.covered, rows=args.rows,
                                                allow_partial=args.allow_partial)
-    _warn(found, data, rows=args.rows, n_train=n_train, audited=audited)
+    follows = bool(streamed.covered[data.test_index].all())
+    if follows:
+        _warn(found, data, rows=args.rows, n_train=n_train, audited=audited)
     record: dict[str, Any] = {"predictions": {
         "path": str(found.path), "sha256": found.sha256, "key": found.key,
         "row_id": data.keys.column if raw_key is not None else "position",
         "decision": found.decision, "score": found.score, "scale": found.scale,
         "rows_audited": args.rows.replace("-", "_"), "rows": audited,
-        "training_rows_in_file": n_train, "outside_audit": found.n_outside,
-        "missing": n_missing}}
-    folder = write_audit(data, results, config=config, out_dir=Path(args.out),
+        "training_rows_in_file": n_train, "follows_split": follows,
+        "outside_audit": found.n_outside, "missing": n_missing}}
+    folder = write_audit(data, streamed.results, config=config, out_dir=Path(args.out),
                          provenance_record=provenance(), extra=record)
     where = "held-out" if held_out else "audit"
-    print(f"{manifest.name}: {args.name} on {audited:,} {where} rows; wrote {folder}")
-    print("\n".join(f"  {line}" for line in given_lines(results.fairness, results.performance)))
-    print(f"  report: faircode report {manifest.name} --results {args.out}")
+    _printed(f"{manifest.name}: {args.name} on {audited:,} {where} rows; wrote {folder}",
+             streamed.results, out=args.out)
     return EXIT_OK
+
+
+def _printed(first: str, results: AuditResults, *, out: str) -> None:
+    """What the command prints: its line, the numbers it wrote, how to see the report."""
+    from faircode.report.given import given_lines
+
+    print(first)
+    print("\n".join(f"  {line}" for line in given_lines(results.fairness,
+                                                        results.performance)))
+    print(f"  report: faircode report --results {out}")
 
 
 def _is_regression(path: Path) -> bool:
@@ -196,21 +237,75 @@ def _warn(found: PredictionsReader, data: AuditData, *, rows: str, n_train: int,
               file=sys.stderr)
     else:
         print(f"warning: {found.path}: auditing every row, {n_train:,} of them rows {audit} "
-              "trains on: a model fitted on them reads better there than on new people "
-              f"(--rows held-out audits the {data.test_index.size:,} others only)",
+              "trains on: if your model was fitted on them, it reads better there than on new "
+              f"people (--rows held-out audits the {data.test_index.size:,} others only)",
               file=sys.stderr)
 
 
-def _audit_log(args: argparse.Namespace, declaration: Path, config: Any) -> int:
-    """``faircode audit LOG.yaml``: a decision log with its own groups, streamed."""
-    from faircode.audit.logs import load_log
+def _audit_file(args: argparse.Namespace, file: Path, config: BenchmarkConfig) -> int:
+    """``faircode audit FILE --group ...``: a file with its own columns, declared by options;
+    the declaration is saved beside the results folder for a repeatable audit."""
+    import yaml
+
+    from faircode.audit.log_columns import LogColumns
+    from faircode.audit.log_declaration import load_log
+    from faircode.audit.predictions_file import check_columns
+    from faircode.audit.table_file import open_table
+    from faircode.core.layout import GRID_RUN
+    from faircode.core.names import check_name
+    from faircode.evaluate.write import check_replaceable
+
+    if args.predictions is not None:
+        raise ConfigError(f"faircode audit {file}: --predictions: expected nothing (the file "
+                          "holds the decisions), got " + describe(args.predictions))
+    if args.prediction is not None:
+        raise ConfigError(f"faircode audit {file}: --prediction: expected nothing (a decisions "
+                          "file is audited by its 0/1 decisions; a regression audit's numbers "
+                          "go with its manifest), got " + describe(args.prediction))
+    if args.label is None or args.decision is None:
+        missing = "--label" if args.label is None else "--decision"
+        raise ConfigError(f"faircode audit {file}: {missing}: expected a column of it (a "
+                          "decisions file names its label and decision columns), got nothing")
+    columns = LogColumns(groups=tuple(args.group or ()), label=args.label,
+                         decision=args.decision, score=args.score, scale=args.scale,
+                         unit=args.unit, strata=tuple(args.stratum or ()),
+                         favourable=args.favourable, name=args.name, seed=args.seed)
+    audit = args.audit_name or _stem(file)
+    check_name(audit, where="faircode audit: --audit-name")
+    out = Path(args.out)
+    doc = columns.declaration(audit=audit, log=os.path.relpath(file.resolve(), out.resolve()))
+    table = open_table(file)
+    check_columns(table, columns.wanted())
+    check_replaceable(out / audit, audit=audit, kind=GRID_RUN)  # an --out that is a file too
+    out.mkdir(parents=True, exist_ok=True)
+    declaration = out / f"{audit}.yaml"
+    staged = declaration.with_name(f".{declaration.name}.tmp")
+    staged.write_text("# written by faircode audit FILE --group ... (its options); `faircode "
+                      "audit` of this file repeats the audit\n"
+                      + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True),
+                      encoding="utf-8")
+    os.replace(staged, declaration)
+    return _audit_log(args, load_log(declaration), config, saved=declaration)
+
+
+def _stem(file: Path) -> str:
+    """The results folder's name from the file's: ``loans-2024.csv.gz`` -> ``loans-2024``."""
+    from faircode.audit.table_file import table_suffix
+
+    suffix = table_suffix(file) or ""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", file.name[:len(file.name) - len(suffix)]) or "decisions"
+
+
+def _audit_log(args: argparse.Namespace, manifest: Manifest, config: BenchmarkConfig, *,
+               saved: Path | None = None) -> int:
+    """A decision log with its own groups (a declaration, or a file's options), streamed."""
+    from faircode.core.layout import GRID_RUN
     from faircode.evaluate.streamed import audit_log
-    from faircode.evaluate.write import check_replaceable, results_kind, write_audit
+    from faircode.evaluate.write import check_replaceable, write_audit
     from faircode.provenance.state import provenance
 
-    manifest = load_log(declaration)
-    check_replaceable(Path(args.out) / manifest.name, audit=manifest.name,  # before any read
-                      kind=results_kind({"log": str(declaration)}))
+    # refused before anything is read (a log's run.json has no kind: the grid's)
+    check_replaceable(Path(args.out) / manifest.name, audit=manifest.name, kind=GRID_RUN)
     client = None
     if args.scheduler:
         from faircode.grid.dask_reduce import connect
@@ -224,47 +319,89 @@ def _audit_log(args: argparse.Namespace, declaration: Path, config: Any) -> int:
     finally:
         if client is not None:
             client.close()
-    extra = {"log": {"declaration": str(declaration), "path": str(manifest.dataset.path),
+    extra = {"log": {"declaration": str(manifest.file), "path": str(manifest.dataset.path),
                      "sha256": record.sha256, "rows": record.n_rows,
                      "decided_1": record.flagged}}
     folder = write_audit(record, results, config=config, out_dir=Path(args.out),
                          provenance_record=provenance(), extra=extra)
-    print(f"{manifest.name}: {record.system.name} on {record.n_rows:,} rows; wrote {folder}")
-    return 0
+    _printed(f"{manifest.name}: {record.system.name} on {record.n_rows:,} rows; wrote {folder}",
+             results, out=args.out)
+    if saved is not None:
+        print(f"  declaration: {saved} (faircode audit {saved} repeats this audit)")
+    return EXIT_OK
+
+
+_EPILOG = """\
+example, a file with its own groups, label and decisions (no manifest; saves <out>/<name>.yaml):
+  faircode audit holdout.csv --group 'age<30' --label class=good \\
+      --decision approve --score p_good --scale probability \\
+      --name my_model
+
+example, the same audit declared in YAML, for a repeatable one (faircode audit holdout.yaml):
+  name: holdout                  # the results folder; log.path is relative to this file
+  log: {path: holdout.csv}
+  target: {column: class, method: isin, values: [good], favourable: 1}
+  system: {name: my_model, decision: {column: approve, binary: true},
+           score: {column: p_good, scale: probability}}
+  protected_attributes: [{name: age, type: numeric_threshold, column: age, threshold: 30,
+                          disadvantaged: below}]
+
+example, a model's decisions on a benchmark audit's rows (the key column found when unambiguous):
+  faircode audit compas_two_years --predictions deciles.csv \\
+      --decision high_risk --score decile_score --scale ordinal \\
+      --rows all --name compas_deciles
+"""
 
 
 def add_audit(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     """Register ``faircode audit`` (one AUDIT, so not the shared AUDIT ... positional)."""
     parser = subparsers.add_parser(
-        "audit", help=HELP["audit"],
-        description="Score your model's decisions (and/or scores) on an audit's rows with the "
-                    "benchmark's statistics. The file's key column names each row: the raw "
-                    "file's key column, or its row position where the manifest declares "
-                    "dataset.row_id: position.",
-        **example("faircode audit german_credit_lending --predictions my_model.csv --key row "
-                  "--decision approve --name my_model"))
+        "audit", help=HELP["audit"], epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Score decisions no one here trained with the benchmark's tables, "
+                    "statistics and verdicts: a CSV/Parquet file that carries its own groups, "
+                    "label and decisions (FILE --group ... --label ... --decision ...), its "
+                    "YAML declaration (LOG.yaml), or a model's predictions on a benchmark "
+                    "audit's rows (AUDIT --predictions FILE, joined on a key column).")
     parser.add_argument("--audits", default="audits", help="folder of <name>/audit.yaml")
-    parser.add_argument("audit", metavar="AUDIT",
-                        help="the audit whose rows the file names: its name (audits/<name>/) or "
-                             "its manifest path; or a decision log's declaration (LOG.yaml: "
-                             "the log carries its own groups)")
-    parser.add_argument("--predictions",
-                        help="CSV (.csv, .csv.gz/.bz2/.xz/.zst) or parquet file")
-    parser.add_argument("--key", help="the file's column naming each row (default: the "
-                                      "manifest's dataset.row_id column); see the description")
-    parser.add_argument("--decision", help="column of 0/1 decisions (1 = label 1 predicted)")
+    parser.add_argument("audit", metavar="FILE|LOG.yaml|AUDIT",
+                        help="a decisions file (.csv, .csv.gz/.bz2/.xz/.zst, .parquet) with "
+                             "--group/--label/--decision; a log declaration (LOG.yaml); or a "
+                             "benchmark audit (audits/<name>/ or its manifest) with --predictions")
+    own = parser.add_argument_group("a decisions file's own columns (FILE)")
+    own.add_argument("--group", action="append", metavar="COL[=V,...]",
+                     help="a protected group: COL=V[,V...] (these values disadvantaged), "
+                          "COL<X or COL>=X (numeric), COL (1/true disadvantaged); repeatable")
+    own.add_argument("--label", metavar="COL[=V,...]",
+                     help="the observed outcome: COL 0/1, or COL=V[,V...] / COL>=X for label 1")
+    own.add_argument("--favourable", type=int, choices=(0, 1), default=1,
+                     help="which label is the favourable outcome (default 1)")
+    own.add_argument("--unit", metavar="COL", help="rows of one COL value are one unit "
+                                                   "(clustered intervals)")
+    own.add_argument("--stratum", action="append", metavar="COL[,COL...]",
+                     help="a legitimate factor: the parity gap also within its levels; "
+                          "repeatable")
+    own.add_argument("--seed", type=int, default=42, help="the audit's master seed (42)")
+    own.add_argument("--audit-name", help="the results folder's name (default: the file's)")
+    rows = parser.add_argument_group("a benchmark audit's rows (AUDIT --predictions FILE)")
+    rows.add_argument("--predictions", help="CSV (.csv, .csv.gz/.bz2/.xz/.zst) or parquet file")
+    rows.add_argument("--key", help="the file's column naming each row (default: the manifest's "
+                                    "dataset.row_id column, else the one candidate column)")
+    rows.add_argument("--rows", choices=ROW_SETS, default="held-out",
+                      help="held-out: the audit's test rows, beside S0-S4 (default; the "
+                           "file's training rows are not audited); all: every covered row")
+    rows.add_argument("--prediction", help="a regression audit's: column of predicted numbers "
+                                           "(the outcome on its analysed scale)")
+    rows.add_argument("--allow-partial", action="store_true",
+                      help="audit only the rows the file covers (default: every audited row "
+                           "must be there)")
+    parser.add_argument("--decision", metavar="COL[=V,...]",
+                        help="column of 0/1 decisions (1 = label 1 predicted); for a FILE also "
+                             "COL=V[,V...] or COL>=X")
     parser.add_argument("--score", help="column of scores (higher = label 1 more likely)")
     parser.add_argument("--scale", choices=("probability", "ordinal"),
                         help="the score's scale (required with --score)")
-    parser.add_argument("--prediction", help="a regression audit's: column of predicted "
-                                             "numbers (the outcome on its analysed scale)")
     parser.add_argument("--name", default="model", help="the model's name in every table")
-    parser.add_argument("--rows", choices=ROW_SETS, default="held-out",
-                        help="held-out: the audit's test rows, beside S0-S4 (default; the "
-                             "file's training rows are not audited); all: every audit row")
-    parser.add_argument("--allow-partial", action="store_true",
-                        help="audit only the rows the file covers (default: every audited row "
-                             "must be there)")
     parser.add_argument("--out", default="results-external",
                         help="results folder (default: results-external)")
     parser.add_argument("--params", help="params.yaml to take stats.* and models.* from")

@@ -436,6 +436,25 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 # ------------------------------------------------------------------------------ perturb
 
 
+PERTURB_DESCRIPTION = """\
+Perturb JSONL payloads with the axes of a YAML file; the copies go to stdout, one record per
+payload, axis and kind (id, axis, kind, fired, changed, perturbed). faircode ships no built-in axes:
+you choose them (how an axis works, illustrative axes to copy and scrutinise, how to build your
+own: docs/perturbation-axes.md).
+
+the axes file (a list of axes, or a mapping with the key axes and optionally groups, a text
+audit's placebo groups: docs/perturbation-axes.md):
+  axes:
+    - name: gender_male_to_female      # one direction; the reverse is another axis
+      substitutions:                   # whole-word, case-insensitive, case-preserving
+        - {pattern: he, replacement: she}              # kind: explicit (the default)
+        - {pattern: his, replacement: her}
+    - name: name_white_to_black
+      substitutions:
+        - {pattern: Emily, replacement: Lakisha, kind: proxy}   # a correlate, not the attribute
+"""
+
+
 def _cmd_perturb(args: argparse.Namespace) -> int:
     from faircode.core.errors import ConfigError
     from faircode.core.files import read_bounded
@@ -474,8 +493,7 @@ def _write_stdout(text: str) -> int:
 def _add_perturb(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser(
         "perturb", help=HELP["perturb"],
-        description="Perturb JSONL payloads with the axes of a YAML file; the copies go to "
-                    "stdout.",
+        description=PERTURB_DESCRIPTION,
         **example("faircode perturb --axes axes.yaml payloads.jsonl > perturbed.jsonl"))
     parser.add_argument("--axes", required=True, help="YAML file of axes (a list or {axes: ...})")
     parser.add_argument("input", help="JSONL file: one payload object per line")
@@ -487,13 +505,14 @@ def _add_perturb(subparsers: argparse._SubParsersAction, common: argparse.Argume
 
 def _add_report(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     def handler(args: argparse.Namespace) -> int:
-        from faircode.provenance.state import REPORT_CODE, provenance
+        from faircode.provenance.state import REPORT_CODE, params_file_record, provenance
         from faircode.report.build import write_report
 
+        record = {**provenance(code=REPORT_CODE, numerics=False),
+                  "params_file": params_file_record(Path(args.params))}
         outputs = write_report(
             Path(args.results), audits_dir=Path(args.audits), only=tuple(args.audit),
-            metric=args.metric, model=args.model,
-            provenance=provenance(code=REPORT_CODE, numerics=False))
+            metric=args.metric, model=args.model, provenance=record)
         print(f"wrote {outputs.summary}, {len(outputs.tables)} tables, "
               f"{len(outputs.figures)} figures (PNG+PDF), "
               f"{outputs.html}")
@@ -507,6 +526,9 @@ def _add_report(subparsers: argparse._SubParsersAction, common: argparse.Argumen
                         help="fairness metric of the paper table and figures "
                              "(default: demographic_parity)")
     parser.add_argument("--model", help="one model family (default: every family)")
+    parser.add_argument("--params", default="params.yaml",
+                        help="the params file whose parameters the runs' are compared with in "
+                             "the provenance (default: params.yaml)")
     parser.set_defaults(handler=handler)
 
 

@@ -5,7 +5,9 @@ The practitioner's path for a model faircode cannot run (one behind an API inclu
 scores the originals and the copies with their own model and adds a ``score`` to each; this
 command joins the two files on the payload id (:mod:`faircode.audit.score_files`) and writes the
 flip rates and CTF gaps of a manifest's text audit (:mod:`faircode.evaluate.text_files`):
-``<out>/flips.csv``, ``<out>/ctf.csv`` and ``<out>/run.json``.  No code of the user's is imported.
+``<out>/flips.csv``, ``<out>/ctf.csv`` and ``<out>/run.json``, and prints each operating point x
+axis x kind's flip rate with its interval (:func:`flip_lines`).  No code of the user's is
+imported.
 A bad file is one line naming the file, line and field, exit 2, and nothing is written.
 """
 
@@ -13,11 +15,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from faircode.core.config import MAX_DRAWS
 from faircode.pipeline._args import EXIT_OK, HELP, STATS_FLAGS, example, with_flags
 
-__all__ = ["add_flips"]
+if TYPE_CHECKING:  # pragma: no cover - the CLI imports pandas only once a command runs
+    import pandas as pd
+
+__all__ = ["add_flips", "flip_lines"]
 
 
 def _cmd_flips(args: argparse.Namespace) -> int:
@@ -36,7 +42,28 @@ def _cmd_flips(args: argparse.Namespace) -> int:
     axes = tables.ctf[["axis", "kind"]].drop_duplicates()
     print(f"{args.name}: {len(tables.pairs.ids):,} originals, {len(tables.pairs.pairs):,} "
           f"changed copies over {len(axes)} axis x kind; wrote {out}")
+    print("\n".join(f"  {line}" for line in flip_lines(tables.flips, alpha=stats.alpha)))
     return EXIT_OK
+
+
+def flip_lines(flips: pd.DataFrame, *, alpha: float) -> list[str]:
+    """One line per operating point x axis x kind of ``flips.csv``: the flip rate with its
+    interval and counts, ``*`` where its q is below ``alpha``."""
+    import numpy as np
+
+    lines = []
+    for row in flips.to_dict("records"):
+        rate, low, high = (float(row[c]) for c in ("flip_rate", "ci_low", "ci_high"))
+        shown = (f"{rate:.1%} [{low:.1%}, {high:.1%}]" if np.isfinite(rate) and np.isfinite(low)
+                 else f"{rate:.1%}" if np.isfinite(rate) else f"n/a ({row['note'] or 'undefined'})")
+        star = "*" if str(row.get("significant")) == "True" else ""  # q < alpha
+        lines.append(f"{row['operating_point']}: {row['axis']} ({row['kind']}): flip rate "
+                     f"{shown}{star}, {int(row['n_flipped']):,} of {int(row['n_changed']):,} "
+                     "changed copies")
+    if lines:
+        lines.append(f"(rate: flipped / changed copies, its interval Clopper-Pearson at the "
+                     f"effective count; * its q < {alpha:g}; every number: flips.csv)")
+    return lines
 
 
 def add_flips(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

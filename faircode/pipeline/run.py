@@ -9,11 +9,12 @@ same steps as stages and gives bit-identical numbers.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from numpy.typing import ArrayLike
 
 from faircode.audit.data import AuditData, load_audit
@@ -66,24 +67,44 @@ def fit(data: PreparedAudit, *, config: BenchmarkConfig,
 
 
 def audit_decisions(
-    data: AuditData,
+    data: AuditData | pd.DataFrame,
     *,
-    decision: ArrayLike | None = None,
-    score: ArrayLike | None = None,
+    decision: ArrayLike | str | None = None,
+    score: ArrayLike | str | None = None,
     scale: str | None = None,
     name: str = "model",
     config: BenchmarkConfig | None = None,
+    group: str | Sequence[str] = (),
+    label: str | None = None,
+    favourable: int = 1,
+    unit: str | None = None,
+    strata: str | Sequence[str] = (),
+    seed: int = 42,
 ) -> AuditResults:
-    """Audit a model no one here trained: its decisions and/or score on every row of a loaded
-    audit (in the audit's row order), with the same tables as a deployed system (notebook use).
+    """Audit decisions no one here trained, with the benchmark's tables, statistics and verdicts.
 
-    ``decision`` is 0/1 per row (1 = label 1 predicted); ``score`` a number per row on ``scale``
-    (``probability`` in [0, 1] or ``ordinal``), higher = label 1 more likely; without a decision
-    the model decides ``score > models.decision_threshold``.  Bad arrays raise one line naming
-    the array and an example value.
+    Either on a loaded audit's rows (``data`` an :class:`AuditData`): ``decision`` is 0/1 per
+    row in the audit's row order (1 = label 1 predicted), ``score`` a number per row on
+    ``scale`` (``probability`` in [0, 1] or ``ordinal``), higher = label 1 more likely; without
+    a decision the model decides ``score > models.decision_threshold``.
+
+    Or on a pandas DataFrame that carries its own groups, label and decisions (no manifest):
+    ``decision``/``score`` name its columns and ``group``, ``label``, ``unit``, ``strata`` are
+    the column specs of ``faircode audit FILE`` (:mod:`faircode.audit.log_columns`: ``"sex=F"``,
+    ``"age<25"``; ``label="repaid"``), ``favourable`` the favourable label, ``seed`` the
+    audit's master seed::
+
+        faircode.audit_decisions(frame, group=["sex=F", "age<25"], label="repaid",
+                                 decision="approved")
+
+    Bad input raises one line naming the array or column and an example value.
     """
     require(strict=False)
     config = config or BenchmarkConfig()
+    if isinstance(data, pd.DataFrame):
+        return _audit_frame(data, decision=decision, score=score, scale=scale, name=name,
+                            config=config, group=group, label=label, favourable=favourable,
+                            unit=unit, strata=strata, seed=seed)
     if decision is None and score is None:
         raise ConfigError("audit_decisions: expected decision and/or score, got neither")
     checked_decision = None if decision is None else array_decisions(decision, name="decision")
@@ -100,6 +121,39 @@ def audit_decisions(
     return score_given(prepare(data), name=name, decision=checked_decision, score=checked_score,
                        scale=scale, threshold=config.models.decision_threshold, stats=config.stats,
                        degenerate=config.degenerate, verdicts=config.verdicts)
+
+
+def _audit_frame(frame: pd.DataFrame, *, decision: object, score: object, scale: str | None,
+                 name: str, config: BenchmarkConfig, group: str | Sequence[str],
+                 label: str | None, favourable: int, unit: str | None,
+                 strata: str | Sequence[str], seed: int) -> AuditResults:
+    """:func:`audit_decisions` of a DataFrame's own columns (a log declared by its columns)."""
+    from faircode.audit.log_columns import LogColumns
+    from faircode.audit.log_declaration import log_manifest
+    from faircode.audit.table_file import frame_table
+    from faircode.evaluate.streamed import audit_log
+
+    for what, value in (("decision", decision), ("score", score), ("label", label)):
+        if value is not None and not isinstance(value, str):
+            raise config_error(f"audit_decisions: {what}", "a column name of the DataFrame",
+                               value)
+    if decision is None or label is None:
+        raise ConfigError("audit_decisions: expected decision= and label= column names with a "
+                          "DataFrame, got " + ("neither" if decision is None and label is None
+                                                else "no " + ("decision" if decision is None
+                                                              else "label")))
+    columns = LogColumns(
+        groups=(group,) if isinstance(group, str) else tuple(group), label=label,
+        decision=str(decision), score=None if score is None else str(score), scale=scale,
+        unit=unit, strata=(strata,) if isinstance(strata, str) else tuple(strata),
+        favourable=favourable, name=name, seed=seed)
+    where = Path("audit_decisions")
+    doc = columns.declaration(audit="dataframe", log=None,
+                              flag=lambda field: f"audit_decisions: {field}")
+    manifest = log_manifest(doc, file=where, frame=True)
+    _, results = audit_log(manifest, stats=config.stats, degenerate=config.degenerate,
+                           verdicts=config.verdicts, table=frame_table(frame))
+    return results
 
 
 def evaluate(data: PreparedAudit, predictions: AuditPredictions, *,

@@ -52,6 +52,7 @@ __all__ = [
     "group_states",
     "inputs_status",
     "params_digest",
+    "params_file_record",
     "provenance",
     "state_identity",
     "state_of",
@@ -185,6 +186,20 @@ def params_digest(config: Mapping[str, Any]) -> str:
     kept = {k: v for k, v in config.items() if k not in NOT_PARAMS}
     text = json.dumps(kept, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def params_file_record(path: Path) -> dict[str, Any] | None:
+    """What a report compares each run's parameters with: the params file at ``path`` as
+    ``{"path", "sha256", "config"}`` (its config as ``run.json`` records it, and that config's
+    :func:`params_digest`); None when there is no readable, valid file."""
+    from faircode.core.config import config_record, load_params
+    from faircode.core.errors import FaircodeError
+
+    try:
+        config = config_record(load_params(path).config)
+    except (FaircodeError, OSError):
+        return None
+    return {"path": path.name, "sha256": params_digest(config), "config": config}
 
 
 def state_identity(*, root: Path = PACKAGE_ROOT, config: Mapping[str, Any] | None = None,

@@ -179,6 +179,12 @@ def _heat_mark(part: pd.DataFrame) -> str:
     return "" if not marks.any() else "*" if marks.all() else "(*)"
 
 
+HEAT_SPAN = 1.0
+"""The heatmap's colour scale ends at ±1 (a difference's range) in every report."""
+FLOOR_PANEL = 8
+"""Rows of the residual-floor figure per panel (each panel has its own labelled axis)."""
+
+
 def heat_norm(span: float) -> matplotlib.colors.FuncNorm:
     """The heatmap's colour scale: signed square root on [-span, span] (0 at the centre)."""
     def forward(x: np.ndarray) -> np.ndarray:
@@ -205,10 +211,10 @@ def heatmap(ctx: Context, out: Path) -> FigureFile | None:
              frame.groupby(["audit", "protected_attribute", "strategy"], sort=False)}
     ref = no_gap(ctx.metric)
     values = grid.to_numpy(float) - ref
-    # a signed square-root scale up to the largest |gap|: nothing saturates, so S0's large gaps
-    # stay apart (0.5 and 0.85 are two colours), and a small gap still shows its sign's tint
-    finite = np.abs(values[np.isfinite(values)])
-    span = float(max(finite.max(), 0.02)) if finite.size else 1.0
+    # a signed square-root scale fixed at ±HEAT_SPAN: the same gap is the same colour in every
+    # report (a run's largest gap never sets it), S0's large gaps stay apart (0.5 and 0.85 are
+    # two colours) and a small gap still shows its sign's tint
+    span = HEAT_SPAN
     norm = heat_norm(span)
     fig, ax = plt.subplots(figsize=(WIDTH, 0.7 + 0.27 * len(grid)), layout="constrained")
     cmap = matplotlib.colormaps["PuOr"].with_extremes(bad="0.85")
@@ -225,7 +231,7 @@ def heatmap(ctx: Context, out: Path) -> FigureFile | None:
     for spine in ax.spines.values():
         spine.set_visible(False)
     bar = fig.colorbar(image, ax=ax, fraction=0.05, pad=0.02)
-    ticks = [t for t in (-0.5, -0.2, -0.05, 0.0, 0.05, 0.2, 0.5) if abs(t) <= span]
+    ticks = [t for t in (-0.5, -0.2, -0.05, 0.0, 0.05, 0.2, 0.5) if abs(t) < span]
     bar.set_ticks([-span, *ticks, span])
     bar.ax.set_yticklabels([f"{t + ref:.2f}" for t in (-span, *ticks, span)])
     bar.ax.tick_params(labelsize=5.5, length=2)
@@ -234,7 +240,8 @@ def heatmap(ctx: Context, out: Path) -> FigureFile | None:
                            else ctx.models[0])
     return _save(fig, out, f"heatmap_{ctx.metric}",
                  f"{ctx.metric} by audit, attribute and strategy ({what}; colour on a signed "
-                 f"square-root scale up to the largest |gap|, {span:.2f}; grey: n/a; "
+                 f"square-root scale fixed at \u00b1{span:g} in every report, so a gap has one "
+                 "colour wherever it is shown; grey: n/a; "
                  f"< {ref:g}: the disadvantaged group is worse off). "
                  "* a gap shown in every informative model family, (*) in some (the audit's "
                  f"own q < {ctx.alpha:g} and an interval excluding no gap); = parity within "
@@ -254,25 +261,33 @@ def floor_figure(ctx: Context, floor: pd.DataFrame, out: Path) -> FigureFile | N
     models = ordered(floor["model"], MODELS)
     slots = [(s, m) for s in strategies for m in models]
     offsets = np.linspace(-0.3, 0.3, len(slots)) if len(slots) > 1 else np.zeros(1)
-    fig, ax = plt.subplots(figsize=(WIDTH, 0.9 + 0.4 * len(pairs)), layout="constrained")
-    ax.axvline(0, color="0.5", lw=0.6, zorder=0)
+    # panels of at most FLOOR_PANEL rows, each with its own labelled axis: read anywhere, the
+    # scale is within a few rows
+    panels = [pairs[i:i + FLOOR_PANEL] for i in range(0, len(pairs), FLOOR_PANEL)]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(WIDTH, 0.9 + 0.4 * len(pairs)
+                                                      + 0.3 * (len(panels) - 1)),
+                             layout="constrained", sharex=True, squeeze=False,
+                             height_ratios=[len(p) for p in panels])
     index = floor.set_index(["audit", "protected_attribute", "strategy", "model"])
-    for (s, m), dy in zip(slots, offsets, strict=True):
-        rows = index.reindex([(a, b, s, m) for a, b in pairs])
-        x = rows["difference"].to_numpy(float)
-        marks = rows["distinguishable"].fillna(False).astype(bool).to_numpy()
-        for i, (xi, low, high) in enumerate(zip(x, rows["low"].to_numpy(float),
-                                                 rows["high"].to_numpy(float), strict=True)):
-            if np.isnan(xi):
-                continue  # undefined: the residual floor table says why
-            ax.hlines(i + dy, low, high, color=strategy_colour(s), lw=0.6)
-            _point(ax, xi, i + dy, colour=strategy_colour(s), marker=family_marker(m, models),
-                   filled=bool(marks[i]), size=2.8)
-    ax.set_yticks(range(len(pairs)), [_row_label(a, b) for a, b in pairs], fontsize=5.5)
-    ax.invert_yaxis()
+    for ax, panel in zip(axes[:, 0], panels, strict=True):
+        ax.axvline(0, color="0.5", lw=0.6, zorder=0)
+        for (s, m), dy in zip(slots, offsets, strict=True):
+            rows = index.reindex([(a, b, s, m) for a, b in panel])
+            x = rows["difference"].to_numpy(float)
+            marks = rows["distinguishable"].fillna(False).astype(bool).to_numpy()
+            for i, (xi, low, high) in enumerate(zip(x, rows["low"].to_numpy(float),
+                                                     rows["high"].to_numpy(float), strict=True)):
+                if np.isnan(xi):
+                    continue  # undefined: the residual floor table says why
+                ax.hlines(i + dy, low, high, color=strategy_colour(s), lw=0.6)
+                _point(ax, xi, i + dy, colour=strategy_colour(s),
+                       marker=family_marker(m, models), filled=bool(marks[i]), size=2.8)
+        ax.set_yticks(range(len(panel)), [_row_label(a, b) for a, b in panel], fontsize=5.5)
+        ax.set_ylim(len(panel) - 0.5, -0.5)
+        ax.tick_params(labelbottom=True)
+        ax.grid(axis="x", color="0.9", lw=0.5)
     fig.supxlabel(f"\u0394 distance from parity against S2 ({_label(ctx.metric)})\n"
                   "(< 0: S3 or S4 closer to parity than S2)", fontsize=7)
-    ax.grid(axis="x", color="0.9", lw=0.5)
     handles = legend_handles(strategies, models)
     for h in handles[:len(strategies)]:
         h.set_label(f"{h.get_label()} \u2212 S2")

@@ -1,10 +1,11 @@
 """The report's finding in words: what each mitigation buys per audit, written from the verdicts.
 
 :func:`findings` (:mod:`faircode.report.findings`) reads the shown gaps and paired effects of a
-report and returns one :class:`AuditFinding` per audit with results; :func:`lead` and
-:func:`audit_line` turn them into the sentences at the top of ``report.html``, each count built
-by a small function of its own (:func:`direction_counts`, :func:`parity_count`,
-:func:`open_count`).  Nothing here is typed by hand: change a result and the sentence changes.
+report and returns one :class:`AuditFinding` per audit with results; :func:`short_lead` turns
+them into the first screen's lead (one sentence, then the counts as a short list), :func:`lead`
+into the finding in full and :func:`audit_line` into each audit's line, each count built by a
+small function of its own (:func:`direction_counts`, :func:`parity_count`, :func:`open_count`).
+Nothing here is typed by hand: change a result and the sentence changes.
 
 Design decisions
 ----------------
@@ -55,7 +56,7 @@ from faircode.report.tables import num, signed
 
 __all__ = ["AGAINST", "BALANCED_RULES", "FAVOURING", "AuditFinding", "StrategyFinding",
            "audit_line", "direction_counts", "findings", "lead", "margins_of", "open_count",
-           "parity_count"]
+           "parity_count", "short_lead"]
 
 
 def _signed(x: float, digits: int = 2) -> str:
@@ -195,6 +196,46 @@ def lead(items: Sequence[AuditFinding], *, metric: str, unavailable: int,
     if quiet:
         sentences.append(_quiet_sentence(quiet, margin))
     return tuple(sentences)
+
+
+def short_lead(items: Sequence[AuditFinding], *, metric: str,
+               margins: Mapping[str, object] | None = None) -> tuple[str, tuple[str, ...]]:
+    """The first screen's lead: the finding in one sentence (with the gaps' directions), then
+    the counts as short items (per mitigated strategy, named by its code as in the legend
+    beside it, then the audits without a gap); :func:`lead` is the finding in full (the
+    unavailable audits are the page's scope line's)."""
+    if not items:
+        return "No audit has results for this metric yet.", ()
+    margin = _margin(metric, margins or {})
+    n, gapped = len(items), [f for f in items if f.baseline.gaps > 0]
+    way = direction_counts([f.baseline for f in gapped])
+    sentence = (f"S0 leaves a {metric} gap on the first protected attribute in {len(gapped)} of "
+                f"{n} audit{'s' if n != 1 else ''}" + (f" ({way})" if way else "")
+                + (f". Of those {len(gapped)}:" if gapped else "."))
+    counts = [c for c in (_short_count(s.code, gapped, margin)
+                          for s in reversed(STRATEGY_TABLE[1:])) if c]
+    quiet = [f.audit for f in items if f.baseline.gaps == 0]
+    if quiet:
+        parity = sum(f.baseline.claimed for f in items if f.baseline.gaps == 0)
+        counts.append(f"No S0 gap in {len(quiet)} ({', '.join(quiet)}), parity in {parity}")
+    return sentence, tuple(counts)
+
+
+def _short_count(code: str, gapped: Sequence[AuditFinding], margin: str) -> str:
+    """``S3: reduced in 5, parity (±0.05) in 2, gap remains in 3, inconclusive in 1 (≤ 0.08)``
+    (a zero count left out); ``""`` for a strategy no audit ran."""
+    found = [s for f in gapped for s in f.strategies if s.code == code]
+    if not found:
+        return ""
+    others = [s for s in found if not s.claimed and s.gaps == 0 and s.informative > 0]
+    bounds = [s.bound for s in others if np.isfinite(s.bound)]
+    parts = [f"reduced in {sum(s.reduces for s in found)}",
+             f"parity ({margin}) in {sum(s.claimed for s in found)}",
+             f"gap remains in {sum(s.gaps > 0 for s in found)}",
+             f"inconclusive in {len(others)}"
+             + (f" (\u2264 {num(max(bounds), 2)})" if bounds else ""),
+             f"uninformative in {sum(s.informative == 0 for s in found)}"]
+    return f"{code}: " + ", ".join(p for p in parts if not p.endswith(" in 0"))
 
 
 def _quiet_sentence(quiet: Sequence[AuditFinding], margin: str) -> str:

@@ -2,11 +2,14 @@
 
 Design decisions
 ----------------
-* **The finding first.**  The first screen holds the headline (:mod:`faircode.report.headline`:
-  what each mitigation buys per audit, written from the numbers), the legend (S0-S4 named, the
-  model families' markers, the sign convention, what a star means) and the heatmap with its
-  significance marks; the figures follow, and every long table is folded in ``<details>``
-  below, so the page opens short however many audits it holds.
+* **The finding first, read in ten seconds.**  The first screen holds the lead
+  (:func:`faircode.report.headline.short_lead`: the finding in one sentence, then the counts
+  per strategy as a short list, written from the numbers; the finding in full is folded under
+  it), the legend (S0-S4 named, the model families' markers, the sign convention and every mark
+  a gap can carry) and, beside them, the whole heatmap: its column is as wide as the figure can
+  be while as tall as the window less the page's head (:func:`_fit`), so every row shows at
+  once however many audits there are.  The per-audit lines, the figures and the folded tables
+  follow, so the page opens short however many audits it holds.
 * **One significance, one number.**  Every mark on the page is the verdict the CSVs carry (a
   star: ``gap``, the audit's own Benjamini-Hochberg q and an interval excluding no gap; ``=``:
   ``parity``), and every number the CSVs' value (at K > 1 the K-replicate estimate): the text,
@@ -19,9 +22,10 @@ Design decisions
   bytes); the files in ``figures/`` stay full colour for print.  An image whose PNG is byte
   for byte the one the page being replaced embeds is carried over from it
   (:mod:`faircode.report.page_images`).
-* Provenance is printed, not linked: the state the results come from (commit, code and params
-  digests, dirty inputs: the ``state`` of every ``run.json``, grouped when audits differ), the
-  report code that rendered the page, and per audit the dataset and manifest digests, seeds and
+* Provenance is printed, not linked (:mod:`faircode.report.provenance_page`): the state the
+  results come from (commit, code and params digests, dirty inputs, whether the params are the
+  params file's: the ``state`` of every ``run.json``, grouped when audits differ), the report
+  code that rendered the page, and per audit the dataset and manifest digests, seeds and
   parameters.  No ``dvc.lock`` digest: a stage cannot know the lock that will record it; the
   citable identity is the freeze record, which the page names.
 * A small inline script writes every image's natural size, every loaded resource, the page's
@@ -36,7 +40,7 @@ Design decisions
 from __future__ import annotations
 
 import html
-import json
+import struct
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,7 +48,6 @@ from typing import Any
 import pandas as pd
 
 from faircode.core.cells import STRATEGY_TITLES, strategy_info
-from faircode.provenance.state import StateIdentity, group_states
 from faircode.report import headline, matched
 from faircode.report.deployed import deployed_tables
 from faircode.report.effects import effects_table
@@ -56,9 +59,11 @@ from faircode.report.inputs import MODELS, STRATEGIES, ordered, strategy_code
 from faircode.report.kinds import LoadedSection
 from faircode.report.page_images import SHA_ATTRIBUTE, page_images
 from faircode.report.people import people_lines, people_tables
+from faircode.report.provenance_page import CSS as PROVENANCE_CSS
+from faircode.report.provenance_page import provenance_html
 from faircode.report.sensitivity import margins_html, sensitivity_html
 from faircode.report.style import FAMILY_GLYPHS, SHORT, family_marker, strategy_colour
-from faircode.report.tables import Context, all_tables, marks_legend, to_html
+from faircode.report.tables import Context, all_tables, marks_list, to_html
 
 __all__ = ["CSP", "write_html"]
 
@@ -70,13 +75,18 @@ padding:0 1rem;color:#111;line-height:1.4}
 h1{font-size:1.5rem;margin:.2rem 0 .3rem}h2{font-size:1.2rem;border-bottom:1px solid #ccc;
 margin-top:1.8rem}h3{font-size:1rem;margin:.2rem 0 .4rem}
 .scope{font-size:.85rem;color:#333;margin:.2rem 0 .8rem}
-.top{display:grid;grid-template-columns:minmax(0,1fr) 27rem;gap:1.4rem;align-items:start}
-#headline .lead{font-size:1rem;margin:.2rem 0 .6rem}
+.top{display:grid;grid-template-columns:minmax(0,1fr) auto;gap:1.4rem;align-items:start}
+.side{position:sticky;top:.4rem}
+#headline .lead{font-size:1.05rem;margin:.2rem 0 .3rem}
+.counts{margin:.1rem 0 .7rem;padding-left:1.3rem;font-size:.95rem}.counts li{margin:.1rem 0}
+#finding{font-size:.9rem}
 .findings{list-style:none;padding:0;margin:0;font-size:.84rem}
 .findings li{margin:0 0 .45rem;padding-left:.6rem;border-left:3px solid #ddd}
-#legend{font-size:.78rem;background:#f7f7f7;border:1px solid #e3e3e3;padding:.5rem .7rem;
-margin-bottom:.6rem}#legend p{margin:.25rem 0}#legend ul{margin:.2rem 0;padding-left:0;
-list-style:none}.sw{display:inline-block;width:.8em;height:.8em;margin-right:.3em;
+#legend{font-size:.78rem;background:#f7f7f7;border:1px solid #e3e3e3;padding:.4rem .7rem;
+margin-bottom:.6rem}#legend h3{margin:0 0 .2rem}#legend p{margin:.2rem 0}#legend ul{margin:.1rem 0;
+padding-left:0;list-style:none}#legend ul.strategies li{display:inline-block;margin-right:.9rem}
+#legend ul.marks li{display:grid;grid-template-columns:4.3rem 1fr}
+.sw{display:inline-block;width:.8em;height:.8em;margin-right:.3em;
 vertical-align:-.05em;border-radius:2px}
 table{border-collapse:collapse;margin:.6rem 0;font-size:.85rem}
 caption{text-align:left;font-weight:600;padding:.3rem 0}
@@ -139,6 +149,8 @@ window.addEventListener("load", function () {
              headline: box(document.getElementById("headline")),
              legend: box(document.getElementById("legend")),
              heatmap: box(document.getElementById("heatmap")),
+             heatmap_image: box(document.querySelector("#heatmap img")),
+             counts: box(document.getElementById("counts")),
              before_first_table: {headline: before("headline"), legend: before("legend")}}});
   document.body.setAttribute("data-rendered", "yes");
 });
@@ -174,76 +186,6 @@ def _floor_sentence(counts: pd.DataFrame) -> str:
             f"({int(r['pairs_not_distinguishable'])} of {int(r['pairs'])} audit × attribute "
             "pairs" + (f"; {undefined} without an estimate" if undefined else "") + ")</li>")
     return f"<ul>{''.join(items)}</ul>"
-
-
-def _state_html(state: StateIdentity | None, audits: Sequence[str], *, alone: bool) -> str:
-    """One state as a definition list whose ``data-*`` attributes carry the identity."""
-    who = "" if alone else f"<p>Audits {_esc(', '.join(audits))}:</p>"
-    if state is None:
-        return (f"{who}<p class=\"state\" data-state=\"unknown\">State unknown: their run.json "
-                "records no <code>state</code> (written before states were recorded); re-run "
-                "them to record it.</p>")
-    dirty = {True: "<b>DIRTY</b>: produced from uncommitted inputs ("
-                   + _esc(", ".join(state.dirty_inputs) or "changes") + "); not citable, "
-                   "<code>faircode freeze</code> refuses it",
-             False: "clean (every input as committed)",
-             None: "unknown (not in a git repository)"}[state.inputs_dirty]
-    attrs = (f'data-commit="{_esc(state.git_commit or "")}" data-code="{_esc(state.code_sha256)}" '
-             f'data-params="{_esc(state.params_sha256 or "")}" '
-             f'data-dirty="{_esc(str(state.inputs_dirty).lower())}"')
-    return (f'{who}<dl class="state" {attrs}>'
-            f"<dt>git commit</dt><dd><code>{_esc(state.git_commit or 'unknown')}</code></dd>"
-            f"<dt>code sha256</dt><dd><code>{_esc(state.code_sha256)}</code></dd>"
-            f"<dt>params sha256</dt><dd><code>{_esc(state.params_sha256 or 'unknown')}</code>"
-            f"</dd><dt>inputs</dt><dd>{dirty}</dd></dl>")
-
-
-def _provenance(ctx: Context, record: Mapping[str, Any]) -> str:
-    groups = group_states(ctx.inputs.runs)
-    lead = ("<p>These results come from one state (the same identity is in every "
-            "<code>run.json</code> as <code>state</code> and on the MLflow parent run as "
-            "<code>state.*</code> tags):</p>" if len(groups) == 1 else
-            f"<p><b>These results come from {len(groups)} states</b> (audits re-run after a "
-            "change): each audit's numbers are those of its own state below.</p>")
-    parts = [lead, *(_state_html(state, audits, alone=len(groups) == 1)
-                     for state, audits in groups.items()),
-             "<p>To cite these numbers, cite the freeze record <code>freezes/&lt;name&gt;.json"
-             "</code> that <code>faircode freeze &lt;name&gt;</code> makes once they are "
-             "committed: it adds the commit that contains them and its <code>dvc.lock</code>, "
-             "and <code>faircode verify &lt;name&gt;</code> re-derives every number.</p>"]
-    rendered = record.get("state")
-    if isinstance(rendered, Mapping) and "code_sha256" in rendered:
-        page = StateIdentity.from_dict(rendered)
-        inputs = {True: "from DIRTY inputs", False: "from clean inputs", None: ""}
-        parts.append(f"<p>This page was rendered by the report code at commit "
-                     f"<code>{_esc(page.git_commit or 'unknown')}</code> "
-                     f"{inputs[page.inputs_dirty]} (report code sha256 "
-                     f"<code>{_esc(page.code_sha256)}</code>).</p>")
-    rows = []
-    for audit, run in ctx.inputs.runs.items():
-        dataset = run.get("dataset", {})
-        rows.append({
-            "audit": audit,
-            "dataset sha256": dataset.get("sha256", "unknown"),
-            "manifest sha256": run.get("manifest_sha256", "unknown"),
-            "master seed": run.get("seeds", {}).get("master", "unknown"),
-            "train / test rows": f"{run.get('rows', {}).get('train', '?')} / "
-                                 f"{run.get('rows', {}).get('test', '?')}",
-        })
-    if rows:
-        parts.append(frame_html(pd.DataFrame(rows), key=None,
-                                hashes=("dataset sha256", "manifest sha256")))
-    configs = {json.dumps(r.get("config", {}), sort_keys=True) for r in ctx.inputs.runs.values()}
-    for text in sorted(configs):
-        who = [a for a, r in ctx.inputs.runs.items()
-               if json.dumps(r.get("config", {}), sort_keys=True) == text]
-        parts.append(f"<p>Parameters of {_esc(', '.join(who))}:</p>"
-                     f"<pre>{_esc(json.dumps(json.loads(text), indent=1))}</pre>")
-    versions = {json.dumps(r.get("versions", {}), sort_keys=True)
-                for r in ctx.inputs.runs.values()}
-    for text in sorted(versions):
-        parts.append(f"<p>Package versions of the runs:</p><pre>{_esc(text)}</pre>")
-    return "".join(parts)
 
 
 def _unavailable(ctx: Context) -> str:
@@ -317,27 +259,29 @@ def _fold(title: str, body: str, *, open_: bool = False) -> str:
 
 
 def _legend(ctx: Context) -> str:
-    """S0-S4 (colour), the families (marker), the sign convention and what a star means."""
+    """S0-S4 (colour), the families (marker), the sign convention and every mark on a gap."""
     strategies = "".join(
-        f'<li><span class="sw" style="background:{strategy_colour(s)}"></span>'
-        f"<b>{_esc(strategy_code(s))}</b> {_esc(STRATEGY_TITLES.get(strategy_code(s), s))}: "
-        f"{_esc(strategy_info(s).what)}</li>" for s in STRATEGIES)
+        f'<li title="{_esc(strategy_info(s).what)}"><span class="sw" '
+        f'style="background:{strategy_colour(s)}"></span><b>{_esc(strategy_code(s))}</b> '
+        f"{_esc(STRATEGY_TITLES.get(strategy_code(s), s))}</li>" for s in STRATEGIES)
     models = ordered(ctx.fairness["model"], MODELS) if not ctx.fairness.empty else list(MODELS)
     families = ", ".join(
         f"{FAMILY_GLYPHS.get(family_marker(m, models), family_marker(m, models))} "
         f"{SHORT.get(m, m)} {m.replace('_', ' ')}" for m in models)
+    margin = headline.margins_of(ctx)["difference"]
+    marks = "".join(f"<li><b>{_esc(mark)}</b> {_esc(text)}</li>" for mark, text in marks_list(
+        ctx, margin=f"\u00b1{margin:g}" if isinstance(margin, int | float) else "the margin"))
     return (
-        '<aside id="legend"><h3>Legend</h3><ul>' + strategies + "</ul>"
+        '<aside id="legend"><h3>Legend</h3><ul class="strategies">' + strategies + "</ul>"
         f"<p>Marker per model family in every figure: {_esc(families)}; colour = strategy.</p>"
-        "<p><b>Sign convention</b>: every gap is the disadvantaged group's rate of the "
-        "favourable outcome (the manifest's <code>target.favourable</code>) minus the "
-        "advantaged group's (a ratio for disparate impact): negative (a ratio below 1) means "
-        "the disadvantaged group is worse off, in every audit. Δ|gap| &lt; 0: the "
-        "strategy is closer to parity than its reference.</p>"
-        f"<p><b>Marks</b>: {_esc(marks_legend(ctx))}"
-        + (" At K &gt; 1 every number, interval and verdict is the K-replicate estimate's."
-           if "K = 1," not in ctx.variance_note else "")
-        + "</p></aside>")
+        "<p><b>Sign convention</b>: a gap is the disadvantaged group's rate of the favourable "
+        "outcome minus the advantaged group's (a ratio for disparate impact); negative (a "
+        "ratio below 1): the disadvantaged group is worse off, in every audit. Δ|gap| &lt; 0: "
+        "closer to parity than the reference.</p>"
+        f'<p><b>Marks</b> (every table and figure):</p><ul class="marks">{marks}</ul>'
+        + ("<p>At K &gt; 1 every number, interval and verdict is the K-replicate "
+           "estimate's.</p>" if "K = 1," not in ctx.variance_note else "")
+        + "</aside>")
 
 
 def _given_top(ctx: Context) -> str:
@@ -366,12 +310,15 @@ def _given_top(ctx: Context) -> str:
 
 def _top(ctx: Context, figures: Sequence[FigureFile], images: Mapping[Path, tuple[str, str]], *,
          text_line: str = "") -> str:
-    """The first screen: headline and per-audit lines | legend and the heatmap."""
+    """The first screen: the lead (the finding, then the counts), the legend, the finding in
+    full and the per-audit lines | the whole heatmap beside them."""
     if ctx.fairness.empty and ctx.inputs.deployed.systems:
         return _given_top(ctx)
     items = headline.findings(ctx)
     margins = headline.margins_of(ctx)
-    sentences = headline.lead(items, metric=ctx.metric, unavailable=len(ctx.inputs.unavailable),
+    unavailable = len(ctx.inputs.unavailable)
+    sentence, counts = headline.short_lead(items, metric=ctx.metric, margins=margins)
+    sentences = headline.lead(items, metric=ctx.metric, unavailable=unavailable,
                               margins=margins)
     claim = matched.claim_sentence(ctx.inputs.matched, ctx.inputs.runs, alpha=ctx.alpha)
     sentences = (*sentences, *(line for line in (claim, text_line) if line))
@@ -382,14 +329,28 @@ def _top(ctx: Context, figures: Sequence[FigureFile], images: Mapping[Path, tupl
              ] + list(people.values())
     lines = "".join(f"<li><b>{_esc(label)}</b>: {_esc(text)}</li>" for label, text in pairs)
     heat = [(i, f) for i, f in enumerate(figures) if f.section == "heatmap"]
+    listed = "".join(f"<li>{_esc(c)}</li>" for c in counts)
     return (
-        '<div class="top"><section id="headline"><h2>Finding</h2>'
-        f'<p class="lead" id="lead">{_esc(" ".join(sentences))}</p>'
-        f"<h3>Per audit (first protected attribute; gaps and Δ against S0: the mean over the "
+        f'<div class="top"{_fit(heat[0][1].png) if heat else ""}><section id="headline">'
+        "<h2>Finding</h2>"
+        f'<p class="lead" id="lead">{_esc(sentence)}</p>'
+        + (f'<ul class="counts" id="counts">{listed}</ul>' if listed else "")
+        + _legend(ctx)
+        + _fold("The finding in full", f'<p id="finding">{_esc(" ".join(sentences))}</p>')
+        + "<h3>Per audit (first protected attribute; gaps and Δ against S0: the mean over the "
         f'informative model families, as the heatmap)</h3><ul class="findings">{lines}</ul>'
         "</section>"
-        f'<div class="side">{_legend(ctx)}'
+        '<div class="side">'
         + "".join(_figure(f, i, images, element_id="heatmap") for i, f in heat) + "</div></div>")
+
+
+def _fit(png: Path) -> str:
+    """The first screen's grid sized so the whole heatmap shows on one screen: its column as
+    wide as the figure can be when it is as tall as the window less the page's head (at most
+    30rem)."""
+    width, height = struct.unpack(">II", png.read_bytes()[16:24])  # the PNG header's size
+    return (' style="grid-template-columns:minmax(0,1fr) '
+            f'min(30rem,calc((100vh - 10rem) * {width / height:.4f}))"')
 
 
 def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
@@ -442,13 +403,14 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
               rows_html(ctx, intersectional)),
         *_sections(sections, first=len(figures), images=images),
         "<h2>Unavailable audits</h2>", _unavailable(ctx),
-        "<h2>Provenance</h2>", _provenance(ctx, provenance),
+        "<h2>Provenance</h2>", provenance_html(ctx.inputs.runs, provenance),
         '<pre id="render-check"></pre>',
     ]
     page = ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>faircode report: {_esc(ctx.metric)}</title><style>{_CSS}{TABLES_CSS}</style>"
+            f"<title>faircode report: {_esc(ctx.metric)}</title><style>{_CSS}{TABLES_CSS}"
+            f"{PROVENANCE_CSS}</style>"
             "</head>"
             f"<body>{''.join(body)}<script>{_CHECK}</script></body></html>\n")
     out.write_text(page, encoding="utf-8")

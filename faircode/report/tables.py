@@ -50,6 +50,7 @@ __all__ = [
     "estimate_cell",
     "floor_table",
     "marks_legend",
+    "marks_list",
     "paper_table",
     "performance_table",
     "signed",
@@ -284,6 +285,22 @@ def marks_legend(ctx: Context) -> str:
     stars = STARS.format(alpha=f"{ctx.alpha:g}").removesuffix(".")
     return VERDICT_MARKS.format(stars=stars, narrow=f"{1 - 2 * ctx.alpha:.0%}",
                                 alpha=f"{ctx.alpha:g}")
+
+
+def marks_list(ctx: Context, *, margin: str) -> tuple[tuple[str, str], ...]:
+    """Every mark a gap can carry on the page, with what it means in a few words (the page's
+    legend; :func:`marks_legend` is the tables' sentence of the same verdicts)."""
+    return (
+        ("*", "gap shown: " + STARS.format(alpha=f"{ctx.alpha:g}").removesuffix(".")
+              + " and an interval excluding no gap (heatmap: in every informative model "
+              "family)"),
+        ("(*)", "heatmap: a gap shown in some of the model families, not all"),
+        ("=", f"parity shown: the {1 - 2 * ctx.alpha:.0%} interval inside {margin}"),
+        ("no mark", "inconclusive: a gap up to fairness.csv gap_bound cannot be excluded; "
+                    "never read as parity"),
+        ("n/a, grey", "uninformative (degenerate decisions) or not computed; the tables say "
+                      "why"),
+    )
 
 
 def _legend(ctx: Context, what: str) -> str:

@@ -32,6 +32,7 @@ Design decisions
 
 from __future__ import annotations
 
+import html
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -343,6 +344,24 @@ def _system_clause(inputs: TextInputs, audit: str, system: str) -> str:
     return clause
 
 
+def flips_none(inputs: TextInputs, audit: str, system: str) -> int:
+    """The number of axes of a system whose every flip rate at its global point is 0 (its
+    chart would show nothing: the page says so in one line instead), else 0."""
+    f = inputs.flips
+    part = f[(f["audit"] == audit) & (f["system"] == system) & (f["operating_point"] == "global")]
+    rates = part["flip_rate"].to_numpy(dtype=float)
+    return int(part["axis"].nunique()) if rates.size and np.nan_to_num(rates).max() == 0 else 0
+
+
+def nothing_lines(inputs: TextInputs, audit: str) -> list[str]:
+    """One paragraph per system of ``audit`` whose swaps flip nothing (:func:`flips_none`): what
+    its chart of points at 0 would have said."""
+    systems = dict.fromkeys(inputs.flips.loc[inputs.flips["audit"] == audit, "system"])
+    return [f"<p>{html.escape(f'{audit}, {system}')}: no swap of its {n} axes flips a decision "
+            "at its global operating point (every flip rate 0; no chart drawn, the table "
+            "below)</p>" for system in systems if (n := flips_none(inputs, audit, str(system)))]
+
+
 def _placebo_note(inputs: TextInputs, audit: str, system: str, flip: pd.Series) -> str:
     """``; placebo 19.8 %: below_placebo`` for a flip row whose axis has a placebo, else ``""``:
     a raw rate is never quoted without its control where it has one."""
@@ -367,6 +386,7 @@ def section_html(inputs: TextInputs, *, figures: str, fold: Any, table: Any) -> 
     for audit in inputs.runs:
         systems = dict.fromkeys(inputs.flips.loc[inputs.flips["audit"] == audit, "system"])
         parts.append(fold(f"{audit}: systems", table(systems_frame(inputs, audit=audit))))
+        parts += nothing_lines(inputs, audit)
         for system in systems:
             for point, title in _points(inputs, audit, str(system)):
                 parts.append(fold(f"{audit}: {system} flip rates at {title}", table(

@@ -23,7 +23,7 @@ import pandas as pd
 from faircode.report.drawing import Drawing
 from faircode.report.figures import FigureFile, _save
 from faircode.report.style import OKABE_ITO, WIDTH
-from faircode.report.text import TextInputs, shown_categories
+from faircode.report.text import TextInputs, flips_none, shown_categories
 
 __all__ = ["flips_figure", "term_rates_figure", "text_drawings"]
 
@@ -90,8 +90,8 @@ def flips_figure(inputs: TextInputs, audit: str, system: str, out: Path) -> Figu
     f = inputs.flips
     part = f[(f["audit"] == audit) & (f["operating_point"] == "global")
              & (f["system"] == system)]
-    if part.empty:
-        return None
+    if part.empty or flips_none(inputs, audit, system):
+        return None  # every rate 0: the page says so in one line (text.section_html)
     axes_names = list(dict.fromkeys(part["axis"]))
     alpha = _alpha(inputs)
     fig, ax = plt.subplots(figsize=(WIDTH, 0.15 * len(axes_names) + 0.9), layout="constrained")

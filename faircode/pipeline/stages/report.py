@@ -19,7 +19,7 @@ from pathlib import Path
 from faircode.core.config import ReportConfig, load_params
 from faircode.core.numerics import require
 from faircode.pipeline._boundary import run_command
-from faircode.provenance.state import REPORT_CODE, provenance
+from faircode.provenance.state import REPORT_CODE, params_file_record, provenance
 from faircode.report.build import write_report
 
 
@@ -39,7 +39,8 @@ def main(argv: list[str] | None = None) -> int:
         only = params.every_audit if params is not None else ()
         outputs = write_report(Path(args.results), audits_dir=Path(args.audits), only=only,
                                metric=config.metric, model=config.model,
-                               provenance=provenance(code=REPORT_CODE, numerics=False),
+                               provenance={**provenance(code=REPORT_CODE, numerics=False),
+                                           "params_file": params_file_record(params_path)},
                                workers=params.config.jobs if params is not None else 1)
         print(f"report: {outputs.html}")
         return 0
