@@ -140,6 +140,39 @@ def test_a_log_with_an_empty_group_is_refused_not_blank(
                    "advantaged group among the log's 60 audited rows, got 0 rows")
 
 
+def test_a_look_alike_of_a_declared_target_value_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Numbers: a label ``y\u0435s`` (Cyrillic ``е``) where the target declares ``yes`` would
+    be counted as label 0: exit 2 naming the row and ``(target)``."""
+    frame = make_log(np.random.default_rng(5), n=120)
+    frame["repaid"] = np.where(frame["repaid"] == 1, "yes", "no").astype(object)
+    frame.loc[3, "repaid"] = "y\u0435s"
+    frame.to_csv(tmp_path / "log.csv", index=False)
+    declaration = declare(tmp_path, "log.csv", target={
+        "column": "repaid", "method": "isin", "values": ["yes"], "favourable": 1})
+    err = one_line(["audit", str(declaration), "--out", str(tmp_path / "out"), *STATS], capsys)
+    assert err.startswith(f"{tmp_path / 'log.csv'}: line 5: column 'repaid' (target): expected "
+                          "'yes' exactly or a value unlike it")
+
+
+def test_a_dataframe_with_a_nested_value_is_one_line() -> None:
+    """Traceback: a DataFrame audited in code whose group column holds a list (a row of a JSON
+    export) is one line naming the row and the column, as a Parquet struct column is."""
+    import pandas as pd
+
+    from faircode.core.errors import DataError
+    from faircode.pipeline.run import audit_decisions
+
+    frame = make_log(np.random.default_rng(5), n=120)
+    frame["sex"] = frame["sex"].astype(object)
+    frame.at[7, "sex"] = ["F", "M"]
+    with pytest.raises(DataError) as info:
+        audit_decisions(pd.DataFrame(frame), group="sex=F", label="repaid",
+                        decision="approved")
+    assert "row 8: column 'sex'" in str(info.value)
+    assert "\n" not in str(info.value)
+
+
 # ------------------------------------------------------------------ Numbers: hidden characters
 
 
@@ -724,6 +757,19 @@ def test_an_out_that_is_a_file_is_refused_before_any_reading(
     (tmp_path / "out").write_text("my notes\n")
     err = one_line(["audit", str(declaration), "--out", str(tmp_path / "out"), *STATS], capsys)
     assert err == (f"{tmp_path / 'out'}: expected a folder to write the results of loans into, "
+                   "got a file that is not a folder; nothing was written")
+    assert (tmp_path / "out").read_text() == "my notes\n"
+
+
+def test_an_out_that_is_a_file_is_refused_for_a_decisions_file(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Message: the same for ``faircode audit FILE --group ...`` (it saves its declaration
+    into ``--out``, so the check comes before that)."""
+    make_log(np.random.default_rng(5), n=120).to_csv(tmp_path / "log.csv", index=False)
+    (tmp_path / "out").write_text("my notes\n")
+    err = one_line(["audit", str(tmp_path / "log.csv"), "--group", "sex=F", "--label", "repaid",
+                    "--decision", "approved", "--out", str(tmp_path / "out"), *STATS], capsys)
+    assert err == (f"{tmp_path / 'out'}: expected a folder to write the results of log into, "
                    "got a file that is not a folder; nothing was written")
     assert (tmp_path / "out").read_text() == "my notes\n"
 
