@@ -142,7 +142,7 @@ def test_bad_manifest_exits_2_with_one_line(
     assert err.strip() == (
         f"{path}: protected_attribute: expected one of the keys name, title, dataset, "
         "random_state, test_size, row_filters, target, protected_attributes, core_features, "
-        "proxy_features, counterfactual_axes, decision, system, strata, got "
+        "proxy_features, counterfactual_axes, decision, system, strata, task, got "
         "'protected_attribute' (str)"
     )
     assert "Traceback" not in err

@@ -173,6 +173,7 @@ def test_every_config_field_has_one_params_key() -> None:
          r"^params.yaml: models.encoding: expected one of label, onehot, got 'one-hot' \(str\)$"),
         ({"stat": {"n_resamples": 10}},
          r"^params.yaml: stat: expected a known section \(audits, text_audits, regression_audits, "
+         r"multiclass_audits, "
          r"mitigation, models, stats, degenerate, verdicts, curves, run, report\), got 'stat' "
          r"\(str\)$"),
         ({"stats": {"n_resamples": "many"}},
@@ -211,17 +212,25 @@ def test_a_text_audit_alone_is_a_pipeline(data: dict, tmp_path: Path) -> None:
         "t",)
     (tmp_path / "params.yaml").write_text(yaml.safe_dump({**data, "text_audits": []}))
     with pytest.raises(ConfigError, match=r"^.*params.yaml: audits: expected a non-empty list of "
-                                          r"audit names, or text audits in text_audits"):
+                                          r"audit names, or audits in text_audits, "
+                                          r"regression_audits, multiclass_audits"):
         load_params(tmp_path / "params.yaml", audits_dir=tmp_path / "audits")
 
 
 def test_text_audits_are_a_list_apart_from_the_grid_audits() -> None:
-    """text_audits is read as its own list; an audit in both lists is refused."""
-    params = params_from_mapping({"audits": ["a"], "text_audits": ["t"]})
-    assert (params.audits, params.text_audits) == (("a",), ("t",))
-    with pytest.raises(ConfigError, match=r"text_audits\[0\]: expected a text audit not also in "
-                                          r"audits, got 'a'"):
+    """text_audits, regression_audits and multiclass_audits are read as lists of their own; an
+    audit in two lists is refused."""
+    params = params_from_mapping({"audits": ["a"], "text_audits": ["t"],
+                                  "regression_audits": ["r"], "multiclass_audits": ["m"]})
+    assert (params.audits, params.text_audits, params.regression_audits,
+            params.multiclass_audits) == (("a",), ("t",), ("r",), ("m",))
+    assert params.every_audit == ("a", "t", "r", "m")
+    with pytest.raises(ConfigError, match=r"text_audits\[0\]: expected a text audit not also "
+                                          r"in audits, got 'a'"):
         params_from_mapping({"audits": ["a"], "text_audits": ["a"]})
+    with pytest.raises(ConfigError, match=r"multiclass_audits\[0\]: expected a multiclass audit "
+                                          r"not also in regression_audits, got 'r'"):
+        params_from_mapping({"regression_audits": ["r"], "multiclass_audits": ["r"]})
 
 
 def test_load_params_rejects_a_repeated_key(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -234,8 +243,9 @@ def test_load_params_rejects_a_repeated_key(tmp_path) -> None:  # type: ignore[n
 
 def test_shipped_params_yaml_is_valid_and_lists_every_audit() -> None:
     """The committed params.yaml loads, names every shipped audit (the text audits under
-    text_audits, the regression audits under regression_audits) and is the paper state: the
-    defaults but K = 5 training replicates in split mode."""
+    text_audits, the regression audits under regression_audits, the multi-class ones under
+    multiclass_audits) and is the paper state: the defaults but K = 5 training replicates in
+    split mode."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent

@@ -209,7 +209,7 @@ def test_dvc_plots_are_ignored_by_git() -> None:
 
 
 def test_report_depends_on_the_manifest_folder_of_each_audit_of_params() -> None:
-    """The report stage lists ``audits/<name>`` for each audit and text audit of params.yaml (it
+    """The report stage lists ``audits/<name>`` for each audit of params.yaml's lists (it
     reads their manifests; here, every manifest folder) and never the folder ``audits`` itself,
     whose name is also a param."""
     deps = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["report"]["deps"]
@@ -217,7 +217,8 @@ def test_report_depends_on_the_manifest_folder_of_each_audit_of_params() -> None
     assert "audits" not in deps
     assert sorted(d for d in deps if d.startswith("audits/")) == sorted(
         f"audits/{a}" for a in [*params["audits"], *params["text_audits"],
-                                *params.get("regression_audits", [])]) == sorted(
+                                *params.get("regression_audits", []),
+                                *params.get("multiclass_audits", [])]) == sorted(
         f"audits/{p.parent.name}" for p in discover_manifests(REPO / "audits", kind=None))
 
 
@@ -270,6 +271,11 @@ def _repo(root: Path) -> dict[str, str]:
                                                                           []):
         (metrics / f"{audit}.json").write_text(json.dumps(headline_record(
             "ethnicity", {"S0": -0.312, "S1": -0.3, "S2": -0.25})))
+    for audit in yaml.safe_load((REPO / "params.yaml").read_text()).get("multiclass_audits",
+                                                                          []):
+        (metrics / f"{audit}.json").write_text(json.dumps(headline_record(
+            "minority", {"S0": 0.178, "S1": 0.16, "S2": 0.15})))
+        (metrics / "full" / f"{audit}.json").write_text(json.dumps({audit: {}}))
     env = {**os.environ, "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
            "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.org",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.org"}
@@ -316,11 +322,13 @@ def _dvc(repo: tuple[Path, dict[str, str]], *args: str) -> str:
 
 def test_metrics_show_is_one_line_per_audit_within_120_columns(
         views_repo: tuple[Path, dict[str, str]]) -> None:
-    """`dvc metrics show` prints a header and one line per audit, none wider than 120."""
+    """`dvc metrics show` prints a header, the keys every audit's headline has whatever its task
+    kind (HEADLINE_KEYS), and one line per audit of every kind, none wider than 120."""
     lines = _dvc(views_repo, "metrics", "show").splitlines()
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     regression = params.get("regression_audits", [])
-    assert len(lines) == 1 + len(params["audits"]) + len(regression)
+    multi = params.get("multiclass_audits", [])
+    assert len(lines) == 1 + len(params["audits"]) + len(regression) + len(multi)
     assert max(map(len, lines)) <= COLUMNS
     assert lines[0].split() == ["Path", *HEADLINE_KEYS]
 

@@ -113,30 +113,35 @@ def _entry_audit(entry: str | dict) -> str | None:
 def test_evaluate_stage_lists_each_audit_of_params_once() -> None:
     """The one evaluate stage of the real dvc.yaml lists, for exactly params.yaml's audits,
     each audit's manifest, prepared data and every prediction part as deps, its three outputs,
-    its headline metric and its strategy plot, and for exactly its text audits each one's
-    manifest, payloads, trained systems and scores and its results folder; besides them only
-    faircode code."""
+    its headline metric and its strategy plot, for exactly its text audits each one's
+    manifest, payloads, trained systems and scores and its results folder, for exactly its
+    regression audits each one's manifest, raw file and fit, results folder, full view and
+    headline metric, and for exactly its multi-class audits each one's manifest and raw file,
+    results folder, full view and headline metric; besides them only faircode code."""
     stage = yaml.safe_load((REPO / "dvc.yaml").read_text())["stages"]["evaluate"]
     params = yaml.safe_load((REPO / "params.yaml").read_text())
     audits, text = params["audits"], params["text_audits"]
     regression = params.get("regression_audits", [])
+    multi = params.get("multiclass_audits") or []
     expected = {
         "deps": [p for a in audits for p in (f"audits/{a}", f"data/prepared/{a}", *(
             f"data/predictions/{a}/{part}" for part in PARTS))] + [
             p for a in text for p in (f"audits/{a}", f"data/text/{a}/payloads",
                                       f"data/text/{a}/systems", f"data/text/{a}/scores")] + [
             p for a in regression for p in (f"audits/{a}", f"data/raw/{a}",
-                                            f"data/predictions/{a}/regression")],
+                                            f"data/predictions/{a}/regression")] + [
+            p for a in multi for p in (f"audits/{a}", f"data/raw/{a}")],
         "outs": [p for a in audits for p in (f"results/{a}", f"results/curves/{a}.csv",
                                              f"results/metrics/full/{a}.json")] + [
             f"results/{a}" for a in text] + [
-            p for a in regression for p in (f"results/{a}", f"results/metrics/full/{a}.json")],
-        "metrics": [f"results/metrics/{a}.json" for a in (*audits, *regression)],
+            p for a in (*regression, *multi)
+            for p in (f"results/{a}", f"results/metrics/full/{a}.json")],
+        "metrics": [f"results/metrics/{a}.json" for a in (*audits, *regression, *multi)],
         "plots": [f"results/metrics/{a}-strategies.json" for a in audits]}
     for field, paths in expected.items():
         listed = [e if isinstance(e, str) else next(iter(e)) for e in stage[field]]
         assert [p for p in listed if not p.startswith("faircode/")] == paths, field
-        assert all(_entry_audit(p) in (*audits, *text, *regression) for p in paths), field
+        assert all(_entry_audit(p) in (*audits, *text, *regression, *multi) for p in paths), field
     assert stage["cmd"] == ("python -m faircode.pipeline.stages.evaluate data/prepared "
                             "data/predictions data/text results")
 
@@ -155,8 +160,8 @@ def test_report_and_track_depend_on_every_audit_of_params() -> None:
     of params.yaml (a new audit that is not listed would never reach the report)."""
     pipeline = yaml.safe_load((REPO / "dvc.yaml").read_text())
     params = yaml.safe_load((REPO / "params.yaml").read_text())
-    audits = params["audits"] + params.get("text_audits", []) \
-        + params.get("regression_audits", [])
+    audits = [*params["audits"], *params.get("text_audits", []),
+              *params.get("regression_audits", []), *params.get("multiclass_audits", [])]
     for stage in ("report", "track"):
         deps = [d for d in pipeline["stages"][stage]["deps"] if str(d).startswith("results/")]
         assert sorted(d for d in deps if d != "results/summary.csv") == sorted(
@@ -197,14 +202,14 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
 
 
 def test_repro_writes_results_metrics_and_plots(repo: Repo) -> None:
-    """`dvc repro` writes the four tables, curves.csv, run.json, a metrics summary and plot
-    data per audit."""
+    """`dvc repro` writes the four tables, curves.csv, the ranking view, run.json, a metrics
+    summary and plot data per audit."""
     for audit in AUDITS:
         folder = repo.root / "results" / audit
         assert sorted(p.name for p in folder.iterdir()) == [
             "calibration.csv", "calibration_gap.csv", "counterfactual.csv", "curves.csv",
             "effects.csv", "fairness.csv", "frontier.csv", "groups.csv", "intersectional.csv",
-            "matched.csv", "performance.csv", "run.json"]
+            "matched.csv", "performance.csv", "ranking.csv", "ranking_topk.csv", "run.json"]
         run = json.loads((folder / "run.json").read_text())
         assert run["config"]["n_resamples"] == 50 and run["config"]["max_iter"] == 2
         assert (repo.root / "results" / "curves" / f"{audit}.csv").is_file()
@@ -427,7 +432,8 @@ def _one_number_in_every_view(repo: Repo, store: Path, *, replicates: bool) -> N
                       & (curves["point"] == "declared")].iloc[0]
     assert (declared["value"], declared["ci_low"], declared["ci_high"]) == (
         value, low, high)  # the curve's point at the declared threshold is the cell
-    assert declared["rep0_value"] == cell["rep0_value"]
+    if replicates:  # at K = 1 neither table has replicate 0's columns: the value is its own
+        assert declared["rep0_value"] == cell["rep0_value"]
     drawn = pd.read_csv(results / "curves" / f"{audit}.csv")
     assert drawn.loc[drawn["threshold"] == declared["threshold"],
                      "S0 random_forest"].iloc[0] == value

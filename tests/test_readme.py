@@ -163,7 +163,7 @@ def test_readme_names_dvc_dag_and_it_draws_the_pipeline(tmp_path: Path) -> None:
     assert _boxes(done.stdout) == sorted(
         ["check-params", "fetch", "prepare", *(f.stage for f in fit_parts()), "evaluate",
          "text-fetch", "text-prepare", "text-train", "text-score", "regression-fetch",
-         "regression-fit", "report", "track"])
+         "regression-fit", "multiclass-fetch", "report", "track"])
 
 
 def test_readme_is_a_landing_page() -> None:

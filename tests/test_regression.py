@@ -107,7 +107,8 @@ def test_task_regression_selects_the_regression_kind(toy: Path) -> None:
     assert manifest_task_kind(toy) is REGRESSION
     assert isinstance(load_any_manifest(toy), RegressionManifest)
     assert discover_manifests(toy.parent.parent) == []
-    with pytest.raises(ManifestError, match=r"task: expected binary \(the grid's manifests; a "
+    with pytest.raises(ManifestError, match=r"task: expected one of binary, multiclass \(the "
+                                            r"grid's manifests and the multi-class ones; a "
                                             r"task: regression audit runs"):
         load_manifest(toy)
 

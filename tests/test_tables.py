@@ -17,6 +17,8 @@ from faircode.core.cells import (
     ModelFamily,
     Strategy,
     StrategyInfo,
+    applies,
+    not_applicable_reason,
     position,
     strategy_info,
 )
@@ -102,11 +104,13 @@ def test_strategy_records_refuse_bad_values() -> None:
 
 
 def test_metric_codes_and_stream_keys_are_unique() -> None:
-    """One record per metric, in enum order; distinct names, codes and seed keys."""
+    """One record per metric, in enum order; the binary metrics are the fairness metrics;
+    distinct names, codes and seed keys."""
     assert [m.metric for m in METRIC_TABLE] == list(Metric)
     assert FAIRNESS_METRICS == metrics_of("binary") == tuple(m.name for m in METRIC_TABLE
                                                              if "binary" in m.kinds)
-    assert [m.name for m in table_of("regression")] == list(metrics_of("regression"))
+    for kind in ("regression", "multiclass", "ranking"):
+        assert [m.name for m in table_of(kind)] == list(metrics_of(kind))
     assert {m.name: m.code for m in METRIC_TABLE if m.code != m.name} == METRIC_CODES
     for field in ("name", "code", "key"):
         values = [getattr(m, field) for m in METRIC_TABLE]
@@ -142,13 +146,29 @@ def test_every_twin_is_a_metric_of_the_same_null() -> None:
 
 
 def test_magnitudes_are_made_of_differences() -> None:
-    """A magnitude names signed difference components; its spec's strata are theirs."""
+    """A magnitude names signed difference components of its own kinds; a binary one's spec's
+    strata are theirs."""
     for m in METRIC_TABLE:
         if m.scale == "magnitude":
             assert m.components and not m.numerator
-            strata = tuple(metric_info(c).denominator for c in m.components)
-            assert defs.SPECS[m.name].subsets == strata
-            assert all(metric_info(c).scale == "difference" for c in m.components)
+            assert all(metric_info(c).scale == "difference" and metric_info(c).kinds == m.kinds
+                       for c in m.components)
+            if m.cells:
+                strata = tuple(metric_info(c).denominator for c in m.components)
+                assert defs.SPECS[m.name].subsets == strata
+
+
+def test_a_metric_of_another_kind_has_no_cells() -> None:
+    """A multi-class or ranking metric names no confusion cells (its kind's statistics compute
+    it) and is no binary table's: a binary one without cells is refused."""
+    for m in METRIC_TABLE:
+        assert m.cells == ("binary" in m.kinds)
+        if not m.cells:
+            assert not m.numerator and not m.denominator and m.name not in defs.SPECS
+    assert metrics_of("multiclass") == ("class_share_gap", "class_max_gap")
+    assert metrics_of("ranking") == ("exposure_ratio",)
+    with pytest.raises(ValueError, match="numerator"):
+        MetricInfo(Metric.CLASS_SHARE_GAP, "x", "x", "difference")
 
 
 def test_a_new_metric_takes_its_key_from_its_name() -> None:
@@ -199,3 +219,16 @@ def test_specs_follow_the_cells_of_the_table() -> None:
     }
     for metric, value in expected.items():
         assert float(defs.metric_values(metric, d, a)) == pytest.approx(value, abs=1e-15)
+
+
+def test_a_strategy_that_does_not_apply_says_why() -> None:
+    """For the kinds with a grid of strategies, every strategy applies or gives the reason a
+    reader sees in its place; a reason for a kind it applies to is refused."""
+    for info in STRATEGY_TABLE:
+        for kind in ("binary", "multiclass"):
+            assert applies(info.strategy, kind) != bool(not_applicable_reason(info.strategy,
+                                                                              kind))
+    assert [s.code for s in STRATEGY_TABLE if applies(s.strategy, "multiclass")] == [
+        "S0", "S1", "S2"]
+    with pytest.raises(ValueError, match="not_applicable"):
+        dataclasses.replace(STRATEGY_TABLE[0], not_applicable=(("binary", "no"),))

@@ -168,6 +168,9 @@ def derive_target(target: LabelRule, values: pd.Series, *,
                   where: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Return ``(label int8, derivable bool)``; rows with a missing target are not derivable.
 
+    Method ``classes`` (a multi-class target) gives each row its value's position in the
+    declared ``values`` and leaves a row of any other value underivable.
+
     ``target`` is the manifest's :class:`Target` or any rule with its fields (a deployed
     system's decision); ``where`` names the rule in errors (default ``target.column '<col>'``).
     """
@@ -194,6 +197,11 @@ def derive_target(target: LabelRule, values: pd.Series, *,
         median = float(np.median(nums[derivable]))
         return (derivable & (nums > median)).astype(np.int8), derivable
     targets: tuple[Scalar, ...] = target.values or ()
+    if target.method == "classes":  # the class's position in the declared list; others: none
+        code = np.zeros(len(values), dtype=np.int8)
+        for i, value in enumerate(targets):
+            code[_isin(values, (value,))] = i
+        return code, derivable & _isin(values, targets)
     if target.method == "equals" and target.value is not None:
         targets = (target.value,)
     return _isin(values, targets).astype(np.int8), derivable

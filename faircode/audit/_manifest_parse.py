@@ -24,6 +24,7 @@ from faircode.audit._manifest_types import (
     OPERATORS,
     SIDES,
     TARGET_METHODS,
+    TASKS,
     AttributeType,
     CounterfactualAxis,
     DatasetSpec,
@@ -37,10 +38,11 @@ from faircode.audit._manifest_types import (
     Source,
     Target,
     TargetMethod,
+    Task,
 )
 from faircode.audit.decision import RULES, DecisionRule, Rule
 from faircode.core.errors import ConfigError, ManifestError
-from faircode.core.kinds import BINARY
+from faircode.core.kinds import BINARY, REGRESSION
 from faircode.core.names import SAFE_NAME_TEXT, check_name, is_safe_name
 from faircode.core.schema import Checker, Scalar
 from faircode.counterfactual.perturb import axis_from_config
@@ -64,6 +66,7 @@ _TOP_KEYS: dict[str, bool] = {
     "decision": False,
     "system": False,
     "strata": False,
+    "task": False,
 }
 _DATASET_KEYS: dict[str, bool] = {
     "path": True, "sha256": False, "size": False, "source": False, "unit": False, "read": False,
@@ -92,6 +95,7 @@ _TARGET_KEYS: dict[str, dict[str, bool]] = {
     "above_median": {},
     "threshold": {"threshold": True, "direction": True},
     "quantile": {"quantile": True, "direction": True},
+    "classes": {"values": True},
 }
 _TARGET_COMMON: dict[str, bool] = {"column": True, "method": True, "favourable": False}
 _DECISION_KEYS: dict[str, dict[str, bool]] = {
@@ -203,7 +207,8 @@ def _parse_target(c: Checker, raw: object) -> Target:
     if not isinstance(raw, dict):
         raise c.fail("target", "a mapping", raw)
     method = c.choice(raw.get("method"), "target.method", TARGET_METHODS)
-    data = c.mapping(raw, "target", {**_TARGET_COMMON, **_TARGET_KEYS[method]})
+    common = {k: v for k, v in _TARGET_COMMON.items() if method != "classes" or k != "favourable"}
+    data = c.mapping(raw, "target", {**common, **_TARGET_KEYS[method]})
     favourable = data.get("favourable", 1)
     if isinstance(favourable, bool) or favourable not in (0, 1):
         raise c.fail("target.favourable", "0 or 1", favourable)
@@ -211,7 +216,8 @@ def _parse_target(c: Checker, raw: object) -> Target:
         column=c.string(data["column"], "target.column"),
         method=cast(TargetMethod, method),
         value=c.scalar(data["value"], "target.value") if method == "equals" else None,
-        values=c.scalars(data["values"], "target.values") if method == "isin" else None,
+        values=c.scalars(data["values"], "target.values") if method in ("isin", "classes")
+        else None,
         favourable=cast(Literal[0, 1], int(favourable)),
         **_parse_cut(c, data, method),
     )
@@ -321,12 +327,17 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
         raise c.fail("kind", "tabular (the grid's manifests; a kind: text audit runs in the "
                      "pipeline's text stages: list it under text_audits in params.yaml, run "
                      "faircode pipeline, then dvc repro)", doc.get("kind"))
-    if doc.get("task", BINARY.name) != BINARY.name:  # a tabular manifest of another task kind
-        raise c.fail("task", f"{BINARY.name} (the grid's manifests; a task: regression audit "
-                     "runs in the pipeline's regression stages: list it under regression_audits "
-                     "in params.yaml, run faircode pipeline, then dvc repro)", doc.get("task"))
-    data = c.mapping({k: v for k, v in doc.items() if k not in ("kind", "task")}, "",
-                     _TOP_KEYS)
+    if doc.get("task") == REGRESSION.manifest_kind:  # a tabular manifest of its own kind
+        raise c.fail("task", f"one of {', '.join(TASKS)} (the grid's manifests and the "
+                     "multi-class ones; a task: regression audit runs in the pipeline's "
+                     "regression stages: list it under regression_audits in params.yaml, run "
+                     "faircode pipeline, then dvc repro)", doc.get("task"))
+    data = c.mapping({k: v for k, v in doc.items() if k != "kind"}, "", _TOP_KEYS)
+    task = cast(Task, c.choice(data.get("task", BINARY.name), "task", TASKS))
+    if task != BINARY.name:  # a multi-class outcome: no binary operating point, system or swap
+        for key in ("decision", "system", "counterfactual_axes", "strata"):
+            if data.get(key) is not None:
+                raise c.fail(key, f"no {key} for task {task} (a binary decision's)", data[key])
     name, title = _parse_name(c, data)
     random_state, test_size = _parse_split(c, data)
     raw_filters = data.get("row_filters") or []
@@ -339,6 +350,9 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
     core, proxy = _parse_features(c, data, protected=protected, target=target.column)
     dataset = _parse_dataset(c, data["dataset"], root, name=name)
     _check_unit(c, dataset.unit, filters, (*protected, *core, *proxy, target.column))
+    if task != BINARY.name and dataset.unit is not None:
+        raise c.fail("dataset.unit", f"no unit for task {task} (its tests take rows as "
+                     "independent)", dataset.unit)
     system = None
     if data.get("system") is not None:
         roles = {**({dataset.unit: "the unit (dataset.unit)"} if dataset.unit else {}),
@@ -365,6 +379,7 @@ def parse_manifest(c: Checker, doc: dict[str, Any], root: Path) -> Manifest:
         system=system,
         strata=parse_strata(c, data.get("strata"), protected=protected,
                             target=target.column, unit=dataset.unit),
+        task=task,
     )
 
 

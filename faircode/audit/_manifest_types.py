@@ -21,17 +21,22 @@ from faircode.core.schema import Scalar
 from faircode.counterfactual.perturb import AxisSpec
 
 Operator = Literal["isin", "not_isin", "equals", "not_equals", "notna", "first_by"]
-TargetMethod = Literal["binary", "equals", "isin", "above_median", "threshold", "quantile"]
+TargetMethod = Literal["binary", "equals", "isin", "above_median", "threshold", "quantile",
+                       "classes"]
 Direction = Literal["above", "at_least"]
 AttributeType = Literal["categorical", "numeric_threshold", "age_interval_threshold"]
 Side = Literal["below", "above"]
 DecisionMethod = Literal["isin", "equals", "threshold", "binary", "outcome"]
 ScoreScale = Literal["ordinal", "probability"]
+Task = Literal["binary", "multiclass"]
 
 OPERATORS: tuple[str, ...] = get_args(Operator)
 TARGET_METHODS: tuple[str, ...] = get_args(TargetMethod)
 ATTRIBUTE_TYPES: tuple[str, ...] = get_args(AttributeType)
 SIDES: tuple[str, ...] = get_args(Side)
+TASKS: tuple[str, ...] = get_args(Task)
+"""A tabular manifest's ``task``: a binary decision (the grid's, the default) or an outcome of
+several classes (:mod:`faircode.audit.multiclass_manifest`); its target method ``classes``."""
 DIRECTIONS: tuple[str, ...] = get_args(Direction)
 DECISION_METHODS: tuple[str, ...] = ("isin", "equals", "threshold", "binary")
 """The rules that turn a system's column into its decision (``binary: true``: the column is
@@ -229,6 +234,9 @@ class Target:
             raise _bad("target.value", "a value for method equals", None)
         if self.method == "isin" and not self.values:
             raise _bad("target.values", "a non-empty list for method isin", self.values)
+        if self.method == "classes" and len(set(self.values or ())) < 2:
+            raise _bad("target.values", "at least two distinct classes for method classes",
+                       self.values)
         if self.favourable not in (0, 1) or isinstance(self.favourable, bool):
             raise _bad("target.favourable", "0 or 1", self.favourable)
 
@@ -244,6 +252,7 @@ class Target:
             return f"{self.column} {op} {where}"
         return {"binary": f"{self.column} true", "equals": f"{self.column} = {self.value!r}",
                 "isin": f"{self.column} in {list(self.values or ())!r}",
+                "classes": f"{self.column}'s class among {list(self.values or ())!r}",
                 "above_median": f"{self.column} above its median"}[self.method]
 
     def positive(self) -> str:
@@ -433,8 +442,13 @@ class Manifest:
     decision: DecisionRule | None = None
     system: DeployedSystem | None = None
     strata: tuple[Stratum, ...] = ()
+    task: Task = "binary"
+    """``binary`` (the grid's) or ``multiclass`` (target method ``classes``)."""
 
     def __post_init__(self) -> None:
+        if (self.task == "multiclass") != (self.target.method == "classes"):
+            raise _bad(f"{self.file}: target.method", "classes for task multiclass (and only "
+                       "for it)", self.target.method)
         if not self.protected_attributes:
             raise _bad(f"{self.file}: protected_attributes", "at least one attribute", ())
         if not 0.0 < self.test_size < 1.0:

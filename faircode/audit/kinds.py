@@ -1,10 +1,11 @@
 """The audit wing's table of task kinds: each kind's manifest loader.
 
 An ``audit.yaml`` says its kind (``kind:``, :func:`faircode.audit.manifest.manifest_kind`;
-absent: ``tabular``, the grid's), which names a task kind (:func:`faircode.core.kinds.
-kind_of_manifest`); :data:`MANIFESTS` registers how each kind's manifest is read and validated
-(its schema).  :func:`load_any_manifest` is how a step that serves every kind -- the fetch
-stage -- reads a manifest without naming a kind.
+absent: ``tabular``, the grid's, whose ``task:`` may name another: ``regression``,
+``multiclass``), which names a task kind (:func:`faircode.core.kinds.kind_of_manifest`);
+:data:`MANIFESTS` registers how each kind's manifest is read and validated (its schema).
+:func:`load_any_manifest` is how a step that serves every kind -- the fetch stage -- reads a
+manifest without naming a kind.
 
 Design decisions
 ----------------
@@ -29,6 +30,7 @@ MANIFESTS: dict[str, str] = {
     "binary": "faircode.audit.manifest:load_manifest",
     "text": "faircode.audit.text_manifest:load_text_manifest",
     "regression": "faircode.audit.regression_manifest:load_regression_manifest",
+    "multiclass": "faircode.audit.multiclass_manifest:load_multiclass_manifest",
 }
 """Task kind -> ``"<module>:<function>"``: ``function(path)`` reads and validates a manifest
 of that kind (one-line :class:`~faircode.core.errors.ManifestError`)."""

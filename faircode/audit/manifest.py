@@ -69,6 +69,7 @@ from faircode.audit._manifest_types import (
     SIDES,
     STRATUM_ESTIMATORS,
     TARGET_METHODS,
+    TASKS,
     AttributeType,
     Companion,
     CounterfactualAxis,
@@ -90,6 +91,7 @@ from faircode.audit._manifest_types import (
     SystemScore,
     Target,
     TargetMethod,
+    Task,
 )
 from faircode.audit.decision import DecisionRule
 from faircode.core.errors import ManifestError
@@ -107,6 +109,7 @@ __all__ = [
     "SIDES",
     "STRATUM_ESTIMATORS",
     "TARGET_METHODS",
+    "TASKS",
     "AttributeType",
     "Companion",
     "CounterfactualAxis",
@@ -130,6 +133,7 @@ __all__ = [
     "SystemScore",
     "Target",
     "TargetMethod",
+    "Task",
     "discover_manifests",
     "load_manifest",
     "manifest_kind",
@@ -192,8 +196,9 @@ def manifest_kind(path: Path | str) -> str:
     """The kind an ``audit.yaml`` declares: its ``kind`` -- ``tabular`` (the default) or ``text``
     (:mod:`faircode.audit.text_manifest`) -- and for a tabular manifest its ``task`` when that
     is not ``binary`` (the grid's, the default): ``regression``
-    (:mod:`faircode.audit.regression_manifest`).  An unreadable file counts as ``tabular``, whose
-    reader then names what is wrong with it."""
+    (:mod:`faircode.audit.regression_manifest`) or ``multiclass``
+    (:mod:`faircode.audit.multiclass_manifest`).  An unreadable file counts as ``tabular``,
+    whose reader then names what is wrong with it."""
     try:
         doc = read_yaml(Path(path), error=ManifestError)
     except (OSError, ManifestError):

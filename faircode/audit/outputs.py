@@ -53,8 +53,10 @@ __all__ = [
     "SystemOutputs",
     "array_decisions",
     "array_scores",
+    "check_classes",
     "check_decisions",
     "check_keys",
+    "check_ranks",
     "check_scores",
     "key_text",
     "python_value",
@@ -225,6 +227,43 @@ def check_scores(values: pd.Series, *, scale: ScoreScale, at: str,
         i = _first(bad)
         raise DataError(f"{at.format(rows[i])}: expected {expected}, got "
                         f"{describe(float(nums[i]))}")
+    return nums
+
+
+def check_classes(values: pd.Series, classes: Sequence[str], *, at: str,
+                  rows: RowNames) -> np.ndarray:
+    """Return the class codes (int8: each value's position in ``classes``, the manifest's
+    ``target.values``) of ``values``; raise at a missing value or one of no class.  Values are
+    compared as text (:func:`faircode.audit._data_columns.as_text`).  ``at`` opens the error
+    with one ``{}`` for the row."""
+    lookup = {as_text(c): i for i, c in enumerate(classes)}
+    present = values.notna().to_numpy(dtype=bool)
+    if not present.all():
+        i = _first(~present)
+        raise DataError(f"{at.format(rows[i])}: expected a class in every row, got a missing "
+                        "value")
+    codes = values.astype(object).map(lambda v: lookup.get(as_text(v), -1)).to_numpy(
+        dtype=np.int64)
+    if (codes < 0).any():
+        i = _first(codes < 0)
+        raise DataError(f"{at.format(rows[i])}: expected one of the classes "
+                        f"{', '.join(lookup)}, got {describe(python_value(values.iloc[i]))}")
+    return codes.astype(np.int8)
+
+
+def check_ranks(values: pd.Series, *, at: str, rows: RowNames) -> np.ndarray:
+    """Return the ranks (float64; 1 = the top, ties allowed) of ``values``; raise at a missing
+    value, a boolean or anything that is no positive number.  ``at`` opens the error with one
+    ``{}`` for the row."""
+    nums = pd.to_numeric(values.astype(object), errors="coerce").to_numpy(
+        dtype=np.float64, na_value=np.nan)
+    bad = ~(np.isfinite(nums) & (nums > 0))
+    if is_bool_dtype(values):
+        bad[:] = True
+    if bad.any():
+        i = _first(bad)
+        raise DataError(f"{at.format(rows[i])}: expected a rank (a positive number, 1 = the "
+                        f"top), got {describe(python_value(values.iloc[i]))}")
     return nums
 
 

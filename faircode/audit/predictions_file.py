@@ -34,7 +34,10 @@ Design decisions
   (:func:`~faircode.audit.outputs.check_decisions`, :func:`~faircode.audit.outputs.check_scores`):
   a decision is 0/1 (also true/false, yes/no), a score a finite number, an integer level for
   ``scale="ordinal"`` and in ``[0, 1]`` for ``"probability"``; a missing value on a joined row is
-  an error, never a dropped row.  The first bad value *in file order* is reported.
+  an error, never a dropped row.  The first bad value *in file order* is reported.  With
+  ``classes`` (a multi-class audit's ``target.values``) a decision is a predicted class
+  (:func:`~faircode.audit.outputs.check_classes`), and a ``rank`` column is a rank (1 = the top,
+  :func:`~faircode.audit.outputs.check_ranks`) for the ranking view, beside the decisions.
 * A header naming a column twice is refused (:func:`faircode.audit.table_file.open_table`).
 """
 
@@ -53,8 +56,10 @@ from faircode.audit.fetch import sha256_file
 from faircode.audit.manifest import SCORE_SCALES, Manifest, ScoreScale
 from faircode.audit.outputs import (
     RowKeys,
+    check_classes,
     check_decisions,
     check_keys,
+    check_ranks,
     check_scores,
     python_value,
 )
@@ -107,11 +112,13 @@ class ExternalPredictions:
 
 @dataclass(frozen=True, slots=True)
 class JoinedChunk:
-    """One chunk's joined rows: audit row positions (file order) and their decisions/scores."""
+    """One chunk's joined rows: audit row positions (file order) and their decisions/scores
+    (a multi-class audit's decisions: class codes), and ranks."""
 
     positions: np.ndarray
     decision: np.ndarray | None
     score: np.ndarray | None
+    rank: np.ndarray | None = None
 
 
 class _Where(Sequence[str]):
@@ -129,14 +136,18 @@ class _Where(Sequence[str]):
 
 
 def _check_request(path: Path, *, key: str, decision: str | None, score: str | None,
-                   scale: str | None) -> None:
-    """Refuse a request that names no output, a score without scale, or reused columns."""
+                   scale: str | None, rank: str | None = None) -> None:
+    """Refuse a request that names no output, a score without scale, a rank without a
+    decision, or reused columns."""
     if decision is None and score is None:
         raise DataError(f"{path}: expected a decision column and/or a score column, got neither")
+    if rank is not None and decision is None:
+        raise DataError(f"{path}: rank column {rank!r}: expected a decision column beside it "
+                        "(the decisions the tables are of), got none")
     if score is not None and scale not in SCORE_SCALES:
         raise DataError(f"{path}: score column {score!r}: expected a scale of "
                         f"{', '.join(SCORE_SCALES)}, got {describe(scale)}")
-    for role, column in (("decision", decision), ("score", score)):
+    for role, column in (("decision", decision), ("score", score), ("rank", rank)):
         if column == key:
             raise DataError(f"{path}: {role} column: expected a column other than the key "
                             f"column, got {describe(column)}")
@@ -208,18 +219,21 @@ class PredictionsReader:
 
     def __init__(self, path: Path | str, *, key: str, rows: RowKeys, decision: str | None = None,
                  score: str | None = None, scale: ScoreScale | None = None,
-                 allow_partial: bool = False, chunk_rows: int = JOIN_ROWS) -> None:
+                 allow_partial: bool = False, chunk_rows: int = JOIN_ROWS,
+                 rank: str | None = None, classes: Sequence[str] | None = None) -> None:
         self.path = Path(path)
         if rows.column != key:
             raise ValueError(f"rows: expected the keys of column {key!r}, got {rows.column!r}")
-        _check_request(self.path, key=key, decision=decision, score=score, scale=scale)
+        _check_request(self.path, key=key, decision=decision, score=score, scale=scale,
+                       rank=rank)
         self.table = open_table(self.path)
-        wanted = [(key, "key"), *((c, r) for r, c in (("decision", decision), ("score", score))
-                                  if c is not None)]
+        wanted = [(key, "key"), *((c, r) for r, c in (("decision", decision), ("score", score),
+                                                       ("rank", rank)) if c is not None)]
         check_columns(self.table, wanted)
         self.table.check_flat({c: f"{r} column" for c, r in reversed(wanted)})
         self.columns = list(dict.fromkeys(c for c, _ in wanted))
         self.key, self.rows, self.decision, self.score = key, rows, decision, score
+        self.rank, self.classes = rank, None if classes is None else tuple(classes)
         self.scale = scale if score is not None else None
         self.allow_partial, self.chunk_rows = allow_partial, chunk_rows
         self.sha256 = sha256_file(self.path) if self.path.is_file() else ""
@@ -300,13 +314,16 @@ class PredictionsReader:
         at = np.flatnonzero(joined)
         part = frame.iloc[at].reset_index(drop=True)
         names = _Where(self.table, chunk, at)
+        where_decision = f"{self.path}: {{}}: column {self.decision!r} (decision)"
         decided = None if self.decision is None else check_decisions(
-            part[self.decision], at=f"{self.path}: {{}}: column {self.decision!r} (decision)",
-            rows=names)
+            part[self.decision], at=where_decision, rows=names) if self.classes is None else \
+            check_classes(part[self.decision], self.classes, at=where_decision, rows=names)
         scored = None if self.score is None else check_scores(
             part[self.score], scale=self.scale or "probability",
             at=f"{self.path}: {{}}: column {self.score!r} (score)", rows=names)
-        return JoinedChunk(position[at].astype(np.int64), decided, scored)
+        ranked = None if self.rank is None else check_ranks(
+            part[self.rank], at=f"{self.path}: {{}}: column {self.rank!r} (rank)", rows=names)
+        return JoinedChunk(position[at].astype(np.int64), decided, scored, ranked)
 
 
 def _integer_index(rows: RowKeys) -> tuple[pd.Index, pd.Index] | None:

@@ -22,7 +22,8 @@ Design decisions
   kind outside ``kinds``, the reason a reader sees in its place (``n/a``, never a number):
   :func:`applies` and :func:`not_applicable_reason`.
 * **A family's name by kind** (:func:`family_name`): the grid's first family is a logistic
-  regression for a binary decision and a linear regression for a regression; its code stays
+  regression for a binary decision (multinomial for a multi-class outcome) and a linear
+  regression for a regression; its code stays
   ``LR`` and its seed key its place.
 * **Import-light**: standard library and :mod:`faircode.core.seeds` only (no numpy), so the
   stages' fast paths (an audit without data) can build their headers from the table.
@@ -65,8 +66,11 @@ __all__ = [
 
 BINARY = frozenset({"binary"})
 """The task kinds of a binary-decision audit."""
+MULTICLASS = frozenset({"multiclass"})
+"""The task kinds of a multi-class outcome's audit."""
 BINARY_AND_REGRESSION = frozenset({"binary", "regression"})
-"""The task kinds of a strategy that fits a model of any outcome (S0-S3)."""
+"""The task kinds of a strategy that fits a model of a decision or a number (S0-S3; S0-S2 also
+fit a multi-class outcome's multinomial models)."""
 
 
 class Strategy(StrEnum):
@@ -204,22 +208,30 @@ class StrategyInfo:
 _BLACK, _ORANGE, _SKY_BLUE, _GREEN, _VERMILLION, _BLUE = (
     "#000000", "#E69F00", "#56B4E9", "#009E73", "#D55E00", "#0072B2")  # Okabe-Ito
 _S = Strategy
+_NO_MULTICLASS_REDUCTION = (
+    "fairlearn's reductions constrain a binary classifier (a demographic-parity or "
+    "equalized-odds moment over one favourable label); they have no multi-class form "
+    "(fairlearn issue 1201)")
+_NO_MULTICLASS_CUTOFF = (
+    "ThresholdOptimizer moves one cutoff per group on a binary score; a multi-class model has "
+    "no single score to cut (fairlearn issue 1201)")
 STRATEGY_TABLE: tuple[StrategyInfo, ...] = (
     StrategyInfo(_S.BASELINE, 0, "baseline", "every feature, protected attributes included",
                  _BLACK, "unmitigated", cutoff=True, stream=0,
-                 kinds=BINARY_AND_REGRESSION),
+                 kinds=BINARY_AND_REGRESSION | MULTICLASS),
     StrategyInfo(_S.UNAWARENESS, 1, "unawareness", "protected attributes dropped", _ORANGE,
                  "unmitigated", cutoff=True, against=(Against(_S.BASELINE, 0),), stream=1,
-                 kinds=BINARY_AND_REGRESSION),
+                 kinds=BINARY_AND_REGRESSION | MULTICLASS),
     StrategyInfo(_S.UNAWARENESS_PROXY_REMOVAL, 2, "unawareness + proxy removal",
                  "protected attributes and their proxies dropped", _SKY_BLUE, "unmitigated",
                  cutoff=True, against=(Against(_S.BASELINE, 1),), stream=2,
-                 kinds=BINARY_AND_REGRESSION),
+                 kinds=BINARY_AND_REGRESSION | MULTICLASS),
     StrategyInfo(_S.IN_PROCESSING, 3, "ExponentiatedGradient",
                  "fairlearn in-processing under the parity constraint (first attribute)", _GREEN,
                  "in_processing", reads=frozenset({"constraint", "eps", "max_iter"}),
                  against=(Against(_S.BASELINE, 2), Against(_S.UNAWARENESS_PROXY_REMOVAL, 4)),
-                 stream=3, kinds=BINARY_AND_REGRESSION),
+                 stream=3, kinds=BINARY_AND_REGRESSION,
+                 not_applicable=(("multiclass", _NO_MULTICLASS_REDUCTION),)),
     StrategyInfo(_S.POST_PROCESSING, 4, "ThresholdOptimizer",
                  "fairlearn group thresholds (first attribute), on S2's features", _VERMILLION,
                  "post_processing", reads=frozenset({"constraint"}), score=False,
@@ -228,7 +240,8 @@ STRATEGY_TABLE: tuple[StrategyInfo, ...] = (
                  stream=4,
                  not_applicable=(("regression", "ThresholdOptimizer moves a cutoff on a score to "
                                   "equalise group decision rates; a regression predicts a "
-                                  "number and has no cutoff to move"),)),
+                                  "number and has no cutoff to move"),
+                                 ("multiclass", _NO_MULTICLASS_CUTOFF))),
     StrategyInfo(_S.RELAXED_POST_PROCESSING, 5, "relaxed ThresholdOptimizer",
                  "fairlearn group thresholds within a tolerance (first attribute), on the most "
                  "accurate of S0-S2's models", _BLUE, "relaxed_post_processing",
@@ -238,7 +251,8 @@ STRATEGY_TABLE: tuple[StrategyInfo, ...] = (
                  matched=(Matched(_S.IN_PROCESSING), Matched(_S.POST_PROCESSING, 0.0)),
                  not_applicable=(("regression", "a relaxed ThresholdOptimizer moves a cutoff "
                                   "on a score; a regression predicts a number and has no cutoff "
-                                  "to move"),)),
+                                  "to move"),
+                                 ("multiclass", "a relaxed " + _NO_MULTICLASS_CUTOFF))),
 )
 """The strategies in report order (:class:`StrategyInfo`): the one table every module reads."""
 

@@ -525,11 +525,13 @@ class Params:
     """A validated ``params.yaml``: its audits (empty = every shipped audit for ``faircode run``;
     the pipeline runs exactly the listed ones), its text audits (``text_audits``: the text
     stages' audits, :mod:`faircode.evaluate.text`), its regression audits
-    (``regression_audits``: ``task: regression`` manifests) and the config."""
+    (``regression_audits``: ``task: regression`` manifests), its multi-class audits
+    (``multiclass_audits``: ``task: multiclass`` manifests) and the config."""
 
     audits: tuple[str, ...] = ()
     text_audits: tuple[str, ...] = ()
     regression_audits: tuple[str, ...] = ()
+    multiclass_audits: tuple[str, ...] = ()
     config: BenchmarkConfig = field(default_factory=BenchmarkConfig)
     report: ReportConfig = field(default_factory=ReportConfig)
     execution: ExecutionConfig = field(default_factory=ExecutionConfig)
@@ -559,7 +561,7 @@ class Params:
         return tuple(name for _, names in self.lists() for name in names)
 
 
-AUDIT_LISTS: tuple[str, ...] = ("audits", "text_audits", "regression_audits")
+AUDIT_LISTS: tuple[str, ...] = ("audits", "text_audits", "regression_audits", "multiclass_audits")
 """The ``params.yaml`` lists of audits, one per task kind (its
 :attr:`faircode.core.kinds.TaskKind.params_key`)."""
 
@@ -583,7 +585,7 @@ def params_from_mapping(data: object, *, where: str = "params.yaml") -> Params:
     flat: dict[str, object] = {}
     execution: dict[str, object] = {}
     for section, body in data.items():
-        if section in lists:  # the grid's audits and the text audits (either may be empty)
+        if section in lists:  # an audit list of a task kind (any may be empty)
             if not isinstance(body, list | None):
                 raise config_error(f"{where}: {section}", "a list of audit names", body)
             lists[section] = tuple(body or ())
@@ -651,9 +653,9 @@ def load_params(path: Path, *, audits_dir: Path | None = None) -> Params:
 def _check_audit_folders(params: Params, *, where: str, audits_dir: Path) -> None:
     """Raise unless the lists name an audit and each name is an audit folder of ``audits_dir``."""
     if not params.every_audit:
-        raise ConfigError(f"{where}: audits: expected a non-empty list of audit names, or text "
-                          "audits in text_audits or regression audits in regression_audits (the "
-                          "audits the pipeline runs), got none")
+        raise ConfigError(f"{where}: audits: expected a non-empty list of audit names, or audits "
+                          f"in {', '.join(AUDIT_LISTS[1:])} (the audits the pipeline runs), got "
+                          "none")
     known = sorted(p.parent.name for p in audits_dir.glob("*/audit.yaml"))
     for key, names in params.lists():
         for i, name in enumerate(names):

@@ -2,9 +2,11 @@
 
 A *task kind* is a kind of audit: ``binary`` (binary classification, the S0-S4 grid of
 strategies x model families on a tabular manifest), ``text`` (deployed text classifiers on
-template sentences with counterfactual swaps) and ``regression`` (a number per row -- a wage, a
+template sentences with counterfactual swaps), ``regression`` (a number per row -- a wage, a
 salary, a rating -- and the S0-S3 grid of regression models; a tabular manifest with ``task:
-regression``).  Its record (:class:`TaskKind`) holds the facts
+regression``) and ``multiclass`` (an outcome of several classes -- a job grade -- by group, and
+the S0-S2 grid of multinomial models; a tabular manifest with ``task: multiclass``).  Its record
+(:class:`TaskKind`) holds the facts
 the rest of the code dispatches on: how its manifest and its ``run.json`` name it, which
 ``params.yaml`` list names its audits, its data stages, its tables (their files:
 :mod:`faircode.core.layout`), its metrics, and whether it has the grid.
@@ -33,8 +35,8 @@ from faircode.core import layout
 from faircode.core.errors import ConfigError, describe
 from faircode.core.metrics import Metric, metrics_of
 
-__all__ = ["BINARY", "REGRESSION", "TASK_KINDS", "TEXT", "TaskKind", "kind_of_manifest",
-           "kind_of_run", "registered", "task_kind"]
+__all__ = ["BINARY", "MULTICLASS", "REGRESSION", "TASK_KINDS", "TEXT", "TaskKind",
+           "kind_of_manifest", "kind_of_run", "registered", "task_kind"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +102,7 @@ BINARY = TaskKind(
     grid=True,
     headline=Metric.DEMOGRAPHIC_PARITY.value,
     optional_tables=(*layout.GRID_EXTRA_TABLES, *layout.EFFECT_TABLES, *layout.MATCHED_TABLES,
-                     *layout.STABILITY_TABLES),
+                     *layout.STABILITY_TABLES, *layout.RANKING_TABLES),
 )
 TEXT = TaskKind(
     name="text",
@@ -129,7 +131,22 @@ REGRESSION = TaskKind(
     optional_tables=layout.REGRESSION_EXTRA_TABLES,
 )
 
-TASK_KINDS: tuple[TaskKind, ...] = (BINARY, TEXT, REGRESSION)
+MULTICLASS = TaskKind(
+    name="multiclass",
+    label="multi-class outcomes: each class's share by group, and the S0-S2 grid of "
+          "multinomial models",
+    manifest_kind="multiclass",
+    run_kind=layout.MULTICLASS_RUN,
+    params_key="multiclass_audits",
+    data_stages=("fetch",),
+    tables=layout.MULTICLASS_TABLES,
+    metrics=metrics_of("multiclass"),
+    headline=Metric.CLASS_MAX_GAP.value,
+    optional_tables=layout.MULTICLASS_EXTRA_TABLES,
+)
+"""Its fits run in its evaluate step (:mod:`faircode.evaluate.multiclass_kind`): no fit stage."""
+
+TASK_KINDS: tuple[TaskKind, ...] = (BINARY, TEXT, REGRESSION, MULTICLASS)
 """Every task kind, in the order the evaluate stage settles their audits."""
 
 

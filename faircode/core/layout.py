@@ -14,7 +14,8 @@ from here (``tests/test_layout.py`` fails on a results file name spelled anywher
                                     (faircode.core.kinds.TaskKind.tables)
         deployed/<table>.csv        DEPLOYED_FOLDER: a deployed system's tables on every row
       summary.csv, summary_families.csv, residual_floor.csv     the report's (REPORT_FILES)
-      <name>.md, <name>.tex         the paper tables (paper_table_files), text_table.md
+      <name>.md, <name>.tex         the paper tables (paper_table_files), text_table.md,
+                                    multiclass_table.md, ranking_table.md
       report.html                   REPORT_PAGE
       encoding_sensitivity.csv      ENCODING_SENSITIVITY (bench/encoding_sensitivity.py)
       figures/                      FIGURES, with its record inputs.json (FIGURES_RECORD)
@@ -25,7 +26,7 @@ Design decisions
 ----------------
 * **Names, not policy.**  This module says where a file is and what kind of run a folder
   holds; which tables a kind writes is the kind's (:mod:`faircode.core.kinds`), how a table is
-  read or written its wing's.  The table names below are the ones the two shipped kinds and
+  read or written its wing's.  The table names below are the ones the shipped kinds and
   ``faircode flips`` write.
 * **A run's kind is its** ``run.json`` ``kind`` (:func:`run_kind`); the grid's record has
   none (its files predate the key, and no byte of them may change), so an absent ``kind`` is
@@ -59,6 +60,12 @@ __all__ = [
     "GRID_RUN",
     "GRID_TABLES",
     "MATCHED_TABLES",
+    "MULTICLASS_EXTRA_TABLES",
+    "MULTICLASS_RUN",
+    "MULTICLASS_TABLE",
+    "MULTICLASS_TABLES",
+    "RANKING_TABLE",
+    "RANKING_TABLES",
     "REGRESSION_EXTRA_TABLES",
     "REGRESSION_RUN",
     "REGRESSION_TABLE",
@@ -104,6 +111,8 @@ TEXT_RUN = "text"
 """The ``kind`` of a text audit's ``run.json``."""
 REGRESSION_RUN = "regression"
 """The ``kind`` of a regression audit's ``run.json``."""
+MULTICLASS_RUN = "multiclass"
+"""The ``kind`` of a multi-class audit's ``run.json``."""
 COUNTERFACTUAL_SCORES_RUN = "counterfactual_scores"
 """The ``kind`` of a folder ``faircode flips`` wrote (two score files, no manifest)."""
 UNAVAILABLE = "unavailable"
@@ -135,6 +144,15 @@ strategies with the reason of those that do not apply."""
 REGRESSION_EXTRA_TABLES = ("regression_strata", "regression_replicates")
 """A regression run's tables when it has them: the mean gap within declared strata, and at
 K > 1 every training replicate's gaps."""
+MULTICLASS_TABLES = ("class_gaps", "class_tests", "strategies")
+"""The tables of a multi-class audit's run: every row set's class shares and gaps by group, its
+joint tests, and the grid's strategies (fitted, or ``n/a`` with the reason)."""
+MULTICLASS_EXTRA_TABLES = ("class_replicates",)
+"""A multi-class run's table at ``run.seeds`` > 1: every training replicate's joint tests."""
+RANKING_TABLES = ("ranking", "ranking_topk")
+"""The ranking view of a scored run (the grid's S0-S2 scores on the test rows, a deployed
+system's score; also in ``deployed/``): exposure and FA*IR per row set and attribute, and the
+top-k shares with their simultaneous band."""
 
 # ---------------------------------------------------------------------------- beside the audits
 SUMMARY = "summary.csv"
@@ -146,9 +164,14 @@ TEXT_TABLE = "text_table.md"
 REGRESSION_TABLE = "regression_table"
 """The regression audits' paper table (:func:`paper_table_files`: its ``.md``, every section,
 and its ``.tex``, the headline gaps in the outcomes' units)."""
+MULTICLASS_TABLE = "multiclass_table.md"
+"""The multi-class audits' joint tests and class gaps, as one markdown file."""
+RANKING_TABLE = "ranking_table.md"
+"""The scored audits' ranking views (exposure, FA*IR), as one markdown file."""
 ENCODING_SENSITIVITY = "encoding_sensitivity.csv"
 """``bench/encoding_sensitivity.py``'s table, read by the report where it exists."""
-REPORT_FILES = (SUMMARY, SUMMARY_FAMILIES, RESIDUAL_FLOOR, REPORT_PAGE, TEXT_TABLE)
+REPORT_FILES = (SUMMARY, SUMMARY_FAMILIES, RESIDUAL_FLOOR, REPORT_PAGE, TEXT_TABLE,
+                MULTICLASS_TABLE, RANKING_TABLE)
 """The report's own files beside the audit folders (and the paper tables, the figures)."""
 FIGURES = "figures"
 """The report's figures folder (written whole by the report)."""
@@ -191,7 +214,8 @@ def file_names() -> frozenset[str]:
     module but this one spells (``tests/test_layout.py``)."""
     tables = {*GRID_TABLES, *GRID_EXTRA_TABLES, *EFFECT_TABLES, *MATCHED_TABLES,
               *STABILITY_TABLES, *DEPLOYED_TABLES, *TEXT_TABLES, *FLIP_TABLES,
-              *REGRESSION_TABLES, *REGRESSION_EXTRA_TABLES}
+              *REGRESSION_TABLES, *REGRESSION_EXTRA_TABLES, *MULTICLASS_TABLES,
+              *MULTICLASS_EXTRA_TABLES, *RANKING_TABLES}
     return frozenset({RUN_RECORD, UNAVAILABLE_NOTE, *REPORT_FILES, ENCODING_SENSITIVITY,
                       FIGURES_RECORD, *(table_file(t) for t in tables)})
 

@@ -27,15 +27,16 @@ Design decisions
   metrics that existed when keys were named keep their former positions (0-7, so no number
   changed); any other leaves it None and takes :func:`faircode.core.seeds.name_stream` of its
   name (:attr:`MetricInfo.key`), so adding a metric anywhere in the table changes no other draw.
-* **Task kinds.**  ``kinds`` says which kinds of audit a metric is reported for
-  (:mod:`faircode.core.kinds` derives each kind's metrics from it, :func:`metrics_of`).  A
+* **Task kinds.**  ``kinds`` says which kinds of audit (or views of one) a metric is reported
+  for (:mod:`faircode.core.kinds` derives each kind's metrics from it, :func:`metrics_of`).  A
   binary decision's metric compares a group rate of confusion cells; a metric of another kind
-  (a regression's ``mean_difference``, ``ks_distance``, ...) has no cells: its value is computed
-  by its kind's statistics (:mod:`faircode.stats.continuous`), and it may have a scale a rate
-  has not -- ``distance`` (non-negative, no gap 0: a distance between two distributions) or
-  ``level`` (a level that is no gap, such as the worst group's error: an interval and its
-  twin's test, no parity verdict).  :data:`FAIRNESS_METRICS` and every binary table read the
-  binary metrics only.
+  (a regression's ``mean_difference``, ``ks_distance``, ...; a multi-class outcome's
+  ``class_share_gap``; a ranking's ``exposure_ratio``) has no cells: its value is computed by
+  its kind's statistics (:mod:`faircode.stats.continuous`, :mod:`faircode.stats.multiclass`,
+  :mod:`faircode.stats.ranking`), and it may have a scale a rate has not -- ``distance``
+  (non-negative, no gap 0: a distance between two distributions) or ``level`` (a level that is
+  no gap, such as the worst group's error: an interval and its twin's test, no parity verdict).
+  :data:`FAIRNESS_METRICS` and every binary table read the binary metrics only.
 * **Import-light** (the standard library and :mod:`faircode.core`): the configuration and the
   stages' fast paths read it without numpy.
 """
@@ -84,6 +85,10 @@ _CELL_SCALES: tuple[str, ...] = ("difference", "ratio", "magnitude")
 """The scales of a binary decision's metric (a group rate of cells, or a magnitude)."""
 REGRESSION = frozenset({"regression"})
 """The task kinds of a regression audit's metrics."""
+MULTICLASS = frozenset({"multiclass"})
+"""The task kinds of a multi-class outcome's metrics."""
+RANKING = frozenset({"ranking"})
+"""The ranking view of a scored audit (not a task kind of its own: any audit with a score)."""
 
 
 class Metric(StrEnum):
@@ -106,6 +111,9 @@ class Metric(StrEnum):
     MAE_GAP = "mae_gap"
     BOUNDED_GROUP_LOSS = "bounded_group_loss"
     RESIDUAL_GAP = "residual_gap"
+    CLASS_SHARE_GAP = "class_share_gap"
+    CLASS_MAX_GAP = "class_max_gap"
+    EXPOSURE_RATIO = "exposure_ratio"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,9 +147,10 @@ class MetricInfo:
             raise ValueError(f"{where}: scale: expected one of {', '.join(_SCALES)}, got "
                              f"{describe(self.scale)}")
         if not self.cells:  # another kind's metric: its statistics compute it, no cells
-            if self.numerator or self.denominator or self.components:
-                raise ValueError(f"{where}: expected no cells for a metric of "
-                                 f"{', '.join(sorted(self.kinds))}")
+            if self.numerator or self.denominator or (
+                    self.components and self.scale != "magnitude"):
+                raise ValueError(f"{where}: expected no cells (components only for a "
+                                 f"magnitude) for a metric of {', '.join(sorted(self.kinds))}")
             self._check_names()
             return
         if self.scale not in _CELL_SCALES:
@@ -221,6 +230,14 @@ METRIC_TABLE: tuple[MetricInfo, ...] = (
                same_null=_M.MAE_GAP, kinds=REGRESSION),
     MetricInfo(_M.RESIDUAL_GAP, "resid_gap", "mean residual gap", "difference",
                kinds=REGRESSION),
+    # a multi-class outcome's (faircode.stats.multiclass) and a ranking's
+    # (faircode.stats.ranking): no cells, every seed key from its name
+    MetricInfo(_M.CLASS_SHARE_GAP, "cls_gap", "class share gap", "difference",
+               ground_truth=False, kinds=MULTICLASS),
+    MetricInfo(_M.CLASS_MAX_GAP, "cls_max", "largest class share gap", "magnitude",
+               components=(_M.CLASS_SHARE_GAP,), ground_truth=False, kinds=MULTICLASS),
+    MetricInfo(_M.EXPOSURE_RATIO, "expo", "exposure ratio", "ratio", ground_truth=False,
+               kinds=RANKING),
 )
 """The fairness metrics in result order (:class:`MetricInfo`): the one table every module reads."""
 
@@ -228,12 +245,12 @@ _BY_NAME: dict[str, MetricInfo] = {m.name: m for m in METRIC_TABLE}
 
 
 def table_of(kind: str) -> tuple[MetricInfo, ...]:
-    """The records of the metrics of the task kind ``kind``, in result order."""
+    """The records of the metrics of the task kind (or view) ``kind``, in result order."""
     return tuple(m for m in METRIC_TABLE if kind in m.kinds)
 
 
 def metrics_of(kind: str) -> tuple[str, ...]:
-    """The names of the metrics of the task kind ``kind``, in result order."""
+    """The names of the metrics of the task kind (or view) ``kind``, in result order."""
     return tuple(m.name for m in table_of(kind))
 
 
@@ -294,8 +311,10 @@ def _check_table() -> None:
                 != m.numerator or _BY_NAME[m.same_value].scale != m.scale):
             raise ValueError(f"METRIC_TABLE: {m.name}: same_value: expected the same rate, "
                              "scale and null")
-        if any(_BY_NAME[c].scale != "difference" for c in m.components):
-            raise ValueError(f"METRIC_TABLE: {m.name}: components: expected differences")
+        if any(_BY_NAME[c].scale != "difference" or _BY_NAME[c].kinds != m.kinds
+               for c in m.components):
+            raise ValueError(f"METRIC_TABLE: {m.name}: components: expected differences of "
+                             "its kinds")
 
 
 _check_table()

@@ -26,6 +26,9 @@ Design decisions
 * **A tolerance curve** (S5) adds the frontier and the matched-violation comparisons
   (:mod:`faircode.evaluate.frontier`, :mod:`faircode.evaluate.matched`) of replicate 0's cells,
   under the constraint the fit recorded.
+* **The ranking view** (:mod:`faircode.evaluate.ranking`) of replicate 0's scored cells and
+  the deployed system's score, on the test rows (and the system's on every row, in
+  ``deployed/``).
 * **One number per cell** (:mod:`faircode.evaluate.claims`): the tables get their verdicts here,
   and with replicates the K-replicate estimates of :mod:`faircode.evaluate.combine` (replicate 0's
   own numbers as ``rep0_*``), so every view that reads them shows the same number.
@@ -55,6 +58,7 @@ from faircode.evaluate.curves import audit_curves, replicate_curves
 from faircode.evaluate.deployed import score_system_all_rows, score_system_test_rows
 from faircode.evaluate.frontier import frontier_table
 from faircode.evaluate.matched import matched_table
+from faircode.evaluate.ranking import ranked_cells, ranking_tables
 from faircode.evaluate.score import CellResult, score_cell, scoring_seconds
 from faircode.evaluate.tables import AuditResults, assemble
 from faircode.grid.predictions import AuditPredictions, CellPredictions
@@ -102,6 +106,13 @@ def evaluate_audit(
                          rule=rule, alpha=stats.alpha)
     assembled.deployed = score_system_all_rows(data, stats=stats, degenerate=degenerate,
                                                verdicts=verdicts)
+    ranked_at = time.perf_counter()
+    ranked = ranking_tables(data, ranked_cells([*results, *([system] if system else [])]),
+                            rows=data.test_index, row_set="test", stats=stats,
+                            verdicts=verdicts)
+    if ranked is not None:
+        assembled.ranking, assembled.ranking_topk = ranked
+    ranking_seconds = time.perf_counter() - ranked_at
     if curves is not None:  # the operating-point curves (curves.csv) of replicate 0's cells
         assembled.curves = audit_curves(data, results, thresholds=curves.thresholds,
                                         confidence=stats.confidence,
@@ -116,7 +127,8 @@ def evaluate_audit(
     single = replicates.seeds == 1 and predictions.seeds == 1
     zero = effects.score_effects(data, results, seed=data.manifest.random_state, stats=stats)
     seconds: dict[str, float] = {
-        "statistics": sum(r.seconds.statistics for r in results), "effects": zero.seconds}
+        "statistics": sum(r.seconds.statistics for r in results), "effects": zero.seconds,
+        "ranking": ranking_seconds}
     extra = None
     if not single:
         # training replicates (run.seeds > 1): stability.csv, stability_replicates.csv,

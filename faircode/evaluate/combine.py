@@ -43,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from faircode.core.config import VerdictsConfig
-from faircode.core.metrics import METRIC_TABLE, metric_info, no_gap
+from faircode.core.metrics import metric_info, no_gap, table_of
 from faircode.stats.operating import DEGENERATE_NOTE
 from faircode.stats.replicates import Combined, replicate_evidence, required_informative
 from faircode.stats.verdicts import (
@@ -94,7 +94,7 @@ METHODS = {"difference": "random_effects_t", "log_ratio": "random_effects_t_log"
            "max_abs": "random_effects_t_max_abs"}
 """``ci_method`` of a K-replicate interval, by the metric's test scale."""
 UNDEFINED = ("insufficient_data", "undefined_advantaged_rate_zero", "not_run")
-_COMPONENTS = tuple(dict.fromkeys(c.value for m in METRIC_TABLE for c in m.components))
+_COMPONENTS = tuple(dict.fromkeys(c.value for m in table_of("binary") for c in m.components))
 """The names a magnitude's note may carry (its larger component): replaced by the combined one."""
 
 

@@ -15,6 +15,8 @@ intersectional table, the per-group table and calibration by group -- and nothin
 * :func:`score_given`: another model's decisions (a predictions file joined on a key, or arrays
   in a notebook: :func:`faircode.pipeline.run.audit_decisions`), scored exactly like the
   deployed system on every row, so both give the same tables on the same decisions.
+* A system with a score also gets the ranking view of it (:func:`ranked`,
+  :mod:`faircode.evaluate.ranking`).
 
 Design decisions
 ----------------
@@ -39,12 +41,13 @@ from faircode.core.cells import STRATEGY_TABLE
 from faircode.core.config import DegenerateConfig, StatsConfig, VerdictsConfig
 from faircode.core.seeds import NAMED
 from faircode.evaluate.claims import gap_claims_table
+from faircode.evaluate.ranking import ranked_cells, ranking_tables
 from faircode.evaluate.score import CellResult, Decided, grid_row_sets, score_decided
 from faircode.evaluate.tables import AuditResults, assemble
 from faircode.stats.metrics import orient
 
-__all__ = ["DEPLOYED", "SYSTEM_KEY", "all_rows", "claimed", "score_given", "score_outputs",
-           "score_system_all_rows", "score_system_test_rows"]
+__all__ = ["DEPLOYED", "SYSTEM_KEY", "all_rows", "claimed", "ranked", "score_given",
+           "score_outputs", "score_system_all_rows", "score_system_test_rows"]
 
 DEPLOYED = "deployed"
 """The strategy name of a deployed system's (or an external model's) row set."""
@@ -103,8 +106,21 @@ def score_system_all_rows(data: PreparedAudit, *, stats: StatsConfig,
         return None
     result = score_outputs(all_rows(data), data.system, stats=stats, degenerate=degenerate,
                            row_set="all")
-    return claimed(assemble(data.manifest.name, [result], rule=None, alpha=stats.alpha),
-                    stats=stats, verdicts=verdicts)
+    tables = claimed(assemble(data.manifest.name, [result], rule=None, alpha=stats.alpha),
+                     stats=stats, verdicts=verdicts)
+    return ranked(tables, data, result, rows=np.arange(len(data.y)), row_set="all",
+                  stats=stats, verdicts=verdicts)
+
+
+def ranked(tables: AuditResults, data: PreparedAudit, result: CellResult, *, rows: np.ndarray,
+           row_set: str, stats: StatsConfig, verdicts: VerdictsConfig | None) -> AuditResults:
+    """``tables`` with the ranking view of ``result``'s score on ``rows``
+    (:mod:`faircode.evaluate.ranking`; none without a score)."""
+    found = ranking_tables(data, ranked_cells([result]), rows=rows, row_set=row_set,
+                           stats=stats, verdicts=verdicts or VerdictsConfig())
+    if found is not None:
+        tables.ranking, tables.ranking_topk = found
+    return tables
 
 
 def claimed(tables: AuditResults, *, stats: StatsConfig,
@@ -155,5 +171,7 @@ def score_given(
                             cast(ScoreScale, scale) if score is not None else None, rule)
     view = dataclasses.replace(all_rows(data), test_index=np.asarray(positions, dtype=np.int64))
     result = score_outputs(view, outputs, stats=stats, degenerate=degenerate, row_set=row_set)
-    return claimed(assemble(data.manifest.name, [result], rule=None, alpha=stats.alpha),
-                    stats=stats, verdicts=verdicts)
+    tables = claimed(assemble(data.manifest.name, [result], rule=None, alpha=stats.alpha),
+                     stats=stats, verdicts=verdicts)
+    return ranked(tables, data, result, rows=np.asarray(positions, dtype=np.int64),
+                  row_set=row_set, stats=stats, verdicts=verdicts)

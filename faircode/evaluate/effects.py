@@ -61,7 +61,7 @@ from faircode.audit.prepared import PreparedAudit
 from faircode.core.cells import COMPARISONS, ModelFamily, strategy_info
 from faircode.core.config import StatsConfig
 from faircode.core.errors import DataError
-from faircode.core.metrics import METRIC_TABLE
+from faircode.core.metrics import table_of
 from faircode.core.seeds import Stream, child_seed
 from faircode.evaluate.score import CellResult
 from faircode.stats.operating import DEGENERATE_NOTE
@@ -92,7 +92,7 @@ __all__ = [
 NOT_RUN_NOTE = "not_run"
 """The note of a comparison one of whose cells was skipped by the fit step."""
 
-SAME_TEST: dict[str, str] = {m.name: m.same_value.value for m in METRIC_TABLE
+SAME_TEST: dict[str, str] = {m.name: m.same_value.value for m in table_of("binary")
                              if m.same_value is not None}
 """An effect whose test is another's (same Δ, same draws): counted once, through its twin."""
 

@@ -6,7 +6,8 @@ audit without data: its note and any views of its own; an audit whose results ar
 the same inputs: kept) and otherwise returns the :class:`~faircode.evaluate.job.Job`; its
 ``run`` evaluates the job and writes its results folder (its tables, statistics and
 ``run.json``), in this process or a worker.  :data:`EVALUATORS` names each kind's
-(:mod:`faircode.evaluate.binary_kind`, :mod:`faircode.evaluate.text_kind`).
+(:mod:`faircode.evaluate.binary_kind`, :mod:`faircode.evaluate.text_kind`,
+:mod:`faircode.evaluate.multiclass_kind`).
 
 Design decisions
 ----------------
@@ -29,6 +30,7 @@ EVALUATORS: dict[str, str] = {
     "binary": "faircode.evaluate.binary_kind:EVALUATOR",
     "text": "faircode.evaluate.text_kind:EVALUATOR",
     "regression": "faircode.evaluate.regression_kind:EVALUATOR",
+    "multiclass": "faircode.evaluate.multiclass_kind:EVALUATOR",
 }
 """Task kind -> ``"<module>:<attribute>"`` of its :class:`~faircode.evaluate.job.Evaluator`
 (:func:`faircode.core.kinds.registered`)."""

@@ -10,7 +10,10 @@ an audit -- counted in bounded memory, scored once, the tables of the in-memory 
 * :func:`audit_predictions` -- a predictions file joined on a key to an audit loaded in memory
   (:class:`~faircode.audit.predictions_file.PredictionsReader`): each chunk's keys are looked up
   in the audit's row index and its groups, labels and units read at those positions.  It gives
-  the tables of :func:`faircode.evaluate.deployed.score_given` on the same file.
+  the tables of :func:`faircode.evaluate.deployed.score_given` on the same file, and with a
+  score or a rank column the ranking view (:mod:`faircode.evaluate.ranking`; its ordering needs
+  every audited row, so it keeps one number and one decision per audited row, not per row of
+  the file).
 * ``shards``/``client``: the same counting as a Dask reduction over the log's Parquet shards
   (:func:`faircode.grid.dask_reduce.dask_tally`); the results do not depend on the workers.
 
@@ -43,6 +46,7 @@ from faircode.core.config import DegenerateConfig, StatsConfig, VerdictsConfig
 from faircode.core.errors import ConfigError
 from faircode.evaluate.counted import score_counts
 from faircode.evaluate.deployed import DEPLOYED, SYSTEM_KEY, claimed
+from faircode.evaluate.ranking import RankedRows, ranking_tables
 from faircode.evaluate.score import Rows, cell_result
 from faircode.evaluate.stratified import strata_rows
 from faircode.evaluate.tables import AuditResults, assemble
@@ -262,11 +266,13 @@ def audit_predictions(
     if audited is not None:
         keep = np.zeros(len(data.y), dtype=bool)
         keep[audited] = True
+    ranks = _RankOrder(data, reader)
 
     def chunks() -> Iterator[_Joined]:
         for part in reader.chunks():
             covered[part.positions] = True
             decision, score, positions = part.decision, part.score, part.positions
+            rank = part.rank
             if decision is None:
                 assert score is not None
                 decision = (score > threshold).astype(np.int8)
@@ -274,12 +280,53 @@ def audit_predictions(
                 inside = keep[positions]
                 positions, decision = positions[inside], decision[inside]
                 score = None if score is None else score[inside]
+                rank = None if rank is None else rank[inside]
+            ranks.add(positions, decision, score, rank)
             yield _Joined(data, positions, decision, score)
 
     attributes = tuple(a.name for a in data.manifest.protected_attributes)
+    row_set = "all" if audited is None else "test"
     with counted_stream(attributes, chunks, units=data.unit is not None, scale=reader.scale,
                         budget=budget) as tally:
         results = score_given_tally(tally, data.manifest, name=name, rule=rule, stats=stats,
-                                    degenerate=degenerate, verdicts=verdicts,
-                                    row_set="all" if audited is None else "test")
+                                    degenerate=degenerate, verdicts=verdicts, row_set=row_set)
+    found = ranks.tables(name=name, row_set=row_set, stats=stats, verdicts=verdicts)
+    if found is not None:
+        results.ranking, results.ranking_topk = found
     return StreamedPredictions(results, covered)
+
+
+class _RankOrder:
+    """The audited rows' ranking key and favourable decisions, gathered from the chunks for the
+    ranking view (:mod:`faircode.evaluate.ranking`): a ``--rank`` column (1 = the top,
+    favourable end first) or a score; none without either."""
+
+    def __init__(self, data: AuditData, reader: PredictionsReader) -> None:
+        self.data, self.used = data, reader.rank is not None or reader.score is not None
+        n = len(data.y) if self.used else 0
+        self.key, self.favourable = np.zeros(n), np.zeros(n, dtype=np.int8)
+        self.seen = np.zeros(n, dtype=bool)
+
+    def add(self, positions: np.ndarray, decision: np.ndarray, score: np.ndarray | None,
+            rank: np.ndarray | None) -> None:
+        """One chunk's audited rows (positions, 0/1 decisions, scores, ranks)."""
+        if not self.used:
+            return
+        favourable = self.data.manifest.target.favourable == 1
+        if rank is not None:  # a score of label 1, so the view's favourable end is rank 1
+            self.key[positions] = -rank if favourable else rank
+        else:
+            assert score is not None
+            self.key[positions] = score
+        self.favourable[positions] = decision if favourable else 1 - decision
+        self.seen[positions] = True
+
+    def tables(self, *, name: str, row_set: str, stats: StatsConfig,
+               verdicts: VerdictsConfig | None) -> Any:
+        """The ranking view of the gathered rows (None without a rank or a score)."""
+        if not self.used or not self.seen.any():
+            return None
+        rows = np.flatnonzero(self.seen)
+        ranked = RankedRows(DEPLOYED, name, self.key[rows], self.favourable[rows])
+        return ranking_tables(self.data, [ranked], rows=rows, row_set=row_set, stats=stats,
+                              verdicts=verdicts or VerdictsConfig())

@@ -71,6 +71,11 @@ class AuditResults:
     None without a tolerance curve."""
     matched: pd.DataFrame | None = None
     """The matched-violation comparisons (:mod:`faircode.evaluate.matched`); None likewise."""
+    ranking: pd.DataFrame | None = None
+    """The ranking view's exposure and FA*IR table (:mod:`faircode.evaluate.ranking`); None
+    without a scored row set."""
+    ranking_topk: pd.DataFrame | None = None
+    """The ranking view's top-k shares with their simultaneous band; None likewise."""
 
 
 PERFORMANCE_COLUMNS = ("audit", "strategy", "model", "protected_attribute", "metric",

@@ -45,6 +45,7 @@ from faircode.core.layout import (
     DEPLOYED_TABLES,
     GRID_RUN,
     GRID_TABLES,
+    RANKING_TABLES,
     RUN_RECORD,
     UNAVAILABLE_NOTE,
     run_kind,
@@ -192,6 +193,10 @@ def write_audit(
             (staging / DEPLOYED_FOLDER).mkdir()
             _write_tables(results.deployed, staging / DEPLOYED_FOLDER,
                           (*DEPLOYED_TABLES, *strata))
+            for table in RANKING_TABLES:  # the ranking view of its score, when it has one
+                frame = getattr(results.deployed, table)
+                if frame is not None:
+                    frame.to_csv(table_path(staging / DEPLOYED_FOLDER, table), index=False)
         for table, attribute in _OPTIONAL:  # written when the run has them
             frame = getattr(results, attribute)
             if frame is not None:
@@ -258,11 +263,13 @@ def write_audit(
 _OPTIONAL = (("stability", "stability"), ("stability_replicates", "replicates"),
              ("effects", "effects"), ("effects_stability", "effects_stability"),
              ("effects_replicates", "effect_replicates"), ("curves", "curves"),
-             ("frontier", "frontier"), ("matched", "matched"))
+             ("frontier", "frontier"), ("matched", "matched"),
+             *((table, table) for table in RANKING_TABLES))
 """``(table, attribute of AuditResults)`` of the tables a run writes when it has them:
 training replicates (``run.seeds`` > 1), the paired effects (:mod:`faircode.evaluate.effects`),
 the operating-point curves (``curves.*`` params), a tolerance curve's frontier and matched
-comparisons (:mod:`faircode.evaluate.matched`); in this order."""
+comparisons (:mod:`faircode.evaluate.matched`), the ranking view of its scores
+(:mod:`faircode.evaluate.ranking`); in this order."""
 
 
 def _write_tables(results: AuditResults, folder: Path, names: tuple[str, ...]) -> None:

@@ -16,7 +16,11 @@ its counts: :mod:`faircode.evaluate.streamed`, memory bounded whatever the file'
   read in chunks and joined on a key (:class:`faircode.audit.predictions_file.PredictionsReader`:
   never on row order; a missing, duplicated or unknown key, a non-binary decision or a score
   outside its scale is one line naming the file, the column and an example value, exit 2,
-  nothing written), so the numbers sit beside S0-S4's on the same people.
+  nothing written), so the numbers sit beside S0-S4's on the same people.  A score (or a
+  ``--rank`` column, 1 = the top, beside the decisions) also gives the ranking view
+  (:mod:`faircode.evaluate.ranking`).  Of a multi-class audit (``task: multiclass``) the
+  decision column holds a predicted class per row, audited beside the recorded classes into a
+  multi-class run's tables (:mod:`faircode.pipeline.multiclass_command`).
 
 Each writes ``<out>/<name>/`` -- the tables and a ``run.json`` naming the file and its sha256 --
 so ``faircode report --results <out>`` renders it and ``faircode track --results <out>`` logs it
@@ -51,28 +55,21 @@ import argparse
 import dataclasses
 import os
 import re
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from faircode.core.config import MAX_CHUNK_ROWS, MAX_DRAWS
-from faircode.core.errors import ConfigError, DataError, describe
+from faircode.core.errors import ConfigError, describe
 from faircode.pipeline._args import EXIT_OK, HELP, STATS_FLAGS, mirrors, obtain, with_flags
+from faircode.pipeline.audit_rows import ROW_SETS, audited_rows, warn_training_rows
 
 if TYPE_CHECKING:
-    from faircode.audit.data import AuditData
     from faircode.audit.manifest import Manifest
-    from faircode.audit.predictions_file import PredictionsReader
     from faircode.audit.table_file import TableFile
     from faircode.core.config import BenchmarkConfig
     from faircode.evaluate.tables import AuditResults
 
-__all__ = ["ROW_SETS", "add_audit", "audited_rows"]
-
-ROW_SETS = ("held-out", "all")
-"""``--rows``: the audit's held-out test rows (default), or every row of the audit."""
+__all__ = ["add_audit"]
 
 _FILE_OPTIONS = (("group", "--group"), ("label", "--label"), ("unit", "--unit"),
                  ("stratum", "--stratum"))
@@ -87,36 +84,13 @@ def _identity(manifest: Manifest, table: TableFile, args: argparse.Namespace
 
     key = args.key
     if key is None:
-        outputs = [c for c in (args.decision, args.score) if c is not None]
+        outputs = [c for c in (args.decision, args.score, args.rank) if c is not None]
         key, why = find_key(manifest, table, outputs=outputs)
         print(f"{manifest.name}: key column {key!r}: {why} (--key names another)")
     declared = manifest.dataset.row_id
     if declared is None:
         return key, key
     return declared.column, key
-
-
-def audited_rows(data: AuditData, found: PredictionsReader, covered: np.ndarray, *, rows: str,
-                 allow_partial: bool) -> tuple[int, int, int]:
-    """(how many rows are audited, how many of the file's rows are training rows, how many
-    audited rows the file misses) from ``covered`` (per audit row: the file has it); raises
-    :class:`DataError` for a missing held-out row."""
-    n_train = int(covered[data.train_index].sum())
-    if rows == "all":
-        return int(covered.sum()), n_train, found.n_missing
-    held = covered[data.test_index]
-    if not allow_partial and not held.all():
-        assert data.keys is not None
-        first = data.keys.kept[int(data.test_index[~held][0])]
-        own = (f"; the file covers {int(held.sum()):,} held-out and {n_train:,} of the "
-               f"{data.train_index.size:,} training rows alike: made on another split than "
-               f"{data.manifest.name}'s? --rows all --allow-partial audits its "
-               f"{int(covered.sum()):,} rows" if n_train else
-               "; --allow-partial audits the covered ones")
-        raise DataError(f"{found.path}: column {found.key!r} (key): expected a row for each of "
-                        f"the audit's {data.test_index.size:,} held-out rows, got none for "
-                        f"{int((~held).sum()):,} of them, first {describe(first)}{own}")
-    return int(held.sum()), n_train, int((~held).sum())
 
 
 def _config(args: argparse.Namespace) -> BenchmarkConfig:
@@ -138,14 +112,19 @@ def _cmd_audit(args: argparse.Namespace) -> int:
     check_name(args.name, where="faircode audit: --name")  # a row label, a run name
     config = _config(args)
     given = Path(args.audit)
-    if table_suffix(given) in (*CSV_SUFFIXES, *PARQUET_SUFFIXES):
+    own = table_suffix(given) in (*CSV_SUFFIXES, *PARQUET_SUFFIXES)
+    log = given.suffix in (".yaml", ".yml") and is_log_declaration(given)
+    if args.rank is not None and (own or log):
+        raise ConfigError(f"faircode audit {args.audit}: --rank: expected a benchmark audit "
+                          "with --predictions FILE, got a decisions file or a log declaration")
+    if own:
         return _audit_file(args, given, config)
     for dest, flag in _FILE_OPTIONS:
         if getattr(args, dest):
             raise ConfigError(f"faircode audit {args.audit}: {flag}: expected a decisions file "
                               "(.csv, .parquet) as AUDIT, got an audit (its manifest names its "
                               "groups and label)")
-    if given.suffix in (".yaml", ".yml") and is_log_declaration(given):
+    if log:
         from faircode.audit.log_declaration import load_log
 
         return _audit_log(args, load_log(given), config)
@@ -173,6 +152,12 @@ def _audit_predictions(args: argparse.Namespace, given: Path, config: BenchmarkC
                           "audit's manifest (a log declaration or a decisions file needs none), "
                           "got nothing")
     manifest = load_manifest(path)
+    classes = [str(c) for c in manifest.target.values or ()] \
+        if manifest.target.method == "classes" else None
+    if classes is not None and (args.score is not None or args.rank is not None):
+        raise ConfigError(f"faircode audit {args.audit}: --score/--rank: expected a predicted "
+                          f"class per row (--decision) for a multi-class audit, got a "
+                          f"{'score' if args.score is not None else 'rank'} column")
     check_replaceable(Path(args.out) / manifest.name, audit=manifest.name, kind=PREDICTIONS)
     obtain(manifest, mirrors())
     raw_key, file_key = _identity(manifest, open_table(Path(args.predictions)), args)
@@ -182,8 +167,13 @@ def _audit_predictions(args: argparse.Namespace, given: Path, config: BenchmarkC
     found = PredictionsReader(Path(args.predictions), key=file_key, rows=keys,
                               decision=args.decision, score=args.score, scale=args.scale,
                               allow_partial=args.allow_partial or args.rows == "held-out",
-                              chunk_rows=args.chunk_rows or JOIN_ROWS)
+                              chunk_rows=args.chunk_rows or JOIN_ROWS, rank=args.rank,
+                              classes=classes)
     held_out = args.rows == "held-out"
+    if classes is not None:
+        from faircode.pipeline.multiclass_command import audit_classes
+
+        return audit_classes(args, data, found, config, held_out=held_out)
     streamed = audit_predictions(data, found, name=args.name,
                                  threshold=config.models.decision_threshold, stats=config.stats,
                                  degenerate=config.degenerate, verdicts=config.verdicts,
@@ -192,11 +182,12 @@ def _audit_predictions(args: argparse.Namespace, given: Path, config: BenchmarkC
                                                allow_partial=args.allow_partial)
     follows = bool(streamed.covered[data.test_index].all())
     if follows:
-        _warn(found, data, rows=args.rows, n_train=n_train, audited=audited)
+        warn_training_rows(found, data, rows=args.rows, n_train=n_train, audited=audited)
     record: dict[str, Any] = {"predictions": {
         "path": str(found.path), "sha256": found.sha256, "key": found.key,
         "row_id": data.keys.column if raw_key is not None else "position",
         "decision": found.decision, "score": found.score, "scale": found.scale,
+        **({"rank": found.rank} if found.rank is not None else {}),
         "rows_audited": args.rows.replace("-", "_"), "rows": audited,
         "training_rows_in_file": n_train, "follows_split": follows,
         "outside_audit": found.n_outside, "missing": n_missing}}
@@ -223,23 +214,6 @@ def _is_regression(path: Path) -> bool:
     from faircode.core.kinds import REGRESSION
 
     return path.is_file() and manifest_task_kind(path) is REGRESSION
-
-
-def _warn(found: PredictionsReader, data: AuditData, *, rows: str, n_train: int,
-          audited: int) -> None:
-    """The warning about the file's training rows (stderr), when it has any."""
-    if not n_train:
-        return
-    audit = data.manifest.name
-    if rows == "held-out":
-        print(f"warning: {found.path}: {n_train:,} of its rows are rows {audit} trains on: not "
-              f"audited; its {audited:,} held-out rows are (--rows all audits every row)",
-              file=sys.stderr)
-    else:
-        print(f"warning: {found.path}: auditing every row, {n_train:,} of them rows {audit} "
-              "trains on: if your model was fitted on them, it reads better there than on new "
-              f"people (--rows held-out audits the {data.test_index.size:,} others only)",
-              file=sys.stderr)
 
 
 def _audit_file(args: argparse.Namespace, file: Path, config: BenchmarkConfig) -> int:
@@ -392,12 +366,15 @@ def add_audit(subparsers: argparse._SubParsersAction, common: argparse.ArgumentP
                            "file's training rows are not audited); all: every covered row")
     rows.add_argument("--prediction", help="a regression audit's: column of predicted numbers "
                                            "(the outcome on its analysed scale)")
+    rows.add_argument("--rank", help="column of ranks (1 = the top, the favourable end) for the "
+                                     "ranking view, beside --decision")
     rows.add_argument("--allow-partial", action="store_true",
                       help="audit only the rows the file covers (default: every audited row "
                            "must be there)")
     parser.add_argument("--decision", metavar="COL[=V,...]",
                         help="column of 0/1 decisions (1 = label 1 predicted); for a FILE also "
-                             "COL=V[,V...] or COL>=X")
+                             "COL=V[,V...] or COL>=X; of a multi-class audit, the predicted "
+                             "class")
     parser.add_argument("--score", help="column of scores (higher = label 1 more likely)")
     parser.add_argument("--scale", choices=("probability", "ordinal"),
                         help="the score's scale (required with --score)")

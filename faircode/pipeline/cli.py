@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover - the subcommands import what they use
     from faircode.audit.data import AuditData
     from faircode.audit.manifest import Manifest
     from faircode.core.config import BenchmarkConfig
+    from faircode.core.kinds import TaskKind
 
 __all__ = ["SUBCOMMANDS", "main", "resolve_manifests"]
 
@@ -169,12 +170,23 @@ def summary_lines(data: AuditData) -> list[str]:
     m, y = data.manifest, data.y
     lines = [f"{m.name}: {m.title}  (sha256 {data.sha256[:12]}...)"]
     lines += [f"  {step:<66} {n:>9,} rows" for step, n in data.steps]
-    lines.append(f"  label rate (label 1 = {m.target.label_text(data.target_cut)}): {y.mean():.4f}")
+    classes = [str(c) for c in m.target.values or ()] if m.target.method == "classes" else []
+    if classes:  # a multi-class outcome: each class's rows, overall and by group
+        lines.append(f"  classes of {m.target.column}: " + ", ".join(
+            f"{c} {int((y == i).sum()):,}" for i, c in enumerate(classes)))
+    else:
+        lines.append(f"  label rate (label 1 = {m.target.label_text(data.target_cut)}): "
+                     f"{y.mean():.4f}")
     for attribute in m.protected_attributes:
         dis = data.disadvantaged[attribute.name]
         for group, mask in (("disadvantaged", dis), ("advantaged", ~dis)):
-            rate = float(y[mask].mean()) if mask.any() else float("nan")
             size = int(mask.sum())
+            if classes:
+                shown = " / ".join(str(int((y[mask] == i).sum())) for i in range(len(classes)))
+                lines.append(f"  {attribute.name:<16} {group:<14} {size:>9,} rows  classes "
+                             f"{shown}")
+                continue
+            rate = float(y[mask].mean()) if mask.any() else float("nan")
             lines.append(
                 f"  {attribute.name:<16} {group:<14} {size:>9,} rows  label rate {rate:.4f}"
             )
@@ -219,8 +231,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         data = load_audit(manifest)
         first = manifest.protected_attributes[0]  # S4's sensitive feature
         train = data.train_index
-        fit = calibration_warning(data.y[train], data.disadvantaged[first.name][train],
-                                  attribute=f"protected_attributes[0] ({first.name})")
+        fit = "" if manifest.task != "binary" else calibration_warning(
+            data.y[train], data.disadvantaged[first.name][train],
+            attribute=f"protected_attributes[0] ({first.name})")
         for warning in (*data.warnings, *([f"{manifest.file}: {fit}"] if fit else [])):
             print(f"warning: {warning}", file=sys.stderr)  # data a user may mean, but should see
         print("\n".join(summary_lines(data)))
@@ -260,8 +273,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from faircode.core.config import ExecutionConfig, Params, load_params
+    from faircode.core.kinds import REGRESSION
     from faircode.pipeline.progress import RunDisplay, audit_summary, summary_table
-    from faircode.pipeline.run import degenerate_cells, prepare_audits, run_audits
+    from faircode.pipeline.run import degenerate_cells, prepare_audits, run_audits, split_by_kind
     from faircode.provenance.state import provenance
 
     started = time.perf_counter()
@@ -297,18 +311,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
             print(f"skipped: {message}")
 
     paths = resolve_manifests(Path(args.audits), args.audit or list(params.every_audit))
-    grid, other = _split_by_grid(paths, on_error=report)
-    regression = _regression_paths(other, folders, on_error=report, on_skipped=skipped)
-    text = [p for p in other if not _is_regression(p)]
+    grid, alone = split_by_kind(paths, on_error=report)
+    regression = _regression_paths([p for p, kind in alone if kind is REGRESSION], folders,
+                                   on_error=report, on_skipped=skipped)
     prepared = prepare_audits(grid, on_error=report, on_skipped=skipped,
                               obtain=lambda m: obtain(m, folders))
     with RunDisplay(Console(stderr=True), quiet=args.quiet) as display:
         runs = run_audits(prepared, config=config, execution=execution, out=Path(args.out),
                           provenance_record=provenance(), on_error=report,
                           on_start=display.start, on_cell_done=display.done)
-    for path in text:  # a text audit: its own steps, no grid (faircode.pipeline.text_run)
-        _run_text(path, config=config, out=Path(args.out), folders=folders, report=report,
-                  skipped=skipped)
+    for path, kind in alone:  # a kind without the grid: its own steps, in one process
+        if kind is REGRESSION:  # its own fit, after the grid (run_regression_audits)
+            continue
+        _run_alone(path, kind, config=config, out=Path(args.out), folders=folders,
+                   report=report, skipped=skipped)
     for run in runs:
         print(f"{run.data.manifest.name}: wrote {run.folder}")
     if runs:
@@ -328,70 +344,55 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return EXIT_USAGE if bad_input else EXIT_FAILED if failed or unavailable else EXIT_OK
 
 
-def _is_regression(path: Path) -> bool:
-    from faircode.audit.kinds import manifest_task_kind
-    from faircode.core.kinds import REGRESSION
-
-    return manifest_task_kind(path) is REGRESSION
-
-
 def _regression_paths(paths: Sequence[Path], folders: tuple[Path, ...], *,
                       on_error: Callable[[str, BaseException], None],
                       on_skipped: Callable[[str], None]) -> list[Path]:
-    """The manifests of ``paths`` that are regression audits (their own fit and tables:
-    :mod:`faircode.pipeline.regression_command`), their raw files obtained; one without data
-    is ``on_skipped``, a bad one ``on_error``, and neither runs."""
+    """The regression audits of ``paths`` (their own fit and tables:
+    :mod:`faircode.pipeline.regression_command`) whose raw files could be obtained; one
+    without data is ``on_skipped``, a bad one ``on_error``, and neither runs."""
     from faircode.audit.regression_manifest import load_regression_manifest
 
     found = []
     for path in paths:
-        if not _is_regression(path):
-            continue
-        found.append(path)
         try:
             obtain(load_regression_manifest(path), folders)
         except DataUnavailableError as exc:
             on_skipped(str(exc))
-            found.pop()
         except FaircodeError as exc:
             on_error(path.parent.name, exc)
-            found.pop()
+        else:
+            found.append(path)
     return found
 
 
-def _split_by_grid(paths: Sequence[Path], *, on_error: Callable[[str, BaseException], None]
-                   ) -> tuple[list[Path], list[Path]]:
-    """The manifests of grid kinds, and the others (text audits), by their task kind."""
-    from faircode.audit.kinds import manifest_task_kind
-
-    grid: list[Path] = []
-    other: list[Path] = []
-    for path in paths:
-        try:
-            (grid if manifest_task_kind(path).grid else other).append(path)
-        except FaircodeError as exc:
-            on_error(path.parent.name, exc)
-    return grid, other
-
-
-def _run_text(path: Path, *, config: BenchmarkConfig, out: Path, folders: tuple[Path, ...],
-              report: Callable[[str, BaseException], None],
-              skipped: Callable[[str], None]) -> None:
-    """Run one text audit (:func:`faircode.pipeline.text_run.run_text_audit`), reporting its
-    failure or missing data as a grid audit's."""
+def _run_alone(path: Path, kind: TaskKind, *, config: BenchmarkConfig, out: Path,
+               folders: tuple[Path, ...], report: Callable[[str, BaseException], None],
+               skipped: Callable[[str], None]) -> None:
+    """Run one audit of a kind without the grid -- a text audit
+    (:func:`faircode.pipeline.text_run.run_text_audit`), a multi-class one from its raw file
+    (:func:`faircode.pipeline.run.run_alone`) -- reporting its failure or missing data as a
+    grid audit's."""
+    from faircode.core.kinds import TEXT
+    from faircode.pipeline.run import run_alone, run_lines
     from faircode.pipeline.text_run import run_text_audit
     from faircode.provenance.state import provenance
 
     try:
-        folder = run_text_audit(path, config=config, out=out,
-                                obtain=lambda m: obtain(m, folders),
-                                provenance_record=provenance(), say=print)
+        if kind is TEXT:
+            folder = run_text_audit(path, config=config, out=out,
+                                    obtain=lambda m: obtain(m, folders),
+                                    provenance_record=provenance(), say=print)
+        else:
+            folder = run_alone(path, kind, config=config, out=out,
+                               obtain=lambda m: obtain(m, folders))
     except DataUnavailableError as exc:
         skipped(str(exc))
     except Exception as exc:  # one audit's failure must not lose the others
         report(path.parent.name, exc)
     else:
         print(f"{path.parent.name}: wrote {folder}")
+        if kind is not TEXT:
+            print("\n".join(run_lines(folder, kind)))
 
 
 def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:

@@ -1,13 +1,14 @@
 """The pipeline files, ``dvc.yaml`` and ``upstream/dvc.yaml``, written from ``params.yaml``.
 
-``params.yaml`` lists the audits the pipeline runs: ``audits`` (the grid's) and ``text_audits``.
+``params.yaml`` lists the audits the pipeline runs: ``audits`` (the grid's), ``text_audits``,
+``regression_audits`` and ``multiclass_audits``.
 DVC expands a list into one stage per item (``foreach``), never into one stage's ``deps``
 (treeverse/dvc#8171), and evaluate is one stage over every audit (DVC rewrites the whole
 ``dvc.lock`` after each stage it runs: a sweep value pays that once, not once per audit), so
 evaluate, report, track and the threshold-curve plots name each audit: ``faircode pipeline``
 (:mod:`faircode.pipeline.pipeline_command`) writes both files from the lists (:func:`render`),
 and check-params, the first stage of every repro, refuses files written for another list with
-one line naming that command (:func:`check_written_for`).
+one line naming that command (:func:`faircode.pipeline.dvc_check.check_written_for`).
 
 Design decisions
 ----------------
@@ -18,7 +19,9 @@ Design decisions
   names (``fetch@<audit>``), commands, deps, params and outs are those ``foreach: ${audits}``
   gave, so a state's ``dvc.lock`` stays valid.
 * **An empty list has no stages**: a text audit alone has no grid stage, strategy plot,
-  threshold curve or paired-effects table; grid audits alone have no text stage.
+  threshold curve or paired-effects table; grid audits alone have no text stage.  A regression
+  audit has two data stages (``regression-fetch``, ``regression-fit``); a multi-class audit one
+  (``multiclass-fetch``): its grid is fitted in evaluate.
 * **An audit that leaves the lists re-runs the report** through :data:`LISTS`.
 * **The fit stages are the grid's parts**, one :class:`FitPart` each, from the caller
   (:func:`faircode.pipeline.pipeline_command.fit_parts`): a new part is a new stage, no edit here.
@@ -38,6 +41,8 @@ from faircode.core.config import Params
 from faircode.core.errors import ConfigError
 from faircode.core.layout import (
     FIGURES,
+    MULTICLASS_TABLE,
+    RANKING_TABLE,
     REGRESSION_TABLE,
     REPORT_PAGE,
     RESIDUAL_FLOOR,
@@ -48,8 +53,7 @@ from faircode.core.layout import (
 )
 from faircode.core.names import check_name
 
-__all__ = ["COMMAND", "FILES", "LISTS", "FitPart", "check_written_for", "lists_text", "render",
-           "written_for"]
+__all__ = ["COMMAND", "FILES", "LISTS", "FitPart", "lists_text", "render"]
 
 COMMAND = "faircode pipeline"
 """The command that writes the files (``python -m faircode.pipeline.cli pipeline``)."""
@@ -97,7 +101,7 @@ def _out(path: str, *, persist: bool = True, note: str = "", more: Sequence[str]
 
 RESULTS_HEADER = """\
 # The faircode pipeline: `dvc repro` reproduces every committed number in results/.
-# Written by `faircode pipeline` from params.yaml's audits and text_audits (its code:
+# Written by `faircode pipeline` from params.yaml's audit lists (its code:
 # faircode/pipeline/dvc_files.py): change the lists, run it, commit both files.  check-params,
 # the first stage of every repro, refuses files written for another list with one line naming it.
 # Two files, one pipeline: this one holds the stages that write results/ (check-params, evaluate,
@@ -163,7 +167,8 @@ EVALUATE_NOTE = """\
   # and each text audit of text_audits its manifest, payloads and scores (upstream/dvc.yaml's text
   # stages) and its results folder: a text audit is evaluated beside the grid audits, on the same
   # workers, and its run.json carries the same state (the results' one identity: freeze,
-  # report, MLflow parent)."""
+  # report, MLflow parent).  A multi-class audit (multiclass_audits) reads its manifest and raw
+  # file and fits its S0-S2 grid here (a few hundred rows: no fit stage of its own)."""
 
 EVALUATE_PARAMS = ("models", "stats", "degenerate", "verdicts", "curves", "run.seeds",
                    "run.seed_mode")
@@ -193,7 +198,8 @@ def lists_text(params: Params) -> str:
 
 
 def _check_params() -> list[str]:
-    return [*_items(_code("check_params", "pipeline/dvc_files.py", "core"), 6), "    outs:",
+    return [*_items(_code("check_params", "pipeline/dvc_files.py", "pipeline/dvc_check.py",
+                          "core"), 6), "    outs:",
             *_out("data/params.ok", persist=False),
             *_out(LISTS, persist=False, note="the lists, sorted: a dep of the report"),
             "    always_changed: true"]
@@ -201,6 +207,7 @@ def _check_params() -> list[str]:
 
 def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
     grid, text, regression = params.audits, params.text_audits, params.regression_audits
+    multi = params.multiclass_audits
     deps = _code("evaluate", "core", "provenance", "counterfactual", "audit", "stats", "grid",
                  "evaluate")
     deps += [p for a in grid for p in (f"audits/{a}", f"data/prepared/{a}",
@@ -218,6 +225,10 @@ def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
                   "file and fit", *_items([p for a in regression for p in (
                       f"audits/{a}", f"data/raw/{a}", f"data/predictions/{a}/{REGRESSION_PART}")],
                       6)]
+    if multi:
+        lines += ["      # a multi-class audit (params.yaml's multiclass_audits): its manifest and "
+                  "raw file", *_items([p for a in multi for p in (f"audits/{a}",
+                                                                   f"data/raw/{a}")], 6)]
     lines += ["    params:", *_items(EVALUATE_PARAMS, 6),
               "    outs:  # persist: kept in place while the stage runs, so it can find them "
               "unchanged"]
@@ -232,16 +243,22 @@ def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
         lines += [*_out(f"results/{a}", persist=False,
                         note="a regression audit's tables and run.json, written whole"),
                   *_out(dvc_views(RESULTS, a).full.as_posix(), persist=False)]
-    if grid or regression:
+    for a in multi:
+        lines += [*_out(f"results/{a}", persist=False,
+                        note="a multi-class audit's tables and run.json, written whole"),
+                  *_out(dvc_views(RESULTS, a).full.as_posix(), persist=False)]
+    if grid or regression or multi:
         lines += [
             "    # results/metrics/full/<audit>.json: every row set, <audit>.<S0..S4|deployed>."
             "<LR|RF|GB|", "    # system>.{accuracy,dp_diff.<attr>,dp_q.<attr>} (a regression "
             "audit's: its units, margin and", "    # every row set's mean gap with its verdict)",
             "    metrics:  # the headline, the same keys in every audit's file: attr, gap.S0 .. "
             "(the kind's headline", "      # gap per strategy: a parity difference, a mean gap "
-            "in the outcome's units)",
+            "in the outcome's units, a largest class share gap)",
             *(x for a in (*grid, *regression)
-              for x in _out(dvc_views(RESULTS, a).headline.as_posix()))]
+              for x in _out(dvc_views(RESULTS, a).headline.as_posix())),
+            *(x for a in multi for x in _out(dvc_views(RESULTS, a).headline.as_posix(),
+                                             persist=False))]
     if grid:
         lines += [
             "    plots:",
@@ -264,6 +281,8 @@ def _report(params: Params) -> list[str]:
             *(f"audits/{a}" for a in sorted(audits)), *(f"results/{a}" for a in audits), LISTS]
     tables = REPORT_OUTS + (GRID_REPORT_OUTS if params.audits else ()) + (
         paper_table_files(REGRESSION_TABLE) if params.regression_audits else ())
+    tables += ((RANKING_TABLE,) if params.audits else ()) + (
+        (MULTICLASS_TABLE,) if params.multiclass_audits else ())
     return ["", "  report:",
             "    cmd: python -m faircode.pipeline.stages.report --params params.yaml --results "
             "results --audits audits", "    deps:", *_items(deps, 6),
@@ -432,9 +451,26 @@ def _regression_stages(audits: Sequence[str]) -> list[str]:
     return lines
 
 
+MULTICLASS_NOTE = """\
+  # The multi-class audits (params.yaml multiclass_audits; audits/<name>/audit.yaml with task:
+  # multiclass): their raw file only; ../dvc.yaml's evaluate fits their S0-S2 grid and writes
+  # the tables (a few hundred rows: no fit stage)."""
+
+
+def _multiclass_stages(audits: Sequence[str]) -> list[str]:
+    if not audits:
+        return []
+    return ["", MULTICLASS_NOTE, *_data_stage(
+        "multiclass-fetch", _foreach("multiclass_audits", audits, first=True),
+        "python -m faircode.pipeline.stages.fetch '${item}'",
+        ["data/params.ok", *_code("fetch", "core", "counterfactual", "audit"), "audits/${item}"],
+        "data/raw/${item}")[1:]]
+
+
 def _data_file(params: Params, parts: Sequence[FitPart]) -> str:
     lines = [DATA_HEADER, *_grid_stages(params.audits, parts), *_text_stages(params.text_audits),
-             *_regression_stages(params.regression_audits)]
+             *_regression_stages(params.regression_audits),
+             *_multiclass_stages(params.multiclass_audits)]
     text = "\n".join(lines) + "\n"
     return text.replace("stages:\n\n", "stages:\n", 1)
 
@@ -444,82 +480,6 @@ def render(params: Params, *, parts: Sequence[FitPart]) -> dict[str, str]:
     with one fit stage per part of ``parts``."""
     if not params.every_audit:
         raise ConfigError("params.yaml: audits: expected a non-empty list of audit names, or "
-                          "text audits in text_audits or regression audits in regression_audits "
-                          "(the audits the pipeline runs), got none")
+                          "audits in text_audits, regression_audits, multiclass_audits (the "
+                          "audits the pipeline runs), got none")
     return {FILES[0]: _results_file(params, parts), FILES[1]: _data_file(params, parts)}
-
-
-# ------------------------------------------------------------------------------ the check
-
-
-FETCH_STAGES = ("fetch", "text-fetch", "regression-fetch")
-"""The first data stage of each audit list (:data:`faircode.core.config.AUDIT_LISTS` order):
-its ``foreach`` is the list."""
-
-
-def written_for(root: Path) -> tuple[frozenset[str], ...] | None:
-    """The audits of each list the pipeline files under ``root`` were written for (the data
-    stages' ``foreach`` lists, :data:`FETCH_STAGES`, whose union the evaluate stage's manifest
-    deps must equal); ``None`` without a ``dvc.yaml`` (nothing runs them); ``ValueError`` when
-    the files do not have the layout :func:`render` writes."""
-    from faircode.core.schema import read_yaml
-
-    results, data = (root / name for name in FILES)
-    if not results.is_file():
-        return None
-    lists = []
-    stages = _stages(read_yaml(data)) if data.is_file() else None
-    for stage in FETCH_STAGES:
-        if stages is None:
-            raise ValueError(f"{data}: no such file")
-        body = stages.get(stage, {"foreach": []})
-        names = body.get("foreach") if isinstance(body, dict) else None
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
-            raise ValueError(f"{data}: {stage}.foreach: not a list of names")
-        lists.append(frozenset(names))
-    evaluate = _stages(read_yaml(results)).get("evaluate")
-    deps = evaluate.get("deps") if isinstance(evaluate, dict) else None
-    manifests = {d.removeprefix("audits/") for d in deps or () if isinstance(d, str)
-                 and d.startswith("audits/")}
-    if manifests != frozenset().union(*lists):
-        raise ValueError(f"{results}: evaluate.deps: manifests of other audits than "
-                         f"upstream/dvc.yaml's")
-    return tuple(lists)
-
-
-def _stages(doc: object) -> dict[str, object]:
-    stages = doc.get("stages") if isinstance(doc, dict) else None
-    if not isinstance(stages, dict):
-        raise ValueError("no stages")
-    return stages
-
-
-def check_written_for(params: Params, *, root: Path) -> None:
-    """Raise a one-line :class:`ConfigError` naming :data:`COMMAND` unless the pipeline files
-    under ``root`` were written for ``params``' audits and text audits (in any order); nothing
-    without a ``dvc.yaml``."""
-    try:
-        found = written_for(root)
-    except ValueError as exc:
-        raise ConfigError(f"dvc.yaml: expected the pipeline files {COMMAND} writes, got files "
-                          f"of another layout ({exc}); run {COMMAND} to write dvc.yaml and "
-                          "upstream/dvc.yaml from params.yaml, then commit them") from None
-    if found is None:
-        return
-    wanted = tuple(frozenset(names) for _, names in params.lists())
-    if wanted == found:
-        return
-    raise ConfigError(f"dvc.yaml: expected the stages of params.yaml's audits, got stages "
-                      f"written for another list (params.yaml only: "
-                      f"{_names(*(w - h for w, h in zip(wanted, found, strict=True)))}; "
-                      f"dvc.yaml only: "
-                      f"{_names(*(h - w for w, h in zip(wanted, found, strict=True)))}); run "
-                      f"{COMMAND} to rewrite dvc.yaml and upstream/dvc.yaml from params.yaml, "
-                      "then commit them")
-
-
-def _names(grid: Iterable[str], text: Iterable[str], regression: Iterable[str] = ()) -> str:
-    names = [*sorted(grid), *(f"{t} (text)" for t in sorted(text)),
-             *(f"{r} (regression)" for r in sorted(regression))]
-    shown = ", ".join(names[:6]) + (f" and {len(names) - 6} more" if len(names) > 6 else "")
-    return shown or "none"

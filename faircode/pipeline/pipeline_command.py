@@ -1,16 +1,16 @@
 """``faircode pipeline``: write ``dvc.yaml`` and ``upstream/dvc.yaml`` for params.yaml's audits.
 
-Run it after changing ``params.yaml``'s ``audits``, ``text_audits`` or ``regression_audits`` (a
-subset to explore, an audit of your own), commit the two files, then ``dvc repro``;
-check-params stops a repro whose files were written for another list with one line naming this
-command.  ``--check`` writes nothing and exits 1 when either file is not what it would write
-(CI; tests/test_pipeline.py keeps the committed files so).
+Run it after changing one of ``params.yaml``'s audit lists (``audits``, ``text_audits``,
+``regression_audits``, ``multiclass_audits``: a subset to explore, an audit of your own), commit
+the two files, then ``dvc repro``; check-params stops a repro whose files were written for
+another list with one line naming this command.  ``--check`` writes nothing and exits 1 when
+either file is not what it would write (CI; tests/test_pipeline.py keeps the committed files so).
 
 Before writing it checks what the files will name: ``params.yaml`` as check-params does (every
 key, at least one audit, each an ``audits/<name>/`` folder), and each listed audit's manifest --
 it loads (its own one-line error otherwise), it is of its list's kind (``audits``: the grid's
 tabular manifests; ``text_audits``: ``kind: text``; ``regression_audits``: ``task:
-regression``), and its ``name`` is its folder's (the
+regression``; ``multiclass_audits``: ``task: multiclass``), and its ``name`` is its folder's (the
 stages' paths use the folder, the stages' code the name).  A file is replaced whole (written
 beside it, then renamed) and only when its text changes.
 """
@@ -115,10 +115,8 @@ def _cmd_pipeline(args: argparse.Namespace) -> int:
     from faircode.pipeline.dvc_files import FILES
 
     changed, params = write_pipeline(Path(args.root), check=args.check)
-    lists = (f"{len(params.audits)} audits ({', '.join(params.audits) or 'none'}), "
-             f"{len(params.text_audits)} text audits ({', '.join(params.text_audits) or 'none'})"
-             f" and {len(params.regression_audits)} regression audits "
-             f"({', '.join(params.regression_audits) or 'none'})")
+    lists = ", ".join(f"{len(names)} {key.replace('_', ' ')} ({', '.join(names) or 'none'})"
+                      for key, names in params.lists())
     if args.check:
         if changed:
             print(f"{', '.join(changed)}: not what faircode pipeline writes for params.yaml's "
@@ -137,8 +135,9 @@ def add_pipeline(subparsers: argparse._SubParsersAction,
     """Register ``faircode pipeline``."""
     parser = subparsers.add_parser(
         "pipeline", help=HELP["pipeline"],
-        description="Write dvc.yaml and upstream/dvc.yaml from params.yaml's audits and "
-                    "text_audits (run it after changing either list; commit both files).",
+        description="Write dvc.yaml and upstream/dvc.yaml from params.yaml's audit lists "
+                    "(audits, text_audits, regression_audits, multiclass_audits; run it after "
+                    "changing one; commit both files).",
         **example("faircode pipeline --check"))
     parser.add_argument("--root", default=".", help="the project (params.yaml, audits/, the "
                                                     "pipeline files; default: here)")

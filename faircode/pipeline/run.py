@@ -23,7 +23,13 @@ from faircode.audit.outputs import SCORE_SCALES, array_decisions, array_scores
 from faircode.audit.prepared import PreparedAudit, prepare
 from faircode.core.cells import STRATEGY_CODES, Strategy
 from faircode.core.config import BenchmarkConfig, ExecutionConfig
-from faircode.core.errors import ConfigError, DataUnavailableError, config_error
+from faircode.core.errors import (
+    ConfigError,
+    DataUnavailableError,
+    FaircodeError,
+    config_error,
+)
+from faircode.core.kinds import TaskKind
 from faircode.core.layout import GRID_RUN, run_record
 from faircode.core.numerics import require
 from faircode.evaluate.audit import evaluate_audit
@@ -36,7 +42,7 @@ from faircode.grid.scheduler import Finished, OnStart, previous_cell_seconds
 from faircode.provenance.state import with_fit_numerics
 
 __all__ = ["AuditRun", "audit_decisions", "degenerate_cells", "evaluate", "fit", "prepare_audits",
-           "run_audit", "run_audits"]
+           "run_alone", "run_audit", "run_audits", "run_lines", "split_by_kind"]
 
 OnError = Callable[[str, BaseException], None]
 """``on_error(audit, exception)``: an audit failed (bad input or a bug); the others go on."""
@@ -255,3 +261,54 @@ def degenerate_cells(results: AuditResults) -> list[str]:
                        f"rate {decision['selection_rate']:.4f}, balanced accuracy "
                        f"{decision['balanced_accuracy']:.4f})")
     return out
+
+
+def split_by_kind(paths: Iterable[Path], *, on_error: OnError
+                  ) -> tuple[list[Path], list[tuple[Path, TaskKind]]]:
+    """The manifests of the grid's kind, and the others with their task kind
+    (:func:`faircode.audit.kinds.manifest_task_kind`); an unknown kind is ``on_error``."""
+    from faircode.audit.kinds import manifest_task_kind
+
+    grid: list[Path] = []
+    alone: list[tuple[Path, TaskKind]] = []
+    for path in paths:
+        try:
+            kind = manifest_task_kind(path)
+        except FaircodeError as exc:
+            on_error(path.parent.name, exc)
+            continue
+        if kind.grid:
+            grid.append(path)
+        else:
+            alone.append((path, kind))
+    return grid, alone
+
+
+def run_alone(path: Path, kind: TaskKind, *, config: BenchmarkConfig, out: Path,
+              obtain: Callable[[Any], None]) -> Path:
+    """Run one audit of a kind that needs nothing but its raw file (its only data stage is
+    ``fetch``: a multi-class audit) with its kind's evaluator, into ``out``; another kind is
+    one line saying where it runs."""
+    from faircode.audit.kinds import load_any_manifest
+    from faircode.evaluate.job import Job
+    from faircode.evaluate.kinds import evaluator
+
+    if kind.data_stages != ("fetch",):
+        raise ConfigError(f"{path}: kind: expected an audit faircode run can run from its raw "
+                          f"file, got a {kind.name} audit (its stages "
+                          f"{', '.join(kind.data_stages)} run in the pipeline: list it under "
+                          f"{kind.params_key} in params.yaml, run faircode pipeline, then "
+                          "dvc repro)")
+    manifest = load_any_manifest(path)
+    obtain(manifest)
+    return evaluator(kind).run(Job(kind.name, manifest.name, out, path), config=config)
+
+
+def run_lines(folder: Path, kind: TaskKind) -> list[str]:
+    """What ``faircode run`` prints of a run without the grid: its report section's headline
+    sentence (:mod:`faircode.report.kinds`)."""
+    from faircode.report.kinds import section
+
+    shown = section(kind)
+    inputs = shown.load([folder])
+    return [shown.headline(inputs)] if inputs is not None else []

@@ -33,6 +33,7 @@ CHILDREN: dict[str, str] = {
     "binary": "faircode.record.runs:grid_children",
     "text": "faircode.record.text_runs:text_children",
     "regression": "faircode.record.regression_runs:regression_children",
+    "multiclass": "faircode.record.multiclass_runs:multiclass_children",
 }
 """Task kind -> ``"<module>:<function>"``: ``function(folder)`` is the list of
 :class:`~faircode.record.child.ChildRun` of one checked audit folder of that kind."""

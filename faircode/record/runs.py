@@ -25,6 +25,11 @@ every audit, and on the children it would make every fairness child of every aud
 the last state's (:mod:`faircode.record._shared`: 556 children to log for a threshold value
 instead of 306).
 
+The ranking view (``ranking.csv``, where a run has one) goes to the fairness child of its row
+set x attribute: ``expo`` (the exposure ratio), ``expo.lo``/``.hi``, ``expo.q_audit`` and
+FA*IR's ``expo.fair_k`` ... in the kind's own units; its verdict is the tag
+``ranking.exposure_ratio.verdict``.
+
 The paired effects (``effects.csv``: at K > 1 the K-replicate estimates, as every view shows
 them) go to the child of the effect's strategy x model x attribute as
 ``effect_vs_<ref>.<metric>`` (the value) and ``effect_vs_<ref>.<metric>.<column>`` (its
@@ -56,6 +61,7 @@ from faircode.core.cells import strategy_code
 from faircode.core.errors import FaircodeError, describe
 from faircode.core.layout import (
     FIGURES,
+    RANKING_TABLES,
     RUN_RECORD,
     UNAVAILABLE_NOTE,
     run_record,
@@ -329,7 +335,23 @@ def grid_children(folder: Path) -> list[ChildRun]:
         if table_path(folder, table).is_file():
             _add_effects(drafts, _read_table(table_path(folder, table)),
                          table_path(folder, table))
+    ranking = table_path(folder, RANKING_TABLES[0])
+    if ranking.is_file():
+        _add_ranking(drafts, _read_table(ranking), ranking)
     return [_finish(key, draft) for key, draft in drafts.items()]
+
+
+def _add_ranking(drafts: Mapping[str, _Draft], frame: pd.DataFrame, path: Path) -> None:
+    """A fairness child also holds its row set's ranking view on its attribute (ranking.csv:
+    ``expo``, ``expo.lo``, ``expo.q_audit``, FA*IR's ``expo.fair_*``; its verdict a tag)."""
+    keys = (*_CELL, "protected_attribute")
+    numeric, cells = _numeric_columns(frame, (*keys, "row_set")), _cells(frame)
+    rows = frame.groupby(list(keys), sort=False).indices
+    for draft in drafts.values():
+        ident = tuple(draft.tags.get(k, "") for k in ("audit", "strategy", "model", "attribute"))
+        if draft.tags["table"] == "fairness" and ident in rows:
+            _add_rows(draft, cells, numeric, list(rows[ident]), table="ranking",
+                      keys=(*keys, "row_set"), path=path)
 
 
 def _add_performance(drafts: Mapping[str, _Draft], perf: pd.DataFrame, path: Path) -> None:

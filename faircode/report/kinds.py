@@ -6,7 +6,8 @@ the page's headline -- reads the folders of every kind that has the grid
 kind may add a section of its own (:class:`Section`: its tables, figures, a sentence of the
 headline, its part of the page); a kind without the grid must, or its audits would not be
 reported.  :data:`SECTIONS` names each kind's section (a kind with nothing of its own:
-:data:`GRID_VIEW`), imported only when a results folder holds a run of that kind.
+:data:`GRID_VIEW`; the grid's own is its ranking view, :mod:`faircode.report.ranking_section`),
+imported only when a results folder holds a run of that kind.
 
 Design decisions
 ----------------
@@ -34,9 +35,10 @@ __all__ = ["GRID_VIEW", "SECTIONS", "GridView", "LoadedSection", "Section", "loa
            "section"]
 
 SECTIONS: dict[str, str] = {
-    "binary": "faircode.report.kinds:GRID_VIEW",
+    "binary": "faircode.report.ranking_section:SECTION",
     "text": "faircode.report.text_section:SECTION",
     "regression": "faircode.report.regression_section:SECTION",
+    "multiclass": "faircode.report.multiclass_section:SECTION",
 }
 """Task kind -> ``"<module>:<attribute>"`` of its :class:`Section`
 (:func:`faircode.core.kinds.registered`)."""

@@ -4,16 +4,17 @@
 (``stats.n_resampels``) stops the repro with the one-line error even when no tracked param
 changed.  Its output is constant while the file is valid, so it triggers nothing downstream.
 It checks everything the pipeline will use: every key and value (finite numbers, the report's
-metric and model family); ``audits`` and ``text_audits`` -- at least one audit between them,
-each an ``audits/<name>`` folder; and that ``dvc.yaml`` and ``upstream/dvc.yaml`` are the
-pipeline of those lists (:func:`faircode.pipeline.dvc_files.check_written_for`: a list changed
-without ``faircode pipeline`` is one line naming it, not DVC's ``[Errno 2]`` in a later stage).
+metric and model family); the audit lists (``audits``, ``text_audits``, ``multiclass_audits``)
+-- at least one audit between them, each an ``audits/<name>`` folder; and that ``dvc.yaml`` and
+``upstream/dvc.yaml`` are the pipeline of those lists
+(:func:`faircode.pipeline.dvc_check.check_written_for`: a list changed without ``faircode
+pipeline`` is one line naming it, not DVC's ``[Errno 2]`` in a later stage).
 A file it refuses during ``dvc exp run`` is put back as it last accepted it
 (:mod:`faircode.core.params_file`): DVC rewrites ``params.yaml`` before any stage runs.
 
-Besides the constant marker ``OUT`` it writes ``LISTS`` (``data/audits.txt``), the two lists
-sorted (:func:`faircode.pipeline.dvc_files.lists_text`): it changes with the lists alone, and
-the report, which reports exactly those audits, depends on it.  Nothing is written on a refusal.
+Besides the constant marker ``OUT`` it writes ``LISTS`` (``data/audits.txt``), the lists sorted
+(:func:`faircode.pipeline.dvc_files.lists_text`): it changes with the lists alone, and the
+report, which reports exactly those audits, depends on it.  Nothing is written on a refusal.
 
 Usage: ``python -m faircode.pipeline.stages.check_params OUT [LISTS]``
 """
@@ -27,7 +28,8 @@ from pathlib import Path
 from faircode.core.config import Params, load_params
 from faircode.core.errors import ConfigError, FaircodeError
 from faircode.core.params_file import EXPERIMENT_ENV, remember_valid, restore_refused
-from faircode.pipeline.dvc_files import check_written_for, lists_text
+from faircode.pipeline.dvc_check import check_written_for
+from faircode.pipeline.dvc_files import lists_text
 from faircode.pipeline.stages import PARAMS, run_stage
 
 

@@ -2,12 +2,12 @@
 
 ``python -m faircode.pipeline.stages.report --params params.yaml --results results --audits audits``
 reads the ``report`` section of params.yaml (``metric``, ``model``; absent means the defaults;
-the whole file is validated), its ``audits`` and ``text_audits`` (the report is of these audits
-only: a folder of ``results/`` that another list left behind is not in it) and ``run.jobs`` (the
-processes drawing the figures; not a tracked param: the files are the same bytes for any
-number) and calls :func:`faircode.report.build.write_report`.  No statistics
-here.  The page names the report code that rendered it
-(:data:`faircode.provenance.state.REPORT_CODE`); the state it cites is its results' own.
+the whole file is validated), its audit lists (the report is of these audits only: a folder
+of ``results/`` that another list left behind is not in it) and ``run.jobs`` (the processes
+drawing the figures; not a tracked param: the files are the same bytes for any number) and
+calls :func:`faircode.report.build.write_report`.  No statistics here.  The page names the
+report code that rendered it (:data:`faircode.provenance.state.REPORT_CODE`); the state it
+cites is its results' own.
 """
 
 from __future__ import annotations
