@@ -155,8 +155,8 @@ def test_a_group_column_changing_type_between_chunks_is_one_line(
     err = one_line_exit_2(["audit", str(declaration), "--out", str(tmp_path / "out"),
                            "--chunk-rows", "5", *STATS], capsys)
     assert err == (f"{tmp_path / 'log.csv'}: line 10: column 'region' "
-                   "(protected_attributes[1].column): expected number values as in the rows "
-                   "before, got 'north' (str)")
+                   "(protected_attributes[1].column): expected number values as from line 2, "
+                   "got text: 'north' (str)")
     assert not (tmp_path / "out").exists()
 
 

@@ -18,10 +18,15 @@ Design decisions
   re-scanning the file only when an error is reported (:meth:`TableFile.where`), so no string
   is kept per row -- or ``row N`` of a Parquet file (``<file>: row N`` in a folder).  A row of
   another width is pandas' own tokenizer error, turned into that one line.
-* **One type per column** (:class:`TypeGuard`): a CSV chunk is typed on its own, so a column
-  whose first rows are numbers and a later row text (``1`` then ``F``) would be compared as
-  numbers in one chunk and as text in another; a column a reader interprets (a group, the
-  label, the unit, the score) is refused at the first row of another kind, naming it.
+* **One type per column** (:class:`TypeGuard`): a CSV chunk is typed on its own, and each
+  Parquet file of a folder has its own schema, so a column whose first rows are numbers and a
+  later row text (``1`` then ``F``, ``0``/``1`` then ``yes``/``no``) would be compared as numbers
+  in one chunk and as text in another; a column a reader interprets (a filter's, a group, the
+  label, the decision, the unit, the score) is refused at the first row of another kind, naming
+  the file, the row, the column and both kinds -- also between the shards of a Dask reduction.
+* **Decompression is bounded** (:class:`_Inflated`): a ``.csv.gz``/``.bz2``/``.xz``/``.zst`` file
+  is read only up to :data:`MAX_INFLATION` times its size, so a compression bomb stops with one
+  line naming the file instead of running for hours.
 * **Parquet is read without pre-buffering** (:func:`_parquet_chunks`): pyarrow's pre-buffered reader
   holds the buffers of every row group it has read, so a 10⁸-row log's reader alone would hold
   gigabytes.
@@ -31,7 +36,7 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,8 +47,8 @@ from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
 from faircode.core.errors import DataError, describe
 
-__all__ = ["CSV_SUFFIXES", "PARQUET_SUFFIXES", "Chunk", "FrameTable", "TableFile", "TypeGuard",
-           "frame_table", "open_table", "table_suffix"]
+__all__ = ["CSV_SUFFIXES", "PARQUET_SUFFIXES", "Chunk", "FirstOfKind", "FrameTable", "TableFile",
+           "TypeGuard", "frame_table", "open_table", "table_suffix"]
 
 CSV_SUFFIXES: tuple[str, ...] = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst")
 PARQUET_SUFFIXES: tuple[str, ...] = (".parquet", ".pq")
@@ -51,6 +56,11 @@ _COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma", ".zst": "zstd"}
 _CSV = "to parse as CSV (comma-separated, UTF-8, one header row)"
 ROWS = 1_000_000
 """Rows per chunk by default."""
+MAX_INFLATION = 1000
+"""A compressed CSV may decompress to at most this many times its size (plus
+:data:`INFLATION_SLACK`): a CSV log compresses 5 to 50 times, gzip at most about 1,032 times,
+while a bzip2 or xz bomb of a few kB holds terabytes."""
+INFLATION_SLACK = 64 * 2**20
 _HEADER_BYTES = 1 << 20
 
 
@@ -95,6 +105,26 @@ class TableFile:
             except (OSError, ValueError) as exc:
                 raise DataError(f"{file}: expected a parquet file, got {type(exc).__name__}: "
                                 f"{' '.join(str(exc).split())}") from None
+
+    def check_flat(self, roles: Mapping[str, str]) -> None:
+        """Refuse a Parquet column of ``roles`` (column -> what reads it) whose type is nested
+        (a struct, list or map): it holds no number or text to read, and pandas' conversion of
+        it would fail mid-read with a traceback."""
+        if self.is_csv:
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        for file in self.files:
+            schema = pq.read_schema(file)
+            for column, role in roles.items():
+                kind = schema.field(column).type
+                if pa.types.is_dictionary(kind):
+                    kind = kind.value_type
+                if pa.types.is_nested(kind):
+                    where = "schema" if file == self.path else f"{file.name}: schema"
+                    raise DataError(f"{self.path}: {where}: column {column!r} ({role}): expected "
+                                    f"numbers, booleans or text, got the nested type {kind}")
 
     def row_groups(self) -> list[tuple[Path, int, int]]:
         """Every Parquet row group: ``(file, index, rows)``, in file and group order."""
@@ -168,6 +198,39 @@ class TableFile:
         return _csv_line(self.path, row)
 
 
+class _Inflated(io.RawIOBase):
+    """A compressed file's decompressed bytes, refused past :data:`MAX_INFLATION` times its
+    size (plus :data:`INFLATION_SLACK`): a compression bomb stops there, naming the file."""
+
+    def __init__(self, stream: Any, path: Path) -> None:
+        super().__init__()
+        self._stream, self._path, self._read = stream, path, 0
+        self._size = path.stat().st_size
+        self.limit = self._size * MAX_INFLATION + INFLATION_SLACK
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(size)
+        self._read += len(data)
+        if self._read > self.limit:
+            raise DataError(f"{self._path}: expected a compressed table of at most "
+                            f"{self.limit:,} bytes once decompressed ({MAX_INFLATION:,} times "
+                            f"its {self._size:,} bytes), got more (a compression bomb? reading "
+                            "stopped)")
+        return bytes(data)
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._stream.close()
+        super().close()
+
+
 class FrameTable(TableFile):
     """A pandas DataFrame read as a table file (:func:`frame_table`): its rows in chunks."""
 
@@ -180,6 +243,19 @@ class FrameTable(TableFile):
         for start in range(0, len(self.frame), rows):
             yield Chunk(self.frame.iloc[start:start + rows][list(columns)].reset_index(
                 drop=True), self.path, start)
+
+    def check_flat(self, roles: Mapping[str, str]) -> None:
+        """Refuse a column of ``roles`` holding a nested value (a mapping, a list, an array):
+        it holds no number or text to read."""
+        for column, role in roles.items():
+            values = self.frame[column]
+            if values.dtype != object:
+                continue
+            nested = values.map(lambda v: isinstance(v, dict | list | tuple | set | np.ndarray))
+            if nested.any():
+                i = int(np.flatnonzero(nested.to_numpy(dtype=bool))[0])
+                raise DataError(f"{self.path}: row {i + 1}: column {column!r} ({role}): expected "
+                                f"numbers, booleans or text, got {describe(values.iat[i])}")
 
     def row_groups(self) -> list[tuple[Path, int, int]]:
         """A frame has no row groups to shard."""
@@ -212,8 +288,8 @@ def _open_text(path: Path) -> Any:
     if compression == "lzma":
         import lzma
 
-        return lzma.open(path, "rb")
-    return pa.input_stream(str(path), compression=compression)
+        return _Inflated(lzma.open(path, "rb"), path)
+    return _Inflated(pa.input_stream(str(path), compression=compression), path)
 
 
 def _ragged_line(path: Path, width: int) -> tuple[int, int]:
@@ -370,28 +446,53 @@ def _kind(values: pd.Series) -> str | None:
     return "number" if is_numeric_dtype(values) else "text"
 
 
+@dataclass(frozen=True, slots=True)
+class FirstOfKind:
+    """Where a column first had a value, and that value's kind (a :class:`TypeGuard`'s memory)."""
+
+    kind: str
+    file: Path
+    row: int
+    value: object
+
+
 @dataclass(slots=True)
 class TypeGuard:
-    """Remembers each guarded column's kind in the first chunk that has a value for it."""
+    """Remembers each guarded column's kind in the first chunk that has a value for it.
+
+    One guard reads one stream of chunks; the guards of a log's shards (read apart, on Dask
+    workers) are compared afterwards, in the shards' order, with :meth:`absorb`.
+    """
 
     table: TableFile
     roles: dict[str, str]
-    kinds: dict[str, str] = field(default_factory=dict)
+    kinds: dict[str, FirstOfKind] = field(default_factory=dict)
 
     def check(self, chunk: Chunk) -> None:
         """Raise at the first row of ``chunk`` whose column kind differs from the first rows'."""
-        for column, role in self.roles.items():
+        for column in self.roles:
             values = chunk.frame[column]
             kind = _kind(values)
             if kind is None:
                 continue
-            first = self.kinds.setdefault(column, kind)
-            if kind == first:
-                continue
             i = _first_of_kind(values, kind)
-            raise DataError(f"{self.table.path}: {self.table.where(chunk.file, chunk.start + i)}"
-                            f": column {column!r} ({role}): expected {first} values as in the "
-                            f"rows before, got {describe(_python(values.iloc[i]))}")
+            here = FirstOfKind(kind, chunk.file, chunk.start + i, _python(values.iloc[i]))
+            self._compare(column, here)
+
+    def absorb(self, kinds: dict[str, FirstOfKind]) -> None:
+        """Compare the kinds a later shard's guard found with this guard's (module docstring)."""
+        for column, here in kinds.items():
+            self._compare(column, here)
+
+    def _compare(self, column: str, here: FirstOfKind) -> None:
+        first = self.kinds.setdefault(column, here)
+        if here.kind == first.kind:
+            return
+        table = self.table
+        raise DataError(f"{table.path}: {table.where(here.file, here.row)}: column {column!r} "
+                        f"({self.roles[column]}): expected {first.kind} values as from "
+                        f"{table.where(first.file, first.row)}, got {here.kind}: "
+                        f"{describe(here.value)}")
 
 
 def _first_of_kind(values: pd.Series, kind: str) -> int:
