@@ -93,7 +93,7 @@ def test_one_seed_writes_exactly_the_files_and_records_of_before(
     assert sorted(p.name for p in folder.iterdir()) == [
         "calibration.csv", "calibration_gap.csv", "counterfactual.csv", "curves.csv",
         "effects.csv", "fairness.csv", "frontier.csv", "groups.csv", "intersectional.csv",
-        "matched.csv", "performance.csv", "run.json"]
+        "matched.csv", "performance.csv", "ranking.csv", "ranking_topk.csv", "run.json"]
     run = json.loads((folder / "run.json").read_text())
     assert "seeds" not in run["config"] and "seed_mode" not in run["config"]
     assert "replicates" not in run["seeds"] and "6=" not in run["seeds"]["scheme"]
