@@ -14,7 +14,7 @@ Design decisions
   decision, score or unit on a kept row is an error naming its line, never a dropped row.
 * **One type per interpreted column**: a filter's, group, label, decision, unit, stratum or
   score column whose values change kind between chunks or shards (numbers, then text) is
-  refused (:class:`~faircode.audit.table_file.TypeGuard`), since numbers and text compare
+  refused (:class:`~faircode.audit.column_kinds.TypeGuard`), since numbers and text compare
   differently: ``yes`` would never equal a decision rule's ``1``.
 * **Strata are row-level**: the gap within a stratum's levels (a Mantel-Haenszel gap with a
   within-strata permutation test) is no function of the counts, so with ``strata`` each kept
@@ -45,9 +45,10 @@ from faircode.audit._data_columns import (
     is_numeric_column,
 )
 from faircode.audit._manifest_types import Manifest
+from faircode.audit.column_kinds import TypeGuard
 from faircode.audit.fetch import sha256_file
 from faircode.audit.outputs import check_scores, python_value
-from faircode.audit.table_file import ROWS, Chunk, TableFile, TypeGuard, open_table
+from faircode.audit.table_file import ROWS, Chunk, TableFile, open_table
 from faircode.core.errors import ChecksumError, DataError, describe
 
 __all__ = ["LogChunk", "LogReader", "LogRecord", "SystemRecord", "table_sha256"]

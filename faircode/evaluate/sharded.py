@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from faircode.audit.column_kinds import FirstOfKind
 from faircode.audit.logs import LogReader, LogRecord
-from faircode.audit.table_file import FirstOfKind
 from faircode.grid.dask_reduce import (
     SHARD_ROWS,
     Shard,
