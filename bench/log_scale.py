@@ -111,8 +111,9 @@ def measured(argv: list[str], *, env: dict[str, str] | None = None) -> dict[str,
 
 
 def faircode_audit(log: Path, out: Path, *extra: str) -> dict[str, Any]:
-    exe = Path(sys.executable).parent / "faircode"
-    return measured([str(exe), "audit", str(log / "log.yaml"), "--out", str(out), *extra])
+    # the module, not the venv's ``faircode`` script: the code of the tree the bench runs from
+    return measured([sys.executable, "-m", "faircode.pipeline.cli", "audit",
+                     str(log / "log.yaml"), "--out", str(out), *extra])
 
 
 def rows_of(log: Path) -> int:

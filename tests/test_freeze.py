@@ -143,6 +143,11 @@ def _git(root: Path, *args: str) -> str:
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A committed git repository with results and the two DVC locks (dvc stubbed by ``true``)."""
+    return make_repo(tmp_path)
+
+
+def make_repo(tmp_path: Path) -> Path:
+    """The repository of the ``repo`` fixture, in ``tmp_path / "repo"``."""
     root = tmp_path / "repo"
     root.mkdir()
     _git(root, "init", "-q")

@@ -220,7 +220,8 @@ BAD_FILES: list[tuple[str, str, dict[str, object], str]] = [
     ("ragged row", GOOD.replace("2,0,0.2", "2,0,0.2,extra"), {},
      "{p}: line 4: expected 3 fields as in the header, got 4"),
     ("repeated column name", GOOD.replace("id,flag,prob", "id,flag,flag", 1), {"score": None},
-     "{p}: line 1: expected each column name once, got 'flag' (str) twice (columns 2 and 3)"),
+     "{p}: line 2: column 'flag' is named twice (columns 2 and 3) and the copies differ: '1' "
+     "(str) and '0.5' (str); rename one of them"),
     ("empty file", "", {},
      "{p}: expected p.csv to parse as CSV (comma-separated, UTF-8, one header row), got "
      "EmptyDataError: No columns to parse from file"),

@@ -125,6 +125,11 @@ def test_task_regression_selects_the_regression_kind(toy: Path) -> None:
     ({"system": {"name": "tool", "decision": {"column": "job", "equals": "office"}}},
      r"system\.decision: expected outcome"),
     ({"task": "regresion"}, r"kind \(or a tabular manifest's task\): expected one of"),
+    ({"dataset": {"path": "../../data/raw/toy/toy\0.csv"}},
+     r"dataset\.path: expected a path without a NUL character"),
+    ({"protected_attributes": [{"name": "sex", "type": "categorical", "column": "sex",
+                                "disadvantaged_values": ["female\u200b"]}]},
+     r"protected_attributes\[0\]\.disadvantaged_values\[0\]: .*U\+200B ZERO WIDTH SPACE"),
 ])
 def test_bad_regression_manifests_are_one_line(tmp_path: Path, change: dict[str, Any],
                                                message: str) -> None:
@@ -143,6 +148,20 @@ def test_a_log_outcome_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"line 7: expected a positive number \(transform: log\), "
                                         r"got 0"):
         load_regression_audit(load_regression_manifest(path))
+
+
+def test_a_look_alike_group_value_is_one_line(tmp_path: Path) -> None:
+    """A Cyrillic ``е`` in ``fеmale`` would be in no group (its rows dropped, the gap moved):
+    one line naming the row, the column and the character, as in a binary audit."""
+    frame = pd.read_csv(pd.io.common.StringIO(toy_csv()))
+    row = int(np.flatnonzero(frame["sex"] == "female")[0])
+    frame.loc[row, "sex"] = "f\u0435male"
+    path = write(tmp_path, csv=frame.to_csv(index=False))
+    with pytest.raises(DataError, match=rf"line {row + 2}: column 'sex' \(protected_attributes"
+                                        r"\[0\]\): expected 'female' exactly .* U\+0435 "
+                                        r"CYRILLIC SMALL LETTER IE") as info:
+        load_regression_audit(load_regression_manifest(path))
+    assert "\n" not in str(info.value)
 
 
 def test_the_rows_margin_and_split(toy: Path) -> None:

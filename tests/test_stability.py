@@ -93,7 +93,7 @@ def test_one_seed_writes_exactly_the_files_and_records_of_before(
     assert sorted(p.name for p in folder.iterdir()) == [
         "calibration.csv", "calibration_gap.csv", "counterfactual.csv", "curves.csv",
         "effects.csv", "fairness.csv", "frontier.csv", "groups.csv", "intersectional.csv",
-        "matched.csv", "performance.csv", "run.json"]
+        "matched.csv", "performance.csv", "ranking.csv", "ranking_topk.csv", "run.json"]
     run = json.loads((folder / "run.json").read_text())
     assert "seeds" not in run["config"] and "seed_mode" not in run["config"]
     assert "replicates" not in run["seeds"] and "6=" not in run["seeds"]["scheme"]
@@ -383,15 +383,15 @@ def test_bad_params_are_one_line_naming_the_key(run: dict, message: str) -> None
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--seeds", "0"], "run.seeds: expected an integer >= 1, got 0 (int)"),
-        (["--seed-mode", "data"], "run.seed_mode: expected one of model, split, got 'data' "
-                                  "(str)"),
+        (["--seeds", "0"], "faircode run: --seeds: expected an integer >= 1, got 0 (int)"),
+        (["--seed-mode", "data"], "faircode run: --seed-mode: expected one of model, split, got "
+                                  "'data' (str)"),
     ],
 )
 def test_bad_seed_flags_exit_2_with_one_line(
     argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`faircode run --seeds 0` / `--seed-mode data`: exit 2 and one line naming the key."""
+    """`faircode run --seeds 0` / `--seed-mode data`: exit 2 and one line naming the flag."""
     code = main(["run", "german_credit_lending", "--out", str(tmp_path), *argv])
     assert code == 2
     assert capsys.readouterr().err.strip().splitlines() == [message]

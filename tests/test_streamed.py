@@ -4,8 +4,10 @@ file counted chunk by chunk writes the bytes of the in-memory path, and bad logs
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -155,23 +157,51 @@ def test_a_group_column_changing_type_between_chunks_is_one_line(
     err = one_line_exit_2(["audit", str(declaration), "--out", str(tmp_path / "out"),
                            "--chunk-rows", "5", *STATS], capsys)
     assert err == (f"{tmp_path / 'log.csv'}: line 10: column 'region' "
-                   "(protected_attributes[1].column): expected number values as in the rows "
-                   "before, got 'north' (str)")
+                   "(protected_attributes[1].column): expected number values as from line 2, "
+                   "got text: 'north' (str)")
     assert not (tmp_path / "out").exists()
 
 
-def test_a_repeated_column_name_is_refused(tmp_path: Path,
-                                           capsys: pytest.CaptureFixture[str]) -> None:
-    """A log whose header names ``approved`` twice is one line; nothing written."""
-    make_log(np.random.default_rng(2), n=10).to_csv(tmp_path / "log.csv", index=False)
-    text = (tmp_path / "log.csv").read_text().splitlines()
-    text[0] = text[0].replace("risk", "approved")
-    (tmp_path / "log.csv").write_text("\n".join(text) + "\n")
-    err = one_line_exit_2(["audit", str(declare(tmp_path, "log.csv")), "--out",
-                           str(tmp_path / "out")], capsys)
-    assert err == (f"{tmp_path / 'log.csv'}: line 1: expected each column name once, got "
-                   "'approved' (str) twice (columns 5 and 6)")
+def _with_a_second_approved(tmp_path: Path, copy: Callable[[str], str]) -> Path:
+    """log.csv with a last column also named ``approved``, each row's value ``copy(approved)``."""
+    tmp_path.mkdir(exist_ok=True)
+    make_log(np.random.default_rng(2), n=200).to_csv(tmp_path / "log.csv", index=False)
+    header, *rows = (tmp_path / "log.csv").read_text().splitlines()
+    at = header.split(",").index("approved")
+    (tmp_path / "log.csv").write_text("\n".join(
+        [header + ",approved", *(r + "," + copy(r.split(",")[at]) for r in rows)]) + "\n")
+    return declare(tmp_path, "log.csv")
+
+
+def test_a_repeated_column_whose_copies_differ_is_refused(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A log whose header names ``approved`` twice, the copies differing, is one line naming
+    the first row where they differ and both columns; nothing written."""
+    declared = _with_a_second_approved(tmp_path, lambda v: "1" if v == "0" else "0")
+    err = one_line_exit_2(["audit", str(declared), "--out", str(tmp_path / "out")], capsys)
+    width = len((tmp_path / "log.csv").read_text().splitlines()[0].split(","))
+    assert re.fullmatch(
+        rf"{re.escape(str(tmp_path / 'log.csv'))}: line 2: column 'approved' is named twice "
+        rf"\(columns \d+ and {width}\) and the copies differ: '([01])' \(str\) and '(?!\1)[01]' "
+        r"\(str\); rename one of them", err), err
     assert not (tmp_path / "out").exists()
+
+
+def test_a_repeated_column_with_equal_copies_is_read_once(tmp_path: Path) -> None:
+    """Two identical ``approved`` columns (ProPublica's COMPAS file has two ``decile_score``)
+    audit exactly as the file with one."""
+    declared = _with_a_second_approved(tmp_path / "two", lambda v: v)
+    once = tmp_path / "one"
+    once.mkdir()
+    make_log(np.random.default_rng(2), n=200).to_csv(once / "log.csv", index=False)
+    for folder, declaration in ((tmp_path / "two", declared),
+                                (once, declare(once, "log.csv"))):
+        assert main(["audit", str(declaration), "--out", str(folder / "out"),
+                     "--n-resamples", "50", "--n-permutations", "50"]) == 0
+    for table in ("fairness.csv", "groups.csv"):
+        two = sorted((tmp_path / "two" / "out").rglob(table))
+        one = sorted((once / "out").rglob(table))
+        assert len(two) == len(one) == 1 and two[0].read_text() == one[0].read_text()
 
 
 @pytest.mark.parametrize(("change", "message"), [

@@ -30,13 +30,16 @@ from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
 from faircode.audit.manifest import Manifest, ProtectedAttribute, RowFilter, Scalar
 from faircode.core.errors import DataError, describe
+from faircode.core.text import differing, look_alike, same_text
 
 __all__ = [
+    "Declaring",
     "LabelRule",
     "as_text",
     "binary_values",
     "check_declared_numbers",
     "check_features",
+    "check_look_alikes",
     "derive_target",
     "disadvantaged_mask",
     "filter_mask",
@@ -80,8 +83,9 @@ def _isin(values: pd.Series, targets: Sequence[Scalar]) -> np.ndarray:
         hit = np.isin(values.to_numpy(dtype=float, na_value=np.nan), wanted)
     else:  # each distinct value's text is compared once (a log has millions of rows)
         codes, uniques = pd.factorize(values, use_na_sentinel=True)
-        wanted_text = {as_text(t) for t in targets}
-        known = np.array([as_text(u) in wanted_text for u in uniques] + [False], dtype=bool)
+        wanted_text = {same_text(as_text(t)) for t in targets}  # canonical equivalents match
+        known = np.array([same_text(as_text(u)) in wanted_text for u in uniques] + [False],
+                         dtype=bool)
         hit = known[np.where(codes < 0, len(uniques), codes)]
     return np.asarray(hit & present, dtype=bool)
 
@@ -326,3 +330,58 @@ def check_features(frame: pd.DataFrame, sources: dict[str, str], *, rows: RowNam
                 "it is numeric, declare such markers missing (dataset.read.missing) or filter "
                 "those rows")
     return tuple(warnings)
+
+
+class Declaring(Protocol):
+    """What :func:`check_look_alikes` reads of a manifest (a grid or a regression audit's)."""
+
+    @property
+    def row_filters(self) -> tuple[RowFilter, ...]: ...
+    @property
+    def protected_attributes(self) -> tuple[ProtectedAttribute, ...]: ...
+
+
+def _declared_texts(manifest: Declaring, label: LabelRule | None
+                    ) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Each column a manifest compares with declared values: its key and the values' texts."""
+    out: dict[str, tuple[str, list[str]]] = {}
+
+    def add(column: str, where: str, values: Sequence[Scalar] | None) -> None:
+        texts = [as_text(v) for v in values or () if isinstance(v, str)]
+        if texts:
+            out.setdefault(column, (where, []))[1].extend(texts)
+
+    for i, f in enumerate(manifest.row_filters):
+        if f.operator in ("isin", "not_isin", "equals", "not_equals"):
+            add(f.column, f"row_filters[{i}]", f.value if isinstance(f.value, tuple)
+                else (f.value,))  # type: ignore[arg-type]
+    if label is not None:
+        add(label.column, "target", label.values or ((label.value,) if label.value is not None
+                                                     else ()))
+    for i, a in enumerate(manifest.protected_attributes):
+        add(a.column, f"protected_attributes[{i}]",
+            (*(a.disadvantaged_values or ()), *(a.advantaged_values or ())))
+    return {column: (where, tuple(texts)) for column, (where, texts) in out.items()}
+
+
+def check_look_alikes(manifest: Declaring, frame: pd.DataFrame, *, rows: RowNames,
+                      file: object, label: LabelRule | None = None) -> None:
+    """Raise :class:`DataError` at the first value of a column the manifest compares with
+    declared text that only looks like a declared value (:func:`faircode.core.text.look_alike`:
+    a Cyrillic ``М`` for ``M``, a hidden zero-width space): it would match nothing and be
+    counted in no group, or in the wrong one.  Only each column's distinct values are read.
+    ``label`` is the rule deriving a binary target (its declared values checked too); a
+    regression audit's number has none."""
+    for column, (where, declared) in _declared_texts(manifest, label).items():
+        values = frame[column]
+        if is_numeric_dtype(values) or is_bool_dtype(values):
+            continue
+        for value in pd.unique(values.dropna()):
+            text = as_text(value)
+            like = look_alike(text, declared)
+            if like is None:
+                continue
+            first = int(np.flatnonzero((values == value).to_numpy(dtype=bool))[0])
+            raise DataError(f"{file}: {rows[first]}: column {column!r} ({where}): expected "
+                            f"{like!r} exactly or a value unlike it, got {text!r}, which only "
+                            f"looks like it ({differing(text, like)})")

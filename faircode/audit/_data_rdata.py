@@ -26,6 +26,8 @@ Design decisions
   in every one of them.  The rows are numbered ``row 1`` ... in the data frame's order (R's row
   names are not kept), and every later data error names them so.
 * Only the named object is converted: other objects in the file may be of any type.
+* **Nesting is bounded by Python's recursion limit** (``rdata`` parses and converts recursively):
+  an object of lists nested thousands deep is one line, never a ``RecursionError``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from __future__ import annotations
 import bz2
 import lzma
 import struct
+import sys
 import warnings
 import zlib
 import zoneinfo
@@ -51,8 +54,8 @@ __all__ = ["MAX_DATA_BYTES", "MAX_FILE_BYTES", "attributes", "decompress", "fail
 
 MAX_FILE_BYTES = 256 * 2**20
 """The largest R data file read (bytes on disk)."""
-MAX_DATA_BYTES = 1024 * 2**20
-"""The most bytes an R data file may decompress to."""
+MAX_DATA_BYTES = 256 * 2**20
+"""The most bytes an R data file may decompress to (the largest mirrored one: 4.8 MB)."""
 
 _MAGIC = (b"RDX2\n", b"RDX3\n", b"RDA2\n", b"RDA3\n", b"RDB2\n", b"RDB3\n")
 """The headers ``save()`` writes (XDR, ASCII and native binary; versions 2 and 3)."""
@@ -66,6 +69,11 @@ _DATES = {"Date": frozenset({"Date"}), "POSIXct": frozenset({"POSIXct", "POSIXt"
 _PERSIST = 247
 """R's PERSISTSXP: a reference to something outside the stream (a lazy-load database's
 environments), which ``rdata`` cannot read."""
+_CHUNK = 16 * 2**20
+"""Decompressed bytes asked for at a time."""
+_DEPTH = sys.getrecursionlimit() // 4
+"""About how deep ``rdata``'s recursive parser can follow nested R objects (each level costs it
+a few Python frames); deeper is one line, not a ``RecursionError``."""
 _PARSE_ERRORS = (ValueError, TypeError, IndexError, KeyError, AttributeError, AssertionError,
                  NotImplementedError, OverflowError, EOFError, struct.error, UnicodeDecodeError)
 """What ``rdata``'s parser raises on bytes it cannot read (it has no error type of its own)."""
@@ -102,19 +110,19 @@ def decompressor(head: bytes) -> tuple[str, Any] | None:
 
 
 def decompress(raw: bytes, engine: Any, *, kind: str, name: str, where: str,
-               limit: int) -> bytes:
+               limit: int) -> bytearray:
     """``raw`` through ``engine`` (a zlib, bz2 or lzma decompressor), incrementally.
 
     Returns at most ``limit + 1`` bytes: more than ``limit`` means the stream goes on past it
     (reading stopped there; the caller says what that means).  A stream that ends before its
     end-of-stream marker or does not decode is one line naming ``name`` and ``kind``.
     """
-    parts: list[bytes] = []
+    data = bytearray()  # one growing buffer: a list of parts joined at the end peaks at twice
     total, pending = 0, raw
     try:
         while total <= limit:  # every call gives at most what is left under the cap (+1)
-            out = engine.decompress(pending, limit + 1 - total)
-            parts.append(out)
+            out = engine.decompress(pending, min(limit + 1 - total, _CHUNK))
+            data += out
             total += len(out)
             if engine.eof:
                 break
@@ -129,10 +137,10 @@ def decompress(raw: bytes, engine: Any, *, kind: str, name: str, where: str,
     if total <= limit and not engine.eof:
         raise fail(where, f"a complete {kind} stream (R data)",
                    f"{name} cut short after {len(raw):,} compressed bytes")
-    return b"".join(parts)
+    return data
 
 
-def _inflate(raw: bytes, *, name: str, where: str) -> bytes:
+def _inflate(raw: bytes, *, name: str, where: str) -> bytes | bytearray:
     """``raw`` decompressed (or as it is when not compressed), at most MAX_DATA_BYTES."""
     found = decompressor(raw[:6])
     if found is None:
@@ -145,7 +153,7 @@ def _inflate(raw: bytes, *, name: str, where: str) -> bytes:
     return data
 
 
-def parse_stream(data: bytes, *, name: str, where: str, object_where: str) -> Any:
+def parse_stream(data: bytes | bytearray, *, name: str, where: str, object_where: str) -> Any:
     """``rdata``'s parse of the R stream ``data`` (a ``save()`` file or one ``serialize()``).
 
     A stream that does not parse is one line at ``where``; one holding a persistent reference
@@ -156,7 +164,12 @@ def parse_stream(data: bytes, *, name: str, where: str, object_where: str) -> An
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return rdata.parser.parse_data(data)
+            return rdata.parser.parse_data(data)  # type: ignore[arg-type]  # bytes-like
+    except RecursionError:  # rdata parses recursively: lists in lists ... thousands deep
+        raise fail(where, f"R data nested at most about {_DEPTH:,} levels deep",
+                   f"{name} nested deeper (lists within lists)") from None
+    except MemoryError:
+        raise MemoryError(f"reading {name}") from None
     except _PARSE_ERRORS as exc:
         if isinstance(exc, ValueError) and str(exc).startswith(f"{_PERSIST} is not a valid"):
             raise fail(object_where, "a data frame of values (references to a lazy-load "
@@ -271,6 +284,9 @@ def frame_of(obj: Any, *, encoding: str | None, name: str, file: str,
             warnings.simplefilter("ignore")
             converter = rdata.conversion.SimpleConverter(default_encoding=encoding)
             frame = converter.convert(obj)
+    except RecursionError:
+        raise fail(where, f"a data frame nested at most about {_DEPTH:,} levels deep in {file}",
+                   f"{name!r} nested deeper") from None
     except _PARSE_ERRORS as exc:
         raise fail(where, f"a data frame rdata can convert in {file}",
                    f"{name!r} ({type(exc).__name__}: {_one_line(exc)})") from None

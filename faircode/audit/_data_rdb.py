@@ -90,7 +90,8 @@ def _index(file: Path, *, where: str) -> tuple[dict[str, tuple[int, int]], int, 
         raise fail(where, f"the lazy-load index {file.name} beside "
                    f"{file.with_suffix('.rdb').name}", "no such file")
     raw = read_bounded(file, where)
-    found, data = decompressor(raw[:6]), raw
+    found = decompressor(raw[:6])
+    data: bytes | bytearray = raw
     if found is not None:  # saveRDS() writes it gzip-compressed; R reads bzip2 and xz too
         data = decompress(raw, found[1], kind=found[0], name=file.name, where=where,
                           limit=MAX_DATA_BYTES)
@@ -134,7 +135,8 @@ def _slice(file: Path, offset: int, length: int, *, what: str, where: str) -> by
         return handle.read(length)
 
 
-def _unpack(blob: bytes, compressed: int, *, what: str, where: str, limit: int) -> bytes:
+def _unpack(blob: bytes, compressed: int, *, what: str, where: str,
+            limit: int) -> bytes | bytearray:
     """An object's serialize() stream from its bytes in the database (module docstring)."""
     if compressed == 0:
         return blob
@@ -151,6 +153,7 @@ def _unpack(blob: bytes, compressed: int, *, what: str, where: str, limit: int) 
         raise fail(where, f"R data of at most {limit:,} bytes once decompressed",
                    f"{what} declaring {declared:,} (not read)")
     payload = blob[head:]
+    data: bytes | bytearray
     if kind == "stored":
         data = payload
     else:

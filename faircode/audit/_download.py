@@ -28,6 +28,7 @@ Design decisions
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
@@ -54,6 +55,9 @@ except ImportError:  # pragma: no cover - Windows: no locks, leftovers are alway
 
 __all__ = ["DEFAULT_MAX_BYTES", "Budget", "NoDownload", "copy_hashing", "download",
            "remove_stale", "staging"]
+
+_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+"""A write's errors that name no file (a full disk, a quota, a file size limit)."""
 
 DEFAULT_MAX_BYTES = 1 << 30
 """The size cap of a download whose manifest declares no ``dataset.size`` (1 GiB; the largest
@@ -138,6 +142,10 @@ def staging(target: Path, *, suffix: str = ".part") -> Iterator[Path]:
     try:
         _lock(fd, wait=True)
         yield temp
+    except OSError as exc:
+        if exc.filename is None and exc.errno in _WRITE_ERRORS:  # names no file: name it
+            raise OSError(exc.errno, exc.strerror or str(exc), str(target)) from None
+        raise
     finally:
         temp.unlink(missing_ok=True)
         os.close(fd)

@@ -120,6 +120,8 @@ def raw_places(file: Path, name: str, root: Path) -> tuple[Path, Path]:
 def _dataset_path(c: Checker, declared: str, *, name: str, root: Path) -> Path:
     """``dataset.path`` resolved; it must name a file inside :func:`raw_places` (symlinks
     followed), never the folder itself, a repository file elsewhere or anything outside."""
+    if "\0" in declared:  # no file name holds one (os calls raise ValueError)
+        raise c.fail("dataset.path", "a path without a NUL character", declared)
     if PurePosixPath(declared).is_absolute() or PureWindowsPath(declared).is_absolute():
         raise c.fail("dataset.path", "a path relative to the manifest's directory", declared)
     resolved = (c.file.parent / declared).resolve()
@@ -273,7 +275,7 @@ def _parse_attribute(c: Checker, raw: object, where: str) -> ProtectedAttribute:
         raise c.fail(where, "a mapping", raw)
     kind = c.choice(raw.get("type"), f"{where}.type", ATTRIBUTE_TYPES)
     data = c.mapping(raw, where, {**_ATTRIBUTE_COMMON, **_ATTRIBUTE_KEYS[kind]})
-    name = c.string(data["name"], f"{where}.name")
+    name = c.visible(c.string(data["name"], f"{where}.name"), f"{where}.name")
     column = c.string(data["column"], f"{where}.column")
     if kind != "categorical":
         return ProtectedAttribute(
@@ -288,6 +290,9 @@ def _parse_attribute(c: Checker, raw: object, where: str) -> ProtectedAttribute:
     sides: dict[str, tuple[Scalar, ...] | None] = {}
     for key in ("disadvantaged_values", "advantaged_values"):
         sides[key] = c.scalars(data[key], f"{where}.{key}") if data.get(key) is not None else None
+        for j, value in enumerate(sides[key] or ()):  # a zero-width space would match no row
+            if isinstance(value, str):
+                c.visible(value, f"{where}.{key}[{j}]")
     dis, adv = sides["disadvantaged_values"], sides["advantaged_values"]
     if dis is None and adv is None:
         raise c.fail(

@@ -94,6 +94,7 @@ from faircode.audit._data_columns import (
     as_text,
     check_declared_numbers,
     check_features,
+    check_look_alikes,
     derive_target,
     disadvantaged_mask,
     filter_mask,
@@ -304,6 +305,7 @@ def load_audit(manifest: Manifest, *, path: Path | None = None,
     every_key = (frame[key] if key is not None else
                  pd.Series(origin) if by_position else None)
     steps: list[tuple[str, int]] = [("loaded", len(frame))]
+    check_look_alikes(manifest, frame, rows=rows, file=file, label=manifest.target)
     keep = np.ones(len(frame), dtype=bool)
     for i, row_filter in enumerate(manifest.row_filters, start=1):
         if row_filter.operator == "first_by":

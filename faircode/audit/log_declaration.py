@@ -129,6 +129,8 @@ def log_manifest(doc: object, *, file: Path, frame: bool = False) -> Manifest:
 def _parse_log(c: Checker, raw: object, unit: str | None) -> DatasetSpec:
     data = c.mapping(raw, "log", _LOG)
     declared = c.string(data["path"], "log.path")
+    if "\0" in declared:  # no file name holds one (os calls raise ValueError)
+        raise c.fail("log.path", "a path without a NUL character", declared)
     absolute = PurePosixPath(declared).is_absolute() or PureWindowsPath(declared).is_absolute()
     resolved = Path(declared) if absolute else (c.file.parent / declared)
     sha = data.get("sha256")

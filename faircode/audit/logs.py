@@ -12,9 +12,10 @@ Design decisions
 * **Rows are kept as a manifest keeps them**: filters, then a derivable target, then a row every
   attribute classifies (the counts of each step are ``run.json``'s ``rows.steps``); a missing
   decision, score or unit on a kept row is an error naming its line, never a dropped row.
-* **One type per interpreted column**: a group, label, unit, stratum or score column whose
-  values change kind between chunks (numbers, then text) is refused
-  (:class:`~faircode.audit.table_file.TypeGuard`), since numbers and text compare differently.
+* **One type per interpreted column**: a filter's, group, label, decision, unit, stratum or
+  score column whose values change kind between chunks or shards (numbers, then text) is
+  refused (:class:`~faircode.audit.column_kinds.TypeGuard`), since numbers and text compare
+  differently: ``yes`` would never equal a decision rule's ``1``.
 * **Strata are row-level**: the gap within a stratum's levels (a Mantel-Haenszel gap with a
   within-strata permutation test) is no function of the counts, so with ``strata`` each kept
   row's decision, masks and level id are kept (a few bytes a row); levels get codes in sorted
@@ -37,20 +38,23 @@ import pandas as pd
 
 from faircode.audit._data_columns import (
     check_declared_numbers,
+    check_look_alikes,
     derive_target,
     disadvantaged_mask,
     filter_mask,
     is_numeric_column,
 )
 from faircode.audit._manifest_types import Manifest
+from faircode.audit.column_kinds import TypeGuard
 from faircode.audit.fetch import sha256_file
 from faircode.audit.outputs import check_scores, python_value
-from faircode.audit.table_file import ROWS, Chunk, TableFile, TypeGuard, open_table
+from faircode.audit.table_file import ROWS, Chunk, TableFile, open_table
 from faircode.core.errors import ChecksumError, DataError, describe
 
 __all__ = ["LogChunk", "LogReader", "LogRecord", "SystemRecord", "table_sha256"]
 
-_FLAGGED = "\0decided 1"  # a counts key no step can have
+_FLAGGED = "\0decided 1"  # counts keys no step can have: decided 1, disadvantaged per attribute
+_SIDE = "\0disadvantaged "
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +95,15 @@ class LogRecord:
     system: SystemRecord
     counts: dict[str, int] = field(default_factory=dict)
     flagged: int = 0
+    disadvantaged: tuple[int, ...] = ()
+    """Per protected attribute, the audited rows in its disadvantaged group."""
+
+    def absorb(self, counts: dict[str, int]) -> None:
+        """Take the counts :meth:`LogReader.interpreted` added up (steps, decided 1, groups)."""
+        steps = {k: v for k, v in counts.items() if not k.startswith("\0")}
+        n_attributes = len(self.manifest.protected_attributes)
+        self.counts, self.flagged = steps, counts.get(_FLAGGED, 0)
+        self.disadvantaged = tuple(counts.get(f"{_SIDE}{i}", 0) for i in range(n_attributes))
 
     @property
     def steps(self) -> tuple[tuple[str, int], ...]:
@@ -133,6 +146,7 @@ class LogReader:
             if column not in self.table.columns:
                 raise DataError(f"{manifest.file}: {where}: expected a column of "
                                 f"{self.table.path.name}, got {describe(column)}")
+        self.table.check_flat(self.columns)
         system = manifest.system
         self.record = LogRecord(manifest, sha256, SystemRecord(
             system.name, system.title, system.decision.describe(),
@@ -143,31 +157,41 @@ class LogReader:
         counts: dict[str, int] = {}
         yield from self.interpreted(self.table.chunks(list(self.columns), rows=self.chunk_rows),
                                     counts)
-        self.record.counts, self.record.flagged = counts, counts.pop(_FLAGGED, 0)
+        self.record.absorb(counts)
         self.check_totals()
 
     def shard(self, file: Path, row_groups: Sequence[int], start: int,
-              counts: dict[str, int]) -> Iterator[LogChunk]:
+              counts: dict[str, int], guard: TypeGuard) -> Iterator[LogChunk]:
         """The kept rows of ``row_groups`` of one Parquet ``file`` (whose first row is data row
-        ``start`` of it), adding the step counts to ``counts`` (a Dask shard)."""
+        ``start`` of it), adding the step counts to ``counts`` and the kinds to ``guard`` (a
+        shard's own, :meth:`new_guard`: the driver compares the shards' kinds)."""
         yield from self.interpreted(self.table.row_group_chunks(
-            file, row_groups, start, list(self.columns), rows=self.chunk_rows), counts)
+            file, row_groups, start, list(self.columns), rows=self.chunk_rows), counts, guard)
 
-    def interpreted(self, chunks: Iterable[Chunk], counts: dict[str, int]) -> Iterator[LogChunk]:
+    def new_guard(self) -> TypeGuard:
+        """A guard of the kinds of every column read (:func:`_log_columns`)."""
+        return TypeGuard(self.table, self.columns)
+
+    def interpreted(self, chunks: Iterable[Chunk], counts: dict[str, int],
+                    guard: TypeGuard | None = None) -> Iterator[LogChunk]:
         """``chunks`` interpreted, the step counts (and decided 1) added to ``counts``."""
-        guard = TypeGuard(self.table, _guarded(self.manifest))
+        guard = guard if guard is not None else self.new_guard()
         for chunk in chunks:
             guard.check(chunk)
             part, steps = self._interpret(chunk)
             for name, n in steps:
                 counts[name] = counts.get(name, 0) + n
             counts[_FLAGGED] = counts.get(_FLAGGED, 0) + int(part.decision.sum())
+            for i, mask in enumerate(part.masks):
+                counts[f"{_SIDE}{i}"] = counts.get(f"{_SIDE}{i}", 0) + int(mask.sum())
             yield part
 
     def _interpret(self, chunk: Chunk) -> tuple[LogChunk, list[tuple[str, int]]]:
         manifest, frame = self.manifest, chunk.frame
         rows = np.arange(len(frame))
         steps = [("loaded", len(frame))]
+        check_look_alikes(manifest, frame, rows=_Names(self.table, chunk, rows),
+                          file=self.table.path, label=manifest.target)
         keep = np.ones(len(frame), dtype=bool)
         for i, row_filter in enumerate(manifest.row_filters, start=1):
             keep &= filter_mask(row_filter, frame[row_filter.column])
@@ -265,11 +289,19 @@ class LogReader:
         return hashed.view(np.int64)
 
     def check_totals(self) -> None:
-        """Refuse a log with no row left or a decision rule matching none of them."""
+        """Refuse a log with no row left, an attribute with an empty group or a decision rule
+        matching none of the rows."""
         manifest, n = self.manifest, self.record.n_rows
         if n == 0:
             raise DataError(f"{manifest.file}: expected rows of {self.table.path.name} to remain "
                             "after the filters, got 0 rows")
+        for i, (attribute, dis) in enumerate(zip(manifest.protected_attributes,
+                                                 self.record.disadvantaged, strict=True)):
+            for group, size in (("disadvantaged", dis), ("advantaged", n - dis)):
+                if size == 0:  # its table would be blank: every gap needs both groups
+                    raise DataError(f"{manifest.file}: protected_attributes[{i}] "
+                                    f"({attribute.name}): expected a non-empty {group} group "
+                                    f"among the log's {n:,} audited rows, got 0 rows")
         assert manifest.system is not None
         if self.record.flagged == 0:
             raise DataError(f"{manifest.file}: system.decision: expected a rule matching some of "
@@ -308,22 +340,6 @@ def _log_columns(manifest: Manifest) -> dict[str, str]:
     if manifest.system.score is not None:
         where.setdefault(manifest.system.score.column, "system.score.column")
     return where
-
-
-def _guarded(manifest: Manifest) -> dict[str, str]:
-    """The interpreted columns whose kind may not change between chunks."""
-    guarded = {manifest.target.column: "target.column"}
-    for i, a in enumerate(manifest.protected_attributes):
-        guarded.setdefault(a.column, f"protected_attributes[{i}].column")
-    if manifest.unit is not None:
-        guarded.setdefault(manifest.unit, "unit")
-    for i, stratum in enumerate(manifest.strata):
-        for j, column in enumerate(stratum.columns):
-            guarded.setdefault(column, f"strata[{i}].columns[{j}]")
-    assert manifest.system is not None
-    if manifest.system.score is not None:
-        guarded.setdefault(manifest.system.score.column, "system.score.column")
-    return guarded
 
 
 def _level_text(value: object) -> str:

@@ -230,6 +230,7 @@ class PredictionsReader:
         wanted = [(key, "key"), *((c, r) for r, c in (("decision", decision), ("score", score),
                                                        ("rank", rank)) if c is not None)]
         check_columns(self.table, wanted)
+        self.table.check_flat({c: f"{r} column" for c, r in reversed(wanted)})
         self.columns = list(dict.fromkeys(c for c, _ in wanted))
         self.key, self.rows, self.decision, self.score = key, rows, decision, score
         self.rank, self.classes = rank, None if classes is None else tuple(classes)

@@ -4,8 +4,9 @@ The steps of :func:`faircode.audit.data.load_audit`, with a continuous target: r
 columns only → the row filters in order → the target's number (rows without one are dropped;
 text is an error) → every protected attribute's disadvantaged mask (rows no attribute classifies
 are dropped) → the uniform feature encoding → the train/test split.  The column-level rules
-(filters, masks, ``first_by``, encoding, malformed features) are the tabular audit's, so a
-manifest key means the same in both kinds.
+(filters, masks, ``first_by``, encoding, malformed features, declared text matched only as the
+same text: a look-alike is an error) are the tabular audit's, so a manifest key means the same in
+both kinds.
 
 Design decisions
 ----------------
@@ -35,6 +36,7 @@ import pandas as pd
 from faircode.audit._data_columns import (
     as_text,
     check_features,
+    check_look_alikes,
     disadvantaged_mask,
     filter_mask,
     first_per_unit,
@@ -137,6 +139,7 @@ def load_regression_audit(manifest: RegressionManifest, *, path: Path | None = N
                  else np.arange(len(frame)).astype(str).astype(object))
     rows = np.asarray(lines, dtype=object)
     steps: list[tuple[str, int]] = [("loaded", len(frame))]
+    check_look_alikes(manifest, frame, rows=rows, file=file)  # a Cyrillic М for a declared M
     keep = np.ones(len(frame), dtype=bool)
     for i, row_filter in enumerate(manifest.row_filters, start=1):
         if row_filter.operator == "first_by":

@@ -14,7 +14,8 @@ reads what the model said.  Two files, each CSV (a header row) or JSON Lines (``
 Every defect is one :class:`~faircode.core.errors.DataError` line naming the file, the line and
 the field, raised before anything is computed: a missing column, an id that is not a string or
 an integer, a duplicate id (a duplicate (id, axis, kind) among the copies), a score that is not
-a number in [0, 1], a changed copy without a score, a ``changed`` that is not a boolean, a kind
+a number in [0, 1] (in JSON Lines a JSON number: ``"0.5"`` is text, refused), a changed copy
+without a score, a ``changed`` that is not a boolean, a kind
 other than explicit or proxy, and a copy whose id has no original.  Ids are compared as text
 (CSV has no other type), so ``7`` and ``"7"`` are one id.
 """
@@ -72,6 +73,7 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, object]]]:
         text = decode_utf8(data, where=str(path))
     except FaircodeError as exc:
         raise DataError(str(exc)) from None
+    text = text.removeprefix("\ufeff")  # a byte-order mark (Excel's UTF-8 CSV) is no text
     if path.suffix == ".jsonl":
         for lineno, line in enumerate(split_lines(text), start=1):
             if not line.strip():
@@ -105,11 +107,13 @@ def _id(value: object, where: str) -> str:
     return str(value)
 
 
-def _score(value: object, where: str, *, optional: bool = False) -> float:
-    if optional and value in (None, ""):
+def _score(value: object, where: str, *, csv_text: bool, optional: bool = False) -> float:
+    """A score of CSV text (``"0.5"`` read as a number) or of JSON (a number, never a string:
+    a JSON ``"0.5"`` says the model's output was text, and is refused)."""
+    if optional and value in ((None, "") if csv_text else (None,)):
         return math.nan
     number: object = value
-    if isinstance(value, str):
+    if isinstance(value, str) and csv_text:
         try:
             number = float(value)
         except ValueError:
@@ -154,7 +158,7 @@ def _originals(path: Path) -> tuple[dict[str, int], list[float], list[str] | Non
             raise DataError(f"{where}: unit: expected a unit on every line or on none, got "
                             f"{describe(record.get('unit'))}")
         index[pid], lines[pid] = len(index), lineno
-        scores.append(_score(record["score"], where))
+        scores.append(_score(record["score"], where, csv_text=path.suffix == ".csv"))
         if has_unit:
             units.append(str(record["unit"]))
     if not index:
@@ -190,7 +194,8 @@ def read_score_files(originals: Path, copies: Path) -> ScorePairs:
         if changed and "score" not in record:
             raise DataError(f"{where}: score: expected a number in [0, 1] (a changed copy), got "
                             "nothing")
-        score = _score(record.get("score"), where, optional=not changed)
+        score = _score(record.get("score"), where, csv_text=Path(copies).suffix == ".csv",
+                       optional=not changed)
         tally = counts.setdefault((axis, str(kind)), [0, 0])
         tally[0] += 1
         if changed:

@@ -12,16 +12,21 @@ Design decisions
   folder of ``*.parquet`` files (read in name order: a partitioned log, one shard per file and
   row group for the Dask reduction, :mod:`faircode.grid.dask_reduce`).  A pandas DataFrame
   in memory is read through the same interface (:func:`frame_table`: ``row N`` of the frame).
-* **A column name is a name once**: a header naming a column twice is refused (pandas would
-  rename the second ``decision.1`` and the first would be audited silently).
+* **A repeated column name is read only as one column**: pandas would rename the second copy
+  ``decision.1`` and audit the first silently.  A CSV header may repeat a name (ProPublica's
+  COMPAS file has two ``decile_score`` columns): a column no reader reads is never looked at, and
+  a repeated column a reader reads is read once when every copy holds the same text on every
+  row, else refused at the first row where the copies differ, naming both columns and values.
+  A Parquet schema or a DataFrame naming a column twice is refused.
 * **Rows are named where they are**: ``line N`` of a CSV file -- the physical line, found by
   re-scanning the file only when an error is reported (:meth:`TableFile.where`), so no string
   is kept per row -- or ``row N`` of a Parquet file (``<file>: row N`` in a folder).  A row of
   another width is pandas' own tokenizer error, turned into that one line.
-* **One type per column** (:class:`TypeGuard`): a CSV chunk is typed on its own, so a column
-  whose first rows are numbers and a later row text (``1`` then ``F``) would be compared as
-  numbers in one chunk and as text in another; a column a reader interprets (a group, the
-  label, the unit, the score) is refused at the first row of another kind, naming it.
+* **One type per column** (:class:`faircode.audit.column_kinds.TypeGuard`): a column a reader
+  interprets is refused at the first row of another kind than its first rows'.
+* **Decompression is bounded** (:class:`_Inflated`): a ``.csv.gz``/``.bz2``/``.xz``/``.zst`` file
+  is read only up to :data:`MAX_INFLATION` times its size, so a compression bomb stops with one
+  line naming the file instead of running for hours.
 * **Parquet is read without pre-buffering** (:func:`_parquet_chunks`): pyarrow's pre-buffered reader
   holds the buffers of every row group it has read, so a 10⁸-row log's reader alone would hold
   gigabytes.
@@ -31,19 +36,18 @@ from __future__ import annotations
 
 import csv
 import io
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from pandas.api.types import is_bool_dtype, is_numeric_dtype
 
 from faircode.core.errors import DataError, describe
 
-__all__ = ["CSV_SUFFIXES", "PARQUET_SUFFIXES", "Chunk", "FrameTable", "TableFile", "TypeGuard",
-           "frame_table", "open_table", "table_suffix"]
+__all__ = ["CSV_SUFFIXES", "PARQUET_SUFFIXES", "Chunk", "FrameTable", "TableFile", "frame_table",
+           "open_table", "table_suffix"]
 
 CSV_SUFFIXES: tuple[str, ...] = (".csv", ".csv.gz", ".csv.bz2", ".csv.xz", ".csv.zst")
 PARQUET_SUFFIXES: tuple[str, ...] = (".parquet", ".pq")
@@ -51,6 +55,11 @@ _COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma", ".zst": "zstd"}
 _CSV = "to parse as CSV (comma-separated, UTF-8, one header row)"
 ROWS = 1_000_000
 """Rows per chunk by default."""
+MAX_INFLATION = 1000
+"""A compressed CSV may decompress to at most this many times its size (plus
+:data:`INFLATION_SLACK`): a CSV log compresses 5 to 50 times, gzip at most about 1,032 times,
+while a bzip2 or xz bomb of a few kB holds terabytes."""
+INFLATION_SLACK = 64 * 2**20
 _HEADER_BYTES = 1 << 20
 
 
@@ -96,6 +105,26 @@ class TableFile:
                 raise DataError(f"{file}: expected a parquet file, got {type(exc).__name__}: "
                                 f"{' '.join(str(exc).split())}") from None
 
+    def check_flat(self, roles: Mapping[str, str]) -> None:
+        """Refuse a Parquet column of ``roles`` (column -> what reads it) whose type is nested
+        (a struct, list or map): it holds no number or text to read, and pandas' conversion of
+        it would fail mid-read with a traceback."""
+        if self.is_csv:
+            return
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        for file in self.files:
+            schema = pq.read_schema(file)
+            for column, role in roles.items():
+                kind = schema.field(column).type
+                if pa.types.is_dictionary(kind):
+                    kind = kind.value_type
+                if pa.types.is_nested(kind):
+                    where = "schema" if file == self.path else f"{file.name}: schema"
+                    raise DataError(f"{self.path}: {where}: column {column!r} ({role}): expected "
+                                    f"numbers, booleans or text, got the nested type {kind}")
+
     def row_groups(self) -> list[tuple[Path, int, int]]:
         """Every Parquet row group: ``(file, index, rows)``, in file and group order."""
         import pyarrow.parquet as pq
@@ -119,9 +148,14 @@ class TableFile:
         import pyarrow as pa
         import pyarrow.csv as pc
 
-        options = pc.ConvertOptions(include_columns=columns, strings_can_be_null=True,
-                                    column_types={c: pa.string() for c in columns})
-        read = pc.ReadOptions(block_size=max(1 << 20, min(rows * 64, 1 << 28)))
+        slots = _slot_names(self.columns)
+        copies = {c: [i for i, name in enumerate(self.columns) if name == c] for c in columns}
+        read_columns = [slots[i] if copies[c] else c for c in columns for i in copies[c] or [0]]
+        options = pc.ConvertOptions(include_columns=read_columns, strings_can_be_null=True,
+                                    column_types={c: pa.string() for c in read_columns})
+        block = max(1 << 20, min(rows * 64, 1 << 28))
+        read = pc.ReadOptions(block_size=block) if slots == self.columns else pc.ReadOptions(
+            block_size=block, column_names=list(slots), skip_rows=1)
         parse = pc.ParseOptions(newlines_in_values=True)
         start = 0
         try:
@@ -130,8 +164,10 @@ class TableFile:
                                          convert_options=options):
                     for first in range(0, batch.num_rows, rows):  # chunks of at most rows
                         piece = batch.slice(first, rows)
-                        frame = pd.DataFrame({c: _typed(piece.column(c).to_pandas())
-                                              for c in columns})
+                        self._check_copies(piece, copies, slots, start)
+                        frame = pd.DataFrame({c: _typed(piece.column(
+                            slots[copies[c][0]] if copies[c] else c).to_pandas())
+                            for c in columns})
                         yield Chunk(frame, self.path, start)
                         start += len(frame)
         except pa.ArrowInvalid as exc:
@@ -139,6 +175,22 @@ class TableFile:
         except (UnicodeDecodeError, OSError) as exc:
             raise DataError(f"{self.path}: expected {self.path.name} {_CSV}, got "
                             f"{type(exc).__name__}: {' '.join(str(exc).split())}") from None
+
+    def _check_copies(self, piece: Any, copies: Mapping[str, list[int]],
+                      slots: tuple[str, ...], start: int) -> None:
+        """Refuse a repeated column whose copies differ (module docstring), at the first row."""
+        for column, positions in copies.items():
+            first = piece.column(slots[positions[0]]).to_pandas()
+            for other in positions[1:]:
+                second = piece.column(slots[other]).to_pandas()
+                differ = (first != second) & ~(first.isna() & second.isna())
+                if differ.any():
+                    i = int(np.flatnonzero(differ.to_numpy())[0])
+                    raise DataError(
+                        f"{self.path}: {_csv_line(self.path, start + i)}: column {column!r} "
+                        f"is named twice (columns {positions[0] + 1} and {other + 1}) and the "
+                        f"copies differ: {describe(first.iloc[i])} and "
+                        f"{describe(second.iloc[i])}; rename one of them")
 
     def _parse_error(self, exc: Exception) -> DataError:
         """pyarrow's parse error as one line: a row of another width names its line."""
@@ -168,6 +220,39 @@ class TableFile:
         return _csv_line(self.path, row)
 
 
+class _Inflated(io.RawIOBase):
+    """A compressed file's decompressed bytes, refused past :data:`MAX_INFLATION` times its
+    size (plus :data:`INFLATION_SLACK`): a compression bomb stops there, naming the file."""
+
+    def __init__(self, stream: Any, path: Path) -> None:
+        super().__init__()
+        self._stream, self._path, self._read = stream, path, 0
+        self._size = path.stat().st_size
+        self.limit = self._size * MAX_INFLATION + INFLATION_SLACK
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._stream.read(size)
+        self._read += len(data)
+        if self._read > self.limit:
+            raise DataError(f"{self._path}: expected a compressed table of at most "
+                            f"{self.limit:,} bytes once decompressed ({MAX_INFLATION:,} times "
+                            f"its {self._size:,} bytes), got more (a compression bomb? reading "
+                            "stopped)")
+        return bytes(data)
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._stream.close()
+        super().close()
+
+
 class FrameTable(TableFile):
     """A pandas DataFrame read as a table file (:func:`frame_table`): its rows in chunks."""
 
@@ -180,6 +265,19 @@ class FrameTable(TableFile):
         for start in range(0, len(self.frame), rows):
             yield Chunk(self.frame.iloc[start:start + rows][list(columns)].reset_index(
                 drop=True), self.path, start)
+
+    def check_flat(self, roles: Mapping[str, str]) -> None:
+        """Refuse a column of ``roles`` holding a nested value (a mapping, a list, an array):
+        it holds no number or text to read."""
+        for column, role in roles.items():
+            values = self.frame[column]
+            if values.dtype != object:
+                continue
+            nested = values.map(lambda v: isinstance(v, dict | list | tuple | set | np.ndarray))
+            if nested.any():
+                i = int(np.flatnonzero(nested.to_numpy(dtype=bool))[0])
+                raise DataError(f"{self.path}: row {i + 1}: column {column!r} ({role}): expected "
+                                f"numbers, booleans or text, got {describe(values.iat[i])}")
 
     def row_groups(self) -> list[tuple[Path, int, int]]:
         """A frame has no row groups to shard."""
@@ -212,8 +310,8 @@ def _open_text(path: Path) -> Any:
     if compression == "lzma":
         import lzma
 
-        return lzma.open(path, "rb")
-    return pa.input_stream(str(path), compression=compression)
+        return _Inflated(lzma.open(path, "rb"), path)
+    return _Inflated(pa.input_stream(str(path), compression=compression), path)
 
 
 def _ragged_line(path: Path, width: int) -> tuple[int, int]:
@@ -316,7 +414,8 @@ def _special(path: Path) -> str:
 
 
 def _csv_header(path: Path) -> tuple[str, ...]:
-    """The header row's names (refusing a repeated name), from at most the first MiB."""
+    """The header row's names (a name may repeat: :meth:`TableFile.chunks`), from at most the
+    first MiB."""
     try:
         with _open_text(path) as raw:
             text = io.TextIOWrapper(raw, encoding="utf-8", newline="")
@@ -329,8 +428,18 @@ def _csv_header(path: Path) -> tuple[str, ...]:
     if names is None:
         raise DataError(f"{path}: expected {path.name} {_CSV}, got EmptyDataError: No columns "
                         "to parse from file")
-    _check_unique(path, list(names), "line 1")
     return tuple(names)
+
+
+def _slot_names(header: tuple[str, ...]) -> tuple[str, ...]:
+    """Each header column's name for pyarrow: a repeated name's later copies get a name of
+    their own (``<name>\\x00<position>``), so every copy can be read."""
+    seen: set[str] = set()
+    out = []
+    for i, name in enumerate(header):
+        out.append(name if name not in seen else f"{name}\x00{i}")
+        seen.add(name)
+    return tuple(out)
 
 
 def _parquet_header(files: Sequence[Path]) -> tuple[str, ...]:
@@ -359,49 +468,3 @@ def _check_unique(path: Path, names: list[str], where: str) -> None:
             raise DataError(f"{path}: {where}: expected each column name once, got "
                             f"{describe(name)} twice (columns {seen[name] + 1} and {i + 1})")
         seen[name] = i
-
-
-def _kind(values: pd.Series) -> str | None:
-    """``number``, ``boolean`` or ``text``; None for a chunk whose column is all missing."""
-    if not values.notna().any():
-        return None
-    if is_bool_dtype(values):
-        return "boolean"
-    return "number" if is_numeric_dtype(values) else "text"
-
-
-@dataclass(slots=True)
-class TypeGuard:
-    """Remembers each guarded column's kind in the first chunk that has a value for it."""
-
-    table: TableFile
-    roles: dict[str, str]
-    kinds: dict[str, str] = field(default_factory=dict)
-
-    def check(self, chunk: Chunk) -> None:
-        """Raise at the first row of ``chunk`` whose column kind differs from the first rows'."""
-        for column, role in self.roles.items():
-            values = chunk.frame[column]
-            kind = _kind(values)
-            if kind is None:
-                continue
-            first = self.kinds.setdefault(column, kind)
-            if kind == first:
-                continue
-            i = _first_of_kind(values, kind)
-            raise DataError(f"{self.table.path}: {self.table.where(chunk.file, chunk.start + i)}"
-                            f": column {column!r} ({role}): expected {first} values as in the "
-                            f"rows before, got {describe(_python(values.iloc[i]))}")
-
-
-def _first_of_kind(values: pd.Series, kind: str) -> int:
-    if kind != "text":
-        return int(np.flatnonzero(values.notna().to_numpy())[0])
-    numbers = pd.to_numeric(values.astype(object), errors="coerce")
-    text = values.notna().to_numpy() & numbers.isna().to_numpy()
-    return int(np.flatnonzero(text)[0]) if text.any() else int(
-        np.flatnonzero(values.notna().to_numpy())[0])
-
-
-def _python(value: object) -> object:
-    return value.item() if isinstance(value, np.generic) else value

@@ -267,6 +267,7 @@ def _parse_terms(c: Checker, raw: object) -> tuple[tuple[str, tuple[str, ...]], 
             raise c.fail(where, "a category name of letters, digits, '_', '.', '-'", category)
         names = c.columns(terms, where, allow_empty=False)
         for i, term in enumerate(names):
+            c.visible(term, f"{where}[{i}]")  # with a zero-width space: counted nowhere
             key = " ".join(term.split()).casefold()
             if key in seen:
                 raise c.fail(f"{where}[{i}]", f"a term not also in {seen[key]}", term)

@@ -28,6 +28,7 @@ import dataclasses
 import itertools
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +44,11 @@ __all__ = [
     "CONSTRAINTS",
     "ENCODINGS",
     "EXECUTION_KEYS",
+    "MAX_CHUNK_ROWS",
+    "MAX_DRAWS",
+    "MAX_ITER",
+    "MAX_JOBS",
+    "MAX_SEEDS",
     "PARAM_KEYS",
     "SEED_MODES",
     "ArbitrarinessConfig",
@@ -61,6 +67,7 @@ __all__ = [
     "SeedMode",
     "StatsConfig",
     "VerdictsConfig",
+    "check_scheduler",
     "config_from_params",
     "config_record",
     "load_params",
@@ -85,9 +92,22 @@ ENCODINGS: tuple[str, ...] = get_args(Encoding)
 """``models.encoding``: ``label`` (the manifest specification's uniform integer codes) or
 ``onehot`` (every nominal column one indicator per category, inside each model; the fit step)."""
 
+# The limits on every value that sets the amount of work (a run.seeds of 10**9 would run on,
+# silently): far above any useful value, far below what never ends.  docs/operations.md lists them.
+MAX_SEEDS = 100
+"""``run.seeds`` / ``--seeds``: training replicates per cell (the paper state: 5)."""
+MAX_DRAWS = 100_000
+"""``stats.n_resamples`` / ``n_permutations`` and their flags (default 2,000)."""
+MAX_JOBS = 1024
+"""``run.jobs`` / ``--jobs``: local worker processes."""
+MAX_ITER = 10_000
+"""``mitigation.max_iter``: ExponentiatedGradient's iterations (default 50)."""
+MAX_CHUNK_ROWS = 50_000_000
+"""``faircode audit --chunk-rows``: rows read at a time (default 10**6 for a log)."""
+
 
 def _default_jobs() -> int:
-    return max(1, os.cpu_count() or 1)
+    return min(MAX_JOBS, max(1, os.cpu_count() or 1))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,7 +133,7 @@ class MitigationConfig:
             raise config_error("mitigation.constraint", f"one of {', '.join(CONSTRAINTS)}",
                                self.constraint)
         _check_number("mitigation.eps", self.eps, low=0.0, high=None, open_low=True)
-        _check_int("mitigation.max_iter", self.max_iter, low=1)
+        _check_int("mitigation.max_iter", self.max_iter, low=1, high=MAX_ITER)
         object.__setattr__(self, "tolerances",
                            check_tolerances("mitigation.tolerances", self.tolerances))
 
@@ -176,8 +196,8 @@ class StatsConfig:
     cost_margin: float = 0.02
 
     def __post_init__(self) -> None:
-        _check_int("stats.n_resamples", self.n_resamples, low=1)
-        _check_int("stats.n_permutations", self.n_permutations, low=1)
+        _check_int("stats.n_resamples", self.n_resamples, low=1, high=MAX_DRAWS)
+        _check_int("stats.n_permutations", self.n_permutations, low=1, high=MAX_DRAWS)
         for name in ("confidence", "alpha", "power"):
             _check_number(f"stats.{name}", getattr(self, name), low=0.0, high=1.0,
                           open_low=True, open_high=True)
@@ -337,7 +357,7 @@ class ReplicateConfig:
     seed_mode: SeedMode = "model"
 
     def __post_init__(self) -> None:
-        _check_int("run.seeds", self.seeds, low=1)
+        _check_int("run.seeds", self.seeds, low=1, high=MAX_SEEDS)
         if self.seed_mode not in SEED_MODES:
             raise config_error("run.seed_mode", f"one of {', '.join(SEED_MODES)}",
                                self.seed_mode)
@@ -374,7 +394,7 @@ class BenchmarkConfig:
         for name, kind in _SECTIONS.items():
             if not isinstance(getattr(self, name), kind):
                 raise config_error(f"config.{name}", f"a {kind.__name__}", getattr(self, name))
-        _check_int("run.jobs", self.jobs, low=1)
+        _check_int("run.jobs", self.jobs, low=1, high=MAX_JOBS)
 
     def with_params(self, changes: Mapping[str, object]) -> BenchmarkConfig:
         """A copy with ``changes`` applied, each keyed by its ``params.yaml`` path
@@ -479,13 +499,26 @@ class ExecutionConfig:
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
             raise config_error("run.backend", f"one of {', '.join(BACKENDS)}", self.backend)
-        if self.scheduler is not None and (not isinstance(self.scheduler, str)
-                                           or not self.scheduler.strip()):
-            raise config_error("run.scheduler", "a dask scheduler address such as "
-                               "tcp://host:8786, or null", self.scheduler)
+        if self.scheduler is not None:
+            check_scheduler(self.scheduler, where="run.scheduler")
         if self.backend == "dask" and self.scheduler is None:
             raise config_error("run.scheduler", "a dask scheduler address such as "
                                "tcp://host:8786 (run.backend is dask)", self.scheduler)
+
+
+_SCHEDULER = re.compile(r"(?:tcp|tls|ws|wss|ucx)://(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+):"
+                        r"(?P<port>[0-9]{1,5})")
+
+
+def check_scheduler(address: object, *, where: str) -> str:
+    """``address`` if it is a dask scheduler address (``tcp://host:port``, a port 1-65535),
+    else one line naming ``where``: checked before a client is made, since ``distributed``
+    fails on a malformed one only after its own 20 s close timeout, with a traceback."""
+    found = _SCHEDULER.fullmatch(address) if isinstance(address, str) else None
+    if found is None or not isinstance(address, str) or not 1 <= int(found["port"]) <= 65535:
+        raise config_error(where, "a dask scheduler address such as tcp://host:8786 "
+                           "(tcp, tls, ws, wss or ucx; a port 1-65535), or null", address)
+    return address
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -663,11 +696,14 @@ def _check_audit_folders(params: Params, *, where: str, audits_dir: Path) -> Non
                                    f"({', '.join(known) or 'none'})", name)
 
 
-def _check_int(where: str, value: object, *, low: int) -> None:
+def _check_int(where: str, value: object, *, low: int, high: int | None = None) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
         raise config_error(where, "an integer", value)
     if value < low:
         raise config_error(where, f"an integer >= {low}", value)
+    if high is not None and value > high:
+        raise config_error(where, f"an integer in [{low:,}, {high:,}] (the limit on work)",
+                           value)
 
 
 def _check_number(

@@ -42,6 +42,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -107,6 +108,9 @@ def read_json_object(path: Path, *, limit: int, error: type[FaircodeError] = Fai
         value = json.loads(read_bounded(path, limit=limit, error=error, what=what))
     except OSError as exc:
         raise error(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    except RecursionError:  # json's decoder recurses: arrays in arrays thousands deep
+        raise error(f"{path}: expected a {what} in JSON, got one nested deeper than "
+                    f"{sys.getrecursionlimit():,} levels") from None
     except ValueError as exc:
         raise error(f"{path}: expected a {what} in JSON, got {type(exc).__name__}: "
                     f"{' '.join(str(exc).split())[:200]}") from None

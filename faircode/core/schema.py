@@ -41,6 +41,7 @@ import yaml
 
 from faircode.core.errors import ConfigError, ManifestError, config_error, describe
 from faircode.core.files import read_bounded
+from faircode.core.text import visible_or_none
 
 Scalar = str | int | float | bool
 
@@ -292,6 +293,15 @@ class Checker:
     def string(self, value: object, where: str) -> str:
         if not isinstance(value, str) or not value.strip():
             raise self.fail(where, "a non-empty string", value)
+        return value
+
+    def visible(self, value: str, where: str) -> str:
+        """``value`` unless it holds a hidden character (:mod:`faircode.core.text`): a format
+        or control character such as a zero-width space or a bidirectional override."""
+        hidden = visible_or_none(value)
+        if hidden is not None:
+            raise self.fail(where, f"visible text (no format or control character; {hidden})",
+                            value)
         return value
 
     def optional_string(self, value: object, where: str) -> str | None:

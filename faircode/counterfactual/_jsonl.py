@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -115,14 +116,41 @@ def parse_line(line: str, *, where: str) -> object:
                               f"got {depth}")
     try:
         with _headroom(MAX_JSON_DEPTH + 50):
-            return json.loads(line, parse_int=_int, parse_float=_float,
-                              parse_constant=_constant)
+            value = json.loads(line, parse_int=_int, parse_float=_float,
+                               parse_constant=_constant)
     except _Refused as exc:
         expected, got = exc.args
         raise ConfigError(f"{where}: expected {expected}, got {got}") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{where}: expected a JSON object, got invalid JSON ({exc.msg} at "
                           f"column {exc.colno})") from None
+    if _SURROGATE_ESCAPE.search(line):
+        _check_surrogates(value, where=where)
+    return value
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+"""A ``\\uD800``-``\\uDFFF`` escape: a lone one decodes to text no UTF-8 file can hold."""
+
+
+def _check_surrogates(value: object, *, where: str) -> None:
+    """Refuse a string holding a lone surrogate (an escape not in a pair): it could be read
+    but never written, nor compared with any text of a UTF-8 file."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise ConfigError(f"{where}: expected text (a \\uD800-\\uDFFF escape only in a "
+                                  f"surrogate pair), got a lone "
+                                  f"\\u{ord(item[exc.start]):04x} in {item[:40]!r}") from None
 
 
 def dumps_line(value: object) -> str:

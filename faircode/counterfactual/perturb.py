@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from typing import cast
 
 from faircode.core.errors import ConfigError, PerturbationError, config_error, describe
+from faircode.core.text import visible_or_none
 from faircode.counterfactual._match import matcher, normalise, transfer_case
 
 __all__ = [
@@ -110,6 +111,11 @@ class Substitution:
             raise PerturbationError(
                 f"{where}: replacement: expected a string, got {describe(self.replacement)}"
             )
+        for key, text in (("pattern", self.pattern), ("replacement", self.replacement)):
+            hidden = visible_or_none(text)
+            if hidden is not None:  # a zero-width space never matches; an override misleads
+                raise PerturbationError(f"{where}: {key}: expected visible text (no format or "
+                                        f"control character), got {hidden}")
         if normalise(self.pattern) == normalise(self.replacement):
             raise PerturbationError(
                 f"{where}: replacement {self.replacement!r} equals the pattern "
@@ -134,6 +140,10 @@ class AxisSpec:
             raise PerturbationError(f"axis name: expected a non-empty string, got "
                                     f"{describe(self.name)}")
         where = f"axis {self.name!r}"
+        hidden = visible_or_none(self.name)
+        if hidden is not None:
+            raise PerturbationError(f"{where}: name: expected visible text (no format or "
+                                    f"control character), got {hidden}")
         subs = self.substitutions
         if isinstance(subs, str | bytes | Substitution) or not isinstance(subs, Sequence):
             raise PerturbationError(

@@ -21,7 +21,6 @@ Design decisions
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ import pandas as pd
 from faircode.audit.regression_data import POSITION, load_regression_audit
 from faircode.audit.regression_manifest import RegressionManifest
 from faircode.core.config import BenchmarkConfig
+from faircode.core.digests import sha256_file
 from faircode.core.errors import DataError, describe
 
 __all__ = ["audit_prediction_file", "read_predictions"]
@@ -88,6 +88,7 @@ def audit_prediction_file(manifest: RegressionManifest, path: Path, *, key: str 
     file_key = key or (raw_key if raw_key != POSITION else POSITION)
     data = load_regression_audit(manifest, key=raw_key)
     assert data.keys is not None
+    digest = sha256_file(path)  # a regular file only: a FIFO or a device is one line
     keys, values = read_predictions(path, key=file_key, column=column)
     index = pd.Series(np.arange(data.keys.size), index=data.keys)
     found = index.reindex(keys).to_numpy()
@@ -108,7 +109,7 @@ def audit_prediction_file(manifest: RegressionManifest, path: Path, *, key: str 
                                   replicates=config.replicates,
                                   given={name: (rows, prediction[rows])})
     record = {"predictions": {
-        "path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+        "path": str(path), "sha256": digest,
         "key": file_key, "row_id": raw_key, "prediction": column,
         "rows_audited": "held_out" if held_out else "all", "rows": int(rows.size),
         "outside_audit": int((~known).sum()), "missing": int(missing.size)}}

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from faircode.audit.column_kinds import FirstOfKind
 from faircode.audit.logs import LogReader, LogRecord
 from faircode.grid.dask_reduce import (
     SHARD_ROWS,
@@ -62,7 +63,6 @@ __all__ = ["N_BUCKETS", "dask_log_tally"]
 N_BUCKETS = 16
 """Key ranges of the reduction (reducers per kind of record)."""
 _CELLS = 4
-_FLAGGED = "\0decided 1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +73,7 @@ class ShardCounts:
     counts: dict[str, int]
     units: tuple[Records, ...]
     scores: tuple[Records, ...]
+    kinds: dict[str, FirstOfKind]
 
 
 def _split(records: Records, bounds: np.ndarray) -> tuple[Records, ...]:
@@ -88,11 +89,12 @@ def _count_shard(reader: LogReader, shard: Shard, score_bounds: np.ndarray,
                  bins: CountBins | None) -> ShardCounts:
     """Count one shard (a task): phase 1, or with ``bins`` the units over the bins."""
     counts: dict[str, int] = {}
+    guard = reader.new_guard()
     n_groups = 1 << len(reader.manifest.protected_attributes)
     cells = np.zeros(n_groups * _CELLS, dtype=np.int64)
     units: list[Records] = []
     scores: list[Records] = []
-    for part in reader.shard(shard.file, shard.row_groups, shard.start, counts):
+    for part in reader.shard(shard.file, shard.row_groups, shard.start, counts, guard):
         group = joint_groups(part.masks)
         y = part.y.astype(np.int64)
         slot = group * _CELLS + 2 * y + part.decision
@@ -108,7 +110,7 @@ def _count_shard(reader: LogReader, shard: Shard, score_bounds: np.ndarray,
             units.append(Records.of(unit_keys(part.units), bin_slot))
     pooled_units = _split(Records.concat(units), _unit_bounds()) if units else ()
     pooled_scores = _split(Records.concat(scores), score_bounds) if scores else ()
-    return ShardCounts(cells, counts, pooled_units, pooled_scores)
+    return ShardCounts(cells, counts, pooled_units, pooled_scores, guard.kinds)
 
 
 def _pick_units(counts: ShardCounts, bucket: int) -> Records:
@@ -119,8 +121,8 @@ def _pick_scores(counts: ShardCounts, bucket: int) -> Records:
     return counts.scores[bucket]
 
 
-def _meta(counts: ShardCounts) -> tuple[np.ndarray, dict[str, int]]:
-    return counts.cells, counts.counts
+def _meta(counts: ShardCounts) -> tuple[np.ndarray, dict[str, int], dict[str, FirstOfKind]]:
+    return counts.cells, counts.counts, counts.kinds
 
 
 def _reduce_units(n_slots: int, *parts: Records) -> UnitHistogram:
@@ -166,14 +168,16 @@ def dask_log_tally(client: Any, reader: LogReader, *, scale: str | None,
     bounds = _score_bounds(reader)
     futures = map_shards(client, _count_shard, reader, shards, bounds, None)
     metas = client.gather([client.submit(_meta, f, pure=False) for f in futures])
+    guard = reader.new_guard()
+    for meta in metas:  # in the shards' order: the first kind of a column is the log's
+        guard.absorb(meta[2])
     cells = np.sum([m[0] for m in metas], axis=0)
     counts: dict[str, int] = {}
-    for _, part in metas:
+    for _, part, _ in metas:
         for name, n in part.items():
             counts[name] = counts.get(name, 0) + n
     record = reader.record
-    record.flagged = counts.pop(_FLAGGED, 0)
-    record.counts = counts
+    record.absorb(counts)
     reader.check_totals()
     unit_parts = (pick_buckets(client, futures, _pick_units, N_BUCKETS)
                   if manifest.unit is not None else [])

@@ -56,6 +56,9 @@ except ImportError:  # pragma: no cover - Windows
 
 __all__ = ["recover", "replacing"]
 
+_WRITE_ERRORS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+"""A write's errors that name no file (a full disk, a quota, a file size limit)."""
+
 _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 _PREVIOUS = ".previous"
@@ -151,6 +154,11 @@ def replacing(final: Path) -> Iterator[Path]:
     try:
         yield staging
         _swap(staging, final)
+    except OSError as exc:
+        shutil.rmtree(staging, ignore_errors=True)
+        if exc.filename is None and exc.errno in _WRITE_ERRORS:  # names no file: name it
+            raise OSError(exc.errno, exc.strerror or str(exc), str(final)) from None
+        raise
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

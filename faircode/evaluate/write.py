@@ -93,6 +93,10 @@ def check_replaceable(final: Path, *, audit: str, kind: str) -> None:
     refuse = f"{final}: expected no folder, or {_described(kind)} of {audit} to replace, got " \
              "{}; nothing was written (write to another folder, or move it away)"
     if not os.path.lexists(final):
+        above = next((p for p in final.parents if os.path.lexists(p)), None)
+        if above is not None and not above.is_dir():  # --out names a file: nothing can go in
+            raise DataError(f"{above}: expected a folder to write the results of {audit} into, "
+                            "got a file that is not a folder; nothing was written")
         return
     if final.is_symlink() or not final.is_dir():
         raise DataError(refuse.format("a symbolic link" if final.is_symlink() else

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from faircode.audit.table_file import TableFile
+from faircode.core.config import check_scheduler
 from faircode.grid.scheduler import CONNECT_TIMEOUT, SchedulerError
 
 __all__ = ["SHARD_ROWS", "Shard", "connect", "map_shards", "pick_buckets", "reduce_buckets",
@@ -41,6 +42,7 @@ def connect(address: str) -> Any:
     """A ``distributed.Client`` of the scheduler at ``address`` (one line if it does not answer)."""
     from distributed import Client
 
+    check_scheduler(address, where="--scheduler")
     try:
         return Client(address, timeout=CONNECT_TIMEOUT, set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,9 +22,10 @@ from faircode.pipeline._boundary import EXIT_FAILED, EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
     from faircode.audit.fetch import Fetchable
+    from faircode.core.config import BenchmarkConfig
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "HELP", "MIRROR_ENV", "MIRROR_HELP", "example",
-           "mirrors", "obtain", "searched"]
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "HELP", "MIRROR_ENV", "MIRROR_HELP",
+           "STATS_FLAGS", "example", "mirrors", "obtain", "searched", "with_flags"]
 
 MIRROR_ENV = "FAIRCODE_DATA_MIRROR"
 """The environment variable naming the mirror folders (``os.pathsep``-separated); the same name
@@ -50,6 +51,30 @@ word (tests/test_readme.py compares them)."""
 MIRROR_HELP = (f"--mirror DIR, else ${MIRROR_ENV} ({os.pathsep}-separated folders), else "
                "../shared/datasets and ../shared/datasets-extra beside the project")
 """Where the raw files come from, as every command's help says it."""
+
+
+STATS_FLAGS: dict[str, str] = {"n_resamples": "stats.n_resamples",
+                               "n_permutations": "stats.n_permutations"}
+"""The statistics flags of ``audit`` and ``flips``: dest -> ``params.yaml`` path."""
+
+
+def with_flags(config: BenchmarkConfig, args: argparse.Namespace, flags: Mapping[str, str], *,
+               command: str) -> BenchmarkConfig:
+    """``config`` with the flags that were given (``args.<dest>`` not None), each applied at its
+    ``params.yaml`` path (``flags``: dest -> path; :meth:`BenchmarkConfig.with_params`); a value
+    it refuses is one line naming the flag the user typed: ``<command>: --seeds: ...``."""
+    from faircode.core.errors import ConfigError
+
+    given = {dest: getattr(args, dest) for dest in flags if getattr(args, dest) is not None}
+    try:
+        return config.with_params({flags[dest]: value for dest, value in given.items()})
+    except ConfigError as exc:
+        text = str(exc)
+        for dest in given:
+            if text.startswith(f"{flags[dest]}:"):
+                flag = f"--{dest.replace('_', '-')}"
+                raise ConfigError(f"{command}: {flag}{text[len(flags[dest]):]}") from None
+        raise
 
 
 def example(line: str, *more: str) -> dict[str, Any]:

@@ -21,6 +21,16 @@ Design decisions
   default action would end the process on the spot and leave them behind.  The previous
   handler is put back afterwards; the local pool's own handlers
   (:class:`faircode.grid._lifetime.SignalStop`) nest inside and print their own line.
+* **A stopped command ends within** :data:`STOP_GRACE_SECONDS` **of the stop**
+  (:func:`_end_later`): once SIGTERM or SIGINT has stopped it, a watchdog thread is armed, and
+  if the process is still alive that long after -- its exit hangs joining a thread such as a
+  process pool's manager stuck on a dead worker (a fit stage of a failed CI drift check ran on
+  for 38 minutes so, and ignored SIGTERM) -- it ends the process groups this process started
+  (:func:`faircode.core.processes.stop_all`), kills its multiprocessing children, says so in one
+  line and exits ``128 + signal`` at once.  Only a real signal arms it (a handler here records
+  it), and no thread runs before one: under an address-space limit (``ulimit -v``) a thread
+  reserves 64 MiB of it for its malloc arena.  A signal that arrives while the main thread is
+  inside one long C call (a single model fit) is acted on when that call returns.
 * **Anything else is a bug** and keeps its traceback: only the causes above are outside the
   program's control (or the user's input), so only they are worded.
 * A ``SystemExit`` passes through untouched (argparse's ``--help``, the pool's stop).
@@ -28,22 +38,28 @@ Design decisions
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType
 
 from faircode.core.errors import FaircodeError
+from faircode.core.processes import stop_all
 
 __all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_TERMINATED", "EXIT_USAGE",
-           "Terminated", "run_command"]
+           "STOP_GRACE_SECONDS", "Terminated", "run_command"]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 """Success; a check that found something (drift, a failed audit) or an ``OSError``/``MemoryError``;
 bad input (one line)."""
 EXIT_INTERRUPTED = 128 + signal.SIGINT
 EXIT_TERMINATED = 128 + signal.SIGTERM
+STOP_GRACE_SECONDS = 5.0
+"""How long after SIGTERM or SIGINT a command may take to end by itself (then it is ended)."""
+_STACK_BYTES = 256 * 1024
 
 
 class Terminated(BaseException):
@@ -69,33 +85,98 @@ def os_error_line(exc: OSError) -> str:
     return f"{where}{other}: {why} ({type(exc).__name__})"
 
 
+def _end_later(signum: int) -> None:
+    """End this process :data:`STOP_GRACE_SECONDS` from now unless it has ended by itself: a
+    daemon thread with a small stack (module docstring).  Under an address-space limit that
+    leaves no room for a thread, nothing is armed."""
+
+    def end() -> None:
+        time.sleep(STOP_GRACE_SECONDS)
+        _say(f"stopped by {signal.Signals(signum).name}: still running "
+             f"{STOP_GRACE_SECONDS:g} s after it; ended, with the processes it started")
+        stop_all()
+        import multiprocessing
+
+        for child in multiprocessing.active_children():
+            child.kill()
+        os._exit(128 + signum)
+
+    size = threading.stack_size(_STACK_BYTES)
+    try:
+        threading.Thread(target=end, name="faircode-stop-end", daemon=True).start()
+    except RuntimeError:  # pragma: no cover - no room for a thread
+        pass
+    finally:
+        threading.stack_size(size)
+
+
+def _stop_signal(exc: BaseException) -> int | None:
+    """The signal that ended a command with ``exc``, when a real one did (not a simulated
+    ``KeyboardInterrupt``)."""
+    if isinstance(exc, Terminated):
+        return signal.SIGTERM
+    if isinstance(exc, KeyboardInterrupt) and _interrupted.is_set():
+        return signal.SIGINT
+    signum = getattr(exc, "signum", None)  # the local pool's Stopped
+    return signum if isinstance(exc, SystemExit) and isinstance(signum, int) else None
+
+
+_interrupted = threading.Event()
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    _interrupted.set()
+    raise KeyboardInterrupt
+
+
 def run_command(body: Callable[[], int]) -> int:
     """Run ``body`` and return its exit code, or the code of what stopped it (module docstring),
     with exactly one line on stderr for each of those."""
-    previous = None
-    if threading.current_thread() is threading.main_thread() \
-            and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        previous = signal.signal(signal.SIGTERM, _terminate)
+    previous = previous_int = None
+    if threading.current_thread() is threading.main_thread():
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            previous = signal.signal(signal.SIGTERM, _terminate)
+        if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            previous_int = signal.signal(signal.SIGINT, _interrupt)
+    _interrupted.clear()
+    stopped_by = None
     try:
         return body()
-    except FaircodeError as exc:
-        _say(str(exc))
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        _say("interrupted by SIGINT: stopped; results written before stay as they were, nothing "
-             "half-written is left")
-        return EXIT_INTERRUPTED
-    except Terminated:
-        _say("stopped by SIGTERM: results written before stay as they were, nothing "
-             "half-written is left")
-        return EXIT_TERMINATED
-    except MemoryError:
-        _say("out of memory: the input is larger than this machine's memory allows (see the "
-             "size limits in docs/operations.md)")
-        return EXIT_FAILED
-    except OSError as exc:
-        _say(os_error_line(exc))
-        return EXIT_FAILED
+    except BaseException as exc:
+        stopped_by = _stop_signal(exc)
+        code = _ending(exc)
+        if code is None:
+            raise
+        return code
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
+        if previous_int is not None:
+            signal.signal(signal.SIGINT, previous_int)
+        if stopped_by is not None:
+            _end_later(stopped_by)
+
+
+def _ending(exc: BaseException) -> int | None:
+    """The exit code of what ended a command, its line said (module docstring); None for
+    anything else (a bug, a ``SystemExit``), which the caller re-raises."""
+    if isinstance(exc, FaircodeError):
+        _say(str(exc))
+        return EXIT_USAGE
+    if isinstance(exc, KeyboardInterrupt):
+        _say("interrupted by SIGINT: stopped; results written before stay as they were, nothing "
+             "half-written is left")
+        return EXIT_INTERRUPTED
+    if isinstance(exc, Terminated):
+        _say("stopped by SIGTERM: results written before stay as they were, nothing "
+             "half-written is left")
+        return EXIT_TERMINATED
+    if isinstance(exc, MemoryError):
+        what = f" {exc}" if str(exc) else ""  # a reader names the file it was reading
+        _say(f"out of memory{what}: the input is larger than this machine's memory allows (see "
+             "the size limits in docs/operations.md)")
+        return EXIT_FAILED
+    if isinstance(exc, OSError):
+        _say(os_error_line(exc))
+        return EXIT_FAILED
+    return None

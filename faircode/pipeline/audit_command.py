@@ -58,8 +58,9 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from faircode.core.config import MAX_CHUNK_ROWS, MAX_DRAWS
 from faircode.core.errors import ConfigError, describe
-from faircode.pipeline._args import EXIT_OK, HELP, mirrors, obtain
+from faircode.pipeline._args import EXIT_OK, HELP, STATS_FLAGS, mirrors, obtain, with_flags
 from faircode.pipeline.audit_rows import ROW_SETS, audited_rows, warn_training_rows
 
 if TYPE_CHECKING:
@@ -96,9 +97,11 @@ def _config(args: argparse.Namespace) -> BenchmarkConfig:
     from faircode.core.config import Params, load_params
 
     params = load_params(Path(args.params)) if args.params else Params()
-    return params.config.with_params({path: getattr(args, dest) for dest, path in (
-        ("n_resamples", "stats.n_resamples"), ("n_permutations", "stats.n_permutations"))
-        if getattr(args, dest) is not None})
+    if args.chunk_rows is not None and not 1 <= args.chunk_rows <= MAX_CHUNK_ROWS:
+        raise ConfigError(f"faircode audit: --chunk-rows: expected an integer in [1, "
+                          f"{MAX_CHUNK_ROWS:,}] (the limit on work), got "
+                          f"{describe(args.chunk_rows)}")
+    return with_flags(params.config, args, STATS_FLAGS, command="faircode audit")
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
@@ -222,7 +225,9 @@ def _audit_file(args: argparse.Namespace, file: Path, config: BenchmarkConfig) -
     from faircode.audit.log_declaration import load_log
     from faircode.audit.predictions_file import check_columns
     from faircode.audit.table_file import open_table
+    from faircode.core.layout import GRID_RUN
     from faircode.core.names import check_name
+    from faircode.evaluate.write import check_replaceable
 
     if args.predictions is not None:
         raise ConfigError(f"faircode audit {file}: --predictions: expected nothing (the file "
@@ -245,6 +250,7 @@ def _audit_file(args: argparse.Namespace, file: Path, config: BenchmarkConfig) -
     doc = columns.declaration(audit=audit, log=os.path.relpath(file.resolve(), out.resolve()))
     table = open_table(file)
     check_columns(table, columns.wanted())
+    check_replaceable(out / audit, audit=audit, kind=GRID_RUN)  # an --out that is a file too
     out.mkdir(parents=True, exist_ok=True)
     declaration = out / f"{audit}.yaml"
     staged = declaration.with_name(f".{declaration.name}.tmp")
@@ -376,11 +382,14 @@ def add_audit(subparsers: argparse._SubParsersAction, common: argparse.ArgumentP
     parser.add_argument("--out", default="results-external",
                         help="results folder (default: results-external)")
     parser.add_argument("--params", help="params.yaml to take stats.* and models.* from")
-    parser.add_argument("--n-resamples", type=int, help="bootstrap resamples per CI (2000)")
-    parser.add_argument("--n-permutations", type=int, help="permutations per p-value (2000)")
+    parser.add_argument("--n-resamples", type=int,
+                        help=f"bootstrap resamples per CI (2000; 1 to {MAX_DRAWS:,})")
+    parser.add_argument("--n-permutations", type=int,
+                        help=f"permutations per p-value (2000; 1 to {MAX_DRAWS:,})")
     parser.add_argument("--chunk-rows", type=int,
                         help="rows read at a time (memory does not grow with the file; default "
-                             "10^6 for a log, 2^18 for a predictions file)")
+                             f"10^6 for a log, 2^18 for a predictions file; 1 to "
+                             f"{MAX_CHUNK_ROWS:,})")
     parser.add_argument("--in-memory", action="store_true",
                         help="a log: read every row first, count them at once (a check of the "
                              "streamed counts; same tables)")

@@ -27,6 +27,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
+from faircode.core.config import MAX_DRAWS, MAX_JOBS, MAX_SEEDS
 from faircode.core.errors import DataUnavailableError, FaircodeError
 from faircode.core.numerics import require
 from faircode.pipeline._args import (
@@ -40,6 +41,7 @@ from faircode.pipeline._args import (
     mirrors,
     obtain,
     searched,
+    with_flags,
 )
 from faircode.pipeline._boundary import run_command
 from faircode.pipeline.audit_command import add_audit
@@ -279,12 +281,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     # params.yaml (optional) -> config, then the flags override it: the same object either way
     params = load_params(Path(args.params)) if args.params else Params()
-    config = params.config.with_params({path: getattr(args, dest) for dest, path in (
-        ("n_resamples", "stats.n_resamples"), ("n_permutations", "stats.n_permutations"),
-        ("jobs", "run.jobs"), ("constraint", "mitigation.constraint"),
-        ("eps", "mitigation.eps"), ("decision_threshold", "models.decision_threshold"),
-        ("seeds", "run.seeds"), ("seed_mode", "run.seed_mode"),
-        ("encoding", "models.encoding")) if getattr(args, dest) is not None})
+    config = with_flags(params.config, args, {
+        "n_resamples": "stats.n_resamples", "n_permutations": "stats.n_permutations",
+        "jobs": "run.jobs", "constraint": "mitigation.constraint", "eps": "mitigation.eps",
+        "decision_threshold": "models.decision_threshold", "seeds": "run.seeds",
+        "seed_mode": "run.seed_mode", "encoding": "models.encoding"}, command="faircode run")
     backend = args.backend or ("dask" if args.scheduler else params.execution.backend)
     execution = ExecutionConfig(backend=backend,
                                 scheduler=args.scheduler or params.execution.scheduler)
@@ -406,9 +407,12 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     parser.add_argument("--out", default="results", help="results folder (default: results)")
     parser.add_argument("--params", help="params.yaml to start from (flags override its keys; "
                                          "its audits apply when no AUDIT is given)")
-    parser.add_argument("--n-resamples", type=int, help="bootstrap resamples per CI (2000)")
-    parser.add_argument("--n-permutations", type=int, help="permutations per p-value (2000)")
-    parser.add_argument("--jobs", type=int, help="local worker processes (default: all cores)")
+    parser.add_argument("--n-resamples", type=int,
+                        help=f"bootstrap resamples per CI (2000; 1 to {MAX_DRAWS:,})")
+    parser.add_argument("--n-permutations", type=int,
+                        help=f"permutations per p-value (2000; 1 to {MAX_DRAWS:,})")
+    parser.add_argument("--jobs", type=int,
+                        help=f"local worker processes (default: all cores; at most {MAX_JOBS})")
     parser.add_argument("--backend", help="where the fits run: local (worker processes here) "
                                           "or dask (an existing scheduler; default: params "
                                           "run.backend, else local)")
@@ -420,7 +424,8 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     parser.add_argument("--eps", type=float, help="ExponentiatedGradient eps (0.01)")
     parser.add_argument("--decision-threshold", type=float, help="S0-S2 threshold (0.5)")
     parser.add_argument("--seeds", type=int, help="training replicates per cell (1; the paper "
-                                                  "state: params.yaml's 5); K > 1 writes "
+                                                  "state: params.yaml's 5; at most "
+                                                  f"{MAX_SEEDS}); K > 1 writes "
                                                   "stability.csv and effects_stability.csv")
     parser.add_argument("--seed-mode", help="what a replicate re-draws: model (model seeds, "
                                             "same split; default) or split (also the split)")
@@ -633,6 +638,11 @@ def main(argv: list[str] | None = None) -> int:
     (:func:`faircode.pipeline._boundary.run_command`; the codes are in docs/operations.md).
     """
     def body() -> int:
+        given = sys.argv[1:] if argv is None else argv
+        for i, arg in enumerate(given, start=1):
+            if "\0" in arg:  # no file name can hold one; os calls would raise ValueError
+                raise _UsageError(f"faircode: argument {i}: expected no NUL character (a path "
+                                  f"never holds one), got {arg!r} (str)")
         args = build_parser().parse_args(argv)
         handler: Handler = args.handler
         require()  # this process computes under the declared numerical configuration

@@ -17,7 +17,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from faircode.pipeline._args import EXIT_OK, HELP, example
+from faircode.core.config import MAX_DRAWS
+from faircode.pipeline._args import EXIT_OK, HELP, STATS_FLAGS, example, with_flags
 
 if TYPE_CHECKING:  # pragma: no cover - the CLI imports pandas only once a command runs
     import pandas as pd
@@ -26,16 +27,12 @@ __all__ = ["add_flips", "flip_lines"]
 
 
 def _cmd_flips(args: argparse.Namespace) -> int:
-    from faircode.core.config import Params, StatsConfig, load_params
+    from faircode.core.config import Params, load_params
     from faircode.evaluate.text_files import audit_flips, write_flips
     from faircode.provenance.state import provenance
 
     params = load_params(Path(args.params)) if args.params else Params()
-    base = params.config.stats
-    stats = StatsConfig(
-        n_resamples=args.n_resamples or base.n_resamples,
-        n_permutations=args.n_permutations or base.n_permutations,
-        confidence=base.confidence, alpha=base.alpha, power=base.power)
+    stats = with_flags(params.config, args, STATS_FLAGS, command="faircode flips").stats
     thresholds = args.threshold or [params.config.models.decision_threshold]
     tables = audit_flips(Path(args.originals), Path(args.copies), thresholds=thresholds,
                          stats=stats, seed=args.seed, system=args.name)
@@ -88,6 +85,8 @@ def add_flips(subparsers: argparse._SubParsersAction, common: argparse.ArgumentP
     parser.add_argument("--name", default="model", help="the model's name in the tables")
     parser.add_argument("--seed", type=int, default=42, help="master seed (default 42)")
     parser.add_argument("--params", help="params.yaml to take stats.* and models.* from")
-    parser.add_argument("--n-resamples", type=int, help="bootstrap resamples per CI (2000)")
-    parser.add_argument("--n-permutations", type=int, help="permutations per p-value (2000)")
+    parser.add_argument("--n-resamples", type=int,
+                        help=f"bootstrap resamples per CI (2000; 1 to {MAX_DRAWS:,})")
+    parser.add_argument("--n-permutations", type=int,
+                        help=f"permutations per p-value (2000; 1 to {MAX_DRAWS:,})")
     parser.set_defaults(handler=_cmd_flips)

@@ -14,6 +14,12 @@ Design decisions
   for the whole sync, schema creation included).  The embedded store is one file on one host, so
   the kernel's lock is exact and crash-safe (a killed holder's lock is released by the kernel), and
   it costs no throughput: writes to one SQLite file serialise anyway.
+* **A SQLite file is an MLflow store or nothing**: an existing file that is not SQLite, or a
+  SQLite database without MLflow's tables (a user's own ``data.db`` given as the store), is
+  refused before anything touches it (:func:`check_sqlite_store`: read-only, one line) -- MLflow
+  would add its forty tables to it.  A store file that this sync creates (with its WAL files
+  and its lock) is removed again when the sync fails, so a failure (a full disk) leaves nothing
+  behind.
 * **Any other store (an MLflow server, a database): a lease on a lock experiment**
   (:func:`claim_state`).  The one create-if-absent MLflow offers through every backend is
   ``create_experiment``: experiment names are unique in the store's schema, so of several
@@ -45,6 +51,7 @@ import hashlib
 import json
 import os
 import socket
+import sqlite3
 import threading
 import time
 import uuid
@@ -54,13 +61,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from faircode.core.errors import ConfigError
+
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["BEAT_SECONDS", "LEASE_SECONDS", "Claim", "ClaimLost", "claim_state", "lock_name",
-           "sqlite_path", "store_lock"]
+__all__ = ["BEAT_SECONDS", "LEASE_SECONDS", "Claim", "ClaimLost", "check_sqlite_store",
+           "claim_state", "lock_name", "sqlite_path", "store_lock"]
 
 LEASE_SECONDS = 30.0
 """A lock whose heartbeat has not changed for this long belongs to a dead (or stalled) sync."""
@@ -84,18 +93,59 @@ def sqlite_path(uri: str) -> Path | None:
     return None if path.name in ("", ":memory:") else path
 
 
+_MLFLOW_TABLES = frozenset({"alembic_version", "experiments", "runs"})
+"""Tables every MLflow SQLite store has."""
+
+
+def check_sqlite_store(uri: str) -> None:
+    """Refuse (one line, :class:`~faircode.core.errors.ConfigError`) an existing file at a
+    ``sqlite:///`` store that is not an MLflow store; read-only, nothing is written."""
+    path = sqlite_path(uri)
+    if path is None or not path.exists() or (path.is_file() and path.stat().st_size == 0):
+        return
+    expected = "an MLflow tracking store (a SQLite file with MLflow's tables) or no file"
+    if not path.is_file():
+        raise ConfigError(f"{path}: expected {expected}, got a folder or special file")
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=20)
+        try:
+            tables = {row[0] for row in connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table'")}
+        finally:
+            connection.close()
+    except sqlite3.DatabaseError as exc:
+        raise ConfigError(f"{path}: expected {expected}, got a file SQLite cannot read "
+                          f"({exc}); nothing was written") from None
+    if tables and not _MLFLOW_TABLES <= tables:
+        shown = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
+        raise ConfigError(f"{path}: expected {expected}, got a SQLite database of other tables "
+                          f"({shown}); nothing was written to it")
+
+
 @contextmanager
 def store_lock(uri: str) -> Iterator[None]:
-    """Hold an exclusive lock on ``<file>.lock`` beside a ``sqlite:///`` store for the block."""
+    """Hold an exclusive lock on ``<file>.lock`` beside a ``sqlite:///`` store for the block;
+    if the block fails, remove the store file it created (and its WAL files and the lock)."""
     path = sqlite_path(uri)
-    if path is None or fcntl is None:
+    if path is None:
         yield
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    lock = Path(f"{path}.lock")
+    new_lock = not lock.exists()
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # waits for the sync holding it; released if it dies
-        yield
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # waits for the sync holding it; released if it dies
+        new_store = not path.exists() or path.stat().st_size == 0  # decided under the lock
+        try:
+            yield
+        except BaseException:
+            if new_store:  # nothing of it is the user's: a failure leaves no empty store
+                for leftover in (path, Path(f"{path}-wal"), Path(f"{path}-shm"),
+                                 *((lock,) if new_lock else ())):
+                    leftover.unlink(missing_ok=True)
+            raise
     finally:
         os.close(fd)  # closing the descriptor releases the lock
 

@@ -48,7 +48,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import distributions
@@ -61,8 +61,10 @@ from faircode.core.errors import FaircodeError, describe
 from faircode.core.files import read_json_object
 from faircode.core.layout import RUN_RECORD, run_record
 from faircode.core.names import check_name
+from faircode.core.processes import Finished, run_group
 from faircode.core.schema import read_yaml
 from faircode.provenance.state import code_digest, group_states, params_digest
+from faircode.record._worktree import verify_worktree
 from faircode.record.compare import (
     VOLATILE_RUN_KEYS,
     CellDrift,
@@ -102,6 +104,7 @@ LOCKS = ("dvc.lock", "upstream/dvc.lock")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
 _RECORD_BYTES = 64 * 2**20
+_RERUN_SECONDS = 6 * 3600
 _RECORD_KEYS: dict[str, type] = {"name": str, "created": str, "git_commit": str,
                                  "results": dict, "environment": dict}
 """The keys every freeze record has, and their JSON types (``state`` since v0.3: a mapping)."""
@@ -138,7 +141,35 @@ def read_record(path: Path) -> dict[str, Any]:
                           f"{describe(record['git_commit'])}")
     if not isinstance(record.get("state", {}), dict):
         raise FreezeError(f"{path}: state: expected a mapping, got {describe(record['state'])}")
+    _check_fields(path, record)
     return record
+
+
+_FIELD_TYPES: dict[str, tuple[type, ...]] = {
+    "environment.python": (str,), "state.git_commit": (str, type(None)),
+    "state.code_sha256": (str, type(None)), "state.params_sha256": (str, type(None)),
+    "state.inputs_dirty": (bool, type(None))}
+"""The types of the fields inside a record that verify and list read (when present)."""
+
+
+def _check_fields(path: Path, record: dict[str, Any]) -> None:
+    """One line for a field of the wrong type inside a record: ``results`` and
+    ``environment.packages`` map names to strings, and :data:`_FIELD_TYPES`."""
+    for key, kinds in _FIELD_TYPES.items():
+        section, field_name = key.split(".")
+        value = (record.get(section) or {}).get(field_name)
+        if field_name in (record.get(section) or {}) and not isinstance(value, kinds):
+            raise FreezeError(f"{path}: {key}: expected "
+                              f"{'a string' if kinds[0] is str else 'true or false'}, got "
+                              f"{describe(value)}")
+    packages = record["environment"].get("packages", {})
+    for key, mapping in (("results", record["results"]), ("environment.packages", packages)):
+        if not isinstance(mapping, dict):
+            raise FreezeError(f"{path}: {key}: expected a mapping, got {describe(mapping)}")
+        wrong = next(((k, v) for k, v in mapping.items() if not isinstance(v, str)), None)
+        if wrong is not None:
+            raise FreezeError(f"{path}: {key}.{wrong[0]}: expected a string, got "
+                              f"{describe(wrong[1])}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -414,14 +445,14 @@ def verify(
     root: Path,
     command: Sequence[str] = ("dvc", "repro", "--force"),
     env: Mapping[str, str] | None = None,
-    keep: Path | None = None,
 ) -> VerifyReport:
     """Re-create the frozen state ``name`` in a temporary worktree, re-run, compare.
 
     ``command`` is run in the worktree (default ``dvc repro --force``, which re-runs every stage
-    from the raw data); ``env`` is its environment.  The frozen results are the worktree's
-    ``results/`` as checked out, before the re-run.  With ``keep`` the worktree is created there
-    and left for inspection.
+    from the raw data) in a process group of its own, ended with it however verify ends
+    (:func:`faircode.core.processes.run_group`); ``env`` is its environment.  The frozen results
+    are the worktree's ``results/`` as checked out, before the re-run.  The worktree of an
+    earlier verify that was killed is removed first (:mod:`faircode.record._worktree`).
     """
     import time
 
@@ -430,11 +461,8 @@ def verify(
     commit = str(record["git_commit"])
     env_lines = tuple(environment_differences(record["environment"], environment()))
     start = time.perf_counter()
-    base = Path(tempfile.mkdtemp(prefix=f"faircode-verify-{name}-")) if keep is None else keep
-    work = base / "state" if keep is None else keep
-    frozen = base / "frozen-results" if keep is None else keep.with_name(keep.name + "-frozen")
-    try:
-        _git(root, "worktree", "add", "--detach", "--force", str(work), commit)
+    with verify_worktree(root, commit, name=name, error=FreezeError) as tree:
+        work, frozen = tree.work, tree.frozen
         checked_out = work / RESULTS_DIR
         digests = _results_digests(checked_out, work)
         if digests != record["results"]:
@@ -448,11 +476,8 @@ def verify(
             env_lines = (f"code: frozen code_sha256 {frozen_code[:12]}, now {now_code[:12]} at "
                          f"commit {commit[:12]}", *env_lines)
         shutil.copytree(checked_out, frozen)
-        try:
-            done = subprocess.run(list(command), cwd=work, capture_output=True, text=True,
-                                  env=dict(env) if env else None, timeout=6 * 3600)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise FreezeError(f"verify {name}: cannot run {' '.join(command)}: {exc}") from None
+        done = _run(command, cwd=work, env=env, what=f"verify {name}",
+                    started=tree.record_group)
         log = tuple((done.stdout + done.stderr).splitlines()[-40:])
         if done.returncode != 0:
             tail = log[-1] if log else ""
@@ -463,11 +488,18 @@ def verify(
                             numerics=compare_numerics(frozen, checked_out),
                             identical_files=identical, files=files,
                             seconds=time.perf_counter() - start, log=log)
-    finally:
-        if keep is None:
-            _git(root, "worktree", "remove", "--force", str(work), check=False)
-            _git(root, "worktree", "prune", check=False)
-            shutil.rmtree(base, ignore_errors=True)
+
+
+def _run(command: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None, what: str,
+         started: Callable[[int], None] | None = None) -> Finished:
+    """``command`` run in a group of its own (ended with it), within the six-hour bound."""
+    try:
+        return run_group(command, cwd=cwd, env=env, timeout=_RERUN_SECONDS, started=started)
+    except subprocess.TimeoutExpired:
+        raise FreezeError(f"{what}: {' '.join(command)} stopped after {_RERUN_SECONDS:,} s "
+                          "(its processes are ended)") from None
+    except OSError as exc:
+        raise FreezeError(f"{what}: cannot run {' '.join(command)}: {exc}") from None
 
 
 # ------------------------------------------------------------------------------ drift check
@@ -496,11 +528,7 @@ def check_committed(
             checked_run(root / RESULTS_DIR / audit, error=FreezeError)
     with tempfile.TemporaryDirectory(prefix="faircode-drift-") as tmp:
         out = Path(tmp) / "results"
-        try:
-            done = subprocess.run([*command, "--out", str(out)], cwd=root, capture_output=True,
-                                  text=True, env=dict(env) if env else None, timeout=6 * 3600)
-        except (OSError, subprocess.SubprocessError) as exc:
-            raise FreezeError(f"drift check: cannot run {' '.join(command)}: {exc}") from None
+        done = _run([*command, "--out", str(out)], cwd=root, env=env, what="drift check")
         if done.returncode != 0:
             lines = (done.stderr or done.stdout).strip().splitlines()
             raise FreezeError(f"drift check: {' '.join(command)} failed (exit {done.returncode})"

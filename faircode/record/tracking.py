@@ -108,7 +108,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from faircode.record._claim import claim_state, sqlite_path, store_lock
+from faircode.record._claim import check_sqlite_store, claim_state, sqlite_path, store_lock
 from faircode.record._parent import SyncContext, create_parent, name_frozen
 from faircode.record._shared import (
     INDEX,
@@ -270,6 +270,7 @@ def sync_results(
         raise ValueError(f"workers: expected an integer >= 1 or None, got {workers!r}")
     started = time.perf_counter()
     results = Path(results)
+    check_sqlite_store(tracking_uri)  # a user's own database is refused before it is touched
     digest = results_digest(results, config=config)
     children, skipped = collect_children(results)
     with quiet_loggers():  # a failure is our one line, not MLflow's own log of it

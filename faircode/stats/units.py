@@ -215,14 +215,36 @@ def merge_sparse(parts: list[SparseTypes]) -> SparseTypes:
 
 
 def densify(types: SparseTypes, n_slots: int) -> UnitHistogram:
-    """The canonical (dense, lexicographic) histogram of sparse types."""
+    """The canonical (dense, lexicographic) histogram of sparse types.
+
+    The types are distinct and none is all zero already (:class:`SparseTypes`), so this is
+    :func:`collapse` without its copies: the lexicographic order is found from the sparse
+    entries (one int64 key per type where it fits) and the dense rows are written once, in that
+    order.  A log's unit types grow with its length, and every dense copy of them costs
+    ``8 * n_slots`` bytes a type (the streamed audit's peak grew by that)."""
     packed = types.packed
-    dense = np.zeros((packed.shape[0], n_slots), dtype=np.int64)
-    entries = packed[:, 1:]
-    row, col = np.nonzero(entries >= 0)
-    values = entries[row, col]
-    dense[row, values >> 32] = values & ((1 << 32) - 1)
-    return collapse(dense, types.multiplicity)
+    n = packed.shape[0]
+    row, col = np.nonzero(packed[:, 1:] >= 0)
+    values = packed[row, col + 1]
+    del col
+    slot, count = values >> 32, values & ((1 << 32) - 1)
+    del values
+    base = int(count.max()) + 1 if count.size else 1
+    if n_slots * np.log2(max(base, 2)) < 62:  # one key per type, in the dense rows' order
+        weights = base ** np.arange(n_slots - 1, -1, -1, dtype=np.int64)
+        keys = np.bincount(row, weights=count * weights[slot], minlength=n)
+        if keys.max(initial=0) < 2**53:  # bincount adds in float64: exact below 2**53
+            order = np.argsort(keys.astype(np.int64), kind="stable")
+            del keys
+            rank = np.empty(n, dtype=np.int64)
+            rank[order] = np.arange(n)
+            dense = np.zeros((n, n_slots), dtype=np.int64)
+            dense[rank[row], slot] = count
+            return UnitHistogram(dense, types.multiplicity[order])
+    dense = np.zeros((n, n_slots), dtype=np.int64)
+    dense[row, slot] = count
+    order = np.lexsort(dense.T[::-1])
+    return UnitHistogram(dense[order], types.multiplicity[order])
 
 
 class SparseAccumulator:

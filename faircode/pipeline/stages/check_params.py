@@ -9,6 +9,8 @@ metric and model family); the audit lists (``audits``, ``text_audits``, ``multic
 ``upstream/dvc.yaml`` are the pipeline of those lists
 (:func:`faircode.pipeline.dvc_check.check_written_for`: a list changed without ``faircode
 pipeline`` is one line naming it, not DVC's ``[Errno 2]`` in a later stage).
+A file it refuses during ``dvc exp run`` is put back as it last accepted it
+(:mod:`faircode.core.params_file`): DVC rewrites ``params.yaml`` before any stage runs.
 
 Besides the constant marker ``OUT`` it writes ``LISTS`` (``data/audits.txt``), the lists sorted
 (:func:`faircode.pipeline.dvc_files.lists_text`): it changes with the lists alone, and the
@@ -19,10 +21,13 @@ Usage: ``python -m faircode.pipeline.stages.check_params OUT [LISTS]``
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
-from faircode.core.config import load_params
+from faircode.core.config import Params, load_params
+from faircode.core.errors import ConfigError, FaircodeError
+from faircode.core.params_file import EXPERIMENT_ENV, remember_valid, restore_refused
 from faircode.pipeline.dvc_check import check_written_for
 from faircode.pipeline.dvc_files import lists_text
 from faircode.pipeline.stages import PARAMS, run_stage
@@ -33,9 +38,21 @@ def main(argv: list[str]) -> None:
     ``argv[0]`` and, given ``argv[1]``, the lists there."""
     out, lists = Path(argv[0]), (Path(argv[1]) if len(argv) > 1 else None)
 
-    def work() -> None:
-        params = load_params(PARAMS, audits_dir=Path("audits"))
+    def validate(path: Path) -> Params:
+        params = load_params(path, audits_dir=Path("audits"))
         check_written_for(params, root=Path("."))
+        return params
+
+    def work() -> None:
+        try:
+            params = validate(PARAMS)
+        except FaircodeError as exc:
+            note = restore_refused(PARAMS, baseline=os.environ.get(EXPERIMENT_ENV),
+                                   validate=validate)
+            if note is None:
+                raise
+            raise ConfigError(f"{exc}; {note}") from None
+        remember_valid(PARAMS)
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text("params.yaml: valid\n")
         if lists is not None:
