@@ -125,7 +125,8 @@ def test_record_is_flat_and_stable() -> None:
         "degenerate_min_selection_rate", "degenerate_max_selection_rate",
         "degenerate_balanced_accuracy_margin", "curve_thresholds", "verdict_margin",
         "verdict_ratio_margin", "verdict_min_informative_share", "verdict_claims",
-        "mitigation.tolerances"]
+        "mitigation.tolerances", "arbitrariness.bags", "arbitrariness.all_families_below",
+        "arbitrariness.consistency_level", "arbitrariness.accuracy_tolerance"]
     k5 = config_record(BenchmarkConfig().with_params({"run.jobs": 1, "run.seeds": 5}))
     assert (k5["seeds"], k5["seed_mode"]) == (5, "model")
     assert list(k5).index("seeds") == list(record).index("curve_thresholds")
@@ -174,7 +175,8 @@ def test_every_config_field_has_one_params_key() -> None:
         ({"stat": {"n_resamples": 10}},
          r"^params.yaml: stat: expected a known section \(audits, text_audits, regression_audits, "
          r"multiclass_audits, "
-         r"mitigation, models, stats, degenerate, verdicts, curves, run, report\), got 'stat' "
+         r"mitigation, models, stats, degenerate, verdicts, curves, arbitrariness, run, report\), "
+         r"got 'stat' "
          r"\(str\)$"),
         ({"stats": {"n_resamples": "many"}},
          r"^params.yaml: stats.n_resamples: expected an integer, got 'many' \(str\)$"),
@@ -341,3 +343,32 @@ def test_verdict_params_reach_their_section() -> None:
     assert (config.verdicts.margin, config.verdicts.ratio_margin,
             config.verdicts.min_informative_share) == (0.03, (0.9, 1.1), 0.8)
     assert config_record(config)["verdict_ratio_margin"] == [0.9, 1.1]
+
+
+@pytest.mark.parametrize(
+    ("arbitrariness", "message"),
+    [
+        ({"bags": 1}, "arbitrariness.bags: expected an integer >= 2, got 1 (int)"),
+        ({"consistency_level": 0.5}, "arbitrariness.consistency_level: expected a number in "
+                                     "(0.5, 1], got 0.5 (float)"),
+        ({"accuracy_tolerance": 0}, "arbitrariness.accuracy_tolerance: expected a number in "
+                                    "(0, 1), got 0 (int)"),
+        ({"all_families_below": -1}, "arbitrariness.all_families_below: expected an integer "
+                                     ">= 0, got -1 (int)"),
+    ],
+)
+def test_bad_arbitrariness_params_name_the_key_path(arbitrariness: dict, message: str) -> None:
+    """A bad arbitrariness.* value is one line naming its params.yaml key path (a tied vote must
+    abstain, so the level lies above 0.5)."""
+    with pytest.raises(ConfigError) as info:
+        params_from_mapping({"arbitrariness": arbitrariness})
+    assert str(info.value) == f"params.yaml: {message}"
+
+
+def test_arbitrariness_params_reach_their_section() -> None:
+    """arbitrariness.* become the typed ArbitrarinessConfig, recorded under their paths."""
+    config = params_from_mapping({"arbitrariness": {"bags": 11, "consistency_level": 0.9,
+                                                    "accuracy_tolerance": 0.02}}).config
+    assert (config.arbitrariness.bags, config.arbitrariness.consistency_level,
+            config.arbitrariness.accuracy_tolerance) == (11, 0.9, 0.02)
+    assert config_record(config)["arbitrariness.bags"] == 11

@@ -21,7 +21,8 @@ import yaml
 from conftest import PIPELINE_FILES, copy_pipeline, mirror_dirs
 
 from faircode.core.cells import STRATEGY_CODES
-from faircode.pipeline.pipeline_command import fit_parts
+from faircode.grid.bagging import BAGGED_PART
+from faircode.pipeline.pipeline_command import bag_stage, fit_parts
 from faircode.pipeline.stages import PARTS
 
 pytestmark = pytest.mark.integration
@@ -37,6 +38,8 @@ PARAMS = {
                    "balanced_accuracy_margin": 0.02},
     "verdicts": {"margin": 0.05, "ratio_margin": [0.8, 1.25], "min_informative_share": 0.6},
     "curves": {"thresholds": [0.3, 0.5, 0.7]},
+    "arbitrariness": {"bags": 3, "all_families_below": 10000, "consistency_level": 0.8,
+                      "accuracy_tolerance": 0.01},
     "run": {"jobs": 2, "seeds": 1, "seed_mode": "model"},
     "report": {"metric": "demographic_parity", "model": None},
 }
@@ -125,7 +128,7 @@ def test_evaluate_stage_lists_each_audit_of_params_once() -> None:
     multi = params.get("multiclass_audits") or []
     expected = {
         "deps": [p for a in audits for p in (f"audits/{a}", f"data/prepared/{a}", *(
-            f"data/predictions/{a}/{part}" for part in PARTS))] + [
+            f"data/predictions/{a}/{part}" for part in (*PARTS, BAGGED_PART)))] + [
             p for a in text for p in (f"audits/{a}", f"data/text/{a}/payloads",
                                       f"data/text/{a}/systems", f"data/text/{a}/scores")] + [
             p for a in regression for p in (f"audits/{a}", f"data/raw/{a}",
@@ -202,14 +205,16 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Repo:
 
 
 def test_repro_writes_results_metrics_and_plots(repo: Repo) -> None:
-    """`dvc repro` writes the four tables, curves.csv, the ranking view, run.json, a metrics
-    summary and plot data per audit."""
+    """`dvc repro` writes the four tables, curves.csv, the ranking view, the bagged ensembles'
+    and the set of models' tables, run.json, a metrics summary and plot data per audit."""
     for audit in AUDITS:
         folder = repo.root / "results" / audit
         assert sorted(p.name for p in folder.iterdir()) == [
-            "calibration.csv", "calibration_gap.csv", "counterfactual.csv", "curves.csv",
-            "effects.csv", "fairness.csv", "frontier.csv", "groups.csv", "intersectional.csv",
-            "matched.csv", "performance.csv", "ranking.csv", "ranking_topk.csv", "run.json"]
+            "arbitrariness.csv", "calibration.csv", "calibration_gap.csv", "counterfactual.csv",
+            "curves.csv", "effects.csv", "fairness.csv", "frontier.csv", "groups.csv",
+            "intersectional.csv", "matched.csv", "multiplicity.csv", "multiplicity_models.csv",
+            "performance.csv", "ranking.csv", "ranking_topk.csv", "run.json",
+            "self_consistency.csv"]
         run = json.loads((folder / "run.json").read_text())
         assert run["config"]["n_resamples"] == 50 and run["config"]["max_iter"] == 2
         assert (repo.root / "results" / "curves" / f"{audit}.csv").is_file()
@@ -347,13 +352,15 @@ def test_mitigation_change_reruns_fit_and_evaluate_not_prepare(repo: Repo) -> No
 
 
 def test_encoding_change_marks_every_fit_stage_and_evaluate_not_prepare(repo: Repo) -> None:
-    """models.encoding is a param of the three fit stages (how the models see nominal
-    columns) and of evaluate: onehot marks exactly those changed, never fetch or prepare."""
+    """models.encoding is a param of the fit stages and the bag stage (how the models see
+    nominal columns) and of evaluate: onehot marks exactly those changed, never fetch or
+    prepare."""
     repo.write_params(models={"encoding": "onehot"})
     try:
         status = json.loads(repo.dvc("status", "--json").stdout)
         assert {s for s in status if s != "check-params"} == {"evaluate"} | {
-            f"{UPSTREAM}{f.stage}@{a}" for f in fit_parts() for a in AUDITS}
+            f"{UPSTREAM}{stage}@{a}" for a in AUDITS
+            for stage in (*(f.stage for f in fit_parts()), bag_stage().stage)}
     finally:
         repo.restore()
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import copy_pipeline
 
-from faircode.pipeline.pipeline_command import fit_parts
+from faircode.pipeline.pipeline_command import bag_stage, fit_parts
 
 REPO = Path(__file__).resolve().parent.parent
 README = (REPO / "README.md").read_text()
@@ -161,7 +161,8 @@ def test_readme_names_dvc_dag_and_it_draws_the_pipeline(tmp_path: Path) -> None:
                           cwd=tmp_path, capture_output=True, text=True, check=True, env=env,
                           timeout=120)
     assert _boxes(done.stdout) == sorted(
-        ["check-params", "fetch", "prepare", *(f.stage for f in fit_parts()), "evaluate",
+        ["check-params", "fetch", "prepare", *(f.stage for f in fit_parts()),
+         bag_stage().stage, "evaluate",
          "text-fetch", "text-prepare", "text-train", "text-score", "regression-fetch",
          "regression-fit", "multiclass-fetch", "report", "track"])
 

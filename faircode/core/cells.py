@@ -4,8 +4,9 @@ the cells they make.
 Every fact about a strategy lives in its :class:`StrategyInfo` record -- its code (``S0`` ...),
 the label a reader sees, its colour in every figure, the fit stage (part) that fits it and the
 ``mitigation.*`` keys that part reads, what it needs and gives (a cutoff on a score, the
-sensitive feature at predict time), the strategies it is compared with, and the task kinds it
-applies to -- and every other module reads the table: the grid and its DVC fit stages, the
+sensitive feature at predict time), the strategies it is compared with, whether its cells get
+bagged ensembles (the arbitrariness stage), and the task kinds it applies to -- and every other
+module reads the table: the grid and its DVC fit stages, the
 effects' comparisons, the summary and headline keys, the report's colours and legends, the MLflow
 names.  A new strategy is one :class:`Strategy` member, one record here and its implementation
 (:mod:`faircode.grid.strategies`).
@@ -40,6 +41,7 @@ from faircode.core.errors import describe
 from faircode.core.seeds import NAMED, name_stream
 
 __all__ = [
+    "BAGGED_STRATEGIES",
     "BINARY",
     "COMPARISONS",
     "CUTOFF_STRATEGIES",
@@ -164,6 +166,10 @@ class StrategyInfo:
     score: bool = True
     sensitive_at_predict: bool = False
     against: tuple[Against, ...] = ()
+    bagged: bool = False
+    """Its binary cells get an ensemble of bagged members (:mod:`faircode.grid.bagging`: the
+    self-consistency of their decisions and the set of models; a cheap fit, decided by a
+    cutoff)."""
     kinds: frozenset[str] = BINARY
     stream: int | None = None
     draws: Strategy | None = None
@@ -186,6 +192,9 @@ class StrategyInfo:
         if self.cutoff and not self.score:
             raise ValueError(f"{where}: cutoff: a strategy without a score cannot decide by a "
                              "cutoff on it")
+        if self.bagged and not self.cutoff:
+            raise ValueError(f"{where}: bagged: a bagged ensemble votes with its members' "
+                             "cutoff decisions; expected a cutoff strategy")
         if not self.label or not self.what or not self.kinds:
             raise ValueError(f"{where}: label, what, kinds: expected non-empty values")
         for kind, reason in self.not_applicable:
@@ -217,14 +226,14 @@ _NO_MULTICLASS_CUTOFF = (
     "no single score to cut (fairlearn issue 1201)")
 STRATEGY_TABLE: tuple[StrategyInfo, ...] = (
     StrategyInfo(_S.BASELINE, 0, "baseline", "every feature, protected attributes included",
-                 _BLACK, "unmitigated", cutoff=True, stream=0,
+                 _BLACK, "unmitigated", cutoff=True, stream=0, bagged=True,
                  kinds=BINARY_AND_REGRESSION | MULTICLASS),
     StrategyInfo(_S.UNAWARENESS, 1, "unawareness", "protected attributes dropped", _ORANGE,
                  "unmitigated", cutoff=True, against=(Against(_S.BASELINE, 0),), stream=1,
                  kinds=BINARY_AND_REGRESSION | MULTICLASS),
     StrategyInfo(_S.UNAWARENESS_PROXY_REMOVAL, 2, "unawareness + proxy removal",
                  "protected attributes and their proxies dropped", _SKY_BLUE, "unmitigated",
-                 cutoff=True, against=(Against(_S.BASELINE, 1),), stream=2,
+                 cutoff=True, against=(Against(_S.BASELINE, 1),), stream=2, bagged=True,
                  kinds=BINARY_AND_REGRESSION | MULTICLASS),
     StrategyInfo(_S.IN_PROCESSING, 3, "ExponentiatedGradient",
                  "fairlearn in-processing under the parity constraint (first attribute)", _GREEN,
@@ -277,6 +286,9 @@ STRATEGY_TITLES: dict[str, str] = {s.code: s.label for s in STRATEGY_TABLE}
 
 CUTOFF_STRATEGIES: tuple[Strategy, ...] = tuple(s.strategy for s in STRATEGY_TABLE if s.cutoff)
 """The strategies decided by a cutoff on their score (a threshold curve each), in order."""
+
+BAGGED_STRATEGIES: tuple[Strategy, ...] = tuple(s.strategy for s in STRATEGY_TABLE if s.bagged)
+"""The strategies whose cells get a bagged ensemble (the arbitrariness stage), in order."""
 
 MATCHED: tuple[tuple[Strategy, Matched], ...] = tuple(
     (s.strategy, m) for s in STRATEGY_TABLE for m in s.matched)

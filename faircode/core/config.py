@@ -7,13 +7,14 @@ place a parsed mapping becomes a config; it rejects unknown keys and names the k
 bad value, so a typo in ``params.yaml`` cannot silently fall back to a default.
 
 ``params.yaml`` is split by concern: ``audits``, ``mitigation.*``, ``models.*``, ``stats.*``,
-``degenerate.*``, ``verdicts.*``, ``curves.*``, ``run.*``, and :class:`BenchmarkConfig` nests
-its sections the same way (``config.stats.alpha``), each a record that writes its defaults once
-and names its errors by their ``params.yaml`` path.  :data:`PARAM_KEYS` is read off the records,
-so adding a param is adding its field; the ``faircode run`` flags go through the same paths
-(:meth:`BenchmarkConfig.with_params`), so the pipeline and the command line build the very same
-config.  ``run.json`` records it flat (:func:`config_record`, one function).  ``run.jobs: null``
-means "every core"; apart from it only ``run.scheduler`` may be null.
+``degenerate.*``, ``verdicts.*``, ``curves.*``, ``arbitrariness.*``, ``run.*``, and
+:class:`BenchmarkConfig` nests its sections the same way (``config.stats.alpha``), each a record
+that writes its defaults once and names its errors by their ``params.yaml`` path.
+:data:`PARAM_KEYS` is read off the records, so adding a param is adding its field; the
+``faircode run`` flags go through the same paths (:meth:`BenchmarkConfig.with_params`), so the
+pipeline and the command line build the very same config.  ``run.json`` records it flat
+(:func:`config_record`, one function).  ``run.jobs: null`` means "every core"; apart from it only
+``run.scheduler`` may be null.
 
 Where the fit tasks run (``run.backend``, ``run.scheduler``) is an :class:`ExecutionConfig` beside
 the :class:`BenchmarkConfig`, not a field of it: the config is recorded in every ``run.json`` and
@@ -50,6 +51,7 @@ __all__ = [
     "MAX_SEEDS",
     "PARAM_KEYS",
     "SEED_MODES",
+    "ArbitrarinessConfig",
     "Backend",
     "BenchmarkConfig",
     "Constraint",
@@ -315,6 +317,34 @@ def check_ratio_margin(where: str, value: object) -> tuple[float, float]:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ArbitrarinessConfig:
+    """``arbitrariness.*``: the bagged ensembles and the set of equally accurate models
+    (``docs/statistics.md``, "Arbitrariness and multiplicity").
+
+    ``bags`` members per ensemble and ``all_families_below`` (all three model families on an
+    audit with fewer training rows than this, logistic regression alone on a larger one) are read
+    by the bagging stage (:mod:`faircode.grid.bagging`); ``consistency_level`` (a decision is
+    arbitrary, and the ensemble abstains, where its self-consistency is below it; above 0.5, so
+    a tied vote always abstains) and ``accuracy_tolerance`` (the set of models within it of the
+    most accurate one, and the alternative test's equivalence margin of accuracy) by the
+    evaluate step.
+    """
+
+    bags: int = 21
+    all_families_below: int = 10000
+    consistency_level: float = 0.8
+    accuracy_tolerance: float = 0.01
+
+    def __post_init__(self) -> None:
+        _check_int("arbitrariness.bags", self.bags, low=2)
+        _check_int("arbitrariness.all_families_below", self.all_families_below, low=0)
+        _check_number("arbitrariness.consistency_level", self.consistency_level, low=0.5,
+                      high=1.0, open_low=True)
+        _check_number("arbitrariness.accuracy_tolerance", self.accuracy_tolerance, low=0.0,
+                      high=1.0, open_low=True, open_high=True)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ReplicateConfig:
     """``run.seeds`` and ``run.seed_mode``: training replicates per cell and what each re-draws.
 
@@ -341,9 +371,10 @@ class BenchmarkConfig:
     a frozen record that validates itself and writes its defaults once.  Library functions do
     not take the config whole: each takes the sections it reads -- :attr:`mitigation` (fit),
     :attr:`models` (``encoding``: fit; ``decision_threshold``: evaluate), :attr:`stats`,
-    :attr:`degenerate`, :attr:`verdicts` and :attr:`curves` (evaluate), :attr:`replicates`
-    (``run.seeds``, ``run.seed_mode``: both) and :attr:`jobs` (``run.jobs``: worker processes;
-    no number depends on it) -- so every signature says which params it reads.
+    :attr:`degenerate`, :attr:`verdicts` and :attr:`curves` (evaluate), :attr:`arbitrariness`
+    (the bagging stage and evaluate), :attr:`replicates` (``run.seeds``, ``run.seed_mode``:
+    both) and :attr:`jobs` (``run.jobs``: worker processes; no number depends on it) -- so
+    every signature says which params it reads.
 
     :meth:`with_params` changes values by their ``params.yaml`` key paths (the command-line
     flags, the tests); :func:`config_record` is ``run.json``'s flat record of it.
@@ -355,6 +386,7 @@ class BenchmarkConfig:
     degenerate: DegenerateConfig = field(default_factory=DegenerateConfig)
     verdicts: VerdictsConfig = field(default_factory=VerdictsConfig)
     curves: CurvesConfig = field(default_factory=CurvesConfig)
+    arbitrariness: ArbitrarinessConfig = field(default_factory=ArbitrarinessConfig)
     replicates: ReplicateConfig = field(default_factory=ReplicateConfig)
     jobs: int = field(default_factory=_default_jobs)
 
@@ -386,7 +418,7 @@ class BenchmarkConfig:
 _SECTIONS: dict[str, type] = {
     "mitigation": MitigationConfig, "models": ModelsConfig, "stats": StatsConfig,
     "degenerate": DegenerateConfig, "verdicts": VerdictsConfig, "curves": CurvesConfig,
-    "replicates": ReplicateConfig,
+    "arbitrariness": ArbitrarinessConfig, "replicates": ReplicateConfig,
 }
 """The sections of :class:`BenchmarkConfig` and their records."""
 

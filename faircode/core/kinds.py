@@ -102,7 +102,8 @@ BINARY = TaskKind(
     grid=True,
     headline=Metric.DEMOGRAPHIC_PARITY.value,
     optional_tables=(*layout.GRID_EXTRA_TABLES, *layout.EFFECT_TABLES, *layout.MATCHED_TABLES,
-                     *layout.STABILITY_TABLES, *layout.RANKING_TABLES),
+                     *layout.STABILITY_TABLES, *layout.RANKING_TABLES,
+                     *layout.ARBITRARINESS_TABLES),
 )
 TEXT = TaskKind(
     name="text",

@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "ARBITRARINESS_TABLES",
     "COUNTERFACTUAL_SCORES_RUN",
     "DEPLOYED_FOLDER",
     "DEPLOYED_TABLES",
@@ -131,6 +132,11 @@ MATCHED_TABLES = ("frontier", "matched")
 attribute, and the matched-violation comparisons (:mod:`faircode.evaluate.matched`)."""
 STABILITY_TABLES = ("stability", "stability_replicates")
 """Training variance across seeds (``run.seeds`` > 1 only)."""
+ARBITRARINESS_TABLES = ("self_consistency", "arbitrariness", "multiplicity",
+                        "multiplicity_models")
+"""The bagged ensembles and the set of equally accurate models (where the bagging stage ran):
+each group's share of arbitrary decisions, the gap after abstention beside the single model's,
+the test of a less discriminatory alternative, and every model of the set."""
 DEPLOYED_TABLES = ("fairness", "performance", "intersectional", "groups", "calibration",
                    "calibration_gap")
 """The tables of ``deployed/`` (and ``stratified``, ``stratum_rates`` with declared strata)."""
@@ -213,8 +219,8 @@ def file_names() -> frozenset[str]:
     """Every fixed file name of a results folder (tables of every kind included): what no
     module but this one spells (``tests/test_layout.py``)."""
     tables = {*GRID_TABLES, *GRID_EXTRA_TABLES, *EFFECT_TABLES, *MATCHED_TABLES,
-              *STABILITY_TABLES, *DEPLOYED_TABLES, *TEXT_TABLES, *FLIP_TABLES,
-              *REGRESSION_TABLES, *REGRESSION_EXTRA_TABLES, *MULTICLASS_TABLES,
+              *STABILITY_TABLES, *ARBITRARINESS_TABLES, *DEPLOYED_TABLES, *TEXT_TABLES,
+              *FLIP_TABLES, *REGRESSION_TABLES, *REGRESSION_EXTRA_TABLES, *MULTICLASS_TABLES,
               *MULTICLASS_EXTRA_TABLES, *RANKING_TABLES}
     return frozenset({RUN_RECORD, UNAVAILABLE_NOTE, *REPORT_FILES, ENCODING_SENSITIVITY,
                       FIGURES_RECORD, *(table_file(t) for t in tables)})

@@ -59,6 +59,13 @@ class Stream(IntEnum):
     """Regression audits (:mod:`faircode.evaluate.regression`): ``(11, s, m, attribute)`` of a
     grid cell in its replicate's master seed, ``(11, name_stream("observed"), attribute)`` of
     the observed outcome; the gap within strata's ``(11, name_stream("strata"), ...)``."""
+    BAGS = 12
+    """A bagged member of a cell's ensemble (:mod:`faircode.grid.bagging`): ``(12, strategy,
+    model, member)`` draws its bootstrap of the training rows and its model's seed."""
+    ARBITRARINESS = 13
+    """The statistics of the ensembles and of the set of models (:mod:`faircode.evaluate.
+    arbitrariness`): ``(13, name_stream(what), ...)``, each keyed by the name of what it feeds
+    (the abstained ensembles' tests, the held-out split, the alternative's paired test)."""
 
 
 def child_seed(seed: int | np.random.SeedSequence, *key: int) -> np.random.SeedSequence:

@@ -32,6 +32,9 @@ Design decisions
 * **One number per cell** (:mod:`faircode.evaluate.claims`): the tables get their verdicts here,
   and with replicates the K-replicate estimates of :mod:`faircode.evaluate.combine` (replicate 0's
   own numbers as ``rep0_*``), so every view that reads them shows the same number.
+* With the bag stage's members (``bagged``, :mod:`faircode.grid.bagging`) the bagged ensembles
+  and the set of models are scored last (:mod:`faircode.evaluate.arbitrariness`): they read the
+  cells' operating points and the claimed ``fairness.csv``.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from faircode.audit.decision import DecisionRule, resolve_rule
 from faircode.audit.prepared import PreparedAudit
 from faircode.core.cells import position
 from faircode.core.config import (
+    ArbitrarinessConfig,
     CurvesConfig,
     DegenerateConfig,
     ReplicateConfig,
@@ -53,6 +57,7 @@ from faircode.core.config import (
 )
 from faircode.core.errors import DataError
 from faircode.evaluate import claims, effects, stability
+from faircode.evaluate.arbitrariness import score_arbitrariness
 from faircode.evaluate.combine import EFFECT_KEYS, GAP_KEYS
 from faircode.evaluate.curves import audit_curves, replicate_curves
 from faircode.evaluate.deployed import score_system_all_rows, score_system_test_rows
@@ -61,6 +66,7 @@ from faircode.evaluate.matched import matched_table
 from faircode.evaluate.ranking import ranked_cells, ranking_tables
 from faircode.evaluate.score import CellResult, score_cell, scoring_seconds
 from faircode.evaluate.tables import AuditResults, assemble
+from faircode.grid.bagging import BaggedPredictions
 from faircode.grid.predictions import AuditPredictions, CellPredictions
 from faircode.grid.scheduler import Task, run_tasks
 
@@ -78,6 +84,8 @@ def evaluate_audit(
     jobs: int = 1,
     curves: CurvesConfig | None = None,
     verdicts: VerdictsConfig | None = None,
+    bagged: BaggedPredictions | None = None,
+    arbitrariness: ArbitrarinessConfig | None = None,
 ) -> AuditResults:
     """Score every cell of ``predictions`` on ``data``; return the four tables.
 
@@ -87,7 +95,10 @@ def evaluate_audit(
     ``replicates`` must match the predictions' (with ``seeds`` > 1 the result also holds
     :attr:`AuditResults.stability` and :attr:`AuditResults.replicates`); ``jobs`` local workers
     score the cells (no number depends on it).  With ``curves`` (``curves.*``) the result also
-    holds :attr:`AuditResults.curves` (:func:`faircode.evaluate.curves.audit_curves`).
+    holds :attr:`AuditResults.curves` (:func:`faircode.evaluate.curves.audit_curves`).  With
+    ``bagged`` (the bag stage's members) also the ensembles' and the set of models' tables
+    (:func:`faircode.evaluate.arbitrariness.score_arbitrariness`, at ``arbitrariness``'s level
+    and tolerance).
     """
     if predictions.audit != data.manifest.name:
         raise DataError(f"predictions of {predictions.audit!r} cannot be evaluated on "
@@ -151,6 +162,17 @@ def evaluate_audit(
         seconds=seconds, curves=_replicated_curves(assembled.curves, extra, fairness,
                                                    curves=curves, replicates=replicates,
                                                    stats=stats, verdicts=verdicts))
+    if bagged is not None:
+        t0 = time.perf_counter()
+        tables = score_arbitrariness(
+            data, bagged, results, fairness, rule=rule, stats=stats, degenerate=degenerate,
+            verdicts=verdicts, config=arbitrariness or ArbitrarinessConfig(),
+            replicates=predictions.replicates)
+        assembled = dataclasses.replace(
+            assembled, self_consistency=tables.self_consistency,
+            arbitrariness=tables.arbitrariness, multiplicity=tables.multiplicity,
+            multiplicity_models=tables.models)
+        seconds["arbitrariness"] = time.perf_counter() - t0
     if extra is not None:
         assembled = dataclasses.replace(
             assembled, stability=claims.with_family(extra.stability, fairness, GAP_KEYS),

@@ -3,7 +3,9 @@ views.
 
 Reads the prepared audit (``<prepared>/<audit>``) and the fit stages' parts
 (``<predictions>/<audit>/<part>/``, merged in grid order; their seconds for ``run.json`` from
-``<part>.seconds.json`` when present), evaluates every cell (:func:`faircode.evaluate.audit.
+``<part>.seconds.json`` when present) and, where the bag stage wrote it, the bagged members'
+store (``<predictions>/<audit>/bagged/``, :func:`faircode.grid.bagging.bagged_store`: then also
+the ensembles' and the set of models' tables), evaluates every cell (:func:`faircode.evaluate.audit.
 evaluate_audit`) and writes the audit's folder (:func:`faircode.evaluate.write.write_audit`)
 and its four DVC views (:func:`faircode.core.layout.dvc_views`): the headline metrics
 ``metrics/<audit>.json``, the full set ``metrics/full/<audit>.json``, the strategy-plot data
@@ -74,9 +76,12 @@ class BinaryEvaluator:
             reusable,
             reuse_enabled,
         )
+        from faircode.grid.bagging import bagged_store
         from faircode.provenance.state import provenance, with_fit_numerics
 
         prepared = upstream.prepared / audit
+        bagged = bagged_store(upstream.predictions / audit)
+        parts = (*parts, *([bagged] if bagged is not None else []))
         record = provenance()
         key = inputs_key(load_manifest(manifest), config=config, inputs=[prepared, *parts],
                          versions=record["versions"],
@@ -100,6 +105,7 @@ class BinaryEvaluator:
         from faircode.evaluate.curves import curve_plot
         from faircode.evaluate.summary import headline, strategy_plot, summary
         from faircode.evaluate.write import write_audit
+        from faircode.grid.bagging import BAGGED_PART, load_bagged
         from faircode.grid.predictions import load_predictions, merge_predictions, timings_path
         from faircode.provenance.state import with_fit_numerics
 
@@ -107,11 +113,15 @@ class BinaryEvaluator:
         prepared_dir, *parts = job.inputs
         data = load_prepared(prepared_dir, manifest=load_manifest(job.manifest))
         predictions = merge_predictions([load_predictions(part, timings=timings_path(part))
-                                         for part in parts])
+                                         for part in parts if part.name != BAGGED_PART])
+        bagged = next((load_bagged(part, test_index=data.test_index,
+                                   timings=timings_path(part))
+                       for part in parts if part.name == BAGGED_PART), None)
         outcome = evaluate_audit(
             data, predictions, decision_threshold=config.models.decision_threshold,
             stats=config.stats, degenerate=config.degenerate, replicates=config.replicates,
-            jobs=config.jobs, curves=config.curves, verdicts=config.verdicts)
+            jobs=config.jobs, curves=config.curves, verdicts=config.verdicts, bagged=bagged,
+            arbitrariness=config.arbitrariness)
         folder = write_audit(data, outcome, config=config, out_dir=job.results,
                              provenance_record=with_fit_numerics(dict(job.provenance_record),
                                                                  predictions.numerics))

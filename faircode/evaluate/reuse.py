@@ -14,8 +14,9 @@ Design decisions
 * **Keyed by what is read, not by the params file.**  The key is sha256 over: the *resolved*
   decision rule (:func:`faircode.audit.decision.resolve_rule`: the manifest's block, else
   ``threshold`` at ``models.decision_threshold``) instead of the raw threshold; the ``stats``,
-  ``degenerate``, ``curves`` and replicate sections; the bytes of the manifest, of every file of
-  the prepared audit and of the three prediction parts; the source of every file the stage's
+  ``degenerate``, ``curves``, ``arbitrariness`` and replicate sections; the bytes of the
+  manifest, of every file of the prepared audit, of the three prediction parts and of the bagged
+  members' store; the source of every file the stage's
   ``deps:`` name (:data:`CODE`, checked against ``dvc.yaml`` by ``tests/test_curves.py``); and
   the package versions and the numerical kernels (:mod:`faircode.core.numerics`).  A change of
   any of them is a miss.  The mitigation keys need no place
@@ -108,7 +109,8 @@ def inputs_key(
 ) -> str:
     """sha256 of everything one audit's evaluate step reads (see the module docstring).
 
-    ``inputs`` are the prepared-audit folder and the prediction parts; ``versions`` the package
+    ``inputs`` are the prepared-audit folder and the prediction parts (and the bagged members'
+    store where there is one); ``versions`` the package
     versions (``provenance()["versions"]``); ``numerics`` the kernels this process computes with
     (:func:`faircode.core.numerics.configuration`: numbers of other kernels are not these).
     """
@@ -116,7 +118,9 @@ def inputs_key(
     reads = {"rule": rule.as_dict(), "stats": dataclasses.asdict(config.stats),
              "degenerate": dataclasses.asdict(config.degenerate),
              "replicates": dataclasses.asdict(config.replicates),
-             "curves": list(config.curves.thresholds), "versions": dict(versions),
+             "curves": list(config.curves.thresholds),
+             "arbitrariness": dataclasses.asdict(config.arbitrariness),
+             "versions": dict(versions),
              **({"numerics": dict(numerics)} if numerics else {})}
     h = hashlib.sha256(b"faircode-evaluate-inputs-v1\0")
     h.update(json.dumps(reads, sort_keys=True, default=str).encode() + b"\0")

@@ -71,6 +71,15 @@ class AuditResults:
     None without a tolerance curve."""
     matched: pd.DataFrame | None = None
     """The matched-violation comparisons (:mod:`faircode.evaluate.matched`); None likewise."""
+    self_consistency: pd.DataFrame | None = None
+    """Each group's share of arbitrary decisions (:mod:`faircode.evaluate.arbitrariness`); None
+    without the bag stage's members, as the three tables below."""
+    arbitrariness: pd.DataFrame | None = None
+    """The abstaining ensembles' gaps beside the single models'."""
+    multiplicity: pd.DataFrame | None = None
+    """The set of equally accurate models and the test of a less discriminatory alternative."""
+    multiplicity_models: pd.DataFrame | None = None
+    """Every model of the set with its accuracy and gap."""
     ranking: pd.DataFrame | None = None
     """The ranking view's exposure and FA*IR table (:mod:`faircode.evaluate.ranking`); None
     without a scored row set."""

@@ -41,6 +41,7 @@ from faircode.core.errors import DataError
 from faircode.core.files import read_json_object
 from faircode.core.kinds import kind_of_run
 from faircode.core.layout import (
+    ARBITRARINESS_TABLES,
     DEPLOYED_FOLDER,
     DEPLOYED_TABLES,
     GRID_RUN,
@@ -264,11 +265,14 @@ _OPTIONAL = (("stability", "stability"), ("stability_replicates", "replicates"),
              ("effects", "effects"), ("effects_stability", "effects_stability"),
              ("effects_replicates", "effect_replicates"), ("curves", "curves"),
              ("frontier", "frontier"), ("matched", "matched"),
+             *zip(ARBITRARINESS_TABLES, ("self_consistency", "arbitrariness", "multiplicity",
+                                         "multiplicity_models"), strict=True),
              *((table, table) for table in RANKING_TABLES))
 """``(table, attribute of AuditResults)`` of the tables a run writes when it has them:
 training replicates (``run.seeds`` > 1), the paired effects (:mod:`faircode.evaluate.effects`),
 the operating-point curves (``curves.*`` params), a tolerance curve's frontier and matched
-comparisons (:mod:`faircode.evaluate.matched`), the ranking view of its scores
+comparisons (:mod:`faircode.evaluate.matched`), the bagged ensembles and the set of models (the
+bag stage's members, :mod:`faircode.evaluate.arbitrariness`), the ranking view of its scores
 (:mod:`faircode.evaluate.ranking`); in this order."""
 
 

@@ -24,7 +24,9 @@ Design decisions
   (``multiclass-fetch``): its grid is fitted in evaluate.
 * **An audit that leaves the lists re-runs the report** through :data:`LISTS`.
 * **The fit stages are the grid's parts**, one :class:`FitPart` each, from the caller
-  (:func:`faircode.pipeline.pipeline_command.fit_parts`): a new part is a new stage, no edit here.
+  (:func:`faircode.pipeline.pipeline_command.fit_parts`): a new part is a new stage, no edit here;
+  so is the bag stage (:class:`BagStage`, :func:`faircode.pipeline.pipeline_command.bag_stage`):
+  the bagged ensembles' members, written beside the parts and read by evaluate.
 * Every ``cmd`` interpolation is one single-quoted shell word; every name was checked safe
   (:mod:`faircode.core.names`) when ``params.yaml`` was loaded, and is again by each stage.
 * check-params imports this module: it imports nothing but ``core``.
@@ -53,7 +55,7 @@ from faircode.core.layout import (
 )
 from faircode.core.names import check_name
 
-__all__ = ["COMMAND", "FILES", "LISTS", "FitPart", "lists_text", "render"]
+__all__ = ["COMMAND", "FILES", "LISTS", "BagStage", "FitPart", "lists_text", "render"]
 
 COMMAND = "faircode pipeline"
 """The command that writes the files (``python -m faircode.pipeline.cli pipeline``)."""
@@ -80,6 +82,20 @@ class FitPart:
     def __post_init__(self) -> None:
         check_name(self.part, where="FitPart.part")
         check_name(self.stage, where="FitPart.stage")
+
+
+@dataclass(frozen=True, slots=True)
+class BagStage:
+    """The bag stage: its ``stage`` name, the ``part`` folder it writes beside the fit stages'
+    (``data/predictions/<audit>/<part>/``, a dep of evaluate) and the ``params`` it reads."""
+
+    stage: str
+    part: str
+    params: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        check_name(self.part, where="BagStage.part")
+        check_name(self.stage, where="BagStage.stage")
 
 
 def _code(entry: str, *wings: str) -> list[str]:
@@ -129,6 +145,9 @@ RESULTS_HEADER = """\
 #   run.seeds, run.seed_mode -> the fit stages + evaluate (never fetch/prepare)
 #   models.encoding     -> the fit stages (how the models see nominal columns) + evaluate
 #   models.*, stats.*, degenerate.*, verdicts.*, curves.* -> evaluate (then report and track)
+#   arbitrariness.bags, .all_families_below -> bag (S0/S2's bagged members; no run.* param: the
+#                   members are fitted on replicate 0's split) + evaluate through its output;
+#                   arbitrariness.consistency_level, .accuracy_tolerance -> evaluate
 #   report.*            -> report only
 #   run.*               -> nothing (workers and backend; no number depends on them)
 # check-params runs on every repro (always_changed) so an unknown or misspelt key, or an audit
@@ -170,8 +189,9 @@ EVALUATE_NOTE = """\
   # report, MLflow parent).  A multi-class audit (multiclass_audits) reads its manifest and raw
   # file and fits its S0-S2 grid here (a few hundred rows: no fit stage of its own)."""
 
-EVALUATE_PARAMS = ("models", "stats", "degenerate", "verdicts", "curves", "run.seeds",
-                   "run.seed_mode")
+EVALUATE_PARAMS = ("models", "stats", "degenerate", "verdicts", "curves",
+                   "arbitrariness.consistency_level", "arbitrariness.accuracy_tolerance",
+                   "run.seeds", "run.seed_mode")
 RESULTS = Path("results")
 REPORT_OUTS = (SUMMARY, SUMMARY_FAMILIES, RESIDUAL_FLOOR, *(
     f for t in ("paper_table", "performance_table", "counterfactual_table",
@@ -205,13 +225,14 @@ def _check_params() -> list[str]:
             "    always_changed: true"]
 
 
-def _evaluate(params: Params, parts: Sequence[FitPart]) -> list[str]:
+def _evaluate(params: Params, parts: Sequence[FitPart], bag: BagStage | None) -> list[str]:
     grid, text, regression = params.audits, params.text_audits, params.regression_audits
     multi = params.multiclass_audits
     deps = _code("evaluate", "core", "provenance", "counterfactual", "audit", "stats", "grid",
                  "evaluate")
+    folders = [*(f.part for f in parts), *([bag.part] if bag is not None else [])]
     deps += [p for a in grid for p in (f"audits/{a}", f"data/prepared/{a}",
-                                       *(f"data/predictions/{a}/{f.part}" for f in parts))]
+                                       *(f"data/predictions/{a}/{f}" for f in folders))]
     lines = ["", EVALUATE_NOTE, "  evaluate:", "    cmd: python -m faircode.pipeline.stages."
              "evaluate data/prepared data/predictions data/text results", "    deps:",
              *_items(deps, 6)]
@@ -317,8 +338,8 @@ def _plots(params: Params) -> list[str]:
     return lines + _items(((RESULTS / FIGURES / f).as_posix() for f in REPORT_FIGURES), 2)
 
 
-def _results_file(params: Params, parts: Sequence[FitPart]) -> str:
-    lines = [RESULTS_HEADER.rstrip("\n"), *_check_params(), *_evaluate(params, parts),
+def _results_file(params: Params, parts: Sequence[FitPart], bag: BagStage | None) -> str:
+    lines = [RESULTS_HEADER.rstrip("\n"), *_check_params(), *_evaluate(params, parts, bag),
              *_report(params), *_track(params), *_plots(params)]
     return "\n".join(lines) + "\n"
 
@@ -326,8 +347,8 @@ def _results_file(params: Params, parts: Sequence[FitPart]) -> str:
 # ------------------------------------------------------------------------------ upstream/dvc.yaml
 
 DATA_HEADER = """\
-# The upstream stages of the faircode pipeline: fetch, prepare and the fit stages of every audit
-# of params.yaml, and the text audits' fetch, payloads and scores -- everything under data/
+# The upstream stages of the faircode pipeline: fetch, prepare, the fit stages and the bag stage
+# of every audit of params.yaml, and the text audits' fetch, payloads and scores -- all under data/
 # that results/ is computed from.  ../dvc.yaml holds the stages that write results/ and the
 # conventions every stage follows (deps exactly the code a stage imports, params exactly the
 # sections it reads, every interpolation one single-quoted shell word).  Written, as
@@ -368,7 +389,8 @@ def _data_stage(stage: str, foreach: list[str], cmd: str, deps: Sequence[str], o
     return [*lines, "      outs:", f"        - {outs}"]
 
 
-def _grid_stages(audits: Sequence[str], parts: Sequence[FitPart]) -> list[str]:
+def _grid_stages(audits: Sequence[str], parts: Sequence[FitPart],
+                 bag: BagStage | None) -> list[str]:
     if not audits:
         return []
     lines = _data_stage("fetch", _foreach("audits", audits, first=True),
@@ -389,6 +411,14 @@ def _grid_stages(audits: Sequence[str], parts: Sequence[FitPart]) -> list[str]:
                              f"data/predictions/${{item}}/{f.part}",
                              params=(*f.mitigation, "models.encoding", "run.seeds",
                                      "run.seed_mode"))
+    if bag is not None:
+        lines += _data_stage(bag.stage, _foreach("audits", audits, first=False),
+                             ">-\n        python -m faircode.pipeline.stages.bag '${item}' "
+                             "'data/prepared/${item}'\n        "
+                             f"'data/predictions/${{item}}/{bag.part}'",
+                             [*_code("bag", "core", "counterfactual", "audit", "grid"),
+                              "audits/${item}", "data/prepared/${item}"],
+                             f"data/predictions/${{item}}/{bag.part}", params=bag.params)
     return lines
 
 
@@ -467,19 +497,21 @@ def _multiclass_stages(audits: Sequence[str]) -> list[str]:
         "data/raw/${item}")[1:]]
 
 
-def _data_file(params: Params, parts: Sequence[FitPart]) -> str:
-    lines = [DATA_HEADER, *_grid_stages(params.audits, parts), *_text_stages(params.text_audits),
-             *_regression_stages(params.regression_audits),
+def _data_file(params: Params, parts: Sequence[FitPart], bag: BagStage | None) -> str:
+    lines = [DATA_HEADER, *_grid_stages(params.audits, parts, bag),
+             *_text_stages(params.text_audits), *_regression_stages(params.regression_audits),
              *_multiclass_stages(params.multiclass_audits)]
     text = "\n".join(lines) + "\n"
     return text.replace("stages:\n\n", "stages:\n", 1)
 
 
-def render(params: Params, *, parts: Sequence[FitPart]) -> dict[str, str]:
+def render(params: Params, *, parts: Sequence[FitPart],
+           bag: BagStage | None = None) -> dict[str, str]:
     """The text of each pipeline file (:data:`FILES`) for ``params``' audits and text audits,
-    with one fit stage per part of ``parts``."""
+    with one fit stage per part of ``parts`` and, with ``bag``, the bag stage."""
     if not params.every_audit:
         raise ConfigError("params.yaml: audits: expected a non-empty list of audit names, or "
                           "audits in text_audits, regression_audits, multiclass_audits (the "
                           "audits the pipeline runs), got none")
-    return {FILES[0]: _results_file(params, parts), FILES[1]: _data_file(params, parts)}
+    return {FILES[0]: _results_file(params, parts, bag),
+            FILES[1]: _data_file(params, parts, bag)}

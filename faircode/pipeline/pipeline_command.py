@@ -27,9 +27,9 @@ from faircode.pipeline._args import EXIT_FAILED, EXIT_OK, HELP, example
 
 if TYPE_CHECKING:  # pragma: no cover - the command imports what it uses when it runs
     from faircode.core.config import Params
-    from faircode.pipeline.dvc_files import FitPart
+    from faircode.pipeline.dvc_files import BagStage, FitPart
 
-__all__ = ["add_pipeline", "check_manifests", "fit_parts", "write_pipeline"]
+__all__ = ["add_pipeline", "bag_stage", "check_manifests", "fit_parts", "write_pipeline"]
 
 
 def fit_parts() -> tuple[FitPart, ...]:
@@ -51,6 +51,21 @@ def fit_parts() -> tuple[FitPart, ...]:
         stage = "fit" if part == "unmitigated" else f"fit-{part.replace('_', '-')}"
         parts.append(FitPart(part, stage, mitigation))
     return tuple(parts)
+
+
+def bag_stage() -> BagStage:
+    """The bag stage (:mod:`faircode.grid.bagging`): it writes ``data/predictions/<audit>/
+    bagged/`` and reads ``arbitrariness.bags``, ``arbitrariness.all_families_below``,
+    ``models.encoding`` and the ``mitigation.*`` keys its bagged strategies read (none for S0
+    and S2)."""
+    from faircode.core.cells import BAGGED_STRATEGIES
+    from faircode.grid.bagging import BAGGED_PART
+    from faircode.grid.strategies import READS
+    from faircode.pipeline.dvc_files import BagStage
+
+    reads = sorted(set().union(*(READS[s] for s in BAGGED_STRATEGIES)))
+    return BagStage("bag", BAGGED_PART, ("arbitrariness.bags", "arbitrariness.all_families_below",
+                                         *(f"mitigation.{k}" for k in reads), "models.encoding"))
 
 
 def check_manifests(params: Params, *, audits_dir: Path) -> None:
@@ -88,7 +103,7 @@ def write_pipeline(root: Path, *, check: bool = False) -> tuple[list[str], Param
     params = load_params(root / "params.yaml", audits_dir=root / "audits")
     check_manifests(params, audits_dir=root / "audits")
     changed = []
-    for name, text in render(params, parts=fit_parts()).items():
+    for name, text in render(params, parts=fit_parts(), bag=bag_stage()).items():
         path = root / name
         if path.is_file() and path.read_text(encoding="utf-8") == text:
             continue

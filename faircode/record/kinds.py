@@ -3,7 +3,8 @@
 :func:`collect_children` is what ``faircode track`` logs: every audit folder of a results
 folder, each checked to hold exactly the files its ``run.json`` records
 (:func:`faircode.core.digests.checked_run`) and turned into child runs by its kind's function
-(:data:`CHILDREN`: the grid's :func:`faircode.record.runs.grid_children`, the text audits'
+(:data:`CHILDREN`: the grid's :func:`faircode.record.runs.grid_children` with its ensembles' and
+set of models' (:func:`faircode.record.arbitrariness_runs.binary_children`), the text audits'
 :func:`faircode.record.text_runs.text_children`); an audit with the pipeline's note only is
 skipped with its reason.
 
@@ -30,7 +31,7 @@ from faircode.record.runs import ResultsError, audit_folders, read_json
 __all__ = ["CHILDREN", "collect_children"]
 
 CHILDREN: dict[str, str] = {
-    "binary": "faircode.record.runs:grid_children",
+    "binary": "faircode.record.arbitrariness_runs:binary_children",
     "text": "faircode.record.text_runs:text_children",
     "regression": "faircode.record.regression_runs:regression_children",
     "multiclass": "faircode.record.multiclass_runs:multiclass_children",

@@ -73,7 +73,8 @@ from faircode.record.child import ChildRun, child_digest
 from faircode.record.compare import without_keys
 from faircode.record.names import DESIGN_COLUMNS, child_name, metric_key, readable
 
-__all__ = ["TABLES", "ChildRun", "ResultsError", "audit_folders", "canonical", "child_digest",
+__all__ = ["TABLES", "ChildRun", "ResultsError", "audit_base", "audit_folders", "canonical",
+           "child_digest",
            "datasets", "grid_children", "read_json", "recorded_config", "recorded_state",
            "report_files", "results_digest", "sanitise"]
 
@@ -273,7 +274,7 @@ def _identity(table: str, ident: Mapping[str, str]) -> dict[str, str]:
     return {"axis": ident["axis"], "channel": ident["kind"]}
 
 
-def _audit_base(folder: Path) -> tuple[str, dict[str, str], dict[str, str]]:
+def audit_base(folder: Path) -> tuple[str, dict[str, str], dict[str, str]]:
     """(audit, the params every child of it shares, the tags every child shares)."""
     run = read_json(run_record(folder))
     if not isinstance(run, dict) or not isinstance(run.get("config"), dict):
@@ -297,11 +298,12 @@ def _audit_base(folder: Path) -> tuple[str, dict[str, str], dict[str, str]]:
 
 
 def grid_children(folder: Path) -> list[ChildRun]:
-    """The child runs of one grid audit's checked folder (the ``binary`` kind's entry of
-    :data:`faircode.record.kinds.CHILDREN`): one per strategy x model x attribute (its
-    fairness rows, its performance rows and its effects), intersectional pair, and axis x
-    channel."""
-    audit, params, base_tags = _audit_base(folder)
+    """The grid's child runs of one checked grid audit folder (with its ensembles' the
+    ``binary`` kind's entry of :data:`faircode.record.kinds.CHILDREN`,
+    :func:`faircode.record.arbitrariness_runs.binary_children`): one per strategy x model x
+    attribute (its fairness rows, its performance rows and its effects), intersectional pair,
+    and axis x channel."""
+    audit, params, base_tags = audit_base(folder)
     frames = {}
     for table in TABLES:
         path = table_path(folder, table)

@@ -75,6 +75,18 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "matched": ("audit", "strategy", "reference", "model", "protected_attribute", "metric",
                 "target", "match", "tolerance", "reference_violation", "value", "ci_low",
                 "ci_high", "p_value", "equivalence_p_value", "q_value", "verdict", "note"),
+    "self_consistency": ("audit", "strategy", "model", "protected_attribute", "group", "bags",
+                         "consistency_level", "n", "n_arbitrary", "share", "ci_low", "ci_high"),
+    "arbitrariness": ("audit", "strategy", "model", "protected_attribute", "metric", "bags",
+                      "consistency_level", "abstention_rate", "value", "ci_low", "ci_high",
+                      "verdict", "note", "single_value", "single_ci_low", "single_ci_high",
+                      "single_verdict", "survives"),
+    "multiplicity": ("audit", "protected_attribute", "metric", "tolerance", "n_models", "n_set",
+                     "gap_min", "gap_max", "value", "ci_low", "ci_high", "q_value",
+                     "accuracy_difference", "accuracy_ci_low", "accuracy_ci_high",
+                     "equivalence_q_value", "shown", "verdict", "note"),
+    "multiplicity_models": ("audit", "protected_attribute", "model_id", "strategy", "model",
+                            "member", "accuracy", "gap", "in_set", "role"),
 }
 """Each table's required columns (extra columns are kept)."""
 
@@ -84,6 +96,10 @@ GRID_READS: tuple[tuple[str, bool, str], ...] = (
     ("curves", False, "curves"),  # operating-point curves (curves.*)
     ("frontier", False, "frontier"),  # a tolerance curve's frontier (S5)
     ("matched", False, "matched"),  # and its matched-violation comparisons
+    ("self_consistency", False, "self_consistency"),  # the bagged ensembles (the bag stage)
+    ("arbitrariness", False, "arbitrariness"),
+    ("multiplicity", False, "multiplicity"),  # and the set of equally accurate models
+    ("multiplicity_models", False, "multiplicity_models"),
     ("fairness", True, "deployed:fairness_all"),
     ("performance", True, "deployed:performance_all"),
     ("intersectional", True, "deployed:intersectional_all"),
@@ -118,7 +134,8 @@ class Found:
 
 
 def read_csv(path: Path, table: str) -> pd.DataFrame:
-    """The table ``table`` at ``path``, its required columns checked and its notes text."""
+    """The table ``table`` at ``path``, its required columns checked and its notes (if it has
+    them) text."""
     try:
         frame = pd.read_csv(path, keep_default_na=True)
     except (OSError, ValueError) as exc:
@@ -127,7 +144,8 @@ def read_csv(path: Path, table: str) -> pd.DataFrame:
     if missing:
         raise DataError(f"{path}: expected columns {', '.join(REQUIRED[table])}, "
                         f"got {describe(list(frame.columns))}; missing {', '.join(missing)}")
-    frame["note"] = frame["note"].astype(object).where(frame["note"].notna(), "").astype(str)
+    if "note" in frame:  # the tables without one (self_consistency, multiplicity_models)
+        frame["note"] = frame["note"].astype(object).where(frame["note"].notna(), "").astype(str)
     return frame
 
 

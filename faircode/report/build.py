@@ -33,6 +33,7 @@ from faircode.core.layout import (
     SUMMARY,
     SUMMARY_FAMILIES,
 )
+from faircode.report import arbitrariness as report_arbitrariness
 from faircode.report import effects as report_effects
 from faircode.report import matched as report_matched
 from faircode.report.analysis import (
@@ -132,10 +133,13 @@ def write_report(
     floor.to_csv(floor_path, index=False, na_rep="NaN")
     effects_table = report_effects.effects_table(context)
     matched = report_matched.matched_table(context)
+    arbitrary = (report_arbitrariness.arbitrariness_table(context),
+                 report_arbitrariness.multiplicity_table(context))
     tables = write_tables(
         context, floor=floor, out=results,
         extra=(*deployed_tables(context), *people_tables(context),
-               *([effects_table] if effects_table else []), *([matched] if matched else [])))
+               *([effects_table] if effects_table else []), *([matched] if matched else []),
+               *(t for t in arbitrary if t is not None)))
     tables = (*tables, *(p for s in sections for p in s.section.tables(s.inputs, results)))
     figures, by_section = _figures(context, floor=floor, results=results, sections=sections,
                                    workers=workers)
@@ -192,7 +196,8 @@ def _figures(ctx: Context, *, floor: pd.DataFrame, results: Path,
                                       "alpha": ctx.alpha, "confidence": ctx.confidence})
         grid = [*report_figures.figure_drawings(ctx, floor=floor, out=out),
                 *curve_drawings(ctx, out=out), *calibration_drawings(ctx, out=out),
-                *report_matched.frontier_drawings(ctx, out=out)]
+                *report_matched.frontier_drawings(ctx, out=out),
+                *report_arbitrariness.arbitrariness_drawings(ctx, out=out)]
         own = [s.section.drawings(s.inputs, out) for s in sections]
         drawn = draw([*grid, *(d for part in own for d in part)], reuse=reuse, workers=workers)
         reuse.write(out)

@@ -48,7 +48,7 @@ from typing import Any
 import pandas as pd
 
 from faircode.core.cells import STRATEGY_TITLES, strategy_info
-from faircode.report import headline, matched
+from faircode.report import arbitrariness, headline, matched
 from faircode.report.deployed import deployed_tables
 from faircode.report.effects import effects_table
 from faircode.report.figures import FigureFile
@@ -321,7 +321,9 @@ def _top(ctx: Context, figures: Sequence[FigureFile], images: Mapping[Path, tupl
     sentences = headline.lead(items, metric=ctx.metric, unavailable=unavailable,
                               margins=margins)
     claim = matched.claim_sentence(ctx.inputs.matched, ctx.inputs.runs, alpha=ctx.alpha)
-    sentences = (*sentences, *(line for line in (claim, text_line) if line))
+    abstained = arbitrariness.abstention_sentence(items, ctx.inputs.arbitrariness,
+                                                  metric=ctx.metric, models=ctx.models)
+    sentences = (*sentences, *(line for line in (claim, abstained, text_line) if line))
     people = people_lines(ctx)  # an audit of people's decisions: that line first
     pairs = [p for f in items
              for p in (*([people.pop(f.audit)] if f.audit in people else []),
@@ -392,6 +394,7 @@ def write_html(ctx: Context, *, floor: pd.DataFrame, counts: pd.DataFrame,
               boxed(to_html(paper))), *_margins(ctx),
         *_effects(ctx),
         *matched.matched_folds(ctx, fold=_fold),
+        *arbitrariness.arbitrariness_folds(ctx, fold=_fold),
         _fold("Residual floor table: |S3| - |S2| and |S4| - |S2|", boxed(to_html(floor_table))),
         _fold("Performance, with the majority-class accuracy", boxed(to_html(performance))),
         _fold("Counterfactual flip rates", boxed(to_html(counterfactual))),
@@ -431,4 +434,5 @@ def _sections(sections: Sequence[tuple[LoadedSection, Sequence[FigureFile]]], *,
 
 _KIND = {"by_strategy": "gap by strategy", "tradeoff": "accuracy against distance from parity",
          "curves": "operating-point curves", "calibration": "calibration by group",
-         "frontier": "accuracy against the constraint's violation, with the tolerance curve"}
+         "frontier": "accuracy against the constraint's violation, with the tolerance curve",
+         "multiplicity": "every fitted model's gap against its accuracy"}

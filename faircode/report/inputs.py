@@ -46,6 +46,7 @@ from faircode.core.cells import ModelFamily, Strategy, strategy_code
 from faircode.core.errors import DataError, FaircodeError, describe
 from faircode.core.kinds import TASK_KINDS, kind_of_run
 from faircode.core.layout import (
+    ARBITRARINESS_TABLES,
     ENCODING_SENSITIVITY,
     RUN_RECORD,
     UNAVAILABLE,
@@ -170,6 +171,14 @@ class ReportInputs:
     """Every ``<audit>/frontier.csv`` (S5's tolerance curve beside every strategy's point)."""
     matched: pd.DataFrame = field(default_factory=pd.DataFrame)
     """Every ``<audit>/matched.csv`` (the matched-violation comparisons)."""
+    self_consistency: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Every ``<audit>/self_consistency.csv`` (each group's share of arbitrary decisions)."""
+    arbitrariness: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Every ``<audit>/arbitrariness.csv`` (the gap after abstention beside the single model's)."""
+    multiplicity: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Every ``<audit>/multiplicity.csv`` (the test of a less discriminatory alternative)."""
+    multiplicity_models: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """Every ``<audit>/multiplicity_models.csv`` (every fitted model's accuracy and gap)."""
 
     @property
     def audits(self) -> tuple[str, ...]:
@@ -261,7 +270,8 @@ def _assemble(found: Found, unavailable: Mapping[str, UnavailableAudit], *,
         stability=joined("stability"),
         deployed=_deployed_inputs(found.deployed, found.runs, audits_dir),
         effects=joined("effects"), curves=joined("curves"), encoding_sensitivity=sensitivity,
-        frontier=joined("frontier"), matched=joined("matched"))
+        frontier=joined("frontier"), matched=joined("matched"),
+        **{t: joined(t) for t in ARBITRARINESS_TABLES})
 
 
 def _favourable(audit: str, run: Mapping[str, Any], audits_dir: Path | None) -> int:
