@@ -39,9 +39,33 @@ from faircode.stats.calibration import CALIBRATION_COLUMNS
 from faircode.stats.groups import GROUP_COLUMNS
 
 __all__ = ["DEPLOYED", "GRID_READS", "MAIN_TABLES", "REQUIRED", "Found", "read_csv",
-           "read_grid_run", "read_note", "read_sensitivity"]
+           "read_grid_run", "read_kind_tables", "read_note", "read_sensitivity"]
 
 DEPLOYED = "deployed"
+
+
+def read_kind_tables(folders: Sequence[Path], tables: Sequence[str], *, what: str,
+                     optional: Sequence[str] = ()
+                     ) -> tuple[dict[str, list[pd.DataFrame]], dict[str, dict[str, Any]]] | None:
+    """The run records (checked: :func:`faircode.core.digests.checked_run`) and the tables of
+    the folders of a kind without the grid (text, regression, multi-class), each table's frames
+    in folder order -- ``tables`` from every folder, ``optional`` ones where a folder has them;
+    ``None`` without a folder.  An unreadable table is one line naming it and ``what`` (``the
+    text audit's``)."""
+    frames: dict[str, list[pd.DataFrame]] = {t: [] for t in (*tables, *optional)}
+    runs: dict[str, dict[str, Any]] = {}
+    for folder in folders:
+        runs[folder.name] = checked_run(folder)
+        for table in (*tables, *optional):
+            path = table_path(folder, table)
+            if table in optional and not path.is_file():
+                continue
+            try:
+                frames[table].append(pd.read_csv(path, keep_default_na=True))
+            except (OSError, ValueError) as exc:
+                raise DataError(f"{path}: expected {what} {table} table, got "
+                                f"{type(exc).__name__}: {exc}") from None
+    return (frames, runs) if runs else None
 """The strategy of a deployed system's rows (its model is the system's name)."""
 MAIN_TABLES = ("fairness", "performance", "intersectional", "counterfactual")
 """The tables every grid run has; a deployed system's rows in them are split off."""

@@ -29,10 +29,9 @@ from typing import Any
 import pandas as pd
 
 from faircode.core.cells import FAMILY_CODES, STRATEGY_TABLE, applies, strategy_code
-from faircode.core.digests import checked_run
-from faircode.core.errors import DataError
 from faircode.core.kinds import MULTICLASS
-from faircode.core.layout import MULTICLASS_TABLE, MULTICLASS_TABLES, table_path
+from faircode.core.layout import MULTICLASS_TABLE, MULTICLASS_TABLES
+from faircode.report._readers import read_kind_tables
 
 __all__ = ["OBSERVED", "MulticlassInputs", "class_frame", "headline_line", "joint_frame",
            "load_multiclass_results", "section_html", "strategies_frame",
@@ -62,19 +61,10 @@ class MulticlassInputs:
 def load_multiclass_results(folders: Sequence[Path]) -> MulticlassInputs | None:
     """The multi-class audits of ``folders`` (``None`` without any), each checked to hold
     exactly the files its ``run.json`` records."""
-    frames: dict[str, list[pd.DataFrame]] = {t: [] for t in MULTICLASS_TABLES}
-    runs: dict[str, dict[str, Any]] = {}
-    for folder in folders:
-        runs[folder.name] = checked_run(folder)
-        for table in MULTICLASS_TABLES:
-            path = table_path(folder, table)
-            try:
-                frames[table].append(pd.read_csv(path, keep_default_na=True))
-            except (OSError, ValueError) as exc:
-                raise DataError(f"{path}: expected the multi-class audit's {table} table, got "
-                                f"{type(exc).__name__}: {exc}") from None
-    if not runs:
+    read = read_kind_tables(folders, MULTICLASS_TABLES, what="the multi-class audit's")
+    if read is None:
         return None
+    frames, runs = read
     return MulticlassInputs(**{t: pd.concat(f, ignore_index=True) for t, f in frames.items()},
                             runs=runs)
 

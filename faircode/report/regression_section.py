@@ -25,10 +25,9 @@ from typing import Any
 
 import pandas as pd
 
-from faircode.core.digests import checked_run
-from faircode.core.errors import DataError
-from faircode.core.layout import REGRESSION_TABLE, paper_table_files, table_path
+from faircode.core.layout import REGRESSION_TABLE, paper_table_files
 from faircode.core.metrics import Metric, metric_info
+from faircode.report._readers import read_kind_tables
 from faircode.report.drawing import Drawing
 
 __all__ = ["SECTION", "RegressionInputs", "RegressionSection", "headline_sentence",
@@ -52,27 +51,13 @@ class RegressionInputs:
     runs: dict[str, dict[str, Any]]
 
 
-def _read(path: Path, what: str) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        raise DataError(f"{path}: expected a regression audit's {what} table, got "
-                        f"{type(exc).__name__}: {exc}") from None
-
-
 def load_regression_results(folders: Sequence[Path]) -> RegressionInputs | None:
     """The regression audits of ``folders`` (``None`` without any)."""
-    frames: dict[str, list[pd.DataFrame]] = {t: [] for t in (*_TABLES, "regression_strata")}
-    runs: dict[str, dict[str, Any]] = {}
-    for folder in folders:
-        runs[folder.name] = checked_run(folder)
-        for table in _TABLES:
-            frames[table].append(_read(table_path(folder, table), table))
-        strata = table_path(folder, "regression_strata")
-        if strata.is_file():
-            frames["regression_strata"].append(_read(strata, "regression_strata"))
-    if not runs:
+    read = read_kind_tables(folders, _TABLES, what="a regression audit's",
+                            optional=("regression_strata",))
+    if read is None:
         return None
+    frames, runs = read
 
     def joined(name: str) -> pd.DataFrame:
         return pd.concat(frames[name], ignore_index=True) if frames[name] else pd.DataFrame()

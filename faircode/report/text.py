@@ -41,9 +41,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from faircode.core.digests import checked_run
-from faircode.core.errors import DataError
-from faircode.core.layout import TEXT_TABLE, TEXT_TABLES, table_path
+from faircode.core.layout import TEXT_TABLE, TEXT_TABLES
+from faircode.report._readers import read_kind_tables
 
 __all__ = ["SHOWN_CATEGORIES", "TextInputs", "dixon_frame", "equality_line", "flip_cell",
            "headline_line", "load_text_results", "placebo_frame", "section_html",
@@ -70,19 +69,10 @@ class TextInputs:
 def load_text_results(folders: Sequence[Path]) -> TextInputs | None:
     """The text audits of ``folders`` (each a text run's results folder; ``None`` without
     any), each checked to hold exactly the files its ``run.json`` records."""
-    frames: dict[str, list[pd.DataFrame]] = {t: [] for t in TEXT_TABLES}
-    runs: dict[str, dict[str, Any]] = {}
-    for folder in folders:
-        runs[folder.name] = checked_run(folder)
-        for table in TEXT_TABLES:
-            path = table_path(folder, table)
-            try:
-                frames[table].append(pd.read_csv(path, keep_default_na=True))
-            except (OSError, ValueError) as exc:
-                raise DataError(f"{path}: expected the text audit's {table} table, got "
-                                f"{type(exc).__name__}: {exc}") from None
-    if not runs:
+    read = read_kind_tables(folders, TEXT_TABLES, what="the text audit's")
+    if read is None:
         return None
+    frames, runs = read
     return TextInputs(**{t: pd.concat(f, ignore_index=True) for t, f in frames.items()},
                       runs=runs)
 
