@@ -15,19 +15,17 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from mlflow_server import mlflow_server
 
 from faircode.core.cells import grid_cells
 from faircode.evaluate import swap
@@ -249,43 +247,12 @@ def test_a_holder_that_was_superseded_stops_logging(store) -> None:
 # ------------------------------------------------------------------ a real mlflow server
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    """Start ``mlflow server`` on 127.0.0.1 (temp store, one worker); stop it afterwards."""
-    root = Path(tempfile.mkdtemp(prefix="faircode-faults-mlflow-"))
-    url = f"http://127.0.0.1:{_free_port()}"
-    log = (root / "server.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port",
-         url.rsplit(":", 1)[1], "--workers", "1", "--backend-store-uri",
-         f"sqlite:///{root / 'mlflow.db'}", "--artifacts-destination", str(root / "artifacts")],
-        env={**_env(), "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}, stdout=log,
-        stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"mlflow server did not start: {(root / 'server.log').read_text()}")
-                time.sleep(0.5)
+    """An ``mlflow server`` for this module's tests (:func:`mlflow_server.mlflow_server`),
+    importing this worktree's faircode."""
+    with mlflow_server("faircode-faults-mlflow-", _env()) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.slow

@@ -7,15 +7,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
-import os
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 import tomllib
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pytest
+from mlflow_server import mlflow_server
 
 import faircode
 from faircode.core.config import BenchmarkConfig
@@ -174,46 +168,11 @@ def test_the_evaluator_logs_into_the_users_run_in_a_sqlite_store(
     _check_run(uri, run_id, result, data)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture
 def server() -> Iterator[str]:
-    """``mlflow server`` on 127.0.0.1 (temp SQLite store, proxied artifacts, one worker),
-    stopped after the test."""
-    root = Path(tempfile.mkdtemp(prefix="faircode-evaluator-"))
-    port = _free_port()
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
-           "MLFLOW_DISABLE_TELEMETRY": "true"}
-    log = (root / "server.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-         "--workers", "1", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
-         "--artifacts-destination", str(root / "artifacts")],
-        env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"mlflow server did not start: {(root / 'server.log').read_text()}")
-                time.sleep(0.5)
+    """An ``mlflow server`` for one test (:func:`mlflow_server.mlflow_server`)."""
+    with mlflow_server("faircode-evaluator-") as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.slow

@@ -15,14 +15,10 @@ import json
 import math
 import os
 import shutil
-import socket
 import sqlite3
 import subprocess
 import sys
-import tempfile
 import threading
-import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
@@ -30,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from mlflow_server import free_port, mlflow_server
 
 from faircode.core.digests import folder_digests
 from faircode.evaluate.tables import COUNTERFACTUAL_COLUMNS, PERFORMANCE_COLUMNS
@@ -58,45 +55,11 @@ METRICS = ("demographic_parity_diff", "equal_opportunity_diff", "tpr_gap")
 CHILDREN_PER_AUDIT = len(STRATEGIES) * len(MODELS) * (len(ATTRIBUTES) + 1 + len(AXES) * len(KINDS))
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def server() -> Iterator[str]:
-    """Start ``mlflow server`` (temp SQLite store and artifact root, one worker); stop it after."""
-    root = Path(tempfile.mkdtemp(prefix="faircode-mlflow-"))
-    port = _free_port()
-    env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
-           "MLFLOW_DISABLE_TELEMETRY": "true"}
-    log = (root / "server.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-         "--workers", "1", "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}",
-         "--artifacts-destination", str(root / "artifacts")],
-        env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=2):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"mlflow server did not start: {(root / 'server.log').read_text()}")
-                time.sleep(0.5)
+    """An ``mlflow server`` for the session (:func:`mlflow_server.mlflow_server`)."""
+    with mlflow_server("faircode-mlflow-") as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
-        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -504,7 +467,7 @@ def test_server_down_then_back(client, server, tmp_path, capsys) -> None:
     """Server down: results intact, one line, exit 3; server back: one sync logs it once."""
     results = write_results(tmp_path / "results", seed=3)
     before = _files(results)
-    dead = f"http://127.0.0.1:{_free_port()}"
+    dead = f"http://127.0.0.1:{free_port()}"
     code = cli.main(["track", "--results", str(results), "--tracking-uri", dead,
                      "--experiment", "faircode-down"])
     err = capsys.readouterr().err
