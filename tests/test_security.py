@@ -78,9 +78,10 @@ def _dvc_repo(root: Path) -> dict[str, str]:
     upstream = root / "upstream" / "dvc.yaml"
     if upstream.is_file():
         stages = yaml.safe_load(upstream.read_text())
-        if isinstance(stages["stages"]["fetch"]["foreach"], list):
-            for name, body in stages["stages"].items():
-                if not name.startswith(("text-", "regression-")):
+        binary = stages["stages"]["fetch"]["foreach"]
+        if isinstance(binary, list):
+            for body in stages["stages"].values():  # the stages over the binary audits' list
+                if body.get("foreach") == binary:
                     body["foreach"] = [HOSTILE]
             upstream.write_text(yaml.safe_dump(stages, sort_keys=False))
     shutil.copytree(REPO / ".dvc" / "plots", root / ".dvc" / "plots")
