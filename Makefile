@@ -29,13 +29,14 @@ results: $(VENV)/.installed
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/dvc repro
 
 ## The default test suite (tests marked slow are excluded; `make test PYTEST_ARGS='-m slow'`):
-## about 10 minutes on two free cores, longer on a loaded machine. Each test file's line ends with
-## [done/total] as it finishes, and the ten slowest tests are listed at the end.
+## about 11 minutes on two cores, one pytest-xdist worker per core (at most 4), each test file on
+## one worker (its module and session fixtures built once there); the ten slowest tests are
+## listed at the end. `make test PYTEST_ARGS='-n 0'` runs it in one process.
 test: $(VENV)/.installed
-	@echo "make test: the default suite, about 10 minutes on two free cores (longer on a loaded machine)"
+	@echo "make test: the default suite, about 11 minutes on two cores (longer on a loaded machine)"
 	@# pytest exits 5 when it collected no test: that must fail, never pass silently.
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -o console_output_style=count \
-	    --durations=10 $(PYTEST_ARGS); \
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -n auto --maxprocesses 4 \
+	    --dist loadfile --durations=10 $(PYTEST_ARGS); \
 	rc=$$?; if [ $$rc -eq 5 ]; then echo 'no tests were collected' >&2; exit 1; fi; exit $$rc
 
 ## Pin every package of the runtime, pipeline, dev and text-system dependencies, with hashes.
