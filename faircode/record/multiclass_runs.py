@@ -22,7 +22,6 @@ have no child: their reason is the parent's (``strategies.csv`` is logged with t
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +31,9 @@ from faircode.core.cells import FAMILY_CODES, strategy_code
 from faircode.core.layout import MULTICLASS_RUN, run_record, table_path
 from faircode.core.metrics import Metric, metric_info
 from faircode.provenance.state import state_of
+from faircode.record._values import finite_number, read_table
 from faircode.record.names import DESIGN_COLUMNS, readable
-from faircode.record.runs import ChildRun, ResultsError, sanitise, state_tags
+from faircode.record.runs import ChildRun, sanitise, state_tags
 
 __all__ = ["multiclass_children"]
 
@@ -46,26 +46,10 @@ _TEST_KEYS = {"value": _MAX, "ci_low": f"{_MAX}.lo", "ci_high": f"{_MAX}.hi",
 _OBSERVED = "observed"
 
 
-def _table(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        raise ResultsError(f"{path}: expected a multi-class audit's table, got "
-                           f"{type(exc).__name__}: {exc}") from None
-
-
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
 def _put(metrics: dict[str, float], key: str, value: Any, column: str = "") -> None:
     """Log ``value`` under ``key`` if it is a finite number (a p- or q-value ``column``
     readable)."""
-    number = _number(value)
+    number = finite_number(value)
     if number is not None:
         metrics[sanitise(key)] = readable(column, number)
 
@@ -81,9 +65,9 @@ def multiclass_children(folder: Path) -> list[ChildRun]:
                  "dataset_sha256": str((run.get("dataset") or {}).get("sha256", "")),
                  "manifest_sha256": str(run.get("manifest_sha256", "")),
                  **state_tags(state_of(run))}
-    tests = _table(table_path(folder, "class_tests"))
-    gaps = _table(table_path(folder, "class_gaps"))
-    fitted = _table(table_path(folder, "strategies"))
+    tests = read_table(table_path(folder, "class_tests"), "a multi-class audit's")
+    gaps = read_table(table_path(folder, "class_gaps"), "a multi-class audit's")
+    fitted = read_table(table_path(folder, "strategies"), "a multi-class audit's")
     keys = ["strategy", "model", "row_set", "protected_attribute"]
     children = []
     for row in tests.to_dict("records"):

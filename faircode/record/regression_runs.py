@@ -16,15 +16,14 @@ not logged.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
 from faircode.core.layout import REGRESSION_RUN, run_record, table_path
 from faircode.core.metrics import metric_info
 from faircode.provenance.state import state_of
+from faircode.record._values import finite_number
 from faircode.record.runs import ChildRun, ResultsError, sanitise, state_tags
 
 __all__ = ["GAP_KEYS", "regression_children"]
@@ -33,14 +32,6 @@ GAP_KEYS = {"value": "", "ci_low": ".lo", "ci_high": ".hi", "p_value": ".p",
             "q_value": ".q_audit", "mde": ".mde"}
 """regression_gaps.csv column -> the suffix of its metric key (after the metric's code)."""
 _NOT_APPLICABLE = "not_applicable"
-
-
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
 
 
 def regression_children(folder: Path) -> list[ChildRun]:
@@ -71,7 +62,7 @@ def regression_children(folder: Path) -> list[ChildRun]:
         for row in rows.itertuples(index=False):
             code = metric_info(str(row.metric)).code
             for column, suffix in GAP_KEYS.items():
-                value = _number(getattr(row, column))
+                value = finite_number(getattr(row, column))
                 if value is not None:
                     metrics[sanitise(f"{code}{suffix}")] = value
             if isinstance(row.verdict, str) and row.verdict:

@@ -23,7 +23,6 @@ empty or non-finite cell is not logged.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,8 @@ import pandas as pd
 
 from faircode.core.layout import TEXT_RUN, run_record, table_path
 from faircode.provenance.state import state_of
-from faircode.record.runs import ChildRun, ResultsError, sanitise, state_tags
+from faircode.record._values import finite_number, read_table
+from faircode.record.runs import ChildRun, sanitise, state_tags
 
 __all__ = ["CTF_KEYS", "FLIP_KEYS", "text_children"]
 
@@ -50,22 +50,6 @@ PLACEBO_KEYS = {"difference": "placebo", "ci_low": "placebo.lo", "ci_high": "pla
 _OWN_SETS = ("data", "names")
 
 
-def _table(path: Path) -> pd.DataFrame:
-    try:
-        return pd.read_csv(path)
-    except (OSError, ValueError) as exc:
-        raise ResultsError(f"{path}: expected a text audit's table, got {type(exc).__name__}: "
-                           f"{exc}") from None
-
-
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return number if math.isfinite(number) else None
-
-
 def text_children(folder: Path) -> list[ChildRun]:
     """One :class:`ChildRun` per system x axis x kind of the text audit in ``folder``."""
     run = json.loads(run_record(folder).read_text(encoding="utf-8"))
@@ -77,9 +61,10 @@ def text_children(folder: Path) -> list[ChildRun]:
                  "dataset_sha256": str((run.get("dataset") or {}).get("sha256", "")),
                  "manifest_sha256": str(run.get("manifest_sha256", "")),
                  **state_tags(state_of(run))}
-    flips, ctf = _table(table_path(folder, "flips")), _table(table_path(folder, "ctf"))
+    flips = read_table(table_path(folder, "flips"), "a text audit's")
+    ctf = read_table(table_path(folder, "ctf"), "a text audit's")
     path = table_path(folder, "placebo")  # absent from a folder written before placebos
-    placebo = _table(path) if path.is_file() else pd.DataFrame(
+    placebo = read_table(path, "a text audit's") if path.is_file() else pd.DataFrame(
         columns=["system", "axis", "kind", "set", "measure"])
     for frame in (flips, ctf):
         if "set" not in frame:  # a folder written before sentence sets were a column
@@ -93,7 +78,7 @@ def text_children(folder: Path) -> list[ChildRun]:
         params = {**base_params, **who}
         points: dict[str, str] = {}  # each point's threshold and rule: params and tags
         for column, key in CTF_KEYS.items():
-            value = _number(rows[column].iat[0])
+            value = finite_number(rows[column].iat[0])
             if value is not None:
                 metrics[key] = value
         verdicts = _placebo(placebo, metrics, system=system, axis=axis, kind=kind, which=which)
@@ -104,7 +89,7 @@ def text_children(folder: Path) -> list[ChildRun]:
             points[f"{point}.threshold"] = str(row.threshold)
             points[f"{point}.rule"] = f"{row.rule} ({row.direction})"
             for column, key in FLIP_KEYS.items():
-                value = _number(getattr(row, column))
+                value = finite_number(getattr(row, column))
                 if value is not None:
                     metrics[sanitise(f"{point}.{key}")] = value
         params.update(points)
@@ -133,7 +118,7 @@ def _placebo(placebo: pd.DataFrame, metrics: dict[str, float], *, system: Any, a
     for row in rows.itertuples(index=False):
         prefix = "shift" if row.measure == "shift" else sanitise(str(row.operating_point))
         for column, key in PLACEBO_KEYS.items():
-            value = _number(getattr(row, column))
+            value = finite_number(getattr(row, column))
             if value is not None:
                 metrics[f"{prefix}.{key}"] = value
         tags[f"{prefix}.placebo.verdict"] = str(row.verdict)
