@@ -4,7 +4,8 @@ Run from the repository root:
 
     .venv/bin/python bench/cost_model.py [RESULTS_DIR]
 
-Reads every ``<RESULTS_DIR>/<audit>/run.json`` (default ``results``), takes each fitted cell's
+Reads every ``<RESULTS_DIR>/<audit>/run.json`` (default ``results``) and the timings beside
+the folder (``<audit>.seconds.json``), takes each fitted cell's
 fit + predict + counterfactual seconds and the audit's training rows, fits
 ``log seconds = a + b log rows`` per strategy x model family
 (faircode.grid.scheduler.fit_coefficients)
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from scipy.stats import kendalltau
 
+from faircode.evaluate.write import read_timings
 from faircode.grid.scheduler import DEFAULT_COEFFICIENTS, CostModel, fit_coefficients
 
 
@@ -33,7 +35,7 @@ def main() -> None:
     for run_json in sorted(results.glob("*/run.json")):
         run = json.loads(run_json.read_text())
         rows = int(run["rows"]["train"])
-        for cell in run["cells"]:
+        for cell in read_timings(run_json.parent).get("cells", []):  # beside the folder
             if cell.get("skipped"):
                 continue
             seconds = sum(cell["seconds"].get(k, 0.0) for k in ("fit", "predict",

@@ -376,6 +376,7 @@ def run_faircode(audits: Sequence[str], *, n_resamples: int, n_permutations: int
             seconds = time.perf_counter() - start
         if code != 0:
             _die(f"faircode run exited {code}: {_tail(log)}", 1)
+        from faircode.evaluate.write import read_timings
         rows, test_rows, cell_seconds = {}, {}, {}
         for audit in audits:
             path = out / audit / "run.json"
@@ -385,7 +386,8 @@ def run_faircode(audits: Sequence[str], *, n_resamples: int, n_permutations: int
             record = json.loads(path.read_text())
             rows[audit] = int(record["rows"]["steps"][-1][1])
             test_rows[audit] = int(record["rows"]["test"])
-            cell_seconds[audit] = sum(sum(c["seconds"].values()) for c in record["cells"])
+            cell_seconds[audit] = sum(sum(c["seconds"].values())
+                                      for c in read_timings(out / audit).get("cells", []))
     return Run(side="faircode", seconds=seconds, rows=rows, test_rows=test_rows,
                audit_seconds=cell_seconds, finished_at=finished)
 

@@ -17,6 +17,7 @@ from faircode.core.cells import Strategy, grid_cells, strategy_info
 from faircode.core.config import BenchmarkConfig
 from faircode.evaluate.claims import fairness_columns
 from faircode.evaluate.tables import PERFORMANCE_COLUMNS
+from faircode.evaluate.write import read_timings
 from faircode.pipeline.cli import main
 from faircode.pipeline.run import evaluate, fit, run_audit
 from faircode.stats.metrics import FAIRNESS_METRICS
@@ -93,7 +94,9 @@ def test_run_writes_complete_consistent_tables_for_german_credit(
     assert run["seeds"]["master"] == 42
     assert run["config"]["n_resamples"] == 80
     assert len(run["cells"]) == len(grid_cells())
-    assert all("fit" in c["seconds"] for c in run["cells"])
+    assert not any("seconds" in c for c in run["cells"])  # beside the folder, not in it
+    timings = read_timings(folder)
+    assert all("fit" in c["seconds"] for c in timings["cells"]) and timings["seconds"]
     assert set(run["versions"]) >= {"numpy", "pandas", "scikit-learn", "fairlearn"}
     assert run["decision"] == {"rule": "threshold", "threshold": 0.5,
                                "source": "config decision_threshold"}
@@ -174,7 +177,9 @@ def test_rewriting_results_replaces_the_folder_and_leaves_no_staging(
     (tmp_path / "insurance_denial" / "stale.txt").write_text("from an older run")
     folder = write_audit(insurance, results(1 / 2001), config=config, out_dir=tmp_path,
                          provenance_record={})
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["insurance_denial"]
+    # the folder and its timings beside it (no number depends on them), no staging folder
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["insurance_denial",
+                                                          "insurance_denial.seconds.json"]
     assert not (folder / "stale.txt").exists()
     # numbers round-trip exactly (a p-value of 1/(1+P) must not be rounded below its floor)
     assert pd.read_csv(folder / "fairness.csv")["value"].tolist() == [1 / 2001]

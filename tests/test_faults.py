@@ -510,13 +510,15 @@ def test_write_audit_removes_a_stale_staging_folder(german_repo: Path, tmp_path:
     from faircode.core.config import BenchmarkConfig
     from faircode.evaluate.tables import AuditResults
     from faircode.evaluate.write import write_audit
+    from faircode.grid.predictions import timings_path
 
     data = load_audit(load_manifest(german_repo / "audits" / AUDIT / "audit.yaml"))
     _folder(tmp_path / f".{AUDIT}-x1y2z3w4", "from a killed run\n")
     frame = pd.DataFrame({"audit": [AUDIT], "value": [0.5]})
     folder = write_audit(data, AuditResults(frame, frame, frame, frame, cells=(), rule=None),
                          config=BenchmarkConfig(jobs=1), out_dir=tmp_path, provenance_record={})
-    assert sorted(p.name for p in tmp_path.iterdir()) == [AUDIT] == [folder.name]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        AUDIT, f"{AUDIT}.seconds.json"] == [folder.name, timings_path(folder).name]
 
 
 def test_hidden_results_folders_are_ignored_by_git() -> None:

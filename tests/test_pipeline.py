@@ -312,6 +312,32 @@ def test_a_refit_of_unchanged_inputs_leaves_dvc_status_clean(repo: Repo) -> None
     assert "seconds" not in json.loads((store / "cells.json").read_text())["cells"][0]
 
 
+def test_a_re_evaluation_of_unchanged_inputs_leaves_dvc_status_clean(repo: Repo) -> None:
+    """Re-computing the evaluate stage on unchanged inputs at one commit (no reuse: every
+    number computed again) writes the same results bytes: the timings go beside each folder
+    (``<audit>.seconds.json``), never into it, so the lock keeps its bytes and `dvc status`
+    lists nothing.  (The first forced run and the report after it bring run.json's commit to
+    the fixture's HEAD.)"""
+    timings = repo.root / "results" / "german_credit_lending.seconds.json"
+    lock = repo.root / "dvc.lock"
+    repo.env["FAIRCODE_REUSE"] = "0"
+    try:
+        assert repo.ran("repro", "--force", "--single-item", "evaluate") == {"evaluate"}
+        repo.ran("repro")
+        before, first = json.loads(timings.read_text()), lock.read_bytes()
+        assert repo.ran("repro", "--force", "--single-item", "evaluate") == {"evaluate"}
+    finally:
+        del repo.env["FAIRCODE_REUSE"]
+    assert lock.read_bytes() == first
+    assert json.loads(repo.dvc("status", "--json").stdout) == {
+        "check-params": ["always changed"]}
+    after = json.loads(timings.read_text())
+    assert after["seconds"]["evaluate"] != before["seconds"]["evaluate"]  # measured again
+    assert {c["strategy"] for c in after["cells"]} >= {"baseline", "post_processing"}
+    run = json.loads((repo.root / "results" / "german_credit_lending" / "run.json").read_text())
+    assert "seconds" not in run and all("seconds" not in c for c in run["cells"])
+
+
 def test_threshold_change_reruns_evaluate_only_and_changes_results(repo: Repo) -> None:
     """A new decision threshold re-runs evaluate (not fit/prepare/fetch) and moves the numbers."""
     before = (repo.root / "results" / "german_credit_lending" / "fairness.csv").read_text()

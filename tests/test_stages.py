@@ -132,8 +132,9 @@ def test_a_text_audit_without_scores_gets_its_note_from_the_evaluate_stage(
 
 def test_audits_are_evaluated_longest_first_by_their_last_seconds(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """run.json's seconds.evaluate orders the jobs, longest first; an audit without a record
-    (new, or a text audit) starts first; ties keep params.yaml's order."""
+    """The last evaluate seconds (the timings beside each folder) order the jobs, longest
+    first; an audit without a record (new, or a text audit) starts first; ties keep
+    params.yaml's order."""
     from faircode.core.config import BenchmarkConfig
     from faircode.evaluate.job import Job
 
@@ -142,10 +143,10 @@ def test_audits_are_evaluated_longest_first_by_their_last_seconds(
     for audit, took in seconds.items():
         (tmp_path / audit).mkdir()
         if took is not None:
-            (tmp_path / audit / "run.json").write_text(json.dumps(
+            (tmp_path / f"{audit}.seconds.json").write_text(json.dumps(
                 {"seconds": {"evaluate": took, "statistics": 1.0}}))
         jobs.append(Job("text", audit, tmp_path, tmp_path / "audit.yaml"))
-    (tmp_path / "e" / "run.json").write_text("{not json")  # unreadable: no record
+    (tmp_path / "e.seconds.json").write_text("{not json")  # unreadable: no record
     ran: list[str] = []
     monkeypatch.setattr(evaluate, "_run", lambda job, config: ran.append(job.audit))
     evaluate.run_jobs(jobs, config=BenchmarkConfig(jobs=1))

@@ -2,11 +2,12 @@
 views.
 
 Reads the prepared audit (``<prepared>/<audit>``) and the fit stages' parts
-(``<predictions>/<audit>/<part>/``, merged in grid order; their seconds for ``run.json`` from
-``<part>.seconds.json`` when present) and, where the bag stage wrote it, the bagged members'
-store (``<predictions>/<audit>/bagged/``, :func:`faircode.grid.bagging.bagged_store`: then also
-the ensembles' and the set of models' tables), evaluates every cell (:func:`faircode.evaluate.audit.
-evaluate_audit`) and writes the audit's folder (:func:`faircode.evaluate.write.write_audit`)
+(``<predictions>/<audit>/<part>/``, merged in grid order; their seconds, for the timings
+beside the results folder, from ``<part>.seconds.json`` when present) and, where the bag
+stage wrote it, the bagged members' store (``<predictions>/<audit>/bagged/``,
+:func:`faircode.grid.bagging.bagged_store`: then also the ensembles' and the set of models'
+tables), evaluates every cell (:func:`faircode.evaluate.audit.evaluate_audit`) and writes the
+audit's folder (:func:`faircode.evaluate.write.write_audit`)
 and its four DVC views (:func:`faircode.core.layout.dvc_views`): the headline metrics
 ``metrics/<audit>.json``, the full set ``metrics/full/<audit>.json``, the strategy-plot data
 ``metrics/<audit>-strategies.json`` (:mod:`faircode.evaluate.summary`) and

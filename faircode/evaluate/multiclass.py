@@ -18,7 +18,7 @@ protected attribute as a ``2 x C`` table (:mod:`faircode.stats.multiclass`).
   joint exact test of "no class's share differs" with its small-cell record (method, tables,
   smallest expected count, cells under 5, classes absent) and a verdict.
 * ``strategies.csv``: every strategy x family of the grid -- ``fitted`` (its accuracy and
-  balanced accuracy on the test rows, seconds) or ``not_applicable`` (the report's ``n/a``) with
+  balanced accuracy on the test rows) or ``not_applicable`` (the report's ``n/a``) with
   the reason the strategy table gives, and no number.
 * ``class_replicates.csv`` (``run.seeds`` > 1): every further training replicate's joint tests.
 
@@ -76,7 +76,7 @@ TEST_COLUMNS: tuple[str, ...] = (
     "verdict", "n_disadvantaged", "n_advantaged", "note")
 STRATEGY_COLUMNS: tuple[str, ...] = (
     "audit", "strategy", "code", "model", "status", "reason", "accuracy", "balanced_accuracy",
-    "n_test", "seconds")
+    "n_test")
 REPLICATE_COLUMNS: tuple[str, ...] = ("replicate", *(c for c in TEST_COLUMNS if c not in (
     "q_value", "equivalence_p", "equivalence_q", "bound", "verdict")))
 _STREAM = name_stream("multiclass")
@@ -257,14 +257,14 @@ def _strategies(audit: str, data: PreparedAudit, cells: Sequence[ClassCell]) -> 
             row = {"audit": audit, "strategy": info.strategy.value, "code": info.code,
                    "model": family.value, "status": NOT_APPLICABLE if reason else "fitted",
                    "reason": reason, "accuracy": np.nan, "balanced_accuracy": np.nan,
-                   "n_test": np.nan, "seconds": np.nan}
+                   "n_test": np.nan}
             if cell is not None:
                 truth = data.y[cell.test_index]
                 recalls = [float((cell.predicted[truth == k] == k).mean())
                            for k in np.unique(truth)]
                 row.update(accuracy=float((cell.predicted == truth).mean()),
                            balanced_accuracy=float(np.mean(recalls)),
-                           n_test=int(truth.size), seconds=round(cell.seconds, 4))
+                           n_test=int(truth.size))
             rows.append(row)
     return pd.DataFrame(rows, columns=list(STRATEGY_COLUMNS))
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -106,7 +106,11 @@ class MulticlassEvaluator:
         folder = write_multiclass_audit(manifest, tables, sha256=data.sha256, steps=data.steps,
                                         rows=(len(data.train_index), len(data.test_index)),
                                         config=config, out_dir=job.results,
-                                        provenance_record=provenance(), seconds=seconds)
+                                        provenance_record=provenance(), seconds=seconds,
+                                        cells=[{"strategy": c.strategy.value,
+                                                "model": c.family.value,
+                                                "replicate": c.replicate,
+                                                "seconds": {"fit": c.seconds}} for c in cells])
         if job.views is not None:
             for path, body in ((job.views.headline, headline(tables)),
                                (job.views.full, summary(tables, audit=job.audit))):
@@ -190,6 +194,7 @@ def write_multiclass_audit(manifest: Manifest, tables: ClassTables, *, sha256: s
                            config: BenchmarkConfig, out_dir: Path,
                            provenance_record: Mapping[str, Any],
                            seconds: Mapping[str, float],
+                           cells: Sequence[Mapping[str, Any]] = (),
                            extra: Mapping[str, Any] | None = None) -> Path:
     """Write ``<out_dir>/<audit>/`` (:data:`~faircode.core.layout.MULTICLASS_TABLES`, at K > 1
     ``class_replicates.csv``, and ``run.json``) whole, swapped in in one step; a target that is
@@ -199,7 +204,7 @@ def write_multiclass_audit(manifest: Manifest, tables: ClassTables, *, sha256: s
     from faircode.core.config import config_record
     from faircode.core.digests import folder_digests
     from faircode.evaluate.swap import replacing
-    from faircode.evaluate.write import check_replaceable, results_kind
+    from faircode.evaluate.write import check_replaceable, results_kind, save_timings
     from faircode.provenance.state import params_digest
 
     final = out_dir / manifest.name
@@ -230,8 +235,8 @@ def write_multiclass_audit(manifest: Manifest, tables: ClassTables, *, sha256: s
             **provenance_record,
             "state": {**provenance_record.get("state", {}),
                       "params_sha256": params_digest(config_record(config))},
-            "seconds": {k: round(v, 4) for k, v in seconds.items()},
             "files": folder_digests(staging),
         }
         run_record(staging).write_text(json.dumps(run, indent=2) + "\n")
+    save_timings(final, seconds, cells=cells)
     return final

@@ -6,9 +6,16 @@ each step, the seed scheme, the config, whether training variance is included, t
 rule, the design-effect summary, the package versions, the ``state`` the tables were produced
 from (commit, code and params digests, dirty inputs:
 :class:`faircode.provenance.state.StateIdentity`; the params digest is of the config recorded
-here), the evaluate step's seconds (volatile: left out of every digest) and ``files``: the
-sha256 of every other file of the folder, so a folder can be checked to hold exactly what was
-written (:mod:`faircode.evaluate.reuse`).
+here) and ``files``: the sha256 of every other file of the folder, so a folder can be checked
+to hold exactly what was written (:mod:`faircode.evaluate.reuse`).
+
+**No timing inside the folder.**  The evaluate step's and the cells' seconds go to
+``<audit>.seconds.json`` beside the folder (:func:`save_timings`, the fit stores' rule:
+:func:`faircode.grid.predictions.timings_path`), never into it: a folder is a function of its
+inputs, so a re-evaluation of unchanged inputs writes the same bytes and the evaluate stage's
+DVC outputs (``results/<audit>/``) keep their hashes -- ``dvc status`` stays clean.  The
+timings order the next run's work (the evaluate stage's jobs, ``faircode run``'s cells); no
+number depends on them.
 
 **A writer replaces only a folder of its own kind.**  Before anything is written the target is
 checked (:func:`check_replaceable`): none, an empty folder, the pipeline's ``unavailable.json``
@@ -27,7 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping, Sized
+from collections.abc import Iterable, Mapping, Sized
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -58,6 +65,7 @@ from faircode.evaluate import stability
 from faircode.evaluate.counted import p_value_record
 from faircode.evaluate.swap import replacing
 from faircode.evaluate.tables import AuditResults
+from faircode.grid.predictions import timings_path
 from faircode.provenance.state import params_digest
 
 __all__ = ["WrittenAudit", "check_replaceable", "design_effect_summary", "results_kind",
@@ -247,18 +255,43 @@ def write_audit(
                       "params_sha256": params_digest(config_record(config))},
             "cells": [
                 {"strategy": str(c.strategy), "model": str(c.family),
-                 "seconds": {k: round(v, 4) for k, v in c.seconds.as_dict().items()},
                  **({"decision": dict(c.decision)} if c.decision else {}),
                  **({"skipped": c.skipped} if c.skipped else {}),
                  **({"unfittable": c.unfittable} if c.unfittable else {})}
                 for c in results.cells
             ],
-            **({"seconds": {k: round(v, 4) for k, v in results.seconds.items()}}
-               if results.seconds else {}),
             "files": folder_digests(staging),
         }
         run_record(staging).write_text(json.dumps(run, indent=2) + "\n")
+    save_timings(final, results.seconds,
+                 cells=[{"strategy": str(c.strategy), "model": str(c.family),
+                         "seconds": c.seconds.as_dict()} for c in results.cells])
     return final
+
+
+def save_timings(folder: Path, seconds: Mapping[str, float],
+                 cells: Iterable[Mapping[str, Any]] = ()) -> Path:
+    """Write a results folder's timings beside it (``<folder>.seconds.json``:
+    ``{"audit", "seconds": {step: s}, "cells": [{"strategy", "model", "seconds"}]}``, rounded
+    to 0.1 ms) and return the file.  Never inside the folder, so its bytes depend on its inputs
+    alone (module docstring); read back only to order work (:func:`read_timings`)."""
+    path = timings_path(folder)
+    record = {"audit": folder.name, "seconds": {k: round(float(v), 4) for k, v in seconds.items()},
+              "cells": [{**c, "seconds": {k: round(float(v), 4)
+                                          for k, v in c["seconds"].items()}} for c in cells]}
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path
+
+
+def read_timings(folder: Path) -> dict[str, Any]:
+    """The timings :func:`save_timings` wrote beside ``folder``; ``{}`` when there are none or
+    they cannot be read (a new audit, a clone whose results came from git or DVC: no number
+    depends on them)."""
+    try:
+        record = json.loads(timings_path(folder).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 _OPTIONAL = (("stability", "stability"), ("stability_replicates", "replicates"),

@@ -30,14 +30,14 @@ from faircode.core.errors import (
     config_error,
 )
 from faircode.core.kinds import TaskKind
-from faircode.core.layout import GRID_RUN, run_record
+from faircode.core.layout import GRID_RUN
 from faircode.core.numerics import require
 from faircode.evaluate.audit import evaluate_audit
 from faircode.evaluate.deployed import score_given
 from faircode.evaluate.tables import AuditResults
 from faircode.evaluate.write import check_replaceable, write_audit
 from faircode.grid.fit import fit_audit, fit_audits
-from faircode.grid.predictions import AuditPredictions, CellPredictions
+from faircode.grid.predictions import AuditPredictions, CellPredictions, timings_path
 from faircode.grid.scheduler import Finished, OnStart, previous_cell_seconds
 from faircode.provenance.state import with_fit_numerics
 
@@ -227,7 +227,7 @@ def run_audits(
             continue
         writable[name] = data
     prepared = writable
-    previous = {name: previous_cell_seconds(run_record(out / name)) for name in prepared}
+    previous = {name: previous_cell_seconds(timings_path(out / name)) for name in prepared}
     fitted = fit_audits(list(prepared.values()), mitigation=config.mitigation,
                         replicates=config.replicates, jobs=config.jobs, execution=execution,
                         previous=previous, on_start=on_start, on_cell_done=on_cell_done,

@@ -40,7 +40,6 @@ RESULTS_DIR`` (``data/prepared data/predictions data/text results``; the audits 
 
 from __future__ import annotations
 
-import json
 import math
 import multiprocessing
 import sys
@@ -50,7 +49,6 @@ from pathlib import Path
 
 from faircode.core.config import BenchmarkConfig, load_params
 from faircode.core.kinds import TASK_KINDS, task_kind
-from faircode.core.layout import run_record
 from faircode.evaluate.job import Job, Upstream
 from faircode.evaluate.kinds import evaluator
 from faircode.pipeline.stages import PARAMS, PARTS, manifest_path, run_stage
@@ -79,12 +77,14 @@ def main(argv: list[str]) -> None:
 
 
 def last_seconds(job: Job) -> float:
-    """The seconds the audit's last evaluation took (``run.json``'s ``seconds.evaluate``);
-    infinite without a record (a new audit, a text audit), so it is started first."""
+    """The seconds the audit's last evaluation took (``seconds.evaluate`` of the timings beside
+    its folder, :func:`faircode.evaluate.write.read_timings`); infinite without a record (a new
+    audit, a text audit, a clone whose results came from git), so it is started first."""
+    from faircode.evaluate.write import read_timings  # pandas: only once there is a job
+
     try:
-        run = json.loads(run_record(job.results / job.audit).read_text(encoding="utf-8"))
-        return float(run["seconds"]["evaluate"])
-    except (OSError, ValueError, TypeError, KeyError):
+        return float(read_timings(job.results / job.audit)["seconds"]["evaluate"])
+    except (ValueError, TypeError, KeyError):
         return math.inf
 
 
