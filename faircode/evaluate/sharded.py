@@ -54,9 +54,10 @@ from faircode.stats.accumulate import (
     slice_starts,
     unit_keys,
 )
+from faircode.stats.packed_units import PackedTypes
 from faircode.stats.score_table import CountBins
 from faircode.stats.tally import Tally, joint_groups
-from faircode.stats.units import SparseTypes, UnitHistogram, merge
+from faircode.stats.units import UnitHistogram, merge
 
 __all__ = ["N_BUCKETS", "dask_log_tally"]
 
@@ -129,7 +130,7 @@ def _reduce_units(n_slots: int, *parts: Records) -> UnitHistogram:
     return records_units(iter([Records.concat(list(parts))]), n_slots)
 
 
-def _reduce_sides(n_attributes: int, n_bins: int, *parts: Records) -> list[SparseTypes]:
+def _reduce_sides(n_attributes: int, n_bins: int, *parts: Records) -> list[PackedTypes]:
     return side_types(iter([Records.concat(list(parts))]), n_attributes=n_attributes,
                       n_bins=n_bins)
 
@@ -214,5 +215,5 @@ def dask_log_tally(client: Any, reader: LogReader, *, scale: str | None,
         reduced = reduce_buckets(client, side_parts, _reduce_sides, len(attributes),
                                  tally.bins.n_bins)
         tally = Tally(tally.attributes, tally.cells, tally.units, tally.scores, tally.bins,
-                      side_histograms(client.gather(reduced), tally.bins.n_bins))
+                      side_histograms(client.gather(reduced), tally.bins.n_bins, budget=budget))
     return tally, record

@@ -44,14 +44,14 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from faircode.core import checks
+from faircode.stats import packed_units
 from faircode.stats.score_table import Block, ScoreArray, ScoreTable
 from faircode.stats.tally import Tally, joint_groups
 from faircode.stats.units import (
+    CountedTypes,
     SparseAccumulator,
-    SparseTypes,
     UnitHistogram,
     densify,
-    merge_sparse,
     sparse_types,
 )
 
@@ -312,11 +312,11 @@ def records_units(parts: Iterator[Records], n_slots: int, *,
 
 
 def side_types(parts: Iterator[Records], *, n_attributes: int,
-               n_bins: int) -> list[SparseTypes]:
-    """Per attribute and side (disadvantaged, advantaged), the units' sparse types over
+               n_bins: int) -> list[packed_units.PackedTypes]:
+    """Per attribute and side (disadvantaged, advantaged), the units' packed types over
     ``2 * bin + label``, from key-ordered records over joint group x bin x label."""
     width = 2 * n_bins
-    pooled = [SparseAccumulator() for _ in range(2 * n_attributes)]
+    pooled = [packed_units.PackedAccumulator(width) for _ in range(2 * n_attributes)]
     for part in parts:
         if part.key.size == 0:
             continue
@@ -326,14 +326,18 @@ def side_types(parts: Iterator[Records], *, n_attributes: int,
             for s in (0, 1):
                 mine = Records.of(part.key[side == s], local[side == s], part.count[side == s])
                 if mine.key.size:
-                    pooled[2 * a + s].add(sparse_types(_units_of(mine), mine.slot, mine.count))
+                    pooled[2 * a + s].add(packed_units.pack_entries(
+                        _units_of(mine), mine.slot, mine.count, width))
     return [p.result() for p in pooled]
 
 
-def side_histograms(types: Sequence[list[SparseTypes]], n_bins: int) -> tuple[UnitHistogram, ...]:
-    """The side histograms of disjoint unit sets' :func:`side_types` (one list per set)."""
-    return tuple(densify(merge_sparse([t[i] for t in types]), 2 * n_bins)
-                 for i in range(len(types[0]))) if types else ()
+def side_histograms(types: Sequence[list[packed_units.PackedTypes]], n_bins: int, *,
+                    budget: int = BUDGET, folder: Path | None = None) -> tuple[CountedTypes, ...]:
+    """The side histograms of disjoint unit sets' :func:`side_types` (one list per set), each
+    held in memory up to ``budget`` bytes of packed types, beyond it in a temporary file."""
+    pooled = (packed_units.merge_packed([t[i] for t in types], 2 * n_bins)
+              for i in range(len(types[0]) if types else 0))
+    return tuple(packed_units.hold(p, budget=budget, folder=folder) for p in pooled)
 
 
 class SpilledScores(ScoreTable):
@@ -464,7 +468,7 @@ class UnitBinBuilder:
         self.tally, self.bins = tally, tally.bins
         self.n_slots = tally.n_groups * self.bins.n_bins * 2
         self.store = RecordStore(budget=budget, folder=folder)
-        self.budget = budget
+        self.budget, self.folder = budget, folder
 
     def add(self, y: ArrayLike, masks: Sequence[ArrayLike], *, units: ArrayLike,
             score: ArrayLike) -> None:
@@ -481,5 +485,7 @@ class UnitBinBuilder:
                                n_bins=self.bins.n_bins)
         finally:
             self.store.close()
-        return replace(self.tally, unit_bins=side_histograms([types], self.bins.n_bins))
+        return replace(self.tally, unit_bins=side_histograms([types], self.bins.n_bins,
+                                                             budget=self.budget,
+                                                             folder=self.folder))
 

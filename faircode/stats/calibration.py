@@ -77,7 +77,7 @@ from faircode.stats import clusters, resampling
 from faircode.stats._metric_defs import ratio
 from faircode.stats.groups import group_masks
 from faircode.stats.score_table import CountBins, bin_sums, count_bins, table_from_rows
-from faircode.stats.units import UnitHistogram, ratio_design_effects
+from faircode.stats.units import CountedTypes, UnitHistogram, design_effects_of_sums, ratio_sums
 
 __all__ = [
     "BINNINGS",
@@ -207,11 +207,11 @@ def _prepare(
 class BinCounts:
     """One group's rows per score bin: ``rows`` ``(k, 2)`` (label 0, label 1), the exact score
     sum per bin ``(k,)``, and (repeated units) the histogram of its units' parts over
-    ``2 * bin + label`` (``2k`` slots)."""
+    ``2 * bin + label`` (``2k`` slots), read block by block."""
 
     rows: NDArray[np.int64]
     score_sum: NDArray[np.float64]
-    parts: UnitHistogram | None = None
+    parts: CountedTypes | None = None
 
 
 def _group_bins(y: NDArray[np.int8], s: NDArray[np.float64], mask: NDArray[np.bool_],
@@ -274,9 +274,7 @@ def calibration_from_counts(
         pos = counted.rows[:, 1].astype(np.float64)
         deff = np.ones(k)
         if counted.parts is not None:
-            v = counted.parts.vectors
-            deff = ratio_design_effects(v[:, 1::2], v[:, 0::2] + v[:, 1::2],
-                                        counted.parts.multiplicity)
+            deff = _bin_design_effects(counted.parts, k)
         factor = np.where(np.isfinite(deff) & (deff > 1.0), deff, 1.0)
         low, high = resampling.wilson_interval(pos / factor, n / factor, confidence=confidence)
         rate, mean = ratio(pos, n), ratio(counted.score_sum, n)
@@ -286,6 +284,18 @@ def calibration_from_counts(
                          bins.high[b], int(n[b]), int(pos[b]), mean[b], rate[b], low[b], high[b],
                          float(deff[b]), note))
     return pd.DataFrame(rows, columns=list(CALIBRATION_COLUMNS))
+
+
+def _bin_design_effects(parts: CountedTypes, k: int) -> NDArray[np.float64]:
+    """Per bin, the design effect of the label-1 rate over the units' parts (exact sums, block
+    by block)."""
+    sums = np.zeros((5, k), dtype=object)
+    start = 0
+    for v in parts.blocks():
+        sums = sums + ratio_sums(v[:, 1::2], v[:, 0::2] + v[:, 1::2],
+                                 parts.multiplicity[start:start + v.shape[0]])
+        start += v.shape[0]
+    return design_effects_of_sums(sums)
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,9 +430,21 @@ def _resample_group(
         total = int(counts.sum())
         draws = rng.multinomial(total, counts / total, size=n_resamples).astype(np.float64)
     else:
-        types, multiplicity = group.parts.vectors, group.parts.multiplicity
+        parts = group.parts
+        multiplicity = parts.multiplicity
         n_units = int(multiplicity.sum())
         draws = np.concatenate([
-            (rng.multinomial(n_units, multiplicity / n_units, size=k) @ types).astype(np.float64)
-            for k in resampling.draw_blocks(n_resamples, types.shape[0])])
+            _drawn_sums(parts, rng.multinomial(n_units, multiplicity / n_units, size=k))
+            for k in resampling.draw_blocks(n_resamples, multiplicity.size)])
     return draws[:, 0::2] + draws[:, 1::2], draws[:, 1::2]
+
+
+def _drawn_sums(parts: CountedTypes, drawn: NDArray[np.int64]) -> NDArray[np.float64]:
+    """``drawn @ vectors`` (draws x types times types x slots), the types read block by block
+    (integer sums: the same whatever the blocks)."""
+    total = np.zeros((drawn.shape[0], parts.n_slots), dtype=np.int64)
+    start = 0
+    for v in parts.blocks():
+        total += drawn[:, start:start + v.shape[0]] @ v
+        start += v.shape[0]
+    return total.astype(np.float64)

@@ -38,7 +38,7 @@ from numpy.typing import ArrayLike, NDArray
 from faircode.core import checks
 from faircode.stats import clusters
 from faircode.stats.score_table import CountBins, ScoreTable, count_bins, table_from_rows
-from faircode.stats.units import UnitHistogram
+from faircode.stats.units import CountedTypes, UnitHistogram
 
 __all__ = [
     "Tally",
@@ -70,7 +70,7 @@ class Tally:
     units: UnitHistogram | None = None
     scores: ScoreTable | None = None
     bins: CountBins | None = None
-    unit_bins: tuple[UnitHistogram, ...] | None = None
+    unit_bins: tuple[CountedTypes, ...] | None = None
     """Per attribute and side (disadvantaged, advantaged: ``2 a + side``), the units' histogram
     over ``2 * bin + label`` of the calibration bins."""
 

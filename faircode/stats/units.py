@@ -24,17 +24,19 @@ Design decisions
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from faircode.stats import clusters
 
-__all__ = ["SparseAccumulator", "SparseTypes", "UnitHistogram", "collapse", "densify", "merge",
-           "merge_sparse", "ratio_design_effects", "sparse_collapse", "sparse_types",
-           "unique_rows"]
+__all__ = ["CountedTypes", "SparseAccumulator", "SparseTypes", "UnitHistogram", "collapse",
+           "densify", "design_effects_of_sums", "merge", "merge_sparse", "ratio_design_effects",
+           "ratio_sums", "sparse_collapse", "sparse_types", "unique_rows"]
 
 Ints = NDArray[np.int64]
 
@@ -79,6 +81,24 @@ def unique_rows(rows: Ints) -> tuple[Ints, Ints]:
     return distinct[canonical], rank[inverse]
 
 
+class CountedTypes(Protocol):
+    """Unit types read block by block: a :class:`UnitHistogram`, or the packed types of a log
+    (:mod:`faircode.stats.packed_units`), in memory or spilled."""
+
+    @property
+    def multiplicity(self) -> Ints: ...
+
+    @property
+    def n_slots(self) -> int: ...
+
+    @property
+    def n_units(self) -> int: ...
+
+    def blocks(self) -> Iterator[Ints]:
+        """The dense vectors ``(t, n_slots)``, consecutive blocks of rows in canonical order."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class UnitHistogram:
     """Distinct per-unit count vectors ``(T, C)`` (canonical order) and their multiplicities.
@@ -105,6 +125,10 @@ class UnitHistogram:
     def n_units(self) -> int:
         """Units counted (sum of multiplicities)."""
         return int(self.multiplicity.sum())
+
+    def blocks(self) -> Iterator[Ints]:
+        """The vectors, as one block (:class:`CountedTypes`)."""
+        yield self.vectors
 
     def repeated(self) -> bool:
         """Whether some unit has several rows (else rows are the independent units)."""
@@ -282,6 +306,34 @@ def merge(parts: list[UnitHistogram], n_slots: int) -> UnitHistogram:
                     np.concatenate([p.multiplicity for p in parts]))
 
 
+def ratio_sums(numerator: Ints, denominator: Ints, multiplicity: Ints) -> NDArray[np.object_]:
+    """The multiplicity-weighted sums ``X = Σx, M = Σm, Sxx = Σx², Sxm = Σxm, Smm = Σm²`` per
+    column of ``(T, R)`` numerators and denominators, ``(5, R)`` exact integers: sums of
+    consecutive blocks of types add up to the sums of all (:func:`design_effects_of_sums`)."""
+    x = np.asarray(numerator, dtype=np.int64)
+    m = np.asarray(denominator, dtype=np.int64)
+    w = np.asarray(multiplicity, dtype=np.int64)[:, None]
+    top = max(int(x.max(initial=0)), int(m.max(initial=0)))
+    exact = int(w.max(initial=0)) * top * top * max(1, w.shape[0]) < 2**62
+    kind = np.int64 if exact else object  # int64 where no sum can overflow, else Python ints
+    x, m, w = x.astype(kind), m.astype(kind), w.astype(kind)
+    wx, wm = w * x, w * m
+    return np.array([wx.sum(axis=0), wm.sum(axis=0), (wx * x).sum(axis=0),
+                     (wx * m).sum(axis=0), (wm * m).sum(axis=0)], dtype=object)
+
+
+def design_effects_of_sums(sums: NDArray[np.object_]) -> NDArray:
+    """The ratio design effects of :func:`ratio_sums` (:func:`ratio_design_effects`)."""
+    out = np.full(sums.shape[1], np.nan)
+    for r in range(sums.shape[1]):
+        big_x, big_m, sxx, sxm, smm = (int(v) for v in sums[:, r])
+        if big_m == 0 or big_x == 0 or big_x == big_m:
+            continue
+        spread = big_m * big_m * sxx - 2 * big_x * big_m * sxm + big_x * big_x * smm
+        out[r] = float(Fraction(spread, big_m * big_x * (big_m - big_x)))
+    return out
+
+
 def ratio_design_effects(numerator: Ints, denominator: Ints, multiplicity: Ints) -> NDArray:
     """Exact ratio-estimator design effects of ``Σx/Σm`` per column, over unit types.
 
@@ -290,19 +342,4 @@ def ratio_design_effects(numerator: Ints, denominator: Ints, multiplicity: Ints)
     ``X = Σx``, ``M = Σm``, ``Sxx = Σx²`` ... -- equal to ``Σ_u (x_u − p m_u)² / (M p (1 − p))``,
     ``p = X / M``, in exact arithmetic, rounded once.  NaN where ``M = 0`` or ``p`` is 0 or 1.
     """
-    x = np.asarray(numerator, dtype=np.int64)
-    m = np.asarray(denominator, dtype=np.int64)
-    w = np.asarray(multiplicity, dtype=np.int64)
-    out = np.full(x.shape[1], np.nan)
-    for r in range(x.shape[1]):
-        xs, ms = x[:, r].astype(object), m[:, r].astype(object)
-        ws = w.astype(object)
-        big_x, big_m = int(np.dot(ws, xs)) if len(ws) else 0, int(np.dot(ws, ms)) if len(ws) else 0
-        if big_m == 0 or big_x == 0 or big_x == big_m:
-            continue
-        sxx = int(np.dot(ws, xs * xs))
-        sxm = int(np.dot(ws, xs * ms))
-        smm = int(np.dot(ws, ms * ms))
-        spread = big_m * big_m * sxx - 2 * big_x * big_m * sxm + big_x * big_x * smm
-        out[r] = float(Fraction(spread, big_m * big_x * (big_m - big_x)))
-    return out
+    return design_effects_of_sums(ratio_sums(numerator, denominator, multiplicity))
