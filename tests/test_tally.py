@@ -12,15 +12,9 @@ import numpy as np
 import pytest
 
 from faircode.stats import clusters
-from faircode.stats.accumulate import (
-    Records,
-    RecordStore,
-    TallyBuilder,
-    UnitBinBuilder,
-    float_keys,
-    key_floats,
-)
+from faircode.stats.accumulate import TallyBuilder, UnitBinBuilder
 from faircode.stats.groups import design_effects
+from faircode.stats.records import Records, RecordStore, float_keys, key_floats
 from faircode.stats.resampling import delong_auc
 from faircode.stats.score_table import (
     auc_from_table,
@@ -187,3 +181,4 @@ def test_a_store_reads_the_same_records_twice_after_spilling(rng: np.random.Gene
         assert np.array_equal(got.key, expected.key) and np.array_equal(got.count,
                                                                          expected.count)
     assert store.spilled_bytes > 0
+

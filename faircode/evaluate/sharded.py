@@ -16,7 +16,7 @@ streamed path).
 Design decisions
 ----------------
 * **Ranges fixed before the map.**  Unit keys are ``splitmix64`` of the ids
-  (:func:`faircode.stats.accumulate.unit_keys`), uniform, so their ranges are equal parts of the
+  (:func:`faircode.stats.records.unit_keys`), uniform, so their ranges are equal parts of the
   64-bit space; score ranges are quantiles of the first row group's scores.  The ranges decide
   only where records meet, never a number.
 * Calibration bins with repeated units need a second map (the bins are quantiles of every score),
@@ -43,18 +43,20 @@ from faircode.grid.dask_reduce import (
     table_shards,
 )
 from faircode.stats.accumulate import (
-    BUDGET,
-    Records,
     SpilledScores,
-    bucket_bounds,
-    float_keys,
     records_units,
     side_histograms,
     side_types,
+)
+from faircode.stats.packed_units import PackedTypes
+from faircode.stats.records import (
+    BUDGET,
+    Records,
+    bucket_bounds,
+    float_keys,
     slice_starts,
     unit_keys,
 )
-from faircode.stats.packed_units import PackedTypes
 from faircode.stats.score_table import CountBins
 from faircode.stats.tally import Tally, joint_groups
 from faircode.stats.units import UnitHistogram, merge

@@ -4,40 +4,28 @@
 10⁶ rows at a time, one shard of a Dask reduction) and ends with the tally the in-memory path
 (:func:`faircode.stats.tally.tally_rows`) gives on all rows at once.  The cells are added; what
 needs every row of a unit, or every row of a score value, is kept as aggregated records
-``(key, slot) -> rows`` (:class:`Records`): keyed by the unit, or by the score value in an
-order-preserving 64-bit key.
+(:class:`~faircode.stats.records.Records`) in a
+:class:`~faircode.stats.records.RecordStore`, which spills them to disk past its budget.
 
 Design decisions
 ----------------
-* **Bounded memory by spilling.**  Records are aggregated per chunk and held in memory up to
-  ``budget`` bytes; beyond it they are written to ``2^8`` bucket files by key range (the ranges
-  taken from the keys seen so far) in a private temporary folder, and read back bucket by bucket
-  in key order.  A bucket larger than the budget is split again by its own keys.  So the
-  resident memory does not grow with the number of rows, units or distinct scores; the disk
-  holds at most one aggregated record per (unit, slot) and (score, slot).
 * **Large arrays are mapped, not carved from the heap** (:func:`map_large_arrays`, Linux glibc):
   by default glibc raises its mmap threshold to the largest block freed so far (up to 32 MiB),
   so the records' arrays of a few MiB to 32 MiB come from the heap, whose freed holes the
-  process keeps: its resident memory crept up with every spill and every pass (the streamed
-  audit's peak grew from 672 MiB at 10^7 rows to 877 at 10^8).  With a fixed 1 MiB threshold
-  every array of at least that is its own mapping, returned when freed.
-* **Unit keys are mixed** (``splitmix64``, a bijection of 64-bit integers), so sequential ids
-  spread over the buckets and no two units share a key.  Text ids are keyed by the caller (the
-  log reader hashes them: :func:`faircode.audit.logs`).
+  process keeps, and its resident memory would creep up with every spill and every pass.  With
+  a fixed 1 MiB threshold every array of at least that is its own mapping, returned when freed.
 * **The same collapse in the end**: a unit's vector is complete only when all its records are
-  in, which they are inside one bucket, in key order; its histogram and the score table's
-  blocks are then what :mod:`faircode.stats.units` and :mod:`faircode.stats.score_table` build
-  from rows.  :func:`records_units` and :class:`SpilledScores` are shared with the Dask
-  reduction (:mod:`faircode.grid.dask_reduce`), whose buckets are the same ranges.
+  in, which they are inside one part of the store's key-ordered output; its histogram and the
+  score table's blocks are then what :mod:`faircode.stats.units` and
+  :mod:`faircode.stats.score_table` build from rows.  :func:`records_units`,
+  :func:`side_types` and :class:`SpilledScores` are shared with the Dask reduction
+  (:mod:`faircode.evaluate.sharded`), whose buckets are key ranges too.
 """
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
-from itertools import pairwise
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +33,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from faircode.core import checks
 from faircode.stats import packed_units
+from faircode.stats.records import BUDGET, Records, RecordStore, float_keys, key_floats, unit_keys
 from faircode.stats.score_table import Block, ScoreArray, ScoreTable
 from faircode.stats.tally import Tally, joint_groups
 from faircode.stats.units import (
@@ -57,243 +46,16 @@ from faircode.stats.units import (
 
 __all__ = [
     "BUDGET",
-    "RecordStore",
-    "Records",
     "SpilledScores",
     "TallyBuilder",
     "UnitBinBuilder",
-    "float_keys",
-    "key_floats",
     "map_large_arrays",
     "records_units",
     "side_histograms",
     "side_types",
-    "slice_starts",
-    "unit_keys",
 ]
 
-BUDGET = 32 * 2**20
-"""Default bytes of records held in memory (per store) before they spill to disk: aggregating
-them takes a few times as much for a moment."""
-N_BUCKETS = 256
-_RECORD = np.dtype([("k", "<u8"), ("s", "<i4"), ("c", "<i8")])
-_SIGN = np.uint64(1 << 63)
 _CELLS = 4
-
-
-def unit_keys(ids: ArrayLike) -> NDArray[np.uint64]:
-    """The 64-bit key of integer unit ids: ``splitmix64`` of their bits (a bijection)."""
-    x = np.asarray(ids)
-    if not np.issubdtype(x.dtype, np.integer):
-        raise ValueError(f"units: expected integer ids, got dtype {x.dtype}")
-    z = x.astype(np.int64).view(np.uint64) + np.uint64(0x9E3779B97F4A7C15)
-    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
-
-
-def float_keys(values: ArrayLike) -> NDArray[np.uint64]:
-    """Order-preserving 64-bit keys of finite floats (``-0.0`` is ``0.0``)."""
-    bits = (np.asarray(values, dtype=np.float64) + 0.0).view(np.uint64)
-    return np.where(bits >> np.uint64(63) == 1, ~bits, bits | _SIGN)
-
-
-def key_floats(keys: NDArray[np.uint64]) -> NDArray[np.float64]:
-    """The floats of :func:`float_keys`."""
-    positive = keys >> np.uint64(63) == 1
-    return np.where(positive, keys & ~_SIGN, ~keys).view(np.float64)
-
-
-@dataclass(frozen=True, slots=True)
-class Records:
-    """Aggregated ``(key, slot) -> rows`` records, sorted by key then slot, each pair once."""
-
-    key: NDArray[np.uint64]
-    slot: NDArray[np.int64]
-    count: NDArray[np.int64]
-
-    @classmethod
-    def of(cls, key: ArrayLike, slot: ArrayLike, count: ArrayLike | None = None) -> Records:
-        """Aggregate raw records (``count`` default 1 each)."""
-        k = np.asarray(key, dtype=np.uint64)
-        s = np.asarray(slot, dtype=np.int64)
-        c = np.ones(k.size, dtype=np.int64) if count is None else np.asarray(count, np.int64)
-        if k.size == 0:
-            return cls(k, s, c)
-        order = np.lexsort((s, k))
-        k, s, c = k[order], s[order], c[order]
-        start = np.flatnonzero(np.concatenate([[True], (k[1:] != k[:-1]) | (s[1:] != s[:-1])]))
-        return cls(k[start], s[start], np.add.reduceat(c, start))
-
-    @classmethod
-    def concat(cls, parts: Sequence[Records]) -> Records:
-        """The records of ``parts`` pooled and aggregated again."""
-        if len(parts) == 1:
-            return parts[0]
-        return cls.of(np.concatenate([p.key for p in parts] or [np.zeros(0, np.uint64)]),
-                      np.concatenate([p.slot for p in parts] or [np.zeros(0, np.int64)]),
-                      np.concatenate([p.count for p in parts] or [np.zeros(0, np.int64)]))
-
-    @property
-    def nbytes(self) -> int:
-        """Bytes held."""
-        return int(self.key.nbytes + self.slot.nbytes + self.count.nbytes)
-
-    def part(self, start: int, stop: int) -> Records:
-        """The records ``start:stop`` (stays sorted and aggregated)."""
-        return Records(self.key[start:stop], self.slot[start:stop], self.count[start:stop])
-
-    def take(self, mask: NDArray[np.bool_]) -> Records:
-        """The records where ``mask`` (stays sorted and aggregated)."""
-        return Records(self.key[mask], self.slot[mask], self.count[mask])
-
-    def to_array(self) -> NDArray[np.void]:
-        """As packed structured records (the spill file's layout)."""
-        out = np.empty(self.key.size, dtype=_RECORD)
-        out["k"], out["s"], out["c"] = self.key, self.slot, self.count
-        return out
-
-    @classmethod
-    def from_array(cls, array: NDArray[np.void]) -> Records:
-        """From packed structured records (not yet aggregated)."""
-        return cls.of(array["k"], array["s"].astype(np.int64), array["c"])
-
-
-def bucket_bounds(keys: NDArray[np.uint64], n: int = N_BUCKETS) -> NDArray[np.uint64]:
-    """``n - 1`` ascending boundaries splitting ``keys`` into ``n`` ranges of similar size."""
-    ordered = np.sort(keys)
-    picks = ordered[(np.arange(1, n) * ordered.size) // n] if ordered.size else ordered
-    return np.unique(picks)
-
-
-class RecordStore:
-    """Records added in parts, held in memory up to ``budget`` bytes, spilled by key range."""
-
-    def __init__(self, *, budget: int = BUDGET, folder: Path | None = None) -> None:
-        checks.check_positive_int("budget", budget)
-        self.budget = budget
-        self._parent = folder
-        self._parts: list[Records] = []
-        self._held = 0
-        self._bounds: NDArray[np.uint64] | None = None
-        self._dir: Path | None = None
-        self.spilled_bytes = 0
-
-    def add(self, records: Records) -> None:
-        """Keep ``records`` (already aggregated), spilling when over budget."""
-        if records.key.size == 0:
-            return
-        self._parts.append(records)
-        self._held += records.nbytes
-        if self._held > self.budget:
-            merged = Records.concat(self._parts)
-            self._parts, self._held = [merged], merged.nbytes
-            if self._held > self.budget // 2:
-                self._spill()
-
-    def _spill(self) -> None:
-        merged = Records.concat(self._parts)
-        if self._bounds is None:
-            self._bounds = bucket_bounds(merged.key)
-            self._dir = Path(tempfile.mkdtemp(prefix="faircode-spill-", dir=self._parent))
-        assert self._dir is not None
-        _write_buckets(self._dir, merged, self._bounds)
-        self.spilled_bytes += merged.key.size * _RECORD.itemsize
-        self._parts, self._held = [], 0
-
-    def ordered(self) -> Iterator[Records]:
-        """Every record, aggregated, in ascending key order, as parts of at most about the
-        budget (a key's records never split across parts).  May be called again."""
-        if self._dir is None:
-            merged = Records.concat(self._parts) if self._parts else Records.of([], [])
-            yield from _slices(merged, self.budget)
-            return
-        if self._parts:  # once spilled, everything is read from the buckets
-            self._spill()
-        assert self._bounds is not None
-        for b in range(self._bounds.size + 1):
-            yield from _read_bucket(self._dir / f"{b}.bin", self.budget)
-
-    def close(self) -> None:
-        """Remove the spill folder (records are gone)."""
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
-        self._parts, self._held = [], 0
-
-
-def _write_buckets(folder: Path, records: Records, bounds: NDArray[np.uint64]) -> None:
-    bucket = np.searchsorted(bounds, records.key, side="right")
-    array = records.to_array()
-    order = np.argsort(bucket, kind="stable")
-    starts = np.searchsorted(bucket[order], np.arange(bounds.size + 2))
-    for b in range(bounds.size + 1):
-        part = array[order[starts[b]:starts[b + 1]]]
-        if part.size:
-            with open(folder / f"{b}.bin", "ab") as handle:
-                part.tofile(handle)
-
-
-def _pieces(path: Path, per: int) -> Iterator[Records]:
-    with open(path, "rb") as handle:
-        while True:
-            piece = np.fromfile(handle, dtype=_RECORD, count=per)
-            if piece.size == 0:
-                return
-            yield Records.from_array(piece)
-
-
-def _read_bucket(path: Path, budget: int) -> Iterator[Records]:
-    """A bucket file's records in key order; a file larger than ``budget`` is split once, by
-    its own keys, into a sub-folder read the same way (kept, so a second pass reads it too)."""
-    sub = path.with_suffix(".split")
-    if sub.is_dir():
-        bounds = np.load(sub / "bounds.npy")
-        for b in range(bounds.size + 1):
-            yield from _read_bucket(sub / f"{b}.bin", budget)
-        return
-    size = path.stat().st_size if path.exists() else 0
-    per = max(1, budget // (2 * _RECORD.itemsize))
-    if size <= budget:
-        stored = np.fromfile(path, dtype=_RECORD) if size else np.zeros(0, dtype=_RECORD)
-        yield from _slices(Records.from_array(stored), budget)
-        return
-    first = np.fromfile(path, dtype=_RECORD, count=per)
-    bounds = bucket_bounds(first["k"], 16)
-    keys = np.unique(first["k"])
-    if bounds.size == 0 or keys.size <= 1:  # (almost) one key: aggregate it piece by piece
-        merged = Records.of([], [])
-        for piece in _pieces(path, per):
-            merged = Records.concat([merged, piece])
-        yield from _slices(merged, budget)
-        return
-    sub.mkdir()
-    for piece in _pieces(path, per):
-        _write_buckets(sub, piece, bounds)
-    np.save(sub / "bounds.npy", bounds)
-    path.unlink()
-    yield from _read_bucket(path, budget)
-
-
-def slice_starts(key: NDArray[np.uint64], budget: int) -> NDArray[np.int64]:
-    """Where the consecutive parts of about ``budget`` bytes of key-ordered records start, cut
-    between keys (a key's records never split); the last entry is ``key.size``."""
-    n = key.size
-    per = max(1, budget // (4 * _RECORD.itemsize))
-    starts = [0]
-    while starts[-1] < n:
-        stop = min(n, starts[-1] + per)
-        while stop < n and key[stop] == key[stop - 1]:
-            stop += 1
-        starts.append(stop)
-    return np.asarray(starts, dtype=np.int64)
-
-
-def _slices(records: Records, budget: int) -> Iterator[Records]:
-    """``records`` in consecutive parts of about ``budget`` bytes, cut between keys."""
-    starts = slice_starts(records.key, budget)
-    for start, stop in pairwise(starts):
-        yield records.part(int(start), int(stop))
 
 
 def _units_of(part: Records) -> NDArray[np.int64]:
