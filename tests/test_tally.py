@@ -182,3 +182,38 @@ def test_a_store_reads_the_same_records_twice_after_spilling(rng: np.random.Gene
                                                                          expected.count)
     assert store.spilled_bytes > 0
 
+
+def store_passes(parts: list[Records], **sizes: int) -> tuple[list[list[Records]], bool]:
+    """Two passes over a store of ``parts``, and whether a bucket was split again."""
+    store = RecordStore(**sizes)
+    for part in parts:
+        store.add(part)
+    try:
+        passes = [list(store.ordered()) for _ in range(2)]
+        split = store._dir is not None and any(store._dir.glob("*.split"))
+    finally:
+        store.close()
+    return passes, split
+
+
+@pytest.mark.parametrize("keys", [600, 1], ids=["many keys", "one key"])
+def test_buckets_read_in_small_pieces_equal_the_records_held_in_memory(
+        rng: np.random.Generator, keys: int) -> None:
+    """At a 480-byte budget and 60-byte pieces (3 records) every bucket is split again by its
+    own keys (one key: aggregated piece by piece), and both passes give exactly the records of
+    the in-memory path -- in key order, a key never cut across parts, a part at most a piece's
+    3 records or one key's."""
+    key = rng.integers(0, 2**64, keys, dtype=np.uint64)[rng.integers(0, keys, 4000)]
+    slot = rng.integers(0, 8, 4000)
+    parts = [Records.of(key[c], slot[c]) for c in np.array_split(np.arange(4000), 40)]
+    (held, _), split = store_passes(parts, budget=2**30)
+    assert len(held) == 1 and not split
+    passes, split = store_passes(parts, budget=480, piece=60)
+    assert split == (keys > 1)
+    for got in passes:
+        for a, b in itertools.pairwise(got):
+            assert a.key[-1] < b.key[0]
+        assert all(p.key.size <= 3 or p.key[0] == p.key[-1] for p in got)
+        pooled = [np.concatenate([getattr(p, f) for p in got]) for f in ("key", "slot", "count")]
+        assert all(np.array_equal(x, getattr(held[0], f))
+                   for x, f in zip(pooled, ("key", "slot", "count"), strict=True))

@@ -7,12 +7,16 @@ gives them back aggregated, in key order, in parts of bounded size (:meth:`Recor
 
 Design decisions
 ----------------
-* **Bounded memory by spilling.**  Records are aggregated per part and held in memory up to
-  ``budget`` bytes; beyond it they are written to ``2^8`` bucket files by key range (the ranges
-  taken from the keys seen so far) in a private temporary folder, and read back bucket by bucket
-  in key order.  A bucket larger than the budget is split again by its own keys.  So the
-  resident memory does not grow with the number of rows, units or distinct scores; the disk
-  holds at most one aggregated record per (unit, slot) and (score, slot).
+* **Bounded memory by spilling, part by part.**  Parts are held in memory up to ``budget``
+  bytes; past it, the held parts and every part added later are written, one at a time, to
+  ``2^8`` bucket files by key range (the ranges taken from the keys held when the budget is
+  first passed) in a private temporary folder -- never pooled in memory first.  A part is
+  sorted by key, so its buckets are consecutive slices of it.
+* **Buckets read in pieces of bounded size.**  A bucket file of at most ``piece`` bytes is read
+  whole and aggregated; a larger one is split again, piece by piece, into up to 16 files by its
+  own keys (each lacks at least one of the bucket's keys, so splitting ends), kept for the next
+  pass.  So the resident memory does not grow with the number of rows, units or distinct
+  scores; the disk holds at most one record per (unit, slot) and (score, slot) per part added.
 * **Unit keys are mixed** (``splitmix64``, a bijection of 64-bit integers), so sequential ids
   spread over the buckets and no two units share a key.  Text ids are keyed by the caller (the
   log reader hashes them: :func:`faircode.audit.logs`).
@@ -44,9 +48,9 @@ __all__ = [
 ]
 
 BUDGET = 32 * 2**20
-"""Default bytes of records held in memory (per store) before they spill to disk: aggregating
-them takes a few times as much for a moment."""
+"""Default bytes of records held in memory (per store) before they spill to disk."""
 N_BUCKETS = 256
+_SPLIT = 16
 _RECORD = np.dtype([("k", "<u8"), ("s", "<i4"), ("c", "<i8")])
 _SIGN = np.uint64(1 << 63)
 
@@ -137,11 +141,16 @@ def bucket_bounds(keys: NDArray[np.uint64], n: int = N_BUCKETS) -> NDArray[np.ui
 
 
 class RecordStore:
-    """Records added in parts, held in memory up to ``budget`` bytes, spilled by key range."""
+    """Records added in parts, held in memory up to ``budget`` bytes, beyond it spilled part by
+    part by key range; spilled buckets are read back in pieces of at most ``piece`` bytes
+    (default an eighth of the budget)."""
 
-    def __init__(self, *, budget: int = BUDGET, folder: Path | None = None) -> None:
+    def __init__(self, *, budget: int = BUDGET, piece: int | None = None,
+                 folder: Path | None = None) -> None:
         checks.check_positive_int("budget", budget)
         self.budget = budget
+        self.piece = max(_RECORD.itemsize, budget // 8) if piece is None else piece
+        checks.check_positive_int("piece", self.piece)
         self._parent = folder
         self._parts: list[Records] = []
         self._held = 0
@@ -155,21 +164,19 @@ class RecordStore:
             return
         self._parts.append(records)
         self._held += records.nbytes
-        if self._held > self.budget:
-            merged = Records.concat(self._parts)
-            self._parts, self._held = [merged], merged.nbytes
-            if self._held > self.budget // 2:
-                self._spill()
+        if self._dir is not None or self._held > self.budget:
+            self._spill()
 
     def _spill(self) -> None:
-        merged = Records.concat(self._parts)
-        if self._bounds is None:
-            self._bounds = bucket_bounds(merged.key)
+        if self._dir is None:
+            self._bounds = bucket_bounds(np.concatenate([p.key for p in self._parts]))
             self._dir = Path(tempfile.mkdtemp(prefix="faircode-spill-", dir=self._parent))
-        assert self._dir is not None
-        _write_buckets(self._dir, merged, self._bounds)
-        self.spilled_bytes += merged.key.size * _RECORD.itemsize
-        self._parts, self._held = [], 0
+        assert self._bounds is not None
+        while self._parts:  # one part at a time, each freed once written
+            part = self._parts.pop(0)
+            _write_buckets(self._dir, part, self._bounds)
+            self.spilled_bytes += part.key.size * _RECORD.itemsize
+        self._held = 0
 
     def ordered(self) -> Iterator[Records]:
         """Every record, aggregated, in ascending key order, as parts of at most about the
@@ -178,11 +185,9 @@ class RecordStore:
             merged = Records.concat(self._parts) if self._parts else Records.of([], [])
             yield from _slices(merged, self.budget)
             return
-        if self._parts:  # once spilled, everything is read from the buckets
-            self._spill()
         assert self._bounds is not None
         for b in range(self._bounds.size + 1):
-            yield from _read_bucket(self._dir / f"{b}.bin", self.budget)
+            yield from _read_bucket(self._dir / f"{b}.bin", self.piece)
 
     def close(self) -> None:
         """Remove the spill folder (records are gone)."""
@@ -193,56 +198,69 @@ class RecordStore:
 
 
 def _write_buckets(folder: Path, records: Records, bounds: NDArray[np.uint64]) -> None:
-    bucket = np.searchsorted(bounds, records.key, side="right")
-    array = records.to_array()
-    order = np.argsort(bucket, kind="stable")
-    starts = np.searchsorted(bucket[order], np.arange(bounds.size + 2))
-    for b in range(bounds.size + 1):
-        part = array[order[starts[b]:starts[b + 1]]]
-        if part.size:
+    """Append key-ordered ``records`` to the bucket files: bucket ``b`` holds the keys of at
+    least ``b`` boundaries, a consecutive slice of the records."""
+    cuts = np.concatenate([[0], np.searchsorted(records.key, bounds, side="left"),
+                           [records.key.size]])
+    for b, (start, stop) in enumerate(pairwise(cuts)):
+        if stop > start:
             with open(folder / f"{b}.bin", "ab") as handle:
-                part.tofile(handle)
+                records.part(int(start), int(stop)).to_array().tofile(handle)
 
 
-def _pieces(path: Path, per: int) -> Iterator[Records]:
+def _raw_pieces(path: Path, per: int) -> Iterator[NDArray[np.void]]:
     with open(path, "rb") as handle:
         while True:
             piece = np.fromfile(handle, dtype=_RECORD, count=per)
             if piece.size == 0:
                 return
-            yield Records.from_array(piece)
+            yield piece
 
 
-def _read_bucket(path: Path, budget: int) -> Iterator[Records]:
-    """A bucket file's records in key order; a file larger than ``budget`` is split once, by
-    its own keys, into a sub-folder read the same way (kept, so a second pass reads it too)."""
+def _split_bounds(path: Path, per: int) -> NDArray[np.uint64]:
+    """Boundaries splitting a bucket file into ranges that each lack one of its keys: from the
+    distinct keys of its first ``per`` records, or when they are one key, the middle of the
+    file's key range (none when the file holds one key)."""
+    first = np.unique(np.fromfile(path, dtype=_RECORD, count=per)["k"])
+    if first.size > 1:
+        return bucket_bounds(first, _SPLIT)
+    low = high = first[0]
+    for piece in _raw_pieces(path, per):
+        low, high = min(low, piece["k"].min()), max(high, piece["k"].max())
+    if low == high:
+        return np.zeros(0, dtype=np.uint64)
+    return np.array([low + (high - low) // np.uint64(2) + np.uint64(1)], dtype=np.uint64)
+
+
+def _read_bucket(path: Path, piece: int) -> Iterator[Records]:
+    """A bucket file's records in key order; a file larger than ``piece`` bytes is split, piece
+    by piece, by its own keys, into a sub-folder read the same way (kept, so a second pass reads
+    it too)."""
     sub = path.with_suffix(".split")
     if sub.is_dir():
         bounds = np.load(sub / "bounds.npy")
         for b in range(bounds.size + 1):
-            yield from _read_bucket(sub / f"{b}.bin", budget)
+            yield from _read_bucket(sub / f"{b}.bin", piece)
         return
     size = path.stat().st_size if path.exists() else 0
-    per = max(1, budget // (2 * _RECORD.itemsize))
-    if size <= budget:
-        stored = np.fromfile(path, dtype=_RECORD) if size else np.zeros(0, dtype=_RECORD)
-        yield from _slices(Records.from_array(stored), budget)
+    if size <= piece:
+        if size:
+            yield Records.from_array(np.fromfile(path, dtype=_RECORD))
         return
-    first = np.fromfile(path, dtype=_RECORD, count=per)
-    bounds = bucket_bounds(first["k"], 16)
-    keys = np.unique(first["k"])
-    if bounds.size == 0 or keys.size <= 1:  # (almost) one key: aggregate it piece by piece
+    per = max(1, piece // _RECORD.itemsize)
+    bounds = _split_bounds(path, per)
+    if bounds.size == 0:  # one key: at most one record per slot, aggregated piece by piece
         merged = Records.of([], [])
-        for piece in _pieces(path, per):
-            merged = Records.concat([merged, piece])
-        yield from _slices(merged, budget)
+        for raw in _raw_pieces(path, per):
+            merged = Records.concat([merged, Records.from_array(raw)])
+        yield merged
         return
     sub.mkdir()
-    for piece in _pieces(path, per):
-        _write_buckets(sub, piece, bounds)
+    for raw in _raw_pieces(path, per):
+        _write_buckets(sub, Records.from_array(raw), bounds)
     np.save(sub / "bounds.npy", bounds)
     path.unlink()
-    yield from _read_bucket(path, budget)
+    yield from _read_bucket(path, piece)
 
 
 def slice_starts(key: NDArray[np.uint64], budget: int) -> NDArray[np.int64]:
