@@ -183,9 +183,10 @@ def test_a_store_reads_the_same_records_twice_after_spilling(rng: np.random.Gene
     assert store.spilled_bytes > 0
 
 
-def store_passes(parts: list[Records], **sizes: int) -> tuple[list[list[Records]], bool]:
+def store_passes(parts: list[Records], budget: int,
+                 piece: int | None = None) -> tuple[list[list[Records]], bool]:
     """Two passes over a store of ``parts``, and whether a bucket was split again."""
-    store = RecordStore(**sizes)
+    store = RecordStore(budget=budget, piece=piece)
     for part in parts:
         store.add(part)
     try:

@@ -34,7 +34,7 @@ from numpy.typing import ArrayLike, NDArray
 from faircode.core import checks
 from faircode.stats import packed_units
 from faircode.stats.records import BUDGET, Records, RecordStore, float_keys, key_floats, unit_keys
-from faircode.stats.score_table import Block, ScoreArray, ScoreTable
+from faircode.stats.score_table import Block, ScoreTable
 from faircode.stats.tally import Tally, joint_groups
 from faircode.stats.units import (
     CountedTypes,
@@ -198,9 +198,7 @@ class TallyBuilder:
             hist = hist if hist.repeated() else None
         table: ScoreTable | None = None
         if self.scores is not None:
-            store = self.scores
-            table = _materialise(SpilledScores(store.ordered, self.n_groups * 2),
-                                 spilled=store.spilled_bytes > 0)
+            table = SpilledScores(self.scores.ordered, self.n_groups * 2)
         return Tally(self.attributes, self.cells.reshape(self.n_groups, _CELLS), hist, table)
 
     def close(self) -> None:
@@ -208,17 +206,6 @@ class TallyBuilder:
         for store in (self.units, self.scores):
             if store is not None:
                 store.close()
-
-
-def _materialise(table: SpilledScores, *, spilled: bool) -> ScoreTable:
-    """A table held in memory as one block when it never spilled (it fits the budget)."""
-    if spilled:
-        return table
-    blocks = list(table.blocks())
-    if not blocks:
-        return ScoreArray(np.zeros(0), np.zeros((0, table.n_slots), dtype=np.int64))
-    return ScoreArray(np.concatenate([v for v, _ in blocks]),
-                      np.concatenate([c for _, c in blocks]))
 
 
 class UnitBinBuilder:

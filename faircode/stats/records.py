@@ -9,9 +9,9 @@ Design decisions
 ----------------
 * **Bounded memory by spilling, part by part.**  Parts are held in memory up to ``budget``
   bytes; past it, the held parts and every part added later are written, one at a time, to
-  ``2^8`` bucket files by key range (the ranges taken from the keys held when the budget is
-  first passed) in a private temporary folder -- never pooled in memory first.  A part is
-  sorted by key, so its buckets are consecutive slices of it.
+  ``2^8`` bucket files by key range (the ranges taken from a sample of ``2^16`` of the keys
+  held when the budget is first passed) in a private temporary folder -- never pooled in
+  memory first.  A part is sorted by key, so its buckets are consecutive slices of it.
 * **Buckets read in pieces of bounded size.**  A bucket file of at most ``piece`` bytes is read
   whole and aggregated; a larger one is split again, piece by piece, into up to 16 files by its
   own keys (each lacks at least one of the bucket's keys, so splitting ends), kept for the next
@@ -51,6 +51,7 @@ BUDGET = 32 * 2**20
 """Default bytes of records held in memory (per store) before they spill to disk."""
 N_BUCKETS = 256
 _SPLIT = 16
+_SAMPLE = 1 << 16
 _RECORD = np.dtype([("k", "<u8"), ("s", "<i4"), ("c", "<i8")])
 _SIGN = np.uint64(1 << 63)
 
@@ -169,7 +170,8 @@ class RecordStore:
 
     def _spill(self) -> None:
         if self._dir is None:
-            self._bounds = bucket_bounds(np.concatenate([p.key for p in self._parts]))
+            step = max(1, sum(p.key.size for p in self._parts) // _SAMPLE)
+            self._bounds = bucket_bounds(np.concatenate([p.key[::step] for p in self._parts]))
             self._dir = Path(tempfile.mkdtemp(prefix="faircode-spill-", dir=self._parent))
         assert self._bounds is not None
         while self._parts:  # one part at a time, each freed once written

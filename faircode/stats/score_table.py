@@ -4,9 +4,9 @@ Every score statistic of the audit tables -- DeLong's AUC and its variance, the 
 bins (quantiles of the scores, or one bin per ordinal level), each bin's rows, label-1 rows and
 score sum -- is a function of the table ``distinct score value -> rows per slot`` (slot = joint
 group x label, :mod:`faircode.stats.tally`).  A :class:`ScoreTable` gives that table as blocks
-of ascending values (one block in memory; several from a spilled stream,
-:mod:`faircode.stats.accumulate`), and the functions here read it block by block, so a table
-larger than memory is read the same way as a small one.
+of ascending values (one block in memory; several from a counted stream's records, held or
+spilled, :mod:`faircode.stats.accumulate`), and the functions here read it block by block, so a
+table larger than memory is read the same way as a small one.
 
 Design decisions
 ----------------
