@@ -269,6 +269,23 @@ def test_second_repro_reruns_nothing(repo: Repo) -> None:
     assert repo.ran("repro") == {"check-params"}
 
 
+def test_faircode_run_bagged_writes_what_the_pipeline_wrote(repo: Repo, tmp_path: Path) -> None:
+    """`faircode run --params params.yaml --bagged` (CI's drift check) writes the pipeline's
+    folders: the grid's tables and the bag stage's arbitrariness and multiplicity tables (which
+    a run without --bagged lacks: a drift), every number the same."""
+    from faircode.core.layout import ARBITRARINESS_TABLES, table_file
+    from faircode.record.compare import compare_results
+
+    out = tmp_path / "results"
+    repo.run(sys.executable, "-m", "faircode.pipeline.cli", "run", "--params", "params.yaml",
+             "--bagged", "--quiet", "--out", str(out), AUDITS[0])
+    committed = repo.root / "results" / AUDITS[0]
+    for folder in (committed, out / AUDITS[0]):
+        assert all((folder / table_file(t)).is_file() for t in ARBITRARINESS_TABLES), folder
+    drift, identical, compared = compare_results(committed, out / AUDITS[0])
+    assert drift == [] and identical == compared > 10
+
+
 def test_audits_evaluated_side_by_side_write_what_one_at_a_time_writes(
         repo: Repo, tmp_path: Path) -> None:
     """The repro evaluated the two audits at the same time (run.jobs 2: one worker process

@@ -319,7 +319,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     with RunDisplay(Console(stderr=True), quiet=args.quiet) as display:
         runs = run_audits(prepared, config=config, execution=execution, out=Path(args.out),
                           provenance_record=provenance(), on_error=report,
-                          on_start=display.start, on_cell_done=display.done)
+                          on_start=display.start, on_cell_done=display.done,
+                          bagged=args.bagged)
     for path, kind in alone:  # a kind without the grid: its own steps, in one process
         if kind is REGRESSION:  # its own fit, after the grid (run_regression_audits)
             continue
@@ -431,6 +432,10 @@ def _add_run(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                                             "same split; default) or split (also the split)")
     parser.add_argument("--encoding", help="how logistic regression sees nominal columns: label "
                                            "(sorted integer codes; default) or onehot")
+    parser.add_argument("--bagged", action="store_true",
+                        help="also fit the bagged ensembles of S0 and S2 (arbitrariness.bags "
+                             "members each, the bag stage of dvc repro) and write the "
+                             "arbitrariness and multiplicity tables: the pipeline's folder")
     parser.set_defaults(handler=_cmd_run)
 
 

@@ -102,9 +102,9 @@ def add_verify(subparsers: argparse._SubParsersAction, common: argparse.Argument
         env = pipeline_env(root)
         if args.committed is not None:
             audits = list(args.committed)
+            # the pipeline's folders: the grid and the bag stage's tables (--bagged)
             command = [sys.executable, "-m", "faircode.pipeline.cli", "run",
-                       "--params", args.params,
-                       *audits]
+                       "--params", args.params, "--bagged", *audits]
             drift, files, numerics = check_committed(audits, root=root, command=command, env=env)
             for line in findings(numerics, (), drift):
                 print(line)

@@ -4,7 +4,8 @@
 in memory).  :func:`run_audits` is what ``faircode run`` does: load and prepare every requested
 audit, fit all their cells in one queue (longest first), then evaluate and write each; one
 audit's failure is reported and loses none of the others' results.  The DVC pipeline runs the
-same steps as stages and gives bit-identical numbers.
+same steps as stages and gives bit-identical numbers (its bag stage's tables with
+``--bagged``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from faircode.evaluate.audit import evaluate_audit
 from faircode.evaluate.deployed import score_given
 from faircode.evaluate.tables import AuditResults
 from faircode.evaluate.write import check_replaceable, write_audit
+from faircode.grid.bagging import BaggedPredictions, fit_bagged
 from faircode.grid.fit import fit_audit, fit_audits
 from faircode.grid.predictions import AuditPredictions, CellPredictions, timings_path
 from faircode.grid.scheduler import Finished, OnStart, previous_cell_seconds
@@ -163,12 +165,23 @@ def _audit_frame(frame: pd.DataFrame, *, decision: object, score: object, scale:
 
 
 def evaluate(data: PreparedAudit, predictions: AuditPredictions, *,
-             config: BenchmarkConfig) -> AuditResults:
-    """The evaluate step of ``config`` on one audit's predictions."""
+             config: BenchmarkConfig, bagged: BaggedPredictions | None = None) -> AuditResults:
+    """The evaluate step of ``config`` on one audit's predictions (with ``bagged``, the bag
+    stage's members, also the arbitrariness and multiplicity tables)."""
     return evaluate_audit(data, predictions, decision_threshold=config.models.decision_threshold,
                           stats=config.stats, degenerate=config.degenerate,
                           replicates=config.replicates, jobs=config.jobs,
-                          curves=config.curves, verdicts=config.verdicts)
+                          curves=config.curves, verdicts=config.verdicts, bagged=bagged)
+
+
+def bag(data: PreparedAudit, *, config: BenchmarkConfig,
+        execution: ExecutionConfig) -> BaggedPredictions:
+    """The bag stage's members of one prepared audit (:func:`faircode.grid.bagging.fit_bagged`
+    at ``config``'s ``arbitrariness.*``, ``mitigation.*`` and encoding)."""
+    return fit_bagged(data, bags=config.arbitrariness.bags,
+                      all_families_below=config.arbitrariness.all_families_below,
+                      mitigation=config.mitigation, encoding=config.models.encoding,
+                      jobs=config.jobs, execution=execution)
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,10 +226,12 @@ def run_audits(
     on_error: OnError,
     on_start: OnStart | None = None,
     on_cell_done: Callable[[Finished], None] | None = None,
+    bagged: bool = False,
 ) -> list[AuditRun]:
     """Fit every cell of every audit of ``prepared`` in one queue (ordered by the previous
-    ``<out>/<audit>/run.json`` timings where they exist), then evaluate and write each audit
-    into ``out``.  An audit whose ``<out>/<audit>`` is not a folder the grid may replace
+    run's timings beside ``<out>/<audit>`` where they exist), then -- with ``bagged`` after
+    fitting each audit's bagged ensembles (:func:`bag`: the bag stage's tables too) -- evaluate
+    and write each audit into ``out``.  An audit whose ``<out>/<audit>`` is not a folder the grid may replace
     (:func:`~faircode.evaluate.write.check_replaceable`) is reported before anything is fitted."""
     writable = {}
     for name, data in prepared.items():  # refused before, not after, the fitting
@@ -236,7 +251,8 @@ def run_audits(
     for predictions in fitted:
         data = prepared[predictions.audit]
         try:
-            results = evaluate(data, predictions, config=config)
+            members = bag(data, config=config, execution=execution) if bagged else None
+            results = evaluate(data, predictions, config=config, bagged=members)
             folder = write_audit(data, results, config=config, out_dir=out,
                                  provenance_record=with_fit_numerics(provenance_record,
                                                                      predictions.numerics))
