@@ -93,6 +93,7 @@ class MulticlassEvaluator:
         from faircode.audit.multiclass_manifest import load_multiclass_manifest
         from faircode.audit.prepared import prepare
         from faircode.evaluate.multiclass import class_tables
+        from faircode.evaluate.write import fit_timings
         from faircode.grid.multiclass import class_cells
         from faircode.provenance.state import provenance
 
@@ -107,10 +108,7 @@ class MulticlassEvaluator:
                                         rows=(len(data.train_index), len(data.test_index)),
                                         config=config, out_dir=job.results,
                                         provenance_record=provenance(), seconds=seconds,
-                                        cells=[{"strategy": c.strategy.value,
-                                                "model": c.family.value,
-                                                "replicate": c.replicate,
-                                                "seconds": {"fit": c.seconds}} for c in cells])
+                                        cells=fit_timings(cells))
         if job.views is not None:
             for path, body in ((job.views.headline, headline(tables)),
                                (job.views.full, summary(tables, audit=job.audit))):

@@ -114,7 +114,7 @@ def write_regression_audit(data: RegressionData, results: RegressionResults,
     from faircode.core.layout import run_record, table_path
     from faircode.core.seeds import Stream
     from faircode.evaluate.swap import replacing
-    from faircode.evaluate.write import check_replaceable, save_timings
+    from faircode.evaluate.write import check_replaceable, fit_timings, save_timings
     from faircode.provenance.state import params_digest
 
     manifest = data.manifest
@@ -161,9 +161,7 @@ def write_regression_audit(data: RegressionData, results: RegressionResults,
             "files": folder_digests(staging),
         }
         run_record(staging).write_text(json.dumps(run, indent=2) + "\n")
-    save_timings(final, seconds, cells=[
-        {"strategy": c.strategy.value, "model": c.family.value, "replicate": c.replicate,
-         "seconds": {"fit": c.seconds}} for c in (predictions.cells if predictions else ())])
+    save_timings(final, seconds, cells=fit_timings(predictions.cells if predictions else ()))
     return final
 
 

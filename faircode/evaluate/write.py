@@ -68,8 +68,8 @@ from faircode.evaluate.tables import AuditResults
 from faircode.grid.predictions import timings_path
 from faircode.provenance.state import params_digest
 
-__all__ = ["WrittenAudit", "check_replaceable", "design_effect_summary", "results_kind",
-           "write_audit"]
+__all__ = ["WrittenAudit", "check_replaceable", "design_effect_summary", "fit_timings",
+           "read_timings", "results_kind", "save_timings", "write_audit"]
 
 PREDICTIONS = "predictions"
 """The kind of a ``faircode audit`` folder: a grid run whose ``run.json`` names the predictions
@@ -281,6 +281,26 @@ def save_timings(folder: Path, seconds: Mapping[str, float],
                                           for k, v in c["seconds"].items()}} for c in cells]}
     path.write_text(json.dumps(record, indent=1) + "\n")
     return path
+
+
+class _FittedCell(Protocol):
+    """A regression or multi-class cell of one replicate: what its timing entry names."""
+
+    @property
+    def strategy(self) -> Any: ...
+    @property
+    def family(self) -> Any: ...
+    @property
+    def replicate(self) -> int: ...
+    @property
+    def seconds(self) -> float: ...
+
+
+def fit_timings(cells: Iterable[_FittedCell]) -> list[dict[str, Any]]:
+    """The :func:`save_timings` entries of cells fitted one replicate at a time (the regression
+    and multi-class grids): strategy, model, replicate and the fit's seconds."""
+    return [{"strategy": c.strategy.value, "model": c.family.value, "replicate": c.replicate,
+             "seconds": {"fit": c.seconds}} for c in cells]
 
 
 def read_timings(folder: Path) -> dict[str, Any]:

@@ -231,8 +231,9 @@ def run_audits(
     """Fit every cell of every audit of ``prepared`` in one queue (ordered by the previous
     run's timings beside ``<out>/<audit>`` where they exist), then -- with ``bagged`` after
     fitting each audit's bagged ensembles (:func:`bag`: the bag stage's tables too) -- evaluate
-    and write each audit into ``out``.  An audit whose ``<out>/<audit>`` is not a folder the grid may replace
-    (:func:`~faircode.evaluate.write.check_replaceable`) is reported before anything is fitted."""
+    and write each audit into ``out``.  An audit whose ``<out>/<audit>`` is not a folder the
+    grid may replace (:func:`~faircode.evaluate.write.check_replaceable`) is reported before
+    anything is fitted."""
     writable = {}
     for name, data in prepared.items():  # refused before, not after, the fitting
         try:
