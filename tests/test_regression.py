@@ -25,6 +25,7 @@ from faircode.core.config import BenchmarkConfig
 from faircode.core.errors import DataError, ManifestError
 from faircode.core.kinds import REGRESSION
 from faircode.core.layout import folder_kind, table_path
+from faircode.core.metrics import metric_info
 from faircode.evaluate.regression import GAP_COLUMNS, evaluate_regression
 from faircode.evaluate.regression_kind import run_regression
 from faircode.grid.regression import (
@@ -176,6 +177,38 @@ def test_the_rows_margin_and_split(toy: Path) -> None:
     assert data.keys is not None and list(data.keys[:3]) == ["0", "1", "2"]
 
 
+def test_a_replicate_without_one_group_is_uninformative_not_a_crash(toy: Path) -> None:
+    """K = 3 with replicate 2's test rows cut to the advantaged rows (a split drawn without a
+    rare group): replicate 2's rows have no number and say which group is missing, and each
+    cell's combined row is replicates 0 and 1's (``replicates:2``), never a gap of an empty
+    group nor a combination that counts the missing replicate."""
+    import dataclasses
+
+    config = CONFIG.with_params({"run.seeds": 3, "run.seed_mode": "split"})
+    data = load_regression_audit(load_regression_manifest(toy))
+    fitted = fit_regression_grid(data, mitigation=config.mitigation,
+                                 replicates=config.replicates)
+    male = ~data.disadvantaged["sex"]
+    cells = tuple(c if c.replicate < 2 else dataclasses.replace(
+        c, rows=c.rows[male[c.rows]], prediction=c.prediction[male[c.rows]])
+        for c in fitted.cells)
+    results = evaluate_regression(data, dataclasses.replace(fitted, cells=cells),
+                                  stats=config.stats, verdicts=config.verdicts,
+                                  replicates=config.replicates)
+    assert results.replicates is not None
+    absent = results.replicates[results.replicates["replicate"] == 2]
+    level = absent["metric"].map(lambda m: metric_info(m).scale == "level")
+    assert absent["value"].isna().all() and len(absent[~level])
+    assert set(absent.loc[~level, "verdict"]) == {"uninformative"}  # a level: no verdict
+    assert absent["note"].str.contains("no disadvantaged row among these").all()
+    combined = results.gaps[(results.gaps["strategy"] == "baseline")
+                            & results.gaps["value"].notna()]
+    assert len(combined) and combined["note"].str.endswith("replicates:2").all()
+    groups = results.groups[(results.groups["replicate"] == 2)
+                            & (results.groups["group"] == "disadvantaged")]
+    assert (groups["n"] == 0).all()
+
+
 def test_the_grid_fits_s0_to_s3_and_stores_its_predictions(toy: Path, tmp_path: Path) -> None:
     """S0-S3 x three families on the test rows; the store reads back what was fitted, and
     refuses predictions of another raw file."""
@@ -276,7 +309,7 @@ def test_the_report_section_and_mlflow_children(written: Path, tmp_path: Path) -
 def test_k_replicates_combine_into_one_row_per_cell(toy: Path) -> None:
     """At K = 2 a cell's row is its replicates' combination (random_effects_t) and every
     replicate's rows are kept apart."""
-    config = CONFIG.with_params({"run.seeds": 2, "run.seed_mode": "split"})
+    config = CONFIG.with_params({"run.seeds": 3, "run.seed_mode": "split"})
     data = load_regression_audit(load_regression_manifest(toy))
     fitted = fit_regression_grid(data, mitigation=config.mitigation,
                                  replicates=config.replicates)

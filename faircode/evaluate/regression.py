@@ -22,6 +22,11 @@ against the outcome.  For each row set and protected attribute:
   Benjamini-Hochberg family, for the observed outcome and replicate 0's cells;
 * ``strategies.csv``: the grid's strategies, applied or not and why.
 
+A row set without a row of one of an attribute's groups (a replicate's test split drawn
+without a rare group: the split is stratified on the first attribute only) has that
+attribute's rows without a number, uninformative, the note saying which group is missing; the
+K-replicate combination counts only the replicates with a number (``replicates:`` in its note).
+
 Seeds (:data:`faircode.core.seeds.Stream.REGRESSION`): a cell's ``(11, s, m, attribute)`` in
 its replicate's master seed; the observed outcome's ``(11, name_stream("observed"),
 attribute)``; the strata's ``(11, name_stream("strata"), s, m, attribute, stratum)`` (the
@@ -182,6 +187,43 @@ def _group_rows(data: RegressionData, rs: _RowSet, a: int, result: GroupGaps
     return out
 
 
+def _absent_note(mask: np.ndarray) -> str:
+    """The note of a row set that holds one group of an attribute only."""
+    return (f"uninformative: no {'advantaged' if mask.all() else 'disadvantaged'} row among "
+            f"these {mask.size} rows")
+
+
+def _absent_gap_rows(data: RegressionData, rs: _RowSet, a: int, mask: np.ndarray, *,
+                     units: str) -> list[dict[str, Any]]:
+    """A row set without a row of one of ``a``'s groups (a replicate's test split can miss a
+    rare group): every metric's row without a number, its note saying why -- uninformative,
+    and left out of the K-replicate combination (module docstring)."""
+    attribute = data.manifest.protected_attributes[a].name
+    note = _absent_note(mask)
+    n_d = int(mask.sum())
+    return [{"audit": data.manifest.name, "strategy": rs.strategy, "model": rs.model,
+             "replicate": rs.replicate, "protected_attribute": attribute,
+             "n_disadvantaged": n_d, "n_advantaged": mask.size - n_d,
+             "units_disadvantaged": math.nan, "units_advantaged": math.nan,
+             "metric": metric, "value_units": value_units(metric, units), "value": math.nan,
+             "ci_low": math.nan, "ci_high": math.nan, "ci_method": "none",
+             "p_value": math.nan, "mde": math.nan, "powered": False, "mde_note": note,
+             "design_effect": math.nan, "note": note}
+            for metric in metrics_of(REGRESSION.name)
+            if rs.truth is not None or not metric_info(metric).ground_truth]
+
+
+def _absent_group_rows(data: RegressionData, rs: _RowSet, a: int, mask: np.ndarray
+                       ) -> list[dict[str, Any]]:
+    """Both groups' rows of :func:`_absent_gap_rows`' row set: their counts, no statistic."""
+    attribute = data.manifest.protected_attributes[a].name
+    n_d = int(mask.sum())
+    return [{"audit": data.manifest.name, "strategy": rs.strategy, "model": rs.model,
+             "replicate": rs.replicate, "protected_attribute": attribute, "group": group,
+             "n": n, "units": math.nan, "sd": math.nan, "raw_mean": math.nan}
+            for group, n in (("disadvantaged", n_d), ("advantaged", mask.size - n_d))]
+
+
 def _not_applicable_rows(data: RegressionData, *, units: str) -> list[dict[str, Any]]:
     rows = []
     for info in STRATEGY_TABLE:
@@ -232,7 +274,8 @@ def _combined(rows: pd.DataFrame, *, replicates: ReplicateConfig, fraction: floa
     keys = ["strategy", "model", "protected_attribute", "metric"]
     out = []
     for _, group in rows.groupby(keys, sort=False):
-        first = group.iloc[0].to_dict()
+        numbered = group[np.isfinite(group["value"].to_numpy(dtype=np.float64))]
+        first = (numbered if len(numbered) else group).iloc[0].to_dict()
         ratio = metric_info(str(first["metric"])).scale == "ratio"
         raw = [group[c].to_numpy(dtype=np.float64) for c in ("value", "ci_low", "ci_high")]
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -290,6 +333,10 @@ def evaluate_regression(data: RegressionData, predictions: RegressionPredictions
         unit = None if data.unit is None else data.unit[rs.rows]
         for a, attribute in enumerate(data.manifest.protected_attributes):
             mask = data.disadvantaged[attribute.name][rs.rows]
+            if mask.all() or not mask.any():  # a replicate's test rows without one group
+                gap_rows += _absent_gap_rows(data, rs, a, mask, units=units)
+                group_rows += _absent_group_rows(data, rs, a, mask)
+                continue
             result = group_gaps(rs.values, mask, truth=rs.truth, units=unit,
                                 log_scale=data.manifest.target.log_scale,
                                 n_resamples=stats.n_resamples,
