@@ -275,3 +275,22 @@ def test_readme_counts_are_the_committed_states() -> None:
     assert first is not None and first.groups() == (audit, attribute, str(len(shown)))
     assert f'"{len(shown)} matching\nruns"' in README or f'"{len(shown)} matching runs"' in \
         " ".join(README.split())
+
+
+def test_the_readme_headline_is_the_committed_reports_first_screen() -> None:
+    """README's finding is the committed report's first screen, word for word: its lead and
+    every count (``faircode.report.headline.short_lead``), and the frozen state it names is the
+    last freeze record -- so a re-derived state cannot leave README quoting the last one."""
+    import html
+
+    page = (REPO / "results" / "report.html").read_text(encoding="utf-8")
+    lead = re.search(r'<p class="lead" id="lead">(.*?)</p>', page, re.S)
+    counts = re.search(r'<ul class="counts" id="counts">(.*?)</ul>', page, re.S)
+    assert lead is not None and counts is not None
+    quoted = [html.unescape(lead.group(1)),
+              *(f"- {html.unescape(c)}" for c in re.findall(r"<li>(.*?)</li>", counts.group(1)))]
+    block = [line[2:] for line in README.splitlines() if line.startswith("> ")]
+    assert block[:len(quoted)] == quoted
+    states = sorted((REPO / "freezes").glob("*-paper.json"),
+                    key=lambda p: tuple(int(x) for x in re.findall(r"\d+", p.stem)))
+    assert f"(K = 5, `{states[-1].stem}`)" in README
