@@ -309,7 +309,7 @@ def test_the_report_section_and_mlflow_children(written: Path, tmp_path: Path) -
 def test_k_replicates_combine_into_one_row_per_cell(toy: Path) -> None:
     """At K = 2 a cell's row is its replicates' combination (random_effects_t) and every
     replicate's rows are kept apart."""
-    config = CONFIG.with_params({"run.seeds": 3, "run.seed_mode": "split"})
+    config = CONFIG.with_params({"run.seeds": 2, "run.seed_mode": "split"})
     data = load_regression_audit(load_regression_manifest(toy))
     fitted = fit_regression_grid(data, mitigation=config.mitigation,
                                  replicates=config.replicates)
