@@ -14,6 +14,10 @@ Design decisions
   so the records' arrays of a few MiB to 32 MiB come from the heap, whose freed holes the
   process keeps, and its resident memory would creep up with every spill and every pass.  With
   a fixed 1 MiB threshold every array of at least that is its own mapping, returned when freed.
+* **Free pages are handed back after every chunk and part** (:func:`release_free_memory`):
+  the smaller arrays' freed holes in the heap (and Arrow's pool's pages) stay resident until
+  trimmed, and they add up with the chunks read -- without it the peak of a 10⁸-row log was
+  23 MiB above a 10⁷-row one's, with it the same.
 * **The same collapse in the end**: a unit's vector is complete only when all its records are
   in, which they are inside one part of the store's key-ordered output; its histogram and the
   score table's blocks are then what :mod:`faircode.stats.units` and
@@ -24,6 +28,8 @@ Design decisions
 
 from __future__ import annotations
 
+import ctypes
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -51,6 +57,7 @@ __all__ = [
     "UnitBinBuilder",
     "map_large_arrays",
     "records_units",
+    "release_free_memory",
     "side_histograms",
     "side_types",
 ]
@@ -70,6 +77,7 @@ def records_units(parts: Iterator[Records], n_slots: int, *,
     for part in parts:
         if part.key.size:
             pooled.add(sparse_types(_units_of(part), part.slot, part.count))
+        release_free_memory()
     return densify(pooled.result(), n_slots)
 
 
@@ -90,6 +98,7 @@ def side_types(parts: Iterator[Records], *, n_attributes: int,
                 if mine.key.size:
                     pooled[2 * a + s].add(packed_units.pack_entries(
                         _units_of(mine), mine.slot, mine.count, width))
+        release_free_memory()
     return [p.result() for p in pooled]
 
 
@@ -130,6 +139,19 @@ _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
 _mapped = False
 
 
+def _glibc() -> ctypes.CDLL | None:
+    """The C library when it is glibc (``mallopt`` and ``malloc_trim``), else None."""
+    try:
+        libc = ctypes.CDLL(None)
+        libc.mallopt, libc.malloc_trim  # noqa: B018 - glibc's own
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        return None
+    return libc
+
+
+_libc = _glibc()
+
+
 def map_large_arrays() -> None:
     """Allocate every block of at least 1 MiB as its own mapping, in this process, from now on
     (module docstring); a no-op where the C library is not glibc."""
@@ -137,13 +159,18 @@ def map_large_arrays() -> None:
     if _mapped:
         return
     _mapped = True
-    import ctypes
+    if _libc is not None:
+        _libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
 
-    try:
-        libc = ctypes.CDLL(None)
-        libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
-    except (OSError, AttributeError):  # pragma: no cover - not glibc
-        pass
+
+def release_free_memory() -> None:
+    """Hand the free pages of the C heap (glibc's ``malloc_trim``) and of Arrow's memory pool,
+    when Arrow is loaded, back to the system (module docstring); well under a millisecond."""
+    if _libc is not None:
+        _libc.malloc_trim(0)
+    arrow = sys.modules.get("pyarrow")
+    if arrow is not None:
+        arrow.default_memory_pool().release_unused()
 
 
 class TallyBuilder:
@@ -188,6 +215,7 @@ class TallyBuilder:
             if score is None:
                 raise ValueError("score: expected scores in every chunk")
             self.scores.add(Records.of(float_keys(score), group * 2 + yv))
+        release_free_memory()
 
     def finish(self) -> Tally:
         """The tally of every chunk added (scores are read from the store when used)."""
@@ -226,6 +254,7 @@ class UnitBinBuilder:
         group = joint_groups(masks)
         slot = (group * self.bins.n_bins + self.bins.index(score)) * 2 + yv
         self.store.add(Records.of(unit_keys(units), slot))
+        release_free_memory()
 
     def finish(self) -> Tally:
         """The tally with its ``unit_bins``: per attribute and side, the units over the bins."""
