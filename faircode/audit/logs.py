@@ -179,12 +179,14 @@ class LogReader:
         for chunk in chunks:
             guard.check(chunk)
             part, steps = self._interpret(chunk)
+            del chunk  # the frame: only ``part`` is read from here on
             for name, n in steps:
                 counts[name] = counts.get(name, 0) + n
             counts[_FLAGGED] = counts.get(_FLAGGED, 0) + int(part.decision.sum())
             for i, mask in enumerate(part.masks):
                 counts[f"{_SIDE}{i}"] = counts.get(f"{_SIDE}{i}", 0) + int(mask.sum())
             yield part
+            del part  # before the next chunk is read
 
     def _interpret(self, chunk: Chunk) -> tuple[LogChunk, list[tuple[str, int]]]:
         manifest, frame = self.manifest, chunk.frame

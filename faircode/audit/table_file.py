@@ -29,7 +29,9 @@ Design decisions
   line naming the file instead of running for hours.
 * **Parquet is read without pre-buffering** (:func:`_parquet_chunks`): pyarrow's pre-buffered reader
   holds the buffers of every row group it has read, so a 10⁸-row log's reader alone would hold
-  gigabytes.
+  gigabytes.  A chunk is joined from small Arrow batches and nothing here names it once it is
+  handed on, so while it is counted it exists once (a chunk-sized batch stayed in Arrow's reader,
+  and the DataFrame in this generator, until the next chunk was read).
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ PARQUET_SUFFIXES: tuple[str, ...] = (".parquet", ".pq")
 _COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma", ".zst": "zstd"}
 _CSV = "to parse as CSV (comma-separated, UTF-8, one header row)"
 ROWS = 1_000_000
+#: Rows of one Arrow batch a Parquet chunk is joined from (:func:`_parquet_chunks`).
+_ARROW_ROWS = 1 << 16
 """Rows per chunk by default."""
 MAX_INFLATION = 1000
 """A compressed CSV may decompress to at most this many times its size (plus
@@ -94,7 +98,7 @@ class TableFile:
         self.path, self.files, self.columns, self.is_csv = path, files, columns, csv_format
 
     def chunks(self, columns: Sequence[str], *, rows: int = ROWS) -> Iterator[Chunk]:
-        """The named columns, ``rows`` rows at a time (a Parquet row group may give fewer)."""
+        """The named columns, ``rows`` rows at a time (a file's last chunk may be shorter)."""
         if self.is_csv:
             yield from self._csv_chunks(list(columns), rows)
             return
@@ -165,11 +169,11 @@ class TableFile:
                     for first in range(0, batch.num_rows, rows):  # chunks of at most rows
                         piece = batch.slice(first, rows)
                         self._check_copies(piece, copies, slots, start)
-                        frame = pd.DataFrame({c: _typed(piece.column(
+                        # no local names the frame while it is counted (_parquet_chunks)
+                        yield Chunk(pd.DataFrame({c: _typed(piece.column(
                             slots[copies[c][0]] if copies[c] else c).to_pandas())
-                            for c in columns})
-                        yield Chunk(frame, self.path, start)
-                        start += len(frame)
+                            for c in columns}), self.path, start)
+                        start += piece.num_rows
         except pa.ArrowInvalid as exc:
             raise self._parse_error(exc) from None
         except (UnicodeDecodeError, OSError) as exc:
@@ -332,17 +336,41 @@ def _ragged_line(path: Path, width: int) -> tuple[int, int]:
 
 def _parquet_chunks(file: Path, start: int, *, rows: int, columns: list[str],
                     row_groups: list[int] | None = None) -> Iterator[Chunk]:
-    """A Parquet file's chunks of ``rows`` rows (the first being data row ``start``), read
-    without pre-buffering: with it (pyarrow's default) the reader keeps every row group's
-    buffers it has read until it is closed, so its memory grows with the file (15 MB per 10⁶
-    rows of a six-column log)."""
+    """A Parquet file's chunks of ``rows`` rows (the first being data row ``start``; the last
+    may be shorter), read without pre-buffering: with it (pyarrow's default) the reader keeps
+    every row group's buffers it has read until it is closed, so its memory grows with the file
+    (15 MB per 10⁶ rows of a six-column log).
+
+    Arrow's batches are of at most :data:`_ARROW_ROWS` rows, joined into a chunk: its reader
+    holds the batch it read last while the next is read, so a chunk-sized batch would keep a
+    second copy of the chunk alive while the chunk is counted.  No local names a chunk while
+    this generator waits (the reader above holds it only as long as it needs it)."""
     import pyarrow.parquet as pq
 
+    pending: list[Any] = []
+    held = 0
     for batch in pq.ParquetFile(file, pre_buffer=False).iter_batches(
-            batch_size=rows, row_groups=row_groups, columns=columns):
-        frame = batch.to_pandas()
-        yield Chunk(frame, file, start)
-        start += len(frame)
+            batch_size=min(rows, _ARROW_ROWS), row_groups=row_groups, columns=columns):
+        pending.append(batch)
+        held += batch.num_rows
+        del batch
+        while held >= rows:
+            yield Chunk(_take_frame(pending, rows), file, start)
+            start, held = start + rows, held - rows
+    if held:
+        yield Chunk(_take_frame(pending, held), file, start)
+
+
+def _take_frame(pending: list[Any], rows: int) -> pd.DataFrame:
+    """The first ``rows`` rows of the Arrow batches ``pending`` as a DataFrame, leaving the rest
+    in ``pending``; each column's Arrow buffers are let go as it is converted."""
+    import pyarrow as pa
+
+    joined = pa.Table.from_batches(pending)
+    pending[:] = joined.slice(rows).to_batches()
+    head = joined.slice(0, rows)
+    del joined
+    return head.to_pandas(split_blocks=True, self_destruct=True)
 
 
 def _typed(values: pd.Series) -> pd.Series:

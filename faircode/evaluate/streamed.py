@@ -82,6 +82,7 @@ def counted_stream(attributes: tuple[str, ...], chunks: Callable[[], Iterable[Ro
         for chunk in chunks():
             builder.add(chunk.y, chunk.decision, chunk.masks, units=chunk.units,
                         score=chunk.score)
+            del chunk  # before the next chunk is read
         tally = builder.finish()
         if scale is not None:
             tally = tally.with_bins(scale=scale)
@@ -90,6 +91,7 @@ def counted_stream(attributes: tuple[str, ...], chunks: Callable[[], Iterable[Ro
                 for chunk in chunks():
                     assert chunk.units is not None and chunk.score is not None
                     second.add(chunk.y, chunk.masks, units=chunk.units, score=chunk.score)
+                    del chunk
                 tally = second.finish()
         yield tally
 
