@@ -29,9 +29,10 @@ Design decisions
   line naming the file instead of running for hours.
 * **Parquet is read without pre-buffering** (:func:`_parquet_chunks`): pyarrow's pre-buffered reader
   holds the buffers of every row group it has read, so a 10⁸-row log's reader alone would hold
-  gigabytes.  A chunk is joined from small Arrow batches and nothing here names it once it is
-  handed on, so while it is counted it exists once (a chunk-sized batch stayed in Arrow's reader,
-  and the DataFrame in this generator, until the next chunk was read).
+  gigabytes; nor does it read a column chunk whole (a row group's size is the writer's choice).  A
+  chunk is joined from small Arrow batches and nothing here names it once it is handed on, so
+  while it is counted it exists once (a chunk-sized batch stayed in Arrow's reader, and the
+  DataFrame in this generator, until the next chunk was read).
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ _CSV = "to parse as CSV (comma-separated, UTF-8, one header row)"
 ROWS = 1_000_000
 #: Rows of one Arrow batch a Parquet chunk is joined from (:func:`_parquet_chunks`).
 _ARROW_ROWS = 1 << 16
+#: Bytes of a column chunk pyarrow reads at a time (:func:`_parquet_chunks`); 0 reads it whole.
+_READ_BUFFER = 1 << 20
 """Rows per chunk by default."""
 MAX_INFLATION = 1000
 """A compressed CSV may decompress to at most this many times its size (plus
@@ -339,7 +342,9 @@ def _parquet_chunks(file: Path, start: int, *, rows: int, columns: list[str],
     """A Parquet file's chunks of ``rows`` rows (the first being data row ``start``; the last
     may be shorter), read without pre-buffering: with it (pyarrow's default) the reader keeps
     every row group's buffers it has read until it is closed, so its memory grows with the file
-    (15 MB per 10⁶ rows of a six-column log).
+    (15 MB per 10⁶ rows of a six-column log).  Column chunks are read :data:`_READ_BUFFER`
+    bytes at a time: pyarrow's default reads each whole, so a file of large row groups would
+    hold them (40 MiB for a row group of 3·10⁶ rows of two float columns, 7.5 MiB buffered).
 
     Arrow's batches are of at most :data:`_ARROW_ROWS` rows, joined into a chunk: its reader
     holds the batch it read last while the next is read, so a chunk-sized batch would keep a
@@ -349,7 +354,7 @@ def _parquet_chunks(file: Path, start: int, *, rows: int, columns: list[str],
 
     pending: list[Any] = []
     held = 0
-    for batch in pq.ParquetFile(file, pre_buffer=False).iter_batches(
+    for batch in pq.ParquetFile(file, pre_buffer=False, buffer_size=_READ_BUFFER).iter_batches(
             batch_size=min(rows, _ARROW_ROWS), row_groups=row_groups, columns=columns):
         pending.append(batch)
         held += batch.num_rows
