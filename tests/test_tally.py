@@ -183,6 +183,28 @@ def test_a_store_reads_the_same_records_twice_after_spilling(rng: np.random.Gene
     assert store.spilled_bytes > 0
 
 
+def test_a_store_spills_when_a_part_like_the_last_would_not_fit_beside_it() -> None:
+    """Parts of 30 % of the budget: two are held (a third is made beside 60 %), and the third
+    spills them (a fourth would be made beside 90 %); one part of 60 % spills at once, so a log
+    of one chunk and one of many are counted beside the same records held."""
+    def part(start: int, n: int) -> Records:
+        return Records.of(np.arange(start, start + n, dtype=np.uint64), np.zeros(n, np.int64))
+
+    record = part(0, 1).nbytes
+    store = RecordStore(budget=100 * record)
+    store.add(part(0, 30))
+    store.add(part(30, 30))
+    assert store.spilled_bytes == 0
+    store.add(part(60, 30))
+    assert store.spilled_bytes > 0
+    alone = RecordStore(budget=100 * record)
+    alone.add(part(0, 60))
+    assert alone.spilled_bytes > 0
+    assert [k for r in alone.ordered() for k in r.key.tolist()] == list(range(60))
+    store.close()
+    alone.close()
+
+
 def store_passes(parts: list[Records], budget: int,
                  piece: int | None = None) -> tuple[list[list[Records]], bool]:
     """Two passes over a store of ``parts``, and whether a bucket was split again."""

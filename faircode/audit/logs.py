@@ -198,14 +198,13 @@ class LogReader:
         for i, row_filter in enumerate(manifest.row_filters, start=1):
             keep &= filter_mask(row_filter, frame[row_filter.column])
             steps.append((f"filter {i}: {row_filter.describe()}", int(keep.sum())))
-        frame, rows = frame[keep].reset_index(drop=True), rows[keep]
+        frame, rows = _kept(frame, keep), rows[keep]
         names = _Names(self.table, chunk, rows)
         check_declared_numbers(manifest, frame, rows=names, file=self.table.path)
         label, derivable = derive_target(manifest.target, frame[manifest.target.column],
                                          where=f"{manifest.file}: target")
         steps.append(("target derivable", int(derivable.sum())))
-        frame, label, rows = frame[derivable].reset_index(drop=True), label[derivable], \
-            rows[derivable]
+        frame, label, rows = _kept(frame, derivable), label[derivable], rows[derivable]
         classified = np.ones(len(frame), dtype=bool)
         masks = []
         for attribute in manifest.protected_attributes:
@@ -213,7 +212,7 @@ class LogReader:
             masks.append(mask)
             classified &= ok
         steps.append(("classified by every attribute", int(classified.sum())))
-        frame, rows = frame[classified].reset_index(drop=True), rows[classified]
+        frame, rows = _kept(frame, classified), rows[classified]
         names = _Names(self.table, chunk, rows)
         decision, score = self._outputs(frame, names)
         units = None if manifest.unit is None else self._units(frame[manifest.unit], names)
@@ -323,6 +322,12 @@ def table_sha256(table: TableFile) -> str:
         digest.update(f"{file.name}\t{sha256_file(file)}\n".encode())
     return digest.hexdigest()
 
+
+
+def _kept(frame: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
+    """The rows of ``frame`` where ``keep`` (numbered from 0), ``frame`` itself when it keeps
+    every row: a copy of the chunk is the largest array a step makes."""
+    return frame if keep.all() else frame[keep].reset_index(drop=True)
 
 def _log_columns(manifest: Manifest) -> dict[str, str]:
     """Every column read from the log, mapped to the declaration key naming it."""

@@ -202,15 +202,15 @@ class TallyBuilder:
             units: ArrayLike | None = None, score: ArrayLike | None = None) -> None:
         """Count one chunk (arrays one entry per row, as :func:`~faircode.stats.tally.tally_rows`
         takes them)."""
-        yv = checks.as_binary("y_true", y).astype(np.int64)
-        yhat = checks.as_binary("y_pred", decision).astype(np.int64)
+        yv = checks.as_binary("y_true", y)
         group = joint_groups(masks)
-        slot = group * _CELLS + 2 * yv + yhat
+        slot = group * _CELLS + 2 * yv + checks.as_binary("y_pred", decision)
         self.cells += np.bincount(slot, minlength=self.cells.size)
         if self.units is not None:
             if units is None:
                 raise ValueError("units: expected unit ids in every chunk")
             self.units.add(Records.of(unit_keys(units), slot))
+        del slot  # a chunk's arrays are the peak of a streamed audit: none kept past its use
         if self.scores is not None:
             if score is None:
                 raise ValueError("score: expected scores in every chunk")
@@ -250,7 +250,7 @@ class UnitBinBuilder:
     def add(self, y: ArrayLike, masks: Sequence[ArrayLike], *, units: ArrayLike,
             score: ArrayLike) -> None:
         """Count one chunk of the same rows again."""
-        yv = checks.as_binary("y_true", y).astype(np.int64)
+        yv = checks.as_binary("y_true", y)
         group = joint_groups(masks)
         slot = (group * self.bins.n_bins + self.bins.index(score)) * 2 + yv
         self.store.add(Records.of(unit_keys(units), slot))

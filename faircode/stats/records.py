@@ -7,8 +7,12 @@ gives them back aggregated, in key order, in parts of bounded size (:meth:`Recor
 
 Design decisions
 ----------------
-* **Bounded memory by spilling, part by part.**  Parts are held in memory up to ``budget``
-  bytes; past it, the held parts and every part added later are written, one at a time, to
+* **Bounded memory by spilling, part by part.**  Parts are held in memory while another part
+  of the size of the last would still fit in ``budget`` bytes (the next part is made while the
+  held ones are alive, so a store never takes more than its budget, counting the part being
+  made; holding up to the budget itself let a long log's second chunk be counted beside the
+  first's records, 24 MB a store at 10⁶ rows, which a one-chunk log never is); past it, the
+  held parts and every part added later are written, one at a time, to
   ``2^8`` bucket files by key range (the ranges taken from a sample of ``2^16`` of the keys
   held when the budget is first passed) in a private temporary folder -- never pooled in
   memory first.  A part is sorted by key, so its buckets are consecutive slices of it.
@@ -92,13 +96,15 @@ class Records:
         """Aggregate raw records (``count`` default 1 each)."""
         k = np.asarray(key, dtype=np.uint64)
         s = np.asarray(slot, dtype=np.int64)
-        c = np.ones(k.size, dtype=np.int64) if count is None else np.asarray(count, np.int64)
         if k.size == 0:
-            return cls(k, s, c)
+            return cls(k, s, np.zeros(0, np.int64))
         order = np.lexsort((s, k))
-        k, s, c = k[order], s[order], c[order]
+        k, s = k[order], s[order]
+        c = None if count is None else np.asarray(count, np.int64)[order]
+        del order  # a chunk's records are the peak of a streamed audit: no temporary kept
         start = np.flatnonzero(np.concatenate([[True], (k[1:] != k[:-1]) | (s[1:] != s[:-1])]))
-        return cls(k[start], s[start], np.add.reduceat(c, start))
+        rows = np.diff(start, append=k.size) if c is None else np.add.reduceat(c, start)
+        return cls(k[start], s[start], rows)
 
     @classmethod
     def concat(cls, parts: Sequence[Records]) -> Records:
@@ -160,12 +166,13 @@ class RecordStore:
         self.spilled_bytes = 0
 
     def add(self, records: Records) -> None:
-        """Keep ``records`` (already aggregated), spilling when over budget."""
+        """Keep ``records`` (already aggregated), spilling when another part of their size
+        would not fit in the budget beside them (module docstring)."""
         if records.key.size == 0:
             return
         self._parts.append(records)
         self._held += records.nbytes
-        if self._dir is not None or self._held > self.budget:
+        if self._dir is not None or self._held + records.nbytes > self.budget:
             self._spill()
 
     def _spill(self) -> None:
