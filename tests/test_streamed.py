@@ -387,32 +387,3 @@ def test_a_log_reader_lets_go_of_each_chunk_before_reading_the_next(log_folder: 
         parts += 1
         del part
     assert parts == -(-N // 300) and len(earlier) == 2 * parts
-
-_HOLES = """
-import numpy as np
-from faircode.stats.accumulate import map_large_arrays, release_free_memory
-
-def anon_mib():
-    for line in open("/proc/self/status"):
-        if line.startswith("RssAnon"):
-            return int(line.split()[1]) / 1024
-
-map_large_arrays()
-arrays = [np.ones(25_000) for _ in range(400)]  # 200 kB each: carved from the heap
-kept = arrays[9::10]  # every tenth stays, the last one on top: no hole is at the heap's end
-del arrays
-before = anon_mib()
-release_free_memory()
-print(before, anon_mib())
-"""
-
-
-@pytest.mark.skipif(not Path("/proc/self/status").is_file() or sys.platform != "linux",
-                    reason="reads RssAnon of /proc and glibc's malloc_trim")
-def test_free_heap_holes_leave_resident_memory_when_released() -> None:
-    # 360 freed arrays of 200 kB (69 MiB) sit between live ones; freed, they stay resident
-    # until release_free_memory hands their pages back (what every streamed chunk now does)
-    done = subprocess.run([sys.executable, "-c", _HOLES], capture_output=True, text=True,
-                          check=True)
-    before, after = map(float, done.stdout.split())
-    assert before - after > 50, (before, after)

@@ -50,6 +50,7 @@ from faircode.audit.fetch import sha256_file
 from faircode.audit.outputs import check_scores, python_value
 from faircode.audit.table_file import ROWS, Chunk, TableFile, open_table
 from faircode.core.errors import ChecksumError, DataError, describe
+from faircode.core.memory import release_free_memory
 
 __all__ = ["LogChunk", "LogReader", "LogRecord", "SystemRecord", "table_sha256"]
 
@@ -178,8 +179,10 @@ class LogReader:
         guard = guard if guard is not None else self.new_guard()
         for chunk in chunks:
             guard.check(chunk)
+            release_free_memory()  # the check's temporaries, before the chunk's copies are made
             part, steps = self._interpret(chunk)
             del chunk  # the frame: only ``part`` is read from here on
+            release_free_memory()  # the frame's, before the chunk is counted
             for name, n in steps:
                 counts[name] = counts.get(name, 0) + n
             counts[_FLAGGED] = counts.get(_FLAGGED, 0) + int(part.decision.sum())
@@ -323,11 +326,15 @@ def table_sha256(table: TableFile) -> str:
     return digest.hexdigest()
 
 
-
 def _kept(frame: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
     """The rows of ``frame`` where ``keep`` (numbered from 0), ``frame`` itself when it keeps
-    every row: a copy of the chunk is the largest array a step makes."""
-    return frame if keep.all() else frame[keep].reset_index(drop=True)
+    every row: a copy of the chunk is the largest array a step makes (made after the earlier
+    steps' free pages are handed back: :mod:`faircode.core.memory`)."""
+    if keep.all():
+        return frame
+    release_free_memory()
+    return frame[keep].reset_index(drop=True)
+
 
 def _log_columns(manifest: Manifest) -> dict[str, str]:
     """Every column read from the log, mapped to the declaration key naming it."""

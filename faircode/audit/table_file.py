@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from faircode.core.errors import DataError, describe
+from faircode.core.memory import map_large_arrays
 
 __all__ = ["CSV_SUFFIXES", "PARQUET_SUFFIXES", "Chunk", "FrameTable", "TableFile", "frame_table",
            "open_table", "table_suffix"]
@@ -57,11 +58,11 @@ PARQUET_SUFFIXES: tuple[str, ...] = (".parquet", ".pq")
 _COMPRESSION = {".gz": "gzip", ".bz2": "bz2", ".xz": "lzma", ".zst": "zstd"}
 _CSV = "to parse as CSV (comma-separated, UTF-8, one header row)"
 ROWS = 1_000_000
+"""Rows per chunk by default."""
 #: Rows of one Arrow batch a Parquet chunk is joined from (:func:`_parquet_chunks`).
 _ARROW_ROWS = 1 << 16
 #: Bytes of a column chunk pyarrow reads at a time (:func:`_parquet_chunks`); 0 reads it whole.
 _READ_BUFFER = 1 << 20
-"""Rows per chunk by default."""
 MAX_INFLATION = 1000
 """A compressed CSV may decompress to at most this many times its size (plus
 :data:`INFLATION_SLACK`): a CSV log compresses 5 to 50 times, gzip at most about 1,032 times,
@@ -349,9 +350,11 @@ def _parquet_chunks(file: Path, start: int, *, rows: int, columns: list[str],
     Arrow's batches are of at most :data:`_ARROW_ROWS` rows, joined into a chunk: its reader
     holds the batch it read last while the next is read, so a chunk-sized batch would keep a
     second copy of the chunk alive while the chunk is counted.  No local names a chunk while
-    this generator waits (the reader above holds it only as long as it needs it)."""
+    this generator waits (the reader above holds it only as long as it needs it).  Arrow
+    allocates from the C heap, its buffers mapped (:mod:`faircode.core.memory`)."""
     import pyarrow.parquet as pq
 
+    map_large_arrays()
     pending: list[Any] = []
     held = 0
     for batch in pq.ParquetFile(file, pre_buffer=False, buffer_size=_READ_BUFFER).iter_batches(

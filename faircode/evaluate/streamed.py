@@ -41,7 +41,7 @@ from faircode.audit.data import AuditData
 from faircode.audit.logs import LogChunk, LogReader, LogRecord
 from faircode.audit.manifest import Manifest
 from faircode.audit.predictions_file import PredictionsReader
-from faircode.audit.table_file import TableFile
+from faircode.audit.table_file import ROWS, TableFile
 from faircode.core.config import DegenerateConfig, StatsConfig, VerdictsConfig
 from faircode.core.errors import ConfigError
 from faircode.evaluate.counted import score_counts
@@ -157,7 +157,7 @@ def audit_log(
     stats: StatsConfig,
     degenerate: DegenerateConfig,
     verdicts: VerdictsConfig | None = None,
-    chunk_rows: int = 1_000_000,
+    chunk_rows: int = ROWS,
     budget: int = BUDGET,
     in_memory: bool = False,
     client: Any = None,

@@ -105,6 +105,9 @@ def _config(args: argparse.Namespace) -> BenchmarkConfig:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
+    from faircode.core.memory import map_large_arrays
+
+    map_large_arrays()  # every audit here streams a file: before Arrow is loaded (its pool)
     from faircode.audit.log_declaration import is_log_declaration
     from faircode.audit.table_file import CSV_SUFFIXES, PARQUET_SUFFIXES, table_suffix
     from faircode.core.names import check_name
@@ -273,6 +276,7 @@ def _stem(file: Path) -> str:
 def _audit_log(args: argparse.Namespace, manifest: Manifest, config: BenchmarkConfig, *,
                saved: Path | None = None) -> int:
     """A decision log with its own groups (a declaration, or a file's options), streamed."""
+    from faircode.audit.table_file import ROWS
     from faircode.core.layout import GRID_RUN
     from faircode.evaluate.streamed import audit_log
     from faircode.evaluate.write import check_replaceable, write_audit
@@ -288,7 +292,7 @@ def _audit_log(args: argparse.Namespace, manifest: Manifest, config: BenchmarkCo
     try:
         record, results = audit_log(manifest, stats=config.stats, degenerate=config.degenerate,
                                     verdicts=config.verdicts,
-                                    chunk_rows=args.chunk_rows or 1_000_000,
+                                    chunk_rows=args.chunk_rows or ROWS,
                                     in_memory=args.in_memory, client=client)
     finally:
         if client is not None:

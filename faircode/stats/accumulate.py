@@ -9,15 +9,8 @@ needs every row of a unit, or every row of a score value, is kept as aggregated 
 
 Design decisions
 ----------------
-* **Large arrays are mapped, not carved from the heap** (:func:`map_large_arrays`, Linux glibc):
-  by default glibc raises its mmap threshold to the largest block freed so far (up to 32 MiB),
-  so the records' arrays of a few MiB to 32 MiB come from the heap, whose freed holes the
-  process keeps, and its resident memory would creep up with every spill and every pass.  With
-  a fixed 1 MiB threshold every array of at least that is its own mapping, returned when freed.
-* **Free pages are handed back after every chunk and part** (:func:`release_free_memory`):
-  the smaller arrays' freed holes in the heap (and Arrow's pool's pages) stay resident until
-  trimmed, and they add up with the chunks read -- without it the peak of a 10⁸-row log was
-  23 MiB above a 10⁷-row one's, with it the same.
+* **Memory the same for every chunk**: the builders map large arrays and hand free pages back
+  after each chunk and each record part (:mod:`faircode.core.memory`).
 * **The same collapse in the end**: a unit's vector is complete only when all its records are
   in, which they are inside one part of the store's key-ordered output; its histogram and the
   score table's blocks are then what :mod:`faircode.stats.units` and
@@ -28,8 +21,6 @@ Design decisions
 
 from __future__ import annotations
 
-import ctypes
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -38,6 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from faircode.core import checks
+from faircode.core.memory import map_large_arrays, release_free_memory
 from faircode.stats import packed_units
 from faircode.stats.records import BUDGET, Records, RecordStore, float_keys, key_floats, unit_keys
 from faircode.stats.score_table import Block, ScoreTable
@@ -55,9 +47,7 @@ __all__ = [
     "SpilledScores",
     "TallyBuilder",
     "UnitBinBuilder",
-    "map_large_arrays",
     "records_units",
-    "release_free_memory",
     "side_histograms",
     "side_types",
 ]
@@ -132,45 +122,6 @@ class SpilledScores(ScoreTable):
             counts = np.zeros((start.size, self._n_slots), dtype=np.int64)
             counts[value, part.slot] = part.count
             yield key_floats(part.key[start]), counts
-
-
-_MMAP_THRESHOLD = 1 << 20
-_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter
-_mapped = False
-
-
-def _glibc() -> ctypes.CDLL | None:
-    """The C library when it is glibc (``mallopt`` and ``malloc_trim``), else None."""
-    try:
-        libc = ctypes.CDLL(None)
-        libc.mallopt, libc.malloc_trim  # noqa: B018 - glibc's own
-    except (OSError, AttributeError):  # pragma: no cover - not glibc
-        return None
-    return libc
-
-
-_libc = _glibc()
-
-
-def map_large_arrays() -> None:
-    """Allocate every block of at least 1 MiB as its own mapping, in this process, from now on
-    (module docstring); a no-op where the C library is not glibc."""
-    global _mapped
-    if _mapped:
-        return
-    _mapped = True
-    if _libc is not None:
-        _libc.mallopt(_M_MMAP_THRESHOLD, _MMAP_THRESHOLD)
-
-
-def release_free_memory() -> None:
-    """Hand the free pages of the C heap (glibc's ``malloc_trim``) and of Arrow's memory pool,
-    when Arrow is loaded, back to the system (module docstring); well under a millisecond."""
-    if _libc is not None:
-        _libc.malloc_trim(0)
-    arrow = sys.modules.get("pyarrow")
-    if arrow is not None:
-        arrow.default_memory_pool().release_unused()
 
 
 class TallyBuilder:
