@@ -11,7 +11,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from faircode.stats import clusters
+from faircode.stats import clusters, packed_units
 from faircode.stats.accumulate import TallyBuilder, UnitBinBuilder
 from faircode.stats.groups import design_effects
 from faircode.stats.records import Records, RecordStore, float_keys, key_floats
@@ -74,10 +74,18 @@ def same_tally(a: Tally, b: Tally, b_scores: Blocks) -> None:
     assert np.array_equal(a.bins.points, b.bins.points) and a.bins.labels == b.bins.labels
 
 
-@pytest.mark.parametrize("budget", [2**30, 2000], ids=["in memory", "spilled"])
+@pytest.mark.parametrize(("budget", "types"), [(2**30, None), (2000, None), (2000, 0)],
+                         ids=["in memory", "spilled", "spilled, and each side's types"])
 def test_chunked_counts_equal_the_counts_of_all_rows(rng: np.random.Generator,
-                                                     budget: int) -> None:
-    """Counting in shuffled chunks (one of a single row), spilled or not, gives the same tally."""
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     budget: int, types: int | None) -> None:
+    """Counting in shuffled chunks (one of a single row), spilled or not, gives the same tally
+    (with the side types pooled a part at a time, each spilled as a run and pooled in blocks
+    of 3 types)."""
+    if types is not None:
+        monkeypatch.setattr(packed_units, "HELD_BYTES", types)
+        monkeypatch.setattr(packed_units, "MERGE_TYPES", 1)
+        monkeypatch.setattr(packed_units, "BLOCK_BYTES", 8 * 3 * 20)
     r = rows(rng)
     cuts = [0, 1, 2, 500, 1700, 2999, 3000]
     chunks = [slice(a, b) for a, b in itertools.pairwise(cuts)]

@@ -48,7 +48,7 @@ from faircode.stats.accumulate import (
     side_histograms,
     side_types,
 )
-from faircode.stats.packed_units import PackedTypes
+from faircode.stats.packed_units import Run
 from faircode.stats.records import (
     BUDGET,
     Records,
@@ -132,7 +132,7 @@ def _reduce_units(n_slots: int, *parts: Records) -> UnitHistogram:
     return records_units(iter([Records.concat(list(parts))]), n_slots)
 
 
-def _reduce_sides(n_attributes: int, n_bins: int, *parts: Records) -> list[PackedTypes]:
+def _reduce_sides(n_attributes: int, n_bins: int, *parts: Records) -> list[list[Run]]:
     return side_types(iter([Records.concat(list(parts))]), n_attributes=n_attributes,
                       n_bins=n_bins)
 
@@ -217,5 +217,5 @@ def dask_log_tally(client: Any, reader: LogReader, *, scale: str | None,
         reduced = reduce_buckets(client, side_parts, _reduce_sides, len(attributes),
                                  tally.bins.n_bins)
         tally = Tally(tally.attributes, tally.cells, tally.units, tally.scores, tally.bins,
-                      side_histograms(client.gather(reduced), tally.bins.n_bins, budget=budget))
+                      side_histograms(client.gather(reduced), tally.bins.n_bins))
     return tally, record

@@ -71,12 +71,15 @@ def records_units(parts: Iterator[Records], n_slots: int, *,
     return densify(pooled.result(), n_slots)
 
 
-def side_types(parts: Iterator[Records], *, n_attributes: int,
-               n_bins: int) -> list[packed_units.PackedTypes]:
+def side_types(parts: Iterator[Records], *, n_attributes: int, n_bins: int,
+               budget: int | None = None,
+               folder: Path | None = None) -> list[list[packed_units.Run]]:
     """Per attribute and side (disadvantaged, advantaged), the units' packed types over
-    ``2 * bin + label``, from key-ordered records over joint group x bin x label."""
+    ``2 * bin + label`` as sorted runs, from key-ordered records over joint group x bin x
+    label; each side's pooled words past ``budget`` bytes (when given) spilled to ``folder``."""
     width = 2 * n_bins
-    pooled = [packed_units.PackedAccumulator(width) for _ in range(2 * n_attributes)]
+    pooled = [packed_units.PackedAccumulator(width, budget=budget, folder=folder)
+              for _ in range(2 * n_attributes)]
     for part in parts:
         if part.key.size == 0:
             continue
@@ -89,16 +92,19 @@ def side_types(parts: Iterator[Records], *, n_attributes: int,
                     pooled[2 * a + s].add(packed_units.pack_entries(
                         _units_of(mine), mine.slot, mine.count, width))
         release_free_memory()
-    return [p.result() for p in pooled]
+    return [p.runs() for p in pooled]
 
 
-def side_histograms(types: Sequence[list[packed_units.PackedTypes]], n_bins: int, *,
-                    budget: int = BUDGET, folder: Path | None = None) -> tuple[CountedTypes, ...]:
+def side_histograms(types: Sequence[list[list[packed_units.Run]]], n_bins: int, *,
+                    budget: int | None = None,
+                    folder: Path | None = None) -> tuple[CountedTypes, ...]:
     """The side histograms of disjoint unit sets' :func:`side_types` (one list per set), each
-    held in memory up to ``budget`` bytes of packed types, beyond it in a temporary file."""
-    pooled = (packed_units.merge_packed([t[i] for t in types], 2 * n_bins)
-              for i in range(len(types[0]) if types else 0))
-    return tuple(packed_units.hold(p, budget=budget, folder=folder) for p in pooled)
+    held in memory up to ``budget`` bytes of packed words (default
+    :data:`~faircode.stats.packed_units.HELD_BYTES`), beyond it in a temporary file."""
+    budget = packed_units.HELD_BYTES if budget is None else budget
+    return tuple(packed_units.merge_runs([r for t in types for r in t[i]], 2 * n_bins,
+                                         budget=budget, folder=folder)
+                 for i in range(len(types[0]) if types else 0))
 
 
 class SpilledScores(ScoreTable):
@@ -211,10 +217,10 @@ class UnitBinBuilder:
         """The tally with its ``unit_bins``: per attribute and side, the units over the bins."""
         try:
             types = side_types(self.store.ordered(), n_attributes=len(self.tally.attributes),
-                               n_bins=self.bins.n_bins)
+                               n_bins=self.bins.n_bins, budget=packed_units.HELD_BYTES,
+                               folder=self.folder)
         finally:
             self.store.close()
         return replace(self.tally, unit_bins=side_histograms([types], self.bins.n_bins,
-                                                             budget=self.budget,
                                                              folder=self.folder))
 
