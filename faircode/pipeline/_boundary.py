@@ -21,6 +21,11 @@ Design decisions
   default action would end the process on the spot and leave them behind.  The previous
   handler is put back afterwards; the local pool's own handlers
   (:class:`faircode.grid._lifetime.SignalStop`) nest inside and print their own line.
+* **A command stops once**: a second SIGTERM or SIGINT while the first one's clean-up runs (a
+  second Ctrl-C, a supervisor repeating its SIGTERM) raises nothing, so the clean-up goes on; it
+  arms the watchdog below at once, so a clean-up that hangs still ends.  Raised again, it ended
+  the clean-up where it was: a streamed audit of 10⁸ rows stopped by two SIGTERMs 50 ms apart
+  left its 1.1 GB of spilled records behind.
 * **A stopped command ends within** :data:`STOP_GRACE_SECONDS` **of the stop**
   (:func:`_end_later`): once SIGTERM or SIGINT has stopped it, a watchdog thread is armed, and
   if the process is still alive that long after -- its exit hangs joining a thread such as a
@@ -66,7 +71,16 @@ class Terminated(BaseException):
     """SIGTERM arrived while a command ran (raised by the handler :func:`run_command` installs)."""
 
 
+_interrupted = threading.Event()  # the SIGINT that stopped the command was a real one
+_stopping = threading.Event()  # a stop signal has been raised in this command
+_armed = threading.Event()  # the watchdog (_end_later) runs
+
+
 def _terminate(signum: int, frame: FrameType | None) -> None:
+    if _stopping.is_set():  # already stopping: the clean-up goes on (module docstring)
+        _end_later(signum)
+        return
+    _stopping.set()
     raise Terminated()
 
 
@@ -88,7 +102,10 @@ def os_error_line(exc: OSError) -> str:
 def _end_later(signum: int) -> None:
     """End this process :data:`STOP_GRACE_SECONDS` from now unless it has ended by itself: a
     daemon thread with a small stack (module docstring).  Under an address-space limit that
-    leaves no room for a thread, nothing is armed."""
+    leaves no room for a thread, nothing is armed.  Armed once per process."""
+    if _armed.is_set():
+        return
+    _armed.set()
 
     def end() -> None:
         time.sleep(STOP_GRACE_SECONDS)
@@ -121,10 +138,11 @@ def _stop_signal(exc: BaseException) -> int | None:
     return signum if isinstance(exc, SystemExit) and isinstance(signum, int) else None
 
 
-_interrupted = threading.Event()
-
-
 def _interrupt(signum: int, frame: FrameType | None) -> None:
+    if _stopping.is_set():  # already stopping: the clean-up goes on (module docstring)
+        _end_later(signum)
+        return
+    _stopping.set()
     _interrupted.set()
     raise KeyboardInterrupt
 
@@ -139,6 +157,7 @@ def run_command(body: Callable[[], int]) -> int:
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             previous_int = signal.signal(signal.SIGINT, _interrupt)
     _interrupted.clear()
+    _stopping.clear()
     stopped_by = None
     try:
         return body()
