@@ -330,20 +330,32 @@ sys.exit(run_command(body))
 """
 
 
+def _stopped(script: str, *argv: str, signum: int = signal.SIGTERM, twice: bool = False,
+             timeout: float = 30) -> tuple[int, str]:
+    """Run ``script`` (printing ``ready``, then ``cleaning`` when its clean-up starts) and stop
+    it with ``signum`` -- ``twice``: again once its clean-up has started; its exit code and
+    stderr."""
+    process = subprocess.Popen([sys.executable, "-c", script, *argv], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stdout.readline() == "ready\n"
+    process.send_signal(signum)
+    if twice:
+        assert process.stdout.readline() == "cleaning\n"
+        process.send_signal(signum)
+    try:
+        _, err = process.communicate(timeout=timeout)
+    finally:
+        process.kill()
+    return process.returncode, err
+
+
 def test_a_command_that_hangs_at_exit_still_ends_on_sigterm(tmp_path: Path) -> None:
     """State: SIGTERM stops the command, whose exit then hangs joining a thread (the fit stage
     that ran on for 38 minutes): it is ended STOP_GRACE_SECONDS later, exit 143."""
     from faircode.pipeline._boundary import STOP_GRACE_SECONDS
 
-    process = subprocess.Popen([sys.executable, "-c", _HANGS_AT_EXIT], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    assert process.stdout is not None and process.stdout.readline() == "ready\n"
-    process.send_signal(signal.SIGTERM)
-    try:
-        _, err = process.communicate(timeout=STOP_GRACE_SECONDS + 20)
-    finally:
-        process.kill()
-    assert process.returncode == 143
+    code, err = _stopped(_HANGS_AT_EXIT, timeout=STOP_GRACE_SECONDS + 20)
+    assert code == 143
     assert err.splitlines() == [
         "stopped by SIGTERM: results written before stay as they were, nothing half-written is "
         "left",
@@ -380,18 +392,9 @@ def test_a_second_stop_signal_lets_the_clean_up_finish(tmp_path: Path, signum: i
     clean-up where it is (a 10⁸-row audit so left 1.1 GB of spill behind): the folder is
     removed, one line, the first signal's exit code."""
     folder = tmp_path / "spill"
-    process = subprocess.Popen([sys.executable, "-c", _CLEANS_UP, str(folder)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert process.stdout is not None and process.stdout.readline() == "ready\n"
-    process.send_signal(signum)
-    assert process.stdout.readline() == "cleaning\n"
-    process.send_signal(signum)
-    try:
-        _, err = process.communicate(timeout=30)
-    finally:
-        process.kill()
+    got, err = _stopped(_CLEANS_UP, str(folder), signum=signum, twice=True)
     assert not folder.exists()
-    assert process.returncode == code and len(err.splitlines()) == 1, err
+    assert got == code and len(err.splitlines()) == 1, err
 
 
 _HANGS_IN_CLEAN_UP = """
@@ -416,20 +419,12 @@ def test_a_second_sigterm_ends_a_clean_up_that_hangs(tmp_path: Path) -> None:
     is ended STOP_GRACE_SECONDS later, exit 143."""
     from faircode.pipeline._boundary import STOP_GRACE_SECONDS
 
-    process = subprocess.Popen([sys.executable, "-c", _HANGS_IN_CLEAN_UP],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert process.stdout is not None and process.stdout.readline() == "ready\n"
-    process.send_signal(signal.SIGTERM)
-    assert process.stdout.readline() == "cleaning\n"
-    process.send_signal(signal.SIGTERM)
-    try:
-        _, err = process.communicate(timeout=STOP_GRACE_SECONDS + 20)
-    finally:
-        process.kill()
-    assert process.returncode == 143
+    code, err = _stopped(_HANGS_IN_CLEAN_UP, twice=True, timeout=STOP_GRACE_SECONDS + 20)
+    assert code == 143
     assert err.splitlines() == [
         f"stopped by SIGTERM: still running {STOP_GRACE_SECONDS:g} s after it; ended, with the "
         "processes it started"], err
+
 
 # ------------------------------------------------------------------ State: a refused experiment
 
