@@ -336,7 +336,10 @@ def _stopped(script: str, *argv: str, signum: int = signal.SIGTERM, twice: bool 
     it with ``signum`` -- ``twice``: again once its clean-up has started; its exit code and
     stderr."""
     process = subprocess.Popen([sys.executable, "-c", script, *argv], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True,
+                               # as from a terminal: a test worker ignores SIGINT, and a command
+                               # rightly keeps an inherited SIG_IGN, which would void the test
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     assert process.stdout is not None and process.stdout.readline() == "ready\n"
     process.send_signal(signum)
     if twice:
