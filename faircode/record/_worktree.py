@@ -10,7 +10,7 @@ Design decisions
   verify, naming its process and the process group of the command it runs
   (:func:`faircode.core.processes.run_group`).  The kernel drops a dead process's locks, so a
   lock that can be taken is a verify that was killed (SIGKILL, a power cut) before it could
-  clean up.
+  clean up (the lock: :mod:`faircode.core.owned`).
 * **Cleaned at the next start**: :func:`clean_abandoned` (the first thing a verify does) ends
   what is left of such a verify's command group (only processes working inside its folder:
   :func:`faircode.core.processes.stop_leftover`), removes its worktree from this repository's
@@ -31,12 +31,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from faircode.core.owned import mark as hold_mark
+from faircode.core.owned import take
 from faircode.core.processes import stop_leftover
-
-try:
-    import fcntl
-except ImportError:  # pragma: no cover - Windows: no locks, nothing is ever taken for abandoned
-    fcntl = None  # type: ignore[assignment]
 
 __all__ = ["MARK", "PREFIX", "Worktree", "clean_abandoned", "verify_worktree"]
 
@@ -69,23 +66,6 @@ def _registered(root: Path) -> list[Path]:
     return paths[1:]
 
 
-def _take(mark: Path) -> int | None:
-    """An open, locked descriptor of ``mark`` when no live verify holds it, else None."""
-    try:
-        fd = os.open(mark, os.O_RDWR)
-    except OSError:
-        return None
-    if fcntl is None:  # pragma: no cover - Windows
-        os.close(fd)
-        return None
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
-
-
 def clean_abandoned(root: Path) -> list[Path]:
     """Remove the worktrees of killed verifies of ``root``'s repository (module docstring);
     return their folders."""
@@ -94,7 +74,7 @@ def clean_abandoned(root: Path) -> list[Path]:
         base = work.parent
         if not base.name.startswith(PREFIX):
             continue
-        fd = _take(base / MARK)
+        fd = take(base / MARK)
         if fd is None:
             continue
         try:
@@ -118,9 +98,7 @@ def verify_worktree(root: Path, commit: str, *, name: str,
     clean_abandoned(root)
     base = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{name}-"))
     mark = base / MARK
-    fd = os.open(mark, os.O_RDWR | os.O_CREAT, 0o600)
-    if fcntl is not None:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    fd = hold_mark(mark)
 
     def record(pgid: int | None) -> None:
         mark.write_text(json.dumps({"pid": os.getpid(), "pgid": pgid}))

@@ -16,6 +16,9 @@ Design decisions
   ``2^8`` bucket files by key range (the ranges taken from a sample of ``2^16`` of the keys
   held when the budget is first passed) in a private temporary folder -- never pooled in
   memory first.  A part is sorted by key, so its buckets are consecutive slices of it.
+* **No folder outlives its process**: :meth:`RecordStore.close` removes it, and a process
+  ended outright (SIGKILL, out of memory) leaves a folder whose mark the next spilling store
+  finds unlocked and removes (:mod:`faircode.core.owned`).
 * **Buckets read in pieces of bounded size.**  A bucket file of at most ``piece`` bytes is read
   whole and aggregated; a larger one is split again, piece by piece, into up to 16 files by its
   own keys (each lacks at least one of the bucket's keys, so splitting ends), kept for the next
@@ -28,8 +31,6 @@ Design decisions
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -39,9 +40,11 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from faircode.core import checks
+from faircode.core.owned import Owned
 
 __all__ = [
     "BUDGET",
+    "SPILL_PREFIX",
     "RecordStore",
     "Records",
     "bucket_bounds",
@@ -51,6 +54,9 @@ __all__ = [
     "unit_keys",
 ]
 
+SPILL_PREFIX = "faircode-spill-"
+"""A store's spill folder: ``<folder or tmp>/faircode-spill-XXXX``, swept by the next store
+that spills once its owner is gone (:mod:`faircode.core.owned`)."""
 BUDGET = 32 * 2**20
 """Default bytes of records held in memory (per store) before they spill to disk."""
 N_BUCKETS = 256
@@ -163,6 +169,7 @@ class RecordStore:
         self._held = 0
         self._bounds: NDArray[np.uint64] | None = None
         self._dir: Path | None = None
+        self._owned: Owned | None = None
         self.spilled_bytes = 0
 
     def add(self, records: Records) -> None:
@@ -179,7 +186,8 @@ class RecordStore:
         if self._dir is None:
             step = max(1, sum(p.key.size for p in self._parts) // _SAMPLE)
             self._bounds = bucket_bounds(np.concatenate([p.key[::step] for p in self._parts]))
-            self._dir = Path(tempfile.mkdtemp(prefix="faircode-spill-", dir=self._parent))
+            self._owned = Owned(SPILL_PREFIX, self._parent)
+            self._dir = self._owned.path
         assert self._bounds is not None
         while self._parts:  # one part at a time, each freed once written
             part = self._parts.pop(0)
@@ -200,9 +208,9 @@ class RecordStore:
 
     def close(self) -> None:
         """Remove the spill folder (records are gone)."""
-        if self._dir is not None:
-            shutil.rmtree(self._dir, ignore_errors=True)
-            self._dir = None
+        if self._owned is not None:
+            self._owned.remove()
+            self._owned, self._dir = None, None
         self._parts, self._held = [], 0
 
 
