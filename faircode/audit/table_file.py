@@ -354,7 +354,7 @@ def _parquet_chunks(file: Path, start: int, *, rows: int, columns: list[str],
     allocates from the C heap, its buffers mapped (:mod:`faircode.core.memory`)."""
     import pyarrow.parquet as pq
 
-    map_large_arrays()
+    map_large_arrays()  # `faircode audit` has already; a library caller or Dask worker not
     pending: list[Any] = []
     held = 0
     for batch in pq.ParquetFile(file, pre_buffer=False, buffer_size=_READ_BUFFER).iter_batches(

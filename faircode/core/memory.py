@@ -59,8 +59,9 @@ _libc = _glibc()
 
 def map_large_arrays() -> None:
     """From now on, in this process, allocate every block of at least 128 KiB as its own
-    mapping, and Arrow's buffers from the C heap when Arrow is loaded (module docstring); a
-    no-op where the C library is not glibc."""
+    mapping, and Arrow's buffers from the C heap (module docstring); a no-op where the C
+    library is not glibc.  Called before Arrow is loaded, it chooses the pool Arrow is loaded
+    with, which its C++ readers take too; called after, only Python's default pool."""
     global _mapped
     if _libc is None:
         return

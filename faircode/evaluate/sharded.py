@@ -158,14 +158,15 @@ def _score_bounds(reader: LogReader) -> np.ndarray:
 
 
 def dask_log_tally(client: Any, reader: LogReader, *, scale: str | None,
-                   shard_rows: int = SHARD_ROWS, budget: int = BUDGET) -> tuple[Tally, LogRecord]:
+                   shard_rows: int | None = None, budget: int = BUDGET) -> tuple[Tally, LogRecord]:
     """The log's tally counted on ``client``'s workers, and its record (steps, sha256);
-    shards of about ``shard_rows`` rows (whole row groups), score records read in parts of
-    about ``budget`` bytes."""
+    shards of about ``shard_rows`` rows (whole row groups; default :data:`SHARD_ROWS`), score
+    records read in parts of about ``budget`` bytes."""
     manifest = reader.manifest
     attributes = tuple(a.name for a in manifest.protected_attributes)
     n_groups = 1 << len(attributes)
-    shards = table_shards(reader.table, rows=shard_rows)
+    rows = SHARD_ROWS if shard_rows is None else shard_rows
+    shards = table_shards(reader.table, rows=rows)
     if not shards:
         reader.check_totals()
     bounds = _score_bounds(reader)

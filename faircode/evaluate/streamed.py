@@ -161,12 +161,13 @@ def audit_log(
     budget: int = BUDGET,
     in_memory: bool = False,
     client: Any = None,
-    shard_rows: int = 2_000_000,
+    shard_rows: int | None = None,
     table: TableFile | None = None,
 ) -> tuple[LogRecord, AuditResults]:
     """Audit the declared log ``manifest`` (:func:`faircode.audit.log_declaration.load_log`):
     its system's decisions on every kept row, streamed (default), in memory, or on a Dask
-    ``client`` (in shards of about ``shard_rows`` rows of whole Parquet row groups).
+    ``client`` (in shards of about ``shard_rows`` rows of whole Parquet row groups; default
+    :data:`~faircode.grid.dask_reduce.SHARD_ROWS`).
     ``table``: the rows (a DataFrame's, :func:`faircode.audit.table_file.frame_table`) instead
     of the log's file.
 
