@@ -434,3 +434,28 @@ def test_only_dask_workers_started_by_faircode_compute_under_its_configuration(
                 deadline = time.monotonic() + 60
                 while client.scheduler_info()["workers"] and time.monotonic() < deadline:
                     time.sleep(0.2)
+
+
+def test_a_terminated_pool_has_no_manager_thread_left_to_race_the_exit() -> None:
+    """``terminate`` returns once the executor's manager thread has ended: left running, it may
+    close its wake-up pipe while the interpreter's exit writes to it (an EBADF traceback after
+    a run's stop line).  A pool whose manager ends 0.3 s after its shutdown, as one busy
+    noticing its killed workers would."""
+    import threading
+
+    from faircode.grid._lifetime import terminate
+
+    class Pool:
+        def __init__(self) -> None:
+            self._processes: dict[int, Any] = {}
+            self._stop = threading.Event()
+            self._executor_manager_thread = threading.Thread(
+                target=lambda: (self._stop.wait(), time.sleep(0.3)), daemon=True)
+            self._executor_manager_thread.start()
+
+        def shutdown(self, *, wait: bool, cancel_futures: bool) -> None:
+            self._stop.set()
+
+    pool = Pool()
+    terminate(pool)  # type: ignore[arg-type]
+    assert not pool._executor_manager_thread.is_alive()

@@ -26,7 +26,11 @@ Design decisions
   only, :class:`SignalStop`) they raise :class:`Stopped`, a ``SystemExit`` with code
   ``128 + signal``, so ``finally`` blocks and context managers (the progress display, the results
   staging folder) still run; the pool's workers are killed (:func:`terminate`) before it
-  propagates.  A signal that arrives while a worker is being spawned is raised once the spawn
+  propagates, and the executor's manager thread is waited for: left running, it may close its
+  wake-up pipe while the interpreter's exit writes to it (CPython 3.11's
+  ``concurrent.futures.process._python_exit`` does so without a lock; CPython gh-125451), an
+  ``OSError: [Errno 9] Bad file descriptor`` traceback after the stop line, seen once in a CI
+  simulation.  A signal that arrives while a worker is being spawned is raised once the spawn
   returns, so no half-started worker is left to fail on a closed pipe.  A signal the process
   ignores (``nohup``) stays ignored.
 * **Workers ignore SIGINT**: a Ctrl-C in a terminal reaches the whole process group, and the
@@ -129,10 +133,14 @@ class SignalStop:
 
 
 def terminate(pool: ProcessPoolExecutor) -> None:
-    """Stop a pool now: drop the queued tasks and kill its workers, running tasks included."""
+    """Stop a pool now: drop the queued tasks and kill its workers, running tasks included;
+    return once its manager thread has ended (module docstring)."""
     processes = list((getattr(pool, "_processes", None) or {}).values())  # 3.14: terminate_workers
+    manager = getattr(pool, "_executor_manager_thread", None)
     pool.shutdown(wait=False, cancel_futures=True)
     for process in processes:
         process.kill()
     for process in processes:
         process.join(timeout=5)
+    if manager is not None:
+        manager.join(timeout=5)
