@@ -37,10 +37,10 @@ MARK = ".owner.lock"
 
 
 def take(path: Path) -> int | None:
-    """An open, locked descriptor of the mark ``path`` when no live owner holds it, else None
-    (no such file, or locked)."""
+    """An open, locked descriptor of the mark ``path`` (a file or a folder) when no live owner
+    holds it, else None (no such path, or locked)."""
     try:
-        fd = os.open(path, os.O_RDWR)
+        fd = os.open(path, os.O_RDONLY)
     except OSError:
         return None
     if fcntl is None:  # pragma: no cover - Windows

@@ -48,6 +48,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from faircode.core.files import user_mode
+from faircode.core.owned import take
 
 try:
     import fcntl
@@ -71,19 +72,13 @@ def _leftover_pattern(name: str) -> re.Pattern[str]:
 
 def _lock(path: Path) -> int | None:
     """Open ``path`` and take an exclusive lock without waiting; the fd, or None if locked (or
-    gone)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return None
+    gone).  Without ``fcntl``: the fd, unlocked (module docstring)."""
     if fcntl is None:  # pragma: no cover - Windows
-        return fd
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd
+        try:
+            return os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+    return take(path)
 
 
 def _rename(source: Path, target: Path) -> None:
