@@ -25,9 +25,9 @@ Design decisions
   (:class:`PackedAccumulator`).  :func:`merge_runs` pools runs block by block -- from each
   run the next block, out every type up to the least of the blocks' last types, which no row
   still unread can equal -- into one more file.  Only the multiplicities (8 bytes a type, what
-  the multinomial draws need) stay in memory.  Held whole, the four sides' words of a
-  3·10⁸-row log and their copies while pooled set the streamed audit's peak 11 % above that of
-  10⁶ rows.
+  the multinomial draws need) stay in memory.  Held whole, the sides' words and their copies
+  while pooled grew with the log's distinct types and, past 10⁸ rows, set the streamed audit's
+  peak (docs/operations.md).
 * **The same types, however pooled**: a run is sorted and has no type twice, so the block merge
   gives, type for type and in the same order, what :func:`merge_packed` gives on the runs at
   once (``tests/test_packed_units.py``); the draws made from them are the same.
