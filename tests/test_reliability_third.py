@@ -429,6 +429,35 @@ def test_a_second_sigterm_ends_a_clean_up_that_hangs(tmp_path: Path) -> None:
         "processes it started"], err
 
 
+
+_TURNED_INTO_ANOTHER = """
+import sys, time
+from faircode.pipeline._boundary import run_command
+
+def body():
+    try:
+        print("ready", flush=True)
+        time.sleep(60)
+    except BaseException:  # as a C extension being imported does: its own error, no chain
+        raise ImportError("pd_datetime.c could not import module pandas") from None
+    return 0
+
+sys.exit(run_command(body))
+"""
+
+
+@pytest.mark.parametrize(("signum", "code", "said"), [
+    (signal.SIGTERM, 143, "stopped by SIGTERM"), (signal.SIGINT, 130, "interrupted by SIGINT")],
+    ids=["SIGTERM", "SIGINT"])
+def test_a_stop_turned_into_another_error_on_its_way_up_is_the_stop(
+        signum: int, code: int, said: str) -> None:
+    """State: SIGINT landing while pandas imports its C extensions came back as an ImportError
+    (a traceback, exit 1, in the CI simulation): once a stop signal has been raised, whatever
+    ends the command is that stop -- one line, 128 + signal."""
+    got, err = _stopped(_TURNED_INTO_ANOTHER, signum=signum)
+    assert got == code and len(err.splitlines()) == 1 and err.startswith(said), err
+
+
 # ------------------------------------------------------------------ State: a refused experiment
 
 PARAMS_TEXT = """\

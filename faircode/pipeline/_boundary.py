@@ -26,6 +26,11 @@ Design decisions
   arms the watchdog below at once, so a clean-up that hangs still ends.  Raised again, it ended
   the clean-up where it was: a streamed audit of 10⁸ rows stopped by two SIGTERMs 50 ms apart
   left its 1.1 GB of spilled records behind.
+* **A stop is a stop, whatever it became on its way up**: the signal's exception can be turned
+  into another by the code it passes through -- a C extension being imported when it lands
+  raises its own ``ImportError`` (pandas: ``pd_datetime.c could not import module pandas``,
+  seen once in the CI simulation) -- so once a stop signal has been raised in a command, any
+  exception that ends it is that stop's line and exit code.
 * **A stopped command ends within** :data:`STOP_GRACE_SECONDS` **of the stop**
   (:func:`_end_later`): once SIGTERM or SIGINT has stopped it, a watchdog thread is armed, and
   if the process is still alive that long after -- its exit hangs joining a thread such as a
@@ -72,16 +77,24 @@ class Terminated(BaseException):
 
 
 _interrupted = threading.Event()  # the SIGINT that stopped the command was a real one
-_stopping = threading.Event()  # a stop signal has been raised in this command
 _armed = threading.Event()  # the watchdog (_end_later) runs
+_raised = 0  # the stop signal raised in this command (0: none yet)
+
+
+def _first_stop(signum: int) -> bool:
+    """Record ``signum`` as the command's stop and say so, unless it is already stopping: then
+    the clean-up goes on and the watchdog is armed (module docstring)."""
+    global _raised
+    if _raised:
+        _end_later(signum)
+        return False
+    _raised = signum
+    return True
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
-    if _stopping.is_set():  # already stopping: the clean-up goes on (module docstring)
-        _end_later(signum)
-        return
-    _stopping.set()
-    raise Terminated()
+    if _first_stop(signum):
+        raise Terminated()
 
 
 def _say(line: str) -> None:
@@ -135,16 +148,15 @@ def _stop_signal(exc: BaseException) -> int | None:
     if isinstance(exc, KeyboardInterrupt) and _interrupted.is_set():
         return signal.SIGINT
     signum = getattr(exc, "signum", None)  # the local pool's Stopped
-    return signum if isinstance(exc, SystemExit) and isinstance(signum, int) else None
+    if isinstance(exc, SystemExit):
+        return signum if isinstance(signum, int) else None
+    return _raised or None  # the stop's exception, turned into another on its way up
 
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
-    if _stopping.is_set():  # already stopping: the clean-up goes on (module docstring)
-        _end_later(signum)
-        return
-    _stopping.set()
-    _interrupted.set()
-    raise KeyboardInterrupt
+    if _first_stop(signum):
+        _interrupted.set()
+        raise KeyboardInterrupt
 
 
 def run_command(body: Callable[[], int]) -> int:
@@ -156,13 +168,17 @@ def run_command(body: Callable[[], int]) -> int:
             previous = signal.signal(signal.SIGTERM, _terminate)
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             previous_int = signal.signal(signal.SIGINT, _interrupt)
+    global _raised
     _interrupted.clear()
-    _stopping.clear()
+    _raised = 0
     stopped_by = None
     try:
         return body()
     except BaseException as exc:
         stopped_by = _stop_signal(exc)
+        if stopped_by is not None and not isinstance(exc, (KeyboardInterrupt, Terminated,
+                                                          SystemExit)):
+            exc = KeyboardInterrupt() if stopped_by == signal.SIGINT else Terminated()
         code = _ending(exc)
         if code is None:
             raise
