@@ -76,7 +76,6 @@ class Terminated(BaseException):
     """SIGTERM arrived while a command ran (raised by the handler :func:`run_command` installs)."""
 
 
-_interrupted = threading.Event()  # the SIGINT that stopped the command was a real one
 _armed = threading.Event()  # the watchdog (_end_later) runs
 _raised = 0  # the stop signal raised in this command (0: none yet)
 
@@ -145,7 +144,7 @@ def _stop_signal(exc: BaseException) -> int | None:
     ``KeyboardInterrupt``)."""
     if isinstance(exc, Terminated):
         return signal.SIGTERM
-    if isinstance(exc, KeyboardInterrupt) and _interrupted.is_set():
+    if isinstance(exc, KeyboardInterrupt) and _raised == signal.SIGINT:  # a real one
         return signal.SIGINT
     signum = getattr(exc, "signum", None)  # the local pool's Stopped
     if isinstance(exc, SystemExit):
@@ -155,7 +154,6 @@ def _stop_signal(exc: BaseException) -> int | None:
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
     if _first_stop(signum):
-        _interrupted.set()
         raise KeyboardInterrupt
 
 
@@ -169,7 +167,6 @@ def run_command(body: Callable[[], int]) -> int:
         if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
             previous_int = signal.signal(signal.SIGINT, _interrupt)
     global _raised
-    _interrupted.clear()
     _raised = 0
     stopped_by = None
     try:
