@@ -96,14 +96,12 @@ def side_types(parts: Iterator[Records], *, n_attributes: int, n_bins: int,
 
 
 def side_histograms(types: Sequence[list[list[packed_units.Run]]], n_bins: int, *,
-                    budget: int | None = None,
                     folder: Path | None = None) -> tuple[CountedTypes, ...]:
     """The side histograms of disjoint unit sets' :func:`side_types` (one list per set), each
-    held in memory up to ``budget`` bytes of packed words (default
-    :data:`~faircode.stats.packed_units.HELD_BYTES`), beyond it in a temporary file."""
-    budget = packed_units.HELD_BYTES if budget is None else budget
+    held in memory up to :data:`~faircode.stats.packed_units.HELD_BYTES` of packed words,
+    beyond it in a temporary file in ``folder``."""
     return tuple(packed_units.merge_runs([r for t in types for r in t[i]], 2 * n_bins,
-                                         budget=budget, folder=folder)
+                                         budget=packed_units.HELD_BYTES, folder=folder)
                  for i in range(len(types[0]) if types else 0))
 
 
